@@ -1,0 +1,63 @@
+"""ctxasm: the context assembler for retrieval-augmented generation.
+
+``ctxasm.assemble(query, passages, model="gpt-4o")`` returns an :class:`Assembly` whose prompt
+provably fits the model, with a report of every passage kept or dropped.
+"""
+
+from ctxasm.assembler import Assembler, assemble
+from ctxasm.config import AssemblerConfig
+from ctxasm.errors import (
+    AccessPolicyError,
+    BudgetError,
+    ConfigError,
+    CtxasmError,
+    RequestError,
+    TokenizerError,
+    UnknownModelError,
+    UnknownStrategyError,
+)
+from ctxasm.model import (
+    Assembly,
+    Budget,
+    Exclusion,
+    Included,
+    Message,
+    Passage,
+    Principal,
+    Reason,
+    Report,
+    Request,
+)
+from ctxasm.models import ModelRegistry, ModelSpec, default_registry
+from ctxasm.schema import parse_request
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AccessPolicyError",
+    "Assembler",
+    "AssemblerConfig",
+    "Assembly",
+    "Budget",
+    "BudgetError",
+    "ConfigError",
+    "CtxasmError",
+    "Exclusion",
+    "Included",
+    "Message",
+    "ModelRegistry",
+    "ModelSpec",
+    "Passage",
+    "Principal",
+    "Reason",
+    "Report",
+    "Request",
+    "RequestError",
+    "TokenizerError",
+    "UnknownModelError",
+    "UnknownStrategyError",
+    "__version__",
+    "assemble",
+    "default_registry",
+    "parse_request",
+]

@@ -1,0 +1,249 @@
+"""The assembler: the only place that knows the order of the slots.
+
+access -> budget -> relevance -> selection (consulting dedup) -> compression -> ordering
+-> format -> verify -> report
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ctxasm import registry
+from ctxasm.config import AssemblerConfig
+from ctxasm.formatting import PromptParts, get_format
+from ctxasm.formatting.blocks import (
+    HEADING,
+    NO_CONTEXT_NOTE,
+    NO_SOURCES_NOTE,
+    RULES,
+    framing,
+    render_block,
+)
+from ctxasm.model import Assembly, Candidate, Exclusion, Reason, Request, Strategies, StrategySpec
+from ctxasm.report import build_report
+from ctxasm.schema import parse_request
+from ctxasm.stages.access import filter_readable
+from ctxasm.stages.budget import plan_budget
+from ctxasm.stages.dedup import DedupChain, Verdict
+from ctxasm.stages.packing import Meter, Packing
+from ctxasm.stages.relevance import rank
+from ctxasm.tokens import get_counter
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Assembler", "assemble"]
+
+DEFAULT_SYSTEM_PROMPT = "You are a careful assistant that answers questions from sources."
+# Tokens the sources block may merge or add at its seams with the question.
+_BLOCK_SEAM = 2
+
+
+class _Clock:
+    """Milliseconds per stage."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - started) * 1000
+
+
+class _TimedDedup:
+    """A dedup chain whose time is booked to the dedup stage."""
+
+    def __init__(self, chain: DedupChain, clock: _Clock) -> None:
+        self.chain, self.clock = chain, clock
+
+    def verdict(self, candidate: Candidate) -> Verdict:
+        with self.clock.stage("dedup"):
+            return self.chain.verdict(candidate)
+
+    def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
+        with self.clock.stage("dedup"):
+            self.chain.accept(candidate, replaced)
+
+    def may_merge(self, candidate: Candidate) -> bool:
+        return self.chain.may_merge(candidate)
+
+
+class Assembler:
+    """Builds prompts from requests with one validated configuration.
+
+    >>> assembler = Assembler({"defaults": {"model": "gpt-4o-mini"}})
+    >>> result = assembler.assemble(query="Who wrote it?", passages=[{"text": "Ann wrote it."}])
+    >>> result.report.selected
+    1
+    """
+
+    def __init__(self, config: AssemblerConfig | Mapping[str, Any] | str | Path | None = None):
+        self.config = AssemblerConfig.load(config)
+        self._strategies: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._default_strategy = self.config.defaults.get("strategy") or {}
+        # Build the configured strategies now, so a bad name fails here and not per request.
+        self._resolve(parse_request(self._merge({"query": "check", "passages": []})).strategy)
+
+    def _merge(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        merged = {**self.config.defaults, **fields}
+        given = fields.get("strategy")
+        if isinstance(given, Mapping) and isinstance(self._default_strategy, Mapping):
+            merged["strategy"] = {**self._default_strategy, **given}
+        return merged
+
+    def _build(self, slot: str, spec: StrategySpec, where: str) -> Any:
+        try:
+            key = f"{slot}:{json.dumps(spec.to_config(), sort_keys=True)}"
+        except TypeError:
+            return registry.build(slot, spec, where)
+        with self._lock:
+            cached = self._strategies.get(key)
+        if cached is None:
+            cached = registry.build(slot, spec, where)
+            with self._lock:
+                self._strategies[key] = cached
+        return cached
+
+    def _resolve(self, chosen: Strategies) -> dict[str, Any]:
+        if chosen.compression is not None:
+            registry.build("compression", chosen.compression, "strategy.compression")
+        if chosen.guard is not None:
+            registry.build("guard", chosen.guard, "strategy.guard")
+        return {
+            "relevance": self._build("relevance", chosen.relevance, "strategy.relevance"),
+            "dedup": [
+                self._build("dedup", spec, f"strategy.dedup[{i}]")
+                for i, spec in enumerate(chosen.dedup)
+            ],
+            "selection": self._build("selection", chosen.selection, "strategy.selection"),
+            "ordering": self._build("ordering", chosen.ordering, "strategy.ordering"),
+        }
+
+    def assemble(self, request: Request | Mapping[str, Any] | None = None, /, **fields: Any) -> Assembly:
+        """Assemble one request, given as a :class:`Request`, request JSON, or keywords."""
+        started = time.perf_counter()
+        if isinstance(request, Request):
+            parsed = request
+        else:
+            data = {**(request or {}), **fields}
+            parsed = parse_request(
+                self._merge(data), max_request_chars=self.config.max_request_chars
+            )
+        return self._run(parsed, started)
+
+    def _run(self, request: Request, started: float) -> Assembly:
+        clock = _Clock()
+        model = self.config.models.get(request.model)
+        fmt = get_format(request.format)
+        strategies = self._resolve(request.strategy)
+        counter = get_counter(model.tokenizer)
+        passages = request.passages
+        with clock.stage("access"):
+            readable, excluded = filter_readable(
+                passages, request.principal, allow_public=request.allow_public
+            )
+        system = f"{request.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n{RULES}"
+        parts = PromptParts(system, request.history, request.query)
+        with clock.stage("budget"):
+            budget = plan_budget(request, model, counter, fmt, parts)
+        with clock.stage("relevance"):
+            ranked, cut = rank(
+                request.query,
+                readable,
+                strategies["relevance"],
+                min_score=request.min_score,
+                top_k=request.top_k,
+            )
+        excluded += cut
+        with clock.stage("selection"):
+            worst_label = max(1, len(ranked))
+            meter = Meter(counter, lambda c: framing(c, worst_label))
+            chain = DedupChain([strategy.session() for strategy in strategies["dedup"]])
+            heading = counter.count(HEADING) + _BLOCK_SEAM
+            packing = Packing(max(0, budget.context - heading), meter, _TimedDedup(chain, clock))
+            strategies["selection"].select(ranked, packing)
+        excluded += packing.excluded
+        with clock.stage("ordering"):
+            ordered = strategies["ordering"].order(packing.kept)
+        note = NO_CONTEXT_NOTE if not ranked else NO_SOURCES_NOTE
+        with clock.stage("verify"):
+            ordered, rendered, total, context_tokens, dropped = _fit(
+                ordered,
+                lambda kept: fmt.render(parts, render_block(kept) if kept else note),
+                lambda r: fmt.count(r, counter, model),
+                lambda kept: counter.count(render_block(kept) if kept else note),
+                budget.prompt_limit,
+                budget.context,
+            )
+        excluded += dropped
+        clock.ms.setdefault("dedup", 0.0)
+        clock.ms["total"] = (time.perf_counter() - started) * 1000
+        positions = {p.id: i for i, p in enumerate(passages)}
+        report = build_report(
+            model=model,
+            counter=counter,
+            budget=budget,
+            ordered=ordered,
+            excluded=excluded,
+            positions=positions,
+            total_tokens=total,
+            context_tokens=context_tokens,
+            considered=len(passages),
+            no_relevant_context=not ranked,
+            timings_ms=clock.ms,
+        )
+        return Assembly(rendered.messages, rendered.system, rendered.text, report)
+
+
+def _fit(
+    ordered: list[Candidate],
+    render: Callable[[list[Candidate]], Any],
+    count_request: Callable[[Any], int],
+    count_block: Callable[[list[Candidate]], int],
+    prompt_limit: int,
+    context_limit: int,
+) -> tuple[list[Candidate], Any, int, int, list[Exclusion]]:
+    """Render and recount exactly; while over a limit, drop the lowest-scoring passage."""
+    dropped: list[Exclusion] = []
+    while True:
+        rendered = render(ordered)
+        total = count_request(rendered)
+        block = count_block(ordered)
+        over_context = bool(ordered) and block > context_limit
+        if (total <= prompt_limit and not over_context) or not ordered:
+            return ordered, rendered, total, block, dropped
+        weakest = min(ordered, key=lambda c: (c.score, -c.index))
+        ordered = [c for c in ordered if c is not weakest]
+        detail = (
+            f"the rendered request took {total} tokens (limit {prompt_limit}) and the sources "
+            f"{block} (limit {context_limit}); dropped the lowest-scoring passage"
+        )
+        dropped.append(Exclusion(weakest.id, "verify", Reason.OVER_BUDGET, detail))
+
+
+_DEFAULT_ASSEMBLER: Assembler | None = None
+
+
+def assemble(query: str | None = None, passages: Any = None, /, **fields: Any) -> Assembly:
+    """Assemble a prompt with the default configuration.
+
+    ``ctxasm.assemble(query, passages, model="gpt-4o", **options)`` or
+    ``ctxasm.assemble(**request_json)``: every request field is a keyword of the same name.
+    """
+    global _DEFAULT_ASSEMBLER  # noqa: PLW0603 - built on first use, shared afterwards
+    if _DEFAULT_ASSEMBLER is None:
+        _DEFAULT_ASSEMBLER = Assembler()
+    data = dict(fields)
+    if query is not None:
+        data["query"] = query
+    if passages is not None:
+        data["passages"] = passages
+    return _DEFAULT_ASSEMBLER.assemble(data)

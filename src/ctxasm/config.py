@@ -1,0 +1,110 @@
+"""Assembler configuration: request defaults, model overrides and limits, validated once.
+
+A config file is TOML or JSON::
+
+    [defaults]                 # any request field except query and passages
+    model = "gpt-4o-mini"
+    format = "text"
+    [defaults.strategy]
+    selection = "knapsack"
+
+    [models."my-llama"]        # a new model, or fields that override a registry model
+    context_window = 8192
+    max_output = 2048
+    tokenizer = "hf:/models/llama/tokenizer.json"
+
+    [limits]
+    max_request_chars = 32000000
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ctxasm.errors import ConfigError, RequestError
+from ctxasm.models import ModelRegistry, default_registry
+from ctxasm.schema import DEFAULT_MAX_REQUEST_CHARS, REQUEST_FIELDS, parse_request
+
+__all__ = ["AssemblerConfig", "load_config_file"]
+
+_SECTIONS = ("defaults", "models", "limits")
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """The raw mapping in a TOML or JSON config file."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(raw)
+        else:
+            data = tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} is not valid TOML/JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a table/object at the top")
+    return data
+
+
+@dataclass(frozen=True)
+class AssemblerConfig:
+    """Validated configuration shared by every assembly of one :class:`~ctxasm.Assembler`."""
+
+    models: ModelRegistry = field(default_factory=default_registry)
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    max_request_chars: int = DEFAULT_MAX_REQUEST_CHARS
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> AssemblerConfig:
+        """Check a config mapping (see the module docstring) and build the config."""
+        unknown = [key for key in data if key not in _SECTIONS]
+        if unknown:
+            raise ConfigError(
+                f"unknown config section {unknown[0]!r}; sections: {', '.join(_SECTIONS)}"
+            )
+        defaults = data.get("defaults", {})
+        if not isinstance(defaults, Mapping):
+            raise ConfigError("[defaults] must be a table of request fields")
+        for key in defaults:
+            if key not in REQUEST_FIELDS or key in ("query", "passages"):
+                allowed = [f for f in REQUEST_FIELDS if f not in ("query", "passages")]
+                raise ConfigError(
+                    f"[defaults] has unknown field {key!r}; allowed: {', '.join(allowed)}"
+                )
+        models = data.get("models", {})
+        if not isinstance(models, Mapping):
+            raise ConfigError("[models] must be a table of models")
+        limits = data.get("limits", {})
+        if not isinstance(limits, Mapping) or set(limits) - {"max_request_chars"}:
+            raise ConfigError("[limits] accepts only max_request_chars")
+        max_chars = limits.get("max_request_chars", DEFAULT_MAX_REQUEST_CHARS)
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+            raise ConfigError(f"limits.max_request_chars must be a positive integer, got {max_chars!r}")
+        try:
+            parse_request({"query": "check", "passages": [], **defaults})
+        except RequestError as exc:
+            raise ConfigError(f"[defaults]: {exc.message}") from None
+        return cls(
+            models=default_registry().with_overrides(models),
+            defaults=dict(defaults),
+            max_request_chars=max_chars,
+        )
+
+    @classmethod
+    def load(cls, source: AssemblerConfig | Mapping[str, Any] | str | Path | None) -> AssemblerConfig:
+        """A config from an existing config, a mapping, a file path, or ``None`` (defaults)."""
+        if source is None:
+            return cls()
+        if isinstance(source, AssemblerConfig):
+            return source
+        if isinstance(source, Mapping):
+            return cls.from_mapping(source)
+        return cls.from_mapping(load_config_file(source))

@@ -1,0 +1,32 @@
+"""One plain-text prompt, for completion APIs and models served without a chat template."""
+
+from __future__ import annotations
+
+from ctxasm.formatting.base import PromptParts, Rendered, user_content
+from ctxasm.models import ModelSpec
+from ctxasm.tokens import TokenCounter
+
+__all__ = ["TextFormat"]
+
+_SPEAKERS = {"user": "User", "assistant": "Assistant"}
+
+
+class TextFormat:
+    """System text, the conversation so far, the sources and the question, then ``Answer:``.
+
+    Counted as the text itself: there are no per-message tokens.
+    """
+
+    name = "text"
+
+    def render(self, parts: PromptParts, context: str) -> Rendered:
+        sections = [parts.system]
+        if parts.history:
+            turns = "\n".join(f"{_SPEAKERS[t.role]}: {t.content}" for t in parts.history)
+            sections.append(f"Conversation so far:\n{turns}")
+        sections.append(user_content(context, parts.query))
+        sections.append("Answer:")
+        return Rendered((), None, "\n\n".join(sections))
+
+    def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:
+        return counter.count(rendered.text or "")

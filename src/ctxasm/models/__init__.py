@@ -1,0 +1,172 @@
+"""The model registry: what each target model can take and what it costs.
+
+The bundled data file ``registry.toml`` lists current models; a config file (or a mapping passed
+to :meth:`ModelRegistry.with_overrides`) adds models or overrides fields of existing ones.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from typing import Any
+
+from ctxasm.errors import ConfigError, UnknownModelError
+
+__all__ = ["ModelRegistry", "ModelSpec", "default_registry"]
+
+_INT_FIELDS = ("context_window", "max_output", "tokens_per_message", "reply_priming")
+_PRICE_FIELDS = ("input_price", "output_price")
+_KNOWN_FIELDS = {*_INT_FIELDS, *_PRICE_FIELDS, "provider", "tokenizer", "aliases"}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """One model: its window, its tokenizer spec, its chat overhead and prices per 1M tokens."""
+
+    name: str
+    provider: str
+    context_window: int
+    max_output: int
+    tokenizer: str
+    tokens_per_message: int = 3
+    reply_priming: int = 3
+    input_price: float | None = None
+    output_price: float | None = None
+    aliases: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "provider": self.provider,
+            "context_window": self.context_window,
+            "max_output": self.max_output,
+            "tokenizer": self.tokenizer,
+            "tokens_per_message": self.tokens_per_message,
+            "reply_priming": self.reply_priming,
+            "input_price": self.input_price,
+            "output_price": self.output_price,
+            "aliases": list(self.aliases),
+        }
+
+
+def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[str, Any]:
+    where = f"models.{name}"
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{where} must be a table of fields, got {type(entry).__name__}")
+    unknown = set(entry) - _KNOWN_FIELDS
+    if unknown:
+        raise ConfigError(
+            f"{where} has unknown field(s) {', '.join(sorted(unknown))}; "
+            f"allowed: {', '.join(sorted(_KNOWN_FIELDS))}"
+        )
+    checked = dict(entry)
+    for key in _INT_FIELDS:
+        if key in entry:
+            value = entry[key]
+            minimum = 1 if key in ("context_window", "max_output") else 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ConfigError(f"{where}.{key} must be an integer >= {minimum}, got {value!r}")
+    for key in _PRICE_FIELDS:
+        value = entry.get(key)
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            raise ConfigError(f"{where}.{key} must be a price >= 0 or null, got {value!r}")
+    for key in ("provider", "tokenizer"):
+        if key in entry and not isinstance(entry[key], str):
+            raise ConfigError(f"{where}.{key} must be a string, got {entry[key]!r}")
+    if "aliases" in entry:
+        aliases = entry["aliases"]
+        if not isinstance(aliases, list | tuple) or not all(isinstance(a, str) for a in aliases):
+            raise ConfigError(f"{where}.aliases must be a list of strings")
+        checked["aliases"] = tuple(aliases)
+    if not partial:
+        missing = [k for k in ("context_window", "max_output", "tokenizer") if k not in entry]
+        if missing:
+            raise ConfigError(
+                f"{where} is a new model and needs {', '.join(missing)} "
+                "(or name an existing model to override it)"
+            )
+    return checked
+
+
+class ModelRegistry:
+    """Models by name and alias. Immutable: overrides return a new registry."""
+
+    def __init__(self, models: Mapping[str, ModelSpec]) -> None:
+        self._models = dict(models)
+        self._names: dict[str, str] = {}
+        for spec in self._models.values():
+            for key in (spec.name, *spec.aliases):
+                owner = self._names.get(key.lower())
+                if owner is not None and owner != spec.name:
+                    raise ConfigError(f"model name {key!r} is used by both {owner} and {spec.name}")
+                self._names[key.lower()] = spec.name
+
+    @classmethod
+    def from_mapping(
+        cls, data: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+    ) -> ModelRegistry:
+        base = dict(defaults or {})
+        specs = {}
+        for name, entry in data.items():
+            checked = _check_entry(name, entry, partial=False)
+            merged = {**base, **checked}
+            merged.setdefault("provider", "custom")
+            specs[name] = ModelSpec(name=name, **merged)
+        return cls(specs)
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> ModelRegistry:
+        """A registry where each entry of ``overrides`` replaces fields of, or adds, a model."""
+        models = dict(self._models)
+        for name, entry in overrides.items():
+            existing = self._names.get(str(name).lower())
+            if existing is not None:
+                checked = _check_entry(name, entry, partial=True)
+                models[existing] = replace(models[existing], **checked)
+            else:
+                checked = _check_entry(name, entry, partial=False)
+                checked.setdefault("provider", "custom")
+                models[name] = ModelSpec(name=name, **checked)
+        return ModelRegistry(models)
+
+    def get(self, name: str) -> ModelSpec:
+        """The model called ``name`` (case-insensitive, aliases allowed)."""
+        canonical = self._names.get(name.lower())
+        if canonical is None:
+            close = difflib.get_close_matches(name.lower(), list(self._names), n=5, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise UnknownModelError(
+                f"unknown model {name!r}{hint} Run `ctxasm models` for the full list, or add the "
+                "model with context_window, max_output and tokenizer in a config file.",
+                field="model",
+            )
+        return self._models[canonical]
+
+    def __iter__(self) -> Any:
+        return iter(sorted(self._models.values(), key=lambda spec: (spec.provider, spec.name)))
+
+    def __len__(self) -> int:
+        return len(self._models)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._names
+
+
+_DEFAULT: ModelRegistry | None = None
+
+
+def default_registry() -> ModelRegistry:
+    """The bundled registry (parsed once)."""
+    global _DEFAULT  # noqa: PLW0603 - a lazily built module-level constant
+    if _DEFAULT is None:
+        raw = tomllib.loads(resources.files(__package__).joinpath("registry.toml").read_text())
+        _DEFAULT = ModelRegistry.from_mapping(raw["models"], raw.get("defaults"))
+    return _DEFAULT

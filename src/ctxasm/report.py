@@ -1,0 +1,63 @@
+"""The report: a pure function of the final state of one assembly."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ctxasm.formatting.blocks import label
+from ctxasm.model import Budget, Candidate, Exclusion, Included, Report
+from ctxasm.models import ModelSpec
+from ctxasm.tokens import TokenCounter
+
+__all__ = ["build_report", "cost_usd"]
+
+
+def cost_usd(model: ModelSpec, input_tokens: int) -> float | None:
+    """What the prompt's input tokens cost at the registry price (output is billed as written)."""
+    if model.input_price is None:
+        return None
+    return round(input_tokens * model.input_price / 1_000_000, 8)
+
+
+def build_report(
+    *,
+    model: ModelSpec,
+    counter: TokenCounter,
+    budget: Budget,
+    ordered: Sequence[Candidate],
+    excluded: Sequence[Exclusion],
+    positions: Mapping[str, int],
+    total_tokens: int,
+    context_tokens: int,
+    considered: int,
+    no_relevant_context: bool,
+    timings_ms: Mapping[str, float],
+) -> Report:
+    """The report for passages ``ordered`` as rendered; exclusions sorted by request position."""
+    included = tuple(
+        Included(
+            id=c.id,
+            label=label(number),
+            tokens=counter.count(c.text),
+            score=c.score,
+            position=number,
+            source=c.passage.source,
+            url=c.passage.url,
+        )
+        for number, c in enumerate(ordered, start=1)
+    )
+    return Report(
+        model=model.name,
+        tokenizer=counter.name,
+        exact_count=counter.exact,
+        budget=budget,
+        total_tokens=total_tokens,
+        context_tokens=context_tokens,
+        considered=considered,
+        selected=len(included),
+        no_relevant_context=no_relevant_context,
+        included=included,
+        excluded=tuple(sorted(excluded, key=lambda e: positions[e.candidate_id])),
+        cost_usd=cost_usd(model, total_tokens),
+        timings_ms={name: round(ms, 3) for name, ms in timings_ms.items()},
+    )

@@ -1,0 +1,1 @@
+"""One module per pipeline slot. The order of the slots lives in :mod:`ctxasm.assembler` only."""

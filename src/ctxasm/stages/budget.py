@@ -1,0 +1,89 @@
+"""The budget slot: the token envelope for the sources block.
+
+``context = context_window - reserve_output - margin - (system + query + history + overhead)``,
+where every section is counted with the model's tokenizer on the request as it will be rendered
+(``overhead`` is what the format adds: chat message framing, reply priming, joins), and
+``context`` is further capped by ``max_context_tokens``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ctxasm.errors import BudgetError, RequestError
+from ctxasm.formatting import Format, PromptParts
+from ctxasm.formatting.blocks import NO_CONTEXT_NOTE
+from ctxasm.formatting.base import user_content
+from ctxasm.model import Budget, Request
+from ctxasm.models import ModelSpec
+from ctxasm.tokens import TokenCounter
+
+__all__ = ["DEFAULT_RESERVE_OUTPUT", "ESTIMATE_MARGIN", "plan_budget"]
+
+# A typical grounded answer fits in 1,024 tokens; models with smaller limits reserve all of it.
+DEFAULT_RESERVE_OUTPUT = 1024
+# Estimated counts keep 5% of the window in hand; exact counts need no margin.
+ESTIMATE_MARGIN = 0.05
+
+
+def plan_budget(
+    request: Request, model: ModelSpec, counter: TokenCounter, fmt: Format, parts: PromptParts
+) -> Budget:
+    """The budget of ``request``, or a :class:`BudgetError` when nothing but the query fits."""
+    window = model.context_window if request.context_window is None else request.context_window
+    reserve = request.reserve_output_tokens
+    if reserve is None:
+        reserve = min(model.max_output, DEFAULT_RESERVE_OUTPUT, max(1, window // 4))
+    elif reserve > model.max_output:
+        raise RequestError(
+            f"reserve_output_tokens ({reserve}) exceeds {model.name}'s maximum output of "
+            f"{model.max_output} tokens",
+            field="reserve_output_tokens",
+        )
+    if reserve >= window:
+        raise RequestError(
+            f"reserve_output_tokens ({reserve}) must be smaller than the context window "
+            f"({window}); nothing would be left for the prompt",
+            field="reserve_output_tokens",
+        )
+    share = request.safety_margin
+    if share is None:
+        share = 0.0 if counter.exact else ESTIMATE_MARGIN
+    margin = math.ceil(share * (window - reserve))
+    system = counter.count(parts.system)
+    query = counter.count(user_content("", parts.query))
+    history = sum(counter.count(turn.content) for turn in parts.history)
+    bare = fmt.count(fmt.render(parts, ""), counter, model)
+    overhead = max(0, bare - system - query - history)
+    limit = window - reserve - margin
+    smallest = fmt.count(fmt.render(parts, NO_CONTEXT_NOTE), counter, model)
+    if smallest > limit:
+        sections = {
+            "system": system,
+            "query": query,
+            "history": history,
+            "overhead": overhead,
+            "reserve_output": reserve,
+            "margin": margin,
+            "context_window": window,
+        }
+        raise BudgetError(
+            f"the request does not fit {model.name} even with no passages: system {system} + "
+            f"query {query} + history {history} + overhead {overhead} (with the no-context "
+            f"note: {smallest}) + reserve_output {reserve} + margin {margin} > context window "
+            f"{window}. Shorten the history or system prompt, or lower reserve_output_tokens.",
+            sections=sections,
+        )
+    context = limit - bare
+    if request.max_context_tokens is not None:
+        context = min(context, request.max_context_tokens)
+    return Budget(
+        context_window=window,
+        reserve_output=reserve,
+        system=system,
+        query=query,
+        history=history,
+        overhead=overhead,
+        margin=margin,
+        context=max(0, context),
+    )

@@ -1,0 +1,384 @@
+"""The dedup slot: redundancy against what has already been selected.
+
+A dedup strategy opens a :class:`DedupSession` per assembly. Selection offers each candidate it
+is about to keep; the session answers with a verdict, computed only then (so candidates that
+never get that far are never shingled or hashed):
+
+* ``None``: nothing redundant, keep it;
+* :class:`Duplicate`: it repeats a kept passage (the detail names which and how similar);
+* :class:`Merge`: it is an overlapping window of a kept passage's document, and the two are
+  stitched into one passage that keeps the earlier one's id and label.
+
+Strategies are chained in the order the request lists them; the first verdict wins. Comparing
+against *selected* passages (not every higher-ranked one) means a near-copy of a passage that was
+too long to fit can still be chosen in its place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+import xxhash
+
+from ctxasm.lexical import words
+from ctxasm.model import Candidate
+from ctxasm.registry import Strategy, register, require_int, require_number
+
+__all__ = [
+    "DedupChain",
+    "DedupSession",
+    "DedupStrategy",
+    "Duplicate",
+    "ExactDedup",
+    "Merge",
+    "NearDuplicateDedup",
+    "StitchWindows",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """The candidate repeats kept passage ``of``."""
+
+    of: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """The candidate overlaps kept passage ``into``; ``merged`` is the two stitched together."""
+
+    into: Candidate
+    merged: Candidate
+    detail: str
+
+
+Verdict = Duplicate | Merge | None
+
+
+class DedupSession(Protocol):
+    """Per-assembly state of one dedup strategy."""
+
+    def verdict(self, candidate: Candidate) -> Verdict:
+        """Whether ``candidate`` is redundant with what has been accepted so far."""
+        ...
+
+    def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
+        """Record that ``candidate`` was kept (replacing ``replaced`` after a merge)."""
+        ...
+
+    def may_merge(self, candidate: Candidate) -> bool:
+        """Whether :meth:`verdict` could answer :class:`Merge` (a cheap, metadata-only check)."""
+        ...
+
+
+class DedupStrategy(Protocol):
+    name: ClassVar[str]
+
+    def session(self) -> DedupSession: ...
+
+    def to_config(self) -> dict[str, Any]: ...
+
+
+class DedupChain:
+    """Several sessions asked in order; the first verdict wins."""
+
+    def __init__(self, sessions: Sequence[DedupSession]) -> None:
+        self.sessions = list(sessions)
+
+    def verdict(self, candidate: Candidate) -> Verdict:
+        for session in self.sessions:
+            found = session.verdict(candidate)
+            if found is not None:
+                return found
+        return None
+
+    def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
+        for session in self.sessions:
+            session.accept(candidate, replaced)
+
+    def may_merge(self, candidate: Candidate) -> bool:
+        return any(session.may_merge(candidate) for session in self.sessions)
+
+
+def _document_key(candidate: Candidate) -> str | None:
+    passage = candidate.passage
+    if passage.doc_id is not None:
+        return "doc:" + passage.doc_id
+    if passage.url is not None:
+        return "url:" + passage.url
+    if passage.title is not None:
+        return "title:" + passage.title
+    return None
+
+
+def _has_offsets(candidate: Candidate) -> bool:
+    # Offsets are only trusted when they describe this very text.
+    return (
+        candidate.start is not None
+        and candidate.end is not None
+        and candidate.end - candidate.start == len(candidate.text)
+    )
+
+
+@register
+@dataclass(frozen=True)
+class StitchWindows(Strategy):
+    """Stitch overlapping windows of one document into one passage.
+
+    Windows belong to one document when they share ``doc_id`` (else ``url``, else ``title``).
+    They overlap when their ``start``/``end`` character offsets overlap, or, without offsets,
+    when one text ends with at least ``min_overlap_chars`` characters that the other begins
+    with. A window inside a kept one is a duplicate. Use whenever chunks were cut with overlap.
+    """
+
+    name: ClassVar[str] = "stitch"
+    slot: ClassVar[str] = "dedup"
+    min_overlap_chars: int = 32
+
+    def __post_init__(self) -> None:
+        require_int("min_overlap_chars", self.min_overlap_chars, low=1)
+
+    def session(self) -> DedupSession:
+        return _StitchSession(self.min_overlap_chars)
+
+
+class _StitchSession:
+    def __init__(self, min_overlap: int) -> None:
+        self.min_overlap = min_overlap
+        self.by_document: dict[str, list[Candidate]] = {}
+
+    def may_merge(self, candidate: Candidate) -> bool:
+        key = _document_key(candidate)
+        return key is not None and key in self.by_document
+
+    def verdict(self, candidate: Candidate) -> Verdict:
+        key = _document_key(candidate)
+        if key is None:
+            return None
+        for kept in self.by_document.get(key, ()):
+            if _has_offsets(kept) and _has_offsets(candidate):
+                found = self._by_offsets(kept, candidate)
+            else:
+                found = self._by_text(kept, candidate)
+            if found is not None:
+                return found
+        return None
+
+    @staticmethod
+    def _by_offsets(kept: Candidate, new: Candidate) -> Verdict:
+        assert kept.start is not None and kept.end is not None
+        assert new.start is not None and new.end is not None
+        low, high = max(kept.start, new.start), min(kept.end, new.end)
+        if low >= high:
+            return None
+        shared_kept = kept.text[low - kept.start : high - kept.start]
+        if shared_kept != new.text[low - new.start : high - new.start]:
+            return None  # same offsets, different text: not the same document version
+        if kept.start <= new.start and new.end <= kept.end:
+            return Duplicate(kept.id, f"window {new.start}-{new.end} lies inside {kept.id}")
+        start, end = min(kept.start, new.start), max(kept.end, new.end)
+        head = new.text[: max(0, kept.start - new.start)]
+        tail = new.text[len(new.text) - max(0, new.end - kept.end) :] if new.end > kept.end else ""
+        merged = dataclasses.replace(
+            kept, text=head + kept.text + tail, start=start, end=end, score=max(kept.score, new.score)
+        )
+        detail = f"stitched into {kept.id}: windows overlap by {high - low} characters"
+        return Merge(kept, merged, detail)
+
+    def _by_text(self, kept: Candidate, new: Candidate) -> Verdict:
+        if new.text in kept.text:
+            return Duplicate(kept.id, f"text lies inside {kept.id}")
+        if kept.text in new.text:
+            merged = dataclasses.replace(kept, text=new.text, score=max(kept.score, new.score))
+            return Merge(kept, merged, f"stitched into {kept.id}: its text contains {kept.id}")
+        for first, second, kept_first in ((kept, new, True), (new, kept, False)):
+            overlap = _suffix_prefix_overlap(first.text, second.text, self.min_overlap)
+            if overlap:
+                text = first.text + second.text[overlap:]
+                merged = dataclasses.replace(
+                    kept, text=text, score=max(kept.score, new.score), start=None, end=None
+                )
+                where = "continues" if kept_first else "precedes"
+                detail = f"stitched into {kept.id}: {where} it with {overlap} shared characters"
+                return Merge(kept, merged, detail)
+        return None
+
+    def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
+        key = _document_key(candidate)
+        if key is None:
+            return
+        windows = self.by_document.setdefault(key, [])
+        if replaced is not None:
+            windows[:] = [candidate if w.id == replaced.id else w for w in windows]
+        else:
+            windows.append(candidate)
+
+
+def _suffix_prefix_overlap(first: str, second: str, minimum: int) -> int:
+    """The longest ``n >= minimum`` with ``first[-n:] == second[:n]``, or 0."""
+    if len(first) < minimum or len(second) < minimum:
+        return 0
+    probe = second[:minimum]
+    position = first.find(probe, max(0, len(first) - len(second)))
+    while position != -1:
+        if second.startswith(first[position:]):
+            return len(first) - position
+        position = first.find(probe, position + 1)
+    return 0
+
+
+def _normalized_key(text: str) -> int:
+    return xxhash.xxh3_128_intdigest(" ".join(words(text)).encode("utf-8", "surrogatepass"))
+
+
+@register
+@dataclass(frozen=True)
+class ExactDedup(Strategy):
+    """Drop a passage whose text equals a kept one's after normalisation (case, whitespace and
+    punctuation ignored). Cheap; always worth running."""
+
+    name: ClassVar[str] = "exact"
+    slot: ClassVar[str] = "dedup"
+
+    def session(self) -> DedupSession:
+        return _ExactSession()
+
+
+class _ExactSession:
+    def __init__(self) -> None:
+        self.seen: dict[int, str] = {}
+
+    def may_merge(self, candidate: Candidate) -> bool:
+        return False
+
+    def verdict(self, candidate: Candidate) -> Verdict:
+        owner = self.seen.get(_normalized_key(candidate.text))
+        if owner is None:
+            return None
+        return Duplicate(owner, f"same text as {owner} after normalisation (similarity 1.0)")
+
+    def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
+        self.seen.setdefault(_normalized_key(candidate.text), candidate.id)
+
+
+def shingles(text: str, size: int) -> frozenset[int]:
+    """32-bit hashes of the word ``size``-grams of ``text`` (its words, when it is shorter)."""
+    tokens = words(text)
+    if len(tokens) < size:
+        grams = tokens
+    else:
+        grams = [" ".join(tokens[i : i + size]) for i in range(len(tokens) - size + 1)]
+    return frozenset(xxhash.xxh32_intdigest(g.encode("utf-8", "surrogatepass")) for g in grams)
+
+
+@register
+@dataclass(frozen=True)
+class NearDuplicateDedup(Strategy):
+    """Drop a passage whose word shingles mostly repeat a kept passage's.
+
+    A candidate is a near-duplicate when its shingle Jaccard similarity with a kept passage is at
+    least ``threshold``, or when at least ``containment`` of its own shingles already appear in
+    one (a chunk inside a longer passage). Up to ``lsh_after`` kept passages are compared one by
+    one; beyond that a MinHash LSH index proposes the few worth comparing, so large budgets with
+    thousands of candidates stay fast (there, containment is checked on the passages the index
+    proposes). Use when chunks overlap or sources copy each other.
+    """
+
+    name: ClassVar[str] = "near"
+    slot: ClassVar[str] = "dedup"
+    threshold: float = 0.7
+    containment: float = 0.9
+    shingle_size: int = 3
+    lsh_after: int = 64
+
+    def __post_init__(self) -> None:
+        require_number("threshold", self.threshold, low=0.0, high=1.0)
+        require_number("containment", self.containment, low=0.0, high=1.0)
+        require_int("shingle_size", self.shingle_size, low=1)
+        require_int("lsh_after", self.lsh_after, low=1)
+
+    def session(self) -> DedupSession:
+        return _NearSession(self)
+
+
+_NUM_PERM = 128
+
+
+class _NearSession:
+    def __init__(self, config: NearDuplicateDedup) -> None:
+        self.config = config
+        self.kept: dict[str, frozenset[int]] = {}
+        self.pending: dict[str, frozenset[int]] = {}  # text -> shingles, between verdict and accept
+        self.lsh: Any = None
+
+    def may_merge(self, candidate: Candidate) -> bool:
+        return False
+
+    def _shingles(self, candidate: Candidate) -> frozenset[int]:
+        cached = self.pending.get(candidate.text)
+        if cached is None:
+            if len(self.pending) > 1024:
+                self.pending.clear()
+            cached = shingles(candidate.text, self.config.shingle_size)
+            self.pending[candidate.text] = cached
+        return cached
+
+    def verdict(self, candidate: Candidate) -> Verdict:
+        own = self._shingles(candidate)
+        if not own:
+            return None
+        best: tuple[float, float, str] | None = None
+        for kept_id in self._neighbours(own):
+            other = self.kept[kept_id]
+            shared = len(own & other)
+            if not shared:
+                continue
+            jaccard = shared / (len(own) + len(other) - shared)
+            contained = shared / len(own)
+            if jaccard >= self.config.threshold or contained >= self.config.containment:
+                score = (jaccard, contained, kept_id)
+                if best is None or score[:2] > best[:2]:
+                    best = score
+        if best is None:
+            return None
+        jaccard, contained, kept_id = best
+        return Duplicate(
+            kept_id,
+            f"near-duplicate of {kept_id} (jaccard {jaccard:.2f}, "
+            f"{contained:.0%} of its shingles already there)",
+        )
+
+    def _neighbours(self, own: frozenset[int]) -> list[str]:
+        if self.lsh is None:
+            return list(self.kept)
+        return sorted(self.lsh.query(self._minhash(own)))
+
+    def _minhash(self, values: frozenset[int]) -> Any:
+        from datasketch import MinHash
+
+        signature = MinHash(num_perm=_NUM_PERM, hashfunc=int, seed=1)
+        signature.update_batch(sorted(values))
+        return signature
+
+    def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
+        own = self._shingles(candidate)
+        if replaced is not None and self.lsh is not None:
+            self.lsh.remove(replaced.id)
+        self.kept[candidate.id] = own
+        if self.lsh is not None:
+            self.lsh.insert(candidate.id, self._minhash(own))
+        elif len(self.kept) > self.config.lsh_after:
+            self._build_index()
+
+    def _build_index(self) -> None:
+        from datasketch import MinHashLSH
+
+        # A lower LSH threshold than the decision threshold keeps recall high; every proposal
+        # is then checked with the exact Jaccard above.
+        self.lsh = MinHashLSH(threshold=max(0.1, self.config.threshold * 0.8), num_perm=_NUM_PERM)
+        for kept_id, values in self.kept.items():
+            self.lsh.insert(kept_id, self._minhash(values))

@@ -1,0 +1,124 @@
+"""The ordering slot: where each kept passage sits in the prompt.
+
+Every strategy returns a permutation of its input; ties always fall back to request order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Protocol
+
+from ctxasm.model import Candidate
+from ctxasm.registry import Strategy, register
+from ctxasm.schema import parse_timestamp
+
+__all__ = [
+    "ByRetrievalOrder",
+    "ByScore",
+    "BySource",
+    "Chronological",
+    "OrderingStrategy",
+    "PrimacyRecency",
+]
+
+
+class OrderingStrategy(Protocol):
+    name: ClassVar[str]
+
+    def order(self, kept: Sequence[Candidate]) -> list[Candidate]: ...
+
+    def to_config(self) -> dict[str, Any]: ...
+
+
+def _by_score(kept: Sequence[Candidate]) -> list[Candidate]:
+    return sorted(kept, key=lambda c: (-c.score, c.index))
+
+
+@register
+@dataclass(frozen=True)
+class ByScore(Strategy):
+    """Best score first. Use with models that read the top of the context most carefully."""
+
+    name: ClassVar[str] = "score"
+    slot: ClassVar[str] = "ordering"
+
+    def order(self, kept: Sequence[Candidate]) -> list[Candidate]:
+        return _by_score(kept)
+
+
+@register
+@dataclass(frozen=True)
+class ByRetrievalOrder(Strategy):
+    """The order the passages arrived in (trust the retriever or reranker as it is)."""
+
+    name: ClassVar[str] = "retrieval"
+    slot: ClassVar[str] = "ordering"
+
+    def order(self, kept: Sequence[Candidate]) -> list[Candidate]:
+        return sorted(kept, key=lambda c: c.index)
+
+
+_UNDATED = datetime.max.replace(tzinfo=UTC)
+
+
+@register
+@dataclass(frozen=True)
+class Chronological(Strategy):
+    """Oldest ``timestamp`` first; undated passages last. Use for news, logs and conversations."""
+
+    name: ClassVar[str] = "chronological"
+    slot: ClassVar[str] = "ordering"
+
+    def order(self, kept: Sequence[Candidate]) -> list[Candidate]:
+        def when(c: Candidate) -> datetime:
+            stamp = c.passage.timestamp
+            return _UNDATED if stamp is None else parse_timestamp(stamp)
+
+        return sorted(kept, key=lambda c: (when(c), c.index))
+
+
+@register
+@dataclass(frozen=True)
+class BySource(Strategy):
+    """Passages of one document together, in document order (``start``, else request order);
+    documents ordered by their best passage. Use for multi-document questions."""
+
+    name: ClassVar[str] = "source"
+    slot: ClassVar[str] = "ordering"
+
+    def order(self, kept: Sequence[Candidate]) -> list[Candidate]:
+        def document(c: Candidate) -> str:
+            p = c.passage
+            return p.doc_id or p.source or p.url or p.title or f"\0{c.id}"
+
+        rank: dict[str, int] = {}
+        for c in _by_score(kept):
+            rank.setdefault(document(c), len(rank))
+        return sorted(
+            kept,
+            key=lambda c: (
+                rank[document(c)],
+                c.start if c.start is not None else -1,
+                c.index,
+            ),
+        )
+
+
+@register
+@dataclass(frozen=True)
+class PrimacyRecency(Strategy):
+    """Best first, second best last, weakest in the middle ("lost in the middle").
+
+    Ranks alternate between the front and the back: 1, 3, 5, ..., 6, 4, 2. Models attend most to
+    the start and end of a long context, so the strongest evidence goes there (the default).
+    """
+
+    name: ClassVar[str] = "primacy_recency"
+    slot: ClassVar[str] = "ordering"
+
+    def order(self, kept: Sequence[Candidate]) -> list[Candidate]:
+        ranked = _by_score(kept)
+        front, back = ranked[0::2], ranked[1::2]
+        return front + back[::-1]

@@ -1,0 +1,164 @@
+"""The relevance slot: a score for every candidate, then the threshold and top-k cuts.
+
+Strategies only score; :func:`rank` applies the cuts that are the same for all of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+from ctxasm.lexical import normalize, query_terms
+from ctxasm.model import Candidate, Exclusion, Passage, Reason
+from ctxasm.registry import Strategy, register, require_number
+
+__all__ = [
+    "STAGE",
+    "AutoRelevance",
+    "BM25Relevance",
+    "GivenScoreRelevance",
+    "RelevanceStrategy",
+    "Scores",
+    "rank",
+]
+
+STAGE = "relevance"
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """One score per passage; ``floor`` is the score at or below which a passage is irrelevant
+    (``None``: no such floor, for scores whose scale ctxasm does not know)."""
+
+    values: list[float]
+    floor: float | None
+    method: str
+
+
+class RelevanceStrategy(Protocol):
+    name: ClassVar[str]
+
+    def score(self, query: str, passages: Sequence[Passage]) -> Scores: ...
+
+    def to_config(self) -> dict[str, object]: ...
+
+
+@register
+@dataclass(frozen=True)
+class GivenScoreRelevance(Strategy):
+    """Use the retriever's scores as they are; a passage without a score gets ``default``.
+
+    Use when the retriever (or a reranker) already scored the passages well.
+    """
+
+    name: ClassVar[str] = "given"
+    slot: ClassVar[str] = "relevance"
+    default: float = 0.0
+
+    def __post_init__(self) -> None:
+        require_number("default", self.default)
+
+    def score(self, query: str, passages: Sequence[Passage]) -> Scores:
+        values = [self.default if p.score is None else p.score for p in passages]
+        return Scores(values, None, "given")
+
+
+@register
+@dataclass(frozen=True)
+class BM25Relevance(Strategy):
+    """Okapi BM25 of the query's content words against each passage, scaled so the best is 1.
+
+    Statistics (document frequency, average length) come from the candidate set itself, after
+    access filtering, so a passage the principal may not read never shapes another's score.
+    Length is measured in characters. A passage that shares no content word with the query
+    scores 0 and is dropped as irrelevant. Use when passages arrive without scores.
+    """
+
+    name: ClassVar[str] = "bm25"
+    slot: ClassVar[str] = "relevance"
+    k1: float = 1.2
+    b: float = 0.75
+
+    def __post_init__(self) -> None:
+        require_number("k1", self.k1, low=0.0, high=10.0)
+        require_number("b", self.b, low=0.0, high=1.0)
+
+    def score(self, query: str, passages: Sequence[Passage]) -> Scores:
+        terms = query_terms(query)
+        if not passages or not terms:
+            return Scores([0.0] * len(passages), 0.0, "bm25")
+        needles = [f" {term} " for term in terms]
+        # Doubling the spaces keeps adjacent words from sharing the space a match consumes.
+        padded = [" " + normalize(p.text).replace(" ", "  ") + " " for p in passages]
+        frequencies = [[text.count(needle) for needle in needles] for text in padded]
+        lengths = [len(p.text) for p in passages]
+        average = (sum(lengths) / len(lengths)) or 1.0
+        count = len(passages)
+        idf = []
+        for column in range(len(terms)):
+            df = sum(1 for row in frequencies if row[column])
+            idf.append(math.log(1.0 + (count - df + 0.5) / (df + 0.5)))
+        raw = []
+        for row, length in zip(frequencies, lengths, strict=True):
+            norm = self.k1 * (1.0 - self.b + self.b * length / average)
+            raw.append(
+                sum(w * tf * (self.k1 + 1.0) / (tf + norm) for w, tf in zip(idf, row, strict=True))
+            )
+        best = max(raw)
+        values = [r / best for r in raw] if best > 0 else raw
+        return Scores(values, 0.0, "bm25")
+
+
+@register
+@dataclass(frozen=True)
+class AutoRelevance(Strategy):
+    """Given scores when every passage has one, BM25 otherwise (the default)."""
+
+    name: ClassVar[str] = "auto"
+    slot: ClassVar[str] = "relevance"
+
+    def score(self, query: str, passages: Sequence[Passage]) -> Scores:
+        if all(p.score is not None for p in passages):
+            return GivenScoreRelevance().score(query, passages)
+        return BM25Relevance().score(query, passages)
+
+
+def rank(
+    query: str,
+    readable: Sequence[tuple[int, Passage]],
+    strategy: RelevanceStrategy,
+    *,
+    min_score: float | None,
+    top_k: int | None,
+) -> tuple[list[Candidate], list[Exclusion]]:
+    """Candidates ranked best first (ties in request order), and what the cuts excluded."""
+    excluded: list[Exclusion] = []
+    live: list[tuple[int, Passage]] = []
+    for index, passage in readable:
+        if passage.text.strip():
+            live.append((index, passage))
+        else:
+            excluded.append(Exclusion(passage.id, STAGE, Reason.EMPTY, "text is empty"))
+    scores = strategy.score(query, [p for _, p in live])
+    ranked = sorted(
+        (Candidate.of(p, i, s) for (i, p), s in zip(live, scores.values, strict=True)),
+        key=lambda c: (-c.score, c.index),
+    )
+    kept: list[Candidate] = []
+    for candidate in ranked:
+        if scores.floor is not None and candidate.score <= scores.floor:
+            detail = f"{scores.method} score {candidate.score:.4g}: no query term in the text"
+        elif min_score is not None and candidate.score < min_score:
+            detail = f"{scores.method} score {candidate.score:.4g} < min_score {min_score:g}"
+        elif top_k is not None and len(kept) >= top_k:
+            excluded.append(
+                Exclusion(candidate.id, STAGE, Reason.TOP_K, f"rank {len(kept) + 1} > top_k {top_k}")
+            )
+            continue
+        else:
+            kept.append(candidate)
+            continue
+        excluded.append(Exclusion(candidate.id, STAGE, Reason.BELOW_THRESHOLD, detail))
+    return kept, excluded

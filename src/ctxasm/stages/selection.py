@@ -1,0 +1,255 @@
+"""The selection slot: which candidates go into the budget.
+
+Every strategy receives the candidates ranked best first and a :class:`Packing` to fill; the
+packing prices candidates, consults the dedup chain and records every exclusion, so a strategy
+decides only the order of offers (and, for knapsack, the set).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from ctxasm.lexical import words
+from ctxasm.model import Candidate, Reason
+from ctxasm.registry import Strategy, register, require_choice, require_int, require_number
+from ctxasm.stages.packing import Offer, Packing
+
+__all__ = [
+    "GreedyByScore",
+    "KnapsackSelection",
+    "MMRSelection",
+    "PrioritySelection",
+    "SelectionStrategy",
+    "UtilityPerToken",
+]
+
+# Below this many tokens nothing can be added: every passage costs its text plus framing.
+_SMALLEST_COST = 2
+
+
+class SelectionStrategy(Protocol):
+    name: ClassVar[str]
+
+    def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
+        """Offer ``candidates`` (ranked best first) to ``packing`` in the strategy's order."""
+        ...
+
+    def to_config(self) -> dict[str, Any]: ...
+
+
+def _offer_all(candidates: Sequence[Candidate], packing: Packing) -> None:
+    for position, candidate in enumerate(candidates):
+        if packing.remaining < _SMALLEST_COST:
+            packing.exclude(candidates[position:], Reason.OVER_BUDGET, "the budget is full")
+            return
+        packing.offer(candidate)
+
+
+def _values(candidates: Sequence[Candidate]) -> list[float]:
+    """Scores as non-negative values (shifted up when some are negative)."""
+    if not candidates:
+        return []
+    low = min(c.score for c in candidates)
+    shift = -low if low < 0 else 0.0
+    return [c.score + shift for c in candidates]
+
+
+@register
+@dataclass(frozen=True)
+class GreedyByScore(Strategy):
+    """Best score first; a candidate that does not fit is skipped and smaller ones still tried.
+
+    Prices only the candidates it reaches, so it is the fastest strategy. Use it when scores are
+    good and passages are of similar length (the default).
+    """
+
+    name: ClassVar[str] = "greedy_by_score"
+    slot: ClassVar[str] = "selection"
+
+    def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
+        _offer_all(candidates, packing)
+
+
+@register
+@dataclass(frozen=True)
+class PrioritySelection(Strategy):
+    """Highest ``priority`` first (then score, then request order).
+
+    ``cutoff="strict"``: the first candidate that does not fit ends selection, and every
+    candidate after it is excluded with ``priority_cutoff`` (a lower tier never jumps a higher
+    one). ``cutoff="skip"``: skip what does not fit and keep going. Passages without a priority
+    count as ``default_priority``. Use for fixed tiers (policy documents before tickets, ...).
+    """
+
+    name: ClassVar[str] = "priority"
+    slot: ClassVar[str] = "selection"
+    cutoff: str = "strict"
+    default_priority: float = 0.0
+
+    def __post_init__(self) -> None:
+        require_choice("cutoff", self.cutoff, ("strict", "skip"))
+        require_number("default_priority", self.default_priority)
+
+    def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
+        def priority(c: Candidate) -> float:
+            given = c.passage.priority
+            return self.default_priority if given is None else given
+
+        ordered = sorted(candidates, key=lambda c: (-priority(c), -c.score, c.index))
+        if self.cutoff == "skip":
+            _offer_all(ordered, packing)
+            return
+        for position, candidate in enumerate(ordered):
+            if packing.offer(candidate) is Offer.TOO_BIG:
+                detail = f"after {candidate.id} (priority {priority(candidate):g}) did not fit"
+                packing.exclude(ordered[position + 1 :], Reason.PRIORITY_CUTOFF, detail)
+                return
+
+
+@register
+@dataclass(frozen=True)
+class UtilityPerToken(Strategy):
+    """Highest score per token first, skipping what does not fit.
+
+    Favors short, dense passages over long, diluted ones; prices every candidate. Use when
+    passage lengths vary a lot.
+    """
+
+    name: ClassVar[str] = "utility_per_token"
+    slot: ClassVar[str] = "selection"
+
+    def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
+        values = _values(candidates)
+        keyed = [
+            (-value / packing.meter.cost(c), c.index, c)
+            for value, c in zip(values, candidates, strict=True)
+        ]
+        keyed.sort(key=lambda item: (item[0], item[1]))
+        _offer_all([c for _, _, c in keyed], packing)
+
+
+@register
+@dataclass(frozen=True)
+class KnapsackSelection(Strategy):
+    """The set with the highest total score that fits: exact 0/1 knapsack by dynamic programming.
+
+    Duplicates are screened first in rank order. The best ``max_candidates`` are solved exactly
+    (time and memory grow with candidates x budget; the budget is coarsened to at most
+    ``max_cells`` columns, rounding costs up so the result still fits); any budget left is then
+    filled greedily from the rest. Use when a few hundred candidates of mixed lengths compete for
+    a tight budget.
+    """
+
+    name: ClassVar[str] = "knapsack"
+    slot: ClassVar[str] = "selection"
+    max_candidates: int = 400
+    max_cells: int = 20_000
+
+    def __post_init__(self) -> None:
+        require_int("max_candidates", self.max_candidates, low=1)
+        require_int("max_cells", self.max_cells, low=100)
+
+    def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
+        pool, rest = list(candidates[: self.max_candidates]), candidates[self.max_candidates :]
+        survivors = packing.screen(pool)
+        costs = [packing.meter.cost(c) for c in survivors]
+        chosen = self._solve(_values(survivors), costs, packing.remaining)
+        for index, candidate in enumerate(survivors):
+            if index in chosen:
+                packing.admit(candidate, costs[index])
+        packing.exclude(
+            [c for i, c in enumerate(survivors) if i not in chosen],
+            Reason.OVER_BUDGET,
+            "not in the highest-scoring set that fits the budget",
+        )
+        _offer_all(rest, packing)
+
+    def _solve(self, values: list[float], costs: list[int], capacity: int) -> set[int]:
+        if capacity <= 0 or not values:
+            return set()
+        step = max(1, math.ceil(capacity / self.max_cells))
+        width = capacity // step
+        weights = [math.ceil(cost / step) for cost in costs]
+        best = np.zeros(width + 1)
+        taken = np.zeros((len(values), width + 1), dtype=bool)
+        for item, (value, weight) in enumerate(zip(values, weights, strict=True)):
+            if weight > width:
+                continue
+            candidate = best[: width + 1 - weight] + value
+            better = candidate > best[weight:] + 1e-12
+            taken[item, weight:] = better
+            best[weight:] = np.where(better, candidate, best[weight:])
+        chosen: set[int] = set()
+        column = width
+        for item in range(len(values) - 1, -1, -1):
+            if taken[item, column]:
+                chosen.add(item)
+                column -= weights[item]
+        return chosen
+
+
+@register
+@dataclass(frozen=True)
+class MMRSelection(Strategy):
+    """Maximal marginal relevance: each pick maximises ``lam * relevance - (1 - lam) * similarity``
+    to what is already picked.
+
+    Similarity is the cosine of ``embedding`` when every candidate has one, else word-set
+    Jaccard. Relevance is the score scaled to 0..1. Considers the best ``max_candidates``, then
+    fills any budget left greedily. Use when the top results say the same thing in different
+    words.
+    """
+
+    name: ClassVar[str] = "mmr"
+    slot: ClassVar[str] = "selection"
+    lam: float = 0.7
+    max_candidates: int = 200
+
+    def __post_init__(self) -> None:
+        require_number("lam", self.lam, low=0.0, high=1.0)
+        require_int("max_candidates", self.max_candidates, low=1)
+
+    def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
+        pool, rest = list(candidates[: self.max_candidates]), candidates[self.max_candidates :]
+        if pool:
+            self._pick(pool, packing)
+        _offer_all(rest, packing)
+
+    def _pick(self, pool: list[Candidate], packing: Packing) -> None:
+        similarity = _similarity_matrix(pool)
+        scores = np.array([c.score for c in pool])
+        spread = scores.max() - scores.min()
+        relevance = (scores - scores.min()) / spread if spread > 0 else np.ones(len(pool))
+        closest = np.zeros(len(pool))
+        open_ = np.ones(len(pool), dtype=bool)
+        while open_.any():
+            gain = self.lam * relevance - (1.0 - self.lam) * closest
+            gain[~open_] = -np.inf
+            pick = int(np.argmax(gain))  # argmax takes the first maximum: the better rank
+            open_[pick] = False
+            if packing.offer(pool[pick]) in (Offer.ADDED, Offer.MERGED):
+                closest = np.maximum(closest, similarity[pick])
+
+
+def _similarity_matrix(pool: Sequence[Candidate]) -> Any:
+    embeddings = [c.passage.embedding for c in pool]
+    if all(e is not None for e in embeddings) and len({len(e or ()) for e in embeddings}) == 1:
+        matrix = np.array(embeddings, dtype=float)
+        norms = np.linalg.norm(matrix, axis=1)
+        norms[norms == 0] = 1.0
+        unit = matrix / norms[:, None]
+        return np.clip(unit @ unit.T, -1.0, 1.0)
+    sets = [set(words(c.text)) for c in pool]
+    size = len(sets)
+    result = np.zeros((size, size))
+    for i in range(size):
+        for j in range(i, size):
+            union = len(sets[i] | sets[j])
+            value = len(sets[i] & sets[j]) / union if union else 0.0
+            result[i, j] = result[j, i] = value
+    return result

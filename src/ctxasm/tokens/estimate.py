@@ -1,0 +1,32 @@
+"""Estimated counts for models whose tokenizer is not public."""
+
+from __future__ import annotations
+
+import math
+
+from ctxasm.tokens.base import Tokenizer
+
+__all__ = ["EstimateTokenizer"]
+
+
+class EstimateTokenizer:
+    """A proxy tokenizer's count scaled by a factor, rounded up.
+
+    Used for models such as Claude and Gemini whose tokenizers are not published. The factor is
+    chosen to over- rather than under-estimate; assemblies made with it report
+    ``exact_count: false`` and keep a larger safety margin.
+    """
+
+    exact = False
+
+    def __init__(self, proxy: Tokenizer, factor: float) -> None:
+        if not (math.isfinite(factor) and factor > 0):
+            raise ValueError(f"estimate factor must be a positive number, got {factor!r}")
+        self.proxy = proxy
+        self.factor = factor
+        self.name = f"estimate:{proxy.name.split(':', 1)[-1]}*{factor:g}"
+        proxy_chars = proxy.max_token_chars
+        self.max_token_chars = None if proxy_chars is None else math.floor(proxy_chars / factor)
+
+    def count(self, text: str) -> int:
+        return math.ceil(self.proxy.count(text) * self.factor)

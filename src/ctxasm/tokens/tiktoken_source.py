@@ -1,0 +1,163 @@
+"""tiktoken encodings that load without a network, from files whose official hash is checked.
+
+tiktoken downloads its rank files on first use and keeps them in ``TIKTOKEN_CACHE_DIR`` under
+the SHA-1 of their address. ctxasm looks for the file first, in this order:
+
+1. ``$CTXASM_TIKTOKEN_DIR/<encoding>.tiktoken`` (a folder you fill by hand or ship with an image);
+2. ``$TIKTOKEN_CACHE_DIR/<sha1 of the address>`` (tiktoken's own cache layout);
+3. ``$TIKTOKEN_CACHE_DIR/<encoding>.tiktoken``.
+
+A file that is found must match the SHA-256 that OpenAI publishes for it, or loading fails with a
+:class:`~ctxasm.errors.TokenizerError` (a corrupt or substituted file would silently change every
+count). Only when no file is found does tiktoken try to download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ctxasm.errors import TokenizerError
+
+if TYPE_CHECKING:
+    import tiktoken
+
+__all__ = ["OFFICIAL_RANKS", "RankFile", "TiktokenTokenizer", "find_rank_file", "load_encoding"]
+
+
+@dataclass(frozen=True, slots=True)
+class RankFile:
+    """Where OpenAI publishes an encoding's ranks, and the SHA-256 of that file."""
+
+    url: str
+    sha256: str
+
+    @property
+    def cache_name(self) -> str:
+        """The file name tiktoken gives this file in its cache folder."""
+        return hashlib.sha1(self.url.encode()).hexdigest()
+
+
+_BASE = "https://openaipublic.blob.core.windows.net/encodings/"
+OFFICIAL_RANKS: dict[str, RankFile] = {
+    "o200k_base": RankFile(
+        _BASE + "o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+    "cl100k_base": RankFile(
+        _BASE + "cl100k_base.tiktoken",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+}
+
+# The longest token of both encodings covers 128 bytes, so at most 128 characters.
+_MAX_TOKEN_CHARS = 128
+_LOAD_LOCK = threading.Lock()
+_LOADED: dict[str, tiktoken.Encoding] = {}
+
+
+def find_rank_file(name: str) -> Path | None:
+    """The first local copy of ``name``'s rank file, or ``None`` when there is none."""
+    ranks = OFFICIAL_RANKS[name]
+    places: list[Path] = []
+    if own := os.environ.get("CTXASM_TIKTOKEN_DIR"):
+        places.append(Path(own) / f"{name}.tiktoken")
+    if cache := os.environ.get("TIKTOKEN_CACHE_DIR"):
+        places += [Path(cache) / ranks.cache_name, Path(cache) / f"{name}.tiktoken"]
+    return next((place for place in places if place.is_file()), None)
+
+
+def _verify(name: str, path: Path) -> None:
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    expected = OFFICIAL_RANKS[name].sha256
+    if digest != expected:
+        raise TokenizerError(
+            f"{path} is not the official {name} rank file: its SHA-256 is {digest}, "
+            f"expected {expected}. Replace it with the file published by OpenAI."
+        )
+
+
+def _load_from(name: str, path: Path) -> tiktoken.Encoding:
+    """Build the encoding from a verified local file through tiktoken's own cache lookup."""
+    import tiktoken
+
+    ranks = OFFICIAL_RANKS[name]
+    if path.name == ranks.cache_name:
+        folder = str(path.parent)
+        return _with_cache_dir(folder, lambda: tiktoken.get_encoding(name))
+    with tempfile.TemporaryDirectory(prefix="ctxasm-tiktoken-") as folder:
+        (Path(folder) / ranks.cache_name).symlink_to(path.resolve())
+        return _with_cache_dir(folder, lambda: tiktoken.get_encoding(name))
+
+
+def _with_cache_dir(folder: str, load: Callable[[], tiktoken.Encoding]) -> tiktoken.Encoding:
+    # tiktoken reads TIKTOKEN_CACHE_DIR when it loads; point it at the verified file for the
+    # duration of that one call (under _LOAD_LOCK) and put the environment back.
+    previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = folder
+    try:
+        return load()
+    finally:
+        if previous is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = previous
+
+
+def load_encoding(name: str) -> tiktoken.Encoding:
+    """The tiktoken encoding ``name``, from a verified local file when there is one."""
+    with _LOAD_LOCK:
+        if name in _LOADED:
+            return _LOADED[name]
+        if name not in OFFICIAL_RANKS:
+            raise TokenizerError(
+                f"unknown tiktoken encoding {name!r}; ctxasm supports "
+                f"{', '.join(sorted(OFFICIAL_RANKS))}"
+            )
+        path = find_rank_file(name)
+        if path is not None:
+            _verify(name, path)
+            encoding = _load_from(name, path)
+        else:
+            encoding = _download(name)
+        _LOADED[name] = encoding
+        return encoding
+
+
+def _download(name: str) -> tiktoken.Encoding:
+    import tiktoken
+
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as exc:  # tiktoken raises whatever its HTTP client raised
+        raise TokenizerError(
+            f"cannot load the {name} tokenizer: no local rank file and the download failed "
+            f"({type(exc).__name__}: {exc}). Offline, set TIKTOKEN_CACHE_DIR or "
+            f"CTXASM_TIKTOKEN_DIR to a folder holding {name}.tiktoken (see docs/tokenizers.md)."
+        ) from None
+
+
+class TiktokenTokenizer:
+    """Exact counts with one of OpenAI's tiktoken encodings (loaded on first use)."""
+
+    exact = True
+    max_token_chars: int | None = _MAX_TOKEN_CHARS
+
+    def __init__(self, encoding: str) -> None:
+        if encoding not in OFFICIAL_RANKS:
+            raise TokenizerError(
+                f"unknown tiktoken encoding {encoding!r}; ctxasm supports "
+                f"{', '.join(sorted(OFFICIAL_RANKS))}"
+            )
+        self.encoding = encoding
+        self.name = f"tiktoken:{encoding}"
+
+    def count(self, text: str) -> int:
+        # Passage text is data: special-token strings in it are counted as plain text.
+        return len(load_encoding(self.encoding).encode_ordinary(text))
