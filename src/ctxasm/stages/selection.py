@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-import numpy as np
-
 from ctxasm.lexical import words
 from ctxasm.model import Candidate, Reason
 from ctxasm.registry import Strategy, register, require_choice, require_int, require_number
@@ -170,6 +168,8 @@ class KnapsackSelection(Strategy):
         _offer_all(rest, packing)
 
     def _solve(self, values: list[float], costs: list[int], capacity: int) -> set[int]:
+        import numpy as np
+
         if capacity <= 0 or not values:
             return set()
         step = max(1, math.ceil(capacity / self.max_cells))
@@ -221,6 +221,8 @@ class MMRSelection(Strategy):
         _offer_all(rest, packing)
 
     def _pick(self, pool: list[Candidate], packing: Packing) -> None:
+        import numpy as np
+
         similarity = _similarity_matrix(pool)
         scores = np.array([c.score for c in pool])
         spread = scores.max() - scores.min()
@@ -237,6 +239,8 @@ class MMRSelection(Strategy):
 
 
 def _similarity_matrix(pool: Sequence[Candidate]) -> Any:
+    import numpy as np
+
     embeddings = [c.passage.embedding for c in pool]
     if all(e is not None for e in embeddings) and len({len(e or ()) for e in embeddings}) == 1:
         matrix = np.array(embeddings, dtype=float)

@@ -1,0 +1,106 @@
+"""Streaming JSONL batches: memory stays flat however long the input is.
+
+Each input line is one request. Each output line is the result JSON of that request, or an error
+record ``{"error": {"code", "message", "field"}, "line": n}`` (``n`` counts from 1); a bad line
+never stops the batch. Blank lines are skipped and produce no output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from ctxasm.assembler import Assembler
+from ctxasm.errors import CtxasmError, RequestError
+
+__all__ = ["BatchStats", "assemble_lines", "decode_request", "read_lines"]
+
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class BatchStats:
+    """How a batch went."""
+
+    ok: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+
+def read_lines(stream: BinaryIO, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[bytes]:
+    """Lines of ``stream``; a line longer than ``max_bytes`` is cut to ``max_bytes + 1`` bytes
+    (so it is refused as too large) and the rest of it is skipped without being held."""
+    while True:
+        line = stream.readline(max_bytes + 1)
+        if not line:
+            return
+        if len(line) > max_bytes and not line.endswith(b"\n"):
+            rest = line
+            while rest and not rest.endswith(b"\n"):
+                rest = stream.readline(1024 * 1024)
+        yield line
+
+
+def decode_request(raw: bytes, *, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Any:
+    """Request JSON from raw bytes, with errors that say what is wrong and where."""
+    if len(raw) > max_bytes:
+        raise RequestError(
+            f"the request is {len(raw):,} bytes, more than the limit of {max_bytes:,}",
+            field="request",
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RequestError(
+            f"the request is not valid UTF-8 (byte {exc.start}: {exc.reason})", field="request"
+        ) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RequestError(
+            f"the request is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            field="request",
+        ) from None
+    except RecursionError:
+        raise RequestError("the request JSON is nested too deeply", field="request") from None
+
+
+def assemble_lines(
+    lines: Iterable[bytes],
+    write: Callable[[str], Any],
+    assembler: Assembler,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    on_line: Callable[[int], Any] | None = None,
+) -> BatchStats:
+    """Assemble each request line and ``write`` one JSON line per request.
+
+    ``on_line`` is called with the byte length of every line read (for progress bars).
+    """
+    stats = BatchStats()
+    for number, raw in enumerate(lines, start=1):
+        if on_line is not None:
+            on_line(len(raw))
+        if not raw.strip():
+            stats.skipped += 1
+            continue
+        try:
+            data = decode_request(raw, max_bytes=max_line_bytes)
+            if not isinstance(data, dict):
+                raise RequestError("each line must be a JSON object (one request)", field="request")
+            record = assembler.assemble(data).to_dict()
+            stats.ok += 1
+        except CtxasmError as exc:
+            record = {"error": exc.to_dict(), "line": number}
+            stats.failed += 1
+        except Exception as exc:  # a bug in ctxasm: report it for this line, keep going
+            message = f"internal error ({type(exc).__name__}: {exc}); please report it"
+            record = {
+                "error": {"code": "internal_error", "message": message, "field": None},
+                "line": number,
+            }
+            stats.failed += 1
+        write(json.dumps(record, ensure_ascii=False) + "\n")
+    return stats

@@ -1,0 +1,1 @@
+"""The command line: a thin edge that reads JSON, calls the library and writes JSON."""

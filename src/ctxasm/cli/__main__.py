@@ -1,0 +1,3 @@
+from ctxasm.cli.main import run
+
+run()

@@ -1,0 +1,191 @@
+"""``ctxasm``: assemble prompts from the command line.
+
+Exit codes: 0 success; 1 the batch had failed lines, or ctxasm itself failed (a tokenizer that
+cannot load, an internal error); 2 bad input (the message names the field and what is allowed).
+Library imports happen inside the commands so that ``ctxasm --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from ctxasm.assembler import Assembler
+    from ctxasm.errors import CtxasmError
+
+__all__ = ["app", "run"]
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+app = typer.Typer(
+    name="ctxasm",
+    help="The context assembler for RAG: turn retrieved passages into a prompt that fits.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="TOML or JSON config: request defaults, models, limits (default: $CTXASM_CONFIG).",
+        show_default=False,
+    ),
+]
+MaxBytesOption = Annotated[
+    int,
+    typer.Option("--max-bytes", min=1, help="Refuse a request (or batch line) larger than this."),
+]
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    typer.echo(f"ctxasm: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _fail_with(error: CtxasmError) -> NoReturn:
+    from ctxasm.errors import BudgetError, RequestError
+
+    where = f" [{error.field}]" if error.field else ""
+    bad_input = isinstance(error, RequestError | BudgetError) or error.code == "invalid_config"
+    _fail(f"{error.message}{where}", EXIT_BAD_INPUT if bad_input else EXIT_FAILED)
+
+
+def _assembler(config: Path | None) -> Assembler:
+    from ctxasm.assembler import Assembler
+
+    source = config if config is not None else os.environ.get("CTXASM_CONFIG") or None
+    return Assembler(source)
+
+
+def _read_input(source: str, max_bytes: int) -> bytes:
+    if source == "-":
+        data = sys.stdin.buffer.read(max_bytes + 1)
+    else:
+        path = Path(source)
+        try:
+            with path.open("rb") as handle:
+                data = handle.read(max_bytes + 1)
+        except OSError as exc:
+            _fail(f"cannot read {source}: {exc.strerror}", EXIT_BAD_INPUT)
+    return data
+
+
+@app.command()
+def assemble(
+    source: Annotated[
+        str, typer.Argument(help="Request JSON file, or - for standard input.", show_default=False)
+    ] = "-",
+    report: Annotated[
+        bool, typer.Option("--report", help="Print a readable budget and passage table to stderr.")
+    ] = False,
+    indent: Annotated[
+        int | None, typer.Option(help="Indent the result JSON (default: one line).")
+    ] = None,
+    config: ConfigOption = None,
+    max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+) -> None:
+    """Assemble one request (JSON in, result JSON on stdout)."""
+    from ctxasm.batch.jsonl import decode_request
+    from ctxasm.errors import CtxasmError, RequestError
+
+    try:
+        assembler = _assembler(config)
+        data = decode_request(_read_input(source, max_bytes), max_bytes=max_bytes)
+        if not isinstance(data, dict):
+            raise RequestError("the request must be a JSON object", field="request")
+        result = assembler.assemble(data)
+    except CtxasmError as error:
+        _fail_with(error)
+    typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=indent))
+    if report:
+        from ctxasm.cli.report_view import print_report
+
+        print_report(result.report)
+
+
+@app.command()
+def batch(
+    source: Annotated[str, typer.Argument(help="Input JSONL (one request per line), or -.")],
+    target: Annotated[str, typer.Argument(help="Output JSONL (one result per line), or -.")],
+    progress: Annotated[
+        bool | None,
+        typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal)."),
+    ] = None,
+    config: ConfigOption = None,
+    max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+) -> None:
+    """Assemble every line of a JSONL file, streaming; bad lines get error records."""
+    from ctxasm.cli.batch_run import run_batch
+    from ctxasm.errors import CtxasmError
+
+    try:
+        assembler = _assembler(config)
+    except CtxasmError as error:
+        _fail_with(error)
+    show = sys.stderr.isatty() if progress is None else progress
+    try:
+        stats = run_batch(source, target, assembler, max_bytes=max_bytes, progress=show)
+    except OSError as exc:
+        _fail(f"{exc.filename or source}: {exc.strerror}", EXIT_BAD_INPUT)
+    typer.echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
+    if stats.failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def models(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the registry as JSON.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """List the model registry: windows, tokenizers, prices."""
+    from ctxasm.errors import CtxasmError
+
+    try:
+        registry = _assembler(config).config.models
+    except CtxasmError as error:
+        _fail_with(error)
+    specs = list(registry)
+    if as_json:
+        typer.echo(json.dumps([spec.to_dict() for spec in specs], indent=2))
+        return
+    from ctxasm.cli.report_view import print_models
+
+    print_models(specs)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from ctxasm import __version__
+
+        typer.echo(f"ctxasm {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """The context assembler for RAG."""
+
+
+def run() -> Any:
+    """Console-script entry point."""
+    try:
+        return app()
+    except KeyboardInterrupt:
+        typer.echo("ctxasm: interrupted", err=True)
+        raise SystemExit(130) from None

@@ -1,0 +1,71 @@
+"""Readable tables for ``--report`` and ``ctxasm models`` (on stderr / stdout with rich)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from ctxasm.model import Report
+from ctxasm.models import ModelSpec
+
+__all__ = ["print_models", "print_report"]
+
+
+def print_report(report: Report) -> None:
+    """The budget breakdown, the included and the excluded passages, on stderr."""
+    console = Console(stderr=True)
+    budget = report.budget
+    exactness = "exact" if report.exact_count else "ESTIMATED"
+    table = Table(title=f"Budget: {report.model} ({report.tokenizer}, {exactness} count)")
+    table.add_column("section")
+    table.add_column("tokens", justify="right")
+    for name, value in budget.to_dict().items():
+        table.add_row(name, f"{value:,}")
+    table.add_row("[b]context used[/b]", f"{report.context_tokens:,}")
+    table.add_row("[b]total request[/b]", f"{report.total_tokens:,}")
+    console.print(table)
+
+    included = Table(title=f"Included: {report.selected} of {report.considered}")
+    for column in ("pos", "label", "id", "tokens", "score", "source"):
+        included.add_column(column, justify="right" if column in ("pos", "tokens") else "left")
+    for item in report.included:
+        source = item.source or item.url or ""
+        included.add_row(
+            str(item.position), item.label, item.id, str(item.tokens), f"{item.score:.4g}", source
+        )
+    console.print(included)
+
+    if report.excluded:
+        excluded = Table(title=f"Excluded: {len(report.excluded)}")
+        for column in ("id", "stage", "reason", "detail"):
+            excluded.add_column(column, overflow="fold")
+        for exclusion in report.excluded:
+            excluded.add_row(
+                exclusion.candidate_id, exclusion.stage, exclusion.reason.value, exclusion.detail
+            )
+        console.print(excluded)
+    if report.no_relevant_context:
+        console.print("[yellow]No relevant context: the prompt tells the model so.[/yellow]")
+    cost = "n/a" if report.cost_usd is None else f"${report.cost_usd:.6f}"
+    timings = ", ".join(f"{k} {v:.1f}" for k, v in report.timings_ms.items())
+    console.print(f"input cost {cost}; timings (ms): {timings}")
+
+
+def print_models(specs: Sequence[ModelSpec]) -> None:
+    """The model registry as a table on stdout."""
+    table = Table(title="Model registry (prices: USD per 1M tokens)")
+    for column in ("model", "provider", "window", "max output", "tokenizer", "input", "output"):
+        table.add_column(column, justify="right" if column in ("window", "max output") else "left")
+    for spec in specs:
+        table.add_row(
+            spec.name,
+            spec.provider,
+            f"{spec.context_window:,}",
+            f"{spec.max_output:,}",
+            spec.tokenizer,
+            "-" if spec.input_price is None else f"{spec.input_price:g}",
+            "-" if spec.output_price is None else f"{spec.output_price:g}",
+        )
+    Console().print(table)
