@@ -354,11 +354,8 @@ def parse_request(
         raise RequestError("passages is required (an empty list is allowed)", field="passages")
     if not isinstance(raw_passages, Sequence) or isinstance(raw_passages, str | bytes):
         raise _fail("passages", "a list of passages", raw_passages)
-    total_chars = sum(
-        len(p.get("text", "") if isinstance(p, Mapping) else getattr(p, "text", ""))
-        for p in raw_passages
-        if isinstance(p, Mapping | Passage)
-    )
+    texts = (p.get("text") if isinstance(p, Mapping) else getattr(p, "text", None) for p in raw_passages)
+    total_chars = sum(len(text) for text in texts if isinstance(text, str))
     if total_chars > max_request_chars:
         raise RequestError(
             f"passages hold {total_chars:,} characters, more than the limit of "

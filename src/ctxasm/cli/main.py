@@ -185,7 +185,16 @@ def main(
 def run() -> Any:
     """Console-script entry point."""
     try:
-        return app()
+        return app(standalone_mode=True)
     except KeyboardInterrupt:
         typer.echo("ctxasm: interrupted", err=True)
         raise SystemExit(130) from None
+    except Exception as exc:  # a bug, not a user mistake: one line, traceback on request
+        if os.environ.get("CTXASM_DEBUG"):
+            raise
+        typer.echo(
+            f"ctxasm: internal error: {type(exc).__name__}: {exc} "
+            "(set CTXASM_DEBUG=1 for the traceback, and please report it)",
+            err=True,
+        )
+        raise SystemExit(EXIT_FAILED) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -57,7 +58,9 @@ def print_models(specs: Sequence[ModelSpec]) -> None:
     """The model registry as a table on stdout."""
     table = Table(title="Model registry (prices: USD per 1M tokens)")
     for column in ("model", "provider", "window", "max output", "tokenizer", "input", "output"):
-        table.add_column(column, justify="right" if column in ("window", "max output") else "left")
+        table.add_column(
+            column, justify="right" if column in ("window", "max output") else "left", no_wrap=True
+        )
     for spec in specs:
         table.add_row(
             spec.name,
@@ -68,4 +71,5 @@ def print_models(specs: Sequence[ModelSpec]) -> None:
             "-" if spec.input_price is None else f"{spec.input_price:g}",
             "-" if spec.output_price is None else f"{spec.output_price:g}",
         )
-    Console().print(table)
+    # Piped output keeps full names (for grep) instead of squeezing into 80 columns.
+    Console(width=None if sys.stdout.isatty() else 200).print(table)

@@ -1,0 +1,227 @@
+"""Contract checks every strategy must pass, public so that plugin authors can run them too.
+
+>>> from ctxasm import testing
+>>> from ctxasm.stages.selection import GreedyByScore
+>>> testing.check_selection_strategy(GreedyByScore())
+
+Each ``check_*`` function raises ``AssertionError`` with a message naming the broken promise:
+no input mutation, every candidate kept or excluded exactly once, determinism, empty input, and
+a config round-trip through the registry. Candidates are priced with a whitespace tokenizer so
+the checks need no tokenizer files.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ctxasm import registry
+from ctxasm.formatting.blocks import framing
+from ctxasm.model import Candidate, Exclusion, Passage, Reason
+from ctxasm.stages.dedup import DedupChain, DedupSession, Duplicate, Merge
+from ctxasm.stages.packing import Meter, Packing
+from ctxasm.tokens import TokenCounter
+
+__all__ = [
+    "WhitespaceTokenizer",
+    "check_dedup_strategy",
+    "check_ordering_strategy",
+    "check_relevance_strategy",
+    "check_selection_strategy",
+    "sample_candidates",
+]
+
+_ALLOWED_REASONS = set(Reason)
+
+
+class WhitespaceTokenizer:
+    """One token per whitespace-separated word: deterministic and file-free, for tests."""
+
+    name = "test:whitespace"
+    exact = True
+    max_token_chars: int | None = None
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+
+_DOC = (
+    "The Lyceum was a temple in Athens dedicated to Apollo Lyceus. It was best known as the "
+    "place where Aristotle taught philosophy, founding the Peripatetic school. Later the site "
+    "was destroyed by the Roman general Sulla during his siege of Athens in 86 BC."
+)
+
+
+def sample_passages() -> list[Passage]:
+    """A small, varied set: scores, lengths, a duplicate, overlapping windows, dates, priorities."""
+    cut = _DOC.index(" It was")
+    window_b = _DOC.index("place where")
+    texts = [
+        ("p1", _DOC[:cut], 0.91, dict(doc_id="lyceum", start=0, end=cut)),
+        ("p2", _DOC[window_b:], 0.88, dict(doc_id="lyceum", start=window_b, end=len(_DOC))),
+        ("p3", "Aristotle tutored Alexander the Great in Macedon.", 0.75, {}),
+        ("p4", "ARISTOTLE tutored Alexander the great, in Macedon!", 0.74, {}),
+        ("p5", "Plato founded the Academy, where Aristotle studied for twenty years.", 0.6, {}),
+        ("p6", " ".join(["Athens"] * 120), 0.55, {}),
+        ("p7", "Bananas are rich in potassium.", 0.05, {}),
+        ("p8", "Aristotle's works cover physics, biology, ethics, politics and poetry.", 0.5, {}),
+    ]
+    stamps = ["2021-03-01", None, "2019-01-01T10:00:00Z", "2020-06-01", None, "2018-05-05", None, "2022"]
+    passages = []
+    for (pid, text, score, extra), stamp in zip(texts, stamps, strict=True):
+        passages.append(
+            Passage(
+                id=pid,
+                text=text,
+                score=score,
+                title=extra.get("doc_id"),
+                priority=float(len(passages) % 3),
+                timestamp=stamp if stamp != "2022" else "2022-01-01",
+                **extra,
+            )
+        )
+    return passages
+
+
+def sample_candidates() -> list[Candidate]:
+    """:func:`sample_passages` as candidates ranked best first."""
+    passages = sample_passages()
+    ranked = sorted(range(len(passages)), key=lambda i: (-(passages[i].score or 0.0), i))
+    return [Candidate.of(passages[i], i, passages[i].score or 0.0) for i in ranked]
+
+
+def _meter() -> Meter:
+    counter = TokenCounter(WhitespaceTokenizer())
+    return Meter(counter, lambda c: framing(c, 9))
+
+
+def _no_dedup() -> DedupSession:
+    return DedupChain([])
+
+
+def _check_round_trip(slot: str, strategy: Any) -> None:
+    config = strategy.to_config()
+    rebuilt = registry.build(slot, copy.deepcopy(config), f"strategy.{slot}")
+    assert rebuilt == strategy, f"{slot} strategy does not survive to_config(): {config}"
+    assert rebuilt.to_config() == config, "to_config() of the rebuilt strategy differs"
+
+
+def _accounting(
+    candidates: Sequence[Candidate], kept: Sequence[Candidate], excluded: Sequence[Exclusion]
+) -> None:
+    ids = [c.id for c in candidates]
+    seen = [c.id for c in kept] + [e.candidate_id for e in excluded]
+    assert sorted(seen) == sorted(ids), (
+        f"kept + excluded must be the input exactly once: input {sorted(ids)}, got {sorted(seen)}"
+    )
+    for exclusion in excluded:
+        assert exclusion.reason in _ALLOWED_REASONS, f"unknown reason {exclusion.reason!r}"
+
+
+def check_selection_strategy(strategy: Any, budgets: Sequence[int] = (0, 15, 60, 400)) -> None:
+    """The contract of a selection strategy (see the module docstring)."""
+    _check_round_trip("selection", strategy)
+    for budget in budgets:
+        for dedup in (_no_dedup, _default_dedup):
+            candidates = sample_candidates()
+            before = copy.deepcopy(candidates)
+            runs = []
+            for _ in range(2):
+                packing = Packing(budget, _meter(), dedup())
+                strategy.select(candidates, packing)
+                runs.append(packing)
+            assert candidates == before, "select() changed its input"
+            first, second = runs
+            _accounting(candidates, first.kept, first.excluded)
+            assert first.used <= budget, f"used {first.used} tokens of a {budget} budget"
+            assert sum(first.costs.values()) == first.used, "costs and used disagree"
+            assert [c.id for c in first.kept] == [c.id for c in second.kept], "not deterministic"
+            assert first.excluded == second.excluded, "exclusions not deterministic"
+    empty = Packing(100, _meter(), _no_dedup())
+    strategy.select([], empty)
+    assert empty.kept == [] and empty.excluded == [], "empty input must give an empty result"
+
+
+def _default_dedup() -> DedupSession:
+    from ctxasm.stages.dedup import ExactDedup, NearDuplicateDedup, StitchWindows
+
+    return DedupChain([s.session() for s in (StitchWindows(), ExactDedup(), NearDuplicateDedup())])
+
+
+def check_ordering_strategy(strategy: Any) -> None:
+    """An ordering strategy returns a deterministic permutation and leaves its input alone."""
+    _check_round_trip("ordering", strategy)
+    candidates = sample_candidates()
+    before = copy.deepcopy(candidates)
+    first, second = strategy.order(candidates), strategy.order(list(reversed(candidates)))
+    assert candidates == before, "order() changed its input"
+    assert sorted(c.id for c in first) == sorted(c.id for c in candidates), "not a permutation"
+    assert [c.id for c in first] == [c.id for c in second], (
+        "order depends on the order of its input instead of the candidates' data"
+    )
+    assert strategy.order([]) == [], "empty input must give an empty order"
+
+
+def check_relevance_strategy(strategy: Any) -> None:
+    """A relevance strategy gives one finite score per passage, deterministically."""
+    import math
+
+    _check_round_trip("relevance", strategy)
+    passages = sample_passages()
+    before = copy.deepcopy(passages)
+    query = "Where did Aristotle teach philosophy?"
+    first, second = strategy.score(query, passages), strategy.score(query, passages)
+    assert passages == before, "score() changed its input"
+    assert len(first.values) == len(passages), "one score per passage"
+    assert all(math.isfinite(v) for v in first.values), "scores must be finite"
+    assert first == second, "not deterministic"
+    assert strategy.score(query, []).values == [], "empty input must give no scores"
+
+
+def check_dedup_strategy(strategy: Any) -> None:
+    """A dedup strategy never flags the first passage, always flags an accepted one offered
+    again, and gives the same verdicts in the same order of offers."""
+    _check_round_trip("dedup", strategy)
+    candidates = sample_candidates()
+    before = copy.deepcopy(candidates)
+
+    def run() -> list[Any]:
+        session = strategy.session()
+        verdicts = []
+        for candidate in candidates:
+            verdict = session.verdict(candidate)
+            verdicts.append(verdict)
+            if verdict is None:
+                session.accept(candidate, None)
+            elif isinstance(verdict, Merge):
+                session.accept(verdict.merged, verdict.into)
+        return verdicts
+
+    first, second = run(), run()
+    assert candidates == before, "dedup changed its input"
+    assert first[0] is None, "the first passage can never be redundant"
+    assert first == second, "not deterministic"
+    session = strategy.session()
+    for candidate in candidates:
+        if session.verdict(candidate) is None:
+            session.accept(candidate, None)
+            again = session.verdict(candidate)
+            flagged = isinstance(again, Duplicate | Merge)
+            flags_copies = strategy.name != "stitch" or candidate.passage.doc_id is not None
+            assert flagged or not flags_copies, f"{candidate.id} offered twice was not flagged"
+
+
+def builtin_checks() -> list[tuple[str, Any, Callable[[Any], None]]]:
+    """Every built-in strategy with default parameters, and the check for its slot."""
+    checks: dict[str, Callable[[Any], None]] = {
+        "selection": check_selection_strategy,
+        "ordering": check_ordering_strategy,
+        "relevance": check_relevance_strategy,
+        "dedup": check_dedup_strategy,
+    }
+    result = []
+    for slot, check in checks.items():
+        for name in registry.names(slot):
+            result.append((f"{slot}:{name}", registry.build(slot, name, slot), check))
+    return result

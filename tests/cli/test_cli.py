@@ -1,0 +1,207 @@
+"""The real console script, run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "request.json"
+
+
+def ctxasm(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    return subprocess.run(
+        [*command, *args], input=stdin, capture_output=True, cwd=cwd, env=os.environ.copy(), timeout=120
+    )
+
+
+def request(**overrides: object) -> dict[str, object]:
+    data = json.loads(EXAMPLE.read_text())
+    data.update(overrides)
+    return data
+
+
+def test_assemble_file_writes_the_result_json() -> None:
+    done = ctxasm("assemble", str(EXAMPLE))
+    assert done.returncode == 0, done.stderr.decode()
+    result = json.loads(done.stdout)
+    assert set(result) == {"messages", "system", "text", "report"}
+    report = result["report"]
+    assert [item["id"] for item in report["included"]] == ["aristotle-1", "plato", "alexander"]
+    assert {e["id"]: e["reason"] for e in report["excluded"]} == {
+        "aristotle-2": "merged",
+        "alexander-copy": "duplicate",
+        "bananas": "below_threshold",
+    }
+    assert done.stderr == b""
+
+
+def test_assemble_reads_stdin_and_prints_a_report() -> None:
+    done = ctxasm("assemble", "-", "--report", stdin=EXAMPLE.read_bytes())
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout)["report"]["selected"] == 3
+    shown = done.stderr.decode()
+    for expected in ("Budget: gpt-4o-mini", "Included: 3 of 6", "Excluded: 3", "merged", "reserve_output"):
+        assert expected in shown
+
+
+@pytest.mark.parametrize(
+    ("payload", "message", "field"),
+    [
+        (b'{"query": "x", "passages": [', "not valid JSON", "[request]"),
+        (b'{"query": "caf\xe9", "passages": []}', "not valid UTF-8", "[request]"),
+        (b"[1, 2]", "must be a JSON object", "[request]"),
+        (json.dumps({"passages": []}).encode(), "query is required", "[query]"),
+        (json.dumps({"query": "  ", "passages": []}).encode(), "must not be empty", "[query]"),
+        (json.dumps(request(model="gpt-4o-mnii")).encode(), "did you mean", "[model]"),
+        (
+            json.dumps(request(strategy={"selection": "greedy"})).encode(),
+            "choose one of greedy_by_score",
+            "[strategy.selection]",
+        ),
+        (
+            json.dumps({"query": "q", "passages": [{"id": "a", "text": 5}]}).encode(),
+            "passages[0].text must be a string",
+            "[passages[0].text]",
+        ),
+        (
+            json.dumps({"query": "q", "passages": [{"text": "a", "score": "NaN"}]}).encode(),
+            "must be a number",
+            "[passages[0].score]",
+        ),
+        (b'{"query": "q", "passages": [{"text": "a", "score": NaN}]}', "finite", "[passages[0].score]"),
+        (
+            json.dumps({"query": "q", "passages": [], "max_context_tokens": 0}).encode(),
+            "integer >= 1",
+            "[max_context_tokens]",
+        ),
+        (
+            json.dumps({"query": "q", "passages": [], "reserve_output_tokens": 10**6}).encode(),
+            "exceeds gpt-4o's maximum output",
+            "[reserve_output_tokens]",
+        ),
+        (
+            json.dumps({"query": "q", "passages": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}).encode(),
+            "must be unique",
+            "[passages[1].id]",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) and not v.startswith("[") else None,
+)
+def test_bad_input_exits_2_with_a_short_message(payload: bytes, message: str, field: str) -> None:
+    done = ctxasm("assemble", "-", stdin=payload)
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert message in err and field in err
+    assert "Traceback" not in err
+    assert done.stdout == b""
+    assert len(err.splitlines()) == 1
+
+
+def test_a_request_hundreds_of_megabytes_long_is_refused_quickly(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as handle:  # a sparse 300 MB file: no disk is written
+        handle.truncate(300 * 1024 * 1024)
+    done = ctxasm("assemble", str(huge))
+    err = done.stderr.decode()
+    assert done.returncode == 2
+    assert "more than the limit of 67,108,864" in err and "Traceback" not in err
+
+
+def test_a_request_that_cannot_fit_states_every_section() -> None:
+    data = {"query": "q", "passages": [], "context_window": 60, "reserve_output_tokens": 10}
+    done = ctxasm("assemble", "-", stdin=json.dumps(data).encode())
+    err = done.stderr.decode()
+    assert done.returncode == 2
+    for section in ("system", "query", "history", "overhead", "reserve_output 10", "context window 60"):
+        assert section in err
+
+
+def test_missing_file_is_bad_input(tmp_path: Path) -> None:
+    done = ctxasm("assemble", str(tmp_path / "nope.json"))
+    assert done.returncode == 2
+    assert b"cannot read" in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_batch_streams_results_and_error_records(tmp_path: Path) -> None:
+    good = json.dumps(request())
+    lines = [good, "{not json", "", json.dumps(request(model="no-such-model")), good]
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    done = ctxasm("batch", str(source), str(target), "--no-progress")
+    assert done.returncode == 1
+    assert b"3 assembled, 2 failed" not in done.stderr  # blank lines are skipped, not counted
+    assert b"2 assembled, 2 failed" in done.stderr
+    records = [json.loads(line) for line in target.read_text().splitlines()]
+    assert len(records) == 4
+    assert records[0]["report"]["selected"] == 3
+    assert records[1]["line"] == 2 and records[1]["error"]["code"] == "invalid_request"
+    assert records[2]["line"] == 4 and records[2]["error"]["code"] == "unknown_model"
+    assert records[2]["error"]["field"] == "model"
+    single = json.loads(ctxasm("assemble", str(EXAMPLE)).stdout)
+    for record in (records[0], records[3]):
+        record["report"]["timings_ms"] = single["report"]["timings_ms"] = {}
+        assert record == single
+
+
+def test_batch_all_good_exits_0_and_writes_stdout(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(request()) + "\n")
+    done = ctxasm("batch", str(source), "-", "--no-progress")
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout)["report"]["selected"] == 3
+
+
+def test_batch_keeps_an_existing_output_when_the_input_is_missing(tmp_path: Path) -> None:
+    target = tmp_path / "out.jsonl"
+    target.write_text("precious\n")
+    done = ctxasm("batch", str(tmp_path / "missing.jsonl"), str(target))
+    assert done.returncode == 2 and b"Traceback" not in done.stderr
+    assert target.read_text() == "precious\n"
+
+
+def test_models_lists_the_registry() -> None:
+    table = ctxasm("models")
+    assert table.returncode == 0
+    for name in ("gpt-4o", "claude-sonnet-4-5", "llama-3.1-8b-instruct", "gemini-2.5-pro"):
+        assert name in table.stdout.decode()
+    listed = json.loads(ctxasm("models", "--json").stdout)
+    gpt4o = next(m for m in listed if m["name"] == "gpt-4o")
+    assert gpt4o["context_window"] == 128000 and gpt4o["tokenizer"] == "tiktoken:o200k_base"
+
+
+def test_config_file_sets_defaults_and_adds_models(tmp_path: Path) -> None:
+    config = tmp_path / "ctxasm.toml"
+    config.write_text(
+        '[defaults]\nmodel = "house-model"\nformat = "text"\n'
+        '[models."house-model"]\ncontext_window = 4096\nmax_output = 512\n'
+        'tokenizer = "tiktoken:cl100k_base"\ninput_price = 1.0\n'
+    )
+    data = request()
+    del data["model"]
+    done = ctxasm("assemble", "-", "--config", str(config), stdin=json.dumps(data).encode())
+    assert done.returncode == 0, done.stderr.decode()
+    result = json.loads(done.stdout)
+    assert result["report"]["model"] == "house-model"
+    assert result["report"]["tokenizer"] == "tiktoken:cl100k_base"
+    assert result["messages"] == [] and result["text"].endswith("Answer:")
+
+
+def test_bad_config_file_is_bad_input(tmp_path: Path) -> None:
+    config = tmp_path / "ctxasm.toml"
+    config.write_text('[defaults]\nstrategy = {selection = "nope"}\n')
+    done = ctxasm("assemble", str(EXAMPLE), "--config", str(config))
+    assert done.returncode == 2 and b"nope" in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_help_and_version() -> None:
+    assert b"assemble" in ctxasm("--help").stdout
+    assert ctxasm("--version").stdout.decode().startswith("ctxasm ")

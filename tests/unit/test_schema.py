@@ -1,0 +1,402 @@
+"""Bad input is refused with an error that names the field and says what is allowed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import ctxasm
+from ctxasm import (
+    Assembler,
+    Passage,
+    RequestError,
+    UnknownModelError,
+    UnknownStrategyError,
+    parse_request,
+)
+
+PASSAGES = [{"id": "a", "text": "Paris is the capital of France.", "score": 0.9}]
+
+
+def _error(**fields: Any) -> RequestError:
+    with pytest.raises(RequestError) as caught:
+        ctxasm.assemble(**fields)
+    return caught.value
+
+
+# --- query ------------------------------------------------------------------------------------
+
+
+def test_missing_query() -> None:
+    error = _error(passages=PASSAGES)
+    assert type(error) is RequestError
+    assert error.field == "query"
+    assert "required" in error.message
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_empty_query(query: str) -> None:
+    error = _error(query=query, passages=PASSAGES)
+    assert (error.field, error.message) == ("query", "query must not be empty")
+
+
+@pytest.mark.parametrize("query", [5, None, ["q"], {"q": 1}])
+def test_query_of_wrong_type(query: object) -> None:
+    with pytest.raises(RequestError) as caught:
+        parse_request({"query": query, "passages": []})
+    assert caught.value.field == "query"
+    assert "must be a string" in caught.value.message
+
+
+def test_query_with_unpaired_surrogate() -> None:
+    error = _error(query="capital\ud800", passages=PASSAGES)
+    assert error.field == "query"
+    assert "unpaired surrogate at character 7" in error.message
+
+
+# --- passages ---------------------------------------------------------------------------------
+
+
+def test_missing_passages() -> None:
+    error = _error(query="q")
+    assert error.field == "passages"
+
+
+@pytest.mark.parametrize("passages", ["abc", 5, {"id": "a", "text": "x"}])
+def test_passages_of_wrong_type(passages: object) -> None:
+    error = _error(query="q", passages=passages)
+    assert error.field == "passages"
+    assert "a list of passages" in error.message
+
+
+@pytest.mark.parametrize("item", ["text", 5, None, ["text"]])
+def test_passage_that_is_not_an_object(item: object) -> None:
+    error = _error(query="q", passages=[item])
+    assert error.field == "passages[0]"
+
+
+@pytest.mark.parametrize("text", [5, None, 1.5, ["a"], {"a": 1}, b"bytes"])
+def test_non_string_text(text: object) -> None:
+    error = _error(query="q", passages=[{"id": "a", "text": "fine"}, {"id": "b", "text": text}])
+    assert error.field == "passages[1].text"
+    assert "must be a string" in error.message
+
+
+def test_missing_text() -> None:
+    error = _error(query="q", passages=[{"id": "a"}])
+    assert (error.field, error.message) == ("passages[0].text", "passages[0].text is required")
+
+
+def test_text_with_unpaired_surrogate() -> None:
+    error = _error(query="q", passages=[{"id": "a", "text": "ok \udc80 not ok"}])
+    assert error.field == "passages[0].text"
+    assert "unpaired surrogate at character 3" in error.message
+
+
+@pytest.mark.xfail(
+    reason="BUG: schema.parse_passage only checks text for unpaired surrogates; a surrogate in "
+    "title/id/url reaches the rendered prompt, which then cannot be encoded as UTF-8",
+    strict=True,
+)
+@pytest.mark.parametrize("name", ["title", "url", "id", "source"])
+def test_metadata_with_unpaired_surrogate(name: str) -> None:
+    passage = {"id": "a", "text": "Paris is the capital.", "score": 1.0, name: "bad\ud800"}
+    error = _error(query="capital", passages=[passage])
+    assert error.field == f"passages[0].{name}"
+
+
+def test_duplicate_ids() -> None:
+    passages = [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}, {"id": "a", "text": "z"}]
+    error = _error(query="q", passages=passages)
+    assert error.field == "passages[2].id"
+    assert error.message == (
+        "passages[2].id 'a' repeats passages[0].id; passage ids must be unique"
+    )
+
+
+def test_missing_ids_are_generated_from_positions() -> None:
+    request = parse_request({"query": "q", "passages": [{"text": "x"}, {"text": "y"}]})
+    assert [p.id for p in request.passages] == ["passage-0", "passage-1"]
+
+
+def test_empty_id() -> None:
+    error = _error(query="q", passages=[{"id": "", "text": "x"}])
+    assert error.field == "passages[0].id"
+
+
+@pytest.mark.parametrize("score", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_score(score: float) -> None:
+    error = _error(query="q", passages=[{"id": "a", "text": "x", "score": score}])
+    assert error.field == "passages[0].score"
+    assert "finite number" in error.message
+
+
+def test_non_finite_score_from_json() -> None:
+    # Python's json module turns NaN and Infinity literals into floats.
+    request = json.loads('{"query": "q", "passages": [{"id": "a", "text": "x", "score": NaN}]}')
+    error = _error(**request)
+    assert error.field == "passages[0].score"
+
+
+@pytest.mark.xfail(
+    reason="BUG: schema._number calls float() on a huge JSON integer and raises OverflowError "
+    "instead of RequestError",
+    strict=True,
+)
+def test_score_integer_too_large_for_a_float() -> None:
+    error = _error(query="q", passages=[{"id": "a", "text": "x", "score": 10**400}])
+    assert error.field == "passages[0].score"
+
+
+@pytest.mark.parametrize("score", ["0.5", True, [0.5]])
+def test_score_of_wrong_type(score: object) -> None:
+    error = _error(query="q", passages=[{"id": "a", "text": "x", "score": score}])
+    assert error.field == "passages[0].score"
+    assert "must be a number" in error.message
+
+
+def test_unknown_passage_field() -> None:
+    error = _error(query="q", passages=[{"id": "a", "text": "x", "colour": "red"}])
+    assert error.field == "passages[0].colour"
+    assert "put anything else in metadata" in error.message
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"start": 3}, "passages[0].start"),
+        ({"start": 5, "end": 2}, "passages[0].end"),
+        ({"start": -1, "end": 2}, "passages[0].start"),
+        ({"timestamp": "yesterday"}, "passages[0].timestamp"),
+        ({"authority": 1.5}, "passages[0].authority"),
+        ({"graph_distance": -1}, "passages[0].graph_distance"),
+        ({"embedding": []}, "passages[0].embedding"),
+        ({"embedding": [0.1, "x"]}, "passages[0].embedding[1]"),
+        ({"readers": "alice"}, "passages[0].readers"),
+        ({"metadata": ["a"]}, "passages[0].metadata"),
+        ({"priority": float("nan")}, "passages[0].priority"),
+    ],
+)
+def test_bad_passage_fields(extra: dict[str, Any], field: str) -> None:
+    error = _error(query="q", passages=[{"id": "a", "text": "x", **extra}])
+    assert error.field == field
+
+
+def test_passage_objects_are_accepted() -> None:
+    result = ctxasm.assemble(
+        "capital of France", [Passage(id="a", text="Paris is the capital of France.", score=1.0)]
+    )
+    assert [item.id for item in result.report.included] == ["a"]
+
+
+# --- budgets ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["context_window", "max_context_tokens", "reserve_output_tokens"])
+@pytest.mark.parametrize("value", [0, -1, -4096])
+def test_zero_or_negative_budgets(name: str, value: int) -> None:
+    error = _error(query="q", passages=PASSAGES, **{name: value})
+    assert error.field == name
+    assert f"{name} must be an integer >= 1 or null" in error.message
+
+
+@pytest.mark.parametrize("name", ["context_window", "max_context_tokens", "reserve_output_tokens"])
+@pytest.mark.parametrize("value", [True, 100.5, "100", [100]])
+def test_budgets_of_wrong_type(name: str, value: object) -> None:
+    error = _error(query="q", passages=PASSAGES, **{name: value})
+    assert error.field == name
+
+
+def test_reserve_larger_than_window() -> None:
+    error = _error(query="q", passages=PASSAGES, context_window=1000, reserve_output_tokens=2000)
+    assert type(error) is RequestError
+    assert error.field == "reserve_output_tokens"
+    assert "must be smaller than the context window (1000)" in error.message
+
+
+def test_reserve_equal_to_window() -> None:
+    error = _error(query="q", passages=PASSAGES, context_window=1000, reserve_output_tokens=1000)
+    assert error.field == "reserve_output_tokens"
+
+
+def test_reserve_above_model_maximum_output() -> None:
+    error = _error(query="q", passages=PASSAGES, reserve_output_tokens=16385)
+    assert error.field == "reserve_output_tokens"
+    assert "maximum output of 16384" in error.message
+
+
+@pytest.mark.parametrize("margin", [-0.1, 0.51, float("nan"), "0.1"])
+def test_bad_safety_margin(margin: object) -> None:
+    error = _error(query="q", passages=PASSAGES, safety_margin=margin)
+    assert error.field == "safety_margin"
+
+
+@pytest.mark.parametrize(("name", "value"), [("top_k", 0), ("top_k", "3"), ("min_score", "x")])
+def test_bad_cuts(name: str, value: object) -> None:
+    error = _error(query="q", passages=PASSAGES, **{name: value})
+    assert error.field == name
+
+
+# --- model, format, strategy --------------------------------------------------------------------
+
+
+def test_unknown_model_lists_close_matches() -> None:
+    with pytest.raises(UnknownModelError) as caught:
+        ctxasm.assemble("q", PASSAGES, model="gpt-4o-mnii")
+    error = caught.value
+    assert error.field == "model"
+    assert error.code == "unknown_model"
+    assert "unknown model 'gpt-4o-mnii'; did you mean gpt-4o-mini," in error.message
+
+
+@pytest.mark.parametrize("model", ["", 4, None])
+def test_model_of_wrong_type(model: object) -> None:
+    error = _error(query="q", passages=PASSAGES, model=model)
+    assert error.field == "model"
+
+
+def test_unknown_format() -> None:
+    error = _error(query="q", passages=PASSAGES, format="xml")
+    assert error.field == "format"
+    assert "choose one of openai, text" in error.message
+
+
+def test_unknown_strategy_name_lists_names() -> None:
+    with pytest.raises(UnknownStrategyError) as caught:
+        ctxasm.assemble("q", PASSAGES, strategy={"selection": "gredy"})
+    assert caught.value.field == "strategy.selection"
+    assert caught.value.message == (
+        "unknown selection strategy 'gredy'; choose one of "
+        "greedy_by_score, knapsack, mmr, priority, utility_per_token"
+    )
+
+
+@pytest.mark.parametrize(
+    ("strategy", "field"),
+    [
+        ({"ordering": "random"}, "strategy.ordering"),
+        ({"relevance": {"name": "cosine"}}, "strategy.relevance"),
+        ({"dedup": ["exact", "fuzzy"]}, "strategy.dedup[1]"),
+    ],
+)
+def test_unknown_strategy_in_other_slots(strategy: dict[str, Any], field: str) -> None:
+    with pytest.raises(UnknownStrategyError) as caught:
+        ctxasm.assemble("q", PASSAGES, strategy=strategy)
+    assert caught.value.field == field
+
+
+def test_unknown_strategy_in_config_fails_when_the_assembler_is_built() -> None:
+    with pytest.raises(UnknownStrategyError) as caught:
+        Assembler({"defaults": {"strategy": {"selection": "gredy"}}})
+    assert caught.value.field == "strategy.selection"
+
+
+def test_unknown_strategy_parameter() -> None:
+    error = _error(
+        query="q", passages=PASSAGES, strategy={"selection": {"name": "mmr", "lambda": 0.3}}
+    )
+    assert type(error) is RequestError
+    assert error.field == "strategy.selection.lambda"
+    assert "parameters: lam, max_candidates" in error.message
+
+
+@pytest.mark.parametrize(
+    ("strategy", "field"),
+    [
+        ({"selection": {"name": "mmr", "lam": 3}}, "strategy.selection.lam"),
+        ({"selection": {"name": "priority", "cutoff": "soft"}}, "strategy.selection.cutoff"),
+        ({"dedup": [{"name": "near", "threshold": "high"}]}, "strategy.dedup[0].threshold"),
+        ({"dedup": {"name": "near", "lsh_after": 0}}, "strategy.dedup[0].lsh_after"),
+        ({"selection": {"name": "knapsack", "max_cells": 5}}, "strategy.selection.max_cells"),
+        ({"selection": {"lam": 0.5}}, "strategy.selection.name"),
+        ({"selection": 5}, "strategy.selection"),
+        ({"selektion": "mmr"}, "strategy.selektion"),
+        ({"ordering": None}, "strategy.ordering"),
+    ],
+)
+def test_bad_strategy_parameters(strategy: dict[str, Any], field: str) -> None:
+    error = _error(query="q", passages=PASSAGES, strategy=strategy)
+    assert error.field == field
+
+
+# --- other fields -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"colour": "red"}, "colour"),
+        ({"history": "hello"}, "history"),
+        ({"history": [{"role": "system", "content": "x"}]}, "history[0].role"),
+        ({"history": [{"role": "user", "content": 5}]}, "history[0].content"),
+        ({"history": [{"role": "user", "content": "a\ud800"}]}, "history[0].content"),
+        ({"system_prompt": 5}, "system_prompt"),
+        ({"system_prompt": "\udfff"}, "system_prompt"),
+        ({"principal": "alice"}, "principal"),
+        ({"principal": {"id": ""}}, "principal.id"),
+        ({"principal": {"id": "a", "groups": "g"}}, "principal.groups"),
+        ({"principal": {"id": "a", "role": "admin"}}, "principal.role"),
+        ({"allow_public": "yes"}, "allow_public"),
+        ({"strategy": "knapsack"}, "strategy"),
+    ],
+)
+def test_wrong_types(fields: dict[str, Any], field: str) -> None:
+    error = _error(query="q", passages=PASSAGES, **fields)
+    assert error.field == field
+
+
+def test_request_that_is_not_an_object() -> None:
+    with pytest.raises(RequestError) as caught:
+        parse_request(["q"])  # type: ignore[arg-type]
+    assert caught.value.field == "request"
+
+
+def test_error_as_data() -> None:
+    error = _error(query="q", passages=PASSAGES, top_k=0)
+    assert error.to_dict() == {
+        "code": "invalid_request",
+        "field": "top_k",
+        "message": "top_k must be an integer >= 1 or null; got int 0",
+    }
+
+
+# --- size limit -------------------------------------------------------------------------------
+
+
+def test_oversized_request() -> None:
+    assembler = Assembler({"limits": {"max_request_chars": 1000}})
+    passages = [{"id": f"p{i}", "text": "x" * 300} for i in range(4)]
+    with pytest.raises(RequestError) as caught:
+        assembler.assemble(query="q", passages=passages)
+    assert caught.value.field == "passages"
+    assert "1,200 characters, more than the limit of 1,000" in caught.value.message
+
+
+def test_oversized_request_is_refused_before_any_passage_is_checked() -> None:
+    # The size check comes first: a huge request is never walked field by field.
+    assembler = Assembler({"limits": {"max_request_chars": 10}})
+    passages = [{"id": "a", "text": "x" * 20}, {"id": "a", "text": 5}]
+    with pytest.raises(RequestError) as caught:
+        assembler.assemble(query="q", passages=passages)
+    assert caught.value.field == "passages"
+
+
+def test_request_at_the_size_limit_is_accepted() -> None:
+    assembler = Assembler({"limits": {"max_request_chars": 1200}})
+    passages = [{"id": f"p{i}", "text": f"word{i} " * 50, "score": 1.0} for i in range(4)]
+    result = assembler.assemble(query="q", passages=passages)
+    assert sorted(item.id for item in result.report.included) == ["p0", "p1", "p2", "p3"]
+
+
+@pytest.mark.xfail(
+    reason="BUG: schema.parse_request applies max_request_chars to passage texts only; a huge "
+    "query (or history, or system prompt) is tokenized in full",
+    strict=True,
+)
+def test_oversized_query_is_refused() -> None:
+    assembler = Assembler({"limits": {"max_request_chars": 1000}})
+    with pytest.raises(RequestError) as caught:
+        assembler.assemble(query="word " * 400, passages=[{"id": "a", "text": "x"}])
+    assert caught.value.field == "query"
