@@ -254,7 +254,9 @@ def request(chunks: Sequence[Chunk], budget: int, mode: str, seed: int = SEED) -
 # Measuring
 
 
-def _median_ms(run: Callable[[], Any], repeats: int, before: Callable[[], None] | None = None) -> tuple[float, list[float]]:
+def _median_ms(
+    run: Callable[[], Any], repeats: int, before: Callable[[], None] | None = None
+) -> tuple[float, list[float]]:
     times: list[float] = []
     for _ in range(repeats):
         if before is not None:
@@ -308,7 +310,9 @@ class Row:
         return "PASS" if self.ratio <= self.target else "MISS"
 
 
-def measure(repeats: int, sizes: Sequence[int], log: Callable[[str], None]) -> tuple[list[Row], dict[str, Any]]:
+def measure(
+    repeats: int, sizes: Sequence[int], log: Callable[[str], None]
+) -> tuple[list[Row], dict[str, Any]]:
     import tiktoken
 
     import ctxasm
@@ -342,7 +346,9 @@ def measure(repeats: int, sizes: Sequence[int], log: Callable[[str], None]) -> t
         for budget_name, budget in BUDGETS.items():
             for mode in MODES:
                 data = request(chunks, budget, mode)
-                parse_ms, _ = _median_ms(lambda d=data: ctxasm.parse_request(d), max(3, repeats // 3))
+                parse_ms, _ = _median_ms(
+                    lambda d=data: ctxasm.parse_request(d), max(3, repeats // 3)
+                )
                 parsed = ctxasm.parse_request(data)
                 for cache in CACHES:
                     results: list[Any] = []
@@ -365,7 +371,10 @@ def measure(repeats: int, sizes: Sequence[int], log: Callable[[str], None]) -> t
                         block is None or block == report.context_tokens
                     )
                     stages = {
-                        name: round(statistics.median(r.report.timings_ms.get(name, 0.0) for r in results), 3)
+                        name: round(
+                            statistics.median(r.report.timings_ms.get(name, 0.0) for r in results),
+                            3,
+                        )
                         for name in report.timings_ms
                     }
                     row = Row(
@@ -431,7 +440,9 @@ def table(rows: Sequence[Row], info: dict[str, Any]) -> str:
         )
     lines += ["", "median stage times (ms, from report.timings_ms):"]
     names = sorted({name for r in rows for name in r.stage_ms}, key=_stage_order)
-    lines.append(f"{'N':>5} {'budget':>6} {'mode':>5} {'cache':>5} " + " ".join(f"{n:>9}" for n in names))
+    lines.append(
+        f"{'N':>5} {'budget':>6} {'mode':>5} {'cache':>5} " + " ".join(f"{n:>9}" for n in names)
+    )
     for r in rows:
         lines.append(
             f"{r.n:>5} {r.budget:>6} {r.mode:>5} {r.cache:>5} "
@@ -440,7 +451,9 @@ def table(rows: Sequence[Row], info: dict[str, Any]) -> str:
     lines += ["", "targets (issue 2):"]
     for (mode, n, budget), limit in TARGETS.items():
         for cache in CACHES:
-            match = [r for r in rows if (r.mode, r.n, r.budget, r.cache) == (mode, n, budget, cache)]
+            match = [
+                r for r in rows if (r.mode, r.n, r.budget, r.cache) == (mode, n, budget, cache)
+            ]
             if not match:
                 continue
             r = match[0]
@@ -452,7 +465,11 @@ def table(rows: Sequence[Row], info: dict[str, Any]) -> str:
     over = [r for r in rows if r.over or r.context_over or not r.recount_ok]
     lines.append(
         "  tokens over budget: "
-        + ("0 in every run, recount == report.total_tokens: PASS" if not over else f"FAIL in {len(over)} rows")
+        + (
+            "0 in every run, recount == report.total_tokens: PASS"
+            if not over
+            else f"FAIL in {len(over)} rows"
+        )
     )
     return "\n".join(lines)
 
@@ -469,7 +486,9 @@ def profile(case: str, repeats: int) -> None:
 
     n_text, budget_name, mode, cache = case.split(",")
     articles = load_articles()
-    parsed = ctxasm.parse_request(request(sample(articles, int(n_text)), BUDGETS[budget_name], mode))
+    parsed = ctxasm.parse_request(
+        request(sample(articles, int(n_text)), BUDGETS[budget_name], mode)
+    )
     counter = get_counter(TOKENIZER_SPEC)
     assembler = ctxasm.Assembler()
     assembler.assemble(parsed)
@@ -492,8 +511,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per case (15)")
     parser.add_argument("--quick", action="store_true", help="5 repeats per case")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="N values, e.g. 200,2000")
-    parser.add_argument("--profile", metavar="N,BUDGET,MODE,CACHE", help="cProfile one case instead")
+    parser.add_argument(
+        "--sizes", default=",".join(map(str, SIZES)), help="N values, e.g. 200,2000"
+    )
+    parser.add_argument(
+        "--profile", metavar="N,BUDGET,MODE,CACHE", help="cProfile one case instead"
+    )
     args = parser.parse_args(argv)
     repeats = args.repeats or (5 if args.quick else 15)
     if "TIKTOKEN_CACHE_DIR" not in os.environ and TIKTOKEN_CACHE.is_dir():

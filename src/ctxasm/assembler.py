@@ -127,7 +127,9 @@ class Assembler:
             "ordering": self._build("ordering", chosen.ordering, "strategy.ordering"),
         }
 
-    def assemble(self, request: Request | Mapping[str, Any] | None = None, /, **fields: Any) -> Assembly:
+    def assemble(
+        self, request: Request | Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> Assembly:
         """Assemble one request, given as a :class:`Request`, request JSON, or keywords."""
         started = time.perf_counter()
         if isinstance(request, Request):

@@ -87,7 +87,9 @@ class AssemblerConfig:
             raise ConfigError("[limits] accepts only max_request_chars")
         max_chars = limits.get("max_request_chars", DEFAULT_MAX_REQUEST_CHARS)
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-            raise ConfigError(f"limits.max_request_chars must be a positive integer, got {max_chars!r}")
+            raise ConfigError(
+                f"limits.max_request_chars must be a positive integer, got {max_chars!r}"
+            )
         try:
             parse_request({"query": "check", "passages": [], **defaults})
         except RequestError as exc:
@@ -99,7 +101,9 @@ class AssemblerConfig:
         )
 
     @classmethod
-    def load(cls, source: AssemblerConfig | Mapping[str, Any] | str | Path | None) -> AssemblerConfig:
+    def load(
+        cls, source: AssemblerConfig | Mapping[str, Any] | str | Path | None
+    ) -> AssemblerConfig:
         """A config from an existing config, a mapping, a file path, or ``None`` (defaults)."""
         if source is None:
             return cls()

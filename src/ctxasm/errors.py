@@ -80,9 +80,7 @@ class BudgetError(CtxasmError):
 
     code = "over_budget"
 
-    def __init__(
-        self, message: str, *, sections: dict[str, int], field: str | None = None
-    ) -> None:
+    def __init__(self, message: str, *, sections: dict[str, int], field: str | None = None) -> None:
         super().__init__(message, field=field)
         self.sections = dict(sections)
 

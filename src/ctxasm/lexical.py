@@ -19,16 +19,16 @@ _NON_WORD = re.compile(r"[\W]+")
 
 # Function words that carry no evidence of relevance; a query made only of these matches nothing.
 STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its itself
-    just me more most my myself no nor not now of off on once only or other our ours ourselves out
-    over own same she should so some such than that the their theirs them themselves then there
-    these they this those through to too under until up very was we were what when where which
-    while who whom why will with would you your yours yourself yourselves s t d ll m re ve
-    also did does which whose many much one ones get got
-    """.split()
+    (
+        "a about above after again against all also am an and any are as at be because been "
+        "before being below between both but by can could d did do does doing down during each "
+        "few for from further get got had has have having he her here hers herself him himself "
+        "his how i if in into is it its itself just ll m many me more most much my myself no nor "
+        "not now of off on once one ones only or other our ours ourselves out over own re s same "
+        "she should so some such t than that the their theirs them themselves then there these "
+        "they this those through to too under until up ve very was we were what when where which "
+        "while who whom whose why will with would you your yours yourself yourselves"
+    ).split()
 )
 
 

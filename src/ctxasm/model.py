@@ -24,8 +24,8 @@ __all__ = [
     "Reason",
     "Report",
     "Request",
-    "StrategySpec",
     "Strategies",
+    "StrategySpec",
 ]
 
 

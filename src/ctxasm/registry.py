@@ -95,9 +95,7 @@ def build(slot: str, spec: StrategySpec | Mapping[str, Any] | str, field: str) -
     try:
         return cls(**spec.params)
     except ParamError as exc:
-        raise RequestError(
-            f"{field}.{exc.param}: {exc}", field=f"{field}.{exc.param}"
-        ) from None
+        raise RequestError(f"{field}.{exc.param}: {exc}", field=f"{field}.{exc.param}") from None
 
 
 def require_number(
@@ -136,4 +134,3 @@ def _load_builtins() -> None:
     if not _LOADED:
         _LOADED = True
         from ctxasm.stages import dedup, ordering, relevance, selection  # noqa: F401
-

@@ -85,9 +85,7 @@ def _fail(field: str, expected: str, value: object) -> RequestError:
     shown = repr(value)
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    return RequestError(
-        f"{field} must be {expected}; got {_type_name(value)} {shown}", field=field
-    )
+    return RequestError(f"{field} must be {expected}; got {_type_name(value)} {shown}", field=field)
 
 
 def _string(value: object, field: str, *, optional: bool = False, nonempty: bool = False) -> Any:
@@ -249,7 +247,7 @@ def _parse_spec(value: object, field: str) -> StrategySpec:
 
 
 def parse_strategies(value: object, field: str = "strategy") -> Strategies:
-    """The ``strategy`` object: a name, ``{"name", ...params}`` or null (optional slots) per slot."""
+    """The ``strategy`` object: per slot a name, ``{"name", ...params}``, or null where optional."""
     if value is None:
         return Strategies()
     if isinstance(value, Strategies):
@@ -299,6 +297,8 @@ def _parse_history(value: object) -> tuple[Message, ...]:
     turns = []
     for i, item in enumerate(value):
         where = f"history[{i}]"
+        role: object
+        content: object
         if isinstance(item, Message):
             role, content = item.role, item.content
         elif isinstance(item, Mapping):
@@ -307,8 +307,9 @@ def _parse_history(value: object) -> tuple[Message, ...]:
             raise _fail(where, "an object with role and content", item)
         if role not in _ROLES:
             raise _fail(f"{where}.role", "'user' or 'assistant'", role)
-        _check_text(_string(content, f"{where}.content"), f"{where}.content")
-        turns.append(Message(role, content))
+        text = _string(content, f"{where}.content")
+        _check_text(text, f"{where}.content")
+        turns.append(Message(str(role), text))
     return tuple(turns)
 
 
@@ -354,7 +355,9 @@ def parse_request(
         raise RequestError("passages is required (an empty list is allowed)", field="passages")
     if not isinstance(raw_passages, Sequence) or isinstance(raw_passages, str | bytes):
         raise _fail("passages", "a list of passages", raw_passages)
-    texts = (p.get("text") if isinstance(p, Mapping) else getattr(p, "text", None) for p in raw_passages)
+    texts = (
+        p.get("text") if isinstance(p, Mapping) else getattr(p, "text", None) for p in raw_passages
+    )
     total_chars = sum(len(text) for text in texts if isinstance(text, str))
     if total_chars > max_request_chars:
         raise RequestError(

@@ -56,32 +56,29 @@ _DOC = (
 def sample_passages() -> list[Passage]:
     """A small, varied set: scores, lengths, a duplicate, overlapping windows, dates, priorities."""
     cut = _DOC.index(" It was")
-    window_b = _DOC.index("place where")
-    texts = [
-        ("p1", _DOC[:cut], 0.91, dict(doc_id="lyceum", start=0, end=cut)),
-        ("p2", _DOC[window_b:], 0.88, dict(doc_id="lyceum", start=window_b, end=len(_DOC))),
-        ("p3", "Aristotle tutored Alexander the Great in Macedon.", 0.75, {}),
-        ("p4", "ARISTOTLE tutored Alexander the great, in Macedon!", 0.74, {}),
-        ("p5", "Plato founded the Academy, where Aristotle studied for twenty years.", 0.6, {}),
-        ("p6", " ".join(["Athens"] * 120), 0.55, {}),
-        ("p7", "Bananas are rich in potassium.", 0.05, {}),
-        ("p8", "Aristotle's works cover physics, biology, ethics, politics and poetry.", 0.5, {}),
+    second = _DOC.index("place where")
+    window_a = Passage("p1", _DOC[:cut], 0.91, title="Lyceum", doc_id="lyceum", start=0, end=cut)
+    window_b = Passage(
+        "p2", _DOC[second:], 0.88, title="Lyceum", doc_id="lyceum", start=second, end=len(_DOC)
+    )
+    rows = [
+        ("p3", "Aristotle tutored Alexander the Great in Macedon.", 0.75, "2019-01-01T10:00:00Z"),
+        ("p4", "ARISTOTLE tutored Alexander the great, in Macedon!", 0.74, "2020-06-01"),
+        ("p5", "Plato founded the Academy, where Aristotle studied for twenty years.", 0.6, None),
+        ("p6", " ".join(["Athens"] * 120), 0.55, "2018-05-05"),
+        ("p7", "Bananas are rich in potassium.", 0.05, None),
+        (
+            "p8",
+            "Aristotle's works cover physics, biology, ethics, politics and poetry.",
+            0.5,
+            "2022-01-01",
+        ),
     ]
-    stamps = ["2021-03-01", None, "2019-01-01T10:00:00Z", "2020-06-01", None, "2018-05-05", None, "2022"]
-    passages = []
-    for (pid, text, score, extra), stamp in zip(texts, stamps, strict=True):
-        passages.append(
-            Passage(
-                id=pid,
-                text=text,
-                score=score,
-                title=extra.get("doc_id"),
-                priority=float(len(passages) % 3),
-                timestamp=stamp if stamp != "2022" else "2022-01-01",
-                **extra,
-            )
-        )
-    return passages
+    others = [
+        Passage(pid, text, score, timestamp=stamp, priority=float(i % 3))
+        for i, (pid, text, score, stamp) in enumerate(rows)
+    ]
+    return [window_a, window_b, *others]
 
 
 def sample_candidates() -> list[Candidate]:

@@ -15,11 +15,18 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "request.json"
 
 
-def ctxasm(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+def ctxasm(
+    *args: str, stdin: bytes | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
     script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
     command = [script] if script else [sys.executable, "-m", "ctxasm"]
     return subprocess.run(
-        [*command, *args], input=stdin, capture_output=True, cwd=cwd, env=os.environ.copy(), timeout=120
+        [*command, *args],
+        input=stdin,
+        capture_output=True,
+        cwd=cwd,
+        env=os.environ.copy(),
+        timeout=120,
     )
 
 
@@ -49,7 +56,13 @@ def test_assemble_reads_stdin_and_prints_a_report() -> None:
     assert done.returncode == 0, done.stderr.decode()
     assert json.loads(done.stdout)["report"]["selected"] == 3
     shown = done.stderr.decode()
-    for expected in ("Budget: gpt-4o-mini", "Included: 3 of 6", "Excluded: 3", "merged", "reserve_output"):
+    for expected in (
+        "Budget: gpt-4o-mini",
+        "Included: 3 of 6",
+        "Excluded: 3",
+        "merged",
+        "reserve_output",
+    ):
         assert expected in shown
 
 
@@ -77,7 +90,11 @@ def test_assemble_reads_stdin_and_prints_a_report() -> None:
             "must be a number",
             "[passages[0].score]",
         ),
-        (b'{"query": "q", "passages": [{"text": "a", "score": NaN}]}', "finite", "[passages[0].score]"),
+        (
+            b'{"query": "q", "passages": [{"text": "a", "score": NaN}]}',
+            "finite",
+            "[passages[0].score]",
+        ),
         (
             json.dumps({"query": "q", "passages": [], "max_context_tokens": 0}).encode(),
             "integer >= 1",
@@ -89,7 +106,9 @@ def test_assemble_reads_stdin_and_prints_a_report() -> None:
             "[reserve_output_tokens]",
         ),
         (
-            json.dumps({"query": "q", "passages": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}).encode(),
+            json.dumps(
+                {"query": "q", "passages": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}
+            ).encode(),
             "must be unique",
             "[passages[1].id]",
         ),
@@ -121,7 +140,14 @@ def test_a_request_that_cannot_fit_states_every_section() -> None:
     done = ctxasm("assemble", "-", stdin=json.dumps(data).encode())
     err = done.stderr.decode()
     assert done.returncode == 2
-    for section in ("system", "query", "history", "overhead", "reserve_output 10", "context window 60"):
+    for section in (
+        "system",
+        "query",
+        "history",
+        "overhead",
+        "reserve_output 10",
+        "context window 60",
+    ):
         assert section in err
 
 

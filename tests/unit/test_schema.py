@@ -97,7 +97,8 @@ def test_text_with_unpaired_surrogate() -> None:
 
 @pytest.mark.xfail(
     reason="BUG: schema.parse_passage only checks text for unpaired surrogates; a surrogate in "
-    "title/id/url reaches the rendered prompt, which then cannot be encoded as UTF-8",
+    "title/id/url reaches the rendered prompt (source: the report), which then cannot be "
+    "encoded as UTF-8",
     strict=True,
 )
 @pytest.mark.parametrize("name", ["title", "url", "id", "source"])

@@ -24,7 +24,7 @@ def _output(target: str) -> Iterator[IO[str]]:
         sys.stdout.flush()
         return
     path = Path(target)
-    handle = tempfile.NamedTemporaryFile(
+    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed on success
         "w", encoding="utf-8", dir=path.parent or ".", prefix=f".{path.name}.", delete=False
     )
     try:

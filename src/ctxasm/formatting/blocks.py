@@ -1,4 +1,4 @@
-"""The sources block every built-in format shares: labelled passages inside fences they cannot close.
+"""The sources block all built-in formats share: labelled passages in fences they cannot close.
 
 Each passage is rendered as a one-line header, then its text between two fences of backticks::
 

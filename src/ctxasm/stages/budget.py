@@ -12,8 +12,8 @@ import math
 
 from ctxasm.errors import BudgetError, RequestError
 from ctxasm.formatting import Format, PromptParts
-from ctxasm.formatting.blocks import NO_CONTEXT_NOTE
 from ctxasm.formatting.base import user_content
+from ctxasm.formatting.blocks import NO_CONTEXT_NOTE
 from ctxasm.model import Budget, Request
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter

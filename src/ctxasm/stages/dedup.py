@@ -184,7 +184,11 @@ class _StitchSession:
         head = new.text[: max(0, kept.start - new.start)]
         tail = new.text[len(new.text) - max(0, new.end - kept.end) :] if new.end > kept.end else ""
         merged = dataclasses.replace(
-            kept, text=head + kept.text + tail, start=start, end=end, score=max(kept.score, new.score)
+            kept,
+            text=head + kept.text + tail,
+            start=start,
+            end=end,
+            score=max(kept.score, new.score),
         )
         detail = f"stitched into {kept.id}: windows overlap by {high - low} characters"
         return Merge(kept, merged, detail)

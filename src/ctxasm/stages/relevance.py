@@ -154,7 +154,9 @@ def rank(
             detail = f"{scores.method} score {candidate.score:.4g} < min_score {min_score:g}"
         elif top_k is not None and len(kept) >= top_k:
             excluded.append(
-                Exclusion(candidate.id, STAGE, Reason.TOP_K, f"rank {len(kept) + 1} > top_k {top_k}")
+                Exclusion(
+                    candidate.id, STAGE, Reason.TOP_K, f"rank {len(kept) + 1} > top_k {top_k}"
+                )
             )
             continue
         else:

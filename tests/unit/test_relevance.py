@@ -1,0 +1,231 @@
+"""The relevance slot: given scores, BM25 where scores are missing, min_score and top_k."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+
+import ctxasm
+from ctxasm.model import Passage
+from ctxasm.stages.relevance import BM25Relevance, GivenScoreRelevance, rank
+
+NO_DEDUP = {"dedup": "none", "ordering": "score"}
+
+CORPUS = [
+    {"id": "wind", "text": "Wind turbines convert moving air into electricity."},
+    {"id": "all3", "text": "Solar panel efficiency depends on the solar cell material."},
+    {"id": "two", "text": "A solar panel on the roof of the old barn house."},
+    {"id": "one", "text": "Engine efficiency is measured on a test bench today."},
+    {"id": "pasta", "text": "Cook the pasta in salted boiling water for ten minutes."},
+]
+QUERY = "How does solar panel efficiency work?"
+
+
+def _run(passages: list[dict[str, Any]], query: str = QUERY, **fields: Any) -> ctxasm.Assembly:
+    strategy = {**NO_DEDUP, **fields.pop("strategy", {})}
+    return ctxasm.assemble(query, passages, strategy=strategy, **fields)
+
+
+def _reference_bm25(query_terms: list[str], texts: list[str]) -> list[float]:
+    """Okapi BM25 (k1 1.2, b 0.75, length in characters), scaled so the best is 1."""
+    docs = [re.findall(r"\w+", t.lower()) for t in texts]
+    lengths = [len(t) for t in texts]
+    average = sum(lengths) / len(lengths)
+    raw = []
+    for words, length in zip(docs, lengths, strict=True):
+        total = 0.0
+        for term in query_terms:
+            df = sum(1 for d in docs if term in d)
+            idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+            tf = words.count(term)
+            total += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
+        raw.append(total)
+    best = max(raw)
+    return [r / best for r in raw]
+
+
+def test_bm25_ranks_by_query_terms() -> None:
+    result = _run(CORPUS)
+    report = result.report
+    assert [item.id for item in report.included] == ["all3", "two", "one"]
+    expected = dict(
+        zip(
+            [p["id"] for p in CORPUS],
+            _reference_bm25(["solar", "panel", "efficiency", "work"], [p["text"] for p in CORPUS]),
+            strict=True,
+        )
+    )
+    assert [item.score for item in report.included] == pytest.approx(
+        [expected["all3"], expected["two"], expected["one"]]
+    )
+    assert report.included[0].score == 1.0
+    assert [e.to_dict() for e in report.excluded] == [
+        {
+            "id": "wind",
+            "stage": "relevance",
+            "reason": "below_threshold",
+            "detail": "bm25 score 0: no query term in the text",
+        },
+        {
+            "id": "pasta",
+            "stage": "relevance",
+            "reason": "below_threshold",
+            "detail": "bm25 score 0: no query term in the text",
+        },
+    ]
+
+
+def test_bm25_prefers_the_shorter_of_two_equal_matches() -> None:
+    passages = [
+        {"id": "long", "text": "Tides are caused by the moon and by many other long factors."},
+        {"id": "short", "text": "Tides follow the moon."},
+        {"id": "other", "text": "Unrelated words entirely."},
+    ]
+    result = _run(passages, query="tides moon")
+    assert [item.id for item in result.report.included] == ["short", "long"]
+
+
+def test_missing_scores_anywhere_switch_auto_relevance_to_bm25() -> None:
+    passages = [dict(p) for p in CORPUS]
+    passages[4]["score"] = 99.0  # the pasta passage claims a high score; BM25 ignores it
+    result = _run(passages)
+    assert [item.id for item in result.report.included] == ["all3", "two", "one"]
+
+
+def test_stopword_only_query_finds_no_relevant_context() -> None:
+    result = _run(CORPUS, query="What is the of and to?")
+    report = result.report
+    assert report.no_relevant_context is True
+    assert report.selected == 0
+    assert report.included == ()
+    assert [(e.candidate_id, e.reason.value) for e in report.excluded] == [
+        (p["id"], "below_threshold") for p in CORPUS
+    ]
+    assert result.messages[-1]["content"] == (
+        "No relevant sources were found for this question. Say that you could not find the "
+        "information; do not guess.\n\nQuestion: What is the of and to?"
+    )
+
+
+def test_given_scores_are_used_as_they_are() -> None:
+    passages = [
+        {"id": "a", "text": "Cook the pasta.", "score": 0.2},
+        {"id": "b", "text": "Solar panel efficiency.", "score": 0.1},
+        {"id": "c", "text": "Wind turbines.", "score": 0.9},
+    ]
+    result = _run(passages)
+    assert [(i.id, i.score) for i in result.report.included] == [
+        ("c", 0.9),
+        ("a", 0.2),
+        ("b", 0.1),
+    ]
+    assert result.report.no_relevant_context is False
+
+
+def test_given_strategy_uses_default_for_missing_scores() -> None:
+    passages = [
+        {"id": "a", "text": "Cook the pasta.", "score": 0.2},
+        {"id": "b", "text": "Solar panel efficiency."},
+        {"id": "c", "text": "Wind turbines.", "score": -1.0},
+    ]
+    result = _run(passages, strategy={"relevance": {"name": "given", "default": 0.5}})
+    assert [(i.id, i.score) for i in result.report.included] == [
+        ("b", 0.5),
+        ("a", 0.2),
+        ("c", -1.0),
+    ]
+
+
+def test_ties_keep_request_order() -> None:
+    passages = [{"id": f"p{i}", "text": f"Fact number {i}.", "score": 1.0} for i in range(5)]
+    result = _run(passages)
+    assert [i.id for i in result.report.included] == ["p0", "p1", "p2", "p3", "p4"]
+
+
+def test_min_score() -> None:
+    passages = [
+        {"id": "a", "text": "First fact.", "score": 0.9},
+        {"id": "b", "text": "Second fact.", "score": 0.5},
+        {"id": "c", "text": "Third fact.", "score": 0.2},
+        {"id": "d", "text": "Fourth fact.", "score": 0.4},
+    ]
+    result = _run(passages, min_score=0.4)
+    assert [i.id for i in result.report.included] == ["a", "b", "d"]
+    assert [e.to_dict() for e in result.report.excluded] == [
+        {
+            "id": "c",
+            "stage": "relevance",
+            "reason": "below_threshold",
+            "detail": "given score 0.2 < min_score 0.4",
+        }
+    ]
+
+
+def test_min_score_that_removes_everything() -> None:
+    passages = [{"id": "a", "text": "First fact.", "score": 0.1}]
+    result = _run(passages, min_score=0.5)
+    assert result.report.no_relevant_context is True
+    assert "No relevant sources were found" in result.messages[-1]["content"]
+
+
+def test_top_k() -> None:
+    passages = [
+        {"id": "a", "text": "First fact.", "score": 0.3},
+        {"id": "b", "text": "Second fact.", "score": 0.9},
+        {"id": "c", "text": "Third fact.", "score": 0.5},
+        {"id": "d", "text": "Fourth fact.", "score": 0.1},
+    ]
+    result = _run(passages, top_k=2, min_score=0.2)
+    assert [i.id for i in result.report.included] == ["b", "c"]
+    assert [e.to_dict() for e in result.report.excluded] == [
+        {"id": "a", "stage": "relevance", "reason": "top_k", "detail": "rank 3 > top_k 2"},
+        {
+            "id": "d",
+            "stage": "relevance",
+            "reason": "below_threshold",
+            "detail": "given score 0.1 < min_score 0.2",
+        },
+    ]
+
+
+def test_empty_text_is_excluded_as_empty() -> None:
+    passages = [
+        {"id": "blank", "text": "  \n ", "score": 1.0},
+        {"id": "none", "text": "", "score": 1.0},
+        {"id": "a", "text": "A fact.", "score": 0.5},
+    ]
+    result = _run(passages)
+    assert [i.id for i in result.report.included] == ["a"]
+    assert [(e.candidate_id, e.stage, e.reason.value, e.detail) for e in result.report.excluded] == [
+        ("blank", "relevance", "empty", "text is empty"),
+        ("none", "relevance", "empty", "text is empty"),
+    ]
+
+
+def test_rank_directly() -> None:
+    readable = [
+        (0, Passage("a", "alpha", score=0.1)),
+        (3, Passage("b", "beta", score=0.7)),
+        (5, Passage("c", "gamma", score=0.7)),
+    ]
+    kept, excluded = rank("q", readable, GivenScoreRelevance(), min_score=None, top_k=2)
+    assert [(c.id, c.index, c.score) for c in kept] == [("b", 3, 0.7), ("c", 5, 0.7)]
+    assert [(e.candidate_id, e.reason.value) for e in excluded] == [("a", "top_k")]
+
+
+def test_bm25_scores_directly() -> None:
+    passages = [Passage(p["id"], p["text"]) for p in CORPUS]
+    scores = BM25Relevance().score(QUERY, passages)
+    assert scores.method == "bm25"
+    assert scores.floor == 0.0
+    assert scores.values == pytest.approx(
+        _reference_bm25(["solar", "panel", "efficiency", "work"], [p.text for p in passages])
+    )
+
+
+def test_bm25_matches_whole_words_only() -> None:
+    passages = [Passage("a", "solarium panelling"), Passage("b", "solar")]
+    assert BM25Relevance().score("solar panel", passages).values == [0.0, 1.0]
