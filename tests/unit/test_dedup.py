@@ -1,0 +1,395 @@
+"""The dedup slot: exact, near-duplicate (pairwise and LSH), and stitching of overlapping windows."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+import ctxasm
+from ctxasm.model import Candidate, Passage
+from ctxasm.stages import dedup as dedup_module
+from ctxasm.stages.dedup import (
+    Duplicate,
+    ExactDedup,
+    Merge,
+    NearDuplicateDedup,
+    StitchWindows,
+    shingles,
+)
+
+DOCUMENT = (
+    "The Amazon river flows through Brazil, Peru and Colombia. It carries more water than any "
+    "other river on Earth. Its basin covers about seven million square kilometres. The forest "
+    "around it is home to a tenth of all known species. Many tributaries join it on its way to "
+    "the Atlantic Ocean, where it ends in a wide estuary near the city of Belem."
+)
+
+
+def _run(passages: list[dict[str, Any]], **strategy: Any) -> ctxasm.Assembly:
+    return ctxasm.assemble(
+        "Amazon river", passages, strategy={"ordering": "score", **strategy}
+    )
+
+
+def _excluded(result: ctxasm.Assembly) -> list[tuple[str, str, str, str]]:
+    return [(e.candidate_id, e.stage, e.reason.value, e.detail) for e in result.report.excluded]
+
+
+def _source_texts(result: ctxasm.Assembly) -> list[str]:
+    """The text inside each fenced source of the rendered user message."""
+    lines = result.messages[-1]["content"].split("\n")
+    texts, i = [], 0
+    while i < len(lines):
+        if lines[i].startswith("[Source "):
+            fence = lines[i + 1]
+            end = lines.index(fence, i + 2)
+            texts.append("\n".join(lines[i + 2 : end]))
+            i = end
+        i += 1
+    return texts
+
+
+def _words(count: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return " ".join(f"w{rng.randrange(5000)}" for _ in range(count))
+
+
+# --- exact -------------------------------------------------------------------------------------
+
+
+def test_exact_duplicate_after_normalising_case_punctuation_and_whitespace() -> None:
+    passages = [
+        {"id": "a", "text": "Paris is the capital of France.", "score": 0.9},
+        {"id": "b", "text": "Berlin is the capital of Germany.", "score": 0.8},
+        {"id": "c", "text": "  PARIS   is the capital -- of france!!\n", "score": 0.7},
+        {"id": "d", "text": "paris, is; the CAPITAL of (France)", "score": 0.95},
+    ]
+    result = _run(passages, dedup="exact")
+    assert [i.id for i in result.report.included] == ["d", "b"]
+    assert _excluded(result) == [
+        ("a", "dedup", "duplicate", "same text as d after normalisation (similarity 1.0)"),
+        ("c", "dedup", "duplicate", "same text as d after normalisation (similarity 1.0)"),
+    ]
+
+
+def test_exact_does_not_catch_different_words() -> None:
+    passages = [
+        {"id": "a", "text": "Paris is the capital of France.", "score": 0.9},
+        {"id": "b", "text": "Paris was the capital of France.", "score": 0.8},
+    ]
+    result = _run(passages, dedup="exact")
+    assert [i.id for i in result.report.included] == ["a", "b"]
+
+
+def test_no_dedup_keeps_exact_copies() -> None:
+    passages = [
+        {"id": "a", "text": "Paris is the capital of France.", "score": 0.9},
+        {"id": "b", "text": "Paris is the capital of France.", "score": 0.8},
+    ]
+    result = _run(passages, dedup="none")
+    assert [i.id for i in result.report.included] == ["a", "b"]
+
+
+# --- near ------------------------------------------------------------------------------------
+
+
+def test_near_duplicate_by_jaccard() -> None:
+    original = _words(30, seed=1)
+    changed = original.rsplit(" ", 1)[0] + " different"
+    passages = [
+        {"id": "orig", "text": original, "score": 0.9},
+        {"id": "copy", "text": changed, "score": 0.8},
+        {"id": "other", "text": _words(30, seed=2), "score": 0.7},
+    ]
+    result = _run(passages, dedup="near")
+    assert [i.id for i in result.report.included] == ["orig", "other"]
+    # 28 shingles each, 27 shared: jaccard 27 / 29.
+    assert _excluded(result) == [
+        (
+            "copy",
+            "dedup",
+            "duplicate",
+            "near-duplicate of orig (jaccard 0.93, 96% of its shingles already there)",
+        )
+    ]
+
+
+def test_near_threshold_is_configurable() -> None:
+    original = _words(30, seed=1)
+    changed = original.rsplit(" ", 1)[0] + " different"
+    passages = [
+        {"id": "orig", "text": original, "score": 0.9},
+        {"id": "copy", "text": changed, "score": 0.8},
+    ]
+    strict = _run(passages, dedup=[{"name": "near", "threshold": 0.95, "containment": 1.0}])
+    assert [i.id for i in strict.report.included] == ["orig", "copy"]
+    loose = _run(passages, dedup=[{"name": "near", "threshold": 0.9}])
+    assert [i.id for i in loose.report.included] == ["orig"]
+
+
+def test_near_duplicate_by_containment() -> None:
+    whole = _words(30, seed=3)
+    chunk = " ".join(whole.split()[:20])  # 18 of whole's 28 shingles: jaccard 0.64
+    passages = [
+        {"id": "whole", "text": whole, "score": 0.9},
+        {"id": "chunk", "text": chunk, "score": 0.8},
+    ]
+    result = _run(passages, dedup="near")
+    assert [i.id for i in result.report.included] == ["whole"]
+    assert _excluded(result) == [
+        (
+            "chunk",
+            "dedup",
+            "duplicate",
+            "near-duplicate of whole (jaccard 0.64, 100% of its shingles already there)",
+        )
+    ]
+
+
+def test_containment_is_one_sided() -> None:
+    # The longer passage is not contained in the shorter kept one.
+    whole = _words(30, seed=3)
+    chunk = " ".join(whole.split()[:20])
+    passages = [
+        {"id": "chunk", "text": chunk, "score": 0.9},
+        {"id": "whole", "text": whole, "score": 0.8},
+    ]
+    result = _run(passages, dedup="near")
+    assert [i.id for i in result.report.included] == ["chunk", "whole"]
+
+
+def test_near_lsh_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[int] = []
+    original_build = dedup_module._NearSession._build_index
+
+    def spy(self: Any) -> None:
+        built.append(len(self.kept))
+        original_build(self)
+
+    monkeypatch.setattr(dedup_module._NearSession, "_build_index", spy)
+    originals = [_words(40, seed=100 + i) for i in range(12)]
+    passages = [
+        {"id": f"orig{i}", "text": text, "score": 1.0 - i * 0.01}
+        for i, text in enumerate(originals)
+    ]
+    for i, text in enumerate(originals[:6]):
+        passages.append(
+            {"id": f"near{i}", "text": text.rsplit(" ", 1)[0] + " changed", "score": 0.5 - i / 100}
+        )
+    result = _run(passages, dedup=["exact", {"name": "near", "lsh_after": 2}])
+    assert built == [3]  # the index replaced pairwise comparison after the third kept passage
+    assert sorted(i.id for i in result.report.included) == sorted(f"orig{i}" for i in range(12))
+    assert _excluded(result) == [
+        (
+            f"near{i}",
+            "dedup",
+            "duplicate",
+            f"near-duplicate of orig{i} (jaccard 0.95, 97% of its shingles already there)",
+        )
+        for i in range(6)
+    ]
+
+
+def test_lsh_and_pairwise_agree() -> None:
+    originals = [_words(40, seed=200 + i) for i in range(10)]
+    passages = [{"id": f"o{i}", "text": t, "score": 1.0 - i / 100} for i, t in enumerate(originals)]
+    for i, text in enumerate(originals):
+        words = text.split()
+        words[20] = "swapped"
+        passages.append({"id": f"n{i}", "text": " ".join(words), "score": 0.5 - i / 100})
+    pairwise = _run(passages, dedup=[{"name": "near", "lsh_after": 1000}])
+    indexed = _run(passages, dedup=[{"name": "near", "lsh_after": 2}])
+    assert [i.id for i in indexed.report.included] == [i.id for i in pairwise.report.included]
+    assert _excluded(indexed) == _excluded(pairwise)
+    assert [e[0] for e in _excluded(indexed)] == [f"n{i}" for i in range(10)]
+
+
+# --- stitching ---------------------------------------------------------------------------------
+
+
+def test_stitch_by_offsets_keeps_the_union() -> None:
+    first, second = DOCUMENT[0:120], DOCUMENT[90:220]
+    passages = [
+        {"id": "w1", "text": first, "score": 0.9, "doc_id": "amazon", "start": 0, "end": 120},
+        {"id": "w2", "text": second, "score": 0.8, "doc_id": "amazon", "start": 90, "end": 220},
+    ]
+    result = _run(passages)
+    assert [i.id for i in result.report.included] == ["w1"]
+    assert _source_texts(result) == [DOCUMENT[0:220]]
+    assert _excluded(result) == [
+        ("w2", "dedup", "merged", "stitched into w1: windows overlap by 30 characters")
+    ]
+    assert result.report.included[0].score == 0.9
+
+
+def test_stitch_by_offsets_when_the_later_window_ranks_first() -> None:
+    passages = [
+        {"id": "w1", "text": DOCUMENT[0:120], "score": 0.5, "doc_id": "d", "start": 0, "end": 120},
+        {"id": "w2", "text": DOCUMENT[90:220], "score": 0.8, "doc_id": "d", "start": 90, "end": 220},
+    ]
+    result = _run(passages)
+    assert [(i.id, i.score) for i in result.report.included] == [("w2", 0.8)]
+    assert _source_texts(result) == [DOCUMENT[0:220]]
+    assert _excluded(result) == [
+        ("w1", "dedup", "merged", "stitched into w2: windows overlap by 30 characters")
+    ]
+
+
+def test_stitch_three_windows_into_one() -> None:
+    windows = [(0, 120), (100, 220), (200, len(DOCUMENT))]
+    passages = [
+        {"id": f"w{i}", "text": DOCUMENT[s:e], "score": 0.9 - i / 10, "doc_id": "d", "start": s,
+         "end": e}
+        for i, (s, e) in enumerate(windows)
+    ]
+    result = _run(passages)
+    assert [i.id for i in result.report.included] == ["w0"]
+    assert _source_texts(result) == [DOCUMENT]
+    assert [(e[0], e[2]) for e in _excluded(result)] == [("w1", "merged"), ("w2", "merged")]
+    assert all("stitched into w0" in e[3] for e in _excluded(result))
+
+
+def test_window_inside_another_is_a_duplicate() -> None:
+    passages = [
+        {"id": "big", "text": DOCUMENT[0:200], "score": 0.9, "doc_id": "d", "start": 0, "end": 200},
+        {"id": "small", "text": DOCUMENT[50:120], "score": 0.8, "doc_id": "d", "start": 50,
+         "end": 120},
+    ]
+    result = _run(passages)
+    assert [i.id for i in result.report.included] == ["big"]
+    assert _source_texts(result) == [DOCUMENT[0:200]]
+    assert _excluded(result) == [
+        ("small", "dedup", "duplicate", "window 50-120 lies inside big")
+    ]
+
+
+def test_windows_of_different_documents_are_not_stitched() -> None:
+    passages = [
+        {"id": "w1", "text": DOCUMENT[0:120], "score": 0.9, "doc_id": "a", "start": 0, "end": 120},
+        {"id": "w2", "text": DOCUMENT[90:220], "score": 0.8, "doc_id": "b", "start": 90, "end": 220},
+    ]
+    result = _run(passages, dedup="stitch")
+    assert [i.id for i in result.report.included] == ["w1", "w2"]
+    assert _source_texts(result) == [DOCUMENT[0:120], DOCUMENT[90:220]]
+
+
+def test_adjacent_windows_are_not_stitched() -> None:
+    passages = [
+        {"id": "w1", "text": DOCUMENT[0:120], "score": 0.9, "doc_id": "d", "start": 0, "end": 120},
+        {"id": "w2", "text": DOCUMENT[120:220], "score": 0.8, "doc_id": "d", "start": 120,
+         "end": 220},
+    ]
+    result = _run(passages, dedup="stitch")
+    assert [i.id for i in result.report.included] == ["w1", "w2"]
+
+
+def test_stitch_by_detected_text_overlap() -> None:
+    first, second = DOCUMENT[0:150], DOCUMENT[100:260]  # 50 shared characters, no offsets
+    passages = [
+        {"id": "w1", "text": first, "score": 0.9, "doc_id": "amazon"},
+        {"id": "w2", "text": second, "score": 0.8, "doc_id": "amazon"},
+    ]
+    result = _run(passages)
+    assert [i.id for i in result.report.included] == ["w1"]
+    assert _source_texts(result) == [DOCUMENT[0:260]]
+    assert _excluded(result) == [
+        ("w2", "dedup", "merged", "stitched into w1: continues it with 50 shared characters")
+    ]
+
+
+def test_stitch_by_detected_text_overlap_in_reverse() -> None:
+    passages = [
+        {"id": "w1", "text": DOCUMENT[0:150], "score": 0.5, "url": "https://x/amazon"},
+        {"id": "w2", "text": DOCUMENT[100:260], "score": 0.8, "url": "https://x/amazon"},
+    ]
+    result = _run(passages)
+    assert [i.id for i in result.report.included] == ["w2"]
+    assert _source_texts(result) == [DOCUMENT[0:260]]
+    assert _excluded(result) == [
+        ("w1", "dedup", "merged", "stitched into w2: precedes it with 50 shared characters")
+    ]
+
+
+def test_text_overlap_below_the_minimum_is_not_stitched() -> None:
+    passages = [
+        {"id": "w1", "text": DOCUMENT[0:150], "score": 0.9, "doc_id": "d"},
+        {"id": "w2", "text": DOCUMENT[130:260], "score": 0.8, "doc_id": "d"},  # 20 shared
+    ]
+    result = _run(passages, dedup="stitch")
+    assert [i.id for i in result.report.included] == ["w1", "w2"]
+    lowered = _run(passages, dedup=[{"name": "stitch", "min_overlap_chars": 10}])
+    assert [i.id for i in lowered.report.included] == ["w1"]
+    assert _source_texts(lowered) == [DOCUMENT[0:260]]
+
+
+def test_text_inside_a_kept_window_is_a_duplicate() -> None:
+    passages = [
+        {"id": "w1", "text": DOCUMENT[0:200], "score": 0.9, "doc_id": "d"},
+        {"id": "w2", "text": DOCUMENT[40:90], "score": 0.8, "doc_id": "d"},
+    ]
+    result = _run(passages, dedup="stitch")
+    assert _excluded(result) == [("w2", "dedup", "duplicate", "text lies inside w1")]
+
+
+def test_offsets_that_disagree_with_the_text_are_not_trusted() -> None:
+    # Same offsets but different text: a different version of the document.
+    passages = [
+        {"id": "v1", "text": "a" * 50, "score": 0.9, "doc_id": "d", "start": 0, "end": 50},
+        {"id": "v2", "text": "b" * 50, "score": 0.8, "doc_id": "d", "start": 25, "end": 75},
+    ]
+    result = _run(passages, dedup="stitch")
+    assert [i.id for i in result.report.included] == ["v1", "v2"]
+
+
+# --- sessions directly -------------------------------------------------------------------------
+
+
+def _candidate(pid: str, text: str, index: int, **fields: Any) -> Candidate:
+    return Candidate.of(Passage(pid, text, **fields), index, 1.0 - index / 10)
+
+
+def test_exact_session_verdicts() -> None:
+    session = ExactDedup().session()
+    first = _candidate("a", "Hello, World!", 0)
+    assert session.verdict(first) is None
+    session.accept(first, None)
+    assert session.verdict(_candidate("b", "hello world", 1)) == Duplicate(
+        "a", "same text as a after normalisation (similarity 1.0)"
+    )
+    assert session.verdict(_candidate("c", "hello there world", 2)) is None
+
+
+def test_stitch_session_merge_verdict() -> None:
+    session = StitchWindows().session()
+    kept = _candidate("a", DOCUMENT[0:100], 0, doc_id="d", start=0, end=100)
+    assert session.may_merge(kept) is False
+    session.accept(kept, None)
+    new = _candidate("b", DOCUMENT[60:140], 1, doc_id="d", start=60, end=140)
+    assert session.may_merge(new) is True
+    verdict = session.verdict(new)
+    assert isinstance(verdict, Merge)
+    assert verdict.into is kept
+    assert (verdict.merged.id, verdict.merged.text) == ("a", DOCUMENT[0:140])
+    assert (verdict.merged.start, verdict.merged.end) == (0, 140)
+
+
+def test_shingles() -> None:
+    assert shingles("a b c d", 3) == shingles("A, b. C d!", 3)
+    assert len(shingles("a b c d", 3)) == 2
+    assert len(shingles("a b", 3)) == 2  # shorter than a shingle: its words
+    assert shingles("", 3) == frozenset()
+
+
+def test_strategy_config_round_trip() -> None:
+    near = NearDuplicateDedup(threshold=0.8, lsh_after=5)
+    assert near.to_config() == {
+        "name": "near",
+        "threshold": 0.8,
+        "containment": 0.9,
+        "shingle_size": 3,
+        "lsh_after": 5,
+    }
+    assert StitchWindows().to_config() == {"name": "stitch", "min_overlap_chars": 32}
+    assert ExactDedup().to_config() == {"name": "exact"}
