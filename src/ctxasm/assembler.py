@@ -67,12 +67,13 @@ class _TimedDedup:
         with self.clock.stage("dedup"):
             return self.chain.verdict(candidate)
 
+    def placement(self, candidate: Candidate) -> Verdict:
+        with self.clock.stage("dedup"):
+            return self.chain.placement(candidate)
+
     def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
         with self.clock.stage("dedup"):
             self.chain.accept(candidate, replaced)
-
-    def may_merge(self, candidate: Candidate) -> bool:
-        return self.chain.may_merge(candidate)
 
 
 class Assembler:

@@ -102,7 +102,13 @@ def require_number(
     param: str, value: object, *, low: float | None = None, high: float | None = None
 ) -> float:
     """``value`` as a finite float within [low, high], or a ParamError."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ParamError(param, f"must be a finite number, got {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        finite = False
+    if not finite:
         raise ParamError(param, f"must be a finite number, got {value!r}")
     if (low is not None and value < low) or (high is not None and value > high):
         raise ParamError(param, f"must be between {low} and {high}, got {value!r}")
@@ -113,6 +119,8 @@ def require_int(param: str, value: object, *, low: int) -> int:
     """``value`` as an int >= low, or a ParamError."""
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ParamError(param, f"must be an integer >= {low}, got {value!r}")
+    if value > 2**53:
+        raise ParamError(param, f"must be an integer <= 2**53, got {value!r}")
     return value
 
 

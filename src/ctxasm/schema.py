@@ -95,11 +95,16 @@ def _string(value: object, field: str, *, optional: bool = False, nonempty: bool
         return _raise(_fail(field, "a string" + (" or null" if optional else ""), value))
     if nonempty and not value.strip():
         raise RequestError(f"{field} must not be empty", field=field)
+    _check_text(value, field)
     return value
 
 
 def _raise(error: RequestError) -> Any:
     raise error
+
+
+# Far above any real token count, offset or rank, and small enough to stay exact as a float.
+MAX_INTEGER = 2**53
 
 
 def _integer(value: object, field: str, *, minimum: int, optional: bool = True) -> int | None:
@@ -108,6 +113,8 @@ def _integer(value: object, field: str, *, minimum: int, optional: bool = True) 
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         qualifier = f"an integer >= {minimum}" + (" or null" if optional else "")
         raise _fail(field, qualifier, value)
+    if value > MAX_INTEGER:
+        raise _fail(field, "an integer <= 2**53", value)
     return value
 
 
@@ -123,7 +130,10 @@ def _number(
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail(field, "a number" + (" or null" if optional else ""), value)
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
     if not math.isfinite(number):
         raise RequestError(f"{field} must be a finite number; got {value!r}", field=field)
     if (low is not None and number < low) or (high is not None and number > high):
@@ -136,6 +146,8 @@ def _strings(value: object, field: str, *, optional: bool) -> tuple[str, ...] | 
         return None
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise _fail(field, "a list of strings", value)
+    for i, item in enumerate(value):
+        _check_text(item, f"{field}[{i}]")
     return tuple(value)
 
 
@@ -179,7 +191,6 @@ def parse_passage(data: object, index: int) -> Passage:
     if "text" not in fields and not isinstance(data, Passage):
         raise RequestError(f"{where}.text is required", field=f"{where}.text")
     text = _string(get("text"), f"{where}.text")
-    _check_text(text, f"{where}.text")
     raw_id = get("id")
     passage_id = f"passage-{index}" if raw_id is None else _string(raw_id, f"{where}.id")
     if not passage_id:
@@ -308,7 +319,6 @@ def _parse_history(value: object) -> tuple[Message, ...]:
         if role not in _ROLES:
             raise _fail(f"{where}.role", "'user' or 'assistant'", role)
         text = _string(content, f"{where}.content")
-        _check_text(text, f"{where}.content")
         turns.append(Message(str(role), text))
     return tuple(turns)
 
@@ -332,6 +342,37 @@ def _parse_principal(value: object) -> Principal | None:
     )
 
 
+def _check_size(data: Mapping[str, Any], passages: Sequence[Any], limit: int) -> None:
+    """Refuse a request whose texts are far larger than any context window, before any work."""
+
+    def length(value: object) -> int:
+        return len(value) if isinstance(value, str) else 0
+
+    texts = (
+        p.get("text") if isinstance(p, Mapping) else getattr(p, "text", None) for p in passages
+    )
+    history = data.get("history")
+    turns = history if isinstance(history, list | tuple) else ()
+    sizes = {
+        "passages": sum(length(text) for text in texts),
+        "query": length(data.get("query")),
+        "system_prompt": length(data.get("system_prompt")),
+        "history": sum(
+            length(t.get("content") if isinstance(t, Mapping) else getattr(t, "content", None))
+            for t in turns
+        ),
+    }
+    total = sum(sizes.values())
+    if total > limit:
+        largest = max(sizes, key=lambda key: sizes[key])
+        raise RequestError(
+            f"the request holds {total:,} characters of text ({largest}: {sizes[largest]:,}), "
+            f"more than the limit of {limit:,}, far beyond any context window; send less text "
+            "or raise max_request_chars in the config",
+            field=largest,
+        )
+
+
 def parse_request(
     data: Mapping[str, Any], *, max_request_chars: int = DEFAULT_MAX_REQUEST_CHARS
 ) -> Request:
@@ -349,23 +390,12 @@ def parse_request(
     if "query" not in data:
         raise RequestError("query is required: the user's question", field="query")
     query = _string(data["query"], "query", nonempty=True)
-    _check_text(query, "query")
     raw_passages = data.get("passages")
     if raw_passages is None:
         raise RequestError("passages is required (an empty list is allowed)", field="passages")
     if not isinstance(raw_passages, Sequence) or isinstance(raw_passages, str | bytes):
         raise _fail("passages", "a list of passages", raw_passages)
-    texts = (
-        p.get("text") if isinstance(p, Mapping) else getattr(p, "text", None) for p in raw_passages
-    )
-    total_chars = sum(len(text) for text in texts if isinstance(text, str))
-    if total_chars > max_request_chars:
-        raise RequestError(
-            f"passages hold {total_chars:,} characters, more than the limit of "
-            f"{max_request_chars:,} (far beyond any context window); send fewer or shorter "
-            "passages, or raise max_request_chars in the config",
-            field="passages",
-        )
+    _check_size(data, raw_passages, max_request_chars)
     passages = tuple(parse_passage(p, i) for i, p in enumerate(raw_passages))
     seen: dict[str, int] = {}
     for i, passage in enumerate(passages):
@@ -378,8 +408,6 @@ def parse_request(
         seen[passage.id] = i
     fmt = _string(data.get("format", "openai"), "format")
     system_prompt = _string(data.get("system_prompt"), "system_prompt", optional=True)
-    if system_prompt is not None:
-        _check_text(system_prompt, "system_prompt")
     allow_public = data.get("allow_public", False)
     if not isinstance(allow_public, bool):
         raise _fail("allow_public", "true or false", allow_public)

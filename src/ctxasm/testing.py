@@ -40,10 +40,12 @@ class WhitespaceTokenizer:
 
     name = "test:whitespace"
     exact = True
-    max_token_chars: int | None = None
 
     def count(self, text: str) -> int:
         return len(text.split())
+
+    def lower_bound(self, text: str) -> int:
+        return 0
 
 
 _DOC = (
@@ -187,7 +189,7 @@ def check_dedup_strategy(strategy: Any) -> None:
         session = strategy.session()
         verdicts = []
         for candidate in candidates:
-            verdict = session.verdict(candidate)
+            verdict = session.placement(candidate) or session.verdict(candidate)
             verdicts.append(verdict)
             if verdict is None:
                 session.accept(candidate, None)
@@ -201,9 +203,9 @@ def check_dedup_strategy(strategy: Any) -> None:
     assert first == second, "not deterministic"
     session = strategy.session()
     for candidate in candidates:
-        if session.verdict(candidate) is None:
+        if (session.placement(candidate) or session.verdict(candidate)) is None:
             session.accept(candidate, None)
-            again = session.verdict(candidate)
+            again = session.placement(candidate) or session.verdict(candidate)
             flagged = isinstance(again, Duplicate | Merge)
             flags_copies = strategy.name != "stitch" or candidate.passage.doc_id is not None
             assert flagged or not flags_copies, f"{candidate.id} offered twice was not flagged"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, ClassVar, Protocol
 
 import xxhash
@@ -60,18 +61,23 @@ Verdict = Duplicate | Merge | None
 
 
 class DedupSession(Protocol):
-    """Per-assembly state of one dedup strategy."""
+    """Per-assembly state of one dedup strategy.
+
+    Two questions, asked at different moments: :meth:`placement` before the candidate is priced
+    (cheap, from document identity and offsets: a window that extends a kept passage only costs
+    its new text), :meth:`verdict` once it is known to fit (comparing content).
+    """
+
+    def placement(self, candidate: Candidate) -> Verdict:
+        """Whether ``candidate`` is part of a kept passage's document window (stitching)."""
+        ...
 
     def verdict(self, candidate: Candidate) -> Verdict:
-        """Whether ``candidate`` is redundant with what has been accepted so far."""
+        """Whether ``candidate``'s content repeats what has been accepted so far."""
         ...
 
     def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
         """Record that ``candidate`` was kept (replacing ``replaced`` after a merge)."""
-        ...
-
-    def may_merge(self, candidate: Candidate) -> bool:
-        """Whether :meth:`verdict` could answer :class:`Merge` (a cheap, metadata-only check)."""
         ...
 
 
@@ -89,6 +95,13 @@ class DedupChain:
     def __init__(self, sessions: Sequence[DedupSession]) -> None:
         self.sessions = list(sessions)
 
+    def placement(self, candidate: Candidate) -> Verdict:
+        for session in self.sessions:
+            found = session.placement(candidate)
+            if found is not None:
+                return found
+        return None
+
     def verdict(self, candidate: Candidate) -> Verdict:
         for session in self.sessions:
             found = session.verdict(candidate)
@@ -99,9 +112,6 @@ class DedupChain:
     def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
         for session in self.sessions:
             session.accept(candidate, replaced)
-
-    def may_merge(self, candidate: Candidate) -> bool:
-        return any(session.may_merge(candidate) for session in self.sessions)
 
 
 def _document_key(candidate: Candidate) -> str | None:
@@ -151,11 +161,10 @@ class _StitchSession:
         self.min_overlap = min_overlap
         self.by_document: dict[str, list[Candidate]] = {}
 
-    def may_merge(self, candidate: Candidate) -> bool:
-        key = _document_key(candidate)
-        return key is not None and key in self.by_document
-
     def verdict(self, candidate: Candidate) -> Verdict:
+        return None
+
+    def placement(self, candidate: Candidate) -> Verdict:
         key = _document_key(candidate)
         if key is None:
             return None
@@ -235,8 +244,14 @@ def _suffix_prefix_overlap(first: str, second: str, minimum: int) -> int:
     return 0
 
 
+@lru_cache(maxsize=2048)
+def _words(text: str) -> tuple[str, ...]:
+    # Exact and near dedup both need a candidate's words; compute them once.
+    return tuple(words(text))
+
+
 def _normalized_key(text: str) -> int:
-    return xxhash.xxh3_128_intdigest(" ".join(words(text)).encode("utf-8", "surrogatepass"))
+    return xxhash.xxh3_128_intdigest(" ".join(_words(text)).encode("utf-8", "surrogatepass"))
 
 
 @register
@@ -256,8 +271,8 @@ class _ExactSession:
     def __init__(self) -> None:
         self.seen: dict[int, str] = {}
 
-    def may_merge(self, candidate: Candidate) -> bool:
-        return False
+    def placement(self, candidate: Candidate) -> Verdict:
+        return None
 
     def verdict(self, candidate: Candidate) -> Verdict:
         owner = self.seen.get(_normalized_key(candidate.text))
@@ -271,9 +286,9 @@ class _ExactSession:
 
 def shingles(text: str, size: int) -> frozenset[int]:
     """32-bit hashes of the word ``size``-grams of ``text`` (its words, when it is shorter)."""
-    tokens = words(text)
+    tokens = _words(text)
     if len(tokens) < size:
-        grams = tokens
+        grams: Sequence[str] = tokens
     else:
         grams = [" ".join(tokens[i : i + size]) for i in range(len(tokens) - size + 1)]
     return frozenset(xxhash.xxh32_intdigest(g.encode("utf-8", "surrogatepass")) for g in grams)
@@ -319,8 +334,8 @@ class _NearSession:
         self.pending: dict[str, frozenset[int]] = {}  # text -> shingles, between verdict and accept
         self.lsh: Any = None
 
-    def may_merge(self, candidate: Candidate) -> bool:
-        return False
+    def placement(self, candidate: Candidate) -> Verdict:
+        return None
 
     def _shingles(self, candidate: Candidate) -> frozenset[int]:
         cached = self.pending.get(candidate.text)
@@ -364,7 +379,13 @@ class _NearSession:
     def _minhash(self, values: frozenset[int]) -> Any:
         from datasketch import MinHash
 
-        signature = MinHash(num_perm=_NUM_PERM, hashfunc=int, seed=1)
+        template = _template()
+        signature = MinHash(
+            num_perm=_NUM_PERM,
+            hashfunc=int,
+            permutations=template.permutations,
+            scheme=template.scheme,
+        )
         signature.update_batch(sorted(values))
         return signature
 
@@ -383,6 +404,24 @@ class _NearSession:
 
         # A lower LSH threshold than the decision threshold keeps recall high; every proposal
         # is then checked with the exact Jaccard above.
-        self.lsh = MinHashLSH(threshold=max(0.1, self.config.threshold * 0.8), num_perm=_NUM_PERM)
+        threshold = max(0.1, self.config.threshold * 0.8)
+        self.lsh = MinHashLSH(num_perm=_NUM_PERM, params=_lsh_bands(threshold))
         for kept_id, values in self.kept.items():
             self.lsh.insert(kept_id, self._minhash(values))
+
+
+@lru_cache(maxsize=1)
+def _template() -> Any:
+    # datasketch draws 128 random permutations per MinHash unless given them: draw them once.
+    from datasketch import MinHash
+
+    return MinHash(num_perm=_NUM_PERM, seed=1)
+
+
+@lru_cache(maxsize=16)
+def _lsh_bands(threshold: float) -> tuple[int, int]:
+    # The (bands, rows) split for a threshold comes from a numerical optimisation; do it once.
+    from datasketch import MinHashLSH
+
+    index = MinHashLSH(threshold=threshold, num_perm=_NUM_PERM)
+    return int(index.b), int(index.r)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from ctxasm.model import Candidate, Exclusion, Reason
+from ctxasm.model import Candidate, Exclusion, Passage, Reason
 from ctxasm.stages.dedup import DedupSession, Duplicate, Merge
 from ctxasm.tokens import TokenCounter
 
@@ -30,6 +30,7 @@ class Meter:
     ) -> None:
         self.counter = counter
         self.framing = framing
+        self._floor: int | None = None
 
     def tokens(self, candidate: Candidate) -> int:
         """Tokens of the candidate's text alone."""
@@ -45,9 +46,24 @@ class Meter:
         count = self.counter.count
         return count(before) + count(candidate.text) + count(after) + 1
 
+    def known_cost(self, candidate: Candidate) -> int | None:
+        """The cost when the text has been counted before (framing is short), else ``None``."""
+        if self.counter.cached(candidate.text) is None:
+            return None
+        return self.cost(candidate)
+
     def lower_bound(self, candidate: Candidate) -> int:
-        """A cost the candidate cannot be below, known without tokenizing it."""
-        return self.counter.lower_bound(candidate.text)
+        """A cost the candidate cannot be below, known without tokenizing its text."""
+        return self.counter.lower_bound(candidate.text) + self.floor
+
+    @property
+    def floor(self) -> int:
+        """The fewest framing tokens any passage needs (its header and fences)."""
+        if self._floor is None:
+            probe = Candidate.of(Passage(id="x", text=""), 0, 0.0)
+            before, after = self.framing(probe)
+            self._floor = self.counter.count(before) + self.counter.count(after)
+        return self._floor
 
 
 class Offer(Enum):
@@ -77,27 +93,42 @@ class Packing:
     def remaining(self) -> int:
         return self.budget - self.used
 
+    @property
+    def full(self) -> bool:
+        """Whether not even the smallest passage could be added any more."""
+        return self.remaining <= self.meter.floor
+
     def offer(self, candidate: Candidate) -> Offer:
-        """Add ``candidate`` if it fits and is not redundant; otherwise record why not."""
+        """Add ``candidate`` if it fits and is not redundant; otherwise record why not.
+
+        Order matters for speed: stitching is decided from offsets before pricing; a passage
+        is tokenized only when its lower bound fits; content dedup runs only on what fits.
+        """
+        placement = self.dedup.placement(candidate)
+        if placement is not None:
+            return self._redundant(candidate, placement)
         remaining = self.remaining
-        if self.meter.lower_bound(candidate) > remaining:
-            return self._too_big(candidate, f"at least {self.meter.lower_bound(candidate)} tokens")
-        cost = self.meter.cost(candidate)
-        if cost > remaining and not self.dedup.may_merge(candidate):
-            return self._too_big(candidate, f"needs {cost} tokens")
-        verdict = self.dedup.verdict(candidate)
-        if isinstance(verdict, Duplicate):
-            self.excluded.append(Exclusion(candidate.id, DEDUP, Reason.DUPLICATE, verdict.detail))
-            return Offer.DUPLICATE
-        if isinstance(verdict, Merge):
-            return self._merge(candidate, verdict)
+        cost = self.meter.known_cost(candidate)
+        if cost is None and self.meter.lower_bound(candidate) > remaining:
+            return self._too_big(candidate)
+        if cost is None:
+            cost = self.meter.cost(candidate)
         if cost > remaining:
-            return self._too_big(candidate, f"needs {cost} tokens")
+            return self._too_big(candidate)
+        verdict = self.dedup.verdict(candidate)
+        if verdict is not None:
+            return self._redundant(candidate, verdict)
         self.kept.append(candidate)
         self.costs[candidate.id] = cost
         self.used += cost
         self.dedup.accept(candidate, None)
         return Offer.ADDED
+
+    def _redundant(self, candidate: Candidate, verdict: Duplicate | Merge) -> Offer:
+        if isinstance(verdict, Merge):
+            return self._merge(candidate, verdict)
+        self.excluded.append(Exclusion(candidate.id, DEDUP, Reason.DUPLICATE, verdict.detail))
+        return Offer.DUPLICATE
 
     def _merge(self, candidate: Candidate, verdict: Merge) -> Offer:
         position = next(i for i, kept in enumerate(self.kept) if kept.id == verdict.into.id)
@@ -114,41 +145,14 @@ class Packing:
         self.excluded.append(Exclusion(candidate.id, DEDUP, Reason.MERGED, verdict.detail))
         return Offer.MERGED
 
-    def _too_big(self, candidate: Candidate, need: str) -> Offer:
-        detail = f"{need}, {self.remaining} of {self.budget} left"
+    def _too_big(self, candidate: Candidate, need: str | None = None) -> Offer:
+        # Whether the exact count was cached must not change the report, so the size is given
+        # in characters, which every path knows.
+        if need is None:
+            need = f"{len(candidate.text):,} characters do not fit"
+        detail = f"{need}: {self.remaining} of {self.budget} tokens left"
         self.excluded.append(Exclusion(candidate.id, SELECTION, Reason.OVER_BUDGET, detail))
         return Offer.TOO_BIG
-
-    def screen(self, candidates: Sequence[Candidate]) -> list[Candidate]:
-        """Dedup ``candidates`` in order against each other, ignoring the budget.
-
-        For strategies that choose a whole set at once: the survivors (with stitched windows
-        merged) are returned, duplicates and merged windows are recorded as exclusions.
-        """
-        survivors: list[Candidate] = []
-        for candidate in candidates:
-            verdict = self.dedup.verdict(candidate)
-            if isinstance(verdict, Duplicate):
-                self.excluded.append(
-                    Exclusion(candidate.id, DEDUP, Reason.DUPLICATE, verdict.detail)
-                )
-            elif isinstance(verdict, Merge):
-                at = next(i for i, c in enumerate(survivors) if c.id == verdict.into.id)
-                survivors[at] = verdict.merged
-                self.dedup.accept(verdict.merged, verdict.into)
-                self.excluded.append(Exclusion(candidate.id, DEDUP, Reason.MERGED, verdict.detail))
-            else:
-                survivors.append(candidate)
-                self.dedup.accept(candidate, None)
-        return survivors
-
-    def admit(self, candidate: Candidate, cost: int) -> None:
-        """Keep a screened candidate whose ``cost`` the caller has checked against the budget."""
-        if cost > self.remaining:
-            raise ValueError(f"{candidate.id} costs {cost} tokens, {self.remaining} left")
-        self.kept.append(candidate)
-        self.costs[candidate.id] = cost
-        self.used += cost
 
     def exclude(self, candidates: Sequence[Candidate], reason: Reason, detail: str) -> None:
         """Record ``candidates`` as excluded by the selection stage without offering them."""

@@ -147,19 +147,19 @@ def rank(
         key=lambda c: (-c.score, c.index),
     )
     kept: list[Candidate] = []
+    relevant = 0  # rank among the candidates that passed the thresholds
     for candidate in ranked:
         if scores.floor is not None and candidate.score <= scores.floor:
             detail = f"{scores.method} score {candidate.score:.4g}: no query term in the text"
         elif min_score is not None and candidate.score < min_score:
             detail = f"{scores.method} score {candidate.score:.4g} < min_score {min_score:g}"
         elif top_k is not None and len(kept) >= top_k:
-            excluded.append(
-                Exclusion(
-                    candidate.id, STAGE, Reason.TOP_K, f"rank {len(kept) + 1} > top_k {top_k}"
-                )
-            )
+            relevant += 1
+            detail = f"rank {relevant} > top_k {top_k}"
+            excluded.append(Exclusion(candidate.id, STAGE, Reason.TOP_K, detail))
             continue
         else:
+            relevant += 1
             kept.append(candidate)
             continue
         excluded.append(Exclusion(candidate.id, STAGE, Reason.BELOW_THRESHOLD, detail))

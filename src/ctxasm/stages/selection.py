@@ -26,9 +26,6 @@ __all__ = [
     "UtilityPerToken",
 ]
 
-# Below this many tokens nothing can be added: every passage costs its text plus framing.
-_SMALLEST_COST = 2
-
 
 class SelectionStrategy(Protocol):
     name: ClassVar[str]
@@ -42,19 +39,22 @@ class SelectionStrategy(Protocol):
 
 def _offer_all(candidates: Sequence[Candidate], packing: Packing) -> None:
     for position, candidate in enumerate(candidates):
-        if packing.remaining < _SMALLEST_COST:
+        if packing.full:
             packing.exclude(candidates[position:], Reason.OVER_BUDGET, "the budget is full")
             return
         packing.offer(candidate)
 
 
 def _values(candidates: Sequence[Candidate]) -> list[float]:
-    """Scores as non-negative values (shifted up when some are negative)."""
+    """Scores as positive values: shifted up when some are negative, and never zero, so that
+    a passage that fits is always worth taking."""
     if not candidates:
         return []
     low = min(c.score for c in candidates)
+    high = max(c.score for c in candidates)
     shift = -low if low < 0 else 0.0
-    return [c.score + shift for c in candidates]
+    floor = 1e-6 * max(1.0, high + shift)
+    return [c.score + shift + floor for c in candidates]
 
 
 @register
@@ -136,11 +136,12 @@ class UtilityPerToken(Strategy):
 class KnapsackSelection(Strategy):
     """The set with the highest total score that fits: exact 0/1 knapsack by dynamic programming.
 
-    Duplicates are screened first in rank order. The best ``max_candidates`` are solved exactly
-    (time and memory grow with candidates x budget; the budget is coarsened to at most
-    ``max_cells`` columns, rounding costs up so the result still fits); any budget left is then
-    filled greedily from the rest. Use when a few hundred candidates of mixed lengths compete for
-    a tight budget.
+    The chosen set is offered in rank order, so dedup compares against what is really kept; if
+    it turns some away, the leftover budget is solved again. The best ``max_candidates`` are
+    solved exactly (time and memory grow with candidates x budget; the budget is coarsened to
+    at most ``max_cells`` columns, rounding costs up so the result still fits); any budget left
+    is then filled greedily from the rest. Use when a few hundred candidates of mixed lengths
+    compete for a tight budget.
     """
 
     name: ClassVar[str] = "knapsack"
@@ -154,16 +155,25 @@ class KnapsackSelection(Strategy):
 
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
         pool, rest = list(candidates[: self.max_candidates]), candidates[self.max_candidates :]
-        survivors = packing.screen(pool)
-        costs = [packing.meter.cost(c) for c in survivors]
-        chosen = self._solve(_values(survivors), costs, packing.remaining)
-        for index, candidate in enumerate(survivors):
-            if index in chosen:
-                packing.admit(candidate, costs[index])
+        values = dict(zip((c.id for c in pool), _values(pool), strict=True))
+        open_ = pool
+        # Solve, then offer the chosen set in rank order so dedup compares against what is
+        # really kept. When dedup turned some of them away, budget is left: solve again over
+        # the candidates not yet offered. Every round offers at least one candidate.
+        while open_:
+            costs = [packing.meter.cost(c) for c in open_]
+            chosen = self._solve([values[c.id] for c in open_], costs, packing.remaining)
+            if not chosen:
+                break
+            redundant = False
+            for index in sorted(chosen):
+                outcome = packing.offer(open_[index])
+                redundant = redundant or outcome in (Offer.DUPLICATE, Offer.MERGED)
+            open_ = [c for i, c in enumerate(open_) if i not in chosen]
+            if not redundant:
+                break
         packing.exclude(
-            [c for i, c in enumerate(survivors) if i not in chosen],
-            Reason.OVER_BUDGET,
-            "not in the highest-scoring set that fits the budget",
+            open_, Reason.OVER_BUDGET, "not in the highest-scoring set that fits the budget"
         )
         _offer_all(rest, packing)
 

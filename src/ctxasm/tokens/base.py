@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import threading
 from typing import Protocol, runtime_checkable
 
@@ -15,15 +14,17 @@ __all__ = ["TokenCounter", "Tokenizer"]
 class Tokenizer(Protocol):
     """Counts tokens the way one model family does.
 
-    ``exact`` is false for estimates; ``max_token_chars`` is the longest text one token can
-    cover (``None`` when unknown), which gives a free lower bound on a count.
+    ``exact`` is false for estimates. ``lower_bound`` is a count the text can never be below,
+    computed much faster than ``count`` (0 is always correct); selection uses it to skip
+    passages that cannot fit without tokenizing them.
     """
 
     name: str
     exact: bool
-    max_token_chars: int | None
 
     def count(self, text: str) -> int: ...
+
+    def lower_bound(self, text: str) -> int: ...
 
 
 class TokenCounter:
@@ -65,12 +66,15 @@ class TokenCounter:
             self._counts[key] = counted
         return counted
 
+    def cached(self, text: str) -> int | None:
+        """The count of ``text`` if it has been counted before, else ``None`` (no tokenizing)."""
+        if not text:
+            return 0
+        return self._counts.get(xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass")))
+
     def lower_bound(self, text: str) -> int:
         """A count that ``count(text)`` is never below, computed without tokenizing."""
-        limit = self.tokenizer.max_token_chars
-        if not text or limit is None:
-            return 0
-        return math.ceil(len(text) / limit)
+        return self.tokenizer.lower_bound(text) if text else 0
 
     def clear(self) -> None:
         with self._lock:

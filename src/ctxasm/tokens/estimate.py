@@ -25,8 +25,9 @@ class EstimateTokenizer:
         self.proxy = proxy
         self.factor = factor
         self.name = f"estimate:{proxy.name.split(':', 1)[-1]}*{factor:g}"
-        proxy_chars = proxy.max_token_chars
-        self.max_token_chars = None if proxy_chars is None else math.floor(proxy_chars / factor)
 
     def count(self, text: str) -> int:
         return math.ceil(self.proxy.count(text) * self.factor)
+
+    def lower_bound(self, text: str) -> int:
+        return math.ceil(self.proxy.lower_bound(text) * self.factor)

@@ -20,7 +20,6 @@ class HuggingFaceTokenizer:
     """
 
     exact = True
-    max_token_chars: int | None = None
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -54,3 +53,6 @@ class HuggingFaceTokenizer:
     def count(self, text: str) -> int:
         encoded = self._load().encode(text, add_special_tokens=False)
         return len(encoded.ids)
+
+    def lower_bound(self, text: str) -> int:
+        return 1 if text else 0  # nothing is known about an arbitrary tokenizer's pieces

@@ -58,6 +58,13 @@ OFFICIAL_RANKS: dict[str, RankFile] = {
 
 # The longest token of both encodings covers 128 bytes, so at most 128 characters.
 _MAX_TOKEN_CHARS = 128
+# A space preceded by one of these may share a piece with it (see TiktokenTokenizer.lower_bound).
+_ASCII_SPACE_NEIGHBOURS = tuple(f"{c} " for c in "\t\n\r\x0b\x0c")
+_SPACE_NEIGHBOURS = _ASCII_SPACE_NEIGHBOURS + tuple(
+    f"{c} "
+    for c in "\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 _LOAD_LOCK = threading.Lock()
 _LOADED: dict[str, tiktoken.Encoding] = {}
 
@@ -112,6 +119,9 @@ def _with_cache_dir(folder: str, load: Callable[[], tiktoken.Encoding]) -> tikto
 
 def load_encoding(name: str) -> tiktoken.Encoding:
     """The tiktoken encoding ``name``, from a verified local file when there is one."""
+    loaded = _LOADED.get(name)
+    if loaded is not None:
+        return loaded
     with _LOAD_LOCK:
         if name in _LOADED:
             return _LOADED[name]
@@ -147,7 +157,6 @@ class TiktokenTokenizer:
     """Exact counts with one of OpenAI's tiktoken encodings (loaded on first use)."""
 
     exact = True
-    max_token_chars: int | None = _MAX_TOKEN_CHARS
 
     def __init__(self, encoding: str) -> None:
         if encoding not in OFFICIAL_RANKS:
@@ -161,3 +170,14 @@ class TiktokenTokenizer:
     def count(self, text: str) -> int:
         # Passage text is data: special-token strings in it are counted as plain text.
         return len(load_encoding(self.encoding).encode_ordinary(text))
+
+    def lower_bound(self, text: str) -> int:
+        """Tokens never span two pre-tokenizer pieces, and in o200k and cl100k a space that
+        follows a non-whitespace character always starts a new piece. Counting spaces, minus
+        two per double space (so a run of spaces adds at most one), minus every space that
+        follows other whitespace, never exceeds the pieces; a token also covers at most 128
+        characters. Both cost a few string scans, no tokenizing."""
+        spaces = text.count(" ") - 2 * text.count("  ")
+        for other in _ASCII_SPACE_NEIGHBOURS if text.isascii() else _SPACE_NEIGHBOURS:
+            spaces -= text.count(other)
+        return max(spaces, -(-len(text) // _MAX_TOKEN_CHARS))
