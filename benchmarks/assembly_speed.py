@@ -18,14 +18,15 @@ would return them:
   both ends snapped to whitespace, with ``doc_id``, ``title``, ``url`` and character offsets
   ``start``/``end`` (``end - start == len(text)``).
 
-So nearly every candidate has a near-duplicate in the pool (each window overlaps its neighbours
-and the paragraphs it spans). The pool holds 1,114 candidates (423 paragraphs, 691 windows); when N exceeds it, the whole
-pool is taken and the rest is drawn from *variant rounds*: the articles with a marker word
-``(vR)`` inserted at the start of every paragraph, cut the same two ways, with ``doc_id``
-``<doc_id>~vR`` and ids ``...~vR``. Variant texts differ from the originals, so their token
-counts are not served from the cache of the originals and every candidate is a distinct text;
-they are near-duplicates (not exact ones) of the originals. N candidates are drawn with a seeded
-``random.Random``, so every run measures the same requests.
+Within one document the spans overlap (each window overlaps its neighbours and the paragraphs
+it spans), so a share of the candidates (printed per N) has a near-duplicate among the others.
+The pool holds 1,114 candidates (423 paragraphs, 691 windows). When N exceeds it, the whole pool
+is taken and the rest is drawn from *variant rounds*: the articles with a marker word ``(vR)``
+inserted at the start of every paragraph, cut the same two ways, with ``doc_id``
+``<doc_id>~vR`` (ids ``<doc_id>~vR/p3``, ``.../w7``). Variant texts differ from the originals,
+so their token counts are not served from the cache of the originals and every candidate is a
+distinct text; each is a near-duplicate (not an exact one) of an original. N candidates are
+drawn with a seeded ``random.Random``, so every run measures the same requests.
 """
 
 from __future__ import annotations
@@ -39,10 +40,12 @@ import os
 import pstats
 import random
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -254,18 +257,41 @@ def request(chunks: Sequence[Chunk], budget: int, mode: str, seed: int = SEED) -
 # Measuring
 
 
-def _median_ms(
-    run: Callable[[], Any], repeats: int, before: Callable[[], None] | None = None
-) -> tuple[float, list[float]]:
-    times: list[float] = []
+def _median_ms(run: Callable[[], Any], repeats: int) -> float:
+    times = []
     for _ in range(repeats):
+        gc.collect()
+        started = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def _side_by_side(
+    baseline: Callable[[], Any],
+    run: Callable[[], Any],
+    repeats: int,
+    before: Callable[[], None] | None = None,
+) -> tuple[list[float], list[float]]:
+    """Alternate one baseline run and one assembly run, ``repeats`` times each.
+
+    Interleaving puts both under the same machine load, so their ratio stays meaningful when
+    other processes compete for the CPU.
+    """
+    base_ms: list[float] = []
+    run_ms: list[float] = []
+    for _ in range(repeats):
+        gc.collect()
+        started = time.perf_counter()
+        baseline()
+        base_ms.append((time.perf_counter() - started) * 1000)
         if before is not None:
             before()
         gc.collect()
         started = time.perf_counter()
         run()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times), times
+        run_ms.append((time.perf_counter() - started) * 1000)
+    return base_ms, run_ms
 
 
 def recount(result: Any, encoding: Any) -> tuple[int, int | None]:
@@ -302,6 +328,7 @@ class Row:
     context_tokens: int
     stage_ms: dict[str, float] = field(default_factory=dict)
     times_ms: list[float] = field(default_factory=list)
+    baseline_times_ms: list[float] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -322,12 +349,20 @@ def measure(
     encoding = tiktoken.get_encoding(ENCODING)
     counter = get_counter(TOKENIZER_SPEC)
     assembler = ctxasm.Assembler()
-    # Load the encoding and build the strategies before anything is timed.
-    assembler.assemble(ctxasm.parse_request(request(sample(articles, 3), 4096, "given")))
+    # Load the encoding, build the strategies and import what dedup loads lazily (the MinHash
+    # LSH index needs more than 64 kept passages) before anything is timed.
+    assembler.assemble(ctxasm.parse_request(request(sample(articles, 400), 65536, "given")))
     encoding.encode_ordinary("warm up")
+    counter.clear()
 
     rows: list[Row] = []
-    info: dict[str, Any] = {"repeats": repeats, "pool": len(cut(articles)), "samples": {}}
+    info: dict[str, Any] = {
+        "repeats": repeats,
+        "pool": len(cut(articles)),
+        "load_average_before": round(os.getloadavg()[0], 2),
+        "source": source_state(),
+        "samples": {},
+    }
     for n in sizes:
         chunks = sample(articles, n)
         texts = [c.text for c in chunks]
@@ -339,16 +374,17 @@ def measure(
             "chars": sum(len(t) for t in texts),
             "overlap_share": round(overlap_share(chunks), 3),
         }
-        baseline, _ = _median_ms(lambda t=texts: [encoding.encode_ordinary(x) for x in t], repeats)
-        info["samples"][n]["baseline_ms"] = round(baseline, 3)
+
+        def baseline(t: list[str] = texts) -> None:
+            for text in t:
+                encoding.encode_ordinary(text)
+
         info["samples"][n]["tokens"] = sum(len(encoding.encode_ordinary(t)) for t in texts)
-        log(f"N={n}: baseline {baseline:.2f} ms ({info['samples'][n]})")
+        log(f"N={n}: {info['samples'][n]}")
         for budget_name, budget in BUDGETS.items():
             for mode in MODES:
                 data = request(chunks, budget, mode)
-                parse_ms, _ = _median_ms(
-                    lambda d=data: ctxasm.parse_request(d), max(3, repeats // 3)
-                )
+                parse_ms = _median_ms(partial(ctxasm.parse_request, data), max(3, repeats // 3))
                 parsed = ctxasm.parse_request(data)
                 for cache in CACHES:
                     results: list[Any] = []
@@ -357,10 +393,12 @@ def measure(
                         out.append(assembler.assemble(p))
 
                     if cache == "cold":
-                        median, times = _median_ms(run, repeats, before=counter.clear)
+                        base_ms, times = _side_by_side(baseline, run, repeats, counter.clear)
                     else:
                         assembler.assemble(parsed)  # fill the count cache
-                        median, times = _median_ms(run, repeats)
+                        base_ms, times = _side_by_side(baseline, run, repeats)
+                    median = statistics.median(times)
+                    base = statistics.median(base_ms)
                     result = results[-1]
                     report = result.report
                     total, block = recount(result, encoding)
@@ -383,8 +421,8 @@ def measure(
                         mode=mode,
                         cache=cache,
                         median_ms=round(median, 3),
-                        baseline_ms=round(baseline, 3),
-                        ratio=round(median / baseline, 4),
+                        baseline_ms=round(base, 3),
+                        ratio=round(median / base, 4),
                         target=TARGETS.get((mode, n, budget_name)),
                         selected=report.selected,
                         over=over,
@@ -395,12 +433,14 @@ def measure(
                         context_tokens=report.context_tokens,
                         stage_ms=stages,
                         times_ms=[round(t, 3) for t in times],
+                        baseline_times_ms=[round(t, 3) for t in base_ms],
                     )
                     rows.append(row)
                     log(
                         f"  {n:>5} {budget_name:>3} {mode:>5} {cache:>4}: {median:8.2f} ms "
                         f"ratio {row.ratio:.3f} selected {row.selected} over {over}"
                     )
+    info["load_average_after"] = round(os.getloadavg()[0], 2)
     return rows, info
 
 
@@ -408,12 +448,37 @@ def measure(
 # Output
 
 
+def source_state() -> str:
+    """The commit measured, and whether ``src/`` differs from it (best effort)."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--", "src"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    changed = [line[3:] for line in dirty if line.strip()]
+    return commit + (f" + uncommitted changes in {', '.join(changed)}" if changed else "")
+
+
 def table(rows: Sequence[Row], info: dict[str, Any]) -> str:
     lines = [
         f"ctxasm assembly speed: median of {info['repeats']} runs, model {MODEL}, "
         f"tokenizer {TOKENIZER_SPEC}, python {sys.version.split()[0]}, {os.cpu_count()} CPUs",
+        f"source: {info['source']}",
         "baseline = tiktoken encode_ordinary of every candidate once; ratio = assembly / baseline",
         "cold = count cache cleared before each run; warm = counts cached by an earlier run",
+        "baseline and assembly runs alternate, so both see the same machine load "
+        f"(1-min load average {info['load_average_before']} before, "
+        f"{info['load_average_after']} after)",
         "",
         "workload:",
     ]

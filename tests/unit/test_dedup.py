@@ -1,4 +1,4 @@
-"""The dedup slot: exact, near-duplicate (pairwise and LSH), and stitching of overlapping windows."""
+"""The dedup slot: exact, near-duplicate (pairwise and LSH), stitching of overlapping windows."""
 
 from __future__ import annotations
 
@@ -28,9 +28,7 @@ DOCUMENT = (
 
 
 def _run(passages: list[dict[str, Any]], **strategy: Any) -> ctxasm.Assembly:
-    return ctxasm.assemble(
-        "Amazon river", passages, strategy={"ordering": "score", **strategy}
-    )
+    return ctxasm.assemble("Amazon river", passages, strategy={"ordering": "score", **strategy})
 
 
 def _excluded(result: ctxasm.Assembly) -> list[tuple[str, str, str, str]]:
@@ -227,7 +225,14 @@ def test_stitch_by_offsets_keeps_the_union() -> None:
 def test_stitch_by_offsets_when_the_later_window_ranks_first() -> None:
     passages = [
         {"id": "w1", "text": DOCUMENT[0:120], "score": 0.5, "doc_id": "d", "start": 0, "end": 120},
-        {"id": "w2", "text": DOCUMENT[90:220], "score": 0.8, "doc_id": "d", "start": 90, "end": 220},
+        {
+            "id": "w2",
+            "text": DOCUMENT[90:220],
+            "score": 0.8,
+            "doc_id": "d",
+            "start": 90,
+            "end": 220,
+        },
     ]
     result = _run(passages)
     assert [(i.id, i.score) for i in result.report.included] == [("w2", 0.8)]
@@ -240,8 +245,14 @@ def test_stitch_by_offsets_when_the_later_window_ranks_first() -> None:
 def test_stitch_three_windows_into_one() -> None:
     windows = [(0, 120), (100, 220), (200, len(DOCUMENT))]
     passages = [
-        {"id": f"w{i}", "text": DOCUMENT[s:e], "score": 0.9 - i / 10, "doc_id": "d", "start": s,
-         "end": e}
+        {
+            "id": f"w{i}",
+            "text": DOCUMENT[s:e],
+            "score": 0.9 - i / 10,
+            "doc_id": "d",
+            "start": s,
+            "end": e,
+        }
         for i, (s, e) in enumerate(windows)
     ]
     result = _run(passages)
@@ -254,21 +265,32 @@ def test_stitch_three_windows_into_one() -> None:
 def test_window_inside_another_is_a_duplicate() -> None:
     passages = [
         {"id": "big", "text": DOCUMENT[0:200], "score": 0.9, "doc_id": "d", "start": 0, "end": 200},
-        {"id": "small", "text": DOCUMENT[50:120], "score": 0.8, "doc_id": "d", "start": 50,
-         "end": 120},
+        {
+            "id": "small",
+            "text": DOCUMENT[50:120],
+            "score": 0.8,
+            "doc_id": "d",
+            "start": 50,
+            "end": 120,
+        },
     ]
     result = _run(passages)
     assert [i.id for i in result.report.included] == ["big"]
     assert _source_texts(result) == [DOCUMENT[0:200]]
-    assert _excluded(result) == [
-        ("small", "dedup", "duplicate", "window 50-120 lies inside big")
-    ]
+    assert _excluded(result) == [("small", "dedup", "duplicate", "window 50-120 lies inside big")]
 
 
 def test_windows_of_different_documents_are_not_stitched() -> None:
     passages = [
         {"id": "w1", "text": DOCUMENT[0:120], "score": 0.9, "doc_id": "a", "start": 0, "end": 120},
-        {"id": "w2", "text": DOCUMENT[90:220], "score": 0.8, "doc_id": "b", "start": 90, "end": 220},
+        {
+            "id": "w2",
+            "text": DOCUMENT[90:220],
+            "score": 0.8,
+            "doc_id": "b",
+            "start": 90,
+            "end": 220,
+        },
     ]
     result = _run(passages, dedup="stitch")
     assert [i.id for i in result.report.included] == ["w1", "w2"]
@@ -278,8 +300,14 @@ def test_windows_of_different_documents_are_not_stitched() -> None:
 def test_adjacent_windows_are_not_stitched() -> None:
     passages = [
         {"id": "w1", "text": DOCUMENT[0:120], "score": 0.9, "doc_id": "d", "start": 0, "end": 120},
-        {"id": "w2", "text": DOCUMENT[120:220], "score": 0.8, "doc_id": "d", "start": 120,
-         "end": 220},
+        {
+            "id": "w2",
+            "text": DOCUMENT[120:220],
+            "score": 0.8,
+            "doc_id": "d",
+            "start": 120,
+            "end": 220,
+        },
     ]
     result = _run(passages, dedup="stitch")
     assert [i.id for i in result.report.included] == ["w1", "w2"]
@@ -353,6 +381,7 @@ def _candidate(pid: str, text: str, index: int, **fields: Any) -> Candidate:
 def test_exact_session_verdicts() -> None:
     session = ExactDedup().session()
     first = _candidate("a", "Hello, World!", 0)
+    assert session.placement(first) is None
     assert session.verdict(first) is None
     session.accept(first, None)
     assert session.verdict(_candidate("b", "hello world", 1)) == Duplicate(
@@ -361,18 +390,21 @@ def test_exact_session_verdicts() -> None:
     assert session.verdict(_candidate("c", "hello there world", 2)) is None
 
 
-def test_stitch_session_merge_verdict() -> None:
+def test_stitch_session_merge_placement() -> None:
     session = StitchWindows().session()
     kept = _candidate("a", DOCUMENT[0:100], 0, doc_id="d", start=0, end=100)
-    assert session.may_merge(kept) is False
+    assert session.placement(kept) is None
     session.accept(kept, None)
     new = _candidate("b", DOCUMENT[60:140], 1, doc_id="d", start=60, end=140)
-    assert session.may_merge(new) is True
-    verdict = session.verdict(new)
+    verdict = session.placement(new)
     assert isinstance(verdict, Merge)
     assert verdict.into is kept
     assert (verdict.merged.id, verdict.merged.text) == ("a", DOCUMENT[0:140])
     assert (verdict.merged.start, verdict.merged.end) == (0, 140)
+    inside = _candidate("c", DOCUMENT[10:50], 2, doc_id="d", start=10, end=50)
+    assert session.placement(inside) == Duplicate("a", "window 10-50 lies inside a")
+    other = _candidate("e", DOCUMENT[60:140], 3, doc_id="other", start=60, end=140)
+    assert session.placement(other) is None
 
 
 def test_shingles() -> None:

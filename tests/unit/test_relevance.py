@@ -199,7 +199,9 @@ def test_empty_text_is_excluded_as_empty() -> None:
     ]
     result = _run(passages)
     assert [i.id for i in result.report.included] == ["a"]
-    assert [(e.candidate_id, e.stage, e.reason.value, e.detail) for e in result.report.excluded] == [
+    assert [
+        (e.candidate_id, e.stage, e.reason.value, e.detail) for e in result.report.excluded
+    ] == [
         ("blank", "relevance", "empty", "text is empty"),
         ("none", "relevance", "empty", "text is empty"),
     ]
@@ -229,3 +231,16 @@ def test_bm25_scores_directly() -> None:
 def test_bm25_matches_whole_words_only() -> None:
     passages = [Passage("a", "solarium panelling"), Passage("b", "solar")]
     assert BM25Relevance().score("solar panel", passages).values == [0.0, 1.0]
+
+
+def test_top_k_detail_names_each_passage_rank() -> None:
+    passages = [
+        {"id": "a", "text": "First fact.", "score": 0.9},
+        {"id": "b", "text": "Second fact.", "score": 0.8},
+        {"id": "c", "text": "Third fact.", "score": 0.7},
+    ]
+    result = _run(passages, top_k=1)
+    assert [(e.candidate_id, e.detail) for e in result.report.excluded] == [
+        ("b", "rank 2 > top_k 1"),
+        ("c", "rank 3 > top_k 1"),
+    ]

@@ -1,0 +1,197 @@
+"""The model registry: bundled families, aliases, overrides and the unknown-model error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ctxasm
+from ctxasm import ConfigError, ModelRegistry, ModelSpec, UnknownModelError, default_registry
+
+PASSAGES = [{"id": "a", "text": "A fact about rivers.", "score": 1.0}]
+
+# The families the issue names, with one or more names that must be in the registry.
+FAMILIES = {
+    "gpt-4o": ["gpt-4o", "gpt-4o-mini"],
+    "gpt-4.1": ["gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano"],
+    "o-series": ["o1", "o3", "o3-mini", "o4-mini"],
+    "gpt-5": ["gpt-5", "gpt-5-mini", "gpt-5-nano"],
+    "claude": [
+        "claude-3-5-sonnet",
+        "claude-3-5-haiku",
+        "claude-3-7-sonnet",
+        "claude-sonnet-4",
+        "claude-opus-4",
+        "claude-opus-4-1",
+        "claude-sonnet-4-5",
+        "claude-haiku-4-5",
+    ],
+    "llama": ["llama-3.1-8b-instruct", "llama-3.1-70b-instruct", "llama-3.3-70b-instruct"],
+    "mistral": ["mistral-large", "mistral-small"],
+    "qwen": ["qwen2.5-7b-instruct", "qwen2.5-72b-instruct", "qwen3-8b", "qwen3-32b"],
+    "gemini": ["gemini-2.0-flash", "gemini-2.5-pro", "gemini-2.5-flash"],
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_registry_has_the_families(family: str) -> None:
+    registry = default_registry()
+    for name in FAMILIES[family]:
+        assert name in registry, name
+        spec = registry.get(name)
+        assert spec.name == name
+        assert spec.context_window > spec.max_output > 0
+
+
+def test_openai_models_are_exact_and_priced() -> None:
+    registry = default_registry()
+    for name in FAMILIES["gpt-4o"] + FAMILIES["gpt-4.1"] + FAMILIES["o-series"] + FAMILIES["gpt-5"]:
+        spec = registry.get(name)
+        assert spec.provider == "openai"
+        assert spec.tokenizer == "tiktoken:o200k_base"
+        assert (spec.tokens_per_message, spec.reply_priming) == (3, 3)
+        assert spec.input_price is not None and spec.input_price > 0
+        assert spec.output_price is not None and spec.output_price > 0
+
+
+def test_models_without_public_tokenizer_are_estimates() -> None:
+    registry = default_registry()
+    for name in FAMILIES["claude"] + FAMILIES["gemini"]:
+        assert registry.get(name).tokenizer.startswith("estimate:"), name
+
+
+def test_every_model_has_a_working_tokenizer_spec() -> None:
+    for spec in default_registry():
+        assert isinstance(spec, ModelSpec)
+        result = ctxasm.assemble("q", PASSAGES, model=spec.name)
+        assert result.report.model == spec.name
+        assert result.report.tokenizer == spec.tokenizer
+
+
+def test_gpt_4o_entry() -> None:
+    assert default_registry().get("gpt-4o").to_dict() == {
+        "name": "gpt-4o",
+        "provider": "openai",
+        "context_window": 128000,
+        "max_output": 16384,
+        "tokenizer": "tiktoken:o200k_base",
+        "tokens_per_message": 3,
+        "reply_priming": 3,
+        "input_price": 2.5,
+        "output_price": 10.0,
+        "aliases": ["gpt-4o-2024-11-20", "gpt-4o-2024-08-06", "chatgpt-4o-latest"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("alias", "name"),
+    [
+        ("gpt-4o-2024-08-06", "gpt-4o"),
+        ("chatgpt-4o-latest", "gpt-4o"),
+        ("GPT-4O", "gpt-4o"),
+        ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
+        ("claude-3-5-sonnet-latest", "claude-3-5-sonnet"),
+        ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+        ("mistral-large-latest", "mistral-large"),
+    ],
+)
+def test_aliases(alias: str, name: str) -> None:
+    assert default_registry().get(alias).name == name
+    result = ctxasm.assemble("q", PASSAGES, model=alias)
+    assert result.report.model == name
+
+
+def test_unknown_model_error_text() -> None:
+    with pytest.raises(UnknownModelError) as caught:
+        default_registry().get("gpt-4o-mnii")
+    error = caught.value
+    assert error.field == "model"
+    assert error.message.startswith("unknown model 'gpt-4o-mnii'; did you mean gpt-4o-mini")
+    assert "ctxasm models" in error.message
+    assert "context_window, max_output and tokenizer" in error.message
+
+
+def test_unknown_model_without_close_matches() -> None:
+    with pytest.raises(UnknownModelError) as caught:
+        default_registry().get("zzzzzzzzzzzz")
+    assert "did you mean" not in caught.value.message
+
+
+def test_override_fields_of_an_existing_model() -> None:
+    assembler = ctxasm.Assembler(
+        {"models": {"gpt-4o": {"context_window": 3000, "input_price": 1.0}}}
+    )
+    result = assembler.assemble(query="q", passages=PASSAGES)
+    report = result.report
+    assert report.budget.context_window == 3000
+    assert report.cost_usd == pytest.approx(report.total_tokens * 1.0 / 1_000_000)
+    assert default_registry().get("gpt-4o").context_window == 128000  # the bundle is untouched
+
+
+def test_override_through_an_alias() -> None:
+    registry = default_registry().with_overrides({"GPT-4o-2024-08-06": {"max_output": 100}})
+    assert registry.get("gpt-4o").max_output == 100
+
+
+def test_add_a_model_in_a_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "ctxasm.toml"
+    config.write_text(
+        '[defaults]\nmodel = "house-model"\n\n'
+        '[models."house-model"]\ncontext_window = 4096\nmax_output = 512\n'
+        'tokenizer = "tiktoken:cl100k_base"\naliases = ["house"]\n'
+    )
+    assembler = ctxasm.Assembler(config)
+    result = assembler.assemble(query="q", passages=PASSAGES)
+    assert (result.report.model, result.report.tokenizer) == ("house-model", "tiktoken:cl100k_base")
+    assert result.report.budget.context_window == 4096
+    assert result.report.budget.reserve_output == 512
+    assert assembler.assemble(query="q", passages=PASSAGES, model="house").report.model == (
+        "house-model"
+    )
+
+
+def test_config_file_in_json(tmp_path: Path) -> None:
+    config = tmp_path / "ctxasm.json"
+    config.write_text(json.dumps({"models": {"gpt-4o-mini": {"context_window": 9000}}}))
+    result = ctxasm.Assembler(config).assemble(query="q", passages=PASSAGES, model="gpt-4o-mini")
+    assert result.report.budget.context_window == 9000
+
+
+@pytest.mark.parametrize(
+    ("models", "fragment"),
+    [
+        ({"new-model": {"context_window": 100}}, "needs max_output, tokenizer"),
+        ({"gpt-4o": {"context_window": 0}}, "models.gpt-4o.context_window must be an integer >= 1"),
+        ({"gpt-4o": {"input_price": -1}}, "models.gpt-4o.input_price must be a price >= 0"),
+        ({"gpt-4o": {"colour": "red"}}, "unknown field(s) colour"),
+        ({"gpt-4o": {"aliases": "x"}}, "aliases must be a list of strings"),
+        ({"gpt-4o": {"aliases": ["gpt-4o-mini"]}}, "is used by both"),
+    ],
+)
+def test_bad_model_overrides(models: dict[str, object], fragment: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler({"models": models})
+    assert fragment in caught.value.message
+
+
+def test_registry_iterates_sorted_by_provider_then_name() -> None:
+    specs = list(default_registry())
+    assert specs == sorted(specs, key=lambda s: (s.provider, s.name))
+    assert len(specs) == len(default_registry())
+
+
+def test_registry_from_mapping() -> None:
+    registry = ModelRegistry.from_mapping(
+        {"m": {"context_window": 10, "max_output": 5, "tokenizer": "tiktoken:o200k_base"}},
+        {"tokens_per_message": 7},
+    )
+    assert registry.get("M") == ModelSpec(
+        name="m",
+        provider="custom",
+        context_window=10,
+        max_output=5,
+        tokenizer="tiktoken:o200k_base",
+        tokens_per_message=7,
+    )
