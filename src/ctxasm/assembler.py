@@ -223,7 +223,7 @@ def _fit(
         over_context = bool(ordered) and block > context_limit
         if (total <= prompt_limit and not over_context) or not ordered:
             return ordered, rendered, total, block, dropped
-        weakest = min(ordered, key=lambda c: (c.score, -c.index))
+        weakest = min(ordered, key=lambda c: (c.score, -c.request_index))
         ordered = [c for c in ordered if c is not weakest]
         detail = (
             f"the rendered request took {total} tokens (limit {prompt_limit}) and the sources "

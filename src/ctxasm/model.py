@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "Assembly",
@@ -140,16 +140,17 @@ class Request:
     allow_public: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A passage on its way through the pipeline.
+class Candidate(NamedTuple):
+    """A passage on its way through the pipeline (immutable; ``_replace`` makes a changed copy).
 
-    ``text``, ``start`` and ``end`` may differ from the passage's after stitching; ``index`` is
-    the position in the request and breaks every tie, which keeps results deterministic.
+    ``text``, ``start`` and ``end`` may differ from the passage's after stitching;
+    ``request_index`` is the position in the request and breaks every tie, which keeps results
+    deterministic. A named tuple rather than a dataclass: thousands are made per request, and
+    tuples build fastest.
     """
 
     passage: Passage
-    index: int
+    request_index: int
     score: float
     text: str
     start: int | None = None
@@ -160,12 +161,11 @@ class Candidate:
         return self.passage.id
 
     @classmethod
-    def of(cls, passage: Passage, index: int, score: float) -> Candidate:
-        return cls(passage, index, score, passage.text, passage.start, passage.end)
+    def of(cls, passage: Passage, request_index: int, score: float) -> Candidate:
+        return cls(passage, request_index, score, passage.text, passage.start, passage.end)
 
 
-@dataclass(frozen=True, slots=True)
-class Exclusion:
+class Exclusion(NamedTuple):
     """A candidate left out, the stage that left it out, and why."""
 
     candidate_id: str

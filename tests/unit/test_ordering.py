@@ -135,7 +135,7 @@ def test_source_falls_back_to_url_then_title() -> None:
 
 def test_ordering_is_a_permutation_directly() -> None:
     kept = [
-        Candidate.of(Passage(f"c{i}", "x"), index=i, score=score)
+        Candidate.of(Passage(f"c{i}", "x"), request_index=i, score=score)
         for i, score in enumerate([0.3, 0.9, 0.1, 0.9, 0.5])
     ]
     ordered = PrimacyRecency().order(kept)

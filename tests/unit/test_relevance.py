@@ -214,7 +214,7 @@ def test_rank_directly() -> None:
         (5, Passage("c", "gamma", score=0.7)),
     ]
     kept, excluded = rank("q", readable, GivenScoreRelevance(), min_score=None, top_k=2)
-    assert [(c.id, c.index, c.score) for c in kept] == [("b", 3, 0.7), ("c", 5, 0.7)]
+    assert [(c.id, c.request_index, c.score) for c in kept] == [("b", 3, 0.7), ("c", 5, 0.7)]
     assert [(e.candidate_id, e.reason.value) for e in excluded] == [("a", "top_k")]
 
 

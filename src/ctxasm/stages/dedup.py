@@ -16,7 +16,7 @@ too long to fit can still be chosen in its place.
 
 from __future__ import annotations
 
-import dataclasses
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -192,8 +192,7 @@ class _StitchSession:
         start, end = min(kept.start, new.start), max(kept.end, new.end)
         head = new.text[: max(0, kept.start - new.start)]
         tail = new.text[len(new.text) - max(0, new.end - kept.end) :] if new.end > kept.end else ""
-        merged = dataclasses.replace(
-            kept,
+        merged = kept._replace(
             text=head + kept.text + tail,
             start=start,
             end=end,
@@ -206,14 +205,14 @@ class _StitchSession:
         if new.text in kept.text:
             return Duplicate(kept.id, f"text lies inside {kept.id}")
         if kept.text in new.text:
-            merged = dataclasses.replace(kept, text=new.text, score=max(kept.score, new.score))
+            merged = kept._replace(text=new.text, score=max(kept.score, new.score))
             return Merge(kept, merged, f"stitched into {kept.id}: its text contains {kept.id}")
         for first, second, kept_first in ((kept, new, True), (new, kept, False)):
             overlap = _suffix_prefix_overlap(first.text, second.text, self.min_overlap)
             if overlap:
                 text = first.text + second.text[overlap:]
-                merged = dataclasses.replace(
-                    kept, text=text, score=max(kept.score, new.score), start=None, end=None
+                merged = kept._replace(
+                    text=text, score=max(kept.score, new.score), start=None, end=None
                 )
                 where = "continues" if kept_first else "precedes"
                 detail = f"stitched into {kept.id}: {where} it with {overlap} shared characters"
@@ -284,14 +283,35 @@ class _ExactSession:
         self.seen.setdefault(_normalized_key(candidate.text), candidate.id)
 
 
+@lru_cache(maxsize=65536)
+def _word_hash(word: str) -> int:
+    return xxhash.xxh32_intdigest(word.encode("utf-8", "surrogatepass"))
+
+
+_MIX = 0x9E3779B1  # an odd 32-bit multiplier: shingle hash = polynomial of its word hashes
+
+
 def shingles(text: str, size: int) -> frozenset[int]:
-    """32-bit hashes of the word ``size``-grams of ``text`` (its words, when it is shorter)."""
-    tokens = _words(text)
-    if len(tokens) < size:
-        grams: Sequence[str] = tokens
-    else:
-        grams = [" ".join(tokens[i : i + size]) for i in range(len(tokens) - size + 1)]
-    return frozenset(xxhash.xxh32_intdigest(g.encode("utf-8", "surrogatepass")) for g in grams)
+    """32-bit hashes of the word ``size``-grams of ``text`` (its words, when it is shorter).
+
+    Words are hashed once (and cached across passages); a shingle's hash combines its words'
+    hashes, so no shingle string is ever built.
+    """
+    hashes = [_word_hash(word) for word in _words(text)]
+    if len(hashes) < size:
+        return frozenset(hashes)
+    if size == 3:  # the default, in one pass
+        square = _MIX * _MIX
+        return frozenset(
+            (a * square + b * _MIX + c) & 0xFFFFFFFF
+            for a, b, c in zip(hashes, hashes[1:], hashes[2:], strict=False)
+        )
+    combined = hashes[: len(hashes) - size + 1]
+    for offset in range(1, size):
+        combined = [
+            (value * _MIX + hashes[i + offset]) & 0xFFFFFFFF for i, value in enumerate(combined)
+        ]
+    return frozenset(combined)
 
 
 @register
@@ -301,10 +321,14 @@ class NearDuplicateDedup(Strategy):
 
     A candidate is a near-duplicate when its shingle Jaccard similarity with a kept passage is at
     least ``threshold``, or when at least ``containment`` of its own shingles already appear in
-    one (a chunk inside a longer passage). Up to ``lsh_after`` kept passages are compared one by
-    one; beyond that a MinHash LSH index proposes the few worth comparing, so large budgets with
-    thousands of candidates stay fast (there, containment is checked on the passages the index
-    proposes). Use when chunks overlap or sources copy each other.
+    one (a chunk inside a longer passage).
+
+    Up to ``lsh_after`` kept passages, an inverted index from shingle to kept passages finds
+    every kept passage sharing a shingle and the exact counts, in time proportional to the
+    candidate's own shingles. Beyond that, a MinHash LSH index (datasketch) proposes the few
+    worth comparing, so thousands of kept passages stay fast; proposals are then checked
+    exactly (containment is only checked on what LSH proposes). Use when chunks overlap or
+    sources copy each other.
     """
 
     name: ClassVar[str] = "near"
@@ -312,7 +336,7 @@ class NearDuplicateDedup(Strategy):
     threshold: float = 0.7
     containment: float = 0.9
     shingle_size: int = 3
-    lsh_after: int = 64
+    lsh_after: int = 1000
 
     def __post_init__(self) -> None:
         require_number("threshold", self.threshold, low=0.0, high=1.0)
@@ -331,6 +355,8 @@ class _NearSession:
     def __init__(self, config: NearDuplicateDedup) -> None:
         self.config = config
         self.kept: dict[str, frozenset[int]] = {}
+        # shingle -> kept ids, until LSH takes over
+        self.postings: defaultdict[int, list[str]] = defaultdict(list)
         self.pending: dict[str, frozenset[int]] = {}  # text -> shingles, between verdict and accept
         self.lsh: Any = None
 
@@ -351,12 +377,9 @@ class _NearSession:
         if not own:
             return None
         best: tuple[float, float, str] | None = None
-        for kept_id in self._neighbours(own):
-            other = self.kept[kept_id]
-            shared = len(own & other)
-            if not shared:
-                continue
-            jaccard = shared / (len(own) + len(other) - shared)
+        for kept_id, shared in self._overlaps(own).items():
+            other = len(self.kept[kept_id])
+            jaccard = shared / (len(own) + other - shared)
             contained = shared / len(own)
             if jaccard >= self.config.threshold or contained >= self.config.containment:
                 score = (jaccard, contained, kept_id)
@@ -371,10 +394,16 @@ class _NearSession:
             f"{contained:.0%} of its shingles already there)",
         )
 
-    def _neighbours(self, own: frozenset[int]) -> list[str]:
-        if self.lsh is None:
-            return list(self.kept)
-        return sorted(self.lsh.query(self._minhash(own)))
+    def _overlaps(self, own: frozenset[int]) -> dict[str, int]:
+        """Kept passages sharing at least one shingle with ``own``, and how many they share."""
+        if self.lsh is not None:
+            proposed = sorted(self.lsh.query(self._minhash(own)))
+            return {kept_id: len(own & self.kept[kept_id]) for kept_id in proposed}
+        shared: dict[str, int] = {}
+        for shingle in own:
+            for kept_id in self.postings.get(shingle, ()):
+                shared[kept_id] = shared.get(kept_id, 0) + 1
+        return shared
 
     def _minhash(self, values: frozenset[int]) -> Any:
         from datasketch import MinHash
@@ -391,13 +420,28 @@ class _NearSession:
 
     def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
         own = self._shingles(candidate)
-        if replaced is not None and self.lsh is not None:
-            self.lsh.remove(replaced.id)
+        if replaced is not None:
+            self._forget(replaced.id)
         self.kept[candidate.id] = own
         if self.lsh is not None:
             self.lsh.insert(candidate.id, self._minhash(own))
-        elif len(self.kept) > self.config.lsh_after:
+            return
+        postings = self.postings
+        for shingle in own:
+            postings[shingle].append(candidate.id)
+        if len(self.kept) > self.config.lsh_after:
             self._build_index()
+
+    def _forget(self, kept_id: str) -> None:
+        old = self.kept.pop(kept_id, frozenset())
+        if self.lsh is not None:
+            self.lsh.remove(kept_id)
+            return
+        for shingle in old:
+            owners = self.postings[shingle]
+            owners.remove(kept_id)
+            if not owners:
+                del self.postings[shingle]
 
     def _build_index(self) -> None:
         from datasketch import MinHashLSH
@@ -408,6 +452,7 @@ class _NearSession:
         self.lsh = MinHashLSH(num_perm=_NUM_PERM, params=_lsh_bands(threshold))
         for kept_id, values in self.kept.items():
             self.lsh.insert(kept_id, self._minhash(values))
+        self.postings.clear()
 
 
 @lru_cache(maxsize=1)

@@ -33,7 +33,7 @@ class OrderingStrategy(Protocol):
 
 
 def _by_score(kept: Sequence[Candidate]) -> list[Candidate]:
-    return sorted(kept, key=lambda c: (-c.score, c.index))
+    return sorted(kept, key=lambda c: (-c.score, c.request_index))
 
 
 @register
@@ -57,7 +57,7 @@ class ByRetrievalOrder(Strategy):
     slot: ClassVar[str] = "ordering"
 
     def order(self, kept: Sequence[Candidate]) -> list[Candidate]:
-        return sorted(kept, key=lambda c: c.index)
+        return sorted(kept, key=lambda c: c.request_index)
 
 
 _UNDATED = datetime.max.replace(tzinfo=UTC)
@@ -76,7 +76,7 @@ class Chronological(Strategy):
             stamp = c.passage.timestamp
             return _UNDATED if stamp is None else parse_timestamp(stamp)
 
-        return sorted(kept, key=lambda c: (when(c), c.index))
+        return sorted(kept, key=lambda c: (when(c), c.request_index))
 
 
 @register
@@ -101,7 +101,7 @@ class BySource(Strategy):
             key=lambda c: (
                 rank[document(c)],
                 c.start if c.start is not None else -1,
-                c.index,
+                c.request_index,
             ),
         )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import ClassVar, Protocol
 
 from ctxasm.lexical import normalize, query_terms
@@ -137,14 +138,20 @@ def rank(
     excluded: list[Exclusion] = []
     live: list[tuple[int, Passage]] = []
     for index, passage in readable:
-        if passage.text.strip():
+        text = passage.text
+        if text and not text.isspace():
             live.append((index, passage))
         else:
             excluded.append(Exclusion(passage.id, STAGE, Reason.EMPTY, "text is empty"))
     scores = strategy.score(query, [p for _, p in live])
+    # Candidates are built in request order and the sort is stable, so equal scores keep it.
     ranked = sorted(
-        (Candidate.of(p, i, s) for (i, p), s in zip(live, scores.values, strict=True)),
-        key=lambda c: (-c.score, c.index),
+        [
+            Candidate(p, i, s, p.text, p.start, p.end)
+            for (i, p), s in zip(live, scores.values, strict=True)
+        ],
+        key=attrgetter("score"),
+        reverse=True,
     )
     kept: list[Candidate] = []
     relevant = 0  # rank among the candidates that passed the thresholds

@@ -98,7 +98,7 @@ class PrioritySelection(Strategy):
             given = c.passage.priority
             return self.default_priority if given is None else given
 
-        ordered = sorted(candidates, key=lambda c: (-priority(c), -c.score, c.index))
+        ordered = sorted(candidates, key=lambda c: (-priority(c), -c.score, c.request_index))
         if self.cutoff == "skip":
             _offer_all(ordered, packing)
             return
@@ -124,7 +124,7 @@ class UtilityPerToken(Strategy):
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
         values = _values(candidates)
         keyed = [
-            (-value / packing.meter.cost(c), c.index, c)
+            (-value / packing.meter.cost(c), c.request_index, c)
             for value, c in zip(values, candidates, strict=True)
         ]
         keyed.sort(key=lambda item: (item[0], item[1]))
