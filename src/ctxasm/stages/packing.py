@@ -46,11 +46,13 @@ class Meter:
         count = self.counter.count
         return count(before) + count(candidate.text) + count(after) + 1
 
-    def known_cost(self, candidate: Candidate) -> int | None:
-        """The cost when the text has been counted before (framing is short), else ``None``."""
-        if self.counter.cached(candidate.text) is None:
-            return None
-        return self.cost(candidate)
+    def cost_upto(self, candidate: Candidate, limit: int) -> int:
+        """The exact cost when it is at most ``limit``, else some cost above ``limit``:
+        a passage that cannot fit is only tokenized as far as needed to know it."""
+        before, after = self.framing(candidate)
+        count = self.counter.count
+        framing = count(before) + count(after) + 1
+        return framing + self.counter.count_upto(candidate.text, max(0, limit - framing))
 
     def lower_bound(self, candidate: Candidate) -> int:
         """A cost the candidate cannot be below, known without tokenizing its text."""
@@ -108,11 +110,9 @@ class Packing:
         if placement is not None:
             return self._redundant(candidate, placement)
         remaining = self.remaining
-        cost = self.meter.known_cost(candidate)
-        if cost is None and self.meter.lower_bound(candidate) > remaining:
+        if self.meter.lower_bound(candidate) > remaining:
             return self._too_big(candidate)
-        if cost is None:
-            cost = self.meter.cost(candidate)
+        cost = self.meter.cost_upto(candidate, remaining)
         if cost > remaining:
             return self._too_big(candidate)
         verdict = self.dedup.verdict(candidate)

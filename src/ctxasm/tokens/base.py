@@ -27,12 +27,20 @@ class Tokenizer(Protocol):
     def lower_bound(self, text: str) -> int: ...
 
 
+# Texts longer than this are counted in two halves when the tokenizer allows it (see count).
+_SPLIT_ABOVE = 2048
+
+
 class TokenCounter:
     """A tokenizer with a bounded cache of counts keyed by a 128-bit hash of the text.
 
     Retrieval returns the same chunks again and again, so counts are looked up by content, not
     by object. The cache is shared by every assembly that uses the same tokenizer, and holds no
     text, only ``hash -> count``.
+
+    A tokenizer that sets ``splits_before_fence = True`` promises that no token spans a newline
+    followed by a backtick, so ``count(a + b) == count(a) + count(b)`` whenever ``a`` ends with
+    ``"\n"`` and ``b`` starts with a backtick; long texts are then counted in two halves.
     """
 
     def __init__(self, tokenizer: Tokenizer, max_entries: int = 500_000) -> None:
@@ -40,6 +48,7 @@ class TokenCounter:
         self.max_entries = max_entries
         self._counts: dict[int, int] = {}
         self._lock = threading.Lock()
+        self._splittable = bool(getattr(tokenizer, "splits_before_fence", False))
 
     @property
     def name(self) -> str:
@@ -57,20 +66,46 @@ class TokenCounter:
         cached = self._counts.get(key)
         if cached is not None:
             return cached
-        counted = self.tokenizer.count(text)
+        cut = text.rfind("\n`") if len(text) > _SPLIT_ABOVE and self._splittable else -1
+        if cut > 0:
+            # Two halves, the first cached: a rendered sources block and the message that
+            # contains it share everything up to the closing fence, so the second count reuses
+            # the first. One level only, however many fences the text holds.
+            head = text[: cut + 1]
+            head_key = xxhash.xxh3_128_intdigest(head.encode("utf-8", "surrogatepass"))
+            head_count = self._counts.get(head_key)
+            if head_count is None:
+                head_count = self.tokenizer.count(head)
+                self._store(head_key, head_count)
+            counted = head_count + self.tokenizer.count(text[cut + 1 :])
+        else:
+            counted = self.tokenizer.count(text)
+        self._store(key, counted)
+        return counted
+
+    def _store(self, key: int, counted: int) -> None:
         with self._lock:
             if len(self._counts) >= self.max_entries:
                 # Drop the oldest half: dicts keep insertion order, so this is FIFO eviction.
                 for stale in list(self._counts)[: self.max_entries // 2]:
                     del self._counts[stale]
             self._counts[key] = counted
-        return counted
 
-    def cached(self, text: str) -> int | None:
-        """The count of ``text`` if it has been counted before, else ``None`` (no tokenizing)."""
+    def count_upto(self, text: str, limit: int) -> int:
+        """``count(text)`` when it is at most ``limit``; else any count above ``limit`` that
+        ``count(text)`` is not below. Tokenizers with a ``count_upto`` of their own stop early
+        on long texts; partial counts are never cached."""
         if not text:
             return 0
-        return self._counts.get(xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass")))
+        key = xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
+        cached = self._counts.get(key)
+        if cached is not None:
+            return cached
+        partial = getattr(self.tokenizer, "count_upto", None)
+        counted = self.tokenizer.count(text) if partial is None else partial(text, limit)
+        if counted <= limit or partial is None:
+            self._store(key, counted)
+        return counted
 
     def lower_bound(self, text: str) -> int:
         """A count that ``count(text)`` is never below, computed without tokenizing."""

@@ -56,6 +56,9 @@ OFFICIAL_RANKS: dict[str, RankFile] = {
     ),
 }
 
+# Prefixes this many characters per token of the limit usually hold more tokens than the limit
+# (English runs at about 4.5), so one prefix count settles most rejections.
+_PREFIX_CHARS_PER_TOKEN = 5
 # The longest token of both encodings covers 128 bytes, so at most 128 characters.
 _MAX_TOKEN_CHARS = 128
 # A space preceded by one of these may share a piece with it (see TiktokenTokenizer.lower_bound).
@@ -157,6 +160,10 @@ class TiktokenTokenizer:
     """Exact counts with one of OpenAI's tiktoken encodings (loaded on first use)."""
 
     exact = True
+    # In o200k and cl100k no pre-tokenizer piece contains a newline followed by a backtick: a
+    # newline ends a whitespace piece or trails a punctuation piece, which may only continue
+    # with newlines (or "/" in o200k). Tokens never cross pieces, so counts add up across it.
+    splits_before_fence = True
 
     def __init__(self, encoding: str) -> None:
         if encoding not in OFFICIAL_RANKS:
@@ -181,3 +188,21 @@ class TiktokenTokenizer:
         for other in _ASCII_SPACE_NEIGHBOURS if text.isascii() else _SPACE_NEIGHBOURS:
             spaces -= text.count(other)
         return max(spaces, -(-len(text) // _MAX_TOKEN_CHARS))
+
+    def count_upto(self, text: str, limit: int) -> int:
+        """The exact count when it is at most ``limit``; otherwise some count above ``limit``
+        (never above the exact one), found by tokenizing only a prefix.
+
+        The prefix ends before a space that follows a non-whitespace character, which always
+        starts a new pre-tokenizer piece, so ``count(text) == count(head) + count(tail)``.
+        """
+        start = (limit + 1) * _PREFIX_CHARS_PER_TOKEN
+        if len(text) <= start:
+            return self.count(text)
+        cut = text.find(" ", start)
+        while cut != -1 and text[cut - 1].isspace():
+            cut = text.find(" ", cut + 1)
+        if cut == -1:
+            return self.count(text)
+        head = self.count(text[:cut])
+        return head if head > limit else head + self.count(text[cut:])

@@ -1,0 +1,103 @@
+"""Counting long texts in two halves at a newline-backtick seam gives the exact count."""
+
+from __future__ import annotations
+
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxasm.tokens import TiktokenTokenizer, TokenCounter
+
+PIECES = st.sampled_from(
+    [
+        " ",
+        "\n",
+        "\n\n",
+        "  ",
+        "\t",
+        "`",
+        "```",
+        "````",
+        "/",
+        "\n/",
+        "a",
+        "Word",
+        "12345",
+        ".",
+        "'s",
+        "é",
+        "東京",
+        "\r\n",
+        ":",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(PIECES, max_size=40).map("".join),
+    st.lists(PIECES, max_size=40).map("".join),
+    st.sampled_from(["o200k_base", "cl100k_base"]),
+)
+def test_counts_add_up_across_a_newline_backtick_seam(head: str, tail: str, name: str) -> None:
+    encoding = tiktoken.get_encoding(name)
+    left, right = head + "\n", "`" + tail
+    whole = len(encoding.encode_ordinary(left + right))
+    assert whole == len(encoding.encode_ordinary(left)) + len(encoding.encode_ordinary(right))
+
+
+def test_long_texts_are_counted_in_cached_halves_and_stay_exact() -> None:
+    counter = TokenCounter(TiktokenTokenizer("o200k_base"))
+    passage = "Aristotle taught at the Lyceum.\n" * 120
+    block = f"Sources:\n\n[Source 1] (id: a)\n```\n{passage}\n```"
+    message = block + "\n\nQuestion: where did he teach?"
+    encoding = tiktoken.get_encoding("o200k_base")
+    assert counter.count(block) == len(encoding.encode_ordinary(block))
+    entries = len(counter)
+    assert counter.count(message) == len(encoding.encode_ordinary(message))
+    # the message reused the block's prefix: one new entry for the message, none for a prefix
+    assert len(counter) == entries + 1
+
+
+WORDY = st.sampled_from(
+    [
+        " ",
+        "  ",
+        "\n",
+        "\t",
+        "a",
+        "Word",
+        "Lyceum",
+        "12345",
+        ".",
+        ",",
+        "'s",
+        "é",
+        "東京",
+        "\xa0",
+        "`",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(WORDY, max_size=300).map("".join),
+    st.integers(min_value=0, max_value=80),
+    st.sampled_from(["o200k_base", "cl100k_base"]),
+)
+def test_count_upto_is_exact_within_the_limit_and_a_lower_bound_above(
+    text: str, limit: int, name: str
+) -> None:
+    exact = len(tiktoken.get_encoding(name).encode_ordinary(text))
+    counted = TiktokenTokenizer(name).count_upto(text, limit)
+    if exact <= limit:
+        assert counted == exact
+    else:
+        assert limit < counted <= exact
+
+
+def test_a_block_of_thousands_of_passages_is_counted_without_deep_recursion() -> None:
+    counter = TokenCounter(TiktokenTokenizer("o200k_base"))
+    block = "".join(f"[Source {i}] (id: p{i})\n```\nText {i}.\n```\n\n" for i in range(5000))
+    assert counter.count(block) == len(tiktoken.get_encoding("o200k_base").encode_ordinary(block))
