@@ -343,6 +343,7 @@ def measure(
     import tiktoken
 
     import ctxasm
+    from ctxasm.stages.dedup import clear_caches
     from ctxasm.tokens import get_counter
 
     articles = load_articles()
@@ -354,6 +355,11 @@ def measure(
     assembler.assemble(ctxasm.parse_request(request(sample(articles, 400), 65536, "given")))
     encoding.encode_ordinary("warm up")
     counter.clear()
+
+    def forget() -> None:
+        # cold: no token counts, words or shingles known from earlier runs
+        counter.clear()
+        clear_caches()
 
     rows: list[Row] = []
     info: dict[str, Any] = {
@@ -393,7 +399,7 @@ def measure(
                         out.append(assembler.assemble(p))
 
                     if cache == "cold":
-                        base_ms, times = _side_by_side(baseline, run, repeats, counter.clear)
+                        base_ms, times = _side_by_side(baseline, run, repeats, forget)
                     else:
                         assembler.assemble(parsed)  # fill the count cache
                         base_ms, times = _side_by_side(baseline, run, repeats)
@@ -475,7 +481,8 @@ def table(rows: Sequence[Row], info: dict[str, Any]) -> str:
         f"tokenizer {TOKENIZER_SPEC}, python {sys.version.split()[0]}, {os.cpu_count()} CPUs",
         f"source: {info['source']}",
         "baseline = tiktoken encode_ordinary of every candidate once; ratio = assembly / baseline",
-        "cold = count cache cleared before each run; warm = counts cached by an earlier run",
+        "cold = token-count, word and shingle caches cleared before each run; "
+        "warm = all cached by an earlier run",
         "baseline and assembly runs alternate, so both see the same machine load "
         f"(1-min load average {info['load_average_before']} before, "
         f"{info['load_average_after']} after)",
@@ -547,6 +554,7 @@ def _stage_order(name: str) -> tuple[int, str]:
 def profile(case: str, repeats: int) -> None:
     """cProfile ``repeats`` assemblies of one case: ``N,budget,mode,cache``."""
     import ctxasm
+    from ctxasm.stages.dedup import clear_caches
     from ctxasm.tokens import get_counter
 
     n_text, budget_name, mode, cache = case.split(",")
@@ -561,6 +569,7 @@ def profile(case: str, repeats: int) -> None:
     for _ in range(repeats):
         if cache == "cold":
             counter.clear()
+            clear_caches()
         profiler.enable()
         assembler.assemble(parsed)
         profiler.disable()

@@ -30,6 +30,7 @@ from ctxasm.registry import Strategy, register, require_int, require_number
 
 __all__ = [
     "DedupChain",
+    "clear_caches",
     "DedupSession",
     "DedupStrategy",
     "Duplicate",
@@ -243,12 +244,13 @@ def _suffix_prefix_overlap(first: str, second: str, minimum: int) -> int:
     return 0
 
 
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=8192)
 def _words(text: str) -> tuple[str, ...]:
     # Exact and near dedup both need a candidate's words; compute them once.
     return tuple(words(text))
 
 
+@lru_cache(maxsize=8192)
 def _normalized_key(text: str) -> int:
     return xxhash.xxh3_128_intdigest(" ".join(_words(text)).encode("utf-8", "surrogatepass"))
 
@@ -291,11 +293,13 @@ def _word_hash(word: str) -> int:
 _MIX = 0x9E3779B1  # an odd 32-bit multiplier: shingle hash = polynomial of its word hashes
 
 
+@lru_cache(maxsize=8192)
 def shingles(text: str, size: int) -> frozenset[int]:
     """32-bit hashes of the word ``size``-grams of ``text`` (its words, when it is shorter).
 
     Words are hashed once (and cached across passages); a shingle's hash combines its words'
-    hashes, so no shingle string is ever built.
+    hashes, so no shingle string is ever built. Results are cached by text, like token counts:
+    retrieval returns the same chunks again and again.
     """
     hashes = [_word_hash(word) for word in _words(text)]
     if len(hashes) < size:
@@ -357,20 +361,13 @@ class _NearSession:
         self.kept: dict[str, frozenset[int]] = {}
         # shingle -> kept ids, until LSH takes over
         self.postings: defaultdict[int, list[str]] = defaultdict(list)
-        self.pending: dict[str, frozenset[int]] = {}  # text -> shingles, between verdict and accept
         self.lsh: Any = None
 
     def placement(self, candidate: Candidate) -> Verdict:
         return None
 
     def _shingles(self, candidate: Candidate) -> frozenset[int]:
-        cached = self.pending.get(candidate.text)
-        if cached is None:
-            if len(self.pending) > 1024:
-                self.pending.clear()
-            cached = shingles(candidate.text, self.config.shingle_size)
-            self.pending[candidate.text] = cached
-        return cached
+        return shingles(candidate.text, self.config.shingle_size)
 
     def verdict(self, candidate: Candidate) -> Verdict:
         own = self._shingles(candidate)
@@ -470,3 +467,9 @@ def _lsh_bands(threshold: float) -> tuple[int, int]:
 
     index = MinHashLSH(threshold=threshold, num_perm=_NUM_PERM)
     return int(index.b), int(index.r)
+
+
+def clear_caches() -> None:
+    """Forget cached words, keys and shingles (for cold-start measurements and tests)."""
+    for cached in (_words, _word_hash, _normalized_key, shingles):
+        cached.cache_clear()
