@@ -22,7 +22,7 @@ from ctxasm.formatting.blocks import (
     NO_CONTEXT_NOTE,
     NO_SOURCES_NOTE,
     RULES,
-    framing,
+    pricing,
     render_block,
 )
 from ctxasm.model import Assembly, Candidate, Exclusion, Reason, Request, Strategies, StrategySpec
@@ -168,7 +168,7 @@ class Assembler:
         excluded += cut
         with clock.stage("selection"):
             worst_label = max(1, len(ranked))
-            meter = Meter(counter, lambda c: framing(c, worst_label))
+            meter = Meter(counter, lambda c: pricing(c, worst_label))
             chain = DedupChain([strategy.session() for strategy in strategies["dedup"]])
             heading = counter.count(HEADING) + _BLOCK_SEAM
             packing = Packing(max(0, budget.context - heading), meter, _TimedDedup(chain, clock))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ctxasm.formatting.blocks import label
+from ctxasm.formatting.blocks import label, rendered_parts
 from ctxasm.model import Budget, Candidate, Exclusion, Included, Report
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
@@ -33,18 +33,25 @@ def build_report(
     no_relevant_context: bool,
     timings_ms: Mapping[str, float],
 ) -> Report:
-    """The report for passages ``ordered`` as rendered; exclusions sorted by request position."""
+    """The report for passages ``ordered`` as rendered; exclusions sorted by request position.
+
+    A passage's ``tokens`` is its exact share of the sources block: the separator and header
+    line before it (the heading, for the first) and its fenced text, so the shares plus the
+    final closing fence add up to ``context_tokens`` for the OpenAI encodings.
+    """
     included = tuple(
         Included(
             id=c.id,
             label=label(number),
-            tokens=counter.count(c.text),
+            tokens=counter.count(opening) + counter.count(fenced),
             score=c.score,
             position=number,
             source=c.passage.source,
             url=c.passage.url,
         )
-        for number, c in enumerate(ordered, start=1)
+        for number, (c, (opening, fenced)) in enumerate(
+            zip(ordered, rendered_parts(ordered), strict=True), start=1
+        )
     )
     return Report(
         model=model.name,

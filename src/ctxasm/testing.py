@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ctxasm import registry
-from ctxasm.formatting.blocks import framing
+from ctxasm.formatting.blocks import pricing
 from ctxasm.model import Candidate, Exclusion, Passage, Reason
 from ctxasm.stages.dedup import DedupChain, DedupSession, Duplicate, Merge
 from ctxasm.stages.packing import Meter, Packing
@@ -92,7 +92,7 @@ def sample_candidates() -> list[Candidate]:
 
 def _meter() -> Meter:
     counter = TokenCounter(WhitespaceTokenizer())
-    return Meter(counter, lambda c: framing(c, 9))
+    return Meter(counter, lambda c: pricing(c, 9))
 
 
 def _no_dedup() -> DedupSession:

@@ -46,17 +46,19 @@ def test_counts_add_up_across_a_newline_backtick_seam(head: str, tail: str, name
     assert whole == len(encoding.encode_ordinary(left)) + len(encoding.encode_ordinary(right))
 
 
-def test_long_texts_are_counted_in_cached_halves_and_stay_exact() -> None:
+def test_a_block_is_recounted_from_its_cached_segments_and_stays_exact() -> None:
     counter = TokenCounter(TiktokenTokenizer("o200k_base"))
     passage = "Aristotle taught at the Lyceum.\n" * 120
-    block = f"Sources:\n\n[Source 1] (id: a)\n```\n{passage}\n```"
+    body = f"```\n{passage}\n"
+    block = f"Sources:\n\n[Source 1] (id: a)\n{body}```"
     message = block + "\n\nQuestion: where did he teach?"
     encoding = tiktoken.get_encoding("o200k_base")
-    assert counter.count(block) == len(encoding.encode_ordinary(block))
+    assert counter.count(body) == len(encoding.encode_ordinary(body))
     entries = len(counter)
+    assert counter.count(block) == len(encoding.encode_ordinary(block))
     assert counter.count(message) == len(encoding.encode_ordinary(message))
-    # the message reused the block's prefix: one new entry for the message, none for a prefix
-    assert len(counter) == entries + 1
+    # the body was cached when priced: only the header, the two endings and the two totals are new
+    assert len(counter) == entries + 5
 
 
 WORDY = st.sampled_from(

@@ -259,7 +259,10 @@ def test_model_with_hf_tokenizer_from_config(tiny_tokenizer: Path) -> None:
     assert (report.model, report.tokenizer, report.exact_count) == ("tiny", spec, True)
     assert report.budget.context_window == 512
     assert report.budget.reserve_output == 64
-    assert [(i.id, i.tokens) for i in report.included] == [("a", 5)]
+    # the passage's share: the heading and its header line, then its fence and its text
+    opening, body = "Sources:\n\n[Source 1] (id: a)\n", "```\nthe amazon river is long\n"
+    share = _hf_count(tiny_tokenizer, opening) + _hf_count(tiny_tokenizer, body)
+    assert [(i.id, i.tokens) for i in report.included] == [("a", share)]
     recount = (
         sum(
             3 + _hf_count(tiny_tokenizer, m["role"]) + _hf_count(tiny_tokenizer, m["content"])

@@ -190,8 +190,13 @@ def test_included_entries() -> None:
     by_id = {i.id: i for i in included}
     w1 = by_id["w1"]
     assert (w1.source, w1.url) == ("encyclopedia", "https://example.org/danube")
-    assert w1.tokens == _count(DOCUMENT)  # the stitched text
     content = result.messages[-1]["content"]
+    # w1's share is its stitched text with its header line and fences; all shares plus the
+    # final closing fence are exactly the sources block
+    assert w1.tokens > _count(DOCUMENT)
+    block = content[: content.rindex("\n\nQuestion: ")]
+    assert _count(block) == result.report.context_tokens
+    assert sum(i.tokens for i in included) + _count("```") == result.report.context_tokens
     for item in included:
         header = f"[{item.label}] "
         assert content.count("\n" + header) + content.startswith(header) == 1

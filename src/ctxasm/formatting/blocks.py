@@ -25,10 +25,12 @@ __all__ = [
     "NO_SOURCES_NOTE",
     "RULES",
     "SEPARATOR",
+    "body",
     "fence_for",
-    "framing",
     "label",
+    "pricing",
     "render_block",
+    "rendered_parts",
 ]
 
 HEADING = "Sources:\n\n"
@@ -78,20 +80,41 @@ def _header(candidate: Candidate, number: int) -> str:
     return " ".join(parts)
 
 
-def framing(candidate: Candidate, number: int) -> tuple[str, str]:
-    """The text before and after ``candidate``'s text when it is the ``number``-th source.
+def _opening(candidate: Candidate, number: int, previous: Candidate | None) -> str:
+    lead = HEADING if previous is None else fence_for(previous.text) + SEPARATOR
+    return f"{lead}{_header(candidate, number)}\n"
 
-    The part after includes the separator to the next source, so the pair prices a passage's
-    whole share of the block.
+
+def body(candidate: Candidate) -> str:
+    """The passage's fenced text: the fence, its text, a newline (the closing fence follows)."""
+    return f"{fence_for(candidate.text)}\n{candidate.text}\n"
+
+
+def pricing(candidate: Candidate, number: int) -> tuple[str, str]:
+    """The opening (separator and header line) and body of ``candidate`` as the ``number``-th
+    source after a plain fence: what selection prices before the final order is known."""
+    return f"```{SEPARATOR}{_header(candidate, number)}\n", body(candidate)
+
+
+def rendered_parts(ordered: Sequence[Candidate]) -> list[tuple[str, str]]:
+    """Each passage's share of the block, in order: (opening, body).
+
+    The opening is the previous passage's closing fence and the separator (or the heading, for
+    the first), then the header line. Every part but the first starts with a backtick right
+    after a newline, which the OpenAI encodings never merge across, so the block's count is
+    the sum of its parts' counts (plus the final closing fence).
     """
-    fence = fence_for(candidate.text)
-    return f"{_header(candidate, number)}\n{fence}\n", f"\n{fence}{SEPARATOR}"
+    previous: Candidate | None = None
+    parts = []
+    for number, candidate in enumerate(ordered, start=1):
+        parts.append((_opening(candidate, number, previous), body(candidate)))
+        previous = candidate
+    return parts
 
 
 def render_block(ordered: Sequence[Candidate]) -> str:
     """The sources block for passages in their final order (labels follow that order)."""
-    pieces = []
-    for number, candidate in enumerate(ordered, start=1):
-        before, after = framing(candidate, number)
-        pieces.append(before + candidate.text + after)
-    return HEADING + "".join(pieces).removesuffix(SEPARATOR)
+    if not ordered:
+        return HEADING.rstrip()
+    text = "".join(opening + fenced for opening, fenced in rendered_parts(ordered))
+    return text + fence_for(ordered[-1].text)

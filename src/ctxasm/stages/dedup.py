@@ -30,7 +30,6 @@ from ctxasm.registry import Strategy, register, require_int, require_number
 
 __all__ = [
     "DedupChain",
-    "clear_caches",
     "DedupSession",
     "DedupStrategy",
     "Duplicate",
@@ -38,6 +37,7 @@ __all__ = [
     "Merge",
     "NearDuplicateDedup",
     "StitchWindows",
+    "clear_caches",
 ]
 
 

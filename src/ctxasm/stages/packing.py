@@ -23,36 +23,35 @@ DEDUP = "dedup"
 
 
 class Meter:
-    """Token prices of candidates: text tokens (cached by content) plus framing tokens."""
+    """Token prices of candidates: their fenced body plus their opening (separator and header).
+
+    ``pricing`` gives a candidate's (opening, body) as rendered in the sources block; bodies
+    are exactly the segments the final block is made of, so the verify recount finds their
+    counts cached.
+    """
 
     def __init__(
-        self, counter: TokenCounter, framing: Callable[[Candidate], tuple[str, str]]
+        self, counter: TokenCounter, pricing: Callable[[Candidate], tuple[str, str]]
     ) -> None:
         self.counter = counter
-        self.framing = framing
+        self.pricing = pricing
         self._floor: int | None = None
 
-    def tokens(self, candidate: Candidate) -> int:
-        """Tokens of the candidate's text alone."""
-        return self.counter.count(candidate.text)
-
     def cost(self, candidate: Candidate) -> int:
-        """Tokens the candidate adds to the context block, framing included.
+        """Tokens the candidate adds to the sources block, framing included.
 
-        One extra token per passage covers BPE merges across the seams between framing and
-        text; the verify stage recounts the real block in any case.
+        One extra token per passage covers a longer label or fence in the final order; the
+        verify stage recounts the real block in any case.
         """
-        before, after = self.framing(candidate)
-        count = self.counter.count
-        return count(before) + count(candidate.text) + count(after) + 1
+        opening, fenced = self.pricing(candidate)
+        return self.counter.count(opening) + self.counter.count(fenced) + 1
 
     def cost_upto(self, candidate: Candidate, limit: int) -> int:
         """The exact cost when it is at most ``limit``, else some cost above ``limit``:
         a passage that cannot fit is only tokenized as far as needed to know it."""
-        before, after = self.framing(candidate)
-        count = self.counter.count
-        framing = count(before) + count(after) + 1
-        return framing + self.counter.count_upto(candidate.text, max(0, limit - framing))
+        opening, fenced = self.pricing(candidate)
+        framing = self.counter.count(opening) + 1
+        return framing + self.counter.count_upto(fenced, max(0, limit - framing))
 
     def lower_bound(self, candidate: Candidate) -> int:
         """A cost the candidate cannot be below, known without tokenizing its text."""
@@ -60,11 +59,10 @@ class Meter:
 
     @property
     def floor(self) -> int:
-        """The fewest framing tokens any passage needs (its header and fences)."""
+        """The fewest tokens any passage costs: a minimal header and an empty body."""
         if self._floor is None:
-            probe = Candidate.of(Passage(id="x", text=""), 0, 0.0)
-            before, after = self.framing(probe)
-            self._floor = self.counter.count(before) + self.counter.count(after)
+            opening, _ = self.pricing(Candidate.of(Passage(id="x", text=""), 0, 0.0))
+            self._floor = self.counter.count(opening) + 1
         return self._floor
 
 

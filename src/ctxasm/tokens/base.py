@@ -27,10 +27,6 @@ class Tokenizer(Protocol):
     def lower_bound(self, text: str) -> int: ...
 
 
-# Texts longer than this are counted in two halves when the tokenizer allows it (see count).
-_SPLIT_ABOVE = 2048
-
-
 class TokenCounter:
     """A tokenizer with a bounded cache of counts keyed by a 128-bit hash of the text.
 
@@ -40,7 +36,8 @@ class TokenCounter:
 
     A tokenizer that sets ``splits_before_fence = True`` promises that no token spans a newline
     followed by a backtick, so ``count(a + b) == count(a) + count(b)`` whenever ``a`` ends with
-    ``"\n"`` and ``b`` starts with a backtick; long texts are then counted in two halves.
+    ``"\n"`` and ``b`` starts with a backtick; texts are then counted segment by segment
+    between such seams, each segment cached.
     """
 
     def __init__(self, tokenizer: Tokenizer, max_entries: int = 500_000) -> None:
@@ -66,22 +63,26 @@ class TokenCounter:
         cached = self._counts.get(key)
         if cached is not None:
             return cached
-        cut = text.rfind("\n`") if len(text) > _SPLIT_ABOVE and self._splittable else -1
-        if cut > 0:
-            # Two halves, the first cached: a rendered sources block and the message that
-            # contains it share everything up to the closing fence, so the second count reuses
-            # the first. One level only, however many fences the text holds.
-            head = text[: cut + 1]
-            head_key = xxhash.xxh3_128_intdigest(head.encode("utf-8", "surrogatepass"))
-            head_count = self._counts.get(head_key)
-            if head_count is None:
-                head_count = self.tokenizer.count(head)
-                self._store(head_key, head_count)
-            counted = head_count + self.tokenizer.count(text[cut + 1 :])
+        if self._splittable and "\n`" in text:
+            # Count seam by seam: a sources block is made of parts that were priced (and
+            # cached) one by one, so recounting it only tokenizes what is new.
+            pieces = text.split("\n`")
+            segments = [pieces[0] + "\n"]
+            segments += [f"`{piece}\n" for piece in pieces[1:-1]]
+            segments.append("`" + pieces[-1])
+            counted = sum(self._count_segment(segment) for segment in segments)
         else:
             counted = self.tokenizer.count(text)
         self._store(key, counted)
         return counted
+
+    def _count_segment(self, text: str) -> int:
+        key = xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
+        cached = self._counts.get(key)
+        if cached is None:
+            cached = self.tokenizer.count(text)
+            self._store(key, cached)
+        return cached
 
     def _store(self, key: int, counted: int) -> None:
         with self._lock:
