@@ -44,6 +44,7 @@ class TokenCounter:
         self.tokenizer = tokenizer
         self.max_entries = max_entries
         self._counts: dict[int, int] = {}
+        self._at_least: dict[int, int] = {}  # lower bounds from counts that stopped early
         self._lock = threading.Lock()
         self._splittable = bool(getattr(tokenizer, "splits_before_fence", False))
 
@@ -95,17 +96,26 @@ class TokenCounter:
     def count_upto(self, text: str, limit: int) -> int:
         """``count(text)`` when it is at most ``limit``; else any count above ``limit`` that
         ``count(text)`` is not below. Tokenizers with a ``count_upto`` of their own stop early
-        on long texts; partial counts are never cached."""
+        on long texts; such partial counts are remembered as lower bounds, apart from the
+        exact counts."""
         if not text:
             return 0
         key = xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
         cached = self._counts.get(key)
         if cached is not None:
             return cached
+        known = self._at_least.get(key, 0)
+        if known > limit:
+            return known
         partial = getattr(self.tokenizer, "count_upto", None)
         counted = self.tokenizer.count(text) if partial is None else partial(text, limit)
         if counted <= limit or partial is None:
             self._store(key, counted)
+        else:
+            with self._lock:
+                if len(self._at_least) >= self.max_entries:
+                    self._at_least.clear()
+                self._at_least[key] = max(known, counted)
         return counted
 
     def lower_bound(self, text: str) -> int:
@@ -115,6 +125,7 @@ class TokenCounter:
     def clear(self) -> None:
         with self._lock:
             self._counts.clear()
+            self._at_least.clear()
 
     def __len__(self) -> int:
         return len(self._counts)

@@ -63,9 +63,8 @@ _PREFIX_CHARS_PER_TOKEN = 5
 _MAX_TOKEN_CHARS = 128
 # A space preceded by one of these may share a piece with it (see TiktokenTokenizer.lower_bound).
 _ASCII_SPACE_NEIGHBOURS = tuple(f"{c} " for c in "\t\n\r\x0b\x0c")
-_SPACE_NEIGHBOURS = _ASCII_SPACE_NEIGHBOURS + tuple(
-    f"{c} "
-    for c in "\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+_UNICODE_SPACES = tuple(
+    "\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
     "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 _LOAD_LOCK = threading.Lock()
@@ -185,8 +184,12 @@ class TiktokenTokenizer:
         follows other whitespace, never exceeds the pieces; a token also covers at most 128
         characters. Both cost a few string scans, no tokenizing."""
         spaces = text.count(" ") - 2 * text.count("  ")
-        for other in _ASCII_SPACE_NEIGHBOURS if text.isascii() else _SPACE_NEIGHBOURS:
+        for other in _ASCII_SPACE_NEIGHBOURS:
             spaces -= text.count(other)
+        if not text.isascii():
+            for other in _UNICODE_SPACES:
+                if other in text:  # rare: pay for the pair count only when the space is there
+                    spaces -= text.count(other + " ")
         return max(spaces, -(-len(text) // _MAX_TOKEN_CHARS))
 
     def count_upto(self, text: str, limit: int) -> int:
