@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from ctxasm.model import Candidate
 
@@ -50,7 +51,6 @@ NO_SOURCES_NOTE = (
     "information; do not guess."
 )
 _BACKTICKS = re.compile(r"`{3,}")
-_SPACES = re.compile(r"\s+")
 
 
 def label(number: int) -> str:
@@ -66,18 +66,23 @@ def fence_for(text: str) -> str:
 
 
 def _one_line(value: str) -> str:
-    return _SPACES.sub(" ", value).strip()
+    return " ".join(value.split())
+
+
+@lru_cache(maxsize=65536)
+def _header_line(number: int, title: str | None, url: str | None, passage_id: str) -> str:
+    parts = [f"[{label(number)}]"]
+    if title:
+        parts.append(_one_line(title))
+    if url:
+        parts.append(f"<{_one_line(url)}>")
+    parts.append(f"(id: {_one_line(passage_id)})")
+    return " ".join(parts)
 
 
 def _header(candidate: Candidate, number: int) -> str:
     passage = candidate.passage
-    parts = [f"[{label(number)}]"]
-    if passage.title:
-        parts.append(_one_line(passage.title))
-    if passage.url:
-        parts.append(f"<{_one_line(passage.url)}>")
-    parts.append(f"(id: {_one_line(passage.id)})")
-    return " ".join(parts)
+    return _header_line(number, passage.title, passage.url, passage.id)
 
 
 def _opening(candidate: Candidate, number: int, previous: Candidate | None) -> str:

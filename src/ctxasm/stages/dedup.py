@@ -203,21 +203,19 @@ class _StitchSession:
         return Merge(kept, merged, detail)
 
     def _by_text(self, kept: Candidate, new: Candidate) -> Verdict:
-        if new.text in kept.text:
+        relation, overlap = _text_relation(kept.text, new.text, self.min_overlap)
+        if relation == "inside":
             return Duplicate(kept.id, f"text lies inside {kept.id}")
-        if kept.text in new.text:
-            merged = kept._replace(text=new.text, score=max(kept.score, new.score))
+        score = max(kept.score, new.score)
+        if relation == "contains":
+            merged = kept._replace(text=new.text, score=score)
             return Merge(kept, merged, f"stitched into {kept.id}: its text contains {kept.id}")
-        for first, second, kept_first in ((kept, new, True), (new, kept, False)):
-            overlap = _suffix_prefix_overlap(first.text, second.text, self.min_overlap)
-            if overlap:
-                text = first.text + second.text[overlap:]
-                merged = kept._replace(
-                    text=text, score=max(kept.score, new.score), start=None, end=None
-                )
-                where = "continues" if kept_first else "precedes"
-                detail = f"stitched into {kept.id}: {where} it with {overlap} shared characters"
-                return Merge(kept, merged, detail)
+        if relation in ("continues", "precedes"):
+            first, second = (kept, new) if relation == "continues" else (new, kept)
+            text = first.text + second.text[overlap:]
+            merged = kept._replace(text=text, score=score, start=None, end=None)
+            detail = f"stitched into {kept.id}: {relation} it with {overlap} shared characters"
+            return Merge(kept, merged, detail)
         return None
 
     def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
@@ -229,6 +227,24 @@ class _StitchSession:
             windows[:] = [candidate if w.id == replaced.id else w for w in windows]
         else:
             windows.append(candidate)
+
+
+@lru_cache(maxsize=65536)
+def _text_relation(kept: str, new: str, minimum: int) -> tuple[str, int]:
+    """How ``new`` relates to ``kept``: inside it, containing it, continuing it (kept's end is
+    new's start), preceding it, or unrelated; with the overlap in characters. Cached: the same
+    windows meet again request after request."""
+    if new in kept:
+        return "inside", len(new)
+    if kept in new:
+        return "contains", len(kept)
+    overlap = _suffix_prefix_overlap(kept, new, minimum)
+    if overlap:
+        return "continues", overlap
+    overlap = _suffix_prefix_overlap(new, kept, minimum)
+    if overlap:
+        return "precedes", overlap
+    return "unrelated", 0
 
 
 def _suffix_prefix_overlap(first: str, second: str, minimum: int) -> int:
@@ -470,6 +486,6 @@ def _lsh_bands(threshold: float) -> tuple[int, int]:
 
 
 def clear_caches() -> None:
-    """Forget cached words, keys and shingles (for cold-start measurements and tests)."""
-    for cached in (_words, _word_hash, _normalized_key, shingles):
+    """Forget cached words, keys, shingles and text relations (for cold-start measurements)."""
+    for cached in (_words, _word_hash, _normalized_key, shingles, _text_relation):
         cached.cache_clear()
