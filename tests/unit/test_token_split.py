@@ -103,3 +103,27 @@ def test_a_block_of_thousands_of_passages_is_counted_without_deep_recursion() ->
     counter = TokenCounter(TiktokenTokenizer("o200k_base"))
     block = "".join(f"[Source {i}] (id: p{i})\n```\nText {i}.\n```\n\n" for i in range(5000))
     assert counter.count(block) == len(tiktoken.get_encoding("o200k_base").encode_ordinary(block))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(WORDY, max_size=120).map("".join),
+    st.lists(WORDY, max_size=60).map("".join),
+    st.lists(WORDY, max_size=60).map("".join),
+    st.sampled_from(["prefix", "suffix", "unrelated"]),
+    st.sampled_from(["o200k_base", "cl100k_base"]),
+)
+def test_count_edited_equals_a_fresh_count(
+    shared: str, before: str, after: str, how: str, name: str
+) -> None:
+    encoding = tiktoken.get_encoding(name)
+    if how == "prefix":  # a window grown to the right
+        old, new = "```\n" + shared + before + "\n", "```\n" + shared + after + "\n"
+    elif how == "suffix":  # grown to the left
+        old, new = "```\n" + before + shared + "\n", "```\n" + after + shared + "\n"
+    else:
+        old, new = before + "\n", after + shared
+    counter = TokenCounter(TiktokenTokenizer(name))
+    counter.count(old)
+    assert counter.count_edited(old, new) == len(encoding.encode_ordinary(new))
+    assert counter.count(new) == len(encoding.encode_ordinary(new))  # what it cached is exact

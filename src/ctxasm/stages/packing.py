@@ -53,6 +53,13 @@ class Meter:
         framing = self.counter.count(opening) + 1
         return framing + self.counter.count_upto(fenced, max(0, limit - framing))
 
+    def cost_after_merge(self, kept: Candidate, merged: Candidate) -> int:
+        """The cost of ``merged``, a kept passage grown by stitching: only the new text is
+        tokenized when the tokenizer allows it."""
+        opening, fenced = self.pricing(merged)
+        _, kept_fenced = self.pricing(kept)
+        return self.counter.count(opening) + self.counter.count_edited(kept_fenced, fenced) + 1
+
     def lower_bound(self, candidate: Candidate) -> int:
         """A cost the candidate cannot be below, known without tokenizing its text."""
         return self.counter.lower_bound(candidate.text) + self.floor
@@ -130,7 +137,7 @@ class Packing:
 
     def _merge(self, candidate: Candidate, verdict: Merge) -> Offer:
         position = next(i for i, kept in enumerate(self.kept) if kept.id == verdict.into.id)
-        new_cost = self.meter.cost(verdict.merged)
+        new_cost = self.meter.cost_after_merge(verdict.into, verdict.merged)
         delta = new_cost - self.costs[verdict.into.id]
         if delta > self.remaining:
             return self._too_big(

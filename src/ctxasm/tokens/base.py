@@ -47,6 +47,7 @@ class TokenCounter:
         self._at_least: dict[int, int] = {}  # lower bounds from counts that stopped early
         self._lock = threading.Lock()
         self._splittable = bool(getattr(tokenizer, "splits_before_fence", False))
+        self._spaces_split = bool(getattr(tokenizer, "splits_at_spaces", False))
 
     @property
     def name(self) -> str:
@@ -118,6 +119,37 @@ class TokenCounter:
                 self._at_least[key] = max(known, counted)
         return counted
 
+    def count_edited(self, old: str, new: str) -> int:
+        """``count(new)`` for a text that shares a long prefix or suffix with ``old``, whose
+        count is cached: only the part that changed is tokenized.
+
+        Needs a tokenizer with ``splits_at_spaces`` (a space after a non-whitespace character
+        always starts a new piece): splitting both texts at such a space inside the shared part
+        makes ``count(x) == count(x[:p]) + count(x[p:])`` for both. Falls back to ``count(new)``.
+        """
+        known = self._cached(old)
+        if known is None or not self._spaces_split:
+            return self.count(new)
+        shared = _shared_prefix(old, new)
+        cut = _last_space_boundary(old, shared)
+        if cut > 0:
+            counted = known - self.count(old[cut:]) + self.count(new[cut:])
+        else:
+            shared = _shared_prefix(old[::-1], new[::-1])
+            cut = _first_space_boundary(old, len(old) - shared)
+            if cut <= 0:
+                return self.count(new)
+            head = len(new) - (len(old) - cut)
+            counted = known - self.count(old[:cut]) + self.count(new[:head])
+        self._store(self._key(new), counted)
+        return counted
+
+    def _key(self, text: str) -> int:
+        return xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
+
+    def _cached(self, text: str) -> int | None:
+        return self._counts.get(self._key(text)) if text else 0
+
     def lower_bound(self, text: str) -> int:
         """A count that ``count(text)`` is never below, computed without tokenizing."""
         return self.tokenizer.lower_bound(text) if text else 0
@@ -129,3 +161,32 @@ class TokenCounter:
 
     def __len__(self) -> int:
         return len(self._counts)
+
+
+def _shared_prefix(first: str, second: str) -> int:
+    """Length of the longest common prefix (C-speed comparisons, halving)."""
+    low, high = 0, min(len(first), len(second))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if first[:middle] == second[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _last_space_boundary(text: str, limit: int) -> int:
+    """The last position below ``limit`` holding a space after a non-whitespace character."""
+    cut = text.rfind(" ", 1, limit)
+    while cut > 0 and text[cut - 1].isspace():
+        cut = text.rfind(" ", 1, cut)
+    return cut
+
+
+def _first_space_boundary(text: str, start: int) -> int:
+    """The first position above ``start`` holding a space after a non-whitespace character
+    (so the character before it also lies at or after ``start``); -1 if there is none."""
+    cut = text.find(" ", start + 1)
+    while cut != -1 and text[cut - 1].isspace():
+        cut = text.find(" ", cut + 1)
+    return cut

@@ -163,6 +163,8 @@ class TiktokenTokenizer:
     # newline ends a whitespace piece or trails a punctuation piece, which may only continue
     # with newlines (or "/" in o200k). Tokens never cross pieces, so counts add up across it.
     splits_before_fence = True
+    # ... and a space after a non-whitespace character always starts a new piece.
+    splits_at_spaces = True
 
     def __init__(self, encoding: str) -> None:
         if encoding not in OFFICIAL_RANKS:
