@@ -61,7 +61,7 @@ class TokenCounter:
         """The number of tokens in ``text``, from the cache when it has been counted before."""
         if not text:
             return 0
-        key = xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
+        key = self._key(text)
         cached = self._counts.get(key)
         if cached is not None:
             return cached
@@ -79,7 +79,7 @@ class TokenCounter:
         return counted
 
     def _count_segment(self, text: str) -> int:
-        key = xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
+        key = self._key(text)
         cached = self._counts.get(key)
         if cached is None:
             cached = self.tokenizer.count(text)
@@ -101,7 +101,7 @@ class TokenCounter:
         exact counts."""
         if not text:
             return 0
-        key = xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
+        key = self._key(text)
         cached = self._counts.get(key)
         if cached is not None:
             return cached
@@ -144,7 +144,9 @@ class TokenCounter:
         self._store(self._key(new), counted)
         return counted
 
-    def _key(self, text: str) -> int:
+    @staticmethod
+    def _key(text: str) -> int:
+        # 128-bit content hash: the cache holds no text, and collisions are out of reach.
         return xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
 
     def _cached(self, text: str) -> int | None:
