@@ -79,10 +79,13 @@ def build(slot: str, spec: StrategySpec | Mapping[str, Any] | str, field: str) -
         spec = StrategySpec(str(spec.get("name")), {k: v for k, v in spec.items() if k != "name"})
     cls = _REGISTRY[slot].get(spec.name)
     if cls is None:
-        raise UnknownStrategyError(
-            f"unknown {slot} strategy {spec.name!r}; choose one of {', '.join(names(slot))}",
-            field=field,
+        available = names(slot)
+        choices = (
+            f"choose one of {', '.join(available)}"
+            if available
+            else f"no {slot} strategies are available yet; leave {field} null"
         )
+        raise UnknownStrategyError(f"unknown {slot} strategy {spec.name!r}; {choices}", field=field)
     assert dataclasses.is_dataclass(cls)
     allowed = [f.name for f in dataclasses.fields(cls) if f.init]
     for key in spec.params:

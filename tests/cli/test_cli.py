@@ -231,3 +231,20 @@ def test_bad_config_file_is_bad_input(tmp_path: Path) -> None:
 def test_help_and_version() -> None:
     assert b"assemble" in ctxasm("--help").stdout
     assert ctxasm("--version").stdout.decode().startswith("ctxasm ")
+
+
+def test_batch_progress_bar_can_be_forced(tmp_path: Path) -> None:
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text((json.dumps(request()) + "\n") * 3)
+    done = ctxasm("batch", str(source), str(target), "--progress")
+    assert done.returncode == 0, done.stderr.decode()
+    assert len(target.read_text().splitlines()) == 3
+    assert b"3 assembled, 0 failed" in done.stderr
+
+
+def test_slots_without_strategies_say_so() -> None:
+    data = request(strategy={"compression": "extractive"})
+    done = ctxasm("assemble", "-", stdin=json.dumps(data).encode())
+    assert done.returncode == 2
+    assert b"no compression strategies are available yet" in done.stderr
+    assert b"[strategy.compression]" in done.stderr
