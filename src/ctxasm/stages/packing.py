@@ -159,6 +159,22 @@ class Packing:
         self.excluded.append(Exclusion(candidate.id, SELECTION, Reason.OVER_BUDGET, detail))
         return Offer.TOO_BIG
 
+    def price(self, candidates: Sequence[Candidate]) -> list[tuple[Candidate, int]]:
+        """The candidates that could fit the whole remaining budget, with their exact costs;
+        the others are excluded as too big after counting only as much as needed."""
+        fitting = []
+        for candidate in candidates:
+            remaining = self.remaining
+            if self.meter.lower_bound(candidate) > remaining:
+                self._too_big(candidate)
+                continue
+            cost = self.meter.cost_upto(candidate, remaining)
+            if cost > remaining:
+                self._too_big(candidate)
+            else:
+                fitting.append((candidate, cost))
+        return fitting
+
     def exclude(self, candidates: Sequence[Candidate], reason: Reason, detail: str) -> None:
         """Record ``candidates`` as excluded by the selection stage without offering them."""
         self.excluded.extend(Exclusion(c.id, SELECTION, reason, detail) for c in candidates)

@@ -46,15 +46,19 @@ def _offer_all(candidates: Sequence[Candidate], packing: Packing) -> None:
 
 
 def _values(candidates: Sequence[Candidate]) -> list[float]:
-    """Scores as positive values: shifted up when some are negative, and never zero, so that
-    a passage that fits is always worth taking."""
-    if not candidates:
+    """Scores as values in (0, 1]: divided by the best when none is negative (ratios kept),
+    else shifted and scaled; never zero, so a passage that fits is always worth taking.
+    Halving before subtracting keeps scores near the float limit from overflowing."""
+    scores = [c.score for c in candidates]
+    if not scores:
         return []
-    low = min(c.score for c in candidates)
-    high = max(c.score for c in candidates)
-    shift = -low if low < 0 else 0.0
-    floor = 1e-6 * max(1.0, high + shift)
-    return [c.score + shift + floor for c in candidates]
+    low, high = min(scores), max(scores)
+    if low >= 0:
+        scaled = [s / high for s in scores] if high > 0 else [0.0] * len(scores)
+    else:
+        span = high / 2 - low / 2
+        scaled = [(s / 2 - low / 2) / span for s in scores] if span > 0 else [1.0] * len(scores)
+    return [max(value, 1e-6) for value in scaled]
 
 
 @register
@@ -122,10 +126,11 @@ class UtilityPerToken(Strategy):
     slot: ClassVar[str] = "selection"
 
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
-        values = _values(candidates)
+        fitting = packing.price(candidates)
+        values = _values([c for c, _ in fitting])
         keyed = [
-            (-value / packing.meter.cost(c), c.request_index, c)
-            for value, c in zip(values, candidates, strict=True)
+            (-value / cost, c.request_index, c)
+            for value, (c, cost) in zip(values, fitting, strict=True)
         ]
         keyed.sort(key=lambda item: (item[0], item[1]))
         _offer_all([c for _, _, c in keyed], packing)
@@ -154,9 +159,10 @@ class KnapsackSelection(Strategy):
         require_int("max_cells", self.max_cells, low=100)
 
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
-        pool, rest = list(candidates[: self.max_candidates]), candidates[self.max_candidates :]
-        values = dict(zip((c.id for c in pool), _values(pool), strict=True))
-        open_ = pool
+        pool, rest = candidates[: self.max_candidates], candidates[self.max_candidates :]
+        fitting = packing.price(pool)
+        open_ = [c for c, _ in fitting]
+        values = dict(zip((c.id for c in open_), _values(open_), strict=True))
         # Solve, then offer the chosen set in rank order so dedup compares against what is
         # really kept. When dedup turned some of them away, budget is left: solve again over
         # the candidates not yet offered. Every round offers at least one candidate.
@@ -234,9 +240,7 @@ class MMRSelection(Strategy):
         import numpy as np
 
         similarity = _similarity_matrix(pool)
-        scores = np.array([c.score for c in pool])
-        spread = scores.max() - scores.min()
-        relevance = (scores - scores.min()) / spread if spread > 0 else np.ones(len(pool))
+        relevance = np.array(_values(pool))
         closest = np.zeros(len(pool))
         open_ = np.ones(len(pool), dtype=bool)
         while open_.any():

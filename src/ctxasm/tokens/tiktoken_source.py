@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxasm.errors import TokenizerError
+from ctxasm.errors import RequestError, TokenizerError
 
 if TYPE_CHECKING:
     import tiktoken
@@ -59,8 +59,8 @@ OFFICIAL_RANKS: dict[str, RankFile] = {
 # Prefixes this many characters per token of the limit usually hold more tokens than the limit
 # (English runs at about 4.5), so one prefix count settles most rejections.
 _PREFIX_CHARS_PER_TOKEN = 5
-# The longest token of both encodings covers 128 bytes, so at most 128 characters.
-_MAX_TOKEN_CHARS = 128
+# The longest token of both encodings covers 128 bytes of UTF-8.
+_MAX_TOKEN_BYTES = 128
 # A space preceded by one of these may share a piece with it (see TiktokenTokenizer.lower_bound).
 _ASCII_SPACE_NEIGHBOURS = tuple(f"{c} " for c in "\t\n\r\x0b\x0c")
 _UNICODE_SPACES = tuple(
@@ -177,14 +177,24 @@ class TiktokenTokenizer:
 
     def count(self, text: str) -> int:
         # Passage text is data: special-token strings in it are counted as plain text.
-        return len(load_encoding(self.encoding).encode_ordinary(text))
+        encoding = load_encoding(self.encoding)
+        try:
+            return len(encoding.encode_ordinary(text))
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as exc:  # tiktoken's Rust core panics (a BaseException) on some input
+            raise RequestError(
+                f"a text of {len(text):,} characters could not be tokenized with {self.encoding} "
+                f"({type(exc).__name__}); split it into smaller passages",
+                field="passages",
+            ) from None
 
     def lower_bound(self, text: str) -> int:
         """Tokens never span two pre-tokenizer pieces, and in o200k and cl100k a space that
         follows a non-whitespace character always starts a new piece. Counting spaces, minus
         two per double space (so a run of spaces adds at most one), minus every space that
         follows other whitespace, never exceeds the pieces; a token also covers at most 128
-        characters. Both cost a few string scans, no tokenizing."""
+        bytes of UTF-8. Both cost a few string scans, no tokenizing."""
         spaces = text.count(" ") - 2 * text.count("  ")
         for other in _ASCII_SPACE_NEIGHBOURS:
             spaces -= text.count(other)
@@ -192,7 +202,8 @@ class TiktokenTokenizer:
             for other in _UNICODE_SPACES:
                 if other in text:  # rare: pay for the pair count only when the space is there
                     spaces -= text.count(other + " ")
-        return max(spaces, -(-len(text) // _MAX_TOKEN_CHARS))
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        return max(spaces, -(-size // _MAX_TOKEN_BYTES))
 
     def count_upto(self, text: str, limit: int) -> int:
         """The exact count when it is at most ``limit``; otherwise some count above ``limit``
