@@ -16,6 +16,7 @@ from typing import Any
 
 from ctxasm import registry
 from ctxasm.config import AssemblerConfig
+from ctxasm.errors import RequestError
 from ctxasm.formatting import PromptParts, get_format
 from ctxasm.formatting.blocks import (
     HEADING,
@@ -38,6 +39,8 @@ from ctxasm.tokens import get_counter
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Assembler", "assemble"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a careful assistant that answers questions from sources."
+# Strategies built per parameter set are kept for reuse, up to this many.
+_MAX_CACHED_STRATEGIES = 256
 # Tokens the sources block may merge or add at its seams with the question.
 _BLOCK_SEAM = 2
 
@@ -117,14 +120,20 @@ class Assembler:
         if cached is None:
             cached = registry.build(slot, spec, where)
             with self._lock:
+                if len(self._strategies) >= _MAX_CACHED_STRATEGIES:
+                    self._strategies.clear()
                 self._strategies[key] = cached
         return cached
 
     def _resolve(self, chosen: Strategies) -> dict[str, Any]:
-        if chosen.compression is not None:
-            registry.build("compression", chosen.compression, "strategy.compression")
-        if chosen.guard is not None:
-            registry.build("guard", chosen.guard, "strategy.guard")
+        for slot, spec in (("compression", chosen.compression), ("guard", chosen.guard)):
+            if spec is not None:
+                # Refuse rather than accept a strategy that would never run.
+                registry.build(slot, spec, f"strategy.{slot}")
+                raise RequestError(
+                    f"the {slot} slot does not run any strategy yet; leave strategy.{slot} null",
+                    field=f"strategy.{slot}",
+                )
         return {
             "relevance": self._build("relevance", chosen.relevance, "strategy.relevance"),
             "dedup": [
@@ -141,7 +150,12 @@ class Assembler:
         """Assemble one request, given as a :class:`Request`, request JSON, or keywords."""
         started = time.perf_counter()
         if isinstance(request, Request):
-            parsed = request
+            if fields:
+                raise RequestError(
+                    f"give either a Request or request fields, not both (got {sorted(fields)})",
+                    field=sorted(fields)[0],
+                )
+            parsed = parse_request(request, max_request_chars=self.config.max_request_chars)
         else:
             data = {**(request or {}), **fields}
             parsed = parse_request(

@@ -115,7 +115,7 @@ class Strategies:
     guard: StrategySpec | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True, eq=False)
 class Request:
     """A validated assembly request (see ``ctxasm.schema.parse_request``).
 

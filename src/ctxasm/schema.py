@@ -7,6 +7,7 @@ is allowed. Strategy *names* are checked later, against the registry, when the a
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -72,6 +73,8 @@ PASSAGE_FIELDS = (
     "metadata",
 )
 _PASSAGE_FIELD_SET = frozenset(PASSAGE_FIELDS)
+# Requests this module built; a Request made by hand is validated before use.
+_VALIDATED: weakref.WeakSet[Request] = weakref.WeakSet()
 _SLOTS = ("relevance", "dedup", "selection", "compression", "ordering", "guard")
 _OPTIONAL_SLOTS = frozenset({"compression", "guard"})
 _ROLES = ("user", "assistant")
@@ -338,7 +341,7 @@ def _parse_principal(value: object) -> Principal | None:
     return Principal(
         id=_string(value.get("id"), "principal.id", nonempty=True),
         tenant=_string(value.get("tenant"), "principal.tenant", optional=True),
-        groups=_strings(value.get("groups", ()), "principal.groups", optional=False) or (),
+        groups=_strings(value.get("groups"), "principal.groups", optional=True) or (),
     )
 
 
@@ -374,11 +377,14 @@ def _check_size(data: Mapping[str, Any], passages: Sequence[Any], limit: int) ->
 
 
 def parse_request(
-    data: Mapping[str, Any], *, max_request_chars: int = DEFAULT_MAX_REQUEST_CHARS
+    data: Mapping[str, Any] | Request, *, max_request_chars: int = DEFAULT_MAX_REQUEST_CHARS
 ) -> Request:
-    """A validated :class:`Request` from request JSON (already decoded)."""
+    """A validated :class:`Request` from request JSON (already decoded), or from a
+    :class:`Request` built by hand (checked field by field like JSON)."""
     if isinstance(data, Request):
-        return data
+        if data in _VALIDATED:
+            return data
+        data = {name: getattr(data, name) for name in REQUEST_FIELDS}
     if not isinstance(data, Mapping):
         raise _fail("request", "a JSON object", data)
     unknown = [key for key in data if key not in REQUEST_FIELDS]
@@ -411,7 +417,7 @@ def parse_request(
     allow_public = data.get("allow_public", False)
     if not isinstance(allow_public, bool):
         raise _fail("allow_public", "true or false", allow_public)
-    return Request(
+    request = Request(
         query=query,
         passages=passages,
         model=_string(data.get("model", "gpt-4o"), "model", nonempty=True),
@@ -432,3 +438,5 @@ def parse_request(
         top_k=_integer(data.get("top_k"), "top_k", minimum=1),
         allow_public=allow_public,
     )
+    _VALIDATED.add(request)
+    return request

@@ -99,9 +99,10 @@ def _tiers() -> list[dict[str, Any]]:
     ]
 
 
-def test_priority_strict_cuts_off_after_the_first_that_does_not_fit() -> None:
+def test_priority_strict_cuts_off_lower_tiers_after_the_first_that_does_not_fit() -> None:
+    # mid-big does not fit: the rest of its tier (mid-small) is still tried, lower tiers are cut
     result = _run(_tiers(), "priority", max_context_tokens=200)
-    assert _ids(result) == ["high"]
+    assert _ids(result) == ["mid-small", "high"]  # in prompt order (primacy-recency by score)
     assert [e.to_dict() for e in result.report.excluded] == [
         {
             "id": "low",
@@ -114,12 +115,6 @@ def test_priority_strict_cuts_off_after_the_first_that_does_not_fit() -> None:
             "stage": "selection",
             "reason": "over_budget",
             "detail": result.report.excluded[1].detail,
-        },
-        {
-            "id": "mid-small",
-            "stage": "selection",
-            "reason": "priority_cutoff",
-            "detail": "after mid-big (priority 1) did not fit",
         },
         {
             "id": "unset",

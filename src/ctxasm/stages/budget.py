@@ -13,12 +13,15 @@ import math
 from ctxasm.errors import BudgetError, RequestError
 from ctxasm.formatting import Format, PromptParts
 from ctxasm.formatting.base import user_content
-from ctxasm.formatting.blocks import NO_CONTEXT_NOTE
+from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE
 from ctxasm.model import Budget, Request
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 
 __all__ = ["DEFAULT_RESERVE_OUTPUT", "ESTIMATE_MARGIN", "plan_budget"]
+
+# The prompt without passages carries one of these; the request must fit with either.
+NOTES = (NO_CONTEXT_NOTE, NO_SOURCES_NOTE)
 
 # A typical grounded answer fits in 1,024 tokens; models with smaller limits reserve all of it.
 DEFAULT_RESERVE_OUTPUT = 1024
@@ -31,6 +34,12 @@ def plan_budget(
 ) -> Budget:
     """The budget of ``request``, or a :class:`BudgetError` when nothing but the query fits."""
     window = model.context_window if request.context_window is None else request.context_window
+    if window > model.context_window:
+        raise RequestError(
+            f"context_window ({window}) exceeds {model.name}'s window of {model.context_window} "
+            "tokens; to use a larger deployment, override the model in a config file",
+            field="context_window",
+        )
     reserve = request.reserve_output_tokens
     if reserve is None:
         reserve = min(model.max_output, DEFAULT_RESERVE_OUTPUT, max(1, window // 4))
@@ -56,7 +65,7 @@ def plan_budget(
     bare = fmt.count(fmt.render(parts, ""), counter, model)
     overhead = max(0, bare - system - query - history)
     limit = window - reserve - margin
-    smallest = fmt.count(fmt.render(parts, NO_CONTEXT_NOTE), counter, model)
+    smallest = max(fmt.count(fmt.render(parts, note), counter, model) for note in NOTES)
     if smallest > limit:
         sections = {
             "system": system,

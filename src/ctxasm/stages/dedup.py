@@ -208,7 +208,7 @@ class _StitchSession:
             return Duplicate(kept.id, f"text lies inside {kept.id}")
         score = max(kept.score, new.score)
         if relation == "contains":
-            merged = kept._replace(text=new.text, score=score)
+            merged = kept._replace(text=new.text, score=score, start=new.start, end=new.end)
             return Merge(kept, merged, f"stitched into {kept.id}: its text contains {kept.id}")
         if relation in ("continues", "precedes"):
             first, second = (kept, new) if relation == "continues" else (new, kept)

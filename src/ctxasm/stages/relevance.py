@@ -36,6 +36,7 @@ class Scores:
     values: list[float]
     floor: float | None
     method: str
+    why_irrelevant: str = "no query term in the text"
 
 
 class RelevanceStrategy(Protocol):
@@ -89,7 +90,7 @@ class BM25Relevance(Strategy):
     def score(self, query: str, passages: Sequence[Passage]) -> Scores:
         terms = query_terms(query)
         if not passages or not terms:
-            return Scores([0.0] * len(passages), 0.0, "bm25")
+            return Scores([0.0] * len(passages), 0.0, "bm25", "the query has no content words")
         needles = [f" {term} " for term in terms]
         # Doubling the spaces keeps adjacent words from sharing the space a match consumes.
         padded = [" " + normalize(p.text).replace(" ", "  ") + " " for p in passages]
@@ -157,7 +158,7 @@ def rank(
     relevant = 0  # rank among the candidates that passed the thresholds
     for candidate in ranked:
         if scores.floor is not None and candidate.score <= scores.floor:
-            detail = f"{scores.method} score {candidate.score:.4g}: no query term in the text"
+            detail = f"{scores.method} score {candidate.score:.4g}: {scores.why_irrelevant}"
         elif min_score is not None and candidate.score < min_score:
             detail = f"{scores.method} score {candidate.score:.4g} < min_score {min_score:g}"
         elif top_k is not None and len(kept) >= top_k:

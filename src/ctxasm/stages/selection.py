@@ -82,10 +82,11 @@ class GreedyByScore(Strategy):
 class PrioritySelection(Strategy):
     """Highest ``priority`` first (then score, then request order).
 
-    ``cutoff="strict"``: the first candidate that does not fit ends selection, and every
-    candidate after it is excluded with ``priority_cutoff`` (a lower tier never jumps a higher
-    one). ``cutoff="skip"``: skip what does not fit and keep going. Passages without a priority
-    count as ``default_priority``. Use for fixed tiers (policy documents before tickets, ...).
+    ``cutoff="strict"``: once a candidate does not fit, the rest of its tier is still tried, and
+    every candidate of a lower priority is excluded with ``priority_cutoff`` (a lower tier never
+    jumps a higher one). ``cutoff="skip"``: skip what does not fit and keep going. Passages
+    without a priority count as ``default_priority``. Use for fixed tiers (policy documents
+    before tickets, ...).
     """
 
     name: ClassVar[str] = "priority"
@@ -106,11 +107,15 @@ class PrioritySelection(Strategy):
         if self.cutoff == "skip":
             _offer_all(ordered, packing)
             return
-        for position, candidate in enumerate(ordered):
-            if packing.offer(candidate) is Offer.TOO_BIG:
-                detail = f"after {candidate.id} (priority {priority(candidate):g}) did not fit"
-                packing.exclude(ordered[position + 1 :], Reason.PRIORITY_CUTOFF, detail)
-                return
+        cutoff: float | None = None  # the tier of the first candidate that did not fit
+        detail = ""
+        for candidate in ordered:
+            tier = priority(candidate)
+            if cutoff is not None and tier < cutoff:
+                packing.exclude([candidate], Reason.PRIORITY_CUTOFF, detail)
+            elif packing.offer(candidate) is Offer.TOO_BIG and cutoff is None:
+                cutoff = tier
+                detail = f"after {candidate.id} (priority {tier:g}) did not fit"
 
 
 @register
