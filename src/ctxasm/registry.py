@@ -76,7 +76,10 @@ def build(slot: str, spec: StrategySpec | Mapping[str, Any] | str, field: str) -
     if isinstance(spec, str):
         spec = StrategySpec(spec)
     elif isinstance(spec, Mapping):
-        spec = StrategySpec(str(spec.get("name")), {k: v for k, v in spec.items() if k != "name"})
+        name = spec.get("name")
+        if not isinstance(name, str) or not name:
+            raise RequestError(f"{field}.name must be a strategy name", field=f"{field}.name")
+        spec = StrategySpec(name, {k: v for k, v in spec.items() if k != "name"})
     cls = _REGISTRY[slot].get(spec.name)
     if cls is None:
         available = names(slot)

@@ -54,10 +54,10 @@ def _fail(message: str, code: int) -> NoReturn:
 
 
 def _fail_with(error: CtxasmError) -> NoReturn:
-    from ctxasm.errors import BudgetError, RequestError
+    from ctxasm.errors import BudgetError, ConfigError, RequestError
 
     where = f" [{error.field}]" if error.field else ""
-    bad_input = isinstance(error, RequestError | BudgetError) or error.code == "invalid_config"
+    bad_input = isinstance(error, RequestError | BudgetError | ConfigError)
     _fail(f"{error.message}{where}", EXIT_BAD_INPUT if bad_input else EXIT_FAILED)
 
 

@@ -116,15 +116,22 @@ class BM25Relevance(Strategy):
 @register
 @dataclass(frozen=True)
 class AutoRelevance(Strategy):
-    """Given scores when every passage has one, BM25 otherwise (the default)."""
+    """Given scores when every passage has one, BM25 (with ``k1`` and ``b``) otherwise (the
+    default). Scores are not mixed: one missing score switches the whole set to BM25, since
+    retriever scores and BM25 are on different scales."""
 
     name: ClassVar[str] = "auto"
     slot: ClassVar[str] = "relevance"
+    k1: float = 1.2
+    b: float = 0.75
+
+    def __post_init__(self) -> None:
+        BM25Relevance(self.k1, self.b)  # validates the parameters
 
     def score(self, query: str, passages: Sequence[Passage]) -> Scores:
         if all(p.score is not None for p in passages):
-            return GivenScoreRelevance().score(query, passages)
-        return BM25Relevance().score(query, passages)
+            return Scores([p.score or 0.0 for p in passages], None, "given")
+        return BM25Relevance(self.k1, self.b).score(query, passages)
 
 
 def rank(
