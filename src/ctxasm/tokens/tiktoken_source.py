@@ -202,6 +202,8 @@ class TiktokenTokenizer:
             for other in _UNICODE_SPACES:
                 if other in text:  # rare: pay for the pair count only when the space is there
                     spaces -= text.count(other + " ")
+        if spaces * _MAX_TOKEN_BYTES >= 4 * len(text):
+            return spaces  # at most 4 bytes a character: the byte bound cannot be larger
         size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         return max(spaces, -(-size // _MAX_TOKEN_BYTES))
 
