@@ -59,10 +59,7 @@ class TokenCounter:
 
     def count(self, text: str) -> int:
         """The number of tokens in ``text``, from the cache when it has been counted before."""
-        if not text:
-            return 0
-        key = self._key(text)
-        cached = self._counts.get(key)
+        key, cached = self._lookup(text)
         if cached is not None:
             return cached
         if self._splittable and "\n`" in text:
@@ -99,10 +96,7 @@ class TokenCounter:
         ``count(text)`` is not below. Tokenizers with a ``count_upto`` of their own stop early
         on long texts; such partial counts are remembered as lower bounds, apart from the
         exact counts."""
-        if not text:
-            return 0
-        key = self._key(text)
-        cached = self._counts.get(key)
+        key, cached = self._lookup(text)
         if cached is not None:
             return cached
         known = self._at_least.get(key, 0)
@@ -149,8 +143,15 @@ class TokenCounter:
         # 128-bit content hash: the cache holds no text, and collisions are out of reach.
         return xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
 
+    def _lookup(self, text: str) -> tuple[int, int | None]:
+        """The content key of ``text`` and its cached count (0 for empty text, else None)."""
+        if not text:
+            return 0, 0
+        key = self._key(text)
+        return key, self._counts.get(key)
+
     def _cached(self, text: str) -> int | None:
-        return self._counts.get(self._key(text)) if text else 0
+        return self._lookup(text)[1]
 
     def lower_bound(self, text: str) -> int:
         """A count that ``count(text)`` is never below, computed without tokenizing."""
