@@ -27,12 +27,14 @@ from ctxasm.formatting.blocks import (
     render_block,
 )
 from ctxasm.model import Assembly, Candidate, Exclusion, Reason, Request, Strategies, StrategySpec
+from ctxasm.query_class import classify
 from ctxasm.report import build_report
 from ctxasm.schema import parse_request
 from ctxasm.stages.access import filter_readable
 from ctxasm.stages.budget import plan_budget
+from ctxasm.stages.compression import Compressed
 from ctxasm.stages.dedup import DedupChain, Verdict
-from ctxasm.stages.packing import Meter, Packing
+from ctxasm.stages.packing import Meter, Packing, SelectionContext
 from ctxasm.stages.relevance import rank
 from ctxasm.tokens import get_counter
 
@@ -126,7 +128,7 @@ class Assembler:
         return cached
 
     def _resolve(self, chosen: Strategies) -> dict[str, Any]:
-        for slot, spec in (("compression", chosen.compression), ("guard", chosen.guard)):
+        for slot, spec in (("guard", chosen.guard),):
             if spec is not None:
                 # Refuse rather than accept a strategy that would never run.
                 registry.build(slot, spec, f"strategy.{slot}")
@@ -141,6 +143,9 @@ class Assembler:
                 for i, spec in enumerate(chosen.dedup)
             ],
             "selection": self._build("selection", chosen.selection, "strategy.selection"),
+            "compression": None
+            if chosen.compression is None
+            else self._build("compression", chosen.compression, "strategy.compression"),
             "ordering": self._build("ordering", chosen.ordering, "strategy.ordering"),
         }
 
@@ -187,13 +192,26 @@ class Assembler:
                 top_k=request.top_k,
             )
         excluded += cut
+        compressor = strategies["compression"]
+        compressed: dict[str, Compressed] = {}
+        if compressor is not None:
+            with clock.stage("compression"):
+                ranked, compressed = compressor.before_selection(request.query, ranked)
         with clock.stage("selection"):
             worst_label = max(1, len(ranked))
             meter = Meter(counter, lambda c: pricing(c, worst_label))
             chain = DedupChain([strategy.session() for strategy in strategies["dedup"]])
             heading = counter.count(HEADING) + _BLOCK_SEAM
-            packing = Packing(max(0, budget.context - heading), meter, _TimedDedup(chain, clock))
+            context = SelectionContext(
+                request.query, request.query_class or classify(request.query)
+            )
+            packing = Packing(
+                max(0, budget.context - heading), meter, _TimedDedup(chain, clock), context
+            )
             strategies["selection"].select(ranked, packing)
+        if compressor is not None:
+            with clock.stage("compression"):
+                compressed.update(compressor.after_selection(request.query, ranked, packing))
         excluded += packing.excluded
         with clock.stage("ordering"):
             ordered = strategies["ordering"].order(packing.kept)
@@ -222,8 +240,10 @@ class Assembler:
             considered=len(passages),
             no_relevant_context=not ranked,
             timings_ms=clock.ms,
+            compressed=compressed,
+            query_class=context.query_class,
         )
-        return Assembly(rendered.messages, rendered.system, rendered.text, report)
+        return Assembly(rendered.messages, rendered.system, rendered.text, report, tuple(ordered))
 
 
 def _fit(

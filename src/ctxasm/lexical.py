@@ -9,7 +9,16 @@ from __future__ import annotations
 import re
 import string
 
-__all__ = ["STOPWORDS", "normalize", "query_terms", "words"]
+__all__ = [
+    "STOPWORDS",
+    "entities",
+    "normalize",
+    "phrase_key",
+    "query_terms",
+    "sentence_spans",
+    "title_key",
+    "words",
+]
 
 _WORD_BYTES = (string.ascii_letters + string.digits + "_").encode()
 _ASCII_TABLE = bytes(
@@ -51,3 +60,67 @@ def query_terms(query: str) -> list[str]:
         if word not in STOPWORDS:
             seen.setdefault(word, None)
     return list(seen)
+
+
+# Named things a passage can introduce: runs of capitalised words (joined by a few lower-case
+# connectives, as in "Bank of England"), numbers and years.
+_ENTITY = re.compile(
+    r"(?:[A-Z][\w'’\-]*|\d[\d,.]*\d|\d)"
+    r"(?:\s+(?:(?:of|the|de|la|del|von|van|der|and|for|du)\s+)*(?:[A-Z][\w'’\-]*|\d[\d,.]*\d|\d))*"
+)
+# A trailing parenthetical qualifier of a title, as in "Mercury (planet)".
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def phrase_key(text: str) -> str:
+    """``text`` normalised to single-spaced words, for whole-phrase matching: a phrase occurs
+    in a text when ``f" {phrase_key(p)} "`` is in ``f" {phrase_key(t)} "``."""
+    return " ".join(normalize(text).split())
+
+
+def title_key(title: str | None) -> str:
+    """The phrase a title names, without a trailing parenthetical qualifier ("" for none)."""
+    if not title:
+        return ""
+    return phrase_key(_QUALIFIER.sub("", title))
+
+
+def entities(text: str, min_chars: int = 4) -> set[str]:
+    """The phrase keys of capitalised phrases, numbers and dates in ``text``: what a passage
+    introduces that a later passage may mention. Sentence-initial function words ("The") and
+    keys shorter than ``min_chars`` (except numbers) are left out."""
+    found = set()
+    for match in _ENTITY.finditer(text):
+        key = phrase_key(match.group())
+        if key in STOPWORDS or (len(key) < min_chars and not key.isdigit()):
+            continue
+        found.add(key)
+    return found
+
+
+# A sentence ends at . ! or ? (with closing quotes or brackets) before white space and a
+# capital letter, digit or opening quote; an abbreviation or an initial before the stop does not
+# end it.
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Mt|Ft|vs|etc|No|Nos|Inc|Ltd|Co|"
+    r"Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|Fig|Vol|approx|e\.g|i\.e)|"
+    r"\b[A-Z]|\b(?:[A-Z]\.)+[A-Z])[.]$"
+)
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``text``; together they cover the text exactly
+    (white space after a sentence belongs to it). Splits conservatively: when unsure, two
+    sentences stay one, so a cut between spans never falls inside a sentence."""
+    spans = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        stop = match.start() + 1
+        if _ABBREVIATION.search(text[max(start, stop - 12) : stop]):
+            continue
+        spans.append((start, match.end()))
+        start = match.end()
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans

@@ -16,6 +16,7 @@ __all__ = [
     "Assembly",
     "Budget",
     "Candidate",
+    "Compression",
     "Exclusion",
     "Included",
     "Message",
@@ -103,14 +104,14 @@ class StrategySpec:
 class Strategies:
     """The strategy of every slot. ``dedup`` is a chain applied in order."""
 
-    relevance: StrategySpec = StrategySpec("auto")
+    relevance: StrategySpec = StrategySpec("utility")
     dedup: tuple[StrategySpec, ...] = (
         StrategySpec("stitch"),
         StrategySpec("exact"),
         StrategySpec("near"),
     )
-    selection: StrategySpec = StrategySpec("greedy_by_score")
-    compression: StrategySpec | None = None
+    selection: StrategySpec = StrategySpec("auto")
+    compression: StrategySpec | None = StrategySpec("sentences")
     ordering: StrategySpec = StrategySpec("primacy_recency")
     guard: StrategySpec | None = None
 
@@ -138,6 +139,7 @@ class Request:
     min_score: float | None = None
     top_k: int | None = None
     allow_public: bool = False
+    query_class: str | None = None
 
 
 class Candidate(NamedTuple):
@@ -224,6 +226,7 @@ class Included:
     position: int
     source: str | None
     url: str | None
+    compression: Compression | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -234,6 +237,26 @@ class Included:
             "position": self.position,
             "source": self.source,
             "url": self.url,
+            "compression": None if self.compression is None else self.compression.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Compression:
+    """What compression kept of a passage: tokens of its fenced text before and after, and
+    sentences kept out of all."""
+
+    original_tokens: int
+    kept_tokens: int
+    sentences: int
+    kept_sentences: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "original_tokens": self.original_tokens,
+            "kept_tokens": self.kept_tokens,
+            "sentences": self.sentences,
+            "kept_sentences": self.kept_sentences,
         }
 
 
@@ -254,6 +277,7 @@ class Report:
     excluded: tuple[Exclusion, ...]
     cost_usd: float | None
     timings_ms: Mapping[str, float]
+    query_class: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -270,6 +294,7 @@ class Report:
             "excluded": [item.to_dict() for item in self.excluded],
             "cost_usd": self.cost_usd,
             "timings_ms": dict(self.timings_ms),
+            "query_class": self.query_class,
         }
 
 
@@ -285,6 +310,9 @@ class Assembly:
     system: str | None
     text: str | None
     report: Report
+    # The passages as rendered, in order (stitched or compressed text included); not part of
+    # the result JSON.
+    passages: tuple[Candidate, ...] = field(default=(), repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The result JSON of DESIGN.md."""

@@ -147,4 +147,12 @@ def _load_builtins() -> None:
     global _LOADED  # noqa: PLW0603 - one-time registration
     if not _LOADED:
         _LOADED = True
-        from ctxasm.stages import dedup, ordering, relevance, selection  # noqa: F401
+        from ctxasm.stages import (  # noqa: F401
+            compression,
+            dedup,
+            ordering,
+            planners,
+            relevance,
+            selection,
+            utility,
+        )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ctxasm.formatting.blocks import label, rendered_parts
-from ctxasm.model import Budget, Candidate, Exclusion, Included, Report
+from ctxasm.formatting.blocks import body, label, rendered_parts
+from ctxasm.model import Budget, Candidate, Compression, Exclusion, Included, Report
 from ctxasm.models import ModelSpec
+from ctxasm.stages.compression import Compressed
 from ctxasm.tokens import TokenCounter
 
 __all__ = ["build_report", "cost_usd"]
@@ -32,6 +33,8 @@ def build_report(
     considered: int,
     no_relevant_context: bool,
     timings_ms: Mapping[str, float],
+    compressed: Mapping[str, Compressed] | None = None,
+    query_class: str | None = None,
 ) -> Report:
     """The report for passages ``ordered`` as rendered; exclusions sorted by request position.
 
@@ -39,6 +42,20 @@ def build_report(
     line before it (the heading, for the first) and its fenced text, so the shares plus the
     final closing fence add up to ``context_tokens`` for the OpenAI encodings.
     """
+    compressed = compressed or {}
+
+    def compression(candidate: Candidate, fenced: str) -> Compression | None:
+        found = compressed.get(candidate.id)
+        if found is None:
+            return None
+        whole = body(candidate._replace(text=found.original))
+        return Compression(
+            original_tokens=counter.count(whole),
+            kept_tokens=counter.count(fenced),
+            sentences=found.sentences,
+            kept_sentences=found.kept_sentences,
+        )
+
     included = tuple(
         Included(
             id=c.id,
@@ -48,6 +65,7 @@ def build_report(
             position=number,
             source=c.passage.source,
             url=c.passage.url,
+            compression=compression(c, fenced),
         )
         for number, (c, (opening, fenced)) in enumerate(
             zip(ordered, rendered_parts(ordered), strict=True), start=1
@@ -67,4 +85,5 @@ def build_report(
         excluded=tuple(sorted(excluded, key=lambda e: positions[e.candidate_id])),
         cost_usd=cost_usd(model, total_tokens),
         timings_ms={name: round(ms, 3) for name, ms in timings_ms.items()},
+        query_class=query_class,
     )

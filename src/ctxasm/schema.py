@@ -21,6 +21,7 @@ from ctxasm.model import (
     Strategies,
     StrategySpec,
 )
+from ctxasm.query_class import QUERY_CLASSES
 
 __all__ = [
     "DEFAULT_MAX_REQUEST_CHARS",
@@ -52,6 +53,7 @@ REQUEST_FIELDS = (
     "min_score",
     "top_k",
     "allow_public",
+    "query_class",
 )
 PASSAGE_FIELDS = (
     "id",
@@ -417,6 +419,9 @@ def parse_request(
     allow_public = data.get("allow_public", False)
     if not isinstance(allow_public, bool):
         raise _fail("allow_public", "true or false", allow_public)
+    query_class = data.get("query_class")
+    if query_class is not None and query_class not in ("auto", *QUERY_CLASSES):
+        raise _fail("query_class", "one of auto, " + ", ".join(QUERY_CLASSES), query_class)
     request = Request(
         query=query,
         passages=passages,
@@ -437,6 +442,7 @@ def parse_request(
         min_score=_number(data.get("min_score"), "min_score"),
         top_k=_integer(data.get("top_k"), "top_k", minimum=1),
         allow_public=allow_public,
+        query_class=None if query_class == "auto" else query_class,
     )
     _VALIDATED.add(request)
     return request

@@ -2,14 +2,16 @@
 
 Each passage is rendered as a one-line header, then its text between two fences of backticks::
 
-    [Source 1] Title <https://example.org/a> (id: p1)
+    [Source 1] Title <https://example.org/a>
     ```
     passage text
     ```
 
 The fence is always longer than the longest run of backticks in the text, so no text can end
 it early; the header is built from metadata with every line break collapsed, so metadata cannot
-start a new line either.
+start a new line either. The header names the passage id only when it has neither title nor url:
+the model cites the label, and the report maps labels back to ids, so an opaque id would only
+spend tokens.
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ def _header_line(number: int, title: str | None, url: str | None, passage_id: st
         parts.append(_one_line(title))
     if url:
         parts.append(f"<{_one_line(url)}>")
-    parts.append(f"(id: {_one_line(passage_id)})")
+    if len(parts) == 1:
+        parts.append(f"(id: {_one_line(passage_id)})")
     return " ".join(parts)
 
 

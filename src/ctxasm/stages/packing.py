@@ -16,7 +16,7 @@ from ctxasm.model import Candidate, Exclusion, Passage, Reason
 from ctxasm.stages.dedup import DedupSession, Duplicate, Merge
 from ctxasm.tokens import TokenCounter
 
-__all__ = ["Meter", "Offer", "Packing"]
+__all__ = ["Meter", "Offer", "Packing", "SelectionContext"]
 
 SELECTION = "selection"
 DEDUP = "dedup"
@@ -82,6 +82,14 @@ class Offer(Enum):
     TOO_BIG = "too_big"
 
 
+@dataclass(frozen=True, slots=True)
+class SelectionContext:
+    """What a planner may know about the request besides the candidates."""
+
+    query: str = ""
+    query_class: str = "factoid"
+
+
 @dataclass
 class Packing:
     """The kept candidates and the tokens they use, inside one budget."""
@@ -89,6 +97,7 @@ class Packing:
     budget: int
     meter: Meter
     dedup: DedupSession
+    context: SelectionContext = SelectionContext()
 
     def __post_init__(self) -> None:
         self.kept: list[Candidate] = []
@@ -174,6 +183,21 @@ class Packing:
             else:
                 fitting.append((candidate, cost))
         return fitting
+
+    def readmit(self, candidate: Candidate) -> Offer:
+        """Offer a changed version (a compressed one) of a candidate already turned away: on
+        success its earlier exclusion is withdrawn, otherwise the earlier one stands."""
+        before = len(self.excluded)
+        outcome = self.offer(candidate)
+        if outcome in (Offer.ADDED, Offer.MERGED):
+            self.excluded[:before] = [
+                e
+                for e in self.excluded[:before]
+                if e.candidate_id != candidate.id or e.reason is not Reason.OVER_BUDGET
+            ]
+        else:
+            del self.excluded[before:]
+        return outcome
 
     def exclude(self, candidates: Sequence[Candidate], reason: Reason, detail: str) -> None:
         """Record ``candidates`` as excluded by the selection stage without offering them."""

@@ -22,6 +22,7 @@ __all__ = [
     "GivenScoreRelevance",
     "RelevanceStrategy",
     "Scores",
+    "bm25",
     "rank",
 ]
 
@@ -91,26 +92,33 @@ class BM25Relevance(Strategy):
         terms = query_terms(query)
         if not passages or not terms:
             return Scores([0.0] * len(passages), 0.0, "bm25", "the query has no content words")
-        needles = [f" {term} " for term in terms]
-        # Doubling the spaces keeps adjacent words from sharing the space a match consumes.
-        padded = [" " + normalize(p.text).replace(" ", "  ") + " " for p in passages]
-        frequencies = [[text.count(needle) for needle in needles] for text in padded]
-        lengths = [len(p.text) for p in passages]
-        average = (sum(lengths) / len(lengths)) or 1.0
-        count = len(passages)
-        idf = []
-        for column in range(len(terms)):
-            df = sum(1 for row in frequencies if row[column])
-            idf.append(math.log(1.0 + (count - df + 0.5) / (df + 0.5)))
-        raw = []
-        for row, length in zip(frequencies, lengths, strict=True):
-            norm = self.k1 * (1.0 - self.b + self.b * length / average)
-            raw.append(
-                sum(w * tf * (self.k1 + 1.0) / (tf + norm) for w, tf in zip(idf, row, strict=True))
-            )
+        raw = bm25(terms, [p.text for p in passages], self.k1, self.b)
         best = max(raw)
         values = [r / best for r in raw] if best > 0 else raw
         return Scores(values, 0.0, "bm25")
+
+
+def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> list[float]:
+    """Okapi BM25 of ``terms`` (distinct content words) against each text, with document
+    frequencies and the average length (in characters) taken from ``texts`` themselves."""
+    if not texts:
+        return []
+    needles = [f" {term} " for term in terms]
+    # Doubling the spaces keeps adjacent words from sharing the space a match consumes.
+    padded = [" " + normalize(text).replace(" ", "  ") + " " for text in texts]
+    frequencies = [[text.count(needle) for needle in needles] for text in padded]
+    lengths = [len(text) for text in texts]
+    average = (sum(lengths) / len(lengths)) or 1.0
+    count = len(texts)
+    idf = []
+    for column in range(len(terms)):
+        df = sum(1 for row in frequencies if row[column])
+        idf.append(math.log(1.0 + (count - df + 0.5) / (df + 0.5)))
+    raw = []
+    for row, length in zip(frequencies, lengths, strict=True):
+        norm = k1 * (1.0 - b + b * length / average)
+        raw.append(sum(w * tf * (k1 + 1.0) / (tf + norm) for w, tf in zip(idf, row, strict=True)))
+    return raw
 
 
 @register

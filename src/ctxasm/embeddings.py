@@ -1,0 +1,269 @@
+"""Text embeddings: unit vectors that put passages with the same meaning close together.
+
+An :class:`Embedder` turns texts into an ``(n, dimension)`` float32 array whose rows have unit
+L2 norm (a text with no words gives a zero row), so a dot product is a cosine similarity. Two
+come with ctxasm, chosen by a spec string with :func:`get_embedder`:
+
+* ``"hashing"`` / ``"hashing:512"``: :class:`HashingEmbedder`, feature hashing of word unigrams
+  and bigrams. Offline, model-free, deterministic across processes; it sees shared wording, not
+  paraphrase.
+* ``"sentence-transformers:/path/to/model"``: :class:`SentenceTransformerEmbedder`, a
+  sentence-transformers model loaded from a local directory, never downloaded
+  (``pip install 'ctxasm[embeddings]'``).
+
+Passages may also bring their own vectors (``Passage.embedding``); :func:`passage_vectors`
+prefers those. numpy is imported on first use, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+import sys
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import xxhash
+
+from ctxasm.errors import ConfigError
+from ctxasm.lexical import words
+from ctxasm.model import Passage
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
+
+__all__ = [
+    "EMBEDDER_SPECS",
+    "Embedder",
+    "HashingEmbedder",
+    "SentenceTransformerEmbedder",
+    "get_embedder",
+    "passage_vectors",
+]
+
+EMBEDDER_SPECS = ("hashing", "hashing:DIMENSION", "sentence-transformers:/path/to/model")
+_MAX_HASHING_DIMENSION = 1 << 16  # vectors are dense: n texts take n * dimension * 4 bytes
+_INSTALL_HINT = "pip install 'ctxasm[embeddings]'"
+
+
+class Embedder(Protocol):
+    """Turns texts into unit vectors of one fixed dimension."""
+
+    @property
+    def name(self) -> str:
+        """The spec that :func:`get_embedder` builds this embedder from."""
+        ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """A float32 array of shape ``(len(texts), dimension)``, rows L2-normalised."""
+        ...
+
+
+class HashingEmbedder:
+    """Feature hashing of lower-cased word n-grams (``ngram=(1, 2)``: unigrams and bigrams).
+
+    Each distinct n-gram is hashed with xxh3 into one of ``dimension`` buckets; the top bit of
+    its hash picks the sign, so colliding n-grams cancel out on average instead of piling up.
+    An n-gram seen ``tf`` times weighs ``1 + log(tf)``. The result depends only on the text:
+    the same in every process, whatever ``PYTHONHASHSEED`` is.
+    """
+
+    def __init__(self, dimension: int = 256, ngram: tuple[int, int] = (1, 2)) -> None:
+        if isinstance(dimension, bool) or not isinstance(dimension, int):
+            raise ConfigError(f"hashing dimension must be an integer, got {dimension!r}")
+        if not 1 <= dimension <= _MAX_HASHING_DIMENSION:
+            raise ConfigError(
+                f"hashing dimension must be between 1 and {_MAX_HASHING_DIMENSION}, got {dimension}"
+            )
+        low, high = ngram
+        if not 1 <= low <= high:
+            raise ConfigError(f"ngram must be (low, high) with 1 <= low <= high, got {ngram!r}")
+        self.dimension = dimension
+        self.ngram = (low, high)
+        self.name = f"hashing:{dimension}"
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dimension={self.dimension}, ngram={self.ngram})"
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
+        result = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            result[row] = self._vector(text)
+        return result
+
+    def _vector(self, text: str) -> Any:
+        import numpy as np
+
+        vector = np.zeros(self.dimension, dtype=np.float64)
+        for gram, count in self._ngrams(words(text)).items():
+            bucket, sign = _bucket(gram, self.dimension)
+            vector[bucket] += sign * (1.0 + math.log(count))
+        norm = float(np.linalg.norm(vector))
+        if norm > 0.0:
+            vector /= norm
+        return vector
+
+    def _ngrams(self, tokens: list[str]) -> Counter[str]:
+        # Words never contain spaces, so a space-joined bigram cannot collide with a unigram.
+        low, high = self.ngram
+        grams: Counter[str] = Counter()
+        for n in range(low, high + 1):
+            grams.update(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+        return grams
+
+
+@lru_cache(maxsize=65536)
+def _bucket(gram: str, dimension: int) -> tuple[int, float]:
+    digest = xxhash.xxh3_64_intdigest(gram.encode("utf-8", "surrogatepass"))
+    return digest % dimension, (-1.0 if digest >> 63 else 1.0)
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model read from the local directory ``path``.
+
+    Nothing is ever downloaded: the directory must exist and the model is loaded with
+    ``local_files_only=True``. The package and the directory are checked when the embedder is
+    built; the model itself loads on first use, once, under a lock.
+    """
+
+    def __init__(self, path: str, device: str = "cpu") -> None:
+        if not Path(path).is_dir():
+            raise ConfigError(
+                f"sentence-transformers model directory {path!r} does not exist; give the "
+                "path of a model saved with SentenceTransformer.save() (ctxasm never downloads)"
+            )
+        if not _installed("sentence_transformers"):
+            raise ConfigError(
+                "the sentence-transformers embedder needs the sentence-transformers package; "
+                f"install it with: {_INSTALL_HINT}"
+            )
+        self.path = path
+        self.device = device
+        self.name = f"sentence-transformers:{path}"
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder(path={self.path!r}, device={self.device!r})"
+
+    @property
+    def dimension(self) -> int:
+        size = self._load().get_sentence_embedding_dimension()
+        if size is None:  # some models only know it once they have embedded something
+            size = self.embed(["dimension"]).shape[1]
+        return int(size)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
+        if not texts:  # encode([]) gives a flat empty array, not (0, dimension)
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = self._load().encode(
+            list(texts),
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    # import_module: the package is optional, and mypy need not know it.
+                    package = importlib.import_module("sentence_transformers")
+                except ImportError as exc:
+                    raise ConfigError(
+                        f"cannot import sentence-transformers ({exc}); install it with: "
+                        f"{_INSTALL_HINT}"
+                    ) from exc
+                try:
+                    self._model = package.SentenceTransformer(
+                        self.path, device=self.device, local_files_only=True
+                    )
+                except Exception as exc:  # a foreign error, translated at the boundary
+                    raise ConfigError(
+                        f"cannot load the sentence-transformers model in {self.path!r}: {exc}"
+                    ) from exc
+            return self._model
+
+
+def _installed(module: str) -> bool:
+    # find_spec does not import the package (sentence-transformers pulls in torch).
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+_CACHE: dict[str, Embedder] = {}
+_CACHE_LOCK = threading.Lock()
+_MAX_CACHED = 32  # specs can come from requests: keep the cache bounded
+
+
+def get_embedder(spec: str) -> Embedder:
+    """The embedder ``spec`` names (see the module docstring), built once per spec."""
+    with _CACHE_LOCK:
+        cached = _CACHE.get(spec)
+    if cached is not None:
+        return cached
+    embedder = _build(spec)
+    with _CACHE_LOCK:
+        if len(_CACHE) >= _MAX_CACHED:
+            _CACHE.clear()
+        # Another thread may have built the same spec meanwhile: keep the first one.
+        return _CACHE.setdefault(spec, embedder)
+
+
+def _build(spec: str) -> Embedder:
+    if not isinstance(spec, str):
+        raise ConfigError(f"an embedder spec must be a string, got {spec!r}")
+    kind, colon, argument = spec.partition(":")
+    if kind == "hashing":
+        if not colon:
+            return HashingEmbedder()
+        if not argument.isascii() or not argument.isdigit():
+            raise ConfigError(
+                f"embedder {spec!r}: the hashing dimension must be a positive integer, "
+                f"as in 'hashing:512'"
+            )
+        return HashingEmbedder(dimension=int(argument))
+    if kind == "sentence-transformers" and argument:
+        return SentenceTransformerEmbedder(argument)
+    raise ConfigError(f"unknown embedder {spec!r}; use one of: {', '.join(EMBEDDER_SPECS)}")
+
+
+def passage_vectors(passages: Sequence[Passage], embedder: Embedder | None) -> Vectors | None:
+    """One unit row per passage, or None when there is nothing to compare with.
+
+    The passages' own embeddings when every passage has one and all have the same dimension
+    (L2-normalised here; a zero vector stays zero); otherwise ``embedder``'s vectors of their
+    texts; otherwise None. An empty sequence uses the embedder (``(0, dimension)``) or gives None.
+    """
+    import numpy as np
+
+    own = [p.embedding for p in passages]
+    if own and all(e is not None for e in own) and len({len(e or ()) for e in own}) == 1:
+        matrix = np.array(own, dtype=np.float64)
+        norms = np.linalg.norm(matrix, axis=1)
+        norms[norms == 0.0] = 1.0
+        unit: Vectors = (matrix / norms[:, None]).astype(np.float32)
+        return unit
+    if embedder is None:
+        return None
+    return embedder.embed([p.text for p in passages])

@@ -1,0 +1,170 @@
+"""Loading QA datasets in the unified format of the evaluation data.
+
+One JSON object per line::
+
+    {"id", "question", "answers": [...],
+     "passages": [{"pid", "title", "text", "sentences"?, "is_gold", "has_answer"}],
+     "gold_pids": [...],
+     "meta": {"type"?, "all_gold_in_candidates"?, "supporting_facts"?: [[title, index], ...]}}
+
+A malformed line is a :class:`~ctxasm.errors.RequestError` naming the line and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxasm.errors import RequestError
+
+__all__ = ["EvalPassage", "EvalQuestion", "load_dataset", "read_dataset"]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalPassage:
+    """A candidate passage with its gold labels."""
+
+    pid: str
+    title: str
+    text: str
+    is_gold: bool
+    has_answer: bool | None
+    # The supporting sentences of a gold passage (empty when the data names none).
+    supporting: tuple[str, ...] = ()
+
+    def request_passage(self) -> dict[str, Any]:
+        """The passage as the assembler sees it: no labels, no scores."""
+        return {"id": self.pid, "title": self.title, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class EvalQuestion:
+    """One question, its answers and candidates."""
+
+    id: str
+    question: str
+    answers: tuple[str, ...]
+    passages: tuple[EvalPassage, ...]
+    gold_pids: tuple[str, ...]
+    type: str
+    all_gold_in_candidates: bool
+
+    @property
+    def has_sentence_labels(self) -> bool:
+        return any(p.supporting for p in self.passages if p.is_gold)
+
+
+def _need(record: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = record.get(key)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise RequestError(f"{where}.{key} must be a {names}", field=f"{where}.{key}")
+    return value
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RequestError(f"{where} must be a list of strings", field=where)
+    return tuple(value)
+
+
+def parse_question(record: Any, where: str = "line") -> EvalQuestion:
+    """One dataset record, checked."""
+    if not isinstance(record, dict):
+        raise RequestError(f"{where} must be a JSON object", field=where)
+    qid = str(_need(record, "id", (str, int), where))
+    question = _need(record, "question", str, where)
+    answers = _strings(record.get("answers", []), f"{where}.answers")
+    meta = record.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise RequestError(f"{where}.meta must be an object", field=f"{where}.meta")
+    support: dict[str, set[int]] = {}
+    facts = meta.get("supporting_facts") or []
+    if not isinstance(facts, list):
+        raise RequestError(
+            f"{where}.meta.supporting_facts must be a list", field=f"{where}.meta.supporting_facts"
+        )
+    for fact in facts:
+        if (
+            not isinstance(fact, list)
+            or len(fact) != 2
+            or not isinstance(fact[0], str)
+            or not isinstance(fact[1], int)
+        ):
+            raise RequestError(
+                f"{where}.meta.supporting_facts entries must be [title, sentence index]",
+                field=f"{where}.meta.supporting_facts",
+            )
+        support.setdefault(fact[0], set()).add(fact[1])
+    raw_passages = _need(record, "passages", list, where)
+    gold = set(_strings(record.get("gold_pids", []), f"{where}.gold_pids"))
+    passages = []
+    for index, raw in enumerate(raw_passages):
+        at = f"{where}.passages[{index}]"
+        if not isinstance(raw, dict):
+            raise RequestError(f"{at} must be an object", field=at)
+        pid = str(_need(raw, "pid", (str, int), at))
+        title = raw.get("title") or ""
+        text = _need(raw, "text", str, at)
+        if not isinstance(title, str):
+            raise RequestError(f"{at}.title must be a string", field=f"{at}.title")
+        is_gold = bool(raw.get("is_gold", pid in gold))
+        has_answer = raw.get("has_answer")
+        if has_answer is not None and not isinstance(has_answer, bool):
+            raise RequestError(f"{at}.has_answer must be true, false or null", field=at)
+        sentences = raw.get("sentences")
+        supporting: tuple[str, ...] = ()
+        if is_gold and title in support and isinstance(sentences, list):
+            supporting = tuple(
+                sentences[i]
+                for i in sorted(support[title])
+                if 0 <= i < len(sentences) and isinstance(sentences[i], str)
+            )
+        passages.append(EvalPassage(pid, title, text, is_gold, has_answer, supporting))
+    if not gold:
+        gold = {p.pid for p in passages if p.is_gold}
+    pids = {p.pid for p in passages}
+    return EvalQuestion(
+        id=qid,
+        question=question,
+        answers=answers,
+        passages=tuple(passages),
+        gold_pids=tuple(sorted(gold)),
+        type=str(meta.get("type") or "unknown"),
+        all_gold_in_candidates=bool(meta.get("all_gold_in_candidates", gold <= pids)),
+    )
+
+
+def read_dataset(lines: Sequence[str] | Iterator[str], name: str = "dataset") -> list[EvalQuestion]:
+    """Questions from JSONL lines (blank lines are skipped)."""
+    questions = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise RequestError(
+                f"{name} line {number} is not JSON: {exc}", field=f"line {number}"
+            ) from None
+        questions.append(parse_question(record, f"line {number}"))
+    if not questions:
+        raise RequestError(f"{name} has no questions", field="dataset")
+    return questions
+
+
+def load_dataset(path: str | Path, limit: int | None = None) -> list[EvalQuestion]:
+    """Questions from a JSONL file; ``limit`` keeps the first ones."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8") as handle:
+            lines = handle.readlines()
+    except OSError as exc:
+        raise RequestError(f"cannot read {path}: {exc.strerror}", field="dataset") from None
+    except UnicodeDecodeError:
+        raise RequestError(f"{path} is not UTF-8 text", field="dataset") from None
+    questions = read_dataset(lines, path.name)
+    return questions[:limit] if limit is not None else questions

@@ -1,0 +1,193 @@
+"""Running strategies over a dataset at several budgets, through the real assembler.
+
+Every question becomes an ordinary request (question, passages with id, title and text, no
+scores; ``max_context_tokens`` = the budget) and goes through :meth:`Assembler.assemble`, so
+what is measured is the pipeline users run, with the model's real tokenizer. Token caches are
+cleared before each strategy and budget, so times include tokenization.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Any
+
+from ctxasm.assembler import Assembler
+from ctxasm.config import AssemblerConfig
+from ctxasm.errors import RequestError
+from ctxasm.evaluation.dataset import EvalQuestion
+from ctxasm.evaluation.metrics import QuestionScore, score_question
+from ctxasm.registry import names
+from ctxasm.stages.dedup import clear_caches
+from ctxasm.tokens import get_counter
+
+__all__ = ["PRESETS", "EvalRow", "EvalStrategy", "evaluate", "resolve_strategy"]
+
+_PLAIN = {"relevance": "utility", "compression": None}
+
+# Named strategy configurations for `ctxasm eval --strategy NAME`: the default configuration,
+# the classic baseline, and each planner on its own (whole passages, utility relevance).
+PRESETS: dict[str, Mapping[str, Any] | None] = {
+    "default": None,
+    "bm25_greedy": {"relevance": "bm25", "selection": "greedy_by_score", "compression": None},
+    "utility_greedy": {**_PLAIN, "selection": "greedy_by_score"},
+    "utility_per_token": {**_PLAIN, "selection": "utility_per_token"},
+    "knapsack": {**_PLAIN, "selection": "knapsack"},
+    "mmr": {**_PLAIN, "selection": "mmr"},
+    "coverage": {**_PLAIN, "selection": "coverage"},
+    "bridge": {**_PLAIN, "selection": "bridge"},
+    "bridge_compressed": {"relevance": "utility", "selection": "bridge"},
+}
+ORACLE = "oracle"
+
+
+@dataclass(frozen=True, slots=True)
+class EvalStrategy:
+    """A named strategy to evaluate: a request ``strategy`` object (``None``: the assembler's
+    default), or the gold-first oracle, which scores gold passages 1 and the rest 0."""
+
+    name: str
+    strategy: Mapping[str, Any] | None = None
+    oracle: bool = False
+
+
+def resolve_strategy(name: str) -> EvalStrategy:
+    """A preset, ``oracle``, or the name of a selection strategy (with utility relevance)."""
+    if name == ORACLE:
+        return EvalStrategy(
+            ORACLE,
+            {"relevance": "given", "selection": "greedy_by_score", "compression": None},
+            oracle=True,
+        )
+    if name in PRESETS:
+        return EvalStrategy(name, PRESETS[name])
+    if name in names("selection"):
+        return EvalStrategy(name, {**_PLAIN, "selection": name})
+    allowed = ", ".join([*PRESETS, ORACLE, *names("selection")])
+    raise RequestError(f"unknown strategy {name!r}; choose one of {allowed}", field="strategy")
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRow:
+    """The metrics of one strategy at one budget (rates in 0..1; ``None`` where no question
+    of the dataset has what the metric needs)."""
+
+    strategy: str
+    budget: int
+    answer_recall: float | None
+    gold_recall: float | None
+    all_gold: float | None
+    sentence_recall: float | None
+    tokens: float
+    dup_tokens: float
+    density: float
+    ms_per_question: float
+    n: int
+    by_type: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "budget": self.budget,
+            "answer_recall": self.answer_recall,
+            "gold_recall": self.gold_recall,
+            "all_gold": self.all_gold,
+            "sentence_recall": self.sentence_recall,
+            "tokens": self.tokens,
+            "dup_tokens": self.dup_tokens,
+            "density": self.density,
+            "ms_per_question": self.ms_per_question,
+            "n": self.n,
+            "by_type": {k: dict(v) for k, v in self.by_type.items()},
+        }
+
+
+def _mean(values: Sequence[float | bool | None]) -> float | None:
+    known = [float(v) for v in values if v is not None]
+    return round(fmean(known), 4) if known else None
+
+
+def _summary(scores: Sequence[QuestionScore]) -> dict[str, float | None]:
+    return {
+        "answer_recall": _mean([s.answer for s in scores]),
+        "gold_recall": _mean([s.gold_share for s in scores]),
+        "all_gold": _mean([s.all_gold for s in scores]),
+        "sentence_recall": _mean([s.sentence_recall for s in scores]),
+        "n": len(scores),
+    }
+
+
+def _row(name: str, budget: int, scores: Sequence[QuestionScore]) -> EvalRow:
+    tokens = sum(s.tokens for s in scores)
+    summary = _summary(scores)
+    types = sorted({s.type for s in scores})
+    return EvalRow(
+        strategy=name,
+        budget=budget,
+        answer_recall=summary["answer_recall"],
+        gold_recall=summary["gold_recall"],
+        all_gold=summary["all_gold"],
+        sentence_recall=summary["sentence_recall"],
+        tokens=round(tokens / len(scores), 1),
+        dup_tokens=round(sum(s.dup_tokens for s in scores) / len(scores), 1),
+        # Gold passages kept per 1,000 context tokens: evidence per token.
+        density=round(1000 * sum(s.gold_kept for s in scores) / tokens, 3) if tokens else 0.0,
+        ms_per_question=round(fmean(s.ms for s in scores), 3),
+        n=len(scores),
+        by_type=(
+            {t: _summary([s for s in scores if s.type == t]) for t in types}
+            if len(types) > 1
+            else {}
+        ),
+    )
+
+
+def _request(question: EvalQuestion, strategy: EvalStrategy, budget: int) -> dict[str, Any]:
+    passages = [p.request_passage() for p in question.passages]
+    if strategy.oracle:
+        for passage, source in zip(passages, question.passages, strict=True):
+            passage["score"] = 1.0 if source.is_gold else 0.0
+    request: dict[str, Any] = {
+        "query": question.question,
+        "passages": passages,
+        "max_context_tokens": budget,
+    }
+    if strategy.strategy is not None:
+        request["strategy"] = dict(strategy.strategy)
+    return request
+
+
+def evaluate(
+    questions: Sequence[EvalQuestion],
+    strategies: Sequence[EvalStrategy],
+    budgets: Sequence[int],
+    *,
+    model: str = "gpt-4o",
+    config: AssemblerConfig | Mapping[str, Any] | str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[EvalRow]:
+    """One row per strategy and budget, in that order. ``progress`` is called with the number
+    of questions just finished."""
+    if not budgets or any(b < 1 for b in budgets):
+        raise RequestError("budgets must be positive token counts", field="budget")
+    assembler = Assembler(config)
+    counter = get_counter(assembler.config.models.get(model).tokenizer)
+    rows = []
+    for strategy in strategies:
+        for budget in budgets:
+            counter.clear()
+            clear_caches()
+            scores = []
+            for question in questions:
+                request = _request(question, strategy, budget)
+                request["model"] = model
+                started = time.perf_counter()
+                result = assembler.assemble(request)
+                ms = (time.perf_counter() - started) * 1000
+                scores.append(score_question(question, result, ms))
+                if progress is not None:
+                    progress(1)
+            rows.append(_row(strategy.name, budget, scores))
+    return rows

@@ -1,0 +1,137 @@
+"""The compression slot: query-aware extractive compression at sentence level.
+
+A compressed passage keeps whole sentences in their original order and marks every gap with
+``[…]``; it never cuts inside a sentence (see :func:`ctxasm.lexical.sentence_spans`) and never
+touches the ``[Source N]`` header, which the format adds around the text.
+
+With ``mode="fill"`` (the default) selection first takes whole passages; then every passage
+that did not fit whole is offered again, compressed, in rank order, so the tokens left over
+admit more evidence without cutting what already fit. With ``mode="all"`` every candidate is
+compressed before selection, which fits the most passages into a tiny budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, NamedTuple
+
+from ctxasm.lexical import entities, phrase_key, query_terms, sentence_spans, title_key, words
+from ctxasm.model import Candidate, Reason
+from ctxasm.registry import Strategy, register, require_choice, require_int
+from ctxasm.stages.packing import Packing
+
+__all__ = ["ELISION", "Compressed", "SentenceCompression"]
+
+ELISION = "[…]"
+
+
+class Compressed(NamedTuple):
+    """A compressed candidate and what was kept of it."""
+
+    candidate: Candidate
+    original: str
+    kept_sentences: int
+    sentences: int
+
+
+@register
+@dataclass(frozen=True)
+class SentenceCompression(Strategy):
+    """Keep the sentences that carry a query word or a bridge entity, plus the first
+    ``lead_sentences`` (which usually name the passage's subject).
+
+    Bridge entities are the titles of the other candidates and, in ``fill`` mode, the titles
+    and named entities of the passages already kept: a sentence that mentions them links this
+    passage to the others, which is what a multi-hop answer needs. A passage left with nothing
+    but its lead is still offered; a passage of one sentence is never compressed. The report
+    lists original and kept tokens of every compressed passage.
+    """
+
+    name: ClassVar[str] = "sentences"
+    slot: ClassVar[str] = "compression"
+    mode: str = "fill"
+    lead_sentences: int = 1
+
+    def __post_init__(self) -> None:
+        require_choice("mode", self.mode, ("fill", "all"))
+        require_int("lead_sentences", self.lead_sentences, low=0)
+
+    def compress(
+        self, candidate: Candidate, terms: Iterable[str], bridges: Iterable[str]
+    ) -> Compressed | None:
+        """``candidate`` cut to its useful sentences, or ``None`` when nothing would be cut."""
+        text = candidate.text
+        spans = sentence_spans(text)
+        if len(spans) < 2:
+            return None
+        wanted = set(terms)
+        phrases = [f" {b} " for b in bridges if b]
+        own = title_key(candidate.passage.title)
+        if own:
+            phrases.append(f" {own} ")
+        keep = []
+        for index, (start, end) in enumerate(spans):
+            sentence = text[start:end]
+            if index < self.lead_sentences or not wanted.isdisjoint(words(sentence)):
+                keep.append(index)
+                continue
+            key = f" {phrase_key(sentence)} "
+            if any(phrase in key for phrase in phrases):
+                keep.append(index)
+        if len(keep) == len(spans) or not keep:
+            return None
+        pieces: list[str] = []
+        previous = -1
+        for index in keep:
+            if index != previous + 1:
+                pieces.append(ELISION)
+            start, end = spans[index]
+            pieces.append(text[start:end].strip())
+            previous = index
+        if previous != len(spans) - 1:
+            pieces.append(ELISION)
+        shorter = candidate._replace(text=" ".join(pieces), start=None, end=None)
+        return Compressed(shorter, text, len(keep), len(spans))
+
+    def before_selection(
+        self, query: str, ranked: Sequence[Candidate]
+    ) -> tuple[list[Candidate], dict[str, Compressed]]:
+        """In ``all`` mode, every candidate compressed (bridges: the other candidates' titles)."""
+        if self.mode != "all":
+            return list(ranked), {}
+        terms = query_terms(query)
+        titles = {title_key(c.passage.title) for c in ranked} - {""}
+        out, done = [], {}
+        for candidate in ranked:
+            found = self.compress(candidate, terms, titles)
+            if found is None:
+                out.append(candidate)
+            else:
+                out.append(found.candidate)
+                done[candidate.id] = found
+        return out, done
+
+    def after_selection(
+        self, query: str, ranked: Sequence[Candidate], packing: Packing
+    ) -> dict[str, Compressed]:
+        """In ``fill`` mode, offer compressed versions of what did not fit whole, in rank
+        order; bridges are the other candidates' titles and what the kept passages name."""
+        if self.mode != "fill":
+            return {}
+        turned_away = {e.candidate_id for e in packing.excluded if e.reason is Reason.OVER_BUDGET}
+        if not turned_away:
+            return {}
+        terms = query_terms(query)
+        titles = {title_key(c.passage.title) for c in ranked} - {""}
+        done = {}
+        for candidate in ranked:
+            if candidate.id not in turned_away or packing.full:
+                continue
+            bridges = set(titles)
+            for kept in packing.kept:
+                bridges |= entities(kept.text)
+            found = self.compress(candidate, terms, bridges)
+            if found is not None and packing.readmit(found.candidate).value in ("added", "merged"):
+                done[candidate.id] = found
+        return done

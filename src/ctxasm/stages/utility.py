@@ -1,0 +1,150 @@
+"""Utility: one number per candidate from every signal a passage carries (seed 003).
+
+``utility = w_score * given + w_lexical * lexical + w_title * title + w_authority * authority
++ w_freshness * freshness + w_graph * graph + w_link * link``, each signal in 0..1:
+
+- ``given``: the retriever's score, min-max scaled over the candidates (0 when absent);
+- ``lexical``: BM25 of the query's content words against title and text, with statistics over
+  the candidate set, scaled so the best is 1;
+- ``title``: 1 when the query names the passage's title as a phrase (a trailing parenthetical
+  qualifier such as "(film)" is ignored), else 0;
+- ``authority``: as given (0..1), 0 when absent;
+- ``freshness``: ``0.5 ** (age / half_life_days)``, the age counted from the newest timestamp
+  among the candidates (so the result does not depend on the clock), 0 when absent;
+- ``graph``: ``1 / (1 + graph_distance)``, 0 when absent;
+- ``link``: 1 when the passage shares nothing with the query but one of the first
+  ``max_link_sources`` relevant passages names its title (a second hop), else 0.
+
+Novelty against what is already selected is the planners' part (:mod:`ctxasm.stages.planners`):
+it depends on the selection, not on the passage alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ctxasm.lexical import phrase_key, query_terms, title_key
+from ctxasm.model import Passage
+from ctxasm.registry import Strategy, register, require_int, require_number
+from ctxasm.stages.relevance import Scores, bm25
+
+__all__ = ["UtilityRelevance", "title_match"]
+
+_SECONDS_PER_DAY = 86_400.0
+
+
+def title_match(query_key: str, title: str | None) -> float:
+    """1.0 when the query (a phrase key) names the title as a whole phrase, else 0.0."""
+    key = title_key(title)
+    return 1.0 if key and f" {key} " in f" {query_key} " else 0.0
+
+
+@register
+@dataclass(frozen=True)
+class UtilityRelevance(Strategy):
+    """Every signal at once: retriever score, BM25 over title and text, a title named in the
+    query, authority, freshness and graph distance, weighted (see the module docstring).
+
+    A passage with no retriever score that shares no content word with the query, whose title
+    the query does not name and that no relevant passage names, scores 0 and is dropped as
+    irrelevant, whatever its metadata. Use it (the default) unless you want one signal alone.
+    """
+
+    name: ClassVar[str] = "utility"
+    slot: ClassVar[str] = "relevance"
+    w_score: float = 1.0
+    w_lexical: float = 1.0
+    w_title: float = 1.0
+    w_authority: float = 0.2
+    w_freshness: float = 0.2
+    w_graph: float = 0.2
+    w_link: float = 0.1
+    max_link_sources: int = 50
+    half_life_days: float = 365.0
+    k1: float = 1.2
+    b: float = 0.75
+
+    def __post_init__(self) -> None:
+        weights = ("w_score", "w_lexical", "w_title", "w_authority", "w_freshness", "w_graph")
+        for weight in (*weights, "w_link"):
+            require_number(weight, getattr(self, weight), low=0.0, high=100.0)
+        require_int("max_link_sources", self.max_link_sources, low=0)
+        require_number("half_life_days", self.half_life_days, low=1e-6)
+        require_number("k1", self.k1, low=0.0, high=10.0)
+        require_number("b", self.b, low=0.0, high=1.0)
+
+    def score(self, query: str, passages: Sequence[Passage]) -> Scores:
+        if not passages:
+            return Scores([], 0.0, "utility")
+        terms = query_terms(query)
+        query_key = phrase_key(query)
+        texts = [f"{p.title}\n{p.text}" if p.title else p.text for p in passages]
+        raw = bm25(terms, texts, self.k1, self.b) if terms else [0.0] * len(passages)
+        best = max(raw)
+        lexical = [r / best for r in raw] if best > 0 else raw
+        titles = [title_match(query_key, p.title) for p in passages]
+        given = _scaled([p.score for p in passages])
+        fresh = self._freshness(passages)
+        links = self._links(passages, lexical, titles)
+        values = []
+        for i, passage in enumerate(passages):
+            if passage.score is None and lexical[i] == 0.0 and titles[i] == 0.0 and not links[i]:
+                values.append(0.0)
+                continue
+            graph = 0.0 if passage.graph_distance is None else 1.0 / (1 + passage.graph_distance)
+            values.append(
+                self.w_score * given[i]
+                + self.w_lexical * lexical[i]
+                + self.w_title * titles[i]
+                + self.w_authority * (passage.authority or 0.0)
+                + self.w_freshness * fresh[i]
+                + self.w_graph * graph
+                + self.w_link * links[i]
+                # Never 0 for a relevant passage: 0 is the irrelevance floor.
+                + 1e-9
+            )
+        return Scores(values, 0.0, "utility", "no query term in the title or text")
+
+    def _links(
+        self, passages: Sequence[Passage], lexical: list[float], titles: list[float]
+    ) -> list[bool]:
+        """Whether a relevant passage names this passage's title: the second hop of a
+        multi-hop question often shares no word with the query, but the first hop names it."""
+        links = [False] * len(passages)
+        if self.w_link == 0:
+            return links
+        relevant = [
+            f" {phrase_key(p.text)} "
+            for p, lex, title in zip(passages, lexical, titles, strict=True)
+            if lex > 0 or title > 0
+        ][: self.max_link_sources]
+        for i, passage in enumerate(passages):
+            key = title_key(passage.title)
+            if key and lexical[i] == 0.0 and titles[i] == 0.0:
+                links[i] = any(f" {key} " in text for text in relevant)
+        return links
+
+    def _freshness(self, passages: Sequence[Passage]) -> list[float]:
+        from ctxasm.schema import parse_timestamp
+
+        stamps = [
+            None if p.timestamp is None else parse_timestamp(p.timestamp).timestamp()
+            for p in passages
+        ]
+        known = [s for s in stamps if s is not None]
+        if not known:
+            return [0.0] * len(passages)
+        newest = max(known)
+        half_life = self.half_life_days * _SECONDS_PER_DAY
+        return [0.0 if s is None else 0.5 ** ((newest - s) / half_life) for s in stamps]
+
+
+def _scaled(scores: Sequence[float | None]) -> list[float]:
+    known = [s for s in scores if s is not None]
+    if not known:
+        return [0.0] * len(scores)
+    low, high = min(known), max(known)
+    span = high / 2 - low / 2
+    return [0.0 if s is None else ((s / 2 - low / 2) / span if span > 0 else 1.0) for s in scores]
