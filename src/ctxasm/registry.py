@@ -154,5 +154,6 @@ def _load_builtins() -> None:
             planners,
             relevance,
             selection,
+            semantic,
             utility,
         )

@@ -164,6 +164,94 @@ def models(
     print_models(specs)
 
 
+def _budgets(raw: str) -> list[int]:
+    try:
+        values = [int(part) for part in raw.split(",") if part.strip()]
+    except ValueError:
+        _fail(f"--budget must be comma-separated token counts, got {raw!r}", EXIT_BAD_INPUT)
+    if not values or any(v < 1 for v in values):
+        _fail(f"--budget must be positive token counts, got {raw!r}", EXIT_BAD_INPUT)
+    return values
+
+
+@app.command("eval")
+def eval_(
+    dataset: Annotated[str, typer.Argument(help="QA dataset (JSONL, unified format).")],
+    budget: Annotated[
+        str, typer.Option("--budget", help="Context budgets in tokens, comma-separated.")
+    ] = "256,512,1024,2048",
+    strategy: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--strategy",
+            help="A preset (default, bm25_greedy, bridge, ...), 'oracle', or a selection "
+            "strategy name; repeat for several (default: default).",
+            show_default=False,
+        ),
+    ] = None,
+    config: ConfigOption = None,
+    model: Annotated[str, typer.Option("--model", help="Target model (its tokenizer).")] = (
+        "gpt-4o"
+    ),
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Only the first N questions.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Save recall-versus-budget curves (PNG/SVG).")
+    ] = None,
+    progress: Annotated[
+        bool | None,
+        typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal)."),
+    ] = None,
+) -> None:
+    """Measure how much gold evidence each strategy keeps per budget on a QA dataset."""
+    from ctxasm.cli.report_view import print_eval
+    from ctxasm.errors import CtxasmError
+    from ctxasm.evaluation import EvalStrategy, evaluate, load_dataset, resolve_strategy
+
+    budgets = _budgets(budget)
+    if strategy and config is not None:
+        _fail("give --strategy or --config, not both", EXIT_BAD_INPUT)
+    try:
+        if config is not None:
+            from ctxasm.config import load_config_file
+
+            source: Any = load_config_file(config)
+            chosen = [EvalStrategy(config.stem)]
+        else:
+            source = None
+            chosen = [resolve_strategy(name) for name in (strategy or ["default"])]
+        questions = load_dataset(dataset, limit=limit)
+        total = len(questions) * len(budgets) * len(chosen)
+        show = sys.stderr.isatty() if progress is None else progress
+        if show:
+            from rich.progress import Progress
+
+            with Progress(transient=True) as bar:
+                task = bar.add_task("evaluating", total=total)
+                rows = evaluate(
+                    questions,
+                    chosen,
+                    budgets,
+                    model=model,
+                    config=source,
+                    progress=lambda n: bar.advance(task, n),
+                )
+        else:
+            rows = evaluate(questions, chosen, budgets, model=model, config=source)
+        if plot is not None:
+            from ctxasm.evaluation.plot import plot_rows
+
+            plot_rows(rows, plot, title=f"{Path(dataset).name} ({model})")
+    except CtxasmError as error:
+        _fail_with(error)
+    if as_json:
+        typer.echo(json.dumps({"results": [row.to_dict() for row in rows]}, indent=2))
+    else:
+        print_eval(rows, title=f"{Path(dataset).name}: {len(questions)} questions, {model}")
+
+
 def _version(value: bool) -> None:
     if value:
         from ctxasm import __version__

@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
+from ctxasm.evaluation.runner import EvalRow
 from ctxasm.model import Report
 from ctxasm.models import ModelSpec
 
-__all__ = ["print_models", "print_report"]
+__all__ = ["print_eval", "print_models", "print_report"]
 
 
 def print_report(report: Report) -> None:
@@ -73,3 +74,40 @@ def print_models(specs: Sequence[ModelSpec]) -> None:
         )
     # Piped output keeps full names (for grep) instead of squeezing into 80 columns.
     Console(width=None if sys.stdout.isatty() else 200).print(table)
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def print_eval(rows: Sequence[EvalRow], title: str) -> None:
+    """One line per strategy and budget, on stdout."""
+    console = Console(width=160)
+    table = Table(title=title)
+    for column in (
+        "strategy",
+        "budget",
+        "answer",
+        "gold",
+        "all-gold",
+        "sentences",
+        "tokens",
+        "dup tokens",
+        "gold/1k tok",
+        "ms/question",
+    ):
+        table.add_column(column, justify="left" if column == "strategy" else "right")
+    for row in rows:
+        table.add_row(
+            row.strategy,
+            str(row.budget),
+            _rate(row.answer_recall),
+            _rate(row.gold_recall),
+            _rate(row.all_gold),
+            _rate(row.sentence_recall),
+            f"{row.tokens:.0f}",
+            f"{row.dup_tokens:.1f}",
+            f"{row.density:.2f}",
+            f"{row.ms_per_question:.2f}",
+        )
+    console.print(table)
