@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 import string
+from functools import lru_cache
 
 __all__ = [
     "STOPWORDS",
+    "clear_caches",
     "entities",
     "normalize",
     "phrase_key",
@@ -85,17 +87,24 @@ def title_key(title: str | None) -> str:
     return phrase_key(_QUALIFIER.sub("", title))
 
 
-def entities(text: str, min_chars: int = 4) -> set[str]:
+@lru_cache(maxsize=8192)
+def entities(text: str, min_chars: int = 4) -> frozenset[str]:
     """The phrase keys of capitalised phrases, numbers and dates in ``text``: what a passage
     introduces that a later passage may mention. Sentence-initial function words ("The") and
-    keys shorter than ``min_chars`` (except numbers) are left out."""
+    keys shorter than ``min_chars`` (except numbers) are left out. Cached: planners and
+    compression ask for the same passages' entities repeatedly."""
     found = set()
-    for match in _ENTITY.finditer(text):
-        key = phrase_key(match.group())
+    for match in _ENTITY.findall(text):
+        key = " ".join(normalize(match).split())
         if key in STOPWORDS or (len(key) < min_chars and not key.isdigit()):
             continue
         found.add(key)
-    return found
+    return frozenset(found)
+
+
+def clear_caches() -> None:
+    """Forget cached entities (for cold-start measurements)."""
+    entities.cache_clear()
 
 
 # A sentence ends at . ! or ? (with closing quotes or brackets) before white space and a

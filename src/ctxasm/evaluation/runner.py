@@ -19,6 +19,7 @@ from ctxasm.config import AssemblerConfig
 from ctxasm.errors import RequestError
 from ctxasm.evaluation.dataset import EvalQuestion
 from ctxasm.evaluation.metrics import QuestionScore, score_question
+from ctxasm.lexical import clear_caches as clear_lexical_caches
 from ctxasm.registry import names
 from ctxasm.stages.dedup import clear_caches
 from ctxasm.tokens import get_counter
@@ -179,6 +180,7 @@ def evaluate(
         for budget in budgets:
             counter.clear()
             clear_caches()
+            clear_lexical_caches()
             scores = []
             for question in questions:
                 request = _request(question, strategy, budget)

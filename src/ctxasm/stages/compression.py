@@ -19,7 +19,7 @@ from typing import ClassVar, NamedTuple
 from ctxasm.lexical import entities, phrase_key, query_terms, sentence_spans, title_key, words
 from ctxasm.model import Candidate, Reason
 from ctxasm.registry import Strategy, register, require_choice, require_int
-from ctxasm.stages.packing import Packing
+from ctxasm.stages.packing import Offer, Packing
 
 __all__ = ["ELISION", "Compressed", "SentenceCompression"]
 
@@ -125,13 +125,19 @@ class SentenceCompression(Strategy):
         terms = query_terms(query)
         titles = {title_key(c.passage.title) for c in ranked} - {""}
         done = {}
+        bridges = set(titles)
+        seen: set[str] = set()
         for candidate in ranked:
             if candidate.id not in turned_away or packing.full:
                 continue
-            bridges = set(titles)
             for kept in packing.kept:
-                bridges |= entities(kept.text)
+                if kept.id not in seen:
+                    seen.add(kept.id)
+                    bridges |= entities(kept.text)
             found = self.compress(candidate, terms, bridges)
-            if found is not None and packing.readmit(found.candidate).value in ("added", "merged"):
+            if found is not None and packing.readmit(found.candidate) in (
+                Offer.ADDED,
+                Offer.MERGED,
+            ):
                 done[candidate.id] = found
         return done
