@@ -104,7 +104,7 @@ class StrategySpec:
 class Strategies:
     """The strategy of every slot. ``dedup`` is a chain applied in order."""
 
-    relevance: StrategySpec = StrategySpec("utility")
+    relevance: StrategySpec = StrategySpec("auto")
     dedup: tuple[StrategySpec, ...] = (
         StrategySpec("stitch"),
         StrategySpec("exact"),

@@ -25,6 +25,7 @@ from ctxasm.tokens import TokenCounter
 
 __all__ = [
     "WhitespaceTokenizer",
+    "check_compression_strategy",
     "check_dedup_strategy",
     "check_ordering_strategy",
     "check_relevance_strategy",
@@ -211,16 +212,61 @@ def check_dedup_strategy(strategy: Any) -> None:
             assert flagged or not flags_copies, f"{candidate.id} offered twice was not flagged"
 
 
+def check_compression_strategy(strategy: Any) -> None:
+    """A compressor keeps whole sentences of the original, in order, marks the gaps, leaves its
+    input alone, is deterministic, and either shortens a passage or returns ``None``."""
+    from ctxasm.lexical import query_terms, sentence_spans
+    from ctxasm.stages.compression import ELISION
+
+    _check_round_trip("compression", strategy)
+    candidates = sample_candidates()
+    before = copy.deepcopy(candidates)
+    terms = query_terms("Where did Aristotle teach philosophy?")
+    first = [strategy.compress(c, terms, {"athens"}) for c in candidates]
+    second = [strategy.compress(c, terms, {"athens"}) for c in candidates]
+    assert candidates == before, "compression changed its input"
+    assert first == second, "not deterministic"
+    for candidate, found in zip(candidates, first, strict=True):
+        if found is None:
+            continue
+        original = candidate.text
+        sentences = [original[a:b].strip() for a, b in sentence_spans(original)]
+        kept = [p.strip() for p in found.candidate.text.split(ELISION) if p.strip()]
+        assert ELISION in found.candidate.text, f"{candidate.id}: gaps are not marked"
+        assert len(found.candidate.text) < len(original), f"{candidate.id} did not get shorter"
+        assert found.candidate.id == candidate.id, "compression changed the passage id"
+        position = 0
+        for piece in kept:
+            joined = [
+                " ".join(sentences[i:j])
+                for i in range(len(sentences))
+                for j in range(i + 1, len(sentences) + 1)
+            ]
+            assert piece in joined, f"{candidate.id}: {piece!r} is not whole sentences"
+            found_at = original.find(piece.split(" ")[0], position)
+            assert found_at >= position, f"{candidate.id}: sentences out of order"
+            position = found_at
+
+
+# Parameters a built-in strategy needs to be checkable on the sample passages (which carry no
+# embeddings): semantic dedup compares hashed-word vectors.
+CONTRACT_PARAMS: dict[str, dict[str, Any]] = {"dedup:semantic": {"embedder": "hashing"}}
+
+
 def builtin_checks() -> list[tuple[str, Any, Callable[[Any], None]]]:
-    """Every built-in strategy with default parameters, and the check for its slot."""
+    """Every built-in strategy with default parameters (see ``CONTRACT_PARAMS``), and the check
+    for its slot."""
     checks: dict[str, Callable[[Any], None]] = {
         "selection": check_selection_strategy,
         "ordering": check_ordering_strategy,
         "relevance": check_relevance_strategy,
         "dedup": check_dedup_strategy,
+        "compression": check_compression_strategy,
     }
     result = []
     for slot, check in checks.items():
         for name in registry.names(slot):
-            result.append((f"{slot}:{name}", registry.build(slot, name, slot), check))
+            key = f"{slot}:{name}"
+            spec = {"name": name, **CONTRACT_PARAMS.get(key, {})}
+            result.append((key, registry.build(slot, spec, slot), check))
     return result

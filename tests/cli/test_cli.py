@@ -77,7 +77,7 @@ def test_assemble_reads_stdin_and_prints_a_report() -> None:
         (json.dumps(request(model="gpt-4o-mnii")).encode(), "did you mean", "[model]"),
         (
             json.dumps(request(strategy={"selection": "greedy"})).encode(),
-            "choose one of greedy_by_score",
+            "choose one of auto, bridge, coverage, greedy_by_score",
             "[strategy.selection]",
         ),
         (
@@ -243,8 +243,8 @@ def test_batch_progress_bar_can_be_forced(tmp_path: Path) -> None:
 
 
 def test_slots_without_strategies_say_so() -> None:
-    data = request(strategy={"compression": "extractive"})
+    data = request(strategy={"guard": "scan"})
     done = ctxasm("assemble", "-", stdin=json.dumps(data).encode())
     assert done.returncode == 2
-    assert b"no compression strategies are available yet" in done.stderr
-    assert b"[strategy.compression]" in done.stderr
+    assert b"no guard strategies are available yet" in done.stderr
+    assert b"[strategy.guard]" in done.stderr

@@ -36,11 +36,14 @@ def test_parameterised_selection_passes_its_contract(strategy: Any) -> None:
 def test_every_slot_with_strategies_is_covered() -> None:
     covered = {name.split(":")[0] for name, _, _ in BUILTINS}
     populated = {slot for slot in registry.SLOTS if registry.names(slot)}
-    assert covered == populated == {"relevance", "dedup", "selection", "ordering"}
+    assert covered == populated == {"relevance", "dedup", "selection", "ordering", "compression"}
 
 
 def test_registered_names_are_the_documented_ones() -> None:
     assert registry.names("selection") == [
+        "auto",
+        "bridge",
+        "coverage",
         "greedy_by_score",
         "knapsack",
         "mmr",
@@ -54,8 +57,9 @@ def test_registered_names_are_the_documented_ones() -> None:
         "score",
         "source",
     ]
-    assert registry.names("relevance") == ["auto", "bm25", "given"]
-    assert registry.names("dedup") == ["exact", "near", "stitch"]
+    assert registry.names("relevance") == ["auto", "bm25", "given", "utility"]
+    assert registry.names("dedup") == ["exact", "near", "semantic", "stitch"]
+    assert registry.names("compression") == ["sentences"]
 
 
 def test_a_broken_strategy_is_caught() -> None:

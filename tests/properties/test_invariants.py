@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 import ctxasm
 from ctxasm import BudgetError
+from ctxasm.formatting.blocks import _header_line
+from ctxasm.stages.compression import ELISION
 
 # Raise CTXASM_PROPERTY_EXAMPLES for a longer hunt; the default keeps the suite quick.
 EXAMPLES = int(os.environ.get("CTXASM_PROPERTY_EXAMPLES", "120"))
@@ -50,7 +52,7 @@ FRAGMENTS = [
     ".",
     ",",
 ]
-HEADER = re.compile(r"^\[Source (\d+)\] .*\(id: ([^)]*)\)$")
+HEADER = re.compile(r"^\[Source (\d+)\](.*)$")
 FENCE = re.compile(r"^`{3,}$")
 BACKTICK_RUN = re.compile(r"`+")
 
@@ -226,7 +228,7 @@ def _prompt(result: ctxasm.Assembly) -> str:
 
 
 def _fenced_sources(prompt: str) -> list[tuple[int, str, str, str]]:
-    """(number, id, fence, text) of every source header outside a fence."""
+    """(number, header line, fence, text) of every source header outside a fence."""
     lines = prompt.split("\n")
     found = []
     i = 0
@@ -237,9 +239,7 @@ def _fenced_sources(prompt: str) -> list[tuple[int, str, str, str]]:
             fence = lines[i + 1]
             assert FENCE.match(fence), fence
             end = lines.index(fence, i + 2)
-            found.append(
-                (int(header.group(1)), header.group(2), fence, "\n".join(lines[i + 2 : end]))
-            )
+            found.append((int(header.group(1)), lines[i], fence, "\n".join(lines[i + 2 : end])))
             i = end
         i += 1
     return found
@@ -362,8 +362,12 @@ def test_ordering_is_a_permutation_of_the_selection(request: dict[str, Any]) -> 
     ordered = [i.id for i in report.included]
     assert [i.position for i in report.included] == list(range(1, report.selected + 1))
     assert len(set(ordered)) == len(ordered) == report.selected
-    rendered = [source_id for _, source_id, _, _ in _fenced_sources(_prompt(result))]
-    assert rendered == ordered
+    rendered = [line for _, line, _, _ in _fenced_sources(_prompt(result))]
+    by_id = {p["id"]: p for p in request["passages"]}
+    assert rendered == [
+        _header_line(n, by_id[pid].get("title"), by_id[pid].get("url"), pid)
+        for n, pid in enumerate(ordered, start=1)
+    ]
     expected = _expected_order(request, report)
     if expected is not None:
         assert ordered == expected
@@ -442,12 +446,20 @@ def test_passage_text_stays_inside_its_fence(request: dict[str, Any]) -> None:
         if e.reason.value == "merged"
     }
     texts_by_id = {p["id"]: p["text"] for p in request["passages"]}
-    for (_, pid, fence, text), item in zip(sources, report.included, strict=True):
-        assert pid == item.id
+    for (_, line, fence, text), item in zip(sources, report.included, strict=True):
+        pid = item.id
+        assert line.startswith(f"[{item.label}]")
         runs = [len(run) for run in BACKTICK_RUN.findall(text)]
         assert len(fence) > max(runs, default=0)
         if pid in absorbed:
             assert texts_by_id[pid] in text
+        elif item.compression is not None:
+            # whole sentences of the original, in order, with the gaps marked
+            pieces = [p.strip() for p in text.split(ELISION) if p.strip()]
+            position = 0
+            for piece in pieces:
+                position = texts_by_id[pid].index(piece.split(" ")[0], position)
+            assert item.compression.kept_tokens < item.compression.original_tokens
         else:
             assert text == texts_by_id[pid]
     if report.selected:

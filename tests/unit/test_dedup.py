@@ -28,7 +28,8 @@ DOCUMENT = (
 
 
 def _run(passages: list[dict[str, Any]], **strategy: Any) -> ctxasm.Assembly:
-    return ctxasm.assemble("Amazon river", passages, strategy={"ordering": "score", **strategy})
+    strategy = {"selection": "greedy_by_score", "ordering": "score", **strategy}
+    return ctxasm.assemble("Amazon river", passages, strategy=strategy)
 
 
 def _excluded(result: ctxasm.Assembly) -> list[tuple[str, str, str, str]]:

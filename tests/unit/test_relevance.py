@@ -67,13 +67,13 @@ def test_bm25_ranks_by_query_terms() -> None:
             "id": "wind",
             "stage": "relevance",
             "reason": "below_threshold",
-            "detail": "bm25 score 0: no query term in the text",
+            "detail": "utility score 0: no query term in the title or text",
         },
         {
             "id": "pasta",
             "stage": "relevance",
             "reason": "below_threshold",
-            "detail": "bm25 score 0: no query term in the text",
+            "detail": "utility score 0: no query term in the title or text",
         },
     ]
 

@@ -62,7 +62,7 @@ def test_a_window_above_the_models_is_refused() -> None:
 def test_a_stopword_only_query_says_why_nothing_is_relevant() -> None:
     result = ctxasm.assemble("what is it?", [{"id": "a", "text": "Bananas are yellow."}])
     assert result.report.no_relevant_context
-    assert result.report.excluded[0].detail == "bm25 score 0: the query has no content words"
+    assert result.report.excluded[0].detail == "utility score 0: the query has no content words"
 
 
 def test_null_groups_mean_no_groups() -> None:

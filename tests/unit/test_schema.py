@@ -287,7 +287,7 @@ def test_unknown_strategy_name_lists_names() -> None:
     assert caught.value.field == "strategy.selection"
     assert caught.value.message == (
         "unknown selection strategy 'gredy'; choose one of "
-        "greedy_by_score, knapsack, mmr, priority, utility_per_token"
+        "auto, bridge, coverage, greedy_by_score, knapsack, mmr, priority, utility_per_token"
     )
 
 

@@ -110,6 +110,8 @@ def test_result_fields_are_exactly_those_of_design() -> None:
     data = ctxasm.assemble(**_mixed_request()).to_dict()
     assert list(data) == ["messages", "system", "text", "report"]
     report = data["report"]
+    # DESIGN's fields plus the documented extension: the query class the selection used
+    assert report.pop("query_class") in ("factoid", "multihop", "comparison", "summary")
     assert set(report) == {
         "model",
         "tokenizer",
@@ -137,7 +139,17 @@ def test_result_fields_are_exactly_those_of_design() -> None:
     }
     assert report["included"]
     for item in report["included"]:
-        assert set(item) == {"id", "label", "tokens", "score", "position", "source", "url"}
+        # plus the documented extension: what compression kept (null when uncompressed)
+        assert set(item) == {
+            "id",
+            "label",
+            "tokens",
+            "score",
+            "position",
+            "source",
+            "url",
+            "compression",
+        }
     assert report["excluded"]
     for item in report["excluded"]:
         assert set(item) == {"id", "stage", "reason", "detail"}
@@ -147,6 +159,7 @@ def test_result_fields_are_exactly_those_of_design() -> None:
         "relevance",
         "dedup",
         "selection",
+        "compression",
         "ordering",
         "verify",
         "total",
@@ -200,7 +213,9 @@ def test_included_entries() -> None:
     for item in included:
         header = f"[{item.label}] "
         assert content.count("\n" + header) + content.startswith(header) == 1
-        assert f"(id: {item.id})" in content
+    # the id appears in a header only when the passage has neither title nor url
+    assert "(id: w1)" not in content
+    assert "[Source 5] (id: short1)" in content or "(id: short1)" in content
 
 
 def test_cost_is_total_tokens_times_price() -> None:

@@ -124,8 +124,10 @@ def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> lis
 @register
 @dataclass(frozen=True)
 class AutoRelevance(Strategy):
-    """Given scores when every passage has one, BM25 (with ``k1`` and ``b``) otherwise (the
-    default). Scores are not mixed: one missing score switches the whole set to BM25, since
+    """Given scores when every passage has one; otherwise the ``utility`` strategy with its
+    default weights (BM25 over title and text, a title the query names, authority, freshness,
+    graph distance, links from relevant passages), using ``k1`` and ``b`` for BM25. The
+    default. Scores are not mixed: one missing score switches the whole set to utility, since
     retriever scores and BM25 are on different scales."""
 
     name: ClassVar[str] = "auto"
@@ -139,7 +141,9 @@ class AutoRelevance(Strategy):
     def score(self, query: str, passages: Sequence[Passage]) -> Scores:
         if all(p.score is not None for p in passages):
             return Scores([p.score or 0.0 for p in passages], None, "given")
-        return BM25Relevance(self.k1, self.b).score(query, passages)
+        from ctxasm.stages.utility import UtilityRelevance
+
+        return UtilityRelevance(w_score=0.0, k1=self.k1, b=self.b).score(query, passages)
 
 
 def rank(

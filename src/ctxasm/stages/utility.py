@@ -79,6 +79,8 @@ class UtilityRelevance(Strategy):
         if not passages:
             return Scores([], 0.0, "utility")
         terms = query_terms(query)
+        if not terms and all(p.score is None for p in passages):
+            return Scores([0.0] * len(passages), 0.0, "utility", "the query has no content words")
         query_key = phrase_key(query)
         texts = [f"{p.title}\n{p.text}" if p.title else p.text for p in passages]
         raw = bm25(terms, texts, self.k1, self.b) if terms else [0.0] * len(passages)
@@ -90,7 +92,8 @@ class UtilityRelevance(Strategy):
         links = self._links(passages, lexical, titles)
         values = []
         for i, passage in enumerate(passages):
-            if passage.score is None and lexical[i] == 0.0 and titles[i] == 0.0 and not links[i]:
+            scored = passage.score is not None and self.w_score > 0
+            if not scored and lexical[i] == 0.0 and titles[i] == 0.0 and not links[i]:
                 values.append(0.0)
                 continue
             graph = 0.0 if passage.graph_distance is None else 1.0 / (1 + passage.graph_distance)
@@ -102,9 +105,9 @@ class UtilityRelevance(Strategy):
                 + self.w_freshness * fresh[i]
                 + self.w_graph * graph
                 + self.w_link * links[i]
-                # Never 0 for a relevant passage: 0 is the irrelevance floor.
-                + 1e-9
             )
+            if values[-1] <= 0.0:  # 0 is the irrelevance floor; a relevant passage stays above
+                values[-1] = 1e-9
         return Scores(values, 0.0, "utility", "no query term in the title or text")
 
     def _links(
