@@ -197,6 +197,9 @@ def eval_(
         int | None, typer.Option("--limit", min=1, help="Only the first N questions.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    by_type: Annotated[
+        bool, typer.Option("--by-type", help="Also print the rates per question type.")
+    ] = False,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Save recall-versus-budget curves (PNG/SVG).")
     ] = None,
@@ -249,7 +252,8 @@ def eval_(
     if as_json:
         typer.echo(json.dumps({"results": [row.to_dict() for row in rows]}, indent=2))
     else:
-        print_eval(rows, title=f"{Path(dataset).name}: {len(questions)} questions, {model}")
+        title = f"{Path(dataset).name}: {len(questions)} questions, {model}"
+        print_eval(rows, title=title, by_type=by_type)
 
 
 def _version(value: bool) -> None:

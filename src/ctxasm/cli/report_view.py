@@ -80,8 +80,9 @@ def _rate(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def print_eval(rows: Sequence[EvalRow], title: str) -> None:
-    """One line per strategy and budget, on stdout."""
+def print_eval(rows: Sequence[EvalRow], title: str, by_type: bool = False) -> None:
+    """One line per strategy and budget, on stdout; with ``by_type``, then all-gold and gold
+    recall per question type."""
     console = Console(width=160)
     table = Table(title=title)
     for column in (
@@ -111,3 +112,18 @@ def print_eval(rows: Sequence[EvalRow], title: str) -> None:
             f"{row.ms_per_question:.2f}",
         )
     console.print(table)
+    types = sorted({t for row in rows for t in row.by_type})
+    if not by_type or not types:
+        return
+    split = Table(title="all-gold rate (gold recall) per question type")
+    split.add_column("strategy")
+    split.add_column("budget", justify="right")
+    for kind in types:
+        split.add_column(kind, justify="right")
+    for row in rows:
+        cells = []
+        for kind in types:
+            found = row.by_type.get(kind, {})
+            cells.append(f"{_rate(found.get('all_gold'))} ({_rate(found.get('gold_recall'))})")
+        split.add_row(row.strategy, str(row.budget), *cells)
+    console.print(split)

@@ -78,11 +78,13 @@ def parse_question(record: Any, where: str = "line") -> EvalQuestion:
     qid = str(_need(record, "id", (str, int), where))
     question = _need(record, "question", str, where)
     answers = _strings(record.get("answers", []), f"{where}.answers")
-    meta = record.get("meta") or {}
+    meta = record.get("meta", {})
     if not isinstance(meta, dict):
         raise RequestError(f"{where}.meta must be an object", field=f"{where}.meta")
     support: dict[str, set[int]] = {}
-    facts = meta.get("supporting_facts") or []
+    facts = meta.get("supporting_facts", [])
+    if facts is None:
+        facts = []
     if not isinstance(facts, list):
         raise RequestError(
             f"{where}.meta.supporting_facts must be a list", field=f"{where}.meta.supporting_facts"
@@ -114,7 +116,9 @@ def parse_question(record: Any, where: str = "line") -> EvalQuestion:
         is_gold = bool(raw.get("is_gold", pid in gold))
         has_answer = raw.get("has_answer")
         if has_answer is not None and not isinstance(has_answer, bool):
-            raise RequestError(f"{at}.has_answer must be true, false or null", field=at)
+            raise RequestError(
+                f"{at}.has_answer must be true, false or null", field=f"{at}.has_answer"
+            )
         sentences = raw.get("sentences")
         supporting: tuple[str, ...] = ()
         if is_gold and title in support and isinstance(sentences, list):

@@ -264,12 +264,18 @@ class AutoSelection(Strategy):
         routes = {}
         for query_class in _DEFAULT_ROUTES:
             spec = getattr(self, query_class)
-            if (isinstance(spec, Mapping) and spec.get("name") == self.name) or spec == self.name:
+            if not isinstance(spec, str | Mapping):
+                raise ParamError(
+                    query_class, f"must be a selection strategy name or {{name, ...}}, got {spec!r}"
+                )
+            if (spec.get("name") if isinstance(spec, Mapping) else spec) == self.name:
                 raise ParamError(query_class, "cannot route to auto itself")
             try:
                 routes[query_class] = build("selection", spec, query_class)
             except RequestError as exc:
-                raise ParamError(query_class, exc.message) from None
+                where = exc.field or query_class
+                message = exc.message.removeprefix(f"{where}: ")
+                raise ParamError(where, message) from None
         object.__setattr__(self, "_routes", routes)
 
     def planner(self, query_class: str) -> Any:

@@ -1,0 +1,221 @@
+"""`ctxasm eval`, run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROW_KEYS = {
+    "strategy",
+    "budget",
+    "answer_recall",
+    "gold_recall",
+    "all_gold",
+    "sentence_recall",
+    "tokens",
+    "dup_tokens",
+    "ms_per_question",
+    "n",
+}
+
+
+def ctxasm(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    return subprocess.run(
+        [*command, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=os.environ.copy(),
+        timeout=120,
+    )
+
+
+def _passage(pid: str, title: str, text: str, gold: bool, answer: bool | None) -> dict[str, Any]:
+    return {
+        "pid": pid,
+        "title": title,
+        "text": text,
+        "sentences": [text],
+        "is_gold": gold,
+        "has_answer": answer,
+    }
+
+
+RECORDS = [
+    {
+        "id": "q1",
+        "question": "When was the director of Starfall Voyage born?",
+        "answers": ["1961"],
+        "passages": [
+            _passage(
+                "q1#0",
+                "Starfall Voyage",
+                "Starfall Voyage is a 1998 film. Its director is Marten Kollwitz.",
+                True,
+                False,
+            ),
+            _passage(
+                "q1#1",
+                "Marten Kollwitz",
+                "Marten Kollwitz is a Dutch filmmaker. His birth year is 1961.",
+                True,
+                True,
+            ),
+            _passage("q1#2", "Born Free", "Born Free is a 1966 film about lions.", False, False),
+        ],
+        "gold_pids": ["q1#0", "q1#1"],
+        "meta": {"type": "bridge", "all_gold_in_candidates": True},
+    },
+    {
+        "id": "q2",
+        "question": "Are the Velora bridge and the Orlen tower both built of granite?",
+        "answers": ["yes"],
+        "passages": [
+            _passage("q2#0", "Velora bridge", "The Velora bridge is granite.", True, None),
+            _passage("q2#1", "Orlen tower", "The Orlen tower is granite too.", True, None),
+            _passage("q2#2", "Tamsin river", "The Tamsin river has otters.", False, None),
+        ],
+        "gold_pids": ["q2#0", "q2#1"],
+        "meta": {"type": "comparison", "all_gold_in_candidates": True},
+    },
+    {
+        "id": "q3",
+        "question": "Which river flows past the Orlen hills?",
+        "answers": ["Tamsin"],
+        "passages": [
+            _passage(
+                "q3#0", "Tamsin river", "The Tamsin river rises in the Orlen hills.", True, True
+            )
+        ],
+        "gold_pids": ["q3#0", "q3#9"],
+        "meta": {"type": "bridge", "all_gold_in_candidates": False},
+    },
+]
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
+    return path
+
+
+def _one_line_error(done: subprocess.CompletedProcess[str], *expected: str) -> None:
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("ctxasm: error: ")
+    for text in expected:
+        assert text in lines[0]
+
+
+def test_eval_json(dataset: Path) -> None:
+    done = ctxasm(
+        "eval",
+        str(dataset),
+        "--budget",
+        "256,512",
+        "--strategy",
+        "default",
+        "--strategy",
+        "oracle",
+        "--json",
+        "--no-progress",
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert list(data) == ["results"]
+    rows = data["results"]
+    assert [(row["strategy"], row["budget"]) for row in rows] == [
+        ("default", 256),
+        ("default", 512),
+        ("oracle", 256),
+        ("oracle", 512),
+    ]
+    for row in rows:
+        assert set(row) >= ROW_KEYS
+        assert row["n"] == 3
+        assert 0 < row["tokens"] <= row["budget"]
+        assert row["dup_tokens"] >= 0
+        assert row["ms_per_question"] > 0
+    oracle = rows[-1]
+    assert (oracle["all_gold"], oracle["gold_recall"], oracle["answer_recall"]) == (1.0, 1.0, 1.0)
+    assert oracle["sentence_recall"] is None  # the records name no supporting facts
+
+
+def test_eval_table_names_every_strategy(dataset: Path) -> None:
+    done = ctxasm(
+        "eval",
+        str(dataset),
+        "--budget",
+        "512",
+        "--strategy",
+        "bm25_greedy",
+        "--strategy",
+        "coverage",
+        "--strategy",
+        "oracle",
+        "--limit",
+        "2",
+    )
+    assert done.returncode == 0, done.stderr
+    table = done.stdout
+    for text in ("bm25_greedy", "coverage", "oracle", "tiny.jsonl", "2 questions", "all-gold"):
+        assert text in table
+    assert "Traceback" not in done.stderr
+
+
+def test_eval_plot_writes_a_png(dataset: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "out.png"
+    done = ctxasm(
+        "eval", str(dataset), "--budget", "128,512", "--strategy", "oracle", "--plot", str(target)
+    )
+    assert done.returncode == 0, done.stderr
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("budget", ["0", "x", "256,-1", ",", "512,abc"])
+def test_eval_bad_budget(dataset: Path, budget: str) -> None:
+    _one_line_error(ctxasm("eval", str(dataset), "--budget", budget), "--budget", repr(budget))
+
+
+def test_eval_unknown_strategy_lists_the_allowed_ones(dataset: Path) -> None:
+    done = ctxasm("eval", str(dataset), "--strategy", "nope")
+    _one_line_error(done, "'nope'", "default", "bm25_greedy", "oracle", "coverage", "[strategy]")
+
+
+def test_eval_missing_dataset(tmp_path: Path) -> None:
+    _one_line_error(ctxasm("eval", str(tmp_path / "absent.jsonl")), "cannot read", "[dataset]")
+
+
+def test_eval_bad_dataset_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(RECORDS[0]) + "\n" + '{"id": "x"}\n', encoding="utf-8")
+    _one_line_error(ctxasm("eval", str(path)), "[line 2.question]")
+
+
+def test_eval_strategy_and_config_together(dataset: Path, tmp_path: Path) -> None:
+    config = tmp_path / "mine.toml"
+    config.write_text('[defaults.strategy]\nselection = "knapsack"\n', encoding="utf-8")
+    done = ctxasm("eval", str(dataset), "--strategy", "oracle", "--config", str(config))
+    _one_line_error(done, "--strategy", "--config")
+
+
+def test_eval_with_a_config_names_the_row_after_the_file(dataset: Path, tmp_path: Path) -> None:
+    config = tmp_path / "mine.toml"
+    config.write_text('[defaults.strategy]\nselection = "knapsack"\n', encoding="utf-8")
+    done = ctxasm("eval", str(dataset), "--budget", "512", "--config", str(config), "--json")
+    assert done.returncode == 0, done.stderr
+    assert [row["strategy"] for row in json.loads(done.stdout)["results"]] == ["mine"]

@@ -1,0 +1,242 @@
+"""The compression slot: whole sentences kept in order, gaps marked, headers untouched."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+import pytest
+import tiktoken
+
+import ctxasm
+from ctxasm.lexical import sentence_spans
+from ctxasm.model import Compression
+from ctxasm.stages.compression import ELISION
+
+O200K = tiktoken.get_encoding("o200k_base")
+
+
+def _count(text: str) -> int:
+    return len(O200K.encode(text, disallowed_special=()))
+
+
+# --- sentence_spans ----------------------------------------------------------------------------
+
+
+def _sentences(text: str) -> list[str]:
+    spans = sentence_spans(text)
+    # The spans tile the text: contiguous, from the first character to the last.
+    assert "".join(text[start:end] for start, end in spans) == text
+    assert all(end == start for (_, end), (start, _) in pairwise(spans))
+    return [text[start:end] for start, end in spans]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Dr. Smith served in the U.S. Army for years. He met J. R. R. Tolkien in Oxford. "
+            "Pi is 3.14 today. Done!",
+            [
+                "Dr. Smith served in the U.S. Army for years. ",
+                "He met J. R. R. Tolkien in Oxford. ",
+                "Pi is 3.14 today. ",
+                "Done!",
+            ],
+        ),
+        (
+            'Mr. Brown left at 5 p.m. and came back. "Why?" she asked. (Nobody knew.) The end',
+            [
+                "Mr. Brown left at 5 p.m. and came back. ",
+                '"Why?" she asked. ',
+                "(Nobody knew.) ",
+                "The end",
+            ],
+        ),
+        (
+            "Ends here.  Next one starts.\nNew line. 1999 was a year.",
+            ["Ends here.  ", "Next one starts.\n", "New line. ", "1999 was a year."],
+        ),
+        (
+            "Prices rose 2.5 percent. Growth was 0.7 in total.",
+            ["Prices rose 2.5 percent. ", "Growth was 0.7 in total."],
+        ),
+        ("One sentence only", ["One sentence only"]),
+        ("", []),
+    ],
+)
+def test_sentence_spans(text: str, expected: list[str]) -> None:
+    assert _sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Dr. Watson arrived.",
+        "She moved to the U.S. After that she stayed.",  # unsure: stays one sentence
+        "J. K. Rowling wrote it.",
+        "The value is 3.14159 exactly.",
+        "See Fig. 4 for details.",
+        "It was sold by Acme Inc. Later that year it closed.",
+    ],
+)
+def test_sentence_spans_do_not_split_at_abbreviations_initials_or_decimals(text: str) -> None:
+    assert _sentences(text) == [text]
+
+
+# --- compression through the assembler ---------------------------------------------------------
+
+QUERY = "When did the Velora bridge open?"
+A = {
+    "id": "a",
+    "title": "Velora bridge",
+    "text": "The Velora bridge crosses the Tamsin river. It is made of grey granite quarried "
+    "nearby. Local farmers sold fish under its arches for centuries. The bridge opened in 1887 "
+    "after nine years of work. Its lamps were added much later by the town council.",
+}
+B = {
+    "id": "b",
+    "title": "Tamsin river",
+    "text": "The Tamsin river rises in the Orlen hills. Otters and herons live along its banks. "
+    "Velora bridge opened to traffic on 4 May 1887. The river floods most springs.",
+}
+A_KEPT = (
+    f"The Velora bridge crosses the Tamsin river. {ELISION} The bridge opened in 1887 after "
+    f"nine years of work. {ELISION}"
+)
+B_KEPT = (
+    f"The Tamsin river rises in the Orlen hills. {ELISION} Velora bridge opened to traffic on "
+    f"4 May 1887. {ELISION}"
+)
+
+
+def _run(compression: Any, budget: int, passages: list[dict[str, Any]] | None = None) -> Any:
+    strategy = {
+        "compression": compression,
+        "selection": "greedy_by_score",
+        "ordering": "score",
+        "dedup": "none",
+    }
+    return ctxasm.assemble(QUERY, passages or [A, B], max_context_tokens=budget, strategy=strategy)
+
+
+def _ids(result: ctxasm.Assembly) -> list[str]:
+    return [item.id for item in result.report.included]
+
+
+def _content(result: ctxasm.Assembly) -> str:
+    return str(result.messages[-1]["content"])
+
+
+def _source(label: str, title: str, text: str) -> str:
+    return f"{label} {title}\n```\n{text}\n```"
+
+
+def test_fill_mode_admits_a_compressed_passage_that_did_not_fit_whole() -> None:
+    assert _ids(_run(None, 120)) == ["a"]
+    result = _run("sentences", 120)
+    assert _ids(result) == ["a", "b"]
+    content = _content(result)
+    assert _source("[Source 1]", "Velora bridge", A["text"]) in content
+    assert _source("[Source 2]", "Tamsin river", B_KEPT) in content
+    included = {item.id: item.compression for item in result.report.included}
+    assert included["a"] is None
+    compressed = included["b"]
+    assert compressed is not None
+    assert (compressed.sentences, compressed.kept_sentences) == (4, 2)
+    assert compressed.original_tokens > compressed.kept_tokens
+
+
+def test_fill_mode_compresses_nothing_when_everything_fits() -> None:
+    result = _run("sentences", 4000)
+    assert _ids(result) == ["a", "b"]
+    assert [item.compression for item in result.report.included] == [None, None]
+    assert ELISION not in _content(result)
+
+
+def test_fill_mode_compresses_the_best_passage_when_it_alone_does_not_fit() -> None:
+    assert _ids(_run(None, 60)) == []
+    result = _run("sentences", 60)
+    assert _ids(result) == ["a"]
+    assert _source("[Source 1]", "Velora bridge", A_KEPT) in _content(result)
+
+
+def test_all_mode_compresses_every_candidate_before_selection() -> None:
+    assert _ids(_run(None, 100)) == ["a"]
+    result = _run({"name": "sentences", "mode": "all"}, 100)
+    assert _ids(result) == ["a", "b"]
+    content = _content(result)
+    assert _source("[Source 1]", "Velora bridge", A_KEPT) in content
+    assert _source("[Source 2]", "Tamsin river", B_KEPT) in content
+    report = {item.id: item for item in result.report.included}
+    a = report["a"].compression
+    assert a is not None
+    assert (a.sentences, a.kept_sentences) == (5, 2)
+    assert a.original_tokens > a.kept_tokens
+    # Both count the fenced text (fence, text, newline); the share adds the header line.
+    assert a.original_tokens == _count(f"```\n{A['text']}\n")
+    assert a.kept_tokens == _count(f"```\n{A_KEPT}\n")
+    assert a.kept_tokens < report["a"].tokens
+
+
+def test_kept_sentences_keep_their_order_and_text() -> None:
+    result = _run({"name": "sentences", "mode": "all"}, 4000)
+    rendered = {c.id: c.text for c in result.passages}
+    for passage in (A, B):
+        pieces = [p.strip() for p in rendered[passage["id"]].split(ELISION) if p.strip()]
+        originals = [s.strip() for s in _sentences(passage["text"])]
+        positions = [originals.index(piece) for piece in pieces]  # each piece a whole sentence
+        assert positions == sorted(positions)
+
+
+def test_a_one_sentence_passage_is_never_compressed() -> None:
+    long_sentence = {
+        "id": "one",
+        "title": "Velora",
+        "text": "The Velora bridge, which farmers crossed with carts of turnips, cabbages, "
+        "onions, leeks and barrels of cider on every market day for two hundred years, "
+        "opened in 1887",
+    }
+    result = _run({"name": "sentences", "mode": "all"}, 4000, [long_sentence])
+    assert [(item.id, item.compression) for item in result.report.included] == [("one", None)]
+    assert result.passages[0].text == long_sentence["text"]
+
+
+def test_the_source_header_is_kept_for_every_compressed_passage() -> None:
+    for budget in (60, 100, 120):
+        result = _run({"name": "sentences", "mode": "all"}, budget)
+        content = _content(result)
+        for item in result.report.included:
+            title = {"a": "Velora bridge", "b": "Tamsin river"}[item.id]
+            assert f"[{item.label}] {title}\n```\n" in content
+
+
+@pytest.mark.parametrize(
+    ("compression", "field"),
+    [
+        ({"name": "sentences", "mode": "bad"}, "strategy.compression.mode"),
+        ({"name": "sentences", "lead_sentences": -1}, "strategy.compression.lead_sentences"),
+        ({"name": "sentences", "ratio": 0.5}, "strategy.compression.ratio"),
+    ],
+)
+def test_bad_parameters_name_the_field(compression: dict[str, Any], field: str) -> None:
+    with pytest.raises(ctxasm.RequestError) as caught:
+        _run(compression, 100)
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize("compression", ["sentences", {"name": "sentences", "mode": "all"}])
+@pytest.mark.parametrize("budget", [40, 60, 90, 100, 120, 200])
+def test_the_exact_recount_still_holds(compression: Any, budget: int) -> None:
+    result = _run(compression, budget)
+    recount = sum(3 + _count(m["role"]) + _count(m["content"]) for m in result.messages) + 3
+    assert result.report.total_tokens == recount
+    assert result.report.context_tokens <= budget
+
+
+def test_compression_is_reported_in_the_result_json() -> None:
+    data = _run({"name": "sentences", "mode": "all"}, 100).to_dict()
+    compressions = [item["compression"] for item in data["report"]["included"]]
+    assert set(compressions[0]) == {"original_tokens", "kept_tokens", "sentences", "kept_sentences"}
+    assert [(c["sentences"], c["kept_sentences"]) for c in compressions] == [(5, 2), (4, 2)]
+    assert isinstance(Compression(**compressions[0]), Compression)

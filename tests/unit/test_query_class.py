@@ -1,0 +1,108 @@
+"""Query classes: the rules of ``classify`` and the request field ``query_class``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ctxasm
+from ctxasm.query_class import QUERY_CLASSES, classify
+
+EXAMPLES = {
+    "factoid": [
+        "When was Marie Curie born?",
+        "What is the capital of France?",
+        "How tall is the Eiffel Tower?",
+        "Who wrote Hamlet?",
+    ],
+    "multihop": [
+        "When was the director of the film starring Tom Hanks born?",  # an "of" chain
+        "Who founded the band that released Thriller?",  # a relative clause
+        "What nationality is the man who directed Jaws?",
+        "Where was Nolan's brother born?",  # a possessive
+        "Did Ada Lovelace work with Charles Babbage?",  # two named things
+    ],
+    "comparison": [
+        "Which is older, the Eiffel Tower or the Statue of Liberty?",
+        "Were Scott Derrickson and Ed Wood of the same nationality?",
+        "Are both Cadmium and Zinc metals?",
+        "What is the difference between TCP and UDP?",
+        "Is Paris larger than Rome?",
+    ],
+    "summary": [
+        "Summarize the causes of the First World War.",
+        "Give me an overview of photosynthesis",
+        "What are the main features of Rust?",
+        "Tell me about the history of Rome",
+        "Explain how vaccines work",
+        "List the pros and cons of nuclear power",
+    ],
+}
+
+
+def test_the_classes() -> None:
+    assert QUERY_CLASSES == ("factoid", "multihop", "comparison", "summary")
+    assert set(EXAMPLES) == set(QUERY_CLASSES)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [(query, kind) for kind, queries in EXAMPLES.items() for query in queries],
+)
+def test_classify(query: str, expected: str) -> None:
+    assert classify(query) == expected
+
+
+def test_the_rules_run_in_order() -> None:
+    # Summary wins over comparison, comparison over multihop.
+    assert classify("Summarize the difference between TCP and UDP") == "summary"
+    assert classify("Is the director of Jaws older than Ridley Scott?") == "comparison"
+    # A number alone is not a second named thing.
+    assert classify("What happened in Paris in 1889?") == "factoid"
+
+
+# --- the request field -------------------------------------------------------------------------
+
+PASSAGES = [{"id": "a", "text": "Shakespeare wrote Hamlet around 1600."}]
+
+
+def _report(query: str, **fields: Any) -> ctxasm.Report:
+    return ctxasm.assemble(query, PASSAGES, **fields).report
+
+
+@pytest.mark.parametrize("query_class", QUERY_CLASSES)
+def test_a_given_class_is_reported_as_given(query_class: str) -> None:
+    report = _report("Who wrote Hamlet?", query_class=query_class)
+    assert report.query_class == query_class
+    assert report.to_dict()["query_class"] == query_class
+
+
+@pytest.mark.parametrize("given", [{}, {"query_class": None}, {"query_class": "auto"}])
+@pytest.mark.parametrize(
+    ("query", "detected"),
+    [("Who wrote Hamlet?", "factoid"), ("Summarize Hamlet's plot", "summary")],
+)
+def test_without_a_class_the_detected_one_is_reported(
+    given: dict[str, Any], query: str, detected: str
+) -> None:
+    assert _report(query, **given).query_class == detected
+
+
+@pytest.mark.parametrize("value", ["bad", "Summary", " factoid", "", 5, True, ["summary"], {}])
+def test_a_bad_class_is_a_request_error(value: object) -> None:
+    with pytest.raises(ctxasm.RequestError) as caught:
+        _report("Who wrote Hamlet?", query_class=value)
+    assert caught.value.field == "query_class"
+    assert "one of auto, factoid, multihop, comparison, summary" in caught.value.message
+
+
+def test_parse_request_keeps_the_class_and_drops_auto() -> None:
+    assert (
+        ctxasm.parse_request({"query": "q", "passages": [], "query_class": "summary"}).query_class
+        == "summary"
+    )
+    assert (
+        ctxasm.parse_request({"query": "q", "passages": [], "query_class": "auto"}).query_class
+        is None
+    )
