@@ -426,3 +426,33 @@ def test_strategy_config_round_trip() -> None:
     }
     assert StitchWindows().to_config() == {"name": "stitch", "min_overlap_chars": 32}
     assert ExactDedup().to_config() == {"name": "exact"}
+
+
+def _distinct(n: int) -> list[str]:
+    words = [f"w{i}x{j}" for i in range(n) for j in range(12)]
+    return [" ".join(words[i * 12 : (i + 1) * 12]) for i in range(n)]
+
+
+@pytest.mark.parametrize("kept_count", [5, 40, 300])
+def test_near_dedup_finds_copies_past_the_direct_comparison_limit(kept_count: int) -> None:
+    # Up to 32 kept passages are compared directly; beyond, through the shingle index, which is
+    # built on first need and kept current through merges (replace) afterwards.
+    texts = _distinct(kept_count + 1)
+    session = NearDuplicateDedup().session()
+    kept = [Candidate.of(Passage(id=f"k{i}", text=t), i, 1.0) for i, t in enumerate(texts[:-1])]
+    for number, candidate in enumerate(kept):
+        assert session.verdict(candidate) is None
+        session.accept(candidate, None)
+        if number == kept_count // 2:  # a verdict in the middle builds the index early
+            assert (
+                session.verdict(Candidate.of(Passage(id="probe", text=texts[-1]), 0, 1.0)) is None
+            )
+    copy = Candidate.of(Passage(id="copy", text=texts[-2] + " tail"), 0, 1.0)
+    found = session.verdict(copy)
+    assert isinstance(found, Duplicate) and found.of == f"k{kept_count - 1}"
+    # replacing a kept passage (as stitching does) forgets its old shingles
+    grown = kept[-1]._replace(text=texts[-1])
+    session.accept(grown, kept[-1])
+    assert session.verdict(Candidate.of(Passage(id="old", text=texts[-2]), 0, 1.0)) is None
+    again = session.verdict(Candidate.of(Passage(id="new", text=texts[-1]), 0, 1.0))
+    assert isinstance(again, Duplicate) and again.of == f"k{kept_count - 1}"

@@ -347,7 +347,8 @@ class NearDuplicateDedup(Strategy):
     least ``threshold``, or when at least ``containment`` of its own shingles already appear in
     one (a chunk inside a longer passage).
 
-    Up to ``lsh_after`` kept passages, an inverted index from shingle to kept passages finds
+    With a few kept passages (up to 32) a candidate's shingle set is intersected with each;
+    up to ``lsh_after`` kept passages, an inverted index from shingle to kept passages finds
     every kept passage sharing a shingle and the exact counts, in time proportional to the
     candidate's own shingles. Beyond that, a MinHash LSH index (datasketch) proposes the few
     worth comparing, so thousands of kept passages stay fast; proposals are then checked
@@ -373,6 +374,9 @@ class NearDuplicateDedup(Strategy):
 
 
 _NUM_PERM = 128
+# Up to this many kept passages, a candidate is compared with each directly; beyond, through an
+# inverted index from shingle to kept passages (built on first need).
+_DIRECT_UPTO = 32
 
 
 class _NearSession:
@@ -416,6 +420,14 @@ class _NearSession:
         if self.lsh is not None:
             proposed = sorted(self.lsh.query(self._minhash(own)))
             return {kept_id: len(own & self.kept[kept_id]) for kept_id in proposed}
+        if len(self.kept) <= _DIRECT_UPTO:
+            # A few kept passages: set intersections in C beat maintaining an index.
+            found = {kept_id: len(own & values) for kept_id, values in self.kept.items()}
+            return {kept_id: n for kept_id, n in found.items() if n}
+        if not self.postings:
+            for kept_id, values in self.kept.items():
+                for shingle in values:
+                    self.postings[shingle].append(kept_id)
         shared: dict[str, int] = {}
         for shingle in own:
             for kept_id in self.postings.get(shingle, ()):
@@ -443,9 +455,10 @@ class _NearSession:
         if self.lsh is not None:
             self.lsh.insert(candidate.id, self._minhash(own))
             return
-        postings = self.postings
-        for shingle in own:
-            postings[shingle].append(candidate.id)
+        if self.postings:  # the index exists: keep it current
+            postings = self.postings
+            for shingle in own:
+                postings[shingle].append(candidate.id)
         if len(self.kept) > self.config.lsh_after:
             self._build_index()
 
@@ -453,6 +466,8 @@ class _NearSession:
         old = self.kept.pop(kept_id, frozenset())
         if self.lsh is not None:
             self.lsh.remove(kept_id)
+            return
+        if not self.postings:
             return
         for shingle in old:
             owners = self.postings[shingle]
