@@ -18,6 +18,7 @@ __all__ = [
     "phrase_key",
     "query_terms",
     "sentence_spans",
+    "sentence_words",
     "title_key",
     "words",
 ]
@@ -74,9 +75,11 @@ _ENTITY = re.compile(
 _QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
 
 
+@lru_cache(maxsize=16384)
 def phrase_key(text: str) -> str:
     """``text`` normalised to single-spaced words, for whole-phrase matching: a phrase occurs
-    in a text when ``f" {phrase_key(p)} "`` is in ``f" {phrase_key(t)} "``."""
+    in a text when ``f" {phrase_key(p)} "`` is in ``f" {phrase_key(t)} "``. Cached, like token
+    counts: passages seen again (a service, a batch) are not normalised again."""
     return " ".join(normalize(text).split())
 
 
@@ -103,8 +106,9 @@ def entities(text: str, min_chars: int = 4) -> frozenset[str]:
 
 
 def clear_caches() -> None:
-    """Forget cached entities (for cold-start measurements)."""
-    entities.cache_clear()
+    """Forget cached keys, entities and sentence splits (for cold-start measurements)."""
+    for cached in (phrase_key, entities, sentence_spans, sentence_words):
+        cached.cache_clear()
 
 
 # A sentence ends at . ! or ? (with closing quotes or brackets) before white space and a
@@ -118,7 +122,8 @@ _ABBREVIATION = re.compile(
 )
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
+@lru_cache(maxsize=8192)
+def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """``(start, end)`` of each sentence of ``text``; together they cover the text exactly
     (white space after a sentence belongs to it). Splits conservatively: when unsure, two
     sentences stay one, so a cut between spans never falls inside a sentence."""
@@ -132,4 +137,10 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         start = match.end()
     if start < len(text):
         spans.append((start, len(text)))
-    return spans
+    return tuple(spans)
+
+
+@lru_cache(maxsize=8192)
+def sentence_words(text: str) -> tuple[tuple[str, ...], ...]:
+    """The words of each sentence of ``text`` (see :func:`sentence_spans`)."""
+    return tuple(tuple(words(text[start:end])) for start, end in sentence_spans(text))

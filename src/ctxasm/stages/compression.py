@@ -16,7 +16,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
-from ctxasm.lexical import entities, phrase_key, query_terms, sentence_spans, title_key, words
+from ctxasm.lexical import (
+    entities,
+    query_terms,
+    sentence_spans,
+    sentence_words,
+    title_key,
+)
 from ctxasm.model import Candidate, Reason
 from ctxasm.registry import Strategy, register, require_choice, require_int
 from ctxasm.stages.packing import Offer, Packing
@@ -33,6 +39,18 @@ class Compressed(NamedTuple):
     original: str
     kept_sentences: int
     sentences: int
+
+
+def _mentions(sentence: Sequence[str], phrases: set[str], longest: int) -> bool:
+    """Whether the words of ``sentence`` contain one of ``phrases`` (phrase keys of at most
+    ``longest`` words): a set lookup per word n-gram, not a scan per phrase."""
+    if not phrases:
+        return False
+    for size in range(1, min(longest, len(sentence)) + 1):
+        for start in range(len(sentence) - size + 1):
+            if " ".join(sentence[start : start + size]) in phrases:
+                return True
+    return False
 
 
 @register
@@ -52,10 +70,12 @@ class SentenceCompression(Strategy):
     slot: ClassVar[str] = "compression"
     mode: str = "fill"
     lead_sentences: int = 1
+    max_candidates: int = 16
 
     def __post_init__(self) -> None:
         require_choice("mode", self.mode, ("fill", "all"))
         require_int("lead_sentences", self.lead_sentences, low=0)
+        require_int("max_candidates", self.max_candidates, low=1)
 
     def compress(
         self, candidate: Candidate, terms: Iterable[str], bridges: Iterable[str]
@@ -66,18 +86,18 @@ class SentenceCompression(Strategy):
         if len(spans) < 2:
             return None
         wanted = set(terms)
-        phrases = [f" {b} " for b in bridges if b]
+        phrases = {b for b in bridges if b}
         own = title_key(candidate.passage.title)
         if own:
-            phrases.append(f" {own} ")
+            phrases.add(own)
+        longest = max((p.count(" ") + 1 for p in phrases), default=0)
         keep = []
-        for index, (start, end) in enumerate(spans):
-            sentence = text[start:end]
-            if index < self.lead_sentences or not wanted.isdisjoint(words(sentence)):
-                keep.append(index)
-                continue
-            key = f" {phrase_key(sentence)} "
-            if any(phrase in key for phrase in phrases):
+        for index, sentence in enumerate(sentence_words(text)):
+            if (
+                index < self.lead_sentences
+                or not wanted.isdisjoint(sentence)
+                or _mentions(sentence, phrases, longest)
+            ):
                 keep.append(index)
         if len(keep) == len(spans) or not keep:
             return None
@@ -97,13 +117,18 @@ class SentenceCompression(Strategy):
     def before_selection(
         self, query: str, ranked: Sequence[Candidate]
     ) -> tuple[list[Candidate], dict[str, Compressed]]:
-        """In ``all`` mode, every candidate compressed (bridges: the other candidates' titles)."""
+        """In ``all`` mode, the best ``max_candidates`` compressed (bridges: the other candidates'
+        titles)."""
         if self.mode != "all":
             return list(ranked), {}
         terms = query_terms(query)
         titles = {title_key(c.passage.title) for c in ranked} - {""}
-        out, done = [], {}
-        for candidate in ranked:
+        out: list[Candidate] = []
+        done: dict[str, Compressed] = {}
+        for position, candidate in enumerate(ranked):
+            if position >= self.max_candidates:
+                out.extend(ranked[position:])
+                break
             found = self.compress(candidate, terms, titles)
             if found is None:
                 out.append(candidate)
@@ -127,9 +152,13 @@ class SentenceCompression(Strategy):
         done = {}
         bridges = set(titles)
         seen: set[str] = set()
+        tried = 0
         for candidate in ranked:
-            if candidate.id not in turned_away or packing.full:
+            if candidate.id not in turned_away:
                 continue
+            if packing.full or tried >= self.max_candidates:
+                break
+            tried += 1
             for kept in packing.kept:
                 if kept.id not in seen:
                     seen.add(kept.id)

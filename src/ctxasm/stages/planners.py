@@ -182,7 +182,7 @@ class BridgeSelection(Strategy):
     bridge: float = 1.0
     backlink: float = 0.25
     entities: float = 0.3
-    max_candidates: int = 200
+    max_candidates: int = 50
 
     def __post_init__(self) -> None:
         for weight in ("relevance", "coverage", "bridge", "backlink", "entities"):
@@ -192,38 +192,53 @@ class BridgeSelection(Strategy):
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
         pool, rest = list(candidates[: self.max_candidates]), candidates[self.max_candidates :]
         evidence = Evidence(packing.context.query, pool)
-        base = [self.relevance * v for v in _values(pool)]
+        # Values are kept current incrementally: a pick changes only the candidates that share
+        # a query element or an entity with it, or that it links to.
+        value = [
+            self.relevance * v + self.coverage * evidence.new_coverage(i, set())
+            for i, v in enumerate(_values(pool))
+        ]
+        holders: dict[str, list[int]] = {}  # query element -> candidates covering it
+        for i, elements in enumerate(evidence.covers):
+            for element in elements:
+                holders.setdefault(element, []).append(i)
+        mentions: dict[str, list[int]] = {}  # entity -> candidates introducing it
+        for i, found in enumerate(evidence.introduced):
+            for entity in found:
+                mentions.setdefault(entity, []).append(i)
         bridged = [False] * len(pool)  # a kept passage names its title
         linked = [False] * len(pool)  # it names a kept passage's title
+        shared = [0] * len(pool)  # entities it shares with kept passages
         covered: set[str] = set()
         introduced: set[str] = set()  # entities of kept passages the query does not name
-        open_ = list(range(len(pool)))
-
-        def value(i: int) -> float:
-            shared = len(evidence.introduced[i] & introduced) if introduced else 0
-            return (
-                base[i]
-                + self.bridge * bridged[i]
-                + self.backlink * linked[i]
-                + self.coverage * evidence.new_coverage(i, covered)
-                + self.entities * min(shared, 3) / 3
-            )
-
+        open_ = list(range(len(pool)))  # in rank order, so max() breaks ties by rank
         while open_:
             if packing.full:
                 packing.exclude([pool[i] for i in open_], Reason.OVER_BUDGET, "the budget is full")
                 break
-            pick = max(open_, key=lambda i: (value(i), -i))
+            pick = max(open_, key=value.__getitem__)
             open_.remove(pick)
             if packing.offer(pool[pick]) not in _KEPT:
                 continue
-            covered |= evidence.covers[pick]
-            introduced |= evidence.introduced[pick]
+            for element in evidence.covers[pick] - covered:
+                covered.add(element)
+                for i in holders[element]:
+                    value[i] -= self.coverage * evidence.weight[element]
+            for entity in evidence.introduced[pick] - introduced:
+                introduced.add(entity)
+                for i in mentions[entity]:
+                    if shared[i] < 3:
+                        shared[i] += 1
+                        value[i] += self.entities / 3
             text, title = evidence.texts[pick], evidence.titles[pick]
             for i in open_:
                 own = evidence.titles[i]
-                bridged[i] = bridged[i] or bool(own and f" {own} " in text)
-                linked[i] = linked[i] or bool(title and f" {title} " in evidence.texts[i])
+                if not bridged[i] and own and f" {own} " in text:
+                    bridged[i] = True
+                    value[i] += self.bridge
+                if not linked[i] and title and f" {title} " in evidence.texts[i]:
+                    linked[i] = True
+                    value[i] += self.backlink
         _offer_all(rest, packing)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import ClassVar, Protocol
 
-from ctxasm.lexical import normalize, query_terms
+from ctxasm.lexical import phrase_key, query_terms
 from ctxasm.model import Candidate, Exclusion, Passage, Reason
 from ctxasm.registry import Strategy, register, require_number
 
@@ -105,7 +105,7 @@ def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> lis
         return []
     needles = [f" {term} " for term in terms]
     # Doubling the spaces keeps adjacent words from sharing the space a match consumes.
-    padded = [" " + normalize(text).replace(" ", "  ") + " " for text in texts]
+    padded = ["  " + phrase_key(text).replace(" ", "  ") + "  " for text in texts]
     frequencies = [[text.count(needle) for needle in needles] for text in padded]
     lengths = [len(text) for text in texts]
     average = (sum(lengths) / len(lengths)) or 1.0
