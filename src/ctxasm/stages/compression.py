@@ -27,7 +27,7 @@ from ctxasm.model import Candidate, Reason
 from ctxasm.registry import Strategy, register, require_choice, require_int
 from ctxasm.stages.packing import Offer, Packing
 
-__all__ = ["ELISION", "Compressed", "SentenceCompression"]
+__all__ = ["ELISION", "Compressed", "Phrases", "SentenceCompression"]
 
 ELISION = "[…]"
 
@@ -41,16 +41,28 @@ class Compressed(NamedTuple):
     sentences: int
 
 
-def _mentions(sentence: Sequence[str], phrases: set[str], longest: int) -> bool:
-    """Whether the words of ``sentence`` contain one of ``phrases`` (phrase keys of at most
-    ``longest`` words): a set lookup per word n-gram, not a scan per phrase."""
-    if not phrases:
+class Phrases:
+    """Phrase keys to look for in sentences, indexed by their first word, so a sentence is
+    checked with one dictionary lookup per word rather than one scan per phrase."""
+
+    def __init__(self, phrases: Iterable[str] = ()) -> None:
+        self._by_first: dict[str, set[tuple[str, ...]]] = {}
+        self.update(phrases)
+
+    def update(self, phrases: Iterable[str]) -> None:
+        for phrase in phrases:
+            parts = tuple(phrase.split())
+            if parts:
+                self._by_first.setdefault(parts[0], set()).add(parts)
+
+    def found_in(self, sentence: Sequence[str]) -> bool:
+        """Whether the word sequence ``sentence`` contains one of the phrases."""
+        by_first = self._by_first
+        for start, word in enumerate(sentence):
+            for parts in by_first.get(word, ()):
+                if tuple(sentence[start : start + len(parts)]) == parts:
+                    return True
         return False
-    for size in range(1, min(longest, len(sentence)) + 1):
-        for start in range(len(sentence) - size + 1):
-            if " ".join(sentence[start : start + size]) in phrases:
-                return True
-    return False
 
 
 @register
@@ -78,25 +90,24 @@ class SentenceCompression(Strategy):
         require_int("max_candidates", self.max_candidates, low=1)
 
     def compress(
-        self, candidate: Candidate, terms: Iterable[str], bridges: Iterable[str]
+        self, candidate: Candidate, terms: Iterable[str], bridges: Phrases | Iterable[str]
     ) -> Compressed | None:
-        """``candidate`` cut to its useful sentences, or ``None`` when nothing would be cut."""
+        """``candidate`` cut to its useful sentences, or ``None`` when nothing would be cut.
+        ``bridges`` are phrase keys (names, titles) whose sentences are kept too."""
         text = candidate.text
         spans = sentence_spans(text)
         if len(spans) < 2:
             return None
         wanted = set(terms)
-        phrases = {b for b in bridges if b}
-        own = title_key(candidate.passage.title)
-        if own:
-            phrases.add(own)
-        longest = max((p.count(" ") + 1 for p in phrases), default=0)
+        phrases = bridges if isinstance(bridges, Phrases) else Phrases(bridges)
+        own = Phrases([title_key(candidate.passage.title)])
         keep = []
         for index, sentence in enumerate(sentence_words(text)):
             if (
                 index < self.lead_sentences
                 or not wanted.isdisjoint(sentence)
-                or _mentions(sentence, phrases, longest)
+                or phrases.found_in(sentence)
+                or own.found_in(sentence)
             ):
                 keep.append(index)
         if len(keep) == len(spans) or not keep:
@@ -117,12 +128,11 @@ class SentenceCompression(Strategy):
     def before_selection(
         self, query: str, ranked: Sequence[Candidate]
     ) -> tuple[list[Candidate], dict[str, Compressed]]:
-        """In ``all`` mode, the best ``max_candidates`` compressed (bridges: the other candidates'
-        titles)."""
+        """In ``all`` mode, the best ``max_candidates`` compressed (bridges: their titles)."""
         if self.mode != "all":
             return list(ranked), {}
         terms = query_terms(query)
-        titles = {title_key(c.passage.title) for c in ranked} - {""}
+        titles = Phrases(title_key(c.passage.title) for c in ranked[: self.max_candidates])
         out: list[Candidate] = []
         done: dict[str, Compressed] = {}
         for position, candidate in enumerate(ranked):
@@ -140,29 +150,26 @@ class SentenceCompression(Strategy):
     def after_selection(
         self, query: str, ranked: Sequence[Candidate], packing: Packing
     ) -> dict[str, Compressed]:
-        """In ``fill`` mode, offer compressed versions of what did not fit whole, in rank
-        order; bridges are the other candidates' titles and what the kept passages name."""
+        """In ``fill`` mode, offer compressed versions of the best ``max_candidates`` passages
+        that did not fit whole, in rank order; bridges are the titles of those and of the kept
+        passages, and what the kept passages name."""
         if self.mode != "fill":
             return {}
         turned_away = {e.candidate_id for e in packing.excluded if e.reason is Reason.OVER_BUDGET}
-        if not turned_away:
+        retry = [c for c in ranked if c.id in turned_away][: self.max_candidates]
+        if not retry:
             return {}
         terms = query_terms(query)
-        titles = {title_key(c.passage.title) for c in ranked} - {""}
+        bridges = Phrases(title_key(c.passage.title) for c in (*retry, *packing.kept))
         done = {}
-        bridges = set(titles)
         seen: set[str] = set()
-        tried = 0
-        for candidate in ranked:
-            if candidate.id not in turned_away:
-                continue
-            if packing.full or tried >= self.max_candidates:
+        for candidate in retry:
+            if packing.full:
                 break
-            tried += 1
             for kept in packing.kept:
                 if kept.id not in seen:
                     seen.add(kept.id)
-                    bridges |= entities(kept.text)
+                    bridges.update(entities(kept.text))
             found = self.compress(candidate, terms, bridges)
             if found is not None and packing.readmit(found.candidate) in (
                 Offer.ADDED,
