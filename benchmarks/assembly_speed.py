@@ -241,16 +241,28 @@ def overlap_share(chunks: Sequence[Chunk]) -> float:
     return len(flagged) / len(chunks) if chunks else 0.0
 
 
+# `--strategy`: the request's strategy object (None: the configuration's default). "fast" is
+# the issue 2 path: greedy selection by score, no compression, no planning.
+STRATEGIES: dict[str, dict[str, Any] | None] = {
+    "default": None,
+    "fast": {"selection": "greedy_by_score", "compression": None},
+}
+STRATEGY: dict[str, Any] | None = None
+
+
 def request(chunks: Sequence[Chunk], budget: int, mode: str, seed: int = SEED) -> dict[str, Any]:
     rng = random.Random(f"{seed}:scores:{len(chunks)}")
     passages = [c.passage(round(rng.random(), 6) if mode == "given" else None) for c in chunks]
-    return {
+    built: dict[str, Any] = {
         "query": QUERY,
         "passages": passages,
         "model": MODEL,
         "format": "openai",
         "max_context_tokens": budget,
     }
+    if STRATEGY is not None:
+        built["strategy"] = STRATEGY
+    return built
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,6 +355,7 @@ def measure(
     import tiktoken
 
     import ctxasm
+    from ctxasm.lexical import clear_caches as clear_lexical_caches
     from ctxasm.stages.dedup import clear_caches
     from ctxasm.tokens import get_counter
 
@@ -357,9 +370,10 @@ def measure(
     counter.clear()
 
     def forget() -> None:
-        # cold: no token counts, words or shingles known from earlier runs
+        # cold: no token counts, words, keys, entities or shingles known from earlier runs
         counter.clear()
         clear_caches()
+        clear_lexical_caches()
 
     rows: list[Row] = []
     info: dict[str, Any] = {
@@ -480,6 +494,7 @@ def table(rows: Sequence[Row], info: dict[str, Any]) -> str:
         f"ctxasm assembly speed: median of {info['repeats']} runs, model {MODEL}, "
         f"tokenizer {TOKENIZER_SPEC}, python {sys.version.split()[0]}, {os.cpu_count()} CPUs",
         f"source: {info['source']}",
+        f"strategy: {json.dumps(STRATEGY) if STRATEGY is not None else 'the default configuration'}",
         "baseline = tiktoken encode_ordinary of every candidate once; ratio = assembly / baseline",
         "cold = token-count, word and shingle caches cleared before each run; "
         "warm = all cached by an earlier run",
@@ -554,6 +569,7 @@ def _stage_order(name: str) -> tuple[int, str]:
 def profile(case: str, repeats: int) -> None:
     """cProfile ``repeats`` assemblies of one case: ``N,budget,mode,cache``."""
     import ctxasm
+    from ctxasm.lexical import clear_caches as clear_lexical_caches
     from ctxasm.stages.dedup import clear_caches
     from ctxasm.tokens import get_counter
 
@@ -570,6 +586,7 @@ def profile(case: str, repeats: int) -> None:
         if cache == "cold":
             counter.clear()
             clear_caches()
+            clear_lexical_caches()
         profiler.enable()
         assembler.assemble(parsed)
         profiler.disable()
@@ -591,7 +608,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--profile", metavar="N,BUDGET,MODE,CACHE", help="cProfile one case instead"
     )
+    parser.add_argument(
+        "--strategy",
+        choices=sorted(STRATEGIES),
+        default="default",
+        help="default: the default configuration (planning, compression); fast: greedy by "
+        "score without compression",
+    )
     args = parser.parse_args(argv)
+    global STRATEGY  # noqa: PLW0603 - read by request()
+    STRATEGY = STRATEGIES[args.strategy]
     repeats = args.repeats or (5 if args.quick else 15)
     if "TIKTOKEN_CACHE_DIR" not in os.environ and TIKTOKEN_CACHE.is_dir():
         os.environ["TIKTOKEN_CACHE_DIR"] = str(TIKTOKEN_CACHE)  # offline rank files

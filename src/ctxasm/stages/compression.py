@@ -125,6 +125,18 @@ class SentenceCompression(Strategy):
         shorter = candidate._replace(text=" ".join(pieces), start=None, end=None)
         return Compressed(shorter, text, len(keep), len(spans))
 
+    def _could_fit(self, candidate: Candidate, packing: Packing) -> bool:
+        """Whether the lead sentences alone might fit what is left (a cheap lower bound, so
+        hopeless passages are not compressed at all)."""
+        spans = sentence_spans(candidate.text)
+        if len(spans) < 2:
+            return False
+        lead = spans[: self.lead_sentences]
+        if not lead:
+            return True
+        text = candidate.text[lead[0][0] : lead[-1][1]]
+        return packing.meter.lower_bound(candidate._replace(text=text)) <= packing.remaining
+
     def before_selection(
         self, query: str, ranked: Sequence[Candidate]
     ) -> tuple[list[Candidate], dict[str, Compressed]]:
@@ -166,6 +178,8 @@ class SentenceCompression(Strategy):
         for candidate in retry:
             if packing.full:
                 break
+            if not self._could_fit(candidate, packing):
+                continue
             for kept in packing.kept:
                 if kept.id not in seen:
                     seen.add(kept.id)
