@@ -494,7 +494,7 @@ def table(rows: Sequence[Row], info: dict[str, Any]) -> str:
         f"ctxasm assembly speed: median of {info['repeats']} runs, model {MODEL}, "
         f"tokenizer {TOKENIZER_SPEC}, python {sys.version.split()[0]}, {os.cpu_count()} CPUs",
         f"source: {info['source']}",
-        f"strategy: {json.dumps(STRATEGY) if STRATEGY is not None else 'the default configuration'}",
+        f"strategy: {json.dumps(STRATEGY) if STRATEGY is not None else 'the default'}",
         "baseline = tiktoken encode_ordinary of every candidate once; ratio = assembly / baseline",
         "cold = token-count, word and shingle caches cleared before each run; "
         "warm = all cached by an earlier run",
