@@ -28,8 +28,9 @@ __all__ = ["PRESETS", "EvalRow", "EvalStrategy", "evaluate", "resolve_strategy"]
 
 _PLAIN = {"relevance": "utility", "compression": None}
 
-# Named strategy configurations for `ctxasm eval --strategy NAME`: the default configuration,
-# the classic baseline, and each planner on its own (whole passages, utility relevance).
+# Named strategy configurations for `ctxasm eval --strategy NAME`: the default configuration
+# (utility relevance, `auto` selection, `fill` compression), the classic baseline, each planner
+# on its own (whole passages, utility relevance), and bridge with every passage compressed.
 PRESETS: dict[str, Mapping[str, Any] | None] = {
     "default": None,
     "bm25_greedy": {"relevance": "bm25", "selection": "greedy_by_score", "compression": None},
@@ -39,7 +40,11 @@ PRESETS: dict[str, Mapping[str, Any] | None] = {
     "mmr": {**_PLAIN, "selection": "mmr"},
     "coverage": {**_PLAIN, "selection": "coverage"},
     "bridge": {**_PLAIN, "selection": "bridge"},
-    "bridge_compressed": {"relevance": "utility", "selection": "bridge"},
+    "compress_all": {
+        "relevance": "utility",
+        "selection": "bridge",
+        "compression": {"name": "sentences", "mode": "all"},
+    },
 }
 ORACLE = "oracle"
 
@@ -73,7 +78,8 @@ def resolve_strategy(name: str) -> EvalStrategy:
 @dataclass(frozen=True, slots=True)
 class EvalRow:
     """The metrics of one strategy at one budget (rates in 0..1; ``None`` where no question
-    of the dataset has what the metric needs)."""
+    of the dataset has what the metric needs). ``n`` questions were run; the gold metrics are
+    over the ``n_gold`` of them whose gold passages are all among the candidates."""
 
     strategy: str
     budget: int
@@ -86,6 +92,7 @@ class EvalRow:
     density: float
     ms_per_question: float
     n: int
+    n_gold: int = 0
     by_type: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,6 +108,7 @@ class EvalRow:
             "density": self.density,
             "ms_per_question": self.ms_per_question,
             "n": self.n,
+            "n_gold": self.n_gold,
             "by_type": {k: dict(v) for k, v in self.by_type.items()},
         }
 
@@ -117,6 +125,7 @@ def _summary(scores: Sequence[QuestionScore]) -> dict[str, float | None]:
         "all_gold": _mean([s.all_gold for s in scores]),
         "sentence_recall": _mean([s.sentence_recall for s in scores]),
         "n": len(scores),
+        "n_gold": sum(1 for s in scores if s.all_gold is not None),
     }
 
 
@@ -137,6 +146,7 @@ def _row(name: str, budget: int, scores: Sequence[QuestionScore]) -> EvalRow:
         density=round(1000 * sum(s.gold_kept for s in scores) / tokens, 3) if tokens else 0.0,
         ms_per_question=round(fmean(s.ms for s in scores), 3),
         n=len(scores),
+        n_gold=sum(1 for s in scores if s.all_gold is not None),
         by_type=(
             {t: _summary([s for s in scores if s.type == t]) for t in types}
             if len(types) > 1
