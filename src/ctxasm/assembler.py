@@ -194,9 +194,11 @@ class Assembler:
         excluded += cut
         compressor = strategies["compression"]
         compressed: dict[str, Compressed] = {}
+        mode = ""
         if compressor is not None:
             with clock.stage("compression"):
-                ranked, compressed = compressor.before_selection(request.query, ranked)
+                mode = compressor.mode_for(ranked, budget.context)
+                ranked, compressed = compressor.before_selection(request.query, ranked, mode)
         with clock.stage("selection"):
             worst_label = max(1, len(ranked))
             meter = Meter(counter, lambda c: pricing(c, worst_label))
@@ -211,7 +213,7 @@ class Assembler:
             strategies["selection"].select(ranked, packing)
         if compressor is not None:
             with clock.stage("compression"):
-                compressed.update(compressor.after_selection(request.query, ranked, packing))
+                compressed.update(compressor.after_selection(request.query, ranked, packing, mode))
         excluded += packing.excluded
         with clock.stage("ordering"):
             ordered = strategies["ordering"].order(packing.kept)

@@ -110,6 +110,9 @@ B_KEPT = (
 )
 
 
+FILL = {"name": "sentences", "mode": "fill"}
+
+
 def _run(compression: Any, budget: int, passages: list[dict[str, Any]] | None = None) -> Any:
     strategy = {
         "compression": compression,
@@ -134,7 +137,7 @@ def _source(label: str, title: str, text: str) -> str:
 
 def test_fill_mode_admits_a_compressed_passage_that_did_not_fit_whole() -> None:
     assert _ids(_run(None, 120)) == ["a"]
-    result = _run("sentences", 120)
+    result = _run(FILL, 120)
     assert _ids(result) == ["a", "b"]
     content = _content(result)
     assert _source("[Source 1]", "Velora bridge", A["text"]) in content
@@ -148,7 +151,7 @@ def test_fill_mode_admits_a_compressed_passage_that_did_not_fit_whole() -> None:
 
 
 def test_fill_mode_compresses_nothing_when_everything_fits() -> None:
-    result = _run("sentences", 4000)
+    result = _run(FILL, 4000)
     assert _ids(result) == ["a", "b"]
     assert [item.compression for item in result.report.included] == [None, None]
     assert ELISION not in _content(result)
@@ -156,7 +159,7 @@ def test_fill_mode_compresses_nothing_when_everything_fits() -> None:
 
 def test_fill_mode_compresses_the_best_passage_when_it_alone_does_not_fit() -> None:
     assert _ids(_run(None, 60)) == []
-    result = _run("sentences", 60)
+    result = _run(FILL, 60)
     assert _ids(result) == ["a"]
     assert _source("[Source 1]", "Velora bridge", A_KEPT) in _content(result)
 
@@ -240,3 +243,24 @@ def test_compression_is_reported_in_the_result_json() -> None:
     assert set(compressions[0]) == {"original_tokens", "kept_tokens", "sentences", "kept_sentences"}
     assert [(c["sentences"], c["kept_sentences"]) for c in compressions] == [(5, 2), (4, 2)]
     assert isinstance(Compression(**compressions[0]), Compression)
+
+
+def test_auto_mode_compresses_everything_only_when_few_whole_passages_fit() -> None:
+    from ctxasm.stages.compression import SentenceCompression
+
+    auto = SentenceCompression()
+    assert auto.mode == "auto"
+    ranked = [
+        ctxasm.model.Candidate.of(ctxasm.Passage(id=p["id"], text=p["text"]), i, 1.0)
+        for i, p in enumerate([A, B])
+    ]
+    typical = sorted(len(c.text) for c in ranked)[1] / 4
+    assert auto.mode_for(ranked, int(2.5 * typical) - 1) == "all"
+    assert auto.mode_for(ranked, int(2.5 * typical) + 1) == "fill"
+    assert auto.mode_for([], 10) == "fill"
+    assert SentenceCompression(mode="fill").mode_for(ranked, 1) == "fill"
+    # through the assembler: a tight budget compresses the best passage too
+    tight = _run("sentences", 120)
+    assert tight.report.included[0].compression is not None
+    roomy = _run("sentences", 4000)
+    assert [item.compression for item in roomy.report.included] == [None, None]

@@ -189,6 +189,7 @@ ROW_KEYS = {
     "density",
     "ms_per_question",
     "n",
+    "n_gold",
     "by_type",
 }
 

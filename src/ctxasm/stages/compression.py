@@ -4,10 +4,13 @@ A compressed passage keeps whole sentences in their original order and marks eve
 ``[…]``; it never cuts inside a sentence (see :func:`ctxasm.lexical.sentence_spans`) and never
 touches the ``[Source N]`` header, which the format adds around the text.
 
-With ``mode="fill"`` (the default) selection first takes whole passages; then every passage
-that did not fit whole is offered again, compressed, in rank order, so the tokens left over
-admit more evidence without cutting what already fit. With ``mode="all"`` every candidate is
-compressed before selection, which fits the most passages into a tiny budget.
+With ``mode="fill"`` selection first takes whole passages; then every passage that did not fit
+whole is offered again, compressed, in rank order, so the tokens left over admit more evidence
+without cutting what already fit. With ``mode="all"`` every candidate is compressed before
+selection, which fits the most passages into a tiny budget. ``mode="auto"`` (the default)
+chooses ``all`` when the budget holds fewer than ``min_whole_passages`` typical passages and
+``fill`` otherwise: on HotpotQA, ``all`` keeps more evidence at 256 tokens and ``fill`` from
+512 up.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from ctxasm.lexical import (
     title_key,
 )
 from ctxasm.model import Candidate, Reason
-from ctxasm.registry import Strategy, register, require_choice, require_int
+from ctxasm.registry import Strategy, register, require_choice, require_int, require_number
 from ctxasm.stages.packing import Offer, Packing
 
 __all__ = ["ELISION", "Compressed", "Phrases", "SentenceCompression"]
@@ -80,12 +83,14 @@ class SentenceCompression(Strategy):
 
     name: ClassVar[str] = "sentences"
     slot: ClassVar[str] = "compression"
-    mode: str = "fill"
+    mode: str = "auto"
     lead_sentences: int = 1
     max_candidates: int = 16
+    min_whole_passages: float = 2.5
 
     def __post_init__(self) -> None:
-        require_choice("mode", self.mode, ("fill", "all"))
+        require_choice("mode", self.mode, ("auto", "fill", "all"))
+        require_number("min_whole_passages", self.min_whole_passages, low=0.0, high=1000.0)
         require_int("lead_sentences", self.lead_sentences, low=0)
         require_int("max_candidates", self.max_candidates, low=1)
 
@@ -125,6 +130,19 @@ class SentenceCompression(Strategy):
         shorter = candidate._replace(text=" ".join(pieces), start=None, end=None)
         return Compressed(shorter, text, len(keep), len(spans))
 
+    def mode_for(self, ranked: Sequence[Candidate], budget: int) -> str:
+        """``fill`` or ``all``: in ``auto`` mode, ``all`` when the budget holds fewer than
+        ``min_whole_passages`` typical passages (the median length of the best ten, at about
+        four characters per token: only a rule of thumb to choose the mode; every count that
+        decides what fits is exact)."""
+        if self.mode != "auto":
+            return self.mode
+        sizes = sorted(len(c.text) for c in ranked[:10])
+        if not sizes:
+            return "fill"
+        typical = sizes[len(sizes) // 2] / 4
+        return "all" if budget < self.min_whole_passages * typical else "fill"
+
     def _could_fit(self, candidate: Candidate, packing: Packing) -> bool:
         """Whether the lead sentences alone might fit what is left (a cheap lower bound, so
         hopeless passages are not compressed at all)."""
@@ -138,10 +156,10 @@ class SentenceCompression(Strategy):
         return packing.meter.lower_bound(candidate._replace(text=text)) <= packing.remaining
 
     def before_selection(
-        self, query: str, ranked: Sequence[Candidate]
+        self, query: str, ranked: Sequence[Candidate], mode: str
     ) -> tuple[list[Candidate], dict[str, Compressed]]:
         """In ``all`` mode, the best ``max_candidates`` compressed (bridges: their titles)."""
-        if self.mode != "all":
+        if mode != "all":
             return list(ranked), {}
         terms = query_terms(query)
         titles = Phrases(title_key(c.passage.title) for c in ranked[: self.max_candidates])
@@ -160,12 +178,12 @@ class SentenceCompression(Strategy):
         return out, done
 
     def after_selection(
-        self, query: str, ranked: Sequence[Candidate], packing: Packing
+        self, query: str, ranked: Sequence[Candidate], packing: Packing, mode: str
     ) -> dict[str, Compressed]:
         """In ``fill`` mode, offer compressed versions of the best ``max_candidates`` passages
         that did not fit whole, in rank order; bridges are the titles of those and of the kept
         passages, and what the kept passages name."""
-        if self.mode != "fill":
+        if mode != "fill":
             return {}
         turned_away = {e.candidate_id for e in packing.excluded if e.reason is Reason.OVER_BUDGET}
         retry = [c for c in ranked if c.id in turned_away][: self.max_candidates]

@@ -86,7 +86,7 @@ class CoverageSelection(Strategy):
     name: ClassVar[str] = "coverage"
     slot: ClassVar[str] = "selection"
     relevance: float = 0.5
-    max_candidates: int = 200
+    max_candidates: int = 50
 
     def __post_init__(self) -> None:
         require_number("relevance", self.relevance, low=0.0, high=100.0)
@@ -171,7 +171,8 @@ class BridgeSelection(Strategy):
     names it), plus ``backlink`` when it names a chosen passage's title, plus ``entities``
     times the share (up to three) of entities it shares with the chosen passages that the
     query does not mention (names, numbers, dates). The best is offered, and the rest are
-    re-scored, until the budget is full. Use it for multi-hop and comparison questions (the
+    re-scored, until the budget is full. The best ``max_candidates`` are planned; the rest fill
+    any budget left in rank order. Use it for multi-hop and comparison questions (the
     default does, for them).
     """
 
