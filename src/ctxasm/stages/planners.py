@@ -19,11 +19,11 @@ from ctxasm.lexical import entities, phrase_key, query_terms, title_key
 from ctxasm.model import Candidate, Reason
 from ctxasm.registry import Strategy, register, require_int, require_number
 from ctxasm.stages.packing import Offer, Packing
-from ctxasm.stages.selection import _offer_all, _values
+from ctxasm.stages.selection import offer_in_order, scaled_scores
 
 __all__ = ["AutoSelection", "BridgeSelection", "CoverageSelection", "Evidence"]
 
-# What a newly kept passage may add: a new query term, or an entity the query names.
+# Outcomes of an offer that keep the candidate (whole, or stitched into a kept passage).
 _KEPT = (Offer.ADDED, Offer.MERGED)
 
 
@@ -95,7 +95,7 @@ class CoverageSelection(Strategy):
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
         pool, rest = candidates[: self.max_candidates], candidates[self.max_candidates :]
         evidence = Evidence(packing.context.query, pool)
-        values = _values(pool)
+        values = scaled_scores(pool)
         priced = {c.request_index: cost for c, cost in packing.price(pool)}
         costs = [priced.get(c.request_index, -1) for c in pool]
         open_ = [i for i, cost in enumerate(costs) if cost >= 0]
@@ -115,7 +115,7 @@ class CoverageSelection(Strategy):
             if not rejected:
                 break
         leftovers = [pool[i] for i in open_]
-        _offer_all(leftovers + list(rest), packing)
+        offer_in_order(leftovers + list(rest), packing)
 
     def _plan(
         self,
@@ -197,7 +197,7 @@ class BridgeSelection(Strategy):
         # a query element or an entity with it, or that it links to.
         value = [
             self.relevance * v + self.coverage * evidence.new_coverage(i, set())
-            for i, v in enumerate(_values(pool))
+            for i, v in enumerate(scaled_scores(pool))
         ]
         holders: dict[str, list[int]] = {}  # query element -> candidates covering it
         for i, elements in enumerate(evidence.covers):
@@ -240,7 +240,7 @@ class BridgeSelection(Strategy):
                 if not linked[i] and title and f" {title} " in evidence.texts[i]:
                     linked[i] = True
                     value[i] += self.backlink
-        _offer_all(rest, packing)
+        offer_in_order(rest, packing)
 
 
 _DEFAULT_ROUTES: dict[str, Any] = {

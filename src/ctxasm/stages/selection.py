@@ -24,6 +24,8 @@ __all__ = [
     "PrioritySelection",
     "SelectionStrategy",
     "UtilityPerToken",
+    "offer_in_order",
+    "scaled_scores",
 ]
 
 
@@ -37,7 +39,8 @@ class SelectionStrategy(Protocol):
     def to_config(self) -> dict[str, Any]: ...
 
 
-def _offer_all(candidates: Sequence[Candidate], packing: Packing) -> None:
+def offer_in_order(candidates: Sequence[Candidate], packing: Packing) -> None:
+    """Offer ``candidates`` in the given order; once the budget is full, exclude the rest."""
     for position, candidate in enumerate(candidates):
         if packing.full:
             packing.exclude(candidates[position:], Reason.OVER_BUDGET, "the budget is full")
@@ -45,7 +48,7 @@ def _offer_all(candidates: Sequence[Candidate], packing: Packing) -> None:
         packing.offer(candidate)
 
 
-def _values(candidates: Sequence[Candidate]) -> list[float]:
+def scaled_scores(candidates: Sequence[Candidate]) -> list[float]:
     """Scores as values in (0, 1]: divided by the best when none is negative (ratios kept),
     else shifted and scaled; never zero, so a passage that fits is always worth taking.
     Halving before subtracting keeps scores near the float limit from overflowing."""
@@ -74,7 +77,7 @@ class GreedyByScore(Strategy):
     slot: ClassVar[str] = "selection"
 
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
-        _offer_all(candidates, packing)
+        offer_in_order(candidates, packing)
 
 
 @register
@@ -105,7 +108,7 @@ class PrioritySelection(Strategy):
 
         ordered = sorted(candidates, key=lambda c: (-priority(c), -c.score, c.request_index))
         if self.cutoff == "skip":
-            _offer_all(ordered, packing)
+            offer_in_order(ordered, packing)
             return
         cutoff: float | None = None  # the tier of the first candidate that did not fit
         detail = ""
@@ -132,13 +135,13 @@ class UtilityPerToken(Strategy):
 
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
         fitting = packing.price(candidates)
-        values = _values([c for c, _ in fitting])
+        values = scaled_scores([c for c, _ in fitting])
         keyed = [
             (-value / cost, c.request_index, c)
             for value, (c, cost) in zip(values, fitting, strict=True)
         ]
         keyed.sort(key=lambda item: (item[0], item[1]))
-        _offer_all([c for _, _, c in keyed], packing)
+        offer_in_order([c for _, _, c in keyed], packing)
 
 
 @register
@@ -167,7 +170,7 @@ class KnapsackSelection(Strategy):
         pool, rest = candidates[: self.max_candidates], candidates[self.max_candidates :]
         fitting = packing.price(pool)
         open_ = [c for c, _ in fitting]
-        values = dict(zip((c.id for c in open_), _values(open_), strict=True))
+        values = dict(zip((c.id for c in open_), scaled_scores(open_), strict=True))
         # Solve, then offer the chosen set in rank order so dedup compares against what is
         # really kept. When dedup turned some of them away, budget is left: solve again over
         # the candidates not yet offered. Every round offers at least one candidate.
@@ -186,7 +189,7 @@ class KnapsackSelection(Strategy):
         packing.exclude(
             open_, Reason.OVER_BUDGET, "not in the highest-scoring set that fits the budget"
         )
-        _offer_all(rest, packing)
+        offer_in_order(rest, packing)
 
     def _solve(self, values: list[float], costs: list[int], capacity: int) -> set[int]:
         import numpy as np
@@ -239,13 +242,13 @@ class MMRSelection(Strategy):
         pool, rest = list(candidates[: self.max_candidates]), candidates[self.max_candidates :]
         if pool:
             self._pick(pool, packing)
-        _offer_all(rest, packing)
+        offer_in_order(rest, packing)
 
     def _pick(self, pool: list[Candidate], packing: Packing) -> None:
         import numpy as np
 
         similarity = _similarity_matrix(pool)
-        relevance = np.array(_values(pool))
+        relevance = np.array(scaled_scores(pool))
         closest = np.zeros(len(pool))
         open_ = np.ones(len(pool), dtype=bool)
         while open_.any():
