@@ -34,8 +34,15 @@ def print_report(report: Report) -> None:
         included.add_column(column, justify="right" if column in ("pos", "tokens") else "left")
     for item in report.included:
         source = item.source or item.url or ""
+        tokens = str(item.tokens)
+        if item.compression is not None:
+            kept = item.compression
+            tokens += (
+                f" (cut: {kept.kept_sentences}/{kept.sentences} sentences, "
+                f"{kept.kept_tokens}/{kept.original_tokens} tokens)"
+            )
         included.add_row(
-            str(item.position), item.label, item.id, str(item.tokens), f"{item.score:.4g}", source
+            str(item.position), item.label, item.id, tokens, f"{item.score:.4g}", source
         )
     console.print(included)
 
@@ -52,7 +59,8 @@ def print_report(report: Report) -> None:
         console.print("[yellow]No relevant context: the prompt tells the model so.[/yellow]")
     cost = "n/a" if report.cost_usd is None else f"${report.cost_usd:.6f}"
     timings = ", ".join(f"{k} {v:.1f}" for k, v in report.timings_ms.items())
-    console.print(f"input cost {cost}; timings (ms): {timings}")
+    kind = f"query class {report.query_class}; " if report.query_class else ""
+    console.print(f"{kind}input cost {cost}; timings (ms): {timings}")
 
 
 def print_models(specs: Sequence[ModelSpec]) -> None:
