@@ -18,14 +18,7 @@ from ctxasm import registry
 from ctxasm.config import AssemblerConfig
 from ctxasm.errors import RequestError
 from ctxasm.formatting import PromptParts, get_format
-from ctxasm.formatting.blocks import (
-    HEADING,
-    NO_CONTEXT_NOTE,
-    NO_SOURCES_NOTE,
-    RULES,
-    pricing,
-    render_block,
-)
+from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE, RULES
 from ctxasm.model import Assembly, Candidate, Exclusion, Reason, Request, Strategies, StrategySpec
 from ctxasm.query_class import classify
 from ctxasm.report import build_report
@@ -201,9 +194,10 @@ class Assembler:
                 ranked, compressed = compressor.before_selection(request.query, ranked, mode)
         with clock.stage("selection"):
             worst_label = max(1, len(ranked))
-            meter = Meter(counter, lambda c: pricing(c, worst_label))
+            block = fmt.block
+            meter = Meter(counter, lambda c: block.pricing(c, worst_label))
             chain = DedupChain([strategy.session() for strategy in strategies["dedup"]])
-            heading = counter.count(HEADING) + _BLOCK_SEAM
+            heading = counter.count(block.heading) + _BLOCK_SEAM
             context = SelectionContext(
                 request.query, request.query_class or classify(request.query)
             )
@@ -221,9 +215,9 @@ class Assembler:
         with clock.stage("verify"):
             ordered, rendered, total, context_tokens, dropped = _fit(
                 ordered,
-                lambda kept: fmt.render(parts, render_block(kept) if kept else note),
+                lambda kept: fmt.render(parts, block.render(kept) if kept else note),
                 lambda r: fmt.count(r, counter, model),
-                lambda kept: counter.count(render_block(kept) if kept else note),
+                lambda kept: counter.count(block.render(kept) if kept else note),
                 budget.prompt_limit,
                 budget.context,
             )
@@ -244,6 +238,7 @@ class Assembler:
             timings_ms=clock.ms,
             compressed=compressed,
             query_class=context.query_class,
+            block=block,
         )
         return Assembly(rendered.messages, rendered.system, rendered.text, report, tuple(ordered))
 

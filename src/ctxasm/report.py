@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ctxasm.formatting.blocks import body, label, rendered_parts
+from ctxasm.formatting.blocks import FencedBlock, SourcesBlock, label
 from ctxasm.model import Budget, Candidate, Compression, Exclusion, Included, Report
 from ctxasm.models import ModelSpec
 from ctxasm.stages.compression import Compressed
@@ -35,6 +35,7 @@ def build_report(
     timings_ms: Mapping[str, float],
     compressed: Mapping[str, Compressed] | None = None,
     query_class: str | None = None,
+    block: SourcesBlock | None = None,
 ) -> Report:
     """The report for passages ``ordered`` as rendered; exclusions sorted by request position.
 
@@ -43,12 +44,13 @@ def build_report(
     final closing fence add up to ``context_tokens`` for the OpenAI encodings.
     """
     compressed = compressed or {}
+    block = block or FencedBlock()
 
     def compression(candidate: Candidate, fenced: str) -> Compression | None:
         found = compressed.get(candidate.id)
         if found is None:
             return None
-        whole = body(candidate._replace(text=found.original))
+        whole = block.body(candidate._replace(text=found.original))
         return Compression(
             original_tokens=counter.count(whole),
             kept_tokens=counter.count(fenced),
@@ -68,7 +70,7 @@ def build_report(
             compression=compression(c, fenced),
         )
         for number, (c, (opening, fenced)) in enumerate(
-            zip(ordered, rendered_parts(ordered), strict=True), start=1
+            zip(ordered, block.parts(ordered), strict=True), start=1
         )
     )
     return Report(

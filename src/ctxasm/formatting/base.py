@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from ctxasm.formatting.blocks import SourcesBlock
 from ctxasm.model import Message
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
@@ -35,6 +36,7 @@ class Format(Protocol):
     """Renders a prompt and counts it exactly as the target API will."""
 
     name: str
+    block: SourcesBlock
 
     def render(self, parts: PromptParts, context: str) -> Rendered:
         """The request with ``context`` (the sources block, or a note saying there is none)."""

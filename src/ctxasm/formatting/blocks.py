@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Protocol
 
 from ctxasm.model import Candidate
 
@@ -28,6 +29,8 @@ __all__ = [
     "NO_SOURCES_NOTE",
     "RULES",
     "SEPARATOR",
+    "FencedBlock",
+    "SourcesBlock",
     "body",
     "fence_for",
     "label",
@@ -126,3 +129,45 @@ def render_block(ordered: Sequence[Candidate]) -> str:
         return HEADING.rstrip()
     text = "".join(opening + fenced for opening, fenced in rendered_parts(ordered))
     return text + fence_for(ordered[-1].text)
+
+
+class SourcesBlock(Protocol):
+    """How a format lays out its sources: what selection prices and what is rendered.
+
+    ``parts`` gives each passage's share of the block (opening, body) in order; the block is
+    ``heading``-led and equal to the parts joined plus ``closing(ordered)``.
+    """
+
+    heading: str
+
+    def pricing(self, candidate: Candidate, number: int) -> tuple[str, str]:
+        """(opening, body) of ``candidate`` as the ``number``-th source, before the final order
+        is known (an upper bound on the label's length)."""
+        ...
+
+    def parts(self, ordered: Sequence[Candidate]) -> list[tuple[str, str]]: ...
+
+    def render(self, ordered: Sequence[Candidate]) -> str: ...
+
+    def body(self, candidate: Candidate) -> str:
+        """The candidate's text as the block carries it (escaped, fenced)."""
+        ...
+
+
+class FencedBlock:
+    """Labelled headers and backtick fences (the ``openai``, ``text`` and ``markdown``
+    formats); see the module docstring."""
+
+    heading = HEADING
+
+    def pricing(self, candidate: Candidate, number: int) -> tuple[str, str]:
+        return pricing(candidate, number)
+
+    def parts(self, ordered: Sequence[Candidate]) -> list[tuple[str, str]]:
+        return rendered_parts(ordered)
+
+    def render(self, ordered: Sequence[Candidate]) -> str:
+        return render_block(ordered)
+
+    def body(self, candidate: Candidate) -> str:
+        return body(candidate)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ctxasm.formatting.base import PromptParts, Rendered, user_content
+from ctxasm.formatting.blocks import FencedBlock, SourcesBlock
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 
@@ -18,6 +19,7 @@ class OpenAIChatFormat:
     """
 
     name = "openai"
+    block: SourcesBlock = FencedBlock()
 
     def render(self, parts: PromptParts, context: str) -> Rendered:
         messages = [{"role": "system", "content": parts.system}]
