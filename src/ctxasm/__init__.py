@@ -5,6 +5,8 @@ provably fits the model, with a report of every passage kept or dropped.
 """
 
 from ctxasm.assembler import Assembler, assemble
+from ctxasm.builder import BuiltContext, ContextBuilder, Retriever, context_for_chat
+from ctxasm.citations import Citation, CitationReport, check_citations, link_citations
 from ctxasm.config import AssemblerConfig
 from ctxasm.errors import (
     AccessPolicyError,
@@ -40,7 +42,11 @@ __all__ = [
     "Assembly",
     "Budget",
     "BudgetError",
+    "BuiltContext",
+    "Citation",
+    "CitationReport",
     "ConfigError",
+    "ContextBuilder",
     "CtxasmError",
     "Exclusion",
     "Included",
@@ -53,11 +59,15 @@ __all__ = [
     "Report",
     "Request",
     "RequestError",
+    "Retriever",
     "TokenizerError",
     "UnknownModelError",
     "UnknownStrategyError",
     "__version__",
     "assemble",
+    "check_citations",
+    "context_for_chat",
     "default_registry",
+    "link_citations",
     "parse_request",
 ]

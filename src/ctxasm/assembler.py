@@ -164,7 +164,7 @@ class Assembler:
     def _run(self, request: Request, started: float) -> Assembly:
         clock = _Clock()
         model = self.config.models.get(request.model)
-        fmt = get_format(request.format)
+        fmt = get_format(request.format, request.template)
         strategies = self._resolve(request.strategy)
         counter = get_counter(model.tokenizer)
         passages = request.passages
@@ -215,7 +215,7 @@ class Assembler:
         with clock.stage("verify"):
             ordered, rendered, total, context_tokens, dropped = _fit(
                 ordered,
-                lambda kept: fmt.render(parts, block.render(kept) if kept else note),
+                lambda kept: fmt.render(parts, block.render(kept) if kept else note, kept),
                 lambda r: fmt.count(r, counter, model),
                 lambda kept: counter.count(block.render(kept) if kept else note),
                 budget.prompt_limit,

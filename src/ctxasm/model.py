@@ -140,6 +140,7 @@ class Request:
     top_k: int | None = None
     allow_public: bool = False
     query_class: str | None = None
+    template: str | None = None
 
 
 class Candidate(NamedTuple):

@@ -54,6 +54,7 @@ REQUEST_FIELDS = (
     "top_k",
     "allow_public",
     "query_class",
+    "template",
 )
 PASSAGE_FIELDS = (
     "id",
@@ -443,6 +444,7 @@ def parse_request(
         top_k=_integer(data.get("top_k"), "top_k", minimum=1),
         allow_public=allow_public,
         query_class=None if query_class == "auto" else query_class,
+        template=_string(data.get("template"), "template", optional=True),
     )
     _VALIDATED.add(request)
     return request

@@ -79,8 +79,20 @@ REQUEST: dict[str, Any] = {
 }
 
 
-def _result(fmt: str) -> dict[str, Any]:
-    data = ctxasm.assemble(**{**REQUEST, "format": fmt}).to_dict()
+TEMPLATE = """{{ system }}
+
+{% for turn in history %}{{ turn.role | upper }}: {{ turn.content }}
+{% endfor %}
+{% if has_sources %}{% for source in sources %}<<{{ source.label }}{% if source.title %}: \
+{{ source.title | replace("\n", " ") }}{% endif %}>>
+{{ source.fenced }}
+{% endfor %}{% else %}{{ sources_block }}{% endif %}
+QUESTION: {{ query }}
+"""
+
+
+def _result(fmt: str, **extra: Any) -> dict[str, Any]:
+    data = ctxasm.assemble(**{**REQUEST, "format": fmt, **extra}).to_dict()
     data["report"].pop("timings_ms")
     return data
 
@@ -111,6 +123,34 @@ def test_text_format_golden() -> None:
     assert data["messages"] == []
     _check(DATA / "text.prompt.txt", data["text"])
     _check(DATA / "text.result.json", _json(data))
+
+
+def test_anthropic_format_golden() -> None:
+    data = _result("anthropic", model="claude-sonnet-4-5")
+    assert data["text"] is None
+    assert data["system"].startswith("You are a geography tutor.")
+    assert all(m["role"] in ("user", "assistant") for m in data["messages"])
+    assert data["report"]["exact_count"] is False
+    _check(
+        DATA / "anthropic.messages.json",
+        _json({"system": data["system"], "messages": data["messages"]}),
+    )
+    _check(DATA / "anthropic.result.json", _json(data))
+
+
+def test_markdown_format_golden() -> None:
+    data = _result("markdown")
+    assert data["messages"] == []
+    _check(DATA / "markdown.prompt.md", data["text"])
+    _check(DATA / "markdown.result.json", _json(data))
+
+
+def test_template_format_golden() -> None:
+    data = _result("template", template=TEMPLATE)
+    assert data["messages"] == []
+    assert "<<Source 1: Danube>>" in data["text"]
+    _check(DATA / "template.prompt.txt", data["text"])
+    _check(DATA / "template.result.json", _json(data))
 
 
 def test_golden_request_exercises_the_pipeline() -> None:

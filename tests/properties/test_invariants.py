@@ -26,7 +26,22 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 ENCODINGS = {"gpt-4o": "o200k_base", "gpt-4o-mini": "o200k_base", "gpt-4": "cl100k_base"}
-SELECTIONS = ["greedy_by_score", "priority", "utility_per_token", "knapsack", "mmr"]
+SELECTIONS = [
+    "greedy_by_score",
+    "priority",
+    "utility_per_token",
+    "knapsack",
+    "mmr",
+    "auto",
+    "bridge",
+    "coverage",
+]
+COMPRESSIONS: list[Any] = [
+    "default",
+    None,
+    {"name": "sentences", "mode": "all"},
+    {"name": "sentences", "mode": "fill", "lead_sentences": 0},
+]
 ORDERINGS = ["score", "retrieval", "chronological", "source", "primacy_recency"]
 VOCAB = ["river", "danube", "europe", "water", "city", "flows", "bridge", "delta", "old", "sea"]
 FRAGMENTS = [
@@ -147,7 +162,7 @@ def requests(draw: Any, fmt: str | None = None) -> dict[str, Any]:
         "query": " ".join(draw(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=4))),
         "passages": items,
         "model": draw(st.sampled_from(sorted(ENCODINGS))),
-        "format": fmt or draw(st.sampled_from(["openai", "text"])),
+        "format": fmt or draw(st.sampled_from(["openai", "text", "markdown"])),
     }
     selection: Any = draw(st.sampled_from(SELECTIONS))
     if selection == "priority":
@@ -171,6 +186,9 @@ def requests(draw: Any, fmt: str | None = None) -> dict[str, Any]:
     }
     if request["strategy"]["dedup"] is None:
         del request["strategy"]["dedup"]
+    compression = draw(st.sampled_from(COMPRESSIONS))
+    if compression != "default":
+        request["strategy"]["compression"] = compression
     if draw(st.booleans()):
         request["max_context_tokens"] = draw(st.integers(1, 3000))
     if draw(st.booleans()):

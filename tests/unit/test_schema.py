@@ -278,7 +278,7 @@ def test_model_of_wrong_type(model: object) -> None:
 def test_unknown_format() -> None:
     error = _error(query="q", passages=PASSAGES, format="xml")
     assert error.field == "format"
-    assert "choose one of openai, text" in error.message
+    assert "choose one of anthropic, markdown, openai, text, template" in error.message
 
 
 def test_unknown_strategy_name_lists_names() -> None:
@@ -426,3 +426,28 @@ def test_oversized_texts_outside_passages_are_refused(fields: dict[str, Any], fi
     with pytest.raises(RequestError) as caught:
         assembler.assemble(passages=[{"id": "a", "text": "x"}], **fields)
     assert caught.value.field == field
+
+
+def test_template_field_goes_with_the_template_format() -> None:
+    missing = _error(query="q", passages=PASSAGES, format="template")
+    assert missing.field == "template"
+    stray = _error(query="q", passages=PASSAGES, template="{{ query }}")
+    assert stray.field == "template"
+    assert "only used with format 'template'" in stray.message
+    wrong_type = _error(query="q", passages=PASSAGES, format="template", template=3)
+    assert wrong_type.field == "template"
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("{{ nope }}", "'nope' is undefined"),
+        ("{{ query.__class__.__mro__ }}", "not allowed"),
+        ("{% for x in %}", "syntax error on line 1"),
+        ("{{ sources[0].text }}", "template"),
+    ],
+)
+def test_bad_templates_are_refused_naming_the_field(template: str, message: str) -> None:
+    error = _error(query="q", passages=[], format="template", template=template)
+    assert error.field == "template"
+    assert message in error.message

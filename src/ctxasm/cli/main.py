@@ -1,7 +1,8 @@
 """``ctxasm``: assemble prompts from the command line.
 
-Exit codes: 0 success; 1 the batch had failed lines, or ctxasm itself failed (a tokenizer that
-cannot load, an internal error); 2 bad input (the message names the field and what is allowed).
+Exit codes: 0 success; 1 the batch had failed lines, check-citations found an invalid
+citation, or ctxasm itself failed (a tokenizer that cannot load, an internal error); 2 bad input
+(the message names the field and what is allowed).
 Library imports happen inside the commands so that ``ctxasm --help`` stays fast.
 """
 
@@ -254,6 +255,15 @@ def eval_(
     else:
         title = f"{Path(dataset).name}: {len(questions)} questions, {model}"
         print_eval(rows, title=title, by_type=by_type)
+
+
+def _register_citations() -> None:
+    from ctxasm.cli.citations_cmd import check_citations_command
+
+    app.command("check-citations")(check_citations_command)
+
+
+_register_citations()
 
 
 def _version(value: bool) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from ctxasm.formatting.blocks import SourcesBlock
-from ctxasm.model import Message
+from ctxasm.model import Candidate, Message
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 
@@ -38,8 +38,12 @@ class Format(Protocol):
     name: str
     block: SourcesBlock
 
-    def render(self, parts: PromptParts, context: str) -> Rendered:
-        """The request with ``context`` (the sources block, or a note saying there is none)."""
+    def render(
+        self, parts: PromptParts, context: str, sources: Sequence[Candidate] = ()
+    ) -> Rendered:
+        """The request with ``context`` (the sources block, or a note saying there is none);
+        ``sources`` are the passages in it, in order, for formats that lay them out
+        themselves."""
         ...
 
     def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:

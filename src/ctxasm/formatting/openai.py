@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ctxasm.formatting.base import PromptParts, Rendered, user_content
 from ctxasm.formatting.blocks import FencedBlock, SourcesBlock
+from ctxasm.model import Candidate
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 
@@ -21,7 +24,9 @@ class OpenAIChatFormat:
     name = "openai"
     block: SourcesBlock = FencedBlock()
 
-    def render(self, parts: PromptParts, context: str) -> Rendered:
+    def render(
+        self, parts: PromptParts, context: str, sources: Sequence[Candidate] = ()
+    ) -> Rendered:
         messages = [{"role": "system", "content": parts.system}]
         messages += [{"role": turn.role, "content": turn.content} for turn in parts.history]
         messages.append({"role": "user", "content": user_content(context, parts.query)})

@@ -1,0 +1,356 @@
+"""A priority-ordered context builder: add texts with priorities, get the string that fits.
+
+:class:`ContextBuilder` is the small, direct tool next to :func:`ctxasm.assemble`: no query, no
+passages schema, no chat messages, only labelled texts joined with a separator under a token
+budget. Items are taken highest priority first (ties in the order they were added); an item is
+kept when the joined context with it appended still counts at most ``max_tokens`` tokens with
+the model's own tokenizer, separators included.
+
+``cutoff="strict"`` stops at the first item that does not fit: every item ranked after it is
+excluded with ``priority_cutoff``, so a lower priority never jumps a higher one.
+``cutoff="skip"`` excludes only what does not fit (``over_budget``) and keeps trying the rest.
+
+The guarantee: ``built.total_tokens == count(built.context) <= max_tokens``, where ``count`` is
+the counter :func:`ctxasm.tokens.get_counter` returns for the model's tokenizer spec.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any, Protocol
+
+from ctxasm.errors import RequestError
+from ctxasm.model import Reason
+from ctxasm.models import ModelSpec, default_registry
+from ctxasm.tokens import TokenCounter, get_counter
+
+__all__ = [
+    "CUTOFFS",
+    "BuiltContext",
+    "ContextBuilder",
+    "Excluded",
+    "Hit",
+    "Retriever",
+    "context_for_chat",
+]
+
+CUTOFFS = ("strict", "skip")
+_MISSING = object()
+
+
+class Hit(Protocol):
+    """A retrieved chunk: its text and its score (higher is better). An ``id`` is optional."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
+
+
+class Retriever(Protocol):
+    """Anything that returns the top ``k`` hits for a query, best first.
+
+    A hit is an object with ``.text``, ``.score`` and optionally ``.id``, or a mapping with the
+    keys ``"text"``, ``"score"`` and optionally ``"id"``.
+    """
+
+    def retrieve(self, query: str, k: int) -> Sequence[Hit | Mapping[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Excluded:
+    """An item left out of the context: its label, why, its own token count and a sentence."""
+
+    label: str
+    reason: Reason
+    tokens: int
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "reason": self.reason.value,
+            "tokens": self.tokens,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltContext:
+    """The context string and what went into it.
+
+    ``included`` lists labels in the order their texts appear in ``context``; ``excluded`` lists
+    the rest in the order they were considered (highest priority first). ``total_tokens`` is the
+    count of ``context`` itself, separators included; ``exact_count`` is false when the model's
+    tokenizer is an estimate.
+    """
+
+    context: str
+    included: tuple[str, ...]
+    excluded: tuple[Excluded, ...]
+    total_tokens: int
+    max_tokens: int
+    model: str
+    tokenizer: str
+    exact_count: bool
+
+    @property
+    def excluded_labels(self) -> tuple[str, ...]:
+        return tuple(item.label for item in self.excluded)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "context": self.context,
+            "included": list(self.included),
+            "excluded": [item.to_dict() for item in self.excluded],
+            "total_tokens": self.total_tokens,
+            "max_tokens": self.max_tokens,
+            "model": self.model,
+            "tokenizer": self.tokenizer,
+            "exact_count": self.exact_count,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    label: str
+    text: str
+    priority: float
+
+
+class ContextBuilder:
+    """Collects labelled texts with priorities and builds the context that fits ``max_tokens``.
+
+    Settings are validated here, once; the model's tokenizer loads on the first count. ``add``
+    and ``reset`` return the builder so calls chain; ``build`` leaves the items in place, so the
+    same builder can be built again or reset for the next turn.
+    """
+
+    def __init__(
+        self,
+        max_tokens: int,
+        model: str = "gpt-4o",
+        cutoff: str = "strict",
+        separator: str = "\n\n",
+    ) -> None:
+        self._max_tokens = _require_count(max_tokens, "max_tokens")
+        if cutoff not in CUTOFFS:
+            raise RequestError(
+                f"cutoff must be one of {', '.join(CUTOFFS)}, got {cutoff!r}", field="cutoff"
+            )
+        self._cutoff = cutoff
+        if not isinstance(separator, str):
+            raise RequestError(
+                f"separator must be a string, got {type(separator).__name__}", field="separator"
+            )
+        self._separator = separator
+        self._spec = _resolve_model(model)
+        self._counter: TokenCounter = get_counter(self._spec.tokenizer)
+        self._items: list[_Item] = []
+        self._labels: set[str] = set()
+
+    @property
+    def max_tokens(self) -> int:
+        return self._max_tokens
+
+    @property
+    def model(self) -> str:
+        """The registry name of the model (an alias given to the constructor is resolved)."""
+        return self._spec.name
+
+    @property
+    def cutoff(self) -> str:
+        return self._cutoff
+
+    @property
+    def separator(self) -> str:
+        return self._separator
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return (
+            f"ContextBuilder(max_tokens={self._max_tokens}, model={self.model!r}, "
+            f"cutoff={self._cutoff!r}, separator={self._separator!r}, items={len(self._items)})"
+        )
+
+    def add(self, text: str, priority: float, label: str | None = None) -> ContextBuilder:
+        """Add ``text`` with ``priority`` (higher goes first) under a unique ``label``.
+
+        Without a label the item is called ``item-N``, N being its position among the items
+        added since the builder was made or last reset, starting at 1.
+        """
+        text = _require_text(text, "text")
+        value = _require_priority(priority, "priority")
+        if label is None:
+            label = f"item-{len(self._items) + 1}"
+        self._append(text, value, _require_label(label, "label"), "label")
+        return self
+
+    def reset(self) -> ContextBuilder:
+        """Remove every item; the budget, model, cutoff and separator stay."""
+        self._items.clear()
+        self._labels.clear()
+        return self
+
+    def build(self) -> BuiltContext:
+        """Pack the items into one context string (see the module docstring for the rules)."""
+        ranked = sorted(self._items, key=lambda item: -item.priority)  # stable: ties keep order
+        context, total = "", 0
+        included: list[str] = []
+        excluded: list[Excluded] = []
+        blocker: _Item | None = None
+        for item in ranked:
+            if blocker is not None:
+                excluded.append(self._cut_off(item, blocker))
+                continue
+            if not included:
+                candidate, count = item.text, self._counter.count(item.text)
+            else:
+                candidate = f"{context}{self._separator}{item.text}"
+                # Counts only the tail that changed; equal to count(candidate) by its contract.
+                count = self._counter.count_edited(context, candidate)
+            if count <= self._max_tokens:
+                context, total = candidate, count
+                included.append(item.label)
+                continue
+            excluded.append(self._over_budget(item, count, total))
+            if self._cutoff == "strict":
+                blocker = item
+        return BuiltContext(
+            context=context,
+            included=tuple(included),
+            excluded=tuple(excluded),
+            total_tokens=total,
+            max_tokens=self._max_tokens,
+            model=self._spec.name,
+            tokenizer=self._counter.name,
+            exact_count=self._counter.exact,
+        )
+
+    def _append(self, text: str, priority: float, label: str, field: str) -> None:
+        if label in self._labels:
+            raise RequestError(
+                f"label {label!r} is already used by another item; labels must be unique "
+                "(give this item a different label, or reset() the builder first)",
+                field=field,
+            )
+        self._labels.add(label)
+        self._items.append(_Item(label, text, priority))
+
+    def _over_budget(self, item: _Item, count: int, total: int) -> Excluded:
+        detail = (
+            f"adding it would make the context {count} tokens, over max_tokens="
+            f"{self._max_tokens} ({self._max_tokens - total} left)"
+        )
+        return Excluded(item.label, Reason.OVER_BUDGET, self._counter.count(item.text), detail)
+
+    def _cut_off(self, item: _Item, blocker: _Item) -> Excluded:
+        detail = (
+            f"not tried: {blocker.label!r} (priority {blocker.priority:g}) ranks above it and "
+            "did not fit, and cutoff='strict' stops at the first item that does not fit"
+        )
+        return Excluded(item.label, Reason.PRIORITY_CUTOFF, self._counter.count(item.text), detail)
+
+
+def context_for_chat(
+    retriever: Retriever,
+    query: str,
+    max_tokens: int,
+    k: int = 5,
+    model: str = "gpt-4o",
+    cutoff: str = "skip",
+    separator: str = "\n\n",
+) -> BuiltContext:
+    """Retrieve the top ``k`` hits for ``query`` and build a context from them.
+
+    Each hit is added with its score as priority and its id (else ``hit-N``, N its rank from 1)
+    as label. At most ``k`` hits are used even if the retriever returns more. For a system
+    prompt or history next to the hits, use :class:`ContextBuilder` directly.
+    """
+    builder = ContextBuilder(max_tokens, model=model, cutoff=cutoff, separator=separator)
+    k = _require_count(k, "k")
+    if not isinstance(query, str):
+        raise RequestError(f"query must be a string, got {type(query).__name__}", field="query")
+    retrieve = getattr(retriever, "retrieve", None)
+    if not callable(retrieve):
+        raise RequestError(
+            f"retriever must have a retrieve(query, k) method, got {type(retriever).__name__}",
+            field="retriever",
+        )
+    found = retrieve(query, k)
+    if not isinstance(found, Iterable) or isinstance(found, str | bytes | Mapping):
+        raise RequestError(
+            f"retriever.retrieve must return a sequence of hits, got {type(found).__name__}",
+            field="retriever",
+        )
+    for index, hit in enumerate(islice(found, k)):
+        where = f"hits[{index}]"
+        text = _require_text(_hit_value(hit, "text", where), f"{where}.text")
+        score = _require_priority(_hit_value(hit, "score", where), f"{where}.score")
+        raw_id = _hit_value(hit, "id", where, required=False)
+        if raw_id is None or raw_id is _MISSING:
+            label = f"hit-{index + 1}"
+        else:
+            # Stores often use integer ids; anything else must already be a string.
+            plain_int = isinstance(raw_id, int) and not isinstance(raw_id, bool)
+            label = _require_label(str(raw_id) if plain_int else raw_id, f"{where}.id")
+        builder._append(text, score, label, f"{where}.id")
+    return builder.build()
+
+
+def _hit_value(hit: object, name: str, where: str, *, required: bool = True) -> object:
+    value = hit.get(name, _MISSING) if isinstance(hit, Mapping) else getattr(hit, name, _MISSING)
+    if value is _MISSING and required:
+        raise RequestError(
+            f"{where} has no {name!r}: a hit is an object with .text and .score (and optionally "
+            f".id) or a mapping with those keys, got {type(hit).__name__}",
+            field=f"{where}.{name}",
+        )
+    return value
+
+
+def _resolve_model(model: object) -> ModelSpec:
+    if not isinstance(model, str) or not model:
+        raise RequestError(
+            f"model must be a model name such as 'gpt-4o', got {model!r}; "
+            "run `ctxasm models` for the list",
+            field="model",
+        )
+    return default_registry().get(model)  # UnknownModelError names close matches
+
+
+def _require_count(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RequestError(f"{field} must be an integer >= 1, got {value!r}", field=field)
+    return value
+
+
+def _require_text(value: object, field: str) -> str:
+    if not isinstance(value, str):
+        raise RequestError(f"{field} must be a string, got {type(value).__name__}", field=field)
+    return value
+
+
+def _require_priority(value: object, field: str) -> float:
+    problem = RequestError(f"{field} must be a finite number, got {value!r}", field=field)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise problem
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        finite = False
+    if not finite:
+        raise problem
+    return float(value)
+
+
+def _require_label(value: object, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise RequestError(f"{field} must be a non-empty string, got {value!r}", field=field)
+    return value

@@ -1,0 +1,357 @@
+"""Checking the ``[Source N]`` citations of a model's answer against the sources it was given.
+
+The formats label every included passage ``Source 1``, ``Source 2``, ... and ask the model to
+cite them. :func:`check_citations` reads the answer back: which labels it cites, which of those
+name no included source (a hallucinated citation), which sources it never cites, and which of
+its sentences cite nothing. :func:`link_citations` turns valid citations into links to their
+sources' urls.
+
+Marker grammar (case-insensitive; white space inside the brackets is allowed)::
+
+    marker  = "[" item { sep item } "]"          not followed by "(": that is a markdown link
+    item    = [ "source" | "sources" ] number [ dash [ "source" ] number ]
+    sep     = "," | ";" | "&" | "and" | ", and"
+    dash    = "-" | "–" | "—"
+    number  = 1 to 9 digits
+
+So ``[Source 2]``, ``[2]``, ``[1, 3]``, ``[Source 1, Source 3]``, ``[Sources 1 and 3]``,
+``[2-4]``, ``[2–4]`` and ``[Source 2-4]`` are citations; ``[the docs](https://...)``, ``[x]``,
+``[ ]``, ``[note]`` and anything inside inline code or a fenced code block are not. A range
+cites every number in it; a reversed range (``[4-2]``) or one of more than
+:data:`MAX_RANGE` numbers is one invalid citation, never expanded. ``0``, a number past the last
+source and a number no included source carries are invalid.
+
+Sentences: the answer is cut at line breaks, then with :func:`ctxasm.lexical.sentence_spans`.
+A marker belongs to the sentence it ends (``... in 1889 [1].`` and ``... in 1889. [1]`` both
+cite that sentence). Not counted as sentences: blank ones, ones made only of markers and
+punctuation, markdown headings (``# ...``), lead-ins that end with ``:``, and code.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+from urllib.parse import quote, urlsplit
+
+from ctxasm.errors import RequestError
+from ctxasm.lexical import sentence_spans
+from ctxasm.model import Assembly
+
+__all__ = ["MAX_RANGE", "Citation", "CitationReport", "check_citations", "link_citations"]
+
+MAX_RANGE = 100
+"""The most numbers one range may cite; a longer range is an invalid citation."""
+
+LINK_STYLES = ("markdown",)
+
+_NUMBER = "[0-9]{1,9}"
+_ITEM = r"(?:sources?\s*)?{n}(?:\s*[-–—]\s*(?:sources?\s*)?{n})?"
+_SEP = r"(?:\s*[,;&]\s*(?:and\s+)?|\s+and\s+)"
+_ITEM_RE = re.compile(_ITEM.format(n=f"({_NUMBER})"), re.IGNORECASE)  # captures the numbers
+_ANY_ITEM = _ITEM.format(n=_NUMBER)
+_MARKER = re.compile(rf"\[\s*{_ANY_ITEM}(?:{_SEP}{_ANY_ITEM})*\s*\](?!\()", re.IGNORECASE)
+_WORDED = re.compile(r"source", re.IGNORECASE)
+_LABEL = re.compile(r"Source ([1-9][0-9]*)")
+_FENCED_CODE = re.compile(
+    r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL
+)
+_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
+_LINE = re.compile(r"[^\r\n]+")
+_WORD = re.compile(r"\w")
+_SAFE_SCHEMES = frozenset({"http", "https", ""})
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """One cited number: its label, and the source it names (``None`` when it names none)."""
+
+    label: str
+    id: str | None
+    url: str | None
+    valid: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "id": self.id, "url": self.url, "valid": self.valid}
+
+
+@dataclass(frozen=True, slots=True)
+class CitationReport:
+    """What an answer cites, checked against the sources of its assembly.
+
+    ``citations`` has one entry per cited number, in order of appearance (a repeated citation
+    appears again). ``invalid`` holds the distinct invalid labels in first-seen order;
+    ``cited_ids`` the distinct ids validly cited, in first-citation order; ``uncited_ids`` the
+    included ids never validly cited, in label order. ``uncited_sentences`` are the answer's
+    sentences that carry no citation marker at all; ``coverage`` is the share of sentences
+    with at least one valid citation (``1.0`` for an answer with no sentences: nothing in it
+    lacks support).
+    """
+
+    citations: tuple[Citation, ...]
+    invalid: tuple[str, ...]
+    cited_ids: tuple[str, ...]
+    uncited_ids: tuple[str, ...]
+    uncited_sentences: tuple[str, ...]
+    coverage: float
+
+    @property
+    def all_valid(self) -> bool:
+        """Whether every citation names an included source (true for an answer citing none)."""
+        return not self.invalid
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "citations": [citation.to_dict() for citation in self.citations],
+            "invalid": list(self.invalid),
+            "cited_ids": list(self.cited_ids),
+            "uncited_ids": list(self.uncited_ids),
+            "uncited_sentences": list(self.uncited_sentences),
+            "coverage": self.coverage,
+        }
+
+
+class _Source(NamedTuple):
+    id: str
+    url: str | None
+
+
+class _Item(NamedTuple):
+    """One number or range of a marker; ``first == last`` for a single number."""
+
+    first: int
+    last: int
+
+    @property
+    def expandable(self) -> bool:
+        return self.first <= self.last and self.last - self.first < MAX_RANGE
+
+    def label(self) -> str:
+        if self.first == self.last:
+            return f"Source {self.first}"
+        return f"Source {self.first}-{self.last}"
+
+
+class _Marker(NamedTuple):
+    start: int
+    end: int
+    items: tuple[_Item, ...]
+    worded: bool  # written with the word "source", as in [Source 1, 3]
+
+    def citations(self, sources: Mapping[int, _Source]) -> Iterator[Citation]:
+        for item in self.items:
+            if not item.expandable:
+                yield Citation(item.label(), None, None, valid=False)
+                continue
+            for number in range(item.first, item.last + 1):
+                found = sources.get(number)
+                if found is None:
+                    yield Citation(f"Source {number}", None, None, valid=False)
+                else:
+                    yield Citation(f"Source {number}", found.id, found.url, valid=True)
+
+
+def check_citations(answer: str, assembly: Assembly | Mapping[str, Any]) -> CitationReport:
+    """Check the citation markers of ``answer`` against the sources ``assembly`` included.
+
+    ``assembly`` is an :class:`~ctxasm.model.Assembly` or its result JSON (a mapping with
+    ``report.included[]``, each with ``id``, ``label`` and ``url``). A malformed mapping raises
+    :class:`~ctxasm.errors.RequestError` naming the field, such as ``report.included[2].label``.
+    """
+    sources = _sources(assembly)
+    masked, markers = _scan(answer)
+    citations = [citation for marker in markers for citation in marker.citations(sources)]
+    cited = dict.fromkeys(c.id for c in citations if c.id is not None)
+    sentences = _sentences(answer, masked, markers)
+    supported = sum(
+        any(c.valid for marker in found for c in marker.citations(sources))
+        for _, found in sentences
+    )
+    return CitationReport(
+        citations=tuple(citations),
+        invalid=tuple(dict.fromkeys(c.label for c in citations if not c.valid)),
+        cited_ids=tuple(cited),
+        uncited_ids=tuple(
+            dict.fromkeys(s.id for _, s in sorted(sources.items()) if s.id not in cited)
+        ),
+        uncited_sentences=tuple(text for text, found in sentences if not found),
+        coverage=supported / len(sentences) if sentences else 1.0,
+    )
+
+
+def link_citations(
+    answer: str, assembly: Assembly | Mapping[str, Any], style: str = "markdown"
+) -> str:
+    """``answer`` with every valid citation turned into a link to its source's url.
+
+    ``[Source 2]`` becomes ``[Source 2](https://...)`` and ``[2]`` becomes ``[2](https://...)``;
+    a list or range becomes one link per number (``[1, 3]`` -> ``[1](...), [3](...)``), each
+    number that cannot be linked kept as a plain marker. Invalid citations, sources without a
+    url and urls that are neither http(s) nor relative (``javascript:``, ``file:``) are left as
+    they are, so is a marker with nothing to link. Markers already linked are not markers, so
+    linking twice changes nothing; check citations before linking.
+    """
+    if style not in LINK_STYLES:
+        raise RequestError(
+            f"unknown link style {style!r}; choose one of {', '.join(LINK_STYLES)}",
+            field="style",
+        )
+    sources = _sources(assembly)
+    urls = {number: url for number, s in sources.items() if (url := _link_target(s.url))}
+    _, markers = _scan(answer)
+    parts = []
+    done = 0
+    for marker in markers:
+        parts.append(answer[done : marker.start])
+        parts.append(_linked(answer[marker.start : marker.end], marker, urls))
+        done = marker.end
+    parts.append(answer[done:])
+    return "".join(parts)
+
+
+def _linked(text: str, marker: _Marker, urls: Mapping[int, str]) -> str:
+    items = marker.items
+    if len(items) == 1 and items[0].first == items[0].last:
+        url = urls.get(items[0].first)
+        return text if url is None else f"[{text[1:-1].strip()}]({url})"
+    if not any(
+        item.expandable and any(n in urls for n in range(item.first, item.last + 1))
+        for item in items
+    ):
+        return text
+    prefix = "Source " if marker.worded else ""
+    parts = []
+    for item in items:
+        if not item.expandable:
+            parts.append(f"[{prefix}{item.first}-{item.last}]")
+            continue
+        for number in range(item.first, item.last + 1):
+            url = urls.get(number)
+            parts.append(f"[{prefix}{number}]" + ("" if url is None else f"({url})"))
+    return ", ".join(parts)
+
+
+def _link_target(url: str | None) -> str | None:
+    """``url`` made safe inside a markdown link, or ``None`` when it should not be linked."""
+    url = (url or "").strip()
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError:  # a malformed url, such as an unclosed IPv6 bracket
+        return None
+    if not url or scheme not in _SAFE_SCHEMES:
+        return None
+    # Percent-encoding white space, parentheses and angle brackets keeps the url from ending
+    # the link early.
+    return quote(url, safe="/:?#[]@!$&'*+,;=%~")
+
+
+def _scan(answer: str) -> tuple[str, list[_Marker]]:
+    """The markers of ``answer``, and ``answer`` with code and markers blanked out (same
+    length, so offsets agree) for cutting sentences."""
+    masked = _FENCED_CODE.sub(_blank, answer)
+    masked = _INLINE_CODE.sub(_blank, masked)
+    markers = []
+    for match in _MARKER.finditer(masked):
+        items = tuple(
+            _Item(int(first), int(last or first)) for first, last in _ITEM_RE.findall(match.group())
+        )
+        markers.append(
+            _Marker(match.start(), match.end(), items, _WORDED.search(match.group()) is not None)
+        )
+    return _MARKER.sub(_blank, masked), markers
+
+
+def _blank(match: re.Match[str]) -> str:
+    return re.sub(r"[^\n]", " ", match.group())
+
+
+def _sentences(
+    answer: str, masked: str, markers: Sequence[_Marker]
+) -> list[tuple[str, list[_Marker]]]:
+    """Each countable sentence of ``answer`` with the markers it carries."""
+    found: list[tuple[str, list[_Marker]]] = []
+    starts = [marker.start for marker in markers]
+    for line in _LINE.finditer(masked):
+        offset = line.start()
+        for relative_start, relative_end in sentence_spans(line.group()):
+            start, end = relative_start + offset, relative_end + offset
+            bare = masked[start:end].strip()
+            if not _WORD.search(bare) or bare.startswith("#") or bare.endswith(":"):
+                continue
+            inside = list(markers[bisect_left(starts, start) : bisect_left(starts, end)])
+            found.append((answer[start:end].strip(), inside))
+    return found
+
+
+def _sources(assembly: Assembly | Mapping[str, Any]) -> dict[int, _Source]:
+    """The included sources by label number."""
+    if isinstance(assembly, Assembly):
+        included: Any = [item.to_dict() for item in assembly.report.included]
+    elif isinstance(assembly, Mapping):
+        report = assembly.get("report")
+        if not isinstance(report, Mapping):
+            raise RequestError(
+                f"report must be an object with an 'included' list (the result JSON of "
+                f"ctxasm assemble); got {_json_type(report)}",
+                field="report",
+            )
+        included = report.get("included")
+    else:
+        raise TypeError(
+            f"assembly must be an Assembly or its result JSON; got {type(assembly).__name__}"
+        )
+    if not isinstance(included, list | tuple):
+        raise RequestError(
+            f"report.included must be a list of included passages; got {_json_type(included)}",
+            field="report.included",
+        )
+    sources: dict[int, _Source] = {}
+    for index, item in enumerate(included):
+        number, source = _source(item, f"report.included[{index}]")
+        if number in sources:
+            raise RequestError(
+                f"report.included[{index}].label 'Source {number}' appears twice; "
+                "every included passage has its own label",
+                field=f"report.included[{index}].label",
+            )
+        sources[number] = source
+    return sources
+
+
+def _source(item: Any, where: str) -> tuple[int, _Source]:
+    if not isinstance(item, Mapping):
+        raise RequestError(f"{where} must be an object; got {_json_type(item)}", field=where)
+    ident, label, url = item.get("id"), item.get("label"), item.get("url")
+    if not isinstance(ident, str) or not ident:
+        raise RequestError(
+            f"{where}.id must be a non-empty string; got {_json_type(ident)}", field=f"{where}.id"
+        )
+    match = _LABEL.fullmatch(label) if isinstance(label, str) else None
+    if match is None:
+        shown = repr(label) if isinstance(label, str) else _json_type(label)
+        raise RequestError(
+            f"{where}.label must be 'Source N' with N >= 1; got {shown}", field=f"{where}.label"
+        )
+    if url is not None and not isinstance(url, str):
+        raise RequestError(
+            f"{where}.url must be a string or null; got {_json_type(url)}", field=f"{where}.url"
+        )
+    return int(match.group(1)), _Source(ident, url or None)
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string" if value else "an empty string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__

@@ -1,0 +1,121 @@
+"""``ctxasm check-citations``: check a model's answer against the result it was assembled from.
+
+Exit codes: 0 every citation names an included source (also when the answer cites none); 1 some
+citation does not; 2 bad input (an unreadable file, a result that is not JSON or lacks
+``report.included``), with a one-line message naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from ctxasm.citations import CitationReport
+
+__all__ = ["check_citations_command"]
+
+EXIT_INVALID = 1
+EXIT_BAD_INPUT = 2
+
+
+def check_citations_command(
+    result: Annotated[
+        str,
+        typer.Argument(
+            metavar="RESULT",
+            help="Result JSON of 'ctxasm assemble' (a file, or - for standard input).",
+            show_default=False,
+        ),
+    ],
+    answer: Annotated[
+        str,
+        typer.Argument(
+            metavar="ANSWER", help="The model's answer: a text file, or - for standard input."
+        ),
+    ] = "-",
+    as_json: Annotated[
+        bool,
+        typer.Option("--json/--text", help="Print the report as JSON, or as readable text."),
+    ] = True,
+    links: Annotated[
+        bool,
+        typer.Option(
+            "--links", help="Print the answer with its valid citations as markdown links instead."
+        ),
+    ] = False,
+) -> None:
+    """Check the [Source N] citations of an answer against the sources of its result JSON."""
+    from ctxasm.citations import check_citations, link_citations
+    from ctxasm.errors import RequestError
+
+    if result == "-" and answer == "-":
+        _fail("RESULT and ANSWER cannot both be standard input; give a file for one")
+    data = _result_json(_decode(_read(result, "result"), "result"))
+    text = _decode(_read(answer, "answer"), "answer")
+    try:
+        report = check_citations(text, data)
+        linked = link_citations(text, data) if links else None
+    except RequestError as error:
+        where = f" [{error.field}]" if error.field else ""
+        _fail(f"{error.message}{where}")
+    if linked is not None:
+        typer.echo(linked, nl=False)
+    elif as_json:
+        typer.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        _print_text(report)
+    if not report.all_valid:
+        typer.echo(f"ctxasm: invalid citations: {', '.join(report.invalid)}", err=True)
+        raise typer.Exit(EXIT_INVALID)
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"ctxasm: error: {message}", err=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _read(source: str, what: str) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(source).read_bytes()
+    except OSError as exc:
+        _fail(f"cannot read {source}: {exc.strerror} [{what}]")
+
+
+def _decode(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _fail(f"the {what} is not valid UTF-8 (byte {exc.start}: {exc.reason}) [{what}]")
+
+
+def _result_json(text: str) -> Any:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        _fail(
+            f"the result is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} "
+            "[result]"
+        )
+    except RecursionError:
+        _fail("the result JSON is nested too deeply [result]")
+    if not isinstance(data, dict):
+        _fail("the result must be a JSON object (the output of ctxasm assemble) [result]")
+    return data
+
+
+def _print_text(report: CitationReport) -> None:
+    valid = sum(citation.valid for citation in report.citations)
+    typer.echo(f"citations: {len(report.citations)} ({valid} valid)")
+    typer.echo(f"invalid: {', '.join(report.invalid) or '-'}")
+    typer.echo(f"cited: {', '.join(report.cited_ids) or '-'}")
+    typer.echo(f"uncited sources: {', '.join(report.uncited_ids) or '-'}")
+    typer.echo(f"coverage: {report.coverage:.0%} of sentences cite a valid source")
+    for sentence in report.uncited_sentences:
+        typer.echo(f"uncited: {sentence}")

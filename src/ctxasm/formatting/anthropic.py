@@ -1,0 +1,117 @@
+"""Anthropic Messages API: a separate ``system`` string, the history, and one user message whose
+sources are XML documents, the layout Anthropic recommends for long documents::
+
+    <documents>
+    <document index="1">
+    <source>[Source 1] Title &lt;https://example.org/a&gt;</source>
+    <document_content>
+    passage text, with &amp; &lt; &gt; escaped
+    </document_content>
+    </document>
+    </documents>
+
+Passage text and metadata are XML-escaped (and the few characters XML 1.0 forbids outright,
+such as control characters, become U+FFFD), so nothing a passage contains can close, open or
+forge an element: the block always parses as XML and holds exactly one ``document`` element per
+included passage. Anthropic publishes no tokenizer for its current models, so counts are the
+registry's estimate (``exact_count: false``) with the safety margin the budget keeps for
+estimates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+from ctxasm.formatting.base import PromptParts, Rendered, user_content
+from ctxasm.formatting.blocks import SourcesBlock, label
+from ctxasm.model import Candidate
+from ctxasm.models import ModelSpec
+from ctxasm.tokens import TokenCounter
+
+__all__ = ["AnthropicFormat", "XmlBlock"]
+
+HEADING = "<documents>\n"
+CLOSING = "</documents>"
+# Characters XML 1.0 does not allow even escaped: control characters (except tab and line
+# breaks), lone surrogates and the two non-characters. They become U+FFFD.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def escape(text: str) -> str:
+    """``text`` as XML character data: ``& < >`` escaped, characters XML forbids replaced."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def _one_line(value: str) -> str:
+    return " ".join(value.split())
+
+
+@lru_cache(maxsize=65536)
+def _source_line(number: int, title: str | None, url: str | None, passage_id: str) -> str:
+    parts = [f"[{label(number)}]"]
+    if title:
+        parts.append(_one_line(title))
+    if url:
+        parts.append(f"<{_one_line(url)}>")
+    if len(parts) == 1:
+        parts.append(f"(id: {_one_line(passage_id)})")
+    return escape(" ".join(parts))
+
+
+class XmlBlock:
+    """Sources as ``<document>`` elements with escaped content."""
+
+    heading = HEADING
+
+    def _opening(self, candidate: Candidate, number: int) -> str:
+        passage = candidate.passage
+        source = _source_line(number, passage.title, passage.url, passage.id)
+        return f'<document index="{number}">\n<source>{source}</source>\n<document_content>\n'
+
+    def body(self, candidate: Candidate) -> str:
+        return f"{escape(candidate.text)}\n</document_content>\n</document>\n"
+
+    def pricing(self, candidate: Candidate, number: int) -> tuple[str, str]:
+        return self._opening(candidate, number), self.body(candidate)
+
+    def parts(self, ordered: Sequence[Candidate]) -> list[tuple[str, str]]:
+        found = []
+        for number, candidate in enumerate(ordered, start=1):
+            opening = self._opening(candidate, number)
+            if number == 1:
+                opening = HEADING + opening
+            found.append((opening, self.body(candidate)))
+        return found
+
+    def render(self, ordered: Sequence[Candidate]) -> str:
+        if not ordered:
+            return HEADING + CLOSING
+        return "".join(o + b for o, b in self.parts(ordered)) + CLOSING
+
+
+class AnthropicFormat:
+    """``system`` plus ``messages`` for the Messages API, sources as XML documents.
+
+    Counted as the system prompt, every message's role and content, ``tokens_per_message`` per
+    message and ``reply_priming`` (the registry's values for Claude models).
+    """
+
+    name = "anthropic"
+    block: SourcesBlock = XmlBlock()
+
+    def render(
+        self, parts: PromptParts, context: str, sources: Sequence[Candidate] = ()
+    ) -> Rendered:
+        messages = [{"role": turn.role, "content": turn.content} for turn in parts.history]
+        messages.append({"role": "user", "content": user_content(context, parts.query)})
+        return Rendered(tuple(messages), parts.system, None)
+
+    def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:
+        total = model.reply_priming + counter.count(rendered.system or "")
+        for message in rendered.messages:
+            total += model.tokens_per_message
+            total += counter.count(message["role"]) + counter.count(message["content"])
+        return total

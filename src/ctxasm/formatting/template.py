@@ -1,0 +1,105 @@
+"""A user's Jinja2 template, rendered in a sandbox.
+
+The template sees plain data only: ``system`` (your system prompt with ctxasm's rules),
+``rules``, ``history`` (a list of ``{role, content}``), ``query``, ``sources`` (a list of
+``{number, label, id, title, url, text, fenced}``; ``fenced`` is the text in a backtick fence it
+cannot close, ``text`` is raw), ``sources_block`` (the standard fenced block, or the note saying
+there are no sources) and ``has_sources``. It runs in Jinja's immutable sandbox with strict
+undefined variables: a template that names an unknown variable or reaches for attributes outside
+the sandbox is refused with an error naming the ``template`` field. Render ``fenced`` (or
+``sources_block``) to keep passages as data; raw ``text`` is your responsibility.
+
+Selection prices passages as in the standard fenced block; the verify stage then recounts the
+rendered template exactly, so the request still never exceeds the budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from ctxasm.errors import RequestError
+from ctxasm.formatting.base import PromptParts, Rendered
+from ctxasm.formatting.blocks import RULES, FencedBlock, SourcesBlock, fence_for, label
+from ctxasm.model import Candidate
+from ctxasm.models import ModelSpec
+from ctxasm.tokens import TokenCounter
+
+__all__ = ["TemplateFormat", "compile_template"]
+
+FIELD = "template"
+_MAX_TEMPLATE_CHARS = 100_000
+
+
+@lru_cache(maxsize=64)
+def compile_template(source: str) -> Any:
+    """The compiled template, or a RequestError naming ``template``."""
+    from jinja2 import StrictUndefined, TemplateSyntaxError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    if len(source) > _MAX_TEMPLATE_CHARS:
+        raise RequestError(
+            f"template is longer than {_MAX_TEMPLATE_CHARS:,} characters", field=FIELD
+        )
+    environment = ImmutableSandboxedEnvironment(
+        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True
+    )
+    try:
+        return environment.from_string(source)
+    except TemplateSyntaxError as exc:
+        raise RequestError(
+            f"template has a syntax error on line {exc.lineno}: {exc.message}", field=FIELD
+        ) from None
+
+
+def _source(candidate: Candidate, number: int) -> dict[str, Any]:
+    passage = candidate.passage
+    fence = fence_for(candidate.text)
+    return {
+        "number": number,
+        "label": label(number),
+        "id": passage.id,
+        "title": passage.title,
+        "url": passage.url,
+        "text": candidate.text,
+        "fenced": f"{fence}\n{candidate.text}\n{fence}",
+    }
+
+
+class TemplateFormat:
+    """Text from a user template (see the module docstring)."""
+
+    name = "template"
+    block: SourcesBlock = FencedBlock()
+
+    def __init__(self, source: str) -> None:
+        self.template = compile_template(source)
+
+    def render(
+        self, parts: PromptParts, context: str, sources: Sequence[Candidate] = ()
+    ) -> Rendered:
+        from jinja2 import TemplateError
+        from jinja2.exceptions import SecurityError, UndefinedError
+
+        variables = {
+            "system": parts.system,
+            "rules": RULES,
+            "history": [{"role": t.role, "content": t.content} for t in parts.history],
+            "query": parts.query,
+            "sources": [_source(c, n) for n, c in enumerate(sources, start=1)],
+            "sources_block": context,
+            "has_sources": bool(sources),
+        }
+        try:
+            text = self.template.render(variables)
+        except UndefinedError as exc:
+            raise RequestError(f"template: {exc.message}", field=FIELD) from None
+        except SecurityError as exc:
+            raise RequestError(f"template is not allowed to do that: {exc}", field=FIELD) from None
+        except TemplateError as exc:
+            raise RequestError(f"template failed: {exc}", field=FIELD) from None
+        return Rendered((), None, text)
+
+    def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:
+        return counter.count(rendered.text or "")

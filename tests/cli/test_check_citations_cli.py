@@ -1,0 +1,184 @@
+"""``check-citations`` through a local typer app.
+
+The command is not registered in ``ctxasm.cli.main`` yet, so these tests mount
+``check_citations_command`` on a tiny app of their own, under the name it will have. Once it is
+registered, the real console script (``ctxasm check-citations``) is also tested in
+tests/cli/test_cli.py by the maintainer.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner, Result
+
+import ctxasm
+from ctxasm.cli.citations_cmd import check_citations_command
+
+PARIS = "https://example.org/paris"
+PASSAGES = [
+    {"id": "paris", "text": "Paris is the capital of France.", "score": 0.9, "url": PARIS},
+    {"id": "seine", "text": "The Seine flows through Paris.", "score": 0.8},
+    {"id": "eiffel", "text": "The Eiffel Tower was built in 1889.", "score": 0.6},
+]
+GOOD = "Paris is the capital of France [Source 1]. The Seine flows through it [2].\n"
+BAD = "Paris is the capital [1]. The tower is on the moon [Source 7].\n"
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app.command("check-citations")(check_citations_command)
+
+
+@app.callback()
+def _main() -> None:
+    """A group, so the command is invoked by name as in the real CLI."""
+
+
+@cache
+def _result() -> dict[str, Any]:
+    return ctxasm.assemble(
+        "What is the capital of France?", PASSAGES, strategy={"ordering": "retrieval"}
+    ).to_dict()
+
+
+@pytest.fixture
+def result_file(tmp_path: Path) -> Path:
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(_result()))
+    return path
+
+
+def check(*args: str, stdin: str | bytes | None = None) -> Result:
+    return CliRunner().invoke(app, ["check-citations", *args], input=stdin)
+
+
+def test_valid_citations_exit_0_with_the_json_report(result_file: Path, tmp_path: Path) -> None:
+    answer = tmp_path / "answer.md"
+    answer.write_text(GOOD)
+    done = check(str(result_file), str(answer))
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "citations": [
+            {"label": "Source 1", "id": "paris", "url": PARIS, "valid": True},
+            {"label": "Source 2", "id": "seine", "url": None, "valid": True},
+        ],
+        "invalid": [],
+        "cited_ids": ["paris", "seine"],
+        "uncited_ids": ["eiffel"],
+        "uncited_sentences": [],
+        "coverage": 1.0,
+    }
+    assert done.stdout.startswith('{\n  "citations"')  # indented by 2
+    assert done.stderr == ""
+
+
+def test_invalid_citations_exit_1_and_say_which(result_file: Path) -> None:
+    done = check(str(result_file), "-", stdin=BAD)
+    assert done.exit_code == 1
+    report = json.loads(done.stdout)
+    assert report["invalid"] == ["Source 7"]
+    assert report["coverage"] == 0.5
+    assert done.stderr == "ctxasm: invalid citations: Source 7\n"
+
+
+def test_the_answer_defaults_to_standard_input(result_file: Path) -> None:
+    done = check(str(result_file), stdin=GOOD)
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["cited_ids"] == ["paris", "seine"]
+
+
+def test_the_result_may_come_from_standard_input(result_file: Path, tmp_path: Path) -> None:
+    answer = tmp_path / "answer.md"
+    answer.write_text(BAD)
+    done = check("-", str(answer), stdin=result_file.read_text())
+    assert done.exit_code == 1
+    assert json.loads(done.stdout)["invalid"] == ["Source 7"]
+
+
+def test_links_prints_the_rewritten_answer(result_file: Path) -> None:
+    done = check(str(result_file), "--links", stdin=GOOD)
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout == (
+        f"Paris is the capital of France [Source 1]({PARIS}). The Seine flows through it [2].\n"
+    )
+
+
+def test_links_with_invalid_citations_still_exits_1(result_file: Path) -> None:
+    done = check(str(result_file), "-", "--links", stdin=BAD)
+    assert done.exit_code == 1
+    assert (
+        done.stdout == f"Paris is the capital [1]({PARIS}). The tower is on the moon [Source 7].\n"
+    )
+    assert done.stderr == "ctxasm: invalid citations: Source 7\n"
+
+
+def test_text_prints_a_readable_summary(result_file: Path) -> None:
+    done = check(str(result_file), "--text", stdin="Paris [1]. Rivers [9]. Towers.")
+    assert done.exit_code == 1
+    assert done.stdout.splitlines() == [
+        "citations: 2 (1 valid)",
+        "invalid: Source 9",
+        "cited: paris",
+        "uncited sources: seine, eiffel",
+        "coverage: 33% of sentences cite a valid source",
+        "uncited: Towers.",
+    ]
+
+
+def _bad_result(path: Path, content: bytes) -> str:
+    path.write_bytes(content)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b'{"report": ', "the result is not valid JSON: Expecting value at line 1 column 12"),
+        (b'{"r": "caf\xe9"}', "the result is not valid UTF-8"),
+        (b"[1, 2]", "the result must be a JSON object"),
+        (b"{}", "report must be an object with an 'included' list"),
+        (b'{"report": {"included": {}}}', "report.included must be a list"),
+        (
+            b'{"report": {"included": [{"id": "a", "label": "Doc 1"}]}}',
+            "report.included[0].label must be 'Source N' with N >= 1; got 'Doc 1' "
+            "[report.included[0].label]",
+        ),
+    ],
+)
+def test_a_bad_result_exits_2_with_one_line(tmp_path: Path, content: bytes, expected: str) -> None:
+    done = check(_bad_result(tmp_path / "result.json", content), stdin=GOOD)
+    assert done.exit_code == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("ctxasm: error: ")
+    assert expected in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_unreadable_files_exit_2(result_file: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.json"
+    done = check(str(missing), stdin=GOOD)
+    assert done.exit_code == 2
+    assert done.stderr == (
+        f"ctxasm: error: cannot read {missing}: No such file or directory [result]\n"
+    )
+    done = check(str(result_file), str(tmp_path / "missing.md"))
+    assert done.exit_code == 2
+    assert done.stderr.endswith("No such file or directory [answer]\n")
+
+
+def test_an_answer_that_is_not_utf8_exits_2(result_file: Path) -> None:
+    done = check(str(result_file), stdin=b"caf\xe9 [1]")
+    assert done.exit_code == 2
+    assert done.stderr.startswith("ctxasm: error: the answer is not valid UTF-8")
+    assert done.stderr.endswith("[answer]\n")
+
+
+def test_both_from_standard_input_exits_2() -> None:
+    done = check("-", "-", stdin="{}")
+    assert done.exit_code == 2
+    assert "cannot both be standard input" in done.stderr

@@ -1,0 +1,341 @@
+"""Citation checking and linking against real assemblies."""
+
+from __future__ import annotations
+
+import copy
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxasm
+from ctxasm.citations import MAX_RANGE, Citation, CitationReport, check_citations, link_citations
+from ctxasm.errors import RequestError
+from ctxasm.model import Assembly
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "citations.md"
+PARIS = "https://example.org/paris"
+SEINE = "https://example.org/seine"
+EIFFEL = "https://example.org/eiffel"
+PASSAGES = [
+    {"id": "paris", "text": "Paris is the capital of France.", "score": 0.9, "url": PARIS},
+    {"id": "seine", "text": "The Seine flows through Paris.", "score": 0.8, "url": SEINE},
+    {"id": "louvre", "text": "The Louvre is a museum in Paris.", "score": 0.7},
+    {"id": "eiffel", "text": "The Eiffel Tower was built in 1889.", "score": 0.6, "url": EIFFEL},
+]
+
+
+@cache
+def assembly() -> Assembly:
+    """Sources 1-4 are paris, seine, louvre (no url) and eiffel, in that order."""
+    return ctxasm.assemble(
+        "What is the capital of France and what is in Paris?",
+        PASSAGES,
+        strategy={"ordering": "retrieval"},
+    )
+
+
+def result() -> dict[str, Any]:
+    return assembly().to_dict()
+
+
+def labels(answer: str) -> list[tuple[str, bool]]:
+    return [(c.label, c.valid) for c in check_citations(answer, assembly()).citations]
+
+
+def test_the_assembly_labels_the_sources_in_request_order() -> None:
+    included = assembly().report.included
+    assert [(i.label, i.id, i.url) for i in included] == [
+        ("Source 1", "paris", PARIS),
+        ("Source 2", "seine", SEINE),
+        ("Source 3", "louvre", None),
+        ("Source 4", "eiffel", EIFFEL),
+    ]
+
+
+def test_a_fully_cited_answer() -> None:
+    answer = "Paris is the capital of France [Source 1]. The Seine flows through it [2]."
+    report = check_citations(answer, assembly())
+    assert report.citations == (
+        Citation("Source 1", "paris", PARIS, valid=True),
+        Citation("Source 2", "seine", SEINE, valid=True),
+    )
+    assert report.all_valid
+    assert report.to_dict() == {
+        "citations": [
+            {"label": "Source 1", "id": "paris", "url": PARIS, "valid": True},
+            {"label": "Source 2", "id": "seine", "url": SEINE, "valid": True},
+        ],
+        "invalid": [],
+        "cited_ids": ["paris", "seine"],
+        "uncited_ids": ["louvre", "eiffel"],
+        "uncited_sentences": [],
+        "coverage": 1.0,
+    }
+
+
+def test_zero_out_of_range_and_missing_numbers_are_invalid() -> None:
+    report = check_citations("It is old [Source 0]. It is tall [7]. It is [Source 3].", assembly())
+    assert [(c.label, c.id, c.url, c.valid) for c in report.citations] == [
+        ("Source 0", None, None, False),
+        ("Source 7", None, None, False),
+        ("Source 3", "louvre", None, True),
+    ]
+    assert report.invalid == ("Source 0", "Source 7")
+    assert not report.all_valid
+    assert report.coverage == pytest.approx(1 / 3)
+
+
+def test_a_number_no_included_source_carries_is_invalid() -> None:
+    data = result()
+    data["report"]["included"] = [
+        item for item in data["report"]["included"] if item["label"] != "Source 2"
+    ]
+    report = check_citations("A [1]. B [2]. C [3].", data)
+    assert [(c.label, c.valid) for c in report.citations] == [
+        ("Source 1", True),
+        ("Source 2", False),
+        ("Source 3", True),
+    ]
+    assert report.uncited_ids == ("eiffel",)
+
+
+@pytest.mark.parametrize(
+    ("marker", "numbers"),
+    [
+        ("[Source 2]", [2]),
+        ("[source 2]", [2]),
+        ("[SOURCE2]", [2]),
+        ("[ 2 ]", [2]),
+        ("[1, 3]", [1, 3]),
+        ("[1,3]", [1, 3]),
+        ("[1; 3]", [1, 3]),
+        ("[1 & 3]", [1, 3]),
+        ("[1, 2, and 4]", [1, 2, 4]),
+        ("[Source 1, Source 3]", [1, 3]),
+        ("[Sources 1 and 3]", [1, 3]),
+        ("[Source 1, 3]", [1, 3]),
+        ("[2-4]", [2, 3, 4]),
+        ("[2–4]", [2, 3, 4]),
+        ("[2 — 4]", [2, 3, 4]),
+        ("[Source 2-4]", [2, 3, 4]),
+        ("[Source 2–Source 4]", [2, 3, 4]),
+        ("[1, 3-4]", [1, 3, 4]),
+        ("[3-3]", [3]),
+    ],
+)
+def test_marker_grammar(marker: str, numbers: list[int]) -> None:
+    assert labels(f"Paris has sights {marker}.") == [(f"Source {n}", True) for n in numbers]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "See [the guide](https://example.org/guide).",
+        "See [1](https://example.org/one).",
+        "- [x] done\n- [ ] open",
+        "A [note] and [Source] and [Source A] and [1a] and [a, 1].",
+        "The list `[1, 2]` is code.",
+        "```python\nx = [1, 2]\n```\nDone.",
+        "Footnote[^1].",
+    ],
+)
+def test_links_checkboxes_words_and_code_are_not_citations(text: str) -> None:
+    assert labels(text) == []
+
+
+def test_reversed_and_huge_ranges_are_one_invalid_citation_each() -> None:
+    huge = f"[1-{MAX_RANGE + 1}]"
+    assert labels(f"Reversed [4-2]. Huge {huge}. Largest allowed [1-{MAX_RANGE}].") == [
+        ("Source 4-2", False),
+        (f"Source 1-{MAX_RANGE + 1}", False),
+        ("Source 1", True),
+        ("Source 2", True),
+        ("Source 3", True),
+        ("Source 4", True),
+        *[(f"Source {n}", False) for n in range(5, MAX_RANGE + 1)],
+    ]
+
+
+def test_a_range_past_the_last_source_is_valid_up_to_it() -> None:
+    report = check_citations("Everything [3-6].", assembly())
+    assert [(c.label, c.valid) for c in report.citations] == [
+        ("Source 3", True),
+        ("Source 4", True),
+        ("Source 5", False),
+        ("Source 6", False),
+    ]
+    assert report.invalid == ("Source 5", "Source 6")
+
+
+def test_citations_repeat_but_ids_and_invalid_labels_are_distinct() -> None:
+    report = check_citations("A [2] [9]. B [2, 1] [9]. C [1].", assembly())
+    assert [c.label for c in report.citations] == [
+        "Source 2",
+        "Source 9",
+        "Source 2",
+        "Source 1",
+        "Source 9",
+        "Source 1",
+    ]
+    assert report.invalid == ("Source 9",)
+    assert report.cited_ids == ("seine", "paris")
+    assert report.uncited_ids == ("louvre", "eiffel")
+
+
+def test_uncited_sentences_and_coverage() -> None:
+    answer = (
+        "## Answer\n"
+        "Here is what the sources say:\n"
+        "Paris is the capital of France.[1] The Louvre is a museum. [3]\n"
+        "- The Seine flows through Paris\n"
+        "- The tower dates from 1889 [9]\n"
+        "[2]\n"
+        "It is lovely in spring."
+    )
+    report = check_citations(answer, assembly())
+    assert report.uncited_sentences == (
+        "- The Seine flows through Paris",
+        "It is lovely in spring.",
+    )
+    # five sentences: two validly cited, one cited only invalidly, two uncited
+    assert report.coverage == pytest.approx(2 / 5)
+    assert report.cited_ids == ("paris", "louvre", "seine")
+
+
+@pytest.mark.parametrize(
+    ("answer", "coverage"),
+    [
+        ("", 1.0),
+        ("  \n\n", 1.0),
+        ("[1]", 1.0),
+        ("I could not find the answer.", 0.0),
+        ("Paris [1]. Seine [2]. Louvre [3]. Tower [4].", 1.0),
+        ("Paris [1]. Seine [8]. Louvre. Tower [4].", 0.5),
+    ],
+)
+def test_coverage_is_the_share_of_sentences_with_a_valid_citation(
+    answer: str, coverage: float
+) -> None:
+    assert check_citations(answer, assembly()).coverage == coverage
+
+
+def test_the_result_json_gives_the_same_report_as_the_assembly() -> None:
+    answer = "Paris is the capital [Source 1]. It has a tower [4, 7]. It has a river."
+    from_object = check_citations(answer, assembly())
+    assert check_citations(answer, result()) == from_object
+    assert link_citations(answer, result()) == link_citations(answer, assembly())
+    assert from_object.to_dict()["invalid"] == ["Source 7"]
+
+
+def test_the_result_json_may_omit_urls() -> None:
+    data = result()
+    for item in data["report"]["included"]:
+        del item["url"]
+    report = check_citations("Paris [1].", data)
+    assert report.citations == (Citation("Source 1", "paris", None, valid=True),)
+
+
+def _broken(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    data = copy.deepcopy(result())
+    target: Any = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "message"),
+    [
+        ({}, "report", "got null"),
+        ({"report": []}, "report", "got a list"),
+        ({"report": {}}, "report.included", "must be a list"),
+        ({"report": {"included": "x"}}, "report.included", "got a string"),
+        ({"report": {"included": [1]}}, "report.included[0]", "must be an object"),
+        (_broken(("report", "included", 1, "id"), None), "report.included[1].id", "got null"),
+        (_broken(("report", "included", 1, "id"), ""), "report.included[1].id", "empty"),
+        (
+            _broken(("report", "included", 2, "label"), "Doc C"),
+            "report.included[2].label",
+            "'Doc C'",
+        ),
+        (
+            _broken(("report", "included", 2, "label"), "Source 0"),
+            "report.included[2].label",
+            "N >= 1",
+        ),
+        (_broken(("report", "included", 2, "label"), 3), "report.included[2].label", "a number"),
+        (
+            _broken(("report", "included", 3, "label"), "Source 1"),
+            "report.included[3].label",
+            "twice",
+        ),
+        (_broken(("report", "included", 0, "url"), 5), "report.included[0].url", "string or null"),
+    ],
+)
+def test_a_malformed_result_names_the_field(data: Any, field: str, message: str) -> None:
+    with pytest.raises(RequestError) as caught:
+        check_citations("Paris [1].", data)
+    assert caught.value.field == field
+    assert message in caught.value.message
+
+
+def test_something_else_than_an_assembly_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="Assembly or its result JSON; got Report"):
+        check_citations("Paris [1].", assembly().report)  # type: ignore[arg-type]
+
+
+def test_link_citations_links_valid_markers_only() -> None:
+    answer = (
+        "Paris is the capital [Source 1]. The Seine [2] and the Louvre [3] are there; "
+        "not the moon [7]. Both [1, 3] and [Sources 2 and 4] and [2–4] and [3, 9]. "
+        "See [the docs](https://example.org/docs) and `[1]`."
+    )
+    assert link_citations(answer, assembly()) == (
+        f"Paris is the capital [Source 1]({PARIS}). The Seine [2]({SEINE}) and the Louvre [3] "
+        "are there; not the moon [7]. "
+        f"Both [1]({PARIS}), [3] and [Source 2]({SEINE}), [Source 4]({EIFFEL}) "
+        f"and [2]({SEINE}), [3], [4]({EIFFEL}) and [3, 9]. "
+        "See [the docs](https://example.org/docs) and `[1]`."
+    )
+
+
+def test_link_citations_is_idempotent_and_keeps_invalid_ranges() -> None:
+    answer = "Old [4-2] and new [1, 4-2]."
+    once = link_citations(answer, assembly())
+    assert once == f"Old [4-2] and new [1]({PARIS}), [4-2]."
+    assert link_citations(once, assembly()) == once
+
+
+def test_link_citations_only_links_safe_urls_and_escapes_them() -> None:
+    data = result()
+    included = data["report"]["included"]
+    included[0]["url"] = "javascript:alert(1)"
+    included[1]["url"] = "https://example.org/a page (draft)"
+    included[2]["url"] = "/docs/louvre.md"
+    included[3]["url"] = "http://[::1"
+    assert link_citations("A [1]. B [2]. C [3]. D [4].", data) == (
+        "A [1]. B [2](https://example.org/a%20page%20%28draft%29). C [3](/docs/louvre.md). D [4]."
+    )
+
+
+def test_an_unknown_link_style_names_the_choices() -> None:
+    with pytest.raises(RequestError, match="choose one of markdown") as caught:
+        link_citations("A [1].", assembly(), style="html")
+    assert caught.value.field == "style"
+
+
+def test_report_is_frozen() -> None:
+    report = check_citations("A [1].", assembly())
+    assert isinstance(report, CitationReport)
+    with pytest.raises(AttributeError):
+        report.coverage = 0.0  # type: ignore[misc]
+
+
+def test_the_example_in_the_docs_runs() -> None:
+    example = re.search(r"```python\n(.*?)```", DOCS.read_text(), re.DOTALL)
+    assert example is not None
+    exec(compile(example.group(1), str(DOCS), "exec"), {})
