@@ -248,3 +248,32 @@ def test_slots_without_strategies_say_so() -> None:
     assert done.returncode == 2
     assert b"no guard strategies are available yet" in done.stderr
     assert b"[strategy.guard]" in done.stderr
+
+
+def test_check_citations_console_script(tmp_path: Path) -> None:
+    assembled = ctxasm("assemble", str(EXAMPLE))
+    assert assembled.returncode == 0, assembled.stderr.decode()
+    result = tmp_path / "result.json"
+    result.write_bytes(assembled.stdout)
+    good = ctxasm("check-citations", str(result), "-", stdin=b"Aristotle taught there [Source 1].")
+    assert good.returncode == 0, good.stderr.decode()
+    assert json.loads(good.stdout)["invalid"] == []
+    bad = ctxasm("check-citations", str(result), "-", stdin=b"X [Source 1]. Y [Source 9].")
+    assert bad.returncode == 1
+    assert json.loads(bad.stdout)["invalid"] == ["Source 9"]
+    (tmp_path / "broken.json").write_text("{not json")
+    broken = ctxasm("check-citations", str(tmp_path / "broken.json"), "-", stdin=b"X [1].")
+    assert broken.returncode == 2
+    assert broken.stderr.decode().startswith("ctxasm: error: ")
+    assert b"Traceback" not in broken.stderr
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "markdown"])
+def test_assemble_every_format_from_the_command_line(fmt: str) -> None:
+    done = ctxasm("assemble", "-", stdin=json.dumps(request(format=fmt)).encode())
+    assert done.returncode == 0, done.stderr.decode()
+    result = json.loads(done.stdout)
+    if fmt == "anthropic":
+        assert result["system"] and "<documents>" in result["messages"][-1]["content"]
+    else:
+        assert result["text"].startswith("## Instructions")
