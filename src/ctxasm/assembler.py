@@ -121,15 +121,10 @@ class Assembler:
         return cached
 
     def _resolve(self, chosen: Strategies) -> dict[str, Any]:
-        for slot, spec in (("guard", chosen.guard),):
-            if spec is not None:
-                # Refuse rather than accept a strategy that would never run.
-                registry.build(slot, spec, f"strategy.{slot}")
-                raise RequestError(
-                    f"the {slot} slot does not run any strategy yet; leave strategy.{slot} null",
-                    field=f"strategy.{slot}",
-                )
         return {
+            "guard": None
+            if chosen.guard is None
+            else self._build("guard", chosen.guard, "strategy.guard"),
             "relevance": self._build("relevance", chosen.relevance, "strategy.relevance"),
             "dedup": [
                 self._build("dedup", spec, f"strategy.dedup[{i}]")
@@ -202,7 +197,11 @@ class Assembler:
                 request.query, request.query_class or classify(request.query)
             )
             packing = Packing(
-                max(0, budget.context - heading), meter, _TimedDedup(chain, clock), context
+                max(0, budget.context - heading),
+                meter,
+                _TimedDedup(chain, clock),
+                context,
+                strategies["guard"],
             )
             strategies["selection"].select(ranked, packing)
         if compressor is not None:

@@ -113,7 +113,7 @@ class Strategies:
     selection: StrategySpec = StrategySpec("auto")
     compression: StrategySpec | None = StrategySpec("sentences")
     ordering: StrategySpec = StrategySpec("primacy_recency")
-    guard: StrategySpec | None = None
+    guard: StrategySpec | None = StrategySpec("scan")
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True, eq=False)
@@ -158,6 +158,8 @@ class Candidate(NamedTuple):
     text: str
     start: int | None = None
     end: int | None = None
+    # The guard's findings on ``text`` (see ctxasm.stages.guard); shown in the header.
+    flags: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -228,6 +230,7 @@ class Included:
     source: str | None
     url: str | None
     compression: Compression | None = None
+    flags: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -239,6 +242,7 @@ class Included:
             "source": self.source,
             "url": self.url,
             "compression": None if self.compression is None else self.compression.to_dict(),
+            "flags": list(self.flags),
         }
 
 

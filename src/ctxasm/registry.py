@@ -150,6 +150,7 @@ def _load_builtins() -> None:
         from ctxasm.stages import (  # noqa: F401
             compression,
             dedup,
+            guard,
             ordering,
             planners,
             relevance,

@@ -68,6 +68,7 @@ def build_report(
             source=c.passage.source,
             url=c.passage.url,
             compression=compression(c, fenced),
+            flags=c.flags,
         )
         for number, (c, (opening, fenced)) in enumerate(
             zip(ordered, block.parts(ordered), strict=True), start=1

@@ -242,11 +242,11 @@ def test_batch_progress_bar_can_be_forced(tmp_path: Path) -> None:
     assert b"3 assembled, 0 failed" in done.stderr
 
 
-def test_slots_without_strategies_say_so() -> None:
-    data = request(strategy={"guard": "scan"})
+def test_an_unknown_guard_lists_the_choices() -> None:
+    data = request(strategy={"guard": "firewall"})
     done = ctxasm("assemble", "-", stdin=json.dumps(data).encode())
     assert done.returncode == 2
-    assert b"no guard strategies are available yet" in done.stderr
+    assert b"unknown guard strategy 'firewall'; choose one of scan" in done.stderr
     assert b"[strategy.guard]" in done.stderr
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import ctxasm
 from ctxasm import BudgetError
-from ctxasm.formatting.blocks import _header_line
+from ctxasm.formatting.blocks import _header_line, flag_note
 from ctxasm.stages.compression import ELISION
 
 # Raise CTXASM_PROPERTY_EXAMPLES for a longer hunt; the default keeps the suite quick.
@@ -382,8 +382,9 @@ def test_ordering_is_a_permutation_of_the_selection(request: dict[str, Any]) -> 
     assert len(set(ordered)) == len(ordered) == report.selected
     rendered = [line for _, line, _, _ in _fenced_sources(_prompt(result))]
     by_id = {p["id"]: p for p in request["passages"]}
+    flags = {item.id: item.flags for item in report.included}
     assert rendered == [
-        _header_line(n, by_id[pid].get("title"), by_id[pid].get("url"), pid)
+        _header_line(n, by_id[pid].get("title"), by_id[pid].get("url"), pid) + flag_note(flags[pid])
         for n, pid in enumerate(ordered, start=1)
     ]
     expected = _expected_order(request, report)

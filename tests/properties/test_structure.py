@@ -124,6 +124,9 @@ def test_hostile_corpus_is_rendered_as_data_in_every_format(fmt: str) -> None:
             fence = line
             continue
         if line.startswith("[Source "):
-            headers.append(line)
+            headers.append(line.split(" [flagged as possible prompt injection:")[0])
     assert fence is None
     assert headers == [f"[Source {n}] Hostile" for n in range(1, len(HOSTILE) + 1)]
+    # the guard flags what it should, and the report lists it
+    flagged = {item.id for item in result.report.included if item.flags}
+    assert flagged >= {"h0", "h3", "h4", "h5", "h7"}

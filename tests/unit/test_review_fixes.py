@@ -46,10 +46,14 @@ def test_scores_near_the_float_limit_do_not_overflow(strategy: str) -> None:
     assert sorted(i.id for i in result.report.included) == ["k0", "k1", "k2", "k3", "neg"]
 
 
-def test_unwired_slots_are_refused_not_ignored() -> None:
+def test_guard_parameters_are_checked() -> None:
     with pytest.raises(RequestError) as error:
-        ctxasm.assemble("q", [], strategy={"guard": "scan"})
+        ctxasm.assemble("q", [], strategy={"guard": {"name": "scan", "policy": "block"}})
+    assert error.value.field == "strategy.guard.policy"
+    with pytest.raises(RequestError) as error:
+        ctxasm.assemble("q", [], strategy={"guard": "scanner"})
     assert error.value.field == "strategy.guard"
+    assert "choose one of scan" in error.value.message
 
 
 def test_a_window_above_the_models_is_refused() -> None:

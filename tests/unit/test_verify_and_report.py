@@ -149,6 +149,7 @@ def test_result_fields_are_exactly_those_of_design() -> None:
             "source",
             "url",
             "compression",
+            "flags",
         }
     assert report["excluded"]
     for item in report["excluded"]:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from ctxasm.formatting.base import PromptParts, Rendered, user_content
-from ctxasm.formatting.blocks import SourcesBlock, label
+from ctxasm.formatting.blocks import SourcesBlock, flag_note, label
 from ctxasm.model import Candidate
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
@@ -69,6 +69,8 @@ class XmlBlock:
     def _opening(self, candidate: Candidate, number: int) -> str:
         passage = candidate.passage
         source = _source_line(number, passage.title, passage.url, passage.id)
+        if candidate.flags:
+            source += escape(flag_note(candidate.flags))
         return f'<document index="{number}">\n<source>{source}</source>\n<document_content>\n'
 
     def body(self, candidate: Candidate) -> str:

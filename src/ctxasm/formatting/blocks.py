@@ -86,9 +86,15 @@ def _header_line(number: int, title: str | None, url: str | None, passage_id: st
     return " ".join(parts)
 
 
+def flag_note(flags: Sequence[str]) -> str:
+    """What a header adds for a passage the guard flagged (empty for none)."""
+    return f" [flagged as possible prompt injection: {', '.join(flags)}]" if flags else ""
+
+
 def _header(candidate: Candidate, number: int) -> str:
     passage = candidate.passage
-    return _header_line(number, passage.title, passage.url, passage.id)
+    line = _header_line(number, passage.title, passage.url, passage.id)
+    return line + flag_note(candidate.flags) if candidate.flags else line
 
 
 def _opening(candidate: Candidate, number: int, previous: Candidate | None) -> str:

@@ -11,15 +11,25 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 from ctxasm.model import Candidate, Exclusion, Passage, Reason
 from ctxasm.stages.dedup import DedupSession, Duplicate, Merge
 from ctxasm.tokens import TokenCounter
 
-__all__ = ["Meter", "Offer", "Packing", "SelectionContext"]
+__all__ = ["Guard", "Meter", "Offer", "Packing", "SelectionContext"]
 
 SELECTION = "selection"
 DEDUP = "dedup"
+GUARD = "guard"
+
+
+class Guard(Protocol):
+    """What :class:`Packing` needs of a guard strategy."""
+
+    policy: str
+
+    def scan(self, text: str) -> tuple[str, ...]: ...
 
 
 class Meter:
@@ -80,6 +90,7 @@ class Offer(Enum):
     MERGED = "merged"
     DUPLICATE = "duplicate"
     TOO_BIG = "too_big"
+    REFUSED = "refused"  # the guard dropped it
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +109,9 @@ class Packing:
     meter: Meter
     dedup: DedupSession
     context: SelectionContext = SelectionContext()
+    # Scans a candidate's text before it is priced: returns its flags (see stages.guard), and
+    # whether a flagged candidate is to be dropped rather than marked.
+    guard: Guard | None = None
 
     def __post_init__(self) -> None:
         self.kept: list[Candidate] = []
@@ -123,6 +137,13 @@ class Packing:
         placement = self.dedup.placement(candidate)
         if placement is not None:
             return self._redundant(candidate, placement)
+        if self.guard is not None:
+            flags = self.guard.scan(candidate.text)
+            if flags and self.guard.policy == "drop":
+                detail = "looks like a prompt injection: " + ", ".join(flags)
+                self.excluded.append(Exclusion(candidate.id, GUARD, Reason.INJECTION, detail))
+                return Offer.REFUSED
+            candidate = candidate._replace(flags=flags)
         remaining = self.remaining
         if self.meter.lower_bound(candidate) > remaining:
             return self._too_big(candidate)
@@ -146,6 +167,9 @@ class Packing:
 
     def _merge(self, candidate: Candidate, verdict: Merge) -> Offer:
         position = next(i for i, kept in enumerate(self.kept) if kept.id == verdict.into.id)
+        if self.guard is not None:  # the grown text is what the header describes
+            merged = verdict.merged._replace(flags=self.guard.scan(verdict.merged.text))
+            verdict = Merge(verdict.into, merged, verdict.detail)
         new_cost = self.meter.cost_after_merge(verdict.into, verdict.merged)
         delta = new_cost - self.costs[verdict.into.id]
         if delta > self.remaining:
