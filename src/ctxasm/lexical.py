@@ -84,10 +84,15 @@ def phrase_key(text: str) -> str:
 
 
 def title_key(title: str | None) -> str:
-    """The phrase a title names, without a trailing parenthetical qualifier ("" for none)."""
+    """The phrase a title names, without a trailing parenthetical qualifier; "" for no title
+    and for titles too common to link on (only stopwords, or under three characters, like "It"
+    or "Up"), which would otherwise match nearly any text."""
     if not title:
         return ""
-    return phrase_key(_QUALIFIER.sub("", title))
+    key = phrase_key(_QUALIFIER.sub("", title))
+    if len(key) < 3 or all(word in STOPWORDS for word in key.split()):
+        return ""
+    return key
 
 
 @lru_cache(maxsize=8192)
@@ -117,8 +122,10 @@ def clear_caches() -> None:
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 _ABBREVIATION = re.compile(
     r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Mt|Ft|vs|etc|No|Nos|Inc|Ltd|Co|"
-    r"Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|Fig|Vol|approx|e\.g|i\.e)|"
-    r"\b[A-Z]|\b(?:[A-Z]\.)+[A-Z])[.]$"
+    r"Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|Fig|Figs|Vol|Vols|Ed|Eds|Rev|"
+    r"approx|ca|cf|al|ed|pp|ch|sec|vol|no|fig|e\.g|i\.e|a\.m|p\.m|viz|resp)|"
+    # a single letter (an initial, or "c." for circa, "p." for page) and dotted acronyms
+    r"\b[A-Za-z]|\b(?:[A-Za-z]\.)+[A-Za-z])[.]$"
 )
 
 

@@ -12,6 +12,7 @@ import ctxasm
 from ctxasm.evaluation import (
     PRESETS,
     EvalQuestion,
+    EvalStrategy,
     evaluate,
     load_dataset,
     read_dataset,
@@ -463,3 +464,23 @@ def test_default_beats_bm25_greedy_on_hotpotqa() -> None:
     assert default.n == bm25.n == 60
     assert default.all_gold is not None and bm25.all_gold is not None
     assert default.all_gold > bm25.all_gold
+
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+def test_gold_evidence_counts_wherever_it_ended_up() -> None:
+    # q1: the gold window is stitched into a non-gold one; q2: the gold passage is an exact copy
+    # of a non-gold passage that was kept instead. Both prompts hold the whole gold text.
+    questions = load_dataset(DATA_DIR / "eval_merged_gold.jsonl")
+    (row,) = evaluate(questions, [resolve_strategy("default")], [1024])
+    assert (row.gold_recall, row.all_gold, row.answer_recall) == (1.0, 1.0, 1.0)
+
+
+def test_an_answer_cut_by_compression_does_not_count() -> None:
+    questions = load_dataset(DATA_DIR / "eval_cut_answer.jsonl")
+    strategy = EvalStrategy("all", {"compression": {"name": "sentences", "mode": "all"}})
+    (row,) = evaluate(questions, [strategy], [200])
+    # the supporting sentence (sentence 0) survives, the answer (sentence 2) does not
+    assert row.all_gold == 1.0
+    assert row.answer_recall == 0.0

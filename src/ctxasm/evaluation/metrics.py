@@ -1,8 +1,11 @@
 """What one assembly kept of a question's evidence.
 
-A gold passage counts as included when it is in the prompt whole, or, compressed, when every
-one of its supporting sentences survived (datasets without sentence labels: when its kept text
-still contains an answer). Texts are compared as phrase keys (lower-case words), so spacing
+A gold passage counts as included when its text is in the prompt whole, or, compressed, when
+every one of its supporting sentences is (datasets without sentence labels: when an answer
+string is). Evidence is found by content, wherever it ended up: a gold window stitched into
+another passage, or a gold passage whose exact copy was kept instead, still counts. An answer
+counts when a passage labelled as containing it is in the prompt whole, or its kept text still
+contains an answer string. Texts are compared as phrase keys (lower-case words), so spacing
 and punctuation differences between a dataset's sentence split and its text do not matter.
 """
 
@@ -42,14 +45,33 @@ def _contains(haystack: str, needle: str) -> bool:
     return bool(key) and f" {key} " in haystack
 
 
-def _kept(passage: EvalPassage, candidate: Candidate, answers: Sequence[str]) -> bool:
-    """Whether ``candidate`` (the rendered version of ``passage``) keeps its evidence."""
-    if passage.text in candidate.text:
+class _Prompt:
+    """The passages as rendered, searchable by content: evidence counts wherever it ended up
+    (a gold window stitched into another, a gold passage whose exact copy was kept instead)."""
+
+    def __init__(self, passages: Sequence[Candidate]) -> None:
+        self.texts = [c.text for c in passages]
+        self.keys = [f" {phrase_key(c.text)} " for c in passages]
+
+    def whole(self, text: str) -> bool:
+        key = f" {phrase_key(text)} "
+        return any(text in t for t in self.texts) or any(key in k for k in self.keys)
+
+    def sentence(self, sentence: str) -> bool:
+        return any(_contains(key, sentence) for key in self.keys)
+
+    def answer(self, answers: Sequence[str]) -> bool:
+        return any(_contains(key, a) for key in self.keys for a in answers)
+
+
+def _evidence_kept(passage: EvalPassage, prompt: _Prompt, answers: Sequence[str]) -> bool:
+    """Whether the prompt keeps ``passage``'s evidence: the passage whole, or every supporting
+    sentence of it (without sentence labels: an answer, if the passage has one)."""
+    if prompt.whole(passage.text):
         return True
-    kept = f" {phrase_key(candidate.text)} "
     if passage.supporting:
-        return all(_contains(kept, sentence) for sentence in passage.supporting)
-    return any(_contains(kept, answer) for answer in answers)
+        return all(prompt.sentence(s) for s in passage.supporting)
+    return bool(passage.has_answer) and prompt.answer(answers)
 
 
 def _dup_tokens(assembly: Assembly) -> int:
@@ -74,16 +96,26 @@ def _dup_tokens(assembly: Assembly) -> int:
 
 def score_question(question: EvalQuestion, assembly: Assembly, ms: float) -> QuestionScore:
     """The metrics of ``question`` given what ``assembly`` put in the prompt."""
-    rendered = {c.id: c for c in assembly.passages}
-    kept = {
-        p.pid
-        for p in question.passages
-        if p.pid in rendered and _kept(p, rendered[p.pid], question.answers)
-    }
+    prompt = _Prompt(assembly.passages)
     answerable = [p for p in question.passages if p.has_answer is not None]
-    answer = any(p.has_answer and p.pid in kept for p in answerable) if answerable else None
+    rendered = {c.id: f" {phrase_key(c.text)} " for c in assembly.passages}
+    answer = None
+    if answerable:
+        # a passage labelled as containing the answer is in the prompt whole, or its kept
+        # (compressed) text still contains an answer string
+        answer = any(
+            p.has_answer
+            and (
+                prompt.whole(p.text)
+                or (
+                    p.pid in rendered
+                    and any(_contains(rendered[p.pid], a) for a in question.answers)
+                )
+            )
+            for p in answerable
+        )
     gold = [p for p in question.passages if p.is_gold]
-    gold_kept = sum(1 for p in gold if p.pid in kept)
+    kept = {p.pid for p in gold if _evidence_kept(p, prompt, question.answers)}
     gold_share = all_gold = sentence_recall = None
     if question.all_gold_in_candidates and question.gold_pids:
         gold_share = sum(1 for pid in question.gold_pids if pid in kept) / len(question.gold_pids)
@@ -91,13 +123,7 @@ def score_question(question: EvalQuestion, assembly: Assembly, ms: float) -> Que
         labelled = [p for p in gold if p.supporting]
         if labelled:
             total = sum(len(p.supporting) for p in labelled)
-            found = 0
-            for passage in labelled:
-                candidate = rendered.get(passage.pid)
-                if candidate is None:
-                    continue
-                text = f" {phrase_key(candidate.text)} "
-                found += sum(1 for s in passage.supporting if _contains(text, s))
+            found = sum(1 for p in labelled for s in p.supporting if prompt.sentence(s))
             sentence_recall = found / total
     return QuestionScore(
         type=question.type,
@@ -105,7 +131,7 @@ def score_question(question: EvalQuestion, assembly: Assembly, ms: float) -> Que
         gold_share=gold_share,
         all_gold=all_gold,
         sentence_recall=sentence_recall,
-        gold_kept=gold_kept,
+        gold_kept=len(kept),
         tokens=assembly.report.context_tokens,
         dup_tokens=_dup_tokens(assembly),
         ms=ms,
