@@ -48,7 +48,8 @@ def build_report(
 
     def compression(candidate: Candidate, fenced: str) -> Compression | None:
         found = compressed.get(candidate.id)
-        if found is None:
+        if found is None or found.candidate.text != candidate.text:
+            # not compressed, or grown by stitching since: the numbers would not describe it
             return None
         whole = block.body(candidate._replace(text=found.original))
         return Compression(

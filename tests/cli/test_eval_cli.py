@@ -26,11 +26,14 @@ ROW_KEYS = {
 }
 
 
-def ctxasm(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _command() -> list[str]:
     script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
-    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    return [script] if script else [sys.executable, "-m", "ctxasm"]
+
+
+def ctxasm(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*command, *args],
+        [*_command(), *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -206,11 +209,31 @@ def test_eval_bad_dataset_line(tmp_path: Path) -> None:
     _one_line_error(ctxasm("eval", str(path)), "[line 2.question]")
 
 
-def test_eval_strategy_and_config_together(dataset: Path, tmp_path: Path) -> None:
+def test_eval_presets_run_on_a_configs_models_and_defaults(dataset: Path, tmp_path: Path) -> None:
     config = tmp_path / "mine.toml"
-    config.write_text('[defaults.strategy]\nselection = "knapsack"\n', encoding="utf-8")
-    done = ctxasm("eval", str(dataset), "--strategy", "oracle", "--config", str(config))
-    _one_line_error(done, "--strategy", "--config")
+    config.write_text(
+        '[defaults]\nmodel = "small"\n[models.small]\ncontext_window = 4096\n'
+        'max_output = 1024\ntokenizer = "tiktoken:cl100k_base"\n',
+        encoding="utf-8",
+    )
+    done = ctxasm(
+        "eval", str(dataset), "--strategy", "oracle", "--config", str(config), "--budget", "256"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "oracle" in done.stdout and "small" in done.stdout  # the config's model is used
+    env_done = subprocess.run(
+        [*_command(), "eval", str(dataset), "--budget", "256", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CTXASM_CONFIG": str(config)},
+    )
+    assert env_done.returncode == 0, env_done.stderr
+    assert [r["strategy"] for r in json.loads(env_done.stdout)["results"]] == ["mine"]
+
+
+def test_eval_plot_suffix_is_checked_before_the_run(dataset: Path, tmp_path: Path) -> None:
+    done = ctxasm("eval", str(dataset), "--plot", str(tmp_path / "curves.txt"))
+    _one_line_error(done, "--plot", ".png")
 
 
 def test_eval_with_a_config_names_the_row_after_the_file(dataset: Path, tmp_path: Path) -> None:

@@ -307,3 +307,26 @@ def test_knapsack_keeps_a_chunk_of_a_passage_that_does_not_fit() -> None:
     assert [(e.candidate_id, e.reason.value) for e in result.report.excluded] == [
         ("whole", "over_budget")
     ]
+
+
+def test_mmr_uses_an_embedder_when_passages_carry_no_embeddings() -> None:
+    passages = [
+        {"id": "a", "text": "The river Danube flows through Vienna and Budapest.", "score": 1},
+        {
+            "id": "b",
+            "text": "The river Danube flows through Vienna and Budapest too.",
+            "score": 0.85,
+        },
+        {"id": "c", "text": "Rivers carry sediment to the sea.", "score": 0.5},
+    ]
+    strategy = {
+        "selection": {"name": "mmr", "lam": 0.5, "embedder": "hashing"},
+        "dedup": "none",
+        "compression": None,
+    }
+    result = ctxasm.assemble("river danube", passages, max_context_tokens=60, strategy=strategy)
+    # the near-copy "b" loses to the different "c" once "a" is in
+    assert [i.id for i in result.report.included][:2] in (["a", "c"], ["c", "a"])
+    with pytest.raises(ctxasm.RequestError) as caught:
+        ctxasm.assemble("q", [], strategy={"selection": {"name": "mmr", "embedder": "magic"}})
+    assert caught.value.field == "strategy.selection.embedder"

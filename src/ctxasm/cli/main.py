@@ -165,6 +165,9 @@ def models(
     print_models(specs)
 
 
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
 def _budgets(raw: str) -> list[int]:
     try:
         values = [int(part) for part in raw.split(",") if part.strip()]
@@ -186,14 +189,19 @@ def eval_(
         typer.Option(
             "--strategy",
             help="A preset (default, bm25_greedy, bridge, ...), 'oracle', or a selection "
-            "strategy name; repeat for several (default: default).",
+            "strategy name; repeat for several (default: the config's strategy).",
             show_default=False,
         ),
     ] = None,
     config: ConfigOption = None,
-    model: Annotated[str, typer.Option("--model", help="Target model (its tokenizer).")] = (
-        "gpt-4o"
-    ),
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Target model (its tokenizer); default: the config's, else gpt-4o.",
+            show_default=False,
+        ),
+    ] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Only the first N questions.")
     ] = None,
@@ -215,17 +223,21 @@ def eval_(
     from ctxasm.evaluation import EvalStrategy, evaluate, load_dataset, resolve_strategy
 
     budgets = _budgets(budget)
-    if strategy and config is not None:
-        _fail("give --strategy or --config, not both", EXIT_BAD_INPUT)
+    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
+        allowed = ", ".join(PLOT_SUFFIXES)
+        _fail(f"--plot must end in one of {allowed}, got {plot.name!r} [plot]", EXIT_BAD_INPUT)
     try:
-        if config is not None:
-            from ctxasm.config import load_config_file
-
-            source: Any = load_config_file(config)
-            chosen = [EvalStrategy(config.stem)]
+        assembler = _assembler(config)
+        # With a config (--config or $CTXASM_CONFIG) and no --strategy, its own strategy is the
+        # one evaluated, named after the file; --strategy presets run on its models and defaults.
+        source = os.environ.get("CTXASM_CONFIG") if config is None else str(config)
+        if strategy:
+            chosen = [resolve_strategy(name) for name in strategy]
+        elif source:
+            chosen = [EvalStrategy(Path(source).stem)]
         else:
-            source = None
-            chosen = [resolve_strategy(name) for name in (strategy or ["default"])]
+            chosen = [resolve_strategy("default")]
+        model = model or str(assembler.config.defaults.get("model", "gpt-4o"))
         questions = load_dataset(dataset, limit=limit)
         total = len(questions) * len(budgets) * len(chosen)
         show = sys.stderr.isatty() if progress is None else progress
@@ -239,11 +251,11 @@ def eval_(
                     chosen,
                     budgets,
                     model=model,
-                    config=source,
+                    config=assembler.config,
                     progress=lambda n: bar.advance(task, n),
                 )
         else:
-            rows = evaluate(questions, chosen, budgets, model=model, config=source)
+            rows = evaluate(questions, chosen, budgets, model=model, config=assembler.config)
         if plot is not None:
             from ctxasm.evaluation.plot import plot_rows
 
@@ -253,7 +265,11 @@ def eval_(
     if as_json:
         typer.echo(json.dumps({"results": [row.to_dict() for row in rows]}, indent=2))
     else:
-        title = f"{Path(dataset).name}: {len(questions)} questions, {model}"
+        gold = rows[0].n_gold if rows else 0
+        title = (
+            f"{Path(dataset).name}: {len(questions)} questions ({gold} with all gold passages "
+            f"among the candidates, over which the gold rates are), {model}"
+        )
         print_eval(rows, title=title, by_type=by_type)
 
 

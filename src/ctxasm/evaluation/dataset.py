@@ -113,7 +113,9 @@ def parse_question(record: Any, where: str = "line") -> EvalQuestion:
         text = _need(raw, "text", str, at)
         if not isinstance(title, str):
             raise RequestError(f"{at}.title must be a string", field=f"{at}.title")
-        is_gold = bool(raw.get("is_gold", pid in gold))
+        is_gold = raw.get("is_gold", pid in gold)
+        if not isinstance(is_gold, bool):
+            raise RequestError(f"{at}.is_gold must be true or false", field=f"{at}.is_gold")
         has_answer = raw.get("has_answer")
         if has_answer is not None and not isinstance(has_answer, bool):
             raise RequestError(
@@ -138,8 +140,15 @@ def parse_question(record: Any, where: str = "line") -> EvalQuestion:
         passages=tuple(passages),
         gold_pids=tuple(sorted(gold)),
         type=str(meta.get("type") or "unknown"),
-        all_gold_in_candidates=bool(meta.get("all_gold_in_candidates", gold <= pids)),
+        all_gold_in_candidates=_flag(meta, "all_gold_in_candidates", gold <= pids, where),
     )
+
+
+def _flag(meta: Mapping[str, Any], key: str, default: bool, where: str) -> bool:
+    value = meta.get(key, default)
+    if not isinstance(value, bool):
+        raise RequestError(f"{where}.meta.{key} must be true or false", field=f"{where}.meta.{key}")
+    return value
 
 
 def read_dataset(lines: Sequence[str] | Iterator[str], name: str = "dataset") -> list[EvalQuestion]:

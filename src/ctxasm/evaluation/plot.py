@@ -56,6 +56,8 @@ def plot_rows(rows: Sequence[EvalRow], path: str | Path, title: str = "") -> Pat
         figure.savefig(path, dpi=110)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror}", field="plot") from None
+    except ValueError as exc:  # an image format matplotlib does not know
+        raise ConfigError(f"cannot save {path.name}: {exc}", field="plot") from None
     finally:
         plt.close(figure)
     return path

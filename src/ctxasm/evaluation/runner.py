@@ -16,7 +16,7 @@ from typing import Any
 
 from ctxasm.assembler import Assembler
 from ctxasm.config import AssemblerConfig
-from ctxasm.errors import RequestError
+from ctxasm.errors import BudgetError, RequestError
 from ctxasm.evaluation.dataset import EvalQuestion
 from ctxasm.evaluation.metrics import QuestionScore, score_question
 from ctxasm.lexical import clear_caches as clear_lexical_caches
@@ -71,7 +71,7 @@ def resolve_strategy(name: str) -> EvalStrategy:
         return EvalStrategy(name, PRESETS[name])
     if name in names("selection"):
         return EvalStrategy(name, {**_PLAIN, "selection": name})
-    allowed = ", ".join([*PRESETS, ORACLE, *names("selection")])
+    allowed = ", ".join(dict.fromkeys([*PRESETS, ORACLE, *names("selection")]))
     raise RequestError(f"unknown strategy {name!r}; choose one of {allowed}", field="strategy")
 
 
@@ -185,6 +185,20 @@ def evaluate(
         raise RequestError("budgets must be positive token counts", field="budget")
     assembler = Assembler(config)
     counter = get_counter(assembler.config.models.get(model).tokenizer)
+    positions = {id(q): i for i, q in enumerate(questions)}
+
+    def run(question: EvalQuestion, strategy: EvalStrategy, budget: int) -> Any:
+        request = _request(question, strategy, budget)
+        request["model"] = model
+        try:
+            return assembler.assemble(request)
+        except (RequestError, BudgetError) as error:
+            where = f"question {positions[id(question)] + 1} (id {question.id!r})"
+            raise RequestError(f"{where}: {error.message}", field=error.field) from None
+
+    if questions and strategies:
+        # One untimed assembly first: loading the tokenizer is not per-question time.
+        run(questions[0], strategies[0], budgets[0])
     rows = []
     for strategy in strategies:
         for budget in budgets:
@@ -193,10 +207,8 @@ def evaluate(
             clear_lexical_caches()
             scores = []
             for question in questions:
-                request = _request(question, strategy, budget)
-                request["model"] = model
                 started = time.perf_counter()
-                result = assembler.assemble(request)
+                result = run(question, strategy, budget)
                 ms = (time.perf_counter() - started) * 1000
                 scores.append(score_question(question, result, ms))
                 if progress is not None:

@@ -223,8 +223,10 @@ class MMRSelection(Strategy):
     """Maximal marginal relevance: each pick maximises ``lam * relevance - (1 - lam) * similarity``
     to what is already picked.
 
-    Similarity is the cosine of ``embedding`` when every candidate has one, else word-set
-    Jaccard. Relevance is the score scaled to 0..1. Considers the best ``max_candidates``, then
+    Similarity is the cosine of ``embedding`` when every candidate has one, else the cosine of
+    the ``embedder``'s vectors of their texts when one is named (``"hashing"``,
+    ``"sentence-transformers:/path"``, see :mod:`ctxasm.embeddings`), else word-set Jaccard.
+    Relevance is the score scaled to 0..1. Considers the best ``max_candidates``, then
     fills any budget left greedily. Use when the top results say the same thing in different
     words.
     """
@@ -233,10 +235,22 @@ class MMRSelection(Strategy):
     slot: ClassVar[str] = "selection"
     lam: float = 0.7
     max_candidates: int = 200
+    embedder: str | None = None
 
     def __post_init__(self) -> None:
         require_number("lam", self.lam, low=0.0, high=1.0)
         require_int("max_candidates", self.max_candidates, low=1)
+        if self.embedder is not None:
+            from ctxasm.embeddings import get_embedder
+            from ctxasm.errors import CtxasmError
+            from ctxasm.registry import ParamError
+
+            if not isinstance(self.embedder, str):
+                raise ParamError("embedder", f"must be an embedder spec, got {self.embedder!r}")
+            try:
+                get_embedder(self.embedder)
+            except CtxasmError as exc:
+                raise ParamError("embedder", exc.message) from None
 
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
         pool, rest = list(candidates[: self.max_candidates]), candidates[self.max_candidates :]
@@ -247,7 +261,7 @@ class MMRSelection(Strategy):
     def _pick(self, pool: list[Candidate], packing: Packing) -> None:
         import numpy as np
 
-        similarity = _similarity_matrix(pool)
+        similarity = _similarity_matrix(pool, self.embedder)
         relevance = np.array(scaled_scores(pool))
         closest = np.zeros(len(pool))
         open_ = np.ones(len(pool), dtype=bool)
@@ -260,7 +274,7 @@ class MMRSelection(Strategy):
                 closest = np.maximum(closest, similarity[pick])
 
 
-def _similarity_matrix(pool: Sequence[Candidate]) -> Any:
+def _similarity_matrix(pool: Sequence[Candidate], embedder: str | None = None) -> Any:
     import numpy as np
 
     embeddings = [c.passage.embedding for c in pool]
@@ -269,6 +283,11 @@ def _similarity_matrix(pool: Sequence[Candidate]) -> Any:
         norms = np.linalg.norm(matrix, axis=1)
         norms[norms == 0] = 1.0
         unit = matrix / norms[:, None]
+        return np.clip(unit @ unit.T, -1.0, 1.0)
+    if embedder is not None:
+        from ctxasm.embeddings import get_embedder
+
+        unit = np.asarray(get_embedder(embedder).embed([c.text for c in pool]), dtype=float)
         return np.clip(unit @ unit.T, -1.0, 1.0)
     sets = [set(words(c.text)) for c in pool]
     size = len(sets)
