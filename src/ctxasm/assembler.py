@@ -9,17 +9,29 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ctxasm import registry
 from ctxasm.config import AssemblerConfig
 from ctxasm.errors import RequestError
-from ctxasm.formatting import PromptParts, get_format
+from ctxasm.formatting import Format, PromptParts, get_format
 from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE, RULES
-from ctxasm.model import Assembly, Candidate, Exclusion, Reason, Request, Strategies, StrategySpec
+from ctxasm.model import (
+    Assembly,
+    Budget,
+    Candidate,
+    Exclusion,
+    Message,
+    Reason,
+    Request,
+    Strategies,
+    StrategySpec,
+)
+from ctxasm.models import ModelSpec
 from ctxasm.query_class import classify
 from ctxasm.report import build_report
 from ctxasm.schema import parse_request
@@ -27,9 +39,10 @@ from ctxasm.stages.access import filter_readable
 from ctxasm.stages.budget import plan_budget
 from ctxasm.stages.compression import Compressed
 from ctxasm.stages.dedup import DedupChain, Verdict
+from ctxasm.stages.history import SUMMARY_HEADING, HistoryPlan, Summarizer, trim_history
 from ctxasm.stages.packing import Meter, Packing, SelectionContext
 from ctxasm.stages.relevance import rank
-from ctxasm.tokens import get_counter
+from ctxasm.tokens import TokenCounter, get_counter
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Assembler", "assemble"]
 
@@ -90,8 +103,16 @@ class Assembler:
     1
     """
 
-    def __init__(self, config: AssemblerConfig | Mapping[str, Any] | str | Path | None = None):
+    def __init__(
+        self,
+        config: AssemblerConfig | Mapping[str, Any] | str | Path | None = None,
+        *,
+        summarizer: Summarizer | None = None,
+    ):
+        """``summarizer``, when given, turns dropped history turns into a summary (see
+        :mod:`ctxasm.stages.history`)."""
         self.config = AssemblerConfig.load(config)
+        self.summarizer = summarizer
         self._strategies: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._default_strategy = self.config.defaults.get("strategy") or {}
@@ -156,6 +177,43 @@ class Assembler:
             )
         return self._run(parsed, started)
 
+    def _plan(
+        self,
+        request: Request,
+        model: ModelSpec,
+        counter: TokenCounter,
+        fmt: Format,
+        cost: Callable[[Message], int],
+    ) -> tuple[HistoryPlan, PromptParts, Budget]:
+        """The history that fits, the prompt parts around the sources, and the budget."""
+        system = f"{request.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n{RULES}"
+        bare = plan_budget(request, model, counter, fmt, PromptParts(system, (), request.query))
+        history = self._plan_history(request, bare, cost)
+        if history.summary:
+            system = f"{system}\n\n{SUMMARY_HEADING}\n{history.summary}"
+        parts = PromptParts(system, history.turns, request.query)
+        return history, parts, plan_budget(request, model, counter, fmt, parts)
+
+    def _plan_history(
+        self, request: Request, bare: Budget, cost: Callable[[Message], int]
+    ) -> HistoryPlan:
+        """Which history turns fit, and the summary of the others when there is a summariser."""
+        if not request.history:
+            return HistoryPlan((), (), 0)
+        room = bare.prompt_limit - bare.system - bare.query - bare.overhead
+        plan = trim_history(request.history, room, request.history_policy, cost)
+        if not plan.dropped or self.summarizer is None:
+            return plan
+        dropped = [request.history[i] for i in plan.dropped]
+        summary = self.summarizer(dropped)
+        if not isinstance(summary, str) or not summary.strip():
+            return plan
+        used = sum(cost(turn) for turn in plan.turns)
+        summary_cost = cost(Message("user", f"{SUMMARY_HEADING}\n{summary}"))
+        if used + summary_cost > max(plan.allowance, used):
+            return plan  # the summary would not fit the allowance: left out
+        return HistoryPlan(plan.kept, plan.dropped, plan.allowance, summary.strip())
+
     def _run(self, request: Request, started: float) -> Assembly:
         clock = _Clock()
         model = self.config.models.get(request.model)
@@ -167,10 +225,12 @@ class Assembler:
             readable, excluded = filter_readable(
                 passages, request.principal, allow_public=request.allow_public
             )
-        system = f"{request.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n{RULES}"
-        parts = PromptParts(system, request.history, request.query)
+
+        def turn_cost(turn: Message) -> int:
+            return model.tokens_per_message + counter.count(turn.role) + counter.count(turn.content)
+
         with clock.stage("budget"):
-            budget = plan_budget(request, model, counter, fmt, parts)
+            history, parts, budget = self._plan(request, model, counter, fmt, turn_cost)
         with clock.stage("relevance"):
             ranked, cut = rank(
                 request.query,
@@ -221,6 +281,22 @@ class Assembler:
                 budget.context,
             )
         excluded += dropped
+        if history.dropped and history.summary is None:
+            with clock.stage("history"):
+                history, parts, rendered, total = _reclaim_history(
+                    request.history,
+                    history,
+                    parts,
+                    lambda p: fmt.render(p, block.render(ordered) if ordered else note, ordered),
+                    lambda r: fmt.count(r, counter, model),
+                    budget.prompt_limit,
+                    rendered,
+                    total,
+                )
+                budget = replace(
+                    budget, history=sum(counter.count(t.content) for t in parts.history)
+                )
+        excluded += history.exclusions(request.history, turn_cost)
         clock.ms["total"] = (time.perf_counter() - started) * 1000
         positions = {p.id: i for i, p in enumerate(passages)}
         report = build_report(
@@ -238,8 +314,46 @@ class Assembler:
             compressed=compressed,
             query_class=context.query_class,
             block=block,
+            history={
+                "turns": len(request.history),
+                "kept": len(history.kept),
+                "tokens": sum(counter.count(t.content) for t in history.turns),
+                "dropped": list(history.dropped),
+                "summary_tokens": counter.count(history.summary) if history.summary else 0,
+            },
         )
         return Assembly(rendered.messages, rendered.system, rendered.text, report, tuple(ordered))
+
+
+def _reclaim_history(
+    turns: Sequence[Message],
+    history: HistoryPlan,
+    parts: PromptParts,
+    render: Callable[[PromptParts], Any],
+    count_request: Callable[[Any], int],
+    prompt_limit: int,
+    rendered: Any,
+    total: int,
+) -> tuple[HistoryPlan, PromptParts, Any, int]:
+    """Give room the passages left unused back to dropped turns, newest first, a user turn
+    and what follows it at a time, while the exact recount stays within the limit."""
+    first = history.kept[0][0] if history.kept else len(turns)
+    while first > 0:
+        start = next((i for i in range(first - 1, -1, -1) if turns[i].role == "user"), None)
+        if start is None:
+            break
+        added = tuple((i, turns[i]) for i in range(start, first))
+        trial_plan = HistoryPlan(
+            added + history.kept, tuple(range(start)), history.allowance, history.summary
+        )
+        trial = PromptParts(parts.system, trial_plan.turns, parts.query)
+        trial_rendered = render(trial)
+        trial_total = count_request(trial_rendered)
+        if trial_total > prompt_limit:
+            break
+        history, parts, rendered, total = trial_plan, trial, trial_rendered, trial_total
+        first = start
+    return history, parts, rendered, total
 
 
 def _fit(

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from ctxasm.stages.history import HistoryPolicy
 
 __all__ = [
     "Assembly",
@@ -116,6 +119,12 @@ class Strategies:
     guard: StrategySpec | None = StrategySpec("scan")
 
 
+def _default_history_policy() -> HistoryPolicy:
+    from ctxasm.stages.history import HistoryPolicy
+
+    return HistoryPolicy()
+
+
 @dataclass(frozen=True, slots=True, weakref_slot=True, eq=False)
 class Request:
     """A validated assembly request (see ``ctxasm.schema.parse_request``).
@@ -141,6 +150,7 @@ class Request:
     allow_public: bool = False
     query_class: str | None = None
     template: str | None = None
+    history_policy: HistoryPolicy = field(default_factory=_default_history_policy)
 
 
 class Candidate(NamedTuple):
@@ -283,6 +293,7 @@ class Report:
     cost_usd: float | None
     timings_ms: Mapping[str, float]
     query_class: str | None = None
+    history: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -300,6 +311,7 @@ class Report:
             "cost_usd": self.cost_usd,
             "timings_ms": dict(self.timings_ms),
             "query_class": self.query_class,
+            "history": None if self.history is None else dict(self.history),
         }
 
 

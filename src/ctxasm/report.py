@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ctxasm.formatting.blocks import FencedBlock, SourcesBlock, label
 from ctxasm.model import Budget, Candidate, Compression, Exclusion, Included, Report
@@ -18,6 +19,14 @@ def cost_usd(model: ModelSpec, input_tokens: int) -> float | None:
     if model.input_price is None:
         return None
     return round(input_tokens * model.input_price / 1_000_000, 8)
+
+
+def _order(exclusion: Exclusion, positions: Mapping[str, int]) -> tuple[int, int]:
+    """History turns first (by turn index), then passages in request order."""
+    position = positions.get(exclusion.candidate_id)
+    if position is not None:
+        return (1, position)
+    return (0, int(exclusion.candidate_id.removeprefix("history[").rstrip("]") or 0))
 
 
 def build_report(
@@ -36,6 +45,7 @@ def build_report(
     compressed: Mapping[str, Compressed] | None = None,
     query_class: str | None = None,
     block: SourcesBlock | None = None,
+    history: Mapping[str, Any] | None = None,
 ) -> Report:
     """The report for passages ``ordered`` as rendered; exclusions sorted by request position.
 
@@ -86,8 +96,9 @@ def build_report(
         selected=len(included),
         no_relevant_context=no_relevant_context,
         included=included,
-        excluded=tuple(sorted(excluded, key=lambda e: positions[e.candidate_id])),
+        excluded=tuple(sorted(excluded, key=lambda e: _order(e, positions))),
         cost_usd=cost_usd(model, total_tokens),
         timings_ms={name: round(ms, 3) for name, ms in timings_ms.items()},
         query_class=query_class,
+        history=dict(history) if history else None,
     )

@@ -22,6 +22,7 @@ from ctxasm.model import (
     StrategySpec,
 )
 from ctxasm.query_class import QUERY_CLASSES
+from ctxasm.stages.history import parse_history_policy
 
 __all__ = [
     "DEFAULT_MAX_REQUEST_CHARS",
@@ -55,6 +56,7 @@ REQUEST_FIELDS = (
     "allow_public",
     "query_class",
     "template",
+    "history_policy",
 )
 PASSAGE_FIELDS = (
     "id",
@@ -325,6 +327,11 @@ def _parse_history(value: object) -> tuple[Message, ...]:
         if role not in _ROLES:
             raise _fail(f"{where}.role", "'user' or 'assistant'", role)
         text = _string(content, f"{where}.content")
+        if not text.strip():
+            raise RequestError(
+                f"{where}.content is empty; drop the turn or give its text",
+                field=f"{where}.content",
+            )
         turns.append(Message(str(role), text))
     return tuple(turns)
 
@@ -445,6 +452,7 @@ def parse_request(
         allow_public=allow_public,
         query_class=None if query_class == "auto" else query_class,
         template=_string(data.get("template"), "template", optional=True),
+        history_policy=parse_history_policy(data.get("history_policy")),
     )
     _VALIDATED.add(request)
     return request

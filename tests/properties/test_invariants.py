@@ -195,7 +195,7 @@ def requests(draw: Any, fmt: str | None = None) -> dict[str, Any]:
         request["context_window"] = draw(st.integers(300, 4000))
     if draw(st.booleans()):
         request["history"] = [
-            {"role": role, "content": " ".join(draw(st.lists(st.sampled_from(VOCAB))))}
+            {"role": role, "content": " ".join(draw(st.lists(st.sampled_from(VOCAB), min_size=1)))}
             for role in draw(st.lists(st.sampled_from(["user", "assistant"]), max_size=3))
         ]
     if draw(st.booleans()):
@@ -320,8 +320,17 @@ def test_every_passage_accounted_for_exactly_once(request: dict[str, Any]) -> No
     if result is None:
         return
     report = result.report
-    ids = [i.id for i in report.included] + [e.candidate_id for e in report.excluded]
+    passage_exclusions = [e for e in report.excluded if e.stage != "history"]
+    ids = [i.id for i in report.included] + [e.candidate_id for e in passage_exclusions]
     assert sorted(ids) == sorted(p["id"] for p in request["passages"])
+    # every history turn is kept or dropped (reason history_trimmed), oldest dropped first
+    turns = len(request.get("history", []))
+    history = report.history or {"turns": 0, "kept": 0, "dropped": []}
+    dropped = [e.candidate_id for e in report.excluded if e.stage == "history"]
+    assert dropped == [f"history[{i}]" for i in history["dropped"]]
+    assert history["dropped"] == list(range(len(history["dropped"])))
+    assert history["turns"] == turns
+    assert history["kept"] + len(history["dropped"]) == turns
     assert len(set(ids)) == len(ids)
     assert report.considered == len(request["passages"])
     assert report.selected == len(report.included)

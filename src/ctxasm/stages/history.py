@@ -1,0 +1,146 @@
+"""Multi-turn history inside the budget.
+
+The system prompt and the question (the latest user turn) always stay. Of the earlier turns,
+the newest are kept while they fit the history allowance: ``max_share`` of the room left after
+the mandatory parts (or ``max_tokens``, whichever is smaller). At least ``min_recent_turns``
+stay whenever they fit the room at all. The oldest turns drop first (reason
+``history_trimmed``, with the turn's index), and a kept conversation never opens with an
+assistant turn (Anthropic's API refuses that). A summariser, when the caller gives one,
+replaces the dropped turns with a summary appended to the system prompt; it is budgeted like
+the turns and omitted when it does not fit. Once passages are selected, room they left unused
+is offered back to the dropped turns (newest first, a user turn and its replies at a time,
+checked by an exact recount), unless a summary already stands for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxasm.errors import RequestError
+from ctxasm.model import Exclusion, Message, Reason
+
+__all__ = ["HistoryPlan", "HistoryPolicy", "Summarizer", "parse_history_policy", "trim_history"]
+
+STAGE = "history"
+SUMMARY_HEADING = "Summary of the earlier conversation:"
+
+Summarizer = Callable[[Sequence[Message]], str]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPolicy:
+    """How much of the budget history may take (see the module docstring)."""
+
+    min_recent_turns: int = 2
+    max_share: float = 0.5
+    max_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "min_recent_turns": self.min_recent_turns,
+            "max_share": self.max_share,
+            "max_tokens": self.max_tokens,
+        }
+
+
+def parse_history_policy(value: object, field: str = "history_policy") -> HistoryPolicy:
+    """The ``history_policy`` request object, checked."""
+    if value is None:
+        return HistoryPolicy()
+    if isinstance(value, HistoryPolicy):
+        return value
+    if not isinstance(value, Mapping):
+        raise RequestError(
+            f"{field} must be an object with min_recent_turns, max_share, max_tokens",
+            field=field,
+        )
+    unknown = [key for key in value if key not in ("min_recent_turns", "max_share", "max_tokens")]
+    if unknown:
+        raise RequestError(
+            f"{field} has unknown key {unknown[0]!r}; keys: min_recent_turns, max_share, "
+            "max_tokens",
+            field=f"{field}.{unknown[0]}",
+        )
+    turns = value.get("min_recent_turns", 2)
+    if isinstance(turns, bool) or not isinstance(turns, int) or not 0 <= turns <= 10_000:
+        raise RequestError(
+            f"{field}.min_recent_turns must be an integer from 0 to 10000, got {turns!r}",
+            field=f"{field}.min_recent_turns",
+        )
+    share = value.get("max_share", 0.5)
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
+        raise RequestError(
+            f"{field}.max_share must be a number from 0 to 1, got {share!r}",
+            field=f"{field}.max_share",
+        )
+    tokens = value.get("max_tokens")
+    if tokens is not None and (
+        isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= 2**53
+    ):
+        raise RequestError(
+            f"{field}.max_tokens must be a non-negative integer or null, got {tokens!r}",
+            field=f"{field}.max_tokens",
+        )
+    return HistoryPolicy(turns, float(share), tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPlan:
+    """The turns kept (in order, with their indices), the dropped indices, and the summary."""
+
+    kept: tuple[tuple[int, Message], ...]
+    dropped: tuple[int, ...]
+    allowance: int
+    summary: str | None = None
+
+    @property
+    def turns(self) -> tuple[Message, ...]:
+        return tuple(turn for _, turn in self.kept)
+
+    def exclusions(
+        self, history: Sequence[Message], cost: Callable[[Message], int]
+    ) -> list[Exclusion]:
+        """One ``history_trimmed`` exclusion per dropped turn, oldest first."""
+        found = []
+        for index in self.dropped:
+            turn = history[index]
+            detail = (
+                f"turn {index} ({turn.role}, {cost(turn)} tokens): older turns go first; "
+                f"history may take {self.allowance} tokens"
+            )
+            found.append(Exclusion(f"history[{index}]", STAGE, Reason.HISTORY_TRIMMED, detail))
+        return found
+
+
+def trim_history(
+    history: Sequence[Message],
+    room: int,
+    policy: HistoryPolicy,
+    cost: Callable[[Message], int],
+) -> HistoryPlan:
+    """The newest turns that fit the allowance (``room`` is what the mandatory parts leave)."""
+    room = max(0, room)
+    allowance = int(policy.max_share * room)
+    if policy.max_tokens is not None:
+        allowance = min(allowance, policy.max_tokens)
+    kept: list[int] = []
+    used = 0
+    for index in range(len(history) - 1, -1, -1):
+        turn_cost = cost(history[index])
+        recent = len(kept) < policy.min_recent_turns
+        limit = room if recent else allowance
+        if used + turn_cost > limit:
+            break
+        kept.append(index)
+        used += turn_cost
+    kept.reverse()
+    while kept and history[kept[0]].role == "assistant":
+        kept.pop(0)
+    first = kept[0] if kept else len(history)
+    return HistoryPlan(
+        kept=tuple((i, history[i]) for i in kept),
+        dropped=tuple(range(first)),
+        allowance=allowance,
+    )

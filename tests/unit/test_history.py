@@ -1,0 +1,175 @@
+"""History inside the budget: what stays, what goes, the summary, and giving room back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import tiktoken
+
+import ctxasm
+from ctxasm import Message, RequestError
+from ctxasm.stages.history import HistoryPolicy, trim_history
+
+O200K = tiktoken.get_encoding("o200k_base")
+PASSAGES = [{"id": f"p{i}", "text": f"The Danube passes city number {i}. " * 6} for i in range(8)]
+
+
+def _conversation(pairs: int) -> list[dict[str, str]]:
+    turns = []
+    for i in range(pairs):
+        turns.append({"role": "user", "content": f"Question {i} about the rivers of Europe? " * 2})
+        turns.append({"role": "assistant", "content": f"Answer {i}: the Danube is long. " * 4})
+    return turns
+
+
+def _run(**fields: Any) -> ctxasm.Assembly:
+    fields.setdefault("context_window", 1500)
+    fields.setdefault("reserve_output_tokens", 200)
+    return ctxasm.assemble("Where does the Danube end?", PASSAGES, **fields)
+
+
+def _recount(result: ctxasm.Assembly) -> int:
+    return (
+        sum(
+            3 + len(O200K.encode(m["role"])) + len(O200K.encode(m["content"]))
+            for m in result.messages
+        )
+        + 3
+    )
+
+
+def test_the_oldest_turns_go_first_and_the_newest_stay() -> None:
+    history = _conversation(12)
+    result = _run(history=history, strategy={"compression": None})
+    report = result.report
+    assert report.history is not None
+    dropped = report.history["dropped"]
+    assert dropped == list(range(len(dropped))) and dropped
+    kept = [m["content"] for m in result.messages[1:-1]]
+    assert kept == [t["content"] for t in history[len(dropped) :]]
+    assert result.messages[1]["role"] == "user"  # never opens with an assistant turn
+    assert report.total_tokens == _recount(result)
+    assert report.total_tokens <= 1500 - 200
+
+
+def test_the_share_caps_history_and_passages_get_the_rest() -> None:
+    history = _conversation(12)
+    tight = _run(history=history, history_policy={"max_share": 0.1, "min_recent_turns": 0})
+    roomy = _run(history=history, history_policy={"max_share": 0.9, "min_recent_turns": 0})
+    assert tight.report.history["kept"] < roomy.report.history["kept"]
+    assert tight.report.selected >= roomy.report.selected
+
+
+def test_max_tokens_caps_the_allowance() -> None:
+    turns = [Message("user", "a"), Message("assistant", "b")] * 5
+    plan = trim_history(turns, room=1000, policy=HistoryPolicy(0, 0.9, 25), cost=lambda t: 10)
+    assert plan.allowance == 25
+    assert [i for i, _ in plan.kept] == [8, 9]
+
+
+def test_min_recent_turns_stay_when_they_fit_even_over_the_share() -> None:
+    history = _conversation(3)
+    result = _run(history=history, history_policy={"max_share": 0.0, "min_recent_turns": 2})
+    assert result.report.history["kept"] >= 2
+    assert result.messages[-2]["content"] == history[-1]["content"]
+
+
+def test_unused_room_goes_back_to_history() -> None:
+    history = _conversation(10)
+    policy = {"max_share": 0.05, "min_recent_turns": 0}
+    few = ctxasm.assemble(
+        "Where does the Danube end?",
+        PASSAGES[:1],
+        history=history,
+        context_window=1500,
+        reserve_output_tokens=200,
+        history_policy=policy,
+    )
+    many = _run(history=history, history_policy=policy)
+    assert few.report.history["kept"] > many.report.history["kept"]
+    assert few.report.total_tokens == _recount(few) <= 1300
+
+
+def test_a_summariser_replaces_the_dropped_turns_and_is_budgeted() -> None:
+    seen: list[list[Message]] = []
+
+    def summarize(turns: Any) -> str:
+        seen.append(list(turns))
+        return f"The user asked {len(turns) // 2} earlier questions about rivers."
+
+    assembler = ctxasm.Assembler(summarizer=summarize)
+    result = assembler.assemble(
+        query="Where does the Danube end?",
+        passages=PASSAGES,
+        history=_conversation(12),
+        context_window=1500,
+        reserve_output_tokens=200,
+    )
+    assert seen and all(isinstance(t, Message) for t in seen[0])
+    report = result.report
+    assert report.history["summary_tokens"] > 0
+    assert "Summary of the earlier conversation:" in result.messages[0]["content"]
+    assert len(seen[0]) == len(report.history["dropped"])
+    assert report.total_tokens == _recount(result)
+
+
+def test_a_summary_too_big_for_the_allowance_is_left_out() -> None:
+    assembler = ctxasm.Assembler(summarizer=lambda turns: "very long summary " * 500)
+    result = assembler.assemble(
+        query="Where does the Danube end?",
+        passages=PASSAGES,
+        history=_conversation(12),
+        context_window=1500,
+        reserve_output_tokens=200,
+    )
+    assert result.report.history["summary_tokens"] == 0
+    assert "Summary of the earlier conversation" not in result.messages[0]["content"]
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "markdown", "text"])
+def test_every_format_keeps_history_inside_the_budget(fmt: str) -> None:
+    model = "claude-sonnet-4-5" if fmt == "anthropic" else "gpt-4o"
+    result = _run(history=_conversation(12), format=fmt, model=model)
+    assert result.report.total_tokens <= 1500 - 200 - result.report.budget.margin
+    if fmt == "anthropic":
+        assert result.messages[0]["role"] == "user"
+
+
+@pytest.mark.parametrize(
+    ("history", "field"),
+    [
+        ([{"role": "system", "content": "x"}], "history[0].role"),
+        ([{"role": "tool", "content": "x"}], "history[0].role"),
+        ([{"role": "user", "content": "  "}], "history[0].content"),
+        ([{"role": "user"}], "history[0].content"),
+    ],
+)
+def test_bad_turns_are_refused(history: list[dict[str, str]], field: str) -> None:
+    with pytest.raises(RequestError) as caught:
+        _run(history=history)
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("policy", "field"),
+    [
+        ({"max_share": 2}, "history_policy.max_share"),
+        ({"min_recent_turns": -1}, "history_policy.min_recent_turns"),
+        ({"max_tokens": "many"}, "history_policy.max_tokens"),
+        ({"keep": 3}, "history_policy.keep"),
+        ("all", "history_policy"),
+    ],
+)
+def test_bad_policies_are_refused(policy: Any, field: str) -> None:
+    with pytest.raises(RequestError) as caught:
+        _run(history=_conversation(1), history_policy=policy)
+    assert caught.value.field == field
+
+
+def test_trim_history_directly() -> None:
+    turns = [Message("user", "a"), Message("assistant", "b"), Message("user", "c")]
+    plan = trim_history(turns, room=100, policy=HistoryPolicy(0, 0.2, None), cost=lambda t: 10)
+    assert plan.allowance == 20
+    # newest first: "c" and "b" fit, but "b" would open the conversation: dropped too
+    assert [i for i, _ in plan.kept] == [2] and plan.dropped == (0, 1)
