@@ -204,15 +204,25 @@ class Assembler:
         plan = trim_history(request.history, room, request.history_policy, cost)
         if not plan.dropped or self.summarizer is None:
             return plan
-        dropped = [request.history[i] for i in plan.dropped]
-        summary = self.summarizer(dropped)
-        if not isinstance(summary, str) or not summary.strip():
-            return plan
-        used = sum(cost(turn) for turn in plan.turns)
-        summary_cost = cost(Message("user", f"{SUMMARY_HEADING}\n{summary}"))
-        if used + summary_cost > max(plan.allowance, used):
-            return plan  # the summary would not fit the allowance: left out
-        return HistoryPlan(plan.kept, plan.dropped, plan.allowance, summary.strip())
+        turns = request.history
+        minimum = request.history_policy.min_recent_turns
+        while True:
+            summary = self.summarizer([turns[i] for i in plan.dropped])
+            if not isinstance(summary, str) or not summary.strip():
+                return plan
+            used = sum(cost(turn) for turn in plan.turns)
+            summary_cost = cost(Message("user", f"{SUMMARY_HEADING}\n{summary}"))
+            if used + summary_cost <= plan.allowance:
+                return HistoryPlan(plan.kept, plan.dropped, plan.allowance, summary.strip())
+            if len(plan.kept) <= minimum:
+                return plan  # the summary does not fit beside the turns that must stay
+            # Make room: the oldest kept turn (and an assistant turn it would leave first)
+            # joins the summarised ones.
+            kept = list(plan.kept[1:])
+            while kept and kept[0][1].role == "assistant" and len(kept) > minimum:
+                kept.pop(0)
+            first = kept[0][0] if kept else len(turns)
+            plan = HistoryPlan(tuple(kept), tuple(range(first)), plan.allowance)
 
     def _run(self, request: Request, started: float) -> Assembly:
         clock = _Clock()

@@ -41,7 +41,7 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
         "query": "alpha river?",
         "passages": passages,
         "model": draw(st.sampled_from(sorted(ESTIMATED))),
-        "format": draw(st.sampled_from(["openai", "text"])),
+        "format": draw(st.sampled_from(["openai", "text", "anthropic", "markdown"])),
         "max_context_tokens": draw(st.integers(1, 600)),
         "strategy": {"selection": draw(st.sampled_from(["greedy_by_score", "knapsack", "mmr"]))},
     }
@@ -56,8 +56,10 @@ def _recount(result: ctxasm.Assembly, model: str) -> int:
 
     if result.text is not None:
         return estimate(result.text)
+    system = estimate(result.system) if result.system is not None else 0  # anthropic
     return (
-        sum(per_message + estimate(m["role"]) + estimate(m["content"]) for m in result.messages)
+        system
+        + sum(per_message + estimate(m["role"]) + estimate(m["content"]) for m in result.messages)
         + priming
     )
 
