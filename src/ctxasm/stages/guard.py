@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 from ctxasm.model import Candidate, Exclusion, Reason
@@ -91,9 +92,6 @@ _HINTS = {
         "from now on",
     ),
     "role_marker": (
-        "system",
-        "assistant",
-        "developer",
         "<|",
         "inst]",
         "<<sys",
@@ -104,12 +102,17 @@ _HINTS = {
         "</document",
         "<source",
         "</source",
+        "<system",
+        "</system",
         "<instruction",
         "</instruction",
     ),
-    "tool_call": ("tool_call", "function_call", "<function=", "arguments", "parameters"),
+    "tool_call": ("tool_call", "function_call", "<function=", '"arguments"', '"parameters"'),
     "exfiltration_link": ("http",),
 }
+# A role line ("system:", "assistant :") also needs a colon and one of these words.
+_ROLE_WORDS = ("system", "assistant", "developer")
+
 
 CHECKS = (
     "instruction_override",
@@ -119,6 +122,11 @@ CHECKS = (
     "encoded_blob",
     "exfiltration_link",
 )
+
+
+@lru_cache(maxsize=16)
+def _blob_regex(size: int) -> re.Pattern[str]:
+    return re.compile(r"[A-Za-z0-9+/]{%d,}" % size)  # noqa: UP031 - a regex quantifier
 
 
 @register
@@ -146,7 +154,8 @@ class InjectionScan(Strategy):
 
         if hinted("instruction_override") and _OVERRIDE.search(text):
             found.append("instruction_override")
-        if hinted("role_marker") and _ROLE.search(text):
+        role_line = ":" in text and any(word in lowered for word in _ROLE_WORDS)
+        if (role_line or hinted("role_marker")) and _ROLE.search(text):
             found.append("role_marker")
         if hinted("tool_call") and _TOOL.search(text):
             found.append("tool_call")
@@ -159,15 +168,12 @@ class InjectionScan(Strategy):
         return tuple(found)
 
     def _blob(self, text: str) -> bool:
-        size = self.min_blob_chars
-        if len(text) < size:
-            return False
-        if max(map(len, text.split()), default=0) < size // 2:
-            return False
-        return bool(
-            re.search(r"[A-Za-z0-9+/]{%d,}={0,2}" % size, text)  # noqa: UP031 - a regex quantifier
-            or re.search(r"\b(?:[0-9a-fA-F]{2}){%d,}\b" % (size // 2), text)  # noqa: UP031
-        )
+        # Hex is a subset of the base64 alphabet, so one run of either alphabet covers both.
+        return len(text) >= self.min_blob_chars and self._blob_pattern.search(text) is not None
+
+    @property
+    def _blob_pattern(self) -> re.Pattern[str]:
+        return _blob_regex(self.min_blob_chars)
 
     def apply(
         self, candidates: Sequence[Candidate]
