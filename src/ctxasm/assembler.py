@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -17,7 +18,7 @@ from typing import Any
 
 from ctxasm import registry
 from ctxasm.config import AssemblerConfig
-from ctxasm.errors import RequestError
+from ctxasm.errors import RequestError, TokenizerError
 from ctxasm.formatting import Format, PromptParts, get_format
 from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE, RULES
 from ctxasm.model import (
@@ -32,6 +33,7 @@ from ctxasm.model import (
     StrategySpec,
 )
 from ctxasm.models import ModelSpec
+from ctxasm.providers import AnthropicCounter, anthropic_counter
 from ctxasm.query_class import classify
 from ctxasm.report import build_report
 from ctxasm.schema import parse_request
@@ -224,6 +226,14 @@ class Assembler:
             first = kept[0][0] if kept else len(turns)
             plan = HistoryPlan(tuple(kept), tuple(range(first)), plan.allowance)
 
+    def _request_counter(
+        self, request: Request, fmt: Format, counter: TokenCounter, model: ModelSpec
+    ) -> _RequestCounter:
+        """How the verify stage counts the whole request: the format's count, or Anthropic's
+        counting endpoint when the config asks for it and a key is set."""
+        api = anthropic_counter(self.config.providers) if fmt.name == "anthropic" else None
+        return _RequestCounter(request.model, fmt, counter, model, api)
+
     def _run(self, request: Request, started: float) -> Assembly:
         clock = _Clock()
         model = self.config.models.get(request.model)
@@ -281,11 +291,12 @@ class Assembler:
         with clock.stage("ordering"):
             ordered = strategies["ordering"].order(packing.kept)
         note = NO_CONTEXT_NOTE if not ranked else NO_SOURCES_NOTE
+        count_request = self._request_counter(request, fmt, counter, model)
         with clock.stage("verify"):
             ordered, rendered, total, context_tokens, dropped = _fit(
                 ordered,
                 lambda kept: fmt.render(parts, block.render(kept) if kept else note, kept),
-                lambda r: fmt.count(r, counter, model),
+                count_request,
                 lambda kept: counter.count(block.render(kept) if kept else note),
                 budget.prompt_limit,
                 budget.context,
@@ -298,7 +309,7 @@ class Assembler:
                     history,
                     parts,
                     lambda p: fmt.render(p, block.render(ordered) if ordered else note, ordered),
-                    lambda r: fmt.count(r, counter, model),
+                    count_request,
                     budget.prompt_limit,
                     rendered,
                     total,
@@ -324,6 +335,7 @@ class Assembler:
             compressed=compressed,
             query_class=context.query_class,
             block=block,
+            exact_count=count_request.exact,
             history={
                 "turns": len(request.history),
                 "kept": len(history.kept),
@@ -333,6 +345,34 @@ class Assembler:
             },
         )
         return Assembly(rendered.messages, rendered.system, rendered.text, report, tuple(ordered))
+
+
+class _RequestCounter:
+    """Counts whole requests for the verify stage (see :meth:`Assembler._request_counter`)."""
+
+    def __init__(
+        self,
+        name: str,
+        fmt: Format,
+        counter: TokenCounter,
+        model: ModelSpec,
+        api: AnthropicCounter | None,
+    ) -> None:
+        self.name, self.fmt, self.counter, self.model, self.api = name, fmt, counter, model, api
+
+    @property
+    def exact(self) -> bool:
+        """Whether the counts are exact: the tokenizer is, or the provider counted."""
+        return self.counter.exact or self.api is not None
+
+    def __call__(self, rendered: Any) -> int:
+        if self.api is not None:
+            try:
+                return self.api.count(self.name, rendered)
+            except TokenizerError as exc:
+                self.api = None  # the estimate stands for the rest of this assembly
+                warnings.warn(f"{exc.message}; using the estimate", stacklevel=2)
+        return self.fmt.count(rendered, self.counter, self.model)
 
 
 def _reclaim_history(

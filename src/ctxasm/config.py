@@ -15,6 +15,9 @@ A config file is TOML or JSON::
 
     [limits]
     max_request_chars = 32000000
+
+    [providers.anthropic]      # exact counts for Claude through Anthropic's API (ctxasm.providers)
+    count_tokens = true
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from ctxasm.schema import DEFAULT_MAX_REQUEST_CHARS, REQUEST_FIELDS, parse_reque
 
 __all__ = ["AssemblerConfig", "load_config_file"]
 
-_SECTIONS = ("defaults", "models", "limits")
+_SECTIONS = ("defaults", "models", "limits", "providers")
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -61,6 +64,7 @@ class AssemblerConfig:
     models: ModelRegistry = field(default_factory=default_registry)
     defaults: Mapping[str, Any] = field(default_factory=dict)
     max_request_chars: int = DEFAULT_MAX_REQUEST_CHARS
+    providers: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> AssemblerConfig:
@@ -94,10 +98,13 @@ class AssemblerConfig:
             parse_request({"query": "check", "passages": [], **defaults})
         except RequestError as exc:
             raise ConfigError(f"[defaults]: {exc.message}") from None
+        from ctxasm.providers import check_providers
+
         return cls(
             models=default_registry().with_overrides(models),
             defaults=dict(defaults),
             max_request_chars=max_chars,
+            providers=check_providers(data.get("providers", {})),
         )
 
     @classmethod

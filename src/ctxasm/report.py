@@ -46,6 +46,7 @@ def build_report(
     query_class: str | None = None,
     block: SourcesBlock | None = None,
     history: Mapping[str, Any] | None = None,
+    exact_count: bool | None = None,
 ) -> Report:
     """The report for passages ``ordered`` as rendered; exclusions sorted by request position.
 
@@ -88,7 +89,7 @@ def build_report(
     return Report(
         model=model.name,
         tokenizer=counter.name,
-        exact_count=counter.exact,
+        exact_count=counter.exact if exact_count is None else exact_count,
         budget=budget,
         total_tokens=total_tokens,
         context_tokens=context_tokens,
