@@ -356,6 +356,7 @@ def measure(
 
     import ctxasm
     from ctxasm.lexical import clear_caches as clear_lexical_caches
+    from ctxasm.stages.guard import clear_caches as clear_guard_caches
     from ctxasm.stages.dedup import clear_caches
     from ctxasm.tokens import get_counter
 
@@ -370,10 +371,11 @@ def measure(
     counter.clear()
 
     def forget() -> None:
-        # cold: no token counts, words, keys, entities or shingles known from earlier runs
+        # cold: no token counts, words, keys, entities, scans or shingles known from earlier runs
         counter.clear()
         clear_caches()
         clear_lexical_caches()
+        clear_guard_caches()
 
     rows: list[Row] = []
     info: dict[str, Any] = {
@@ -570,6 +572,7 @@ def profile(case: str, repeats: int) -> None:
     """cProfile ``repeats`` assemblies of one case: ``N,budget,mode,cache``."""
     import ctxasm
     from ctxasm.lexical import clear_caches as clear_lexical_caches
+    from ctxasm.stages.guard import clear_caches as clear_guard_caches
     from ctxasm.stages.dedup import clear_caches
     from ctxasm.tokens import get_counter
 
@@ -587,6 +590,7 @@ def profile(case: str, repeats: int) -> None:
             counter.clear()
             clear_caches()
             clear_lexical_caches()
+            clear_guard_caches()
         profiler.enable()
         assembler.assemble(parsed)
         profiler.disable()

@@ -27,15 +27,13 @@ it with reason ``injection``. Every format's system text already states that sou
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
-from ctxasm.model import Candidate, Exclusion, Reason
 from ctxasm.registry import Strategy, register, require_choice, require_int
 
-__all__ = ["CHECKS", "InjectionScan"]
+__all__ = ["CHECKS", "InjectionScan", "clear_caches"]
 
 STAGE = "guard"
 
@@ -145,51 +143,35 @@ class InjectionScan(Strategy):
         require_int("min_blob_chars", self.min_blob_chars, low=16)
 
     def scan(self, text: str) -> tuple[str, ...]:
-        """The names of the checks ``text`` fails, in ``CHECKS`` order."""
-        found = []
-        lowered = text.lower()
+        """The names of the checks ``text`` fails, in ``CHECKS`` order (cached by text)."""
+        return _scan(text, self.min_blob_chars)
 
-        def hinted(check: str) -> bool:
-            return any(hint in lowered for hint in _HINTS[check])
 
-        if hinted("instruction_override") and _OVERRIDE.search(text):
-            found.append("instruction_override")
-        role_line = ":" in text and any(word in lowered for word in _ROLE_WORDS)
-        if (role_line or hinted("role_marker")) and _ROLE.search(text):
-            found.append("role_marker")
-        if hinted("tool_call") and _TOOL.search(text):
-            found.append("tool_call")
-        if not text.isascii() and _HIDDEN.search(text):
-            found.append("hidden_text")
-        if self._blob(text):
-            found.append("encoded_blob")
-        if hinted("exfiltration_link") and _EXFIL.search(text):
-            found.append("exfiltration_link")
-        return tuple(found)
+def clear_caches() -> None:
+    """Forget cached scan results (for cold-start measurements)."""
+    _scan.cache_clear()
 
-    def _blob(self, text: str) -> bool:
-        # Hex is a subset of the base64 alphabet, so one run of either alphabet covers both.
-        return len(text) >= self.min_blob_chars and self._blob_pattern.search(text) is not None
 
-    @property
-    def _blob_pattern(self) -> re.Pattern[str]:
-        return _blob_regex(self.min_blob_chars)
+@lru_cache(maxsize=16384)
+def _scan(text: str, min_blob_chars: int) -> tuple[str, ...]:
+    found = []
+    lowered = text.lower()
 
-    def apply(
-        self, candidates: Sequence[Candidate]
-    ) -> tuple[list[Candidate], list[Exclusion], dict[str, tuple[str, ...]]]:
-        """Candidates to go on with, exclusions (``drop``), and the flags of each flagged id."""
-        kept: list[Candidate] = []
-        excluded: list[Exclusion] = []
-        flags: dict[str, tuple[str, ...]] = {}
-        for candidate in candidates:
-            found = self.scan(candidate.text)
-            if not found:
-                kept.append(candidate)
-            elif self.policy == "drop":
-                detail = "looks like a prompt injection: " + ", ".join(found)
-                excluded.append(Exclusion(candidate.id, STAGE, Reason.INJECTION, detail))
-            else:
-                flags[candidate.id] = found
-                kept.append(candidate)
-        return kept, excluded, flags
+    def hinted(check: str) -> bool:
+        return any(hint in lowered for hint in _HINTS[check])
+
+    if hinted("instruction_override") and _OVERRIDE.search(text):
+        found.append("instruction_override")
+    role_line = ":" in text and any(word in lowered for word in _ROLE_WORDS)
+    if (role_line or hinted("role_marker")) and _ROLE.search(text):
+        found.append("role_marker")
+    if hinted("tool_call") and _TOOL.search(text):
+        found.append("tool_call")
+    if not text.isascii() and _HIDDEN.search(text):
+        found.append("hidden_text")
+    # Hex is a subset of the base64 alphabet, so one run of either alphabet covers both.
+    if len(text) >= min_blob_chars and _blob_regex(min_blob_chars).search(text):
+        found.append("encoded_blob")
+    if hinted("exfiltration_link") and _EXFIL.search(text):
+        found.append("exfiltration_link")
+    return tuple(found)

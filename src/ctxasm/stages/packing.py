@@ -132,11 +132,15 @@ class Packing:
         """Add ``candidate`` if it fits and is not redundant; otherwise record why not.
 
         Order matters for speed: stitching is decided from offsets before pricing; a passage
-        is tokenized only when its lower bound fits; content dedup runs only on what fits.
+        is scanned by the guard and tokenized only when its lower bound fits; content dedup
+        runs only on what fits.
         """
         placement = self.dedup.placement(candidate)
         if placement is not None:
             return self._redundant(candidate, placement)
+        remaining = self.remaining
+        if self.meter.lower_bound(candidate) > remaining:
+            return self._too_big(candidate)  # (flags only add tokens: the bound stands)
         if self.guard is not None:
             flags = self.guard.scan(candidate.text)
             if flags and self.guard.policy == "drop":
@@ -144,9 +148,6 @@ class Packing:
                 self.excluded.append(Exclusion(candidate.id, GUARD, Reason.INJECTION, detail))
                 return Offer.REFUSED
             candidate = candidate._replace(flags=flags)
-        remaining = self.remaining
-        if self.meter.lower_bound(candidate) > remaining:
-            return self._too_big(candidate)
         cost = self.meter.cost_upto(candidate, remaining)
         if cost > remaining:
             return self._too_big(candidate)
