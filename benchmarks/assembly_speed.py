@@ -356,8 +356,8 @@ def measure(
 
     import ctxasm
     from ctxasm.lexical import clear_caches as clear_lexical_caches
-    from ctxasm.stages.guard import clear_caches as clear_guard_caches
     from ctxasm.stages.dedup import clear_caches
+    from ctxasm.stages.guard import clear_caches as clear_guard_caches
     from ctxasm.tokens import get_counter
 
     articles = load_articles()
@@ -572,8 +572,8 @@ def profile(case: str, repeats: int) -> None:
     """cProfile ``repeats`` assemblies of one case: ``N,budget,mode,cache``."""
     import ctxasm
     from ctxasm.lexical import clear_caches as clear_lexical_caches
-    from ctxasm.stages.guard import clear_caches as clear_guard_caches
     from ctxasm.stages.dedup import clear_caches
+    from ctxasm.stages.guard import clear_caches as clear_guard_caches
     from ctxasm.tokens import get_counter
 
     n_text, budget_name, mode, cache = case.split(",")

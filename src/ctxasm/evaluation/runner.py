@@ -20,9 +20,9 @@ from ctxasm.errors import BudgetError, RequestError
 from ctxasm.evaluation.dataset import EvalQuestion
 from ctxasm.evaluation.metrics import QuestionScore, score_question
 from ctxasm.lexical import clear_caches as clear_lexical_caches
-from ctxasm.stages.guard import clear_caches as clear_guard_caches
 from ctxasm.registry import names
 from ctxasm.stages.dedup import clear_caches
+from ctxasm.stages.guard import clear_caches as clear_guard_caches
 from ctxasm.tokens import get_counter
 
 __all__ = ["PRESETS", "EvalRow", "EvalStrategy", "evaluate", "resolve_strategy"]
