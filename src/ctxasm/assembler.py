@@ -1,7 +1,9 @@
 """The assembler: the only place that knows the order of the slots.
 
-access -> budget -> relevance -> selection (consulting dedup) -> compression -> ordering
--> format -> verify -> report
+access -> budget (with history trimmed to its allowance) -> relevance -> selection (consulting
+the guard and dedup for each offered passage; compression before it in ``all`` mode, after it in
+``fill`` mode) -> ordering -> format -> verify (dropped history turns may take room left) ->
+report
 """
 
 from __future__ import annotations
