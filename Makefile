@@ -1,5 +1,6 @@
 # The two commands of the README:
-#   make demo   set up, then assemble the bundled example request with a readable report
+#   make demo   set up, index the bundled corpus into an embedded SQLite store, and ask it a
+#               question as a principal, printing the prompt and the report
 #   make test   set up, then ruff, mypy (strict) and the whole test suite
 # Both create .venv and install the pinned versions in constraints.txt on first use.
 
@@ -19,8 +20,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	touch $@
 
+DEMO_STORE ?= sqlite:///.demo/store.db
+
 demo: $(VENV)/.installed
-	$(BIN)/ctxasm assemble examples/request.json --report --indent 2
+	$(BIN)/ctxasm index examples/corpus --store $(DEMO_STORE) --tenant demo --readers everyone --chunk-tokens 64 --overlap 16
+	$(BIN)/ctxasm ask "Where does the Danube end, and which capitals lie on it?" --store $(DEMO_STORE) --principal ann --tenant demo --groups everyone --budget 400
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests benchmarks

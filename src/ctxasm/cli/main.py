@@ -273,13 +273,17 @@ def eval_(
         print_eval(rows, title=title, by_type=by_type)
 
 
-def _register_citations() -> None:
+def _register_commands() -> None:
     from ctxasm.cli.citations_cmd import check_citations_command
+    from ctxasm.cli.store_cmds import ask_command, delete_command, index_command
 
     app.command("check-citations")(check_citations_command)
+    app.command("index")(index_command)
+    app.command("delete")(delete_command)
+    app.command("ask")(ask_command)
 
 
-_register_citations()
+_register_commands()
 
 
 def _version(value: bool) -> None:

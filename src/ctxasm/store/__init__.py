@@ -1,0 +1,113 @@
+"""Document stores with access control: ingestion, chunking and retrieval.
+
+``open_store("sqlite:///path/to/store.db")`` opens (or creates) the embedded SQLite store;
+:func:`index_paths` ingests files into it and :meth:`SQLiteStore.retrieve` returns the chunks a
+principal may read, ranked, as :class:`~ctxasm.Passage` objects ready for ``ctxasm.assemble``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ctxasm.errors import ConfigError, RequestError
+from ctxasm.model import Passage, Principal
+from ctxasm.store.chunking import Chunk, chunk_text
+from ctxasm.store.documents import SUFFIXES, Document, read_documents
+from ctxasm.store.sqlite import SQLiteStore, StoreStats
+
+__all__ = [
+    "Chunk",
+    "Document",
+    "IndexReport",
+    "Retriever",
+    "SQLiteStore",
+    "StoreStats",
+    "chunk_text",
+    "index_paths",
+    "open_store",
+]
+
+
+class Retriever(Protocol):
+    """What ``ctxasm ask`` needs of a store."""
+
+    def retrieve(
+        self, query: str, principal: Principal | None, k: int = 50, *, allow_public: bool = False
+    ) -> list[Passage]: ...
+
+
+def open_store(url: str) -> SQLiteStore:
+    """The store at ``url``: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``."""
+    if url.startswith("sqlite:///"):
+        path = url.removeprefix("sqlite:///")
+        if not path or path.endswith("/"):
+            raise ConfigError(f"store URL {url!r} names no database file", field="store")
+        return SQLiteStore(path)
+    if url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(
+            "the PostgreSQL store is not available yet; use sqlite:///path.db", field="store"
+        )
+    raise ConfigError(f"unknown store URL {url!r}; use sqlite:///path.db", field="store")
+
+
+@dataclass
+class IndexReport:
+    """What one indexing run did."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    chunks: int = 0
+    tokens: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _files(paths: Iterable[Path]) -> list[Path]:
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(
+                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
+            )
+        else:
+            found.append(path)
+    return found
+
+
+def index_paths(
+    store: SQLiteStore,
+    paths: Sequence[str | Path],
+    *,
+    tenant: str | None = None,
+    readers: Sequence[str] | None = None,
+    chunk_tokens: int = 256,
+    overlap: int = 32,
+    encoding: str = "o200k_base",
+    progress: Callable[[int, int], None] | None = None,
+) -> IndexReport:
+    """Ingest files and folders (see :mod:`ctxasm.store.documents`). A file that cannot be read
+    or parsed is recorded in ``failed`` with the reason, and the run goes on; each document is
+    written in its own transaction."""
+    from ctxasm.tokens import get_counter
+
+    counter = get_counter(f"tiktoken:{encoding}")
+    report = IndexReport()
+    files = _files(Path(p) for p in paths)
+    for number, path in enumerate(files, start=1):
+        try:
+            documents = list(read_documents(path, tenant=tenant, readers=readers))
+            for document in documents:
+                chunks = chunk_text(document.text, chunk_tokens, overlap, encoding)
+                outcome = store.upsert(document, chunks)
+                setattr(report, outcome, getattr(report, outcome) + 1)
+                if outcome != "unchanged":
+                    report.chunks += len(chunks)
+                    report.tokens += counter.count(document.text)
+        except RequestError as exc:
+            report.failed.append((str(path), exc.message))
+        if progress is not None:
+            progress(number, len(files))
+    return report
