@@ -304,20 +304,18 @@ class Assembler:
                 budget.context,
             )
         excluded += dropped
-        if history.dropped and history.summary is None:
+        if history.dropped and history.summary is None and request.history_policy.reclaim:
             with clock.stage("history"):
-                history, parts, rendered, total = _reclaim_history(
+                history, parts, rendered, total, budget = _give_back_history(
                     request.history,
                     history,
                     parts,
                     lambda p: fmt.render(p, block.render(ordered) if ordered else note, ordered),
                     count_request,
-                    budget.prompt_limit,
+                    budget,
                     rendered,
                     total,
-                )
-                budget = replace(
-                    budget, history=sum(counter.count(t.content) for t in parts.history)
+                    counter,
                 )
         excluded += history.exclusions(request.history, turn_cost)
         clock.ms["total"] = (time.perf_counter() - started) * 1000
@@ -377,6 +375,33 @@ class _RequestCounter:
         return self.fmt.count(rendered, self.counter, self.model)
 
 
+def _give_back_history(
+    turns: Sequence[Message],
+    history: HistoryPlan,
+    parts: PromptParts,
+    render: Callable[[PromptParts], Any],
+    count_request: Callable[[Any], int],
+    budget: Budget,
+    rendered: Any,
+    total: int,
+    counter: TokenCounter,
+) -> tuple[HistoryPlan, PromptParts, Any, int, Budget]:
+    """:func:`_reclaim_history`, with the budget's sections updated to what was taken."""
+    before = total
+    history, parts, rendered, total = _reclaim_history(
+        turns, history, parts, render, count_request, budget.prompt_limit, rendered, total
+    )
+    kept_tokens = sum(counter.count(turn.content) for turn in parts.history)
+    grown = total - before
+    budget = replace(
+        budget,
+        history=kept_tokens,
+        overhead=budget.overhead + grown - (kept_tokens - budget.history),
+        context=max(0, budget.context - grown),
+    )
+    return history, parts, rendered, total, budget
+
+
 def _reclaim_history(
     turns: Sequence[Message],
     history: HistoryPlan,
@@ -387,25 +412,30 @@ def _reclaim_history(
     rendered: Any,
     total: int,
 ) -> tuple[HistoryPlan, PromptParts, Any, int]:
-    """Give room the passages left unused back to dropped turns, newest first, a user turn
-    and what follows it at a time, while the exact recount stays within the limit."""
+    """Give room the passages left unused back to dropped turns, newest first and from a user
+    turn on, as many as the exact recount allows. More turns never take fewer tokens, so a
+    binary search over the possible starting turns needs only a logarithmic number of recounts
+    (each one a request to the provider, when Anthropic counts)."""
     first = history.kept[0][0] if history.kept else len(turns)
-    while first > 0:
-        start = next((i for i in range(first - 1, -1, -1) if turns[i].role == "user"), None)
-        if start is None:
-            break
+    starts = [i for i in range(first - 1, -1, -1) if turns[i].role == "user"]  # newest first
+
+    def trial(start: int) -> tuple[HistoryPlan, PromptParts, Any, int]:
         added = tuple((i, turns[i]) for i in range(start, first))
-        trial_plan = HistoryPlan(
-            added + history.kept, tuple(range(start)), history.allowance, history.summary
-        )
-        trial = PromptParts(parts.system, trial_plan.turns, parts.query)
-        trial_rendered = render(trial)
-        trial_total = count_request(trial_rendered)
-        if trial_total > prompt_limit:
-            break
-        history, parts, rendered, total = trial_plan, trial, trial_rendered, trial_total
-        first = start
-    return history, parts, rendered, total
+        plan = HistoryPlan(added + history.kept, tuple(range(start)), history.allowance)
+        trial_parts = PromptParts(parts.system, plan.turns, parts.query)
+        trial_rendered = render(trial_parts)
+        return plan, trial_parts, trial_rendered, count_request(trial_rendered)
+
+    best = (history, parts, rendered, total)
+    low, high = 0, len(starts) - 1  # the last index of starts that still fits
+    while low <= high:
+        middle = (low + high) // 2
+        found = trial(starts[middle])
+        if found[3] <= prompt_limit:
+            best, low = found, middle + 1
+        else:
+            high = middle - 1
+    return best
 
 
 def _fit(

@@ -8,8 +8,9 @@ stay whenever they fit the room at all. The oldest turns drop first (reason
 assistant turn (Anthropic's API refuses that). A summariser, when the caller gives one,
 replaces the dropped turns with a summary appended to the system prompt; it is budgeted like
 the turns and omitted when it does not fit. Once passages are selected, room they left unused
-is offered back to the dropped turns (newest first, a user turn and its replies at a time,
-checked by an exact recount), unless a summary already stands for them.
+is offered back to the dropped turns (newest first, from a user turn on, as many as the exact
+recount allows), unless a summary already stands for them or ``reclaim`` is false: the share
+and token caps bound what history takes from the passages, not room the passages leave.
 """
 
 from __future__ import annotations
@@ -36,12 +37,14 @@ class HistoryPolicy:
     min_recent_turns: int = 2
     max_share: float = 0.5
     max_tokens: int | None = None
+    reclaim: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "min_recent_turns": self.min_recent_turns,
             "max_share": self.max_share,
             "max_tokens": self.max_tokens,
+            "reclaim": self.reclaim,
         }
 
 
@@ -56,13 +59,16 @@ def parse_history_policy(value: object, field: str = "history_policy") -> Histor
             f"{field} must be an object with min_recent_turns, max_share, max_tokens",
             field=field,
         )
-    unknown = [key for key in value if key not in ("min_recent_turns", "max_share", "max_tokens")]
+    keys = ("min_recent_turns", "max_share", "max_tokens", "reclaim")
+    unknown = [key for key in value if key not in keys]
     if unknown:
         raise RequestError(
-            f"{field} has unknown key {unknown[0]!r}; keys: min_recent_turns, max_share, "
-            "max_tokens",
+            f"{field} has unknown key {unknown[0]!r}; keys: {', '.join(keys)}",
             field=f"{field}.{unknown[0]}",
         )
+    reclaim = value.get("reclaim", True)
+    if not isinstance(reclaim, bool):
+        raise RequestError(f"{field}.reclaim must be true or false", field=f"{field}.reclaim")
     turns = value.get("min_recent_turns", 2)
     if isinstance(turns, bool) or not isinstance(turns, int) or not 0 <= turns <= 10_000:
         raise RequestError(
@@ -83,7 +89,7 @@ def parse_history_policy(value: object, field: str = "history_policy") -> Histor
             f"{field}.max_tokens must be a non-negative integer or null, got {tokens!r}",
             field=f"{field}.max_tokens",
         )
-    return HistoryPolicy(turns, float(share), tokens)
+    return HistoryPolicy(turns, float(share), tokens, reclaim)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +142,18 @@ def trim_history(
         kept.append(index)
         used += turn_cost
     kept.reverse()
-    while kept and history[kept[0]].role == "assistant":
-        kept.pop(0)
+    if kept and history[kept[0]].role == "assistant":
+        # A conversation may not open with an assistant turn: take the user turn before it
+        # when it fits the room, else drop the assistant turn.
+        # (Within the room when it completes the recent turns that must stay, else within the
+        # allowance.)
+        before = kept[0] - 1
+        limit = room if len(kept) <= policy.min_recent_turns else allowance
+        if before >= 0 and history[before].role == "user" and used + cost(history[before]) <= limit:
+            kept.insert(0, before)
+        else:
+            while kept and history[kept[0]].role == "assistant":
+                kept.pop(0)
     first = kept[0] if kept else len(history)
     return HistoryPlan(
         kept=tuple((i, history[i]) for i in kept),

@@ -1,17 +1,18 @@
 """Cutting documents into overlapping windows of tokens, at sentence boundaries where possible.
 
 Every chunk is an exact slice ``text[start:end]`` of its document, so the assembler can stitch
-overlapping windows back together from their offsets. A chunk holds at most ``chunk_tokens``
-tokens of the configured tokenizer (a single sentence longer than that is cut at the token
-limit); it ends at the last sentence end that keeps it at least half full, and the next chunk
-starts about ``overlap`` tokens before that end, at the nearest sentence start when one keeps
-the overlap under twice that.
+overlapping windows back together from their offsets. A chunk is as many whole sentences as fit
+in ``chunk_tokens`` tokens of the configured tokenizer (checked by an exact count; a sentence
+longer than that is cut into pieces at token boundaries that are also character boundaries).
+The next chunk repeats the last sentences of the previous one that fit in ``overlap`` tokens,
+so windows overlap by whole sentences; with ``overlap=0`` (or a last sentence longer than the
+overlap) consecutive chunks touch. Together the chunks cover the whole text.
 """
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
+from typing import Any
 
 from ctxasm.errors import RequestError
 from ctxasm.lexical import sentence_spans
@@ -28,76 +29,114 @@ class Chunk:
     text: str
 
 
-def _token_starts(text: str, encoding_name: str) -> list[int]:
-    """The character offset where each token of ``text`` starts."""
-    from ctxasm.tokens.tiktoken_source import load_encoding
-
-    encoding = load_encoding(encoding_name)
-    tokens = encoding.encode_ordinary(text)
-    _, offsets = encoding.decode_with_offsets(tokens)
-    return list(offsets)
+def _units(text: str, limit: int, encoding: Any) -> list[tuple[int, int, int]]:
+    """``(start, end, tokens)`` of each sentence of ``text``; a sentence over ``limit`` tokens
+    is cut into pieces of at most ``limit`` at token boundaries that are also character
+    boundaries (a multi-byte character split over tokens is never cut)."""
+    units = []
+    for begin, end in sentence_spans(text):
+        sentence = text[begin:end]
+        tokens = encoding.encode_ordinary(sentence)
+        if len(tokens) <= limit:
+            units.append((begin, end, len(tokens)))
+            continue
+        _, offsets = encoding.decode_with_offsets(tokens)
+        cuts = [i for i in range(len(tokens)) if i == 0 or offsets[i] > offsets[i - 1]]
+        piece_start = 0
+        while piece_start < len(tokens):
+            stop = piece_start + limit
+            if stop >= len(tokens):
+                stop = len(tokens)
+            else:
+                stop = max(c for c in cuts if c <= stop)
+                if stop <= piece_start:  # one character of more than ``limit`` tokens
+                    stop = min((c for c in cuts if c > piece_start), default=len(tokens))
+            char_start = begin + offsets[piece_start]
+            char_end = begin + (offsets[stop] if stop < len(tokens) else len(sentence))
+            units.append((char_start, char_end, stop - piece_start))
+            piece_start = stop
+    return units
 
 
 def chunk_text(
     text: str, chunk_tokens: int, overlap: int, encoding_name: str = "o200k_base"
 ) -> list[Chunk]:
     """Overlapping chunks of ``text`` (see the module docstring)."""
+    from ctxasm.tokens.tiktoken_source import load_encoding
+
     if chunk_tokens < 8:
         raise RequestError("chunk_tokens must be at least 8", field="chunk_tokens")
-    if not 0 <= overlap < chunk_tokens // 2 + 1:
+    if not 0 <= overlap <= chunk_tokens // 2:
         raise RequestError(
             f"overlap must be between 0 and half of chunk_tokens ({chunk_tokens // 2})",
             field="overlap",
         )
     if not text.strip():
         return []
-    starts = _token_starts(text, encoding_name)
-    total = len(starts)
-    sentence_ends = [end for _, end in sentence_spans(text)]
-    sentence_starts = [start for start, _ in sentence_spans(text)]
+    encoding = load_encoding(encoding_name)
+    units = _units(text, chunk_tokens, encoding)
 
-    def char_at(token: int) -> int:
-        return starts[token] if token < total else len(text)
-
-    def token_at(char: int) -> int:
-        """The token that holds ``char`` (a token may start with the space before it)."""
-        return max(0, bisect.bisect_right(starts, char) - 1)
+    def count(begin: int, end: int) -> int:
+        return len(encoding.encode_ordinary(text[begin:end]))
 
     chunks: list[Chunk] = []
-    first = 0  # token index where the chunk starts
-    while first < total:
-        begin = char_at(first)
-        limit_token = min(first + chunk_tokens, total)
-        end = char_at(limit_token)
-        if limit_token < total:
-            # the last sentence end inside the window that keeps the chunk at least half full
-            half = char_at(first + chunk_tokens // 2)
-            index = bisect.bisect_right(sentence_ends, end) - 1
-            if index >= 0 and sentence_ends[index] > half:
-                end = sentence_ends[index]
-        piece = text[begin:end]
-        if piece.strip():
-            chunks.append(Chunk(begin, end, piece))
-        if end >= len(text):
+    begin, first, lead = 0, 0, 0  # chunk start (char), first whole unit, tokens before it
+    fresh = 0  # the first unit this chunk must include (the one after the previous chunk)
+    while first < len(units):
+        # as many whole sentences as fit (sums of sentence counts, then exact checks); at
+        # least the first new one, so every chunk reaches past the one before: carried
+        # sentences give way when they leave it no room
+        while True:
+            last, used = first, lead + units[first][2]
+            while last + 1 < len(units) and used + units[last + 1][2] <= chunk_tokens:
+                last += 1
+                used += units[last][2]
+            while last > max(first, fresh) and count(begin, units[last][1]) > chunk_tokens:
+                last -= 1
+            fits = count(begin, units[last][1]) <= chunk_tokens
+            if last >= fresh and fits:
+                break
+            if lead:
+                begin, lead = units[first][0], 0  # drop the carried tail first
+            elif first < fresh:
+                first += 1
+                begin = units[first][0]
+            else:
+                break  # one unit alone: _units keeps every unit within the limit
+        end = units[last][1]
+        if text[begin:end].strip():
+            chunks.append(Chunk(begin, end, text[begin:end]))
+        if last + 1 >= len(units):
             break
-        last = token_at(end)
-        next_first = max(first + 1, last - overlap)
-        if overlap:
-            # start at the sentence start nearest to that, if it keeps the overlap under twice
-            # the asked-for size and the chunk moving forward
-            next_char = char_at(next_first)
-            index = bisect.bisect_left(sentence_starts, next_char)
-            nearby = [
-                sentence_starts[i]
-                for i in (index - 1, index)
-                if 0 <= i < len(sentence_starts) and begin < sentence_starts[i] < end
-            ]
-            options = [
-                token_at(s)
-                for s in nearby
-                if first < token_at(s) and last - token_at(s) <= 2 * overlap
-            ]
-            if options:
-                next_first = min(options, key=lambda t: abs(t - next_first))
-        first = next_first
+        begin, first, lead = _next_start(text, units, first, last, overlap, encoding)
+        fresh = last + 1
     return chunks
+
+
+def _next_start(
+    text: str,
+    units: list[tuple[int, int, int]],
+    first: int,
+    last: int,
+    overlap: int,
+    encoding: Any,
+) -> tuple[int, int, int]:
+    """Where the next chunk starts: ``(char, first whole unit, tokens before it)``. It repeats
+    the last whole sentences of this chunk that fit in ``overlap`` tokens; when even the last
+    sentence is longer, the tail of it that fits, from a word boundary."""
+    following = last + 1
+    start, carried = following, 0
+    while start - 1 > first and carried + units[start - 1][2] <= overlap:
+        start -= 1
+        carried += units[start][2]
+    if start < following or overlap == 0:
+        return units[start][0], start, 0
+    begin, end, _ = units[last]
+    tokens = encoding.encode_ordinary(text[begin:end])
+    _, offsets = encoding.decode_with_offsets(tokens)
+    for index in range(max(1, len(tokens) - overlap), len(tokens)):
+        at = offsets[index]
+        char_boundary = offsets[index] > offsets[index - 1]
+        if char_boundary and text[begin + at].isspace():
+            return begin + at, following, len(tokens) - index
+    return units[following][0], following, 0

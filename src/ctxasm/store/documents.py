@@ -86,8 +86,13 @@ def _html(raw: str) -> tuple[str, str | None]:
     return text, title
 
 
+_FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)
+
+
 def _markdown_title(text: str) -> str | None:
-    match = re.search(r"^#\s+(.+?)\s*#*\s*$", text, flags=re.MULTILINE)
+    """The first level-one ATX heading outside fenced code blocks."""
+    outside = _FENCED.sub("", text)
+    match = re.search(r"^#[ \t]+(\S.*?)[ \t]*#*[ \t]*$", outside, flags=re.MULTILINE)
     return match.group(1) if match else None
 
 
@@ -103,7 +108,9 @@ def _record(raw: Any, where: str, tenant: str | None, readers: tuple[str, ...] |
             raise RequestError(f"{where}.{key} must be a non-empty string", field=f"{where}.{key}")
         return value
 
-    doc_readers = raw.get("readers", readers)
+    doc_readers = raw.get("readers")
+    if doc_readers is None:  # absent or null: the run's default
+        doc_readers = readers
     if doc_readers is not None:
         if not isinstance(doc_readers, list | tuple) or not all(
             isinstance(r, str) and r for r in doc_readers

@@ -1,0 +1,279 @@
+"""``ctxasm index``, ``delete`` and ``ask``: the real console script against a store in a temporary
+folder, with a loopback server that speaks the OpenAI chat-completions shape."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+STORE = "sqlite:///store.db"
+TOPICS = {
+    "danube": "The Danube flows east through Vienna and Budapest to the Black Sea.",
+    "rhine": "The Rhine flows north from the Alps through Basel to the North Sea.",
+    "seine": "The Seine flows west through Paris to the English Channel.",
+}
+SECRET = "The river Tiber flows through Rome; the river plan is confidential."
+QUESTION = "Which river flows through a capital?"
+ASKER = ("--principal", "alice", "--tenant", "t1", "--groups", "g1,staff")
+
+
+def ctxasm(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    clean = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("CTXASM_LLM_")
+        and key not in ("CTXASM_STORE", "CTXASM_CONFIG", "OPENAI_API_KEY")
+    }
+    return subprocess.run(
+        [*command, *args],
+        capture_output=True,
+        cwd=cwd,
+        env={**clean, **(env or {})},
+        text=True,
+        timeout=120,
+    )
+
+
+def _corpus(root: Path) -> None:
+    docs = root / "docs"
+    docs.mkdir()
+    for name, sentence in TOPICS.items():
+        (docs / f"{name}.md").write_text(f"# {name.title()}\n\n{sentence}\n", encoding="utf-8")
+    (docs / "bad.jsonl").write_text(
+        '{"doc_id": "fine", "text": "The river Po."}\n{"doc_id": "broken", "text": 3}\n',
+        encoding="utf-8",
+    )
+    (root / "secret").mkdir()
+    (root / "secret" / "tiber.txt").write_text(SECRET, encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """Three readable documents for tenant t1 / group g1 and one for group g2 only, indexed once
+    for the module (each test works on a copy); also what the first run reported."""
+    root = tmp_path_factory.mktemp("site")
+    _corpus(root)
+    done = ctxasm("index", "docs", "--store", STORE, "--tenant", "t1", "--readers", "g1", cwd=root)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    secret = ctxasm(
+        "index", "secret", "--store", STORE, "--tenant", "t1", "--readers", "g2", cwd=root
+    )
+    assert secret.returncode == 0, secret.stderr
+    return root, done.stderr
+
+
+@pytest.fixture()
+def indexed(built: tuple[Path, str], tmp_path: Path) -> Path:
+    return Path(shutil.copytree(built[0], tmp_path / "site"))
+
+
+def test_a_bad_file_is_named_and_the_others_indexed(built: tuple[Path, str]) -> None:
+    assert built[1].splitlines() == [
+        "ctxasm: skipped docs/bad.jsonl: docs/bad.jsonl:2.text must be a non-empty string",
+        "ctxasm: 3 added, 0 updated, 0 unchanged (3 chunks written), 1 failed",
+    ]
+
+
+def _ask(root: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    done = ctxasm("ask", QUESTION, "--store", STORE, "--json", *args, cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_reindexing_reports_every_document_unchanged(indexed: Path) -> None:
+    (indexed / "docs" / "bad.jsonl").unlink()
+    done = ctxasm(
+        "index", "docs", "--store", STORE, "--tenant", "t1", "--readers", "g1", cwd=indexed
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "ctxasm: 0 added, 0 updated, 3 unchanged (0 chunks written), 0 failed\n"
+
+
+def test_ask_returns_only_what_the_principal_may_read(indexed: Path) -> None:
+    report = _ask(indexed, *ASKER)["report"]
+    assert sorted(item["id"] for item in report["included"]) == [
+        f"docs/{name}.md#0" for name in sorted(TOPICS)
+    ]
+    assert report["no_relevant_context"] is False
+    assert [e for e in report["excluded"] if e["reason"] == "access_denied"] == []
+
+
+def test_the_other_group_sees_only_its_document(indexed: Path) -> None:
+    report = _ask(indexed, "--principal", "bob", "--tenant", "t1", "--groups", "g2")["report"]
+    assert [item["id"] for item in report["included"]] == ["secret/tiber.txt#0"]
+
+
+@pytest.mark.parametrize(
+    "who",
+    [
+        ("--principal", "alice", "--tenant", "t2", "--groups", "g1,g2"),
+        ("--principal", "alice", "--groups", "g1,g2"),
+        (),
+    ],
+    ids=["other-tenant", "no-tenant", "no-principal"],
+)
+def test_outsiders_get_no_relevant_context(indexed: Path, who: tuple[str, ...]) -> None:
+    result = _ask(indexed, *who)
+    report = result["report"]
+    assert (report["included"], report["excluded"], report["no_relevant_context"]) == (
+        [],
+        [],
+        True,
+    )
+    for name in ("Danube", "Tiber", "Rhine"):
+        assert name not in json.dumps(result["messages"])
+
+
+def test_delete_removes_a_document_once(indexed: Path) -> None:
+    done = ctxasm("delete", "docs/danube.md", "--store", STORE, cwd=indexed)
+    assert (done.returncode, done.stderr) == (0, "ctxasm: deleted docs/danube.md\n")
+    report = _ask(indexed, *ASKER)["report"]
+    assert sorted(item["id"] for item in report["included"]) == [
+        "docs/rhine.md#0",
+        "docs/seine.md#0",
+    ]
+    again = ctxasm("delete", "docs/danube.md", "--store", STORE, cwd=indexed)
+    assert again.returncode == 2
+    assert again.stderr == "ctxasm: error: no document 'docs/danube.md' in the store\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--chunk-tokens", "64", "--overlap", "33"), "--overlap must be at most half"),
+        (("--chunk-tokens", "7"), "--chunk-tokens"),
+        (("--overlap", "-1"), "--overlap"),
+    ],
+)
+def test_bad_chunk_options_exit_2(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    _corpus(tmp_path)
+    done = ctxasm("index", "docs", "--store", STORE, *args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert not (tmp_path / "store.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("store", "message"),
+    [
+        ("postgresql://localhost/db", "PostgreSQL store is not available"),
+        ("mysql://localhost/db", "unknown store URL"),
+    ],
+)
+def test_bad_store_urls_exit_2(tmp_path: Path, store: str, message: str) -> None:
+    _corpus(tmp_path)
+    done = ctxasm("index", "docs", "--store", store, cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "[store]" in done.stderr
+
+
+def test_a_missing_path_exits_2(tmp_path: Path) -> None:
+    done = ctxasm("index", "nowhere", "--store", STORE, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, "ctxasm: error: no such file or folder: nowhere\n")
+
+
+class _ChatCompletions(BaseHTTPRequestHandler):
+    seen: ClassVar[list[dict[str, Any]]] = []
+    content: ClassVar[str] = ""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        _ChatCompletions.seen.append({"path": self.path, "headers": headers, "body": body})
+        payload = json.dumps(
+            {
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": _ChatCompletions.content},
+                        "finish_reason": "stop",
+                    }
+                ],
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:  # keep the test output clean
+        pass
+
+
+@pytest.fixture()
+def endpoint() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), _ChatCompletions)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _ChatCompletions.seen.clear()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _ask_model(root: Path, endpoint: str, answer: str) -> tuple[int, dict[str, Any], str]:
+    _ChatCompletions.content = answer
+    env = {
+        "CTXASM_LLM_BASE_URL": endpoint,
+        "CTXASM_LLM_API_KEY": "test-key",
+        "CTXASM_LLM_MODEL": "served-model",
+    }
+    done = ctxasm(
+        "ask",
+        "Which river flows through Paris?",
+        "--store",
+        STORE,
+        "--json",
+        *ASKER,
+        cwd=root,
+        env=env,
+    )
+    result_text, _, rest = done.stdout.partition("--- answer ---\n")
+    shown_answer, _, citations = rest.partition("\n\n")
+    assert shown_answer == answer
+    result = json.loads(result_text)
+    [sent] = _ChatCompletions.seen
+    assert sent["path"] == "/v1/chat/completions"
+    assert sent["headers"]["authorization"] == "Bearer test-key"
+    assert sent["body"] == {"model": "served-model", "messages": result["messages"]}
+    return done.returncode, json.loads(citations), done.stderr
+
+
+def test_ask_sends_the_prompt_and_checks_valid_citations(indexed: Path, endpoint: str) -> None:
+    code, citations, stderr = _ask_model(
+        indexed, endpoint, "The Seine flows through Paris [Source 1]."
+    )
+    assert code == 0, stderr
+    assert citations["invalid"] == []
+    assert [c["valid"] for c in citations["citations"]] == [True]
+    assert citations["citations"][0]["label"] == "Source 1"
+
+
+def test_ask_exits_1_on_an_invalid_citation(indexed: Path, endpoint: str) -> None:
+    code, citations, _ = _ask_model(indexed, endpoint, "The Seine flows through Paris [Source 9].")
+    assert code == 1
+    assert citations["invalid"] == ["Source 9"]
+    assert citations["cited_ids"] == []

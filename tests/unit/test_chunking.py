@@ -1,0 +1,208 @@
+"""Chunking documents into token windows: exact slices, the token limit, overlap, coverage and
+sentence-end cuts, recounted independently with tiktoken."""
+
+from __future__ import annotations
+
+from functools import cache
+from itertools import pairwise
+
+import pytest
+import tiktoken
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxasm import RequestError
+from ctxasm.lexical import sentence_spans
+from ctxasm.store import Chunk, chunk_text
+
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+WORDS = "the river flows through an old city under a stone bridge into the sea".split()
+PROSE = " ".join(
+    f"{WORDS[i % 13].capitalize()} {' '.join(WORDS[(i + j) % 13] for j in range(3 + i % 9))}."
+    for i in range(60)
+)
+
+
+@cache
+def _encoding() -> tiktoken.Encoding:
+    return tiktoken.get_encoding("o200k_base")
+
+
+def _tokens(text: str) -> int:
+    return len(_encoding().encode_ordinary(text))
+
+
+def _uncovered(text: str, chunks: list[Chunk]) -> list[int]:
+    covered = set()
+    for chunk in chunks:
+        covered.update(range(chunk.start, chunk.end))
+    return [i for i, char in enumerate(text) if not char.isspace() and i not in covered]
+
+
+@pytest.mark.parametrize(("chunk_tokens", "overlap"), [(8, 0), (16, 4), (32, 16), (64, 8)])
+def test_every_chunk_is_an_exact_slice_within_the_token_limit(
+    chunk_tokens: int, overlap: int
+) -> None:
+    chunks = chunk_text(PROSE, chunk_tokens, overlap)
+    assert len(chunks) > 3
+    assert [c.text for c in chunks] == [PROSE[c.start : c.end] for c in chunks]
+    assert max(_tokens(c.text) for c in chunks) <= chunk_tokens
+    assert _uncovered(PROSE, chunks) == []
+    assert chunks[0].start == 0
+    assert chunks[-1].end == len(PROSE)
+
+
+@pytest.mark.parametrize(("chunk_tokens", "overlap"), [(16, 4), (32, 8), (64, 16), (64, 32)])
+def test_consecutive_chunks_overlap_when_asked(chunk_tokens: int, overlap: int) -> None:
+    chunks = chunk_text(PROSE, chunk_tokens, overlap)
+    assert len(chunks) > 3
+    # Every pair overlaps, except where the next chunk's own new text leaves no room for the
+    # carried tail (its new sentences fill more than chunk_tokens - overlap).
+    missing = [
+        (a, b)
+        for a, b in pairwise(chunks)
+        if b.start >= a.end and _tokens(b.text) <= chunk_tokens - overlap
+    ]
+    assert missing == []
+    assert sum(b.start < a.end for a, b in pairwise(chunks)) >= (len(chunks) - 1) // 2
+
+
+@pytest.mark.parametrize("chunk_tokens", [8, 16, 64])
+def test_no_overlap_means_chunks_at_most_touch(chunk_tokens: int) -> None:
+    chunks = chunk_text(PROSE, chunk_tokens, 0)
+    assert len(chunks) > 3
+    overlapping = [(a, b) for a, b in pairwise(chunks) if b.start < a.end]
+    assert overlapping == []
+
+
+@pytest.mark.parametrize(("chunk_tokens", "overlap"), [(16, 4), (16, 6), (16, 8), (32, 16)])
+def test_every_chunk_reaches_past_the_one_before(chunk_tokens: int, overlap: int) -> None:
+    # a chunk that ends where its predecessor ends is a copy of part of it: stored, retrieved
+    # and ranked again without adding any text
+    chunks = chunk_text(PROSE, chunk_tokens, overlap)
+    contained = [(a, b) for a, b in pairwise(chunks) if b.end <= a.end]
+    assert contained == []
+
+
+def test_chunks_end_at_sentence_ends() -> None:
+    ends = {end for _, end in sentence_spans(PROSE)}
+    chunks = chunk_text(PROSE, 48, 8)
+    assert len(chunks) > 3
+    # sentences here are at most 14 tokens, so a sentence end always lies in the second half
+    assert [c.end for c in chunks if c.end not in ends] == []
+
+
+def test_a_sentence_longer_than_the_window_is_cut_at_the_token_limit() -> None:
+    text = " ".join(WORDS * 8) + "."
+    chunks = chunk_text(text, 16, 4)
+    assert len(chunks) > 3
+    assert [_tokens(c.text) <= 16 for c in chunks] == [True] * len(chunks)
+    assert _uncovered(text, chunks) == []
+
+
+def test_short_text_is_one_chunk() -> None:
+    assert chunk_text("  The river flows.  ", 16, 4) == [Chunk(0, 20, "  The river flows.  ")]
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t \n"])
+def test_blank_text_gives_no_chunks(text: str) -> None:
+    assert chunk_text(text, 16, 4) == []
+
+
+def test_multibyte_characters_count_against_the_limit() -> None:
+    # o200k splits an emoji into byte tokens; a window must not start between them
+    text = "🦜 🦜 🦜 🦜"
+    chunks = chunk_text(text, 8, 3)
+    assert [(c.text, _tokens(c.text)) for c in chunks if _tokens(c.text) > 8] == []
+    assert _uncovered(text, chunks) == []
+
+
+@pytest.mark.parametrize(
+    ("chunk_tokens", "overlap", "field", "message"),
+    [
+        (7, 0, "chunk_tokens", "at least 8"),
+        (0, 0, "chunk_tokens", "at least 8"),
+        (-5, 0, "chunk_tokens", "at least 8"),
+        (16, 9, "overlap", "half of chunk_tokens (8)"),
+        (16, 16, "overlap", "half of chunk_tokens (8)"),
+        (16, -1, "overlap", "between 0 and"),
+    ],
+)
+def test_bad_parameters_are_refused(
+    chunk_tokens: int, overlap: int, field: str, message: str
+) -> None:
+    with pytest.raises(RequestError) as caught:
+        chunk_text("The river flows.", chunk_tokens, overlap)
+    assert caught.value.field == field
+    assert field in caught.value.message
+    assert message in caught.value.message
+
+
+def test_half_of_chunk_tokens_is_the_largest_overlap() -> None:
+    chunks = chunk_text(PROSE, 16, 8)
+    assert [c.text for c in chunks] == [PROSE[c.start : c.end] for c in chunks]
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        *WORDS,
+        "Mr.",
+        "e.g.",
+        "3.14",
+        "1,234",
+        "!",
+        "?",
+        ".",
+        "...",
+        "—",
+        '"',
+        "café",
+        "naïve",
+        "Straße",
+        "日本語",
+        "🙂",
+        "𓀀",
+        "\n",
+        "\n\n",
+        "\t",
+        " ",
+        "x" * 40,
+    ]
+)
+_TEXTS = st.lists(_FRAGMENTS | st.text(min_size=1, max_size=5), max_size=120).map(" ".join)
+
+
+@SETTINGS
+@given(text=_TEXTS, chunk_tokens=st.integers(8, 48), share=st.floats(0, 1))
+def test_chunks_are_exact_slices_that_cover_the_text(
+    text: str, chunk_tokens: int, share: float
+) -> None:
+    overlap = int(share * (chunk_tokens // 2))
+    chunks = chunk_text(text, chunk_tokens, overlap)
+    assert [c.text for c in chunks] == [text[c.start : c.end] for c in chunks]
+    assert _uncovered(text, chunks) == []
+    assert all(c.text.strip() for c in chunks)
+    assert all(b.start > a.start for a, b in pairwise(chunks))
+    assert chunks == chunk_text(text, chunk_tokens, overlap)
+
+
+_SENTENCES = st.lists(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(
+        lambda words: " ".join(words).capitalize() + "."
+    ),
+    max_size=20,
+).map(" ".join)
+
+
+@SETTINGS
+@given(text=_SENTENCES, chunk_tokens=st.integers(8, 64), share=st.floats(0, 1))
+def test_prose_chunks_stay_within_the_token_limit(
+    text: str, chunk_tokens: int, share: float
+) -> None:
+    overlap = int(share * (chunk_tokens // 2))
+    chunks = chunk_text(text, chunk_tokens, overlap)
+    assert [c for c in chunks if _tokens(c.text) > chunk_tokens] == []
