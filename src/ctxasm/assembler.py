@@ -210,16 +210,23 @@ class Assembler:
             return plan
         turns = request.history
         minimum = request.history_policy.min_recent_turns
+        original = plan
         while True:
             summary = self.summarizer([turns[i] for i in plan.dropped])
             if not isinstance(summary, str) or not summary.strip():
-                return plan
+                if not isinstance(summary, str):
+                    warnings.warn(
+                        f"the summarizer returned {type(summary).__name__}, not a string; "
+                        "no summary is used",
+                        stacklevel=3,
+                    )
+                return original
             used = sum(cost(turn) for turn in plan.turns)
             summary_cost = cost(Message("user", f"{SUMMARY_HEADING}\n{summary}"))
             if used + summary_cost <= plan.allowance:
                 return HistoryPlan(plan.kept, plan.dropped, plan.allowance, summary.strip())
             if len(plan.kept) <= minimum:
-                return plan  # the summary does not fit beside the turns that must stay
+                return original  # no summary fits beside the turns that must stay
             # Make room: the oldest kept turn (and an assistant turn it would leave first)
             # joins the summarised ones.
             kept = list(plan.kept[1:])
@@ -234,7 +241,11 @@ class Assembler:
         """How the verify stage counts the whole request: the format's count, or Anthropic's
         counting endpoint when the config asks for it and a key is set."""
         api = anthropic_counter(self.config.providers) if fmt.name == "anthropic" else None
-        return _RequestCounter(request.model, fmt, counter, model, api)
+        name = request.model
+        if name == model.name and model.aliases:
+            # the registry's short name is not an API id; its aliases are
+            name = next((a for a in model.aliases if a.endswith("-latest")), model.aliases[0])
+        return _RequestCounter(name, fmt, counter, model, api)
 
     def _run(self, request: Request, started: float) -> Assembly:
         clock = _Clock()

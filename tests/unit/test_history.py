@@ -173,3 +173,78 @@ def test_trim_history_directly() -> None:
     assert plan.allowance == 20
     # newest first: "c" and "b" fit, but "b" would open the conversation: dropped too
     assert [i for i, _ in plan.kept] == [2] and plan.dropped == (0, 1)
+
+
+def test_reclaim_false_keeps_the_caps() -> None:
+    history = _conversation(10)
+    policy = {"max_share": 0.05, "min_recent_turns": 0, "reclaim": False}
+    result = ctxasm.assemble(
+        "Where does the Danube end?",
+        PASSAGES[:1],
+        history=history,
+        context_window=1500,
+        reserve_output_tokens=200,
+        history_policy=policy,
+    )
+    given_back = ctxasm.assemble(
+        "Where does the Danube end?",
+        PASSAGES[:1],
+        history=history,
+        context_window=1500,
+        reserve_output_tokens=200,
+        history_policy={**policy, "reclaim": True},
+    )
+    assert result.report.history["kept"] < given_back.report.history["kept"]
+
+
+def test_budget_sections_still_add_up_after_turns_are_given_back() -> None:
+    result = ctxasm.assemble(
+        "Where does the Danube end?",
+        PASSAGES[:1],
+        history=_conversation(10),
+        context_window=1500,
+        reserve_output_tokens=200,
+        history_policy={"max_share": 0.05, "min_recent_turns": 0},
+    )
+    budget = result.report.budget
+    mandatory = budget.system + budget.query + budget.history + budget.overhead
+    assert mandatory + budget.context + budget.reserve_output + budget.margin <= 1500
+    assert budget.history == sum(len(O200K.encode(m["content"])) for m in result.messages[1:-1])
+
+
+def test_a_summary_that_never_fits_leaves_the_plain_trim() -> None:
+    plain = _run(history=_conversation(12))
+    assembler = ctxasm.Assembler(summarizer=lambda turns: "blah " * 5000)
+    result = assembler.assemble(
+        query="Where does the Danube end?",
+        passages=PASSAGES,
+        history=_conversation(12),
+        context_window=1500,
+        reserve_output_tokens=200,
+    )
+    assert result.report.history["kept"] == plain.report.history["kept"]
+    assert result.report.history["summary_tokens"] == 0
+
+
+def test_a_summarizer_returning_no_string_is_ignored_with_a_warning() -> None:
+    assembler = ctxasm.Assembler(summarizer=lambda turns: None)  # type: ignore[arg-type,return-value]
+    with pytest.warns(UserWarning, match="not a string"):
+        result = assembler.assemble(
+            query="Where does the Danube end?",
+            passages=PASSAGES,
+            history=_conversation(12),
+            context_window=1500,
+            reserve_output_tokens=200,
+        )
+    assert result.report.history["summary_tokens"] == 0
+
+
+def test_an_odd_min_recent_turns_pulls_in_the_user_turn() -> None:
+    turns = [
+        Message("user", "u0"),
+        Message("assistant", "a0"),
+        Message("user", "u1"),
+        Message("assistant", "a1"),
+    ]
+    plan = trim_history(turns, room=1000, policy=HistoryPolicy(1, 0.0, None), cost=lambda t: 5)
+    assert [i for i, _ in plan.kept] == [2, 3]

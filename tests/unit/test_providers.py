@@ -80,7 +80,8 @@ def test_the_final_request_is_counted_by_the_endpoint(
     assert last["path"] == "/v1/messages/count_tokens"
     assert last["headers"]["x-api-key"] == "test-key"
     assert last["headers"]["anthropic-version"] == "2023-06-01"
-    assert last["body"]["model"] == "claude-sonnet-4-5"
+    # the registry's short name becomes an API model id (one of its aliases)
+    assert last["body"]["model"] == "claude-sonnet-4-5-20250929"
     assert last["body"]["system"] == result.system
     assert last["body"]["messages"] == [dict(m) for m in result.messages]
     text = result.system + "".join(m["content"] for m in result.messages)

@@ -2,9 +2,10 @@
 
 The template sees plain data only: ``system`` (your system prompt with ctxasm's rules),
 ``rules``, ``history`` (a list of ``{role, content}``), ``query``, ``sources`` (a list of
-``{number, label, id, title, url, text, fenced}``; ``fenced`` is the text in a backtick fence it
-cannot close, ``text`` is raw), ``sources_block`` (the standard fenced block, or the note saying
-there are no sources) and ``has_sources``. It runs in Jinja's immutable sandbox with strict
+``{number, label, id, title, url, text, fenced, flags, warning}``; ``fenced`` is the text in a
+backtick fence it cannot close, ``text`` is raw, ``warning`` is the guard's note or empty),
+``sources_block`` (the standard fenced block, or the note saying there are no sources) and
+``has_sources``. It runs in Jinja's immutable sandbox with strict
 undefined variables: a template that names an unknown variable or reaches for attributes outside
 the sandbox is refused with an error naming the ``template`` field. Render ``fenced`` (or
 ``sources_block``) to keep passages as data; raw ``text`` is your responsibility.
@@ -21,7 +22,14 @@ from typing import Any
 
 from ctxasm.errors import RequestError
 from ctxasm.formatting.base import PromptParts, Rendered
-from ctxasm.formatting.blocks import RULES, FencedBlock, SourcesBlock, fence_for, label
+from ctxasm.formatting.blocks import (
+    RULES,
+    FencedBlock,
+    SourcesBlock,
+    fence_for,
+    flag_note,
+    label,
+)
 from ctxasm.model import Candidate
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
@@ -60,10 +68,13 @@ def _source(candidate: Candidate, number: int) -> dict[str, Any]:
         "number": number,
         "label": label(number),
         "id": passage.id,
-        "title": passage.title,
-        "url": passage.url,
+        # metadata on one line, as the standard headers show it
+        "title": None if passage.title is None else " ".join(passage.title.split()),
+        "url": None if passage.url is None else " ".join(passage.url.split()),
         "text": candidate.text,
         "fenced": f"{fence}\n{candidate.text}\n{fence}",
+        "flags": list(candidate.flags),
+        "warning": flag_note(candidate.flags).strip(),
     }
 
 
@@ -99,6 +110,11 @@ class TemplateFormat:
             raise RequestError(f"template is not allowed to do that: {exc}", field=FIELD) from None
         except TemplateError as exc:
             raise RequestError(f"template failed: {exc}", field=FIELD) from None
+        except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as exc:
+            # the template's own mistake (1/0, a bad index, runaway recursion): bad input
+            raise RequestError(
+                f"template failed: {type(exc).__name__}: {exc}", field=FIELD
+            ) from None
         return Rendered((), None, text)
 
     def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:

@@ -11,8 +11,10 @@ The ``scan`` strategy looks for what prompt injections are made of:
   ``<system>``, ``<instructions>``);
 - ``tool_call``: tool or function call look-alikes (``"tool_calls"``, ``"function_call"``,
   ``<tool_call>``, ``<function=...>``);
-- ``hidden_text``: zero-width, bidirectional-control and Unicode tag characters, which hide text
-  from a human reader but not from the model;
+- ``hidden_text``: the zero-width space, word joiners, the byte-order mark, bidirectional
+  embedding, override and isolate controls, and Unicode tag characters, which hide text from a
+  human reader but not from the model (the left-to-right and right-to-left marks and the
+  zero-width (non-)joiners, common in names and emoji, are not flagged);
 - ``encoded_blob``: long base64 or hex runs (``min_blob_chars`` or more), a common way to
   smuggle instructions past filters;
 - ``exfiltration_link``: Markdown images or links whose URL carries a query string or a
@@ -41,13 +43,18 @@ _OVERRIDE = re.compile(
     r"\b(?:ignore|disregard|forget|override|bypass|skip)\b[^.\n]{0,40}?"
     r"\b(?:previous|prior|above|earlier|preceding|all|any|the|your|system|these)\b[^.\n]{0,20}?"
     r"\b(?:instructions?|rules|directions|directives|guidelines|prompts?|context|constraints)\b"
-    r"|\byou are now\b|\bnew (?:instructions|rules|system prompt)\s*:"
+    r"|\b(?:ignore|disregard|forget)\s+(?:everything|all|anything)\s+(?:above|before|said|you)\b"
+    r"|\bignore the above\b|\bdo not (?:follow|obey) (?:the|your|any) (?:instructions|rules)\b"
+    r"|\bpretend (?:you are|to be) (?:an? )?(?:unrestricted|unfiltered|different|evil)\b"
+    r"|\byou are now (?:an?|the|in|dan|free)\b|\bnew (?:instructions|rules|system prompt)\s*:"
     r"|\b(?:developer|god|jailbreak|dan) mode\b|\bdo anything now\b"
     r"|\bfrom now on,? (?:you|ignore|answer|respond)\b",
     re.IGNORECASE,
 )
 _ROLE = re.compile(
-    r"(?:^|\n)\s*(?:#{1,4}\s*)?(?:system|assistant|developer)\s*:"
+    r"(?:^|\n)\s*(?:#{1,4}\s*)?(?:system|assistant|developer|human)\s*:"
+    r"|(?:^|\n)\s*#{2,4}\s*(?:instruction|response|system)\s*:?\s*(?:\n|$)"
+    r"|(?:^|\n)\s*\[Source \d+\]"
     r"|<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|"
     r"end_header_id|begin_of_text)\|>"
     r"|\[/?INST\]|<</?SYS>>|<start_of_turn>|<end_of_turn>|</s>|<s>\s*\[INST\]"
@@ -59,9 +66,7 @@ _TOOL = re.compile(
     r"\"name\"\s*:\s*\"[\w.-]+\"\s*,\s*\"(?:arguments|parameters)\"\s*:",
     re.IGNORECASE,
 )
-_HIDDEN = re.compile(
-    "[\u200b-\u200f\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]"
-)
+_HIDDEN = re.compile("[\u200b\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
 _EXFIL = re.compile(
     r"!\[[^\]\n]*\]\(\s*https?://[^)\s]*(?:\?|\{|%7B|\$)[^)]*\)"
     r"|\[[^\]\n]*\]\(\s*https?://[^)\s]*(?:\{|%7B|\$\{)[^)]*\)"
@@ -76,6 +81,9 @@ _EXFIL = re.compile(
 _HINTS = {
     "instruction_override": (
         "ignore",
+        "pretend",
+        "do not follow",
+        "do not obey",
         "disregard",
         "forget",
         "override",
@@ -85,7 +93,10 @@ _HINTS = {
         "new instructions",
         "new rules",
         "new system prompt",
-        " mode",
+        "developer mode",
+        "god mode",
+        "jailbreak mode",
+        "dan mode",
         "do anything now",
         "from now on",
     ),
@@ -96,6 +107,8 @@ _HINTS = {
         "<</sys",
         "_of_turn>",
         "</s>",
+        "[source ",
+        "### ",
         "<document",
         "</document",
         "<source",
@@ -109,7 +122,7 @@ _HINTS = {
     "exfiltration_link": ("http",),
 }
 # A role line ("system:", "assistant :") also needs a colon and one of these words.
-_ROLE_WORDS = ("system", "assistant", "developer")
+_ROLE_WORDS = ("system", "assistant", "developer", "human")
 
 
 CHECKS = (

@@ -93,6 +93,13 @@ class Offer(Enum):
     REFUSED = "refused"  # the guard dropped it
 
 
+def _scanned(candidate: Candidate) -> str:
+    """What the guard reads of a candidate: its text, and the title and url the header shows."""
+    passage = candidate.passage
+    extra = [value for value in (passage.title, passage.url) if value]
+    return "\n".join([*extra, candidate.text]) if extra else candidate.text
+
+
 @dataclass(frozen=True, slots=True)
 class SelectionContext:
     """What a planner may know about the request besides the candidates."""
@@ -142,7 +149,7 @@ class Packing:
         if self.meter.lower_bound(candidate) > remaining:
             return self._too_big(candidate)  # (flags only add tokens: the bound stands)
         if self.guard is not None:
-            flags = self.guard.scan(candidate.text)
+            flags = self.guard.scan(_scanned(candidate))
             if flags and self.guard.policy == "drop":
                 detail = "looks like a prompt injection: " + ", ".join(flags)
                 self.excluded.append(Exclusion(candidate.id, GUARD, Reason.INJECTION, detail))
@@ -169,7 +176,7 @@ class Packing:
     def _merge(self, candidate: Candidate, verdict: Merge) -> Offer:
         position = next(i for i, kept in enumerate(self.kept) if kept.id == verdict.into.id)
         if self.guard is not None:  # the grown text is what the header describes
-            merged = verdict.merged._replace(flags=self.guard.scan(verdict.merged.text))
+            merged = verdict.merged._replace(flags=self.guard.scan(_scanned(verdict.merged)))
             verdict = Merge(verdict.into, merged, verdict.detail)
         new_cost = self.meter.cost_after_merge(verdict.into, verdict.merged)
         delta = new_cost - self.costs[verdict.into.id]

@@ -3,7 +3,8 @@
 Every chunk is an exact slice ``text[start:end]`` of its document, so the assembler can stitch
 overlapping windows back together from their offsets. A chunk is as many whole sentences as fit
 in ``chunk_tokens`` tokens of the configured tokenizer (checked by an exact count; a sentence
-longer than that is cut into pieces at token boundaries that are also character boundaries).
+longer than that is cut into pieces between words, or failing that at token boundaries that
+are also character boundaries).
 The next chunk repeats the last sentences of the previous one that fit in ``overlap`` tokens,
 so windows overlap by whole sentences; with ``overlap=0`` (or a last sentence longer than the
 overlap) consecutive chunks touch. Together the chunks cover the whole text.
@@ -42,13 +43,16 @@ def _units(text: str, limit: int, encoding: Any) -> list[tuple[int, int, int]]:
             continue
         _, offsets = encoding.decode_with_offsets(tokens)
         cuts = [i for i in range(len(tokens)) if i == 0 or offsets[i] > offsets[i - 1]]
+        # cut between words where possible: at a token that starts with white space
+        words = [i for i in cuts if i == 0 or sentence[offsets[i]].isspace()]
         piece_start = 0
         while piece_start < len(tokens):
             stop = piece_start + limit
             if stop >= len(tokens):
                 stop = len(tokens)
             else:
-                stop = max(c for c in cuts if c <= stop)
+                between = [c for c in words if piece_start < c <= stop]
+                stop = between[-1] if between else max(c for c in cuts if c <= stop)
                 if stop <= piece_start:  # one character of more than ``limit`` tokens
                     stop = min((c for c in cuts if c > piece_start), default=len(tokens))
             char_start = begin + offsets[piece_start]
