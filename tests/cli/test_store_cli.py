@@ -172,7 +172,7 @@ def test_bad_chunk_options_exit_2(tmp_path: Path, args: tuple[str, ...], message
 @pytest.mark.parametrize(
     ("store", "message"),
     [
-        ("postgresql://localhost/db", "PostgreSQL store is not available"),
+        ("postgresql://localhost:1/db", "cannot open the PostgreSQL store"),
         ("mysql://localhost/db", "unknown store URL"),
     ],
 )

@@ -24,6 +24,7 @@ __all__ = [
     "IndexReport",
     "Retriever",
     "SQLiteStore",
+    "Store",
     "StoreStats",
     "chunk_text",
     "index_paths",
@@ -39,18 +40,33 @@ class Retriever(Protocol):
     ) -> list[Passage]: ...
 
 
-def open_store(url: str) -> SQLiteStore:
-    """The store at ``url``: ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``."""
+class Store(Retriever, Protocol):
+    """A store ingestion can write to."""
+
+    def upsert(self, document: Document, chunks: Sequence[Chunk]) -> str: ...
+
+    def delete(self, doc_id: str) -> bool: ...
+
+    def stats(self) -> StoreStats: ...
+
+    def close(self) -> None: ...
+
+
+def open_store(url: str) -> Store:
+    """The store at ``url``: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or
+    ``postgresql://user:password@host/database`` (needs ``pip install 'ctxasm[postgres]'``)."""
     if url.startswith("sqlite:///"):
         path = url.removeprefix("sqlite:///")
         if not path or path.endswith("/"):
             raise ConfigError(f"store URL {url!r} names no database file", field="store")
         return SQLiteStore(path)
     if url.startswith(("postgresql://", "postgres://")):
-        raise ConfigError(
-            "the PostgreSQL store is not available yet; use sqlite:///path.db", field="store"
-        )
-    raise ConfigError(f"unknown store URL {url!r}; use sqlite:///path.db", field="store")
+        from ctxasm.store.postgres import PostgresStore
+
+        return PostgresStore(url)
+    raise ConfigError(
+        f"unknown store URL {url!r}; use sqlite:///path.db or postgresql://...", field="store"
+    )
 
 
 @dataclass
@@ -78,7 +94,7 @@ def _files(paths: Iterable[Path]) -> list[Path]:
 
 
 def index_paths(
-    store: SQLiteStore,
+    store: Store,
     paths: Sequence[str | Path],
     *,
     tenant: str | None = None,

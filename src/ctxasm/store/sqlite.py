@@ -32,7 +32,7 @@ from ctxasm.model import Passage, Principal
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
 
-__all__ = ["SQLiteStore", "StoreStats"]
+__all__ = ["SQLiteStore", "StoreStats", "bm25_score", "content_hash"]
 
 _SCHEMA = """
 PRAGMA foreign_keys = ON;
@@ -91,7 +91,32 @@ class StoreStats:
     chunks: int
 
 
-def _content_hash(document: Document, chunks: Sequence[Chunk]) -> str:
+def bm25_score(
+    text: str,
+    words: int,
+    terms: Sequence[str],
+    frequencies: dict[str, int],
+    total: int,
+    average: float,
+    k1: float = 1.2,
+    b: float = 0.75,
+) -> float:
+    """Okapi BM25 of ``terms`` in one chunk (``words`` long), with the document frequencies,
+    chunk count and average length of the chunks the principal may see."""
+    found = phrase_key(text).split()
+    score = 0.0
+    for term in terms:
+        tf = found.count(term)
+        if not tf:
+            continue
+        df = frequencies[term]
+        idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+        norm = k1 * (1.0 - b + b * words / average)
+        score += idf * tf * (k1 + 1.0) / (tf + norm)
+    return score
+
+
+def content_hash(document: Document, chunks: Sequence[Chunk]) -> str:
     payload = json.dumps(
         [
             document.text,
@@ -131,7 +156,7 @@ class SQLiteStore:
     def upsert(self, document: Document, chunks: Sequence[Chunk]) -> str:
         """Store ``document`` and its chunks: ``"added"``, ``"updated"`` (old chunks replaced
         atomically) or ``"unchanged"`` (same content: nothing written)."""
-        digest = _content_hash(document, chunks)
+        digest = content_hash(document, chunks)
         with self._lock:
             row = self._db.execute(
                 "SELECT content_hash FROM documents WHERE doc_id = ?", (document.doc_id,)
@@ -247,20 +272,10 @@ class SQLiteStore:
                 {**params, "match": match, "limit": max_matches},
             ).fetchall()
             readers = self._readers({row[1] for row in rows if row[9]})
-        scored = []
-        k1, b = 1.2, 0.75
-        for row in rows:
-            words = phrase_key(row[5]).split()
-            counts = {t: words.count(t) for t in terms}
-            score = 0.0
-            for term, tf in counts.items():
-                if not tf:
-                    continue
-                df = frequencies[term]
-                idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
-                norm = k1 * (1.0 - b + b * row[4] / (average or 1.0))
-                score += idf * tf * (k1 + 1.0) / (tf + norm)
-            scored.append((score, row))
+        scored = [
+            (bm25_score(row[5], row[4], terms, frequencies, total, average or 1.0), row)
+            for row in rows
+        ]
         scored.sort(key=lambda item: (-item[0], item[1][0]))
         return [
             Passage(
