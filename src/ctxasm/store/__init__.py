@@ -53,13 +53,23 @@ class Store(Retriever, Protocol):
 
 
 def open_store(url: str) -> Store:
-    """The store at ``url``: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or
+    """The store at ``url``: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``
+    (add ``?embedder=hashing`` or another embedder spec for vectors), or
     ``postgresql://user:password@host/database`` (needs ``pip install 'ctxasm[postgres]'``)."""
     if url.startswith("sqlite:///"):
-        path = url.removeprefix("sqlite:///")
+        path, _, options = url.removeprefix("sqlite:///").partition("?")
         if not path or path.endswith("/"):
             raise ConfigError(f"store URL {url!r} names no database file", field="store")
-        return SQLiteStore(path)
+        embedder = None
+        for option in filter(None, options.split("&")):
+            key, _, value = option.partition("=")
+            if key != "embedder" or not value:
+                raise ConfigError(
+                    f"store URL option {option!r} is not known; use ?embedder=hashing",
+                    field="store",
+                )
+            embedder = value
+        return SQLiteStore(path, embedder)
     if url.startswith(("postgresql://", "postgres://")):
         from ctxasm.store.postgres import PostgresStore
 

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import xxhash
 
@@ -61,7 +62,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     start INTEGER NOT NULL,
     "end" INTEGER NOT NULL,
     words INTEGER NOT NULL,
-    text TEXT NOT NULL
+    text TEXT NOT NULL,
+    embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id, seq);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
@@ -89,6 +91,21 @@ _FTS_TERM = re.compile(r"\w+", re.UNICODE)
 class StoreStats:
     documents: int
     chunks: int
+
+
+def _fused(lexical: list[tuple[float, Any]], near: list[Any]) -> list[tuple[float, Any]]:
+    """Reciprocal rank fusion (``1 / (60 + rank)``, summed) of a BM25 and a vector ranking."""
+    fused: dict[str, float] = {}
+    rows: dict[str, Any] = {}
+    for rank, (score, row) in enumerate(lexical, start=1):
+        if score > 0:
+            fused[row[0]] = fused.get(row[0], 0.0) + 1.0 / (60 + rank)
+            rows[row[0]] = row
+    for rank, row in enumerate(near, start=1):
+        fused[row[0]] = fused.get(row[0], 0.0) + 1.0 / (60 + rank)
+        rows[row[0]] = row
+    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    return [(round(score, 8), rows[chunk_id]) for chunk_id, score in ranked]
 
 
 def bm25_score(
@@ -139,8 +156,17 @@ def content_hash(document: Document, chunks: Sequence[Chunk]) -> str:
 class SQLiteStore:
     """A document store in one SQLite file (see the module docstring)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, embedder: str | None = None) -> None:
+        """``embedder`` (a spec such as ``"hashing"``, see :mod:`ctxasm.embeddings`) adds a
+        vector to every chunk written, and vector similarity to retrieval: the visible chunks'
+        vectors are compared by brute force with numpy, and fused with BM25 by reciprocal rank
+        fusion, as in the PostgreSQL store."""
         self.path = Path(path)
+        self.embedder = None
+        if embedder is not None:
+            from ctxasm.embeddings import get_embedder
+
+            self.embedder = get_embedder(embedder)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -157,6 +183,10 @@ class SQLiteStore:
         """Store ``document`` and its chunks: ``"added"``, ``"updated"`` (old chunks replaced
         atomically) or ``"unchanged"`` (same content: nothing written)."""
         digest = content_hash(document, chunks)
+        vectors: list[bytes | None] = [None] * len(chunks)
+        if self.embedder is not None and chunks:
+            embedded = self.embedder.embed([c.text for c in chunks])
+            vectors = [row.astype("float32").tobytes() for row in embedded]
         with self._lock:
             row = self._db.execute(
                 "SELECT content_hash FROM documents WHERE doc_id = ?", (document.doc_id,)
@@ -187,8 +217,8 @@ class SQLiteStore:
                     [(document.doc_id, r) for r in sorted(set(document.readers or ()))],
                 )
                 db.executemany(
-                    'INSERT INTO chunks (chunk_id, doc_id, seq, start, "end", words, text) '
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    'INSERT INTO chunks (chunk_id, doc_id, seq, start, "end", words, text, '
+                    "embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (
                             f"{document.doc_id}#{seq}",
@@ -198,6 +228,7 @@ class SQLiteStore:
                             chunk.end,
                             len(phrase_key(chunk.text).split()),
                             chunk.text,
+                            vectors[seq],
                         )
                         for seq, chunk in enumerate(chunks)
                     ],
@@ -271,12 +302,15 @@ class SQLiteStore:
                 f"WHERE chunks_fts MATCH :match AND {visible} ORDER BY c.id LIMIT :limit",
                 {**params, "match": match, "limit": max_matches},
             ).fetchall()
-            readers = self._readers({row[1] for row in rows if row[9]})
+            near = self._nearest(query, visible, params, max(2 * k, 20))
+            readers = self._readers({row[1] for row in [*rows, *near] if row[9]})
         scored = [
             (bm25_score(row[5], row[4], terms, frequencies, total, average or 1.0), row)
             for row in rows
         ]
         scored.sort(key=lambda item: (-item[0], item[1][0]))
+        if near:
+            scored = _fused(scored, near)
         return [
             Passage(
                 id=row[0],
@@ -295,6 +329,33 @@ class SQLiteStore:
             for score, row in scored[:k]
             if score > 0
         ]
+
+    def _nearest(
+        self, query: str, visible: str, params: dict[str, object], count: int
+    ) -> list[Any]:
+        """The visible chunks closest to the query's vector (brute force over the visible
+        chunks' vectors with numpy), nearest first; none without an embedder."""
+        if self.embedder is None:
+            return []
+        import numpy as np
+
+        rows = self._db.execute(
+            f'SELECT c.chunk_id, c.doc_id, c.start, c."end", c.words, c.text, d.title, '
+            f"d.url, d.tenant, d.has_readers, d.timestamp, d.authority, c.embedding "
+            f"FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
+            f"WHERE c.embedding IS NOT NULL AND {visible}",
+            params,
+        ).fetchall()
+        if not rows:
+            return []
+        matrix = np.frombuffer(b"".join(row[12] for row in rows), dtype=np.float32)
+        matrix = matrix.reshape(len(rows), -1)
+        target = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
+        if matrix.shape[1] != target.shape[0]:
+            return []  # vectors from another embedder: not comparable
+        similarity = matrix @ target
+        order = np.argsort(-similarity, kind="stable")[:count]
+        return [rows[i][:12] for i in order if similarity[i] > 0.05]
 
     def _readers(self, doc_ids: set[str]) -> dict[str, tuple[str, ...]]:
         if not doc_ids:
