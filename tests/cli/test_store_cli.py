@@ -84,8 +84,9 @@ def indexed(built: tuple[Path, str], tmp_path: Path) -> Path:
 
 def test_a_bad_file_is_named_and_the_others_indexed(built: tuple[Path, str]) -> None:
     assert built[1].splitlines() == [
-        "ctxasm: skipped docs/bad.jsonl: docs/bad.jsonl:2.text must be a non-empty string",
-        "ctxasm: 3 added, 0 updated, 0 unchanged (3 chunks written), 1 failed",
+        # the bad line is skipped; the good line of the same file is indexed
+        "ctxasm: skipped docs/bad.jsonl:2: docs/bad.jsonl:2.text must be a non-empty string",
+        "ctxasm: 4 added, 0 updated, 0 unchanged (4 chunks written), 1 failed",
     ]
 
 
@@ -107,9 +108,9 @@ def test_reindexing_reports_every_document_unchanged(indexed: Path) -> None:
 
 def test_ask_returns_only_what_the_principal_may_read(indexed: Path) -> None:
     report = _ask(indexed, *ASKER)["report"]
-    assert sorted(item["id"] for item in report["included"]) == [
-        f"docs/{name}.md#0" for name in sorted(TOPICS)
-    ]
+    assert sorted(item["id"] for item in report["included"]) == sorted(
+        [*(f"docs/{name}.md#0" for name in TOPICS), "fine#0"]
+    )
     assert report["no_relevant_context"] is False
     assert [e for e in report["excluded"] if e["reason"] == "access_denied"] == []
 
@@ -147,6 +148,7 @@ def test_delete_removes_a_document_once(indexed: Path) -> None:
     assert sorted(item["id"] for item in report["included"]) == [
         "docs/rhine.md#0",
         "docs/seine.md#0",
+        "fine#0",
     ]
     again = ctxasm("delete", "docs/danube.md", "--store", STORE, cwd=indexed)
     assert again.returncode == 2
@@ -251,15 +253,14 @@ def _ask_model(root: Path, endpoint: str, answer: str) -> tuple[int, dict[str, A
         cwd=root,
         env=env,
     )
-    result_text, _, rest = done.stdout.partition("--- answer ---\n")
-    shown_answer, _, citations = rest.partition("\n\n")
-    assert shown_answer == answer
-    result = json.loads(result_text)
+    result = json.loads(done.stdout)  # one object: the result, the answer and its check
+    assert result["answer"] == answer
+    citations = result["citations"]
     [sent] = _ChatCompletions.seen
     assert sent["path"] == "/v1/chat/completions"
     assert sent["headers"]["authorization"] == "Bearer test-key"
     assert sent["body"] == {"model": "served-model", "messages": result["messages"]}
-    return done.returncode, json.loads(citations), done.stderr
+    return done.returncode, citations, done.stderr
 
 
 def test_ask_sends_the_prompt_and_checks_valid_citations(indexed: Path, endpoint: str) -> None:

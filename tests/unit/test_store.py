@@ -301,16 +301,16 @@ def test_a_file_that_cannot_be_parsed_is_reported_and_the_rest_indexed(
     report = index_paths(store, [docs, pdf], tenant="t1")
     assert report.failed == [
         (str(docs / "latin1.txt"), f"{docs / 'latin1.txt'}: not UTF-8 text"),
-        (str(docs / "lines.jsonl"), f"{docs / 'lines.jsonl'}:2.text must be a non-empty string"),
+        (f"{docs / 'lines.jsonl'}:2", f"{docs / 'lines.jsonl'}:2.text must be a non-empty string"),
         (
             str(pdf),
             f"{pdf}: unsupported file type; index .txt, .md, .markdown, .html, .htm, .jsonl",
         ),
     ]
-    assert report.added == 3
-    # the bad line's file is skipped as a whole, its good line included
+    assert report.added == 4
+    # the bad line is skipped, the good line of the same file indexed
     assert sorted(r[0] for r in _rows(store, "SELECT doc_id FROM documents")) == sorted(
-        (docs / f"{name}.md").as_posix() for name in ("alpha", "beta", "gamma")
+        [*((docs / f"{name}.md").as_posix() for name in ("alpha", "beta", "gamma")), "ok"]
     )
 
 

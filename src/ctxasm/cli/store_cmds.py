@@ -108,6 +108,12 @@ def index_command(
         _fail_with(error)
     for path, reason in report.failed:
         typer.echo(f"ctxasm: skipped {path}: {reason}", err=True)
+    if report.public:
+        typer.echo(
+            f"ctxasm: {report.public} document(s) have neither tenant nor readers: they are "
+            "public, and `ctxasm ask` shows them only with --allow-public",
+            err=True,
+        )
     typer.echo(
         f"ctxasm: {report.added} added, {report.updated} updated, {report.unchanged} unchanged "
         f"({report.chunks} chunks written), {len(report.failed)} failed",
@@ -126,7 +132,7 @@ def delete_command(
     from ctxasm.store import open_store
 
     try:
-        removed = open_store(store).delete(doc_id)
+        removed = open_store(store, create=False).delete(doc_id)
     except CtxasmError as error:
         _fail_with(error)
     if not removed:
@@ -149,7 +155,14 @@ def ask_command(
         int | None, typer.Option("--budget", min=1, help="Most tokens for the sources.")
     ] = None,
     k: Annotated[int, typer.Option("--k", min=1, help="Chunks to retrieve.")] = 50,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result JSON.")] = False,
+    allow_public: Annotated[
+        bool,
+        typer.Option("--allow-public", help="Also use documents with neither tenant nor readers."),
+    ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print one JSON object: the result (and answer, citations)."),
+    ] = False,
 ) -> None:
     """Retrieve what the principal may read, assemble the prompt, and (with a model endpoint
     configured) ask the model and check its citations."""
@@ -162,8 +175,15 @@ def ask_command(
         _fail("--tenant and --groups need --principal", EXIT_BAD_INPUT)
     who = None if principal is None else Principal(principal, tenant, tuple(_names(groups) or ()))
     try:
-        passages = open_store(store).retrieve(question, who, k)
-        request: dict[str, Any] = {"query": question, "passages": passages, "model": model}
+        passages = open_store(store, create=False).retrieve(
+            question, who, k, allow_public=allow_public
+        )
+        request: dict[str, Any] = {
+            "query": question,
+            "passages": passages,
+            "model": model,
+            "allow_public": allow_public,
+        }
         if who is not None:
             request["principal"] = {"id": who.id, "tenant": who.tenant, "groups": list(who.groups)}
         if budget is not None:
@@ -171,9 +191,7 @@ def ask_command(
         result = Assembler(os.environ.get("CTXASM_CONFIG") or None).assemble(request)
     except CtxasmError as error:
         _fail_with(error)
-    if as_json:
-        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
-    else:
+    if not as_json:
         for message in result.messages:
             typer.echo(f"--- {message['role']} ---\n{message['content']}\n")
         if result.text is not None:
@@ -181,10 +199,18 @@ def ask_command(
         from ctxasm.cli.report_view import print_report
 
         print_report(result.report)
-    _answer(result, model)
+    answered = _answer(result, model, quiet=as_json)
+    if as_json:
+        output = result.to_dict()
+        if answered is not None:
+            output["answer"], output["citations"] = answered
+        typer.echo(json.dumps(output, ensure_ascii=False, indent=2))
+    if answered is not None and answered[1]["invalid"]:
+        raise typer.Exit(EXIT_FAILED)
 
 
-def _answer(result: Any, model: str) -> None:
+def _answer(result: Any, model: str, *, quiet: bool) -> tuple[str, dict[str, Any]] | None:
+    """The model's answer and its citation check, when an endpoint is configured."""
     base = os.environ.get("CTXASM_LLM_BASE_URL")
     if not base:
         typer.echo(
@@ -192,7 +218,7 @@ def _answer(result: Any, model: str) -> None:
             "API) and CTXASM_LLM_API_KEY to send this prompt and check the answer's citations",
             err=True,
         )
-        return
+        return None
     import urllib.error
     import urllib.request
 
@@ -214,8 +240,8 @@ def _answer(result: Any, model: str) -> None:
             answer = json.load(response)["choices"][0]["message"]["content"]
     except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
         _fail(f"the model endpoint failed: {exc}", EXIT_FAILED)
-    typer.echo(f"--- answer ---\n{answer}\n")
-    report = check_citations(answer, result)
-    typer.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
-    if not report.all_valid:
-        raise typer.Exit(EXIT_FAILED)
+    report = check_citations(answer, result).to_dict()
+    if not quiet:
+        typer.echo(f"--- answer ---\n{answer}\n")
+        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    return answer, report

@@ -52,7 +52,7 @@ class Store(Retriever, Protocol):
     def close(self) -> None: ...
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, *, create: bool = True) -> Store:
     """The store at ``url``: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``
     (add ``?embedder=hashing`` or another embedder spec for vectors), or
     ``postgresql://user:password@host/database`` (needs ``pip install 'ctxasm[postgres]'``)."""
@@ -69,6 +69,11 @@ def open_store(url: str) -> Store:
                     field="store",
                 )
             embedder = value
+        if not create and not Path(path).is_file():
+            raise ConfigError(
+                f"no store at {path}; index documents into it first (ctxasm index)",
+                field="store",
+            )
         return SQLiteStore(path, embedder)
     if url.startswith(("postgresql://", "postgres://")):
         from ctxasm.store.postgres import PostgresStore
@@ -88,6 +93,7 @@ class IndexReport:
     unchanged: int = 0
     chunks: int = 0
     tokens: int = 0
+    public: int = 0  # documents with neither tenant nor readers
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -124,11 +130,24 @@ def index_paths(
     files = _files(Path(p) for p in paths)
     for number, path in enumerate(files, start=1):
         try:
-            documents = list(read_documents(path, tenant=tenant, readers=readers))
-            for document in documents:
-                chunks = chunk_text(document.text, chunk_tokens, overlap, encoding)
-                outcome = store.upsert(document, chunks)
+            for document in read_documents(
+                path, tenant=tenant, readers=readers, errors=report.failed
+            ):
+                try:
+                    chunks = chunk_text(document.text, chunk_tokens, overlap, encoding)
+                    outcome = store.upsert(document, chunks)
+                except RequestError as exc:
+                    report.failed.append((f"{path} ({document.doc_id})", exc.message))
+                    continue
+                except Exception as exc:
+                    detail = " ".join(str(exc).split())
+                    report.failed.append(
+                        (f"{path} ({document.doc_id})", f"{type(exc).__name__}: {detail}")
+                    )
+                    continue
                 setattr(report, outcome, getattr(report, outcome) + 1)
+                if document.tenant is None and document.readers is None:
+                    report.public += 1
                 if outcome != "unchanged":
                     report.chunks += len(chunks)
                     report.tokens += counter.count(document.text)

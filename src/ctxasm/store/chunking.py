@@ -12,6 +12,7 @@ overlap) consecutive chunks touch. Together the chunks cover the whole text.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,10 +52,14 @@ def _units(text: str, limit: int, encoding: Any) -> list[tuple[int, int, int]]:
             if stop >= len(tokens):
                 stop = len(tokens)
             else:
-                between = [c for c in words if piece_start < c <= stop]
-                stop = between[-1] if between else max(c for c in cuts if c <= stop)
+                at = bisect.bisect_right(words, stop) - 1
+                if at >= 0 and words[at] > piece_start:
+                    stop = words[at]
+                else:
+                    stop = cuts[bisect.bisect_right(cuts, stop) - 1]
                 if stop <= piece_start:  # one character of more than ``limit`` tokens
-                    stop = min((c for c in cuts if c > piece_start), default=len(tokens))
+                    after = bisect.bisect_right(cuts, piece_start)
+                    stop = cuts[after] if after < len(cuts) else len(tokens)
             char_start = begin + offsets[piece_start]
             char_end = begin + (offsets[stop] if stop < len(tokens) else len(sentence))
             units.append((char_start, char_end, stop - piece_start))

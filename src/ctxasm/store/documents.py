@@ -89,6 +89,16 @@ def _html(raw: str) -> tuple[str, str | None]:
 _FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)
 
 
+def _doc_id(path: Path) -> str:
+    """A file's document id: its path relative to the working folder when it lies inside it
+    (however it was typed), else its absolute path, so re-indexing finds the same document."""
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
 def _markdown_title(text: str) -> str | None:
     """The first level-one ATX heading outside fenced code blocks."""
     outside = _FENCED.sub("", text)
@@ -153,9 +163,15 @@ def _record(raw: Any, where: str, tenant: str | None, readers: tuple[str, ...] |
 
 
 def read_documents(
-    path: Path, *, tenant: str | None = None, readers: Sequence[str] | None = None
+    path: Path,
+    *,
+    tenant: str | None = None,
+    readers: Sequence[str] | None = None,
+    errors: list[tuple[str, str]] | None = None,
 ) -> Iterator[Document]:
-    """The documents of one file (a :class:`RequestError` names the file and what is wrong)."""
+    """The documents of one file (a :class:`RequestError` names the file and what is wrong).
+    With ``errors``, a bad JSONL line is recorded there (``("file:line", reason)``) and skipped
+    instead of ending the file."""
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise RequestError(
@@ -174,10 +190,17 @@ def read_documents(
                 continue
             where = f"{path}:{number}"
             try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise RequestError(f"{where}: not JSON: {exc}", field=where) from None
-            yield _record(record, where, tenant, default_readers)
+                try:
+                    record = json.loads(line)
+                except ValueError as exc:
+                    raise RequestError(f"{where}: not JSON: {exc}", field=where) from None
+                document = _record(record, where, tenant, default_readers)
+            except RequestError as error:
+                if errors is None:
+                    raise
+                errors.append((where, error.message))
+                continue
+            yield document
         return
     if suffix in (".html", ".htm"):
         text, title = _html(raw)
@@ -185,7 +208,7 @@ def read_documents(
         text = raw
         title = _markdown_title(raw) if suffix in (".md", ".markdown") else None
     yield Document(
-        doc_id=path.as_posix(),
+        doc_id=_doc_id(path),
         text=text,
         title=title or path.stem,
         tenant=tenant,

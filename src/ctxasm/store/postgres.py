@@ -119,7 +119,7 @@ class PostgresStore:
 
     def upsert(self, document: Document, chunks: Sequence[Chunk]) -> str:
         """Store ``document`` and its chunks: ``"added"``, ``"updated"`` or ``"unchanged"``."""
-        digest = content_hash(document, chunks)
+        digest = content_hash(document, chunks, self._embedder.name)
         vectors: Any = self._embedder.embed([c.text for c in chunks]) if chunks else []
         with self._lock:
             row = self._db.execute(
@@ -188,7 +188,7 @@ class PostgresStore:
         k: int = 50,
         *,
         allow_public: bool = False,
-        max_matches: int = 5000,
+        max_matches: int | None = None,
     ) -> list[Passage]:
         """The ``k`` best visible chunks by reciprocal rank fusion of BM25 (over the visible
         chunks) and vector similarity (the access condition in the same query)."""
@@ -215,7 +215,7 @@ class PostgresStore:
             for term in terms:
                 frequencies[term] = self._one(
                     f"SELECT count(*) FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
-                    f"WHERE %(term)s = ANY(c.terms) AND {_VISIBLE}",
+                    f"WHERE c.terms @> ARRAY[%(term)s]::text[] AND {_VISIBLE}",
                     {**params, "term": term},
                 )[0]
             lexical_rows = self._db.execute(

@@ -133,7 +133,7 @@ def bm25_score(
     return score
 
 
-def content_hash(document: Document, chunks: Sequence[Chunk]) -> str:
+def content_hash(document: Document, chunks: Sequence[Chunk], embedder: str = "") -> str:
     payload = json.dumps(
         [
             document.text,
@@ -145,6 +145,7 @@ def content_hash(document: Document, chunks: Sequence[Chunk]) -> str:
             document.authority,
             dict(document.metadata),
             [(c.start, c.end) for c in chunks],
+            embedder,
         ],
         sort_keys=True,
         ensure_ascii=False,
@@ -182,7 +183,7 @@ class SQLiteStore:
     def upsert(self, document: Document, chunks: Sequence[Chunk]) -> str:
         """Store ``document`` and its chunks: ``"added"``, ``"updated"`` (old chunks replaced
         atomically) or ``"unchanged"`` (same content: nothing written)."""
-        digest = content_hash(document, chunks)
+        digest = content_hash(document, chunks, self.embedder.name if self.embedder else "")
         vectors: list[bytes | None] = [None] * len(chunks)
         if self.embedder is not None and chunks:
             embedded = self.embedder.embed([c.text for c in chunks])
@@ -264,15 +265,18 @@ class SQLiteStore:
         k: int = 50,
         *,
         allow_public: bool = False,
-        max_matches: int = 5000,
+        max_matches: int | None = None,
     ) -> list[Passage]:
         """The ``k`` best visible chunks for ``query`` by BM25 over the visible chunks, as
-        passages carrying their offsets, scores and access data."""
+        passages carrying their offsets, scores and access data. Every visible chunk that
+        matches is scored (``max_matches`` bounds that work, taking the matches in storage
+        order, when you need a bound more than the best chunks)."""
         terms = [t for t in query_terms(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return []
-        ids = ["__nobody__"] if principal is None else [principal.id, *principal.groups]
+        ids = [] if principal is None else [principal.id, *principal.groups]
         names = ", ".join(f":n{i}" for i in range(len(ids)))
+        # no principal: no reader list admits anyone (SQLite accepts an empty IN list)
         visible = _VISIBLE.format(names=names)
         params: dict[str, object] = {f"n{i}": name for i, name in enumerate(ids)}
         params["tenant"] = None if principal is None else principal.tenant
@@ -300,7 +304,7 @@ class SQLiteStore:
                 f"FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
                 f"JOIN documents d ON d.doc_id = c.doc_id "
                 f"WHERE chunks_fts MATCH :match AND {visible} ORDER BY c.id LIMIT :limit",
-                {**params, "match": match, "limit": max_matches},
+                {**params, "match": match, "limit": -1 if max_matches is None else max_matches},
             ).fetchall()
             near = self._nearest(query, visible, params, max(2 * k, 20))
             readers = self._readers({row[1] for row in [*rows, *near] if row[9]})
