@@ -15,6 +15,8 @@ A config file is TOML or JSON::
 
     [limits]
     max_request_chars = 32000000
+    max_body_bytes = 8388608   # the HTTP service: body size, passages, passage length, turns
+    max_passages = 2000
 
     [providers.anthropic]      # exact counts for Claude through Anthropic's API (ctxasm.providers)
     count_tokens = true
@@ -36,6 +38,13 @@ from ctxasm.schema import DEFAULT_MAX_REQUEST_CHARS, REQUEST_FIELDS, parse_reque
 __all__ = ["AssemblerConfig", "load_config_file"]
 
 _SECTIONS = ("defaults", "models", "limits", "providers")
+# Limits of the HTTP service (``[limits]`` in a config file), with their defaults.
+SERVICE_LIMITS: dict[str, int] = {
+    "max_body_bytes": 8 * 1024 * 1024,
+    "max_passages": 2000,
+    "max_passage_chars": 200_000,
+    "max_history_turns": 500,
+}
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -65,6 +74,8 @@ class AssemblerConfig:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     max_request_chars: int = DEFAULT_MAX_REQUEST_CHARS
     providers: Mapping[str, Any] = field(default_factory=dict)
+    # What the HTTP service accepts (requests over a limit get 413); see SERVICE_LIMITS.
+    service_limits: Mapping[str, int] = field(default_factory=lambda: dict(SERVICE_LIMITS))
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> AssemblerConfig:
@@ -87,8 +98,15 @@ class AssemblerConfig:
         if not isinstance(models, Mapping):
             raise ConfigError("[models] must be a table of models")
         limits = data.get("limits", {})
-        if not isinstance(limits, Mapping) or set(limits) - {"max_request_chars"}:
-            raise ConfigError("[limits] accepts only max_request_chars")
+        allowed_limits = ("max_request_chars", *SERVICE_LIMITS)
+        if not isinstance(limits, Mapping) or set(limits) - set(allowed_limits):
+            raise ConfigError(f"[limits] accepts only {', '.join(allowed_limits)}")
+        service_limits = dict(SERVICE_LIMITS)
+        for key, default in SERVICE_LIMITS.items():
+            value = limits.get(key, default)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"limits.{key} must be a positive integer, got {value!r}")
+            service_limits[key] = value
         max_chars = limits.get("max_request_chars", DEFAULT_MAX_REQUEST_CHARS)
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
             raise ConfigError(
@@ -105,6 +123,7 @@ class AssemblerConfig:
             defaults=dict(defaults),
             max_request_chars=max_chars,
             providers=check_providers(data.get("providers", {})),
+            service_limits=service_limits,
         )
 
     @classmethod

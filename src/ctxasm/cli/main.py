@@ -275,12 +275,14 @@ def eval_(
 
 def _register_commands() -> None:
     from ctxasm.cli.citations_cmd import check_citations_command
+    from ctxasm.cli.serve_cmd import serve_command
     from ctxasm.cli.store_cmds import ask_command, delete_command, index_command
 
     app.command("check-citations")(check_citations_command)
     app.command("index")(index_command)
     app.command("delete")(delete_command)
     app.command("ask")(ask_command)
+    app.command("serve")(serve_command)
 
 
 _register_commands()

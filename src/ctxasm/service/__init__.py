@@ -1,0 +1,1 @@
+"""The HTTP service (``ctxasm serve``); needs the ``service`` extra (FastAPI, uvicorn)."""

@@ -1,0 +1,147 @@
+"""The HTTP service, started for real (``ctxasm serve`` in a subprocess), over loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxasm
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "request.json"
+KEY = "s3cret"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    config = tmp_path_factory.mktemp("service") / "ctxasm.toml"
+    config.write_text("[limits]\nmax_passages = 20\nmax_body_bytes = 200000\n", encoding="utf-8")
+    port = _free_port()
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    process = subprocess.Popen(
+        [*command, "serve", "--port", str(port), "--config", str(config)],
+        env={**os.environ, "CTXASM_API_KEY": KEY},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/healthz", timeout=1):
+                break
+        except OSError:
+            if process.poll() is not None or time.time() > deadline:
+                process.kill()
+                output = process.stdout.read().decode() if process.stdout else ""
+                pytest.fail(f"the service did not start: {output}")
+            time.sleep(0.2)
+    yield base
+    process.terminate()
+    process.wait(timeout=30)
+
+
+def _call(
+    base: str, path: str, body: Any = None, *, key: str | None = KEY, raw: bytes | None = None
+) -> tuple[int, Any]:
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    request = urllib.request.Request(f"{base}{path}", data=data, method="POST" if data else "GET")
+    request.add_header("content-type", "application/json")
+    if key is not None:
+        request.add_header("x-api-key", key)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = response.read().decode()
+            status = response.status
+    except urllib.error.HTTPError as error:
+        text, status = error.read().decode(), error.code
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text
+
+
+def test_assemble_returns_what_the_library_returns(service: str) -> None:
+    request = json.loads(EXAMPLE.read_text())
+    status, result = _call(service, "/v1/assemble", request)
+    assert status == 200
+    expected = ctxasm.assemble(**request).to_dict()
+    result["report"].pop("timings_ms")
+    expected["report"].pop("timings_ms")
+    assert result == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        ({"query": "q", "passages": [{"text": 5}]}, 422, "passages[0].text"),
+        ({"query": "q", "passages": [], "model": "gpt-9"}, 422, "model"),
+        ({"query": "q", "passages": [{"text": "x"}] * 21}, 413, "passages"),
+        ([1, 2], 422, "request"),
+    ],
+)
+def test_bad_requests_get_json_errors_naming_the_field(
+    service: str, body: Any, status: int, field: str
+) -> None:
+    got, error = _call(service, "/v1/assemble", body)
+    assert got == status
+    assert set(error["error"]) == {"code", "message", "field"}
+    assert error["error"]["field"] == field
+    assert "Traceback" not in json.dumps(error)
+
+
+def test_malformed_and_oversized_bodies(service: str) -> None:
+    status, error = _call(service, "/v1/assemble", raw=b"{not json")
+    assert (status, error["error"]["field"]) == (422, "body")
+    big = json.dumps({"query": "q", "passages": [{"text": "x" * 250_000}]}).encode()
+    status, error = _call(service, "/v1/assemble", raw=big)
+    assert (status, error["error"]["code"]) == (413, "too_large")
+
+
+def test_the_api_key_is_required(service: str) -> None:
+    assert _call(service, "/v1/models", key=None)[0] == 401
+    assert _call(service, "/v1/models", key="wrong")[0] == 401
+    status, models = _call(service, "/v1/models")
+    assert status == 200 and any(m["name"] == "gpt-4o" for m in models)
+    assert _call(service, "/healthz", key=None) == (200, {"status": "ok"})
+
+
+def test_check_citations_over_http(service: str) -> None:
+    _, result = _call(service, "/v1/assemble", json.loads(EXAMPLE.read_text()))
+    status, report = _call(
+        service,
+        "/v1/check-citations",
+        {"answer": "Yes [Source 1]. No [Source 9].", "result": result},
+    )
+    assert status == 200 and report["invalid"] == ["Source 9"]
+    status, error = _call(service, "/v1/check-citations", {"answer": 3})
+    assert (status, error["error"]["field"]) == (422, "answer")
+
+
+def test_openapi_docs_and_metrics(service: str) -> None:
+    status, schema = _call(service, "/openapi.json", key=None)
+    assert status == 200 and "/v1/assemble" in schema["paths"]
+    status, page = _call(service, "/docs", key=None)
+    assert status == 200 and "swagger" in page.lower()
+    status, metrics = _call(service, "/metrics", key=None)
+    assert (
+        status == 200 and 'ctxasm_requests_total{endpoint="/v1/assemble",status="200"}' in metrics
+    )
