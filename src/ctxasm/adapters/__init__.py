@@ -1,0 +1,1 @@
+"""Thin translations between ctxasm and RAG frameworks (each an optional extra)."""
