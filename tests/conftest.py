@@ -17,6 +17,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
 
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(SHARED / "tiktoken-cache"))
+# Frameworks under test must not phone home (Haystack sends telemetry unless told not to).
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 
 _DATABASES = itertools.count()
