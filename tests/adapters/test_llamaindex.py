@@ -1,0 +1,36 @@
+"""The LlamaIndex adapter with the real ``llama-index-core`` installed."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("llama_index.core", reason="needs llama-index-core (make test)")
+
+from llama_index.core.base.llms.types import MessageRole
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from ctxasm.adapters.llamaindex import CtxasmNodePostprocessor, assemble_nodes
+
+NODES = [
+    NodeWithScore(
+        node=TextNode(
+            id_="n1", text="The Danube ends in the Black Sea.", metadata={"source": "atlas"}
+        ),
+        score=0.9,
+    ),
+    NodeWithScore(node=TextNode(id_="n2", text="the danube ends in the black sea!"), score=0.8),
+    NodeWithScore(node=TextNode(id_="n3", text="Bananas are yellow."), score=0.1),
+]
+
+
+def test_the_postprocessor_selects_deduplicates_and_orders() -> None:
+    processor = CtxasmNodePostprocessor(max_context_tokens=300, min_score=0.3)
+    kept = processor.postprocess_nodes(NODES, QueryBundle("Where does the Danube end?"))
+    assert [n.node.node_id for n in kept] == ["n1"]  # n2 is a copy, n3 under min_score
+
+
+def test_nodes_become_assembled_chat_messages() -> None:
+    messages, assembly = assemble_nodes(NODES, "Where does the Danube end?", min_score=0.3)
+    assert [m.role for m in messages] == [MessageRole.SYSTEM, MessageRole.USER]
+    assert "[Source 1]" in (messages[-1].content or "")
+    assert assembly.report.included[0].source == "atlas"
