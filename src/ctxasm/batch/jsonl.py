@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 from ctxasm.assembler import Assembler
 from ctxasm.errors import CtxasmError, RequestError
 
-__all__ = ["BatchStats", "assemble_lines", "decode_request", "read_lines"]
+__all__ = ["BatchStats", "assemble_line", "assemble_lines", "decode_request", "read_lines"]
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -83,24 +83,34 @@ def assemble_lines(
     for number, raw in enumerate(lines, start=1):
         if on_line is not None:
             on_line(len(raw))
-        if not raw.strip():
-            stats.skipped += 1
-            continue
-        try:
-            data = decode_request(raw, max_bytes=max_line_bytes)
-            if not isinstance(data, dict):
-                raise RequestError("each line must be a JSON object (one request)", field="request")
-            record = assembler.assemble(data).to_dict()
-            stats.ok += 1
-        except CtxasmError as exc:
-            record = {"error": exc.to_dict(), "line": number}
-            stats.failed += 1
-        except Exception as exc:  # a bug in ctxasm: report it for this line, keep going
-            message = f"internal error ({type(exc).__name__}: {exc}); please report it"
-            record = {
-                "error": {"code": "internal_error", "message": message, "field": None},
-                "line": number,
-            }
-            stats.failed += 1
-        write(json.dumps(record, ensure_ascii=False) + "\n")
+        outcome, line = assemble_line(raw, number, assembler, max_line_bytes=max_line_bytes)
+        setattr(stats, outcome, getattr(stats, outcome) + 1)
+        if line is not None:
+            write(line + "\n")
     return stats
+
+
+def assemble_line(
+    raw: bytes, number: int, assembler: Assembler, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> tuple[str, str | None]:
+    """One input line: (``"ok"``, ``"failed"`` or ``"skipped"``, the output JSON line without
+    its newline, or ``None`` for a blank line). Every engine writes exactly these lines."""
+    if not raw.strip():
+        return "skipped", None
+    try:
+        data = decode_request(raw, max_bytes=max_line_bytes)
+        if not isinstance(data, dict):
+            raise RequestError("each line must be a JSON object (one request)", field="request")
+        record = assembler.assemble(data).to_dict()
+        outcome = "ok"
+    except CtxasmError as exc:
+        record = {"error": exc.to_dict(), "line": number}
+        outcome = "failed"
+    except Exception as exc:  # a bug in ctxasm: report it for this line, keep going
+        message = f"internal error ({type(exc).__name__}: {exc}); please report it"
+        record = {
+            "error": {"code": "internal_error", "message": message, "field": None},
+            "line": number,
+        }
+        outcome = "failed"
+    return outcome, json.dumps(record, ensure_ascii=False)

@@ -125,10 +125,24 @@ def batch(
     ] = None,
     config: ConfigOption = None,
     max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="local (streaming, one process) or ray (Ray tasks; JSONL or Parquet; "
+            "joins $RAY_ADDRESS when set).",
+        ),
+    ] = "local",
 ) -> None:
     """Assemble every line of a JSONL file, streaming; bad lines get error records."""
     from ctxasm.cli.batch_run import run_batch
     from ctxasm.errors import CtxasmError
+
+    if engine not in ("local", "ray"):
+        _fail(f"--engine must be local or ray, got {engine!r}", EXIT_BAD_INPUT)
+    if engine == "ray":
+        _batch_on_ray(source, target, config, max_bytes)
+        return
 
     try:
         assembler = _assembler(config)
@@ -139,6 +153,28 @@ def batch(
         stats = run_batch(source, target, assembler, max_bytes=max_bytes, progress=show)
     except OSError as exc:
         _fail(f"{exc.filename or source}: {exc.strerror}", EXIT_BAD_INPUT)
+    typer.echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
+    if stats.failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int) -> None:
+    try:
+        from ctxasm.batch.ray_engine import run_batch as run_on_ray
+    except ImportError:
+        _fail("--engine ray needs Ray: pip install 'ctxasm[ray]'", EXIT_BAD_INPUT)
+    from ctxasm.errors import CtxasmError
+
+    if source == "-" or target == "-":
+        _fail("--engine ray reads and writes files, not standard input/output", EXIT_BAD_INPUT)
+    if not Path(source).exists():
+        _fail(f"cannot read {source}: no such file", EXIT_BAD_INPUT)
+    try:
+        _assembler(config)  # a bad config fails here, once
+        setting = str(config) if config is not None else os.environ.get("CTXASM_CONFIG")
+        stats = run_on_ray(source, target, setting, max_bytes=max_bytes)
+    except CtxasmError as error:
+        _fail_with(error)
     typer.echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
     if stats.failed:
         raise typer.Exit(EXIT_FAILED)

@@ -1,0 +1,126 @@
+"""Batch assembly on Ray (``pip install 'ctxasm[ray]'``): the same results as the
+single-process ``ctxasm batch``, line for line, computed by Ray tasks.
+
+:func:`assemble_dataset` maps a Ray Dataset of ``{"line": int, "request": bytes | str}`` rows
+to ``{"line": int, "result": str}`` rows, where ``result`` is exactly the JSON line the
+single-process batch writes (an error record for a bad line; blank lines are dropped).
+:func:`run_batch` does it for files: JSONL in (one request per line) or Parquet in (a
+``request`` column of JSON text); JSONL out (in input order, written atomically) or Parquet out
+(a folder of files with ``line`` and ``result`` columns).
+
+``ray.init()`` joins the cluster in ``RAY_ADDRESS`` when it is set (for example
+``ray://head:10001``, or ``auto`` on a cluster node), else starts a local one; every worker
+builds its own assembler from the same config, so results do not depend on where a line runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from ctxasm.batch.jsonl import BatchStats, assemble_line, read_lines
+
+__all__ = ["assemble_dataset", "run_batch"]
+
+_ASSEMBLERS: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def _assembler(config: dict[str, Any] | str | None) -> Any:
+    from ctxasm.assembler import Assembler
+
+    key = json.dumps(config, sort_keys=True, default=str)
+    with _LOCK:
+        if key not in _ASSEMBLERS:
+            _ASSEMBLERS[key] = Assembler(config)
+        return _ASSEMBLERS[key]
+
+
+def _batch(batch: dict[str, Any], config: dict[str, Any] | str | None) -> dict[str, Any]:
+    import numpy as np
+
+    assembler = _assembler(config)
+    lines, results = [], []
+    for number, request in zip(batch["line"], batch["request"], strict=True):
+        raw = request if isinstance(request, bytes) else str(request).encode("utf-8")
+        _, line = assemble_line(raw, int(number), assembler)
+        if line is not None:
+            lines.append(int(number))
+            results.append(line)
+    return {"line": np.array(lines, dtype=np.int64), "result": np.array(results, dtype=object)}
+
+
+def assemble_dataset(
+    dataset: Any, config: dict[str, Any] | str | None = None, *, batch_size: int = 64
+) -> Any:
+    """A Ray Dataset of ``{"line", "result"}`` rows from one of ``{"line", "request"}`` rows."""
+    return dataset.map_batches(
+        _batch, fn_kwargs={"config": config}, batch_size=batch_size, batch_format="numpy"
+    )
+
+
+def run_batch(
+    source: str, target: str, config: dict[str, Any] | str | None = None, *, max_bytes: int
+) -> BatchStats:
+    """Assemble ``source`` into ``target`` on Ray (see the module docstring)."""
+    import logging
+
+    import ray
+    import ray.data
+
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    if not ray.is_initialized():
+        ray.init(
+            logging_level=logging.WARNING,
+            address=os.environ.get("RAY_ADDRESS"),
+            include_dashboard=False,
+            log_to_driver=False,
+            ignore_reinit_error=True,
+        )
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    rows: list[dict[str, Any]]
+    if source.endswith(".parquet") or Path(source).is_dir():
+        # a ``request`` column of JSON text; rows are numbered in file order
+        rows = [
+            {"line": number, "request": str(row["request"])}
+            for number, row in enumerate(ray.data.read_parquet(source).iter_rows(), start=1)
+        ]
+    else:
+        with open(source, "rb") as stream:
+            rows = [
+                {"line": number, "request": raw}
+                for number, raw in enumerate(read_lines(stream, max_bytes), start=1)
+            ]
+    dataset: Any = ray.data.from_items(rows) if rows else None
+    stats = BatchStats()
+    if dataset is None:
+        Path(target).write_text("", encoding="utf-8")
+        return stats
+    results = assemble_dataset(dataset, config).sort("line")
+    if target.endswith(".parquet"):
+        results.write_parquet(target)
+        for row in results.iter_rows():
+            _count(stats, row["result"])
+        return stats
+    descriptor, temporary = tempfile.mkstemp(dir=Path(target).resolve().parent, prefix=".ctxasm-")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            for row in results.iter_rows():
+                out.write(row["result"] + "\n")
+                _count(stats, row["result"])
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return stats
+
+
+def _count(stats: BatchStats, line: str) -> None:
+    if line.startswith('{"error"'):
+        stats.failed += 1
+    else:
+        stats.ok += 1
