@@ -145,3 +145,49 @@ def test_openapi_docs_and_metrics(service: str) -> None:
     assert (
         status == 200 and 'ctxasm_requests_total{endpoint="/v1/assemble",status="200"}' in metrics
     )
+
+
+def test_requests_in_flight_finish_on_shutdown(tmp_path: Path) -> None:
+    import signal
+    import threading
+
+    port = _free_port()
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    process = subprocess.Popen(
+        [*command, "serve", "--port", str(port)],
+        env={k: v for k, v in os.environ.items() if k != "CTXASM_API_KEY"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/healthz", timeout=1):
+                    break
+            except OSError:
+                assert time.time() < deadline, "the service did not start"
+                time.sleep(0.2)
+        words = " ".join(f"word{i}" for i in range(200))
+        heavy = {
+            "query": "word1 word2 word3",
+            "passages": [{"id": f"p{i}", "text": f"{words} {i}"} for i in range(1500)],
+        }
+        outcome: dict[str, Any] = {}
+
+        def send() -> None:
+            outcome["status"] = _call(base, "/v1/assemble", heavy, key=None)[0]
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        time.sleep(0.3)  # the request is being assembled
+        process.send_signal(signal.SIGTERM)
+        sender.join(timeout=60)
+        assert outcome.get("status") == 200  # the request in flight finished
+        # uvicorn shuts down gracefully, then re-raises the signal it caught
+        assert process.wait(timeout=60) in (0, -signal.SIGTERM)
+    finally:
+        if process.poll() is None:
+            process.kill()
