@@ -13,31 +13,18 @@ from typing import Any
 from haystack import Document, component
 from haystack.dataclasses import ChatMessage
 
+from ctxasm.adapters._common import passage_from
 from ctxasm.assembler import Assembler
 
 __all__ = ["CtxasmPromptBuilder", "documents_to_passages"]
 
-_FIELDS = ("title", "source", "url", "doc_id", "start", "end", "timestamp", "authority", "tenant")
-
 
 def documents_to_passages(documents: list[Document]) -> list[dict[str, Any]]:
     """Passages for ``ctxasm.assemble`` from Haystack documents."""
-    passages = []
-    for document in documents:
-        meta = dict(document.meta or {})
-        passage: dict[str, Any] = {"id": str(document.id), "text": document.content or ""}
-        if document.score is not None:
-            passage["score"] = float(document.score)
-        for key in _FIELDS:
-            if meta.get(key) is not None:
-                passage[key] = meta.pop(key)
-        if meta.get("readers") is not None:
-            passage["readers"] = list(meta.pop("readers"))
-        passage["metadata"] = {
-            k: v for k, v in meta.items() if isinstance(v, str | int | float | bool)
-        }
-        passages.append(passage)
-    return passages
+    return [
+        passage_from(str(document.id), document.content or "", document.score, document.meta)
+        for document in documents
+    ]
 
 
 @component

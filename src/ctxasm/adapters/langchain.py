@@ -18,12 +18,11 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from ctxasm.adapters._common import passage_from
 from ctxasm.assembler import Assembler
 from ctxasm.model import Assembly
 
 __all__ = ["CtxasmCompressor", "CtxasmRunnable", "documents_to_passages"]
-
-_FIELDS = ("title", "source", "url", "doc_id", "start", "end", "timestamp", "authority", "tenant")
 
 
 def documents_to_passages(documents: Sequence[Document]) -> list[dict[str, Any]]:
@@ -31,25 +30,10 @@ def documents_to_passages(documents: Sequence[Document]) -> list[dict[str, Any]]
     passages = []
     for index, document in enumerate(documents):
         metadata = dict(document.metadata or {})
-        passage: dict[str, Any] = {
-            "id": str(document.id or metadata.pop("id", None) or f"doc-{index}"),
-            "text": document.page_content,
-        }
+        passage_id = str(document.id or metadata.pop("id", None) or f"doc-{index}")
         score = metadata.pop("score", metadata.pop("relevance_score", None))
-        if score is not None:
-            passage["score"] = score
-        for key in _FIELDS:
-            if metadata.get(key) is not None:
-                passage[key] = metadata.pop(key)
-        if metadata.get("readers") is not None:
-            passage["readers"] = list(metadata.pop("readers"))
-        passage["metadata"] = {k: v for k, v in metadata.items() if _plain(v)}
-        passages.append(passage)
+        passages.append(passage_from(passage_id, document.page_content, score, metadata))
     return passages
-
-
-def _plain(value: Any) -> bool:
-    return isinstance(value, str | int | float | bool) or value is None
 
 
 def _messages(assembly: Assembly) -> list[BaseMessage]:

@@ -16,12 +16,11 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from ctxasm.adapters._common import passage_from
 from ctxasm.assembler import Assembler
 from ctxasm.model import Assembly
 
 __all__ = ["CtxasmNodePostprocessor", "assemble_nodes", "nodes_to_passages"]
-
-_FIELDS = ("title", "source", "url", "doc_id", "start", "end", "timestamp", "authority", "tenant")
 
 
 def nodes_to_passages(nodes: list[NodeWithScore]) -> list[dict[str, Any]]:
@@ -29,29 +28,15 @@ def nodes_to_passages(nodes: list[NodeWithScore]) -> list[dict[str, Any]]:
     passages = []
     for scored in nodes:
         node = scored.node
-        meta = dict(node.metadata or {})
-        passage: dict[str, Any] = {"id": node.node_id, "text": node.get_content()}
-        if scored.score is not None:
-            passage["score"] = float(scored.score)
-        for key in _FIELDS:
-            if meta.get(key) is not None:
-                passage[key] = meta.pop(key)
-        if meta.get("readers") is not None:
-            passage["readers"] = list(meta.pop("readers"))
+        passage = passage_from(node.node_id, node.get_content(), scored.score, node.metadata)
         reference = getattr(node, "ref_doc_id", None)
         start = getattr(node, "start_char_idx", None)
         end = getattr(node, "end_char_idx", None)
         if reference and "doc_id" not in passage:
             passage["doc_id"] = reference
-            if (
-                isinstance(start, int)
-                and isinstance(end, int)
-                and end - start == len(passage["text"])
-            ):
-                passage["start"], passage["end"] = start, end
-        passage["metadata"] = {
-            k: v for k, v in meta.items() if isinstance(v, str | int | float | bool)
-        }
+            offsets = (start, end) if isinstance(start, int) and isinstance(end, int) else None
+            if offsets is not None and offsets[1] - offsets[0] == len(passage["text"]):
+                passage["start"], passage["end"] = offsets
         passages.append(passage)
     return passages
 

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 
 from ctxasm.formatting.base import PromptParts, Rendered, user_content
-from ctxasm.formatting.blocks import SourcesBlock, flag_note, label
+from ctxasm.formatting.blocks import SourcesBlock, _header_line, flag_note
 from ctxasm.model import Candidate
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
@@ -45,20 +44,9 @@ def escape(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def _one_line(value: str) -> str:
-    return " ".join(value.split())
-
-
-@lru_cache(maxsize=65536)
 def _source_line(number: int, title: str | None, url: str | None, passage_id: str) -> str:
-    parts = [f"[{label(number)}]"]
-    if title:
-        parts.append(_one_line(title))
-    if url:
-        parts.append(f"<{_one_line(url)}>")
-    if len(parts) == 1:
-        parts.append(f"(id: {_one_line(passage_id)})")
-    return escape(" ".join(parts))
+    """The fenced block's header line, escaped for XML."""
+    return escape(_header_line(number, title, url, passage_id))
 
 
 class XmlBlock:
