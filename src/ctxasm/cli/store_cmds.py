@@ -11,17 +11,19 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
+from ctxasm.cli.exits import fail as _fail
+from ctxasm.cli.exits import fail_with as _fail_with
+
 if TYPE_CHECKING:
-    from ctxasm.errors import CtxasmError
+    pass
 
 __all__ = ["ask_command", "delete_command", "index_command"]
 
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
 
 StoreOption = Annotated[
     str,
@@ -31,19 +33,6 @@ StoreOption = Annotated[
         envvar="CTXASM_STORE",
     ),
 ]
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    typer.echo(f"ctxasm: error: {message}", err=True)
-    raise typer.Exit(code)
-
-
-def _fail_with(error: CtxasmError) -> NoReturn:
-    from ctxasm.errors import BudgetError, ConfigError, RequestError
-
-    where = f" [{error.field}]" if error.field else ""
-    bad_input = isinstance(error, RequestError | BudgetError | ConfigError)
-    _fail(f"{error.message}{where}", EXIT_BAD_INPUT if bad_input else EXIT_FAILED)
 
 
 def _names(raw: str | None) -> list[str] | None:
