@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxasm.errors import RequestError, TokenizerError
+from ctxasm.errors import TokenizerError, UntokenizableError
 
 if TYPE_CHECKING:
     import tiktoken
@@ -183,10 +183,9 @@ class TiktokenTokenizer:
         except (KeyboardInterrupt, SystemExit, GeneratorExit):
             raise
         except BaseException as exc:  # tiktoken's Rust core panics (a BaseException) on some input
-            raise RequestError(
+            raise UntokenizableError(
                 f"a text of {len(text):,} characters could not be tokenized with {self.encoding} "
-                f"({type(exc).__name__}); split it into smaller passages",
-                field="passages",
+                f"({type(exc).__name__})"
             ) from None
 
     def lower_bound(self, text: str) -> int:
