@@ -162,8 +162,11 @@ def ask_command(
 
     if principal is None and (tenant or groups):
         _fail("--tenant and --groups need --principal", EXIT_BAD_INPUT)
-    who = None if principal is None else Principal(principal, tenant, tuple(_names(groups) or ()))
     try:
+        # Principal checks the names (blank, control characters such as NUL) before any SQL.
+        who = (
+            None if principal is None else Principal(principal, tenant, tuple(_names(groups) or ()))
+        )
         passages = open_store(store, create=False).retrieve(
             question, who, k, allow_public=allow_public
         )

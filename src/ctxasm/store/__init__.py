@@ -14,9 +14,10 @@ from typing import Protocol
 
 from ctxasm.errors import ConfigError, RequestError
 from ctxasm.model import Passage, Principal
-from ctxasm.store.chunking import Chunk, chunk_text
+from ctxasm.store.chunking import Chunk, chunk_text, count_tokens
 from ctxasm.store.documents import SUFFIXES, Document, read_documents
 from ctxasm.store.sqlite import SQLiteStore, StoreStats
+from ctxasm.validation import name, names
 
 __all__ = [
     "Chunk",
@@ -125,6 +126,9 @@ def index_paths(
     written in its own transaction."""
     from ctxasm.tokens import get_counter
 
+    # The run's access data, checked once before any file (a bad value would fail every one).
+    tenant = name(tenant, "tenant", optional=True)
+    readers = names(readers, "readers", optional=True)
     counter = get_counter(f"tiktoken:{encoding}")
     report = IndexReport()
     files = _files(Path(p) for p in paths)
@@ -150,7 +154,7 @@ def index_paths(
                     report.public += 1
                 if outcome != "unchanged":
                     report.chunks += len(chunks)
-                    report.tokens += counter.count(document.text)
+                    report.tokens += count_tokens(document.text, counter)
         except RequestError as exc:
             report.failed.append((str(path), exc.message))
         if progress is not None:

@@ -23,6 +23,7 @@ from typing import Any
 from ctxasm.errors import ConfigError
 from ctxasm.lexical import phrase_key, query_terms
 from ctxasm.model import Passage, Principal
+from ctxasm.store.arguments import check_no_nul, checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
 from ctxasm.store.sqlite import StoreStats, bm25_score, content_hash
@@ -118,7 +119,9 @@ class PostgresStore:
         return row
 
     def upsert(self, document: Document, chunks: Sequence[Chunk]) -> str:
-        """Store ``document`` and its chunks: ``"added"``, ``"updated"`` or ``"unchanged"``."""
+        """Store ``document`` and its chunks: ``"added"``, ``"updated"`` or ``"unchanged"``.
+        A NUL character, which PostgreSQL cannot store, is refused before any SQL."""
+        check_no_nul(document)
         digest = content_hash(document, chunks, self._embedder.name)
         vectors: Any = self._embedder.embed([c.text for c in chunks]) if chunks else []
         with self._lock:
@@ -171,6 +174,7 @@ class PostgresStore:
         return "added" if row is None else "updated"
 
     def delete(self, doc_id: str) -> bool:
+        doc_id = checked_doc_id(doc_id)
         with self._lock, self._db.transaction():
             gone = self._db.execute("DELETE FROM documents WHERE doc_id = %s", (doc_id,))
         return gone.rowcount > 0
@@ -192,6 +196,7 @@ class PostgresStore:
     ) -> list[Passage]:
         """The ``k`` best visible chunks by reciprocal rank fusion of BM25 (over the visible
         chunks) and vector similarity (the access condition in the same query)."""
+        principal = checked_retrieval(query, principal, k, allow_public, max_matches)
         terms = query_terms(query)
         if not terms:
             return []

@@ -30,6 +30,7 @@ import xxhash
 from ctxasm.errors import ConfigError
 from ctxasm.lexical import phrase_key, query_terms
 from ctxasm.model import Passage, Principal
+from ctxasm.store.arguments import checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
 
@@ -242,6 +243,7 @@ class SQLiteStore:
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document, its readers, chunks and index rows; whether it existed."""
+        doc_id = checked_doc_id(doc_id)
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -271,6 +273,7 @@ class SQLiteStore:
         passages carrying their offsets, scores and access data. Every visible chunk that
         matches is scored (``max_matches`` bounds that work, taking the matches in storage
         order, when you need a bound more than the best chunks)."""
+        principal = checked_retrieval(query, principal, k, allow_public, max_matches)
         terms = [t for t in query_terms(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return []
