@@ -2,7 +2,8 @@
 
 Each input line is one request. Each output line is the result JSON of that request, or an error
 record ``{"error": {"code", "message", "field"}, "line": n}`` (``n`` counts from 1); a bad line
-never stops the batch. Blank lines are skipped and produce no output.
+never stops the batch. Blank lines are skipped and produce no output. Each line is read by
+:mod:`ctxasm.jsonio`, the parser of the CLI and the service.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from ctxasm.assembler import Assembler
-from ctxasm.errors import CtxasmError, RequestError
+from ctxasm.errors import CtxasmError
+from ctxasm.jsonio import decode_object
 
-__all__ = ["BatchStats", "assemble_line", "assemble_lines", "decode_request", "read_lines"]
+__all__ = ["BatchStats", "assemble_line", "assemble_lines", "read_lines"]
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
@@ -41,30 +43,6 @@ def read_lines(stream: BinaryIO, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Ite
             while rest and not rest.endswith(b"\n"):
                 rest = stream.readline(1024 * 1024)
         yield line
-
-
-def decode_request(raw: bytes, *, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Any:
-    """Request JSON from raw bytes, with errors that say what is wrong and where."""
-    if len(raw) > max_bytes:
-        raise RequestError(
-            f"the request is {len(raw):,} bytes, more than the limit of {max_bytes:,}",
-            field="request",
-        )
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RequestError(
-            f"the request is not valid UTF-8 (byte {exc.start}: {exc.reason})", field="request"
-        ) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RequestError(
-            f"the request is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-            field="request",
-        ) from None
-    except RecursionError:
-        raise RequestError("the request JSON is nested too deeply", field="request") from None
 
 
 def assemble_lines(
@@ -98,9 +76,7 @@ def assemble_line(
     if not raw.strip():
         return "skipped", None
     try:
-        data = decode_request(raw, max_bytes=max_line_bytes)
-        if not isinstance(data, dict):
-            raise RequestError("each line must be a JSON object (one request)", field="request")
+        data = decode_object(raw, max_bytes=max_line_bytes)
         record = assembler.assemble(data).to_dict()
         outcome = "ok"
     except CtxasmError as exc:

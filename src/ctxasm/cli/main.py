@@ -85,14 +85,12 @@ def assemble(
     max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
 ) -> None:
     """Assemble one request (JSON in, result JSON on stdout)."""
-    from ctxasm.batch.jsonl import decode_request
-    from ctxasm.errors import CtxasmError, RequestError
+    from ctxasm.errors import CtxasmError
+    from ctxasm.jsonio import decode_object
 
     try:
         assembler = _assembler(config)
-        data = decode_request(_read_input(source, max_bytes), max_bytes=max_bytes)
-        if not isinstance(data, dict):
-            raise RequestError("the request must be a JSON object", field="request")
+        data = decode_object(_read_input(source, max_bytes), max_bytes=max_bytes)
         result = assembler.assemble(data)
     except CtxasmError as error:
         _fail_with(error)
