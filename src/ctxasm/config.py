@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxasm.errors import ConfigError, RequestError
+from ctxasm.errors import ConfigError, CtxasmError, RequestError
 from ctxasm.models import ModelRegistry, default_registry
 from ctxasm.schema import DEFAULT_MAX_REQUEST_CHARS, REQUEST_FIELDS, parse_request
 
-__all__ = ["AssemblerConfig", "load_config_file"]
+__all__ = ["AssemblerConfig", "defaults_error", "load_config_file"]
 
 _SECTIONS = ("defaults", "models", "limits", "providers", "service")
 # Limits of the HTTP service (``[limits]`` in a config file), with their defaults.
@@ -79,6 +79,18 @@ def _service_settings(data: Any) -> dict[str, bool | float | int]:
             raise ConfigError(f"service.{key} must be a positive integer, got {value!r}")
         settings[key] = value
     return settings
+
+
+def defaults_error(error: CtxasmError) -> ConfigError:
+    """``error``, raised by a request made of ``[defaults]`` alone, as the config's error: its
+    field moves under ``defaults.`` and the message says to fix the config."""
+    field = f"defaults.{error.field}" if error.field else "defaults"
+    message = error.message
+    if error.field and message.startswith(error.field):
+        message = f"defaults.{message}"
+    else:
+        message = f"{field}: {message}"
+    return ConfigError(message, field=field)
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -153,7 +165,7 @@ class AssemblerConfig:
         try:
             parse_request({"query": "check", "passages": [], **defaults})
         except RequestError as exc:
-            raise ConfigError(f"[defaults]: {exc.message}") from None
+            raise defaults_error(exc) from None
         from ctxasm.providers import check_providers
 
         return cls(

@@ -185,6 +185,7 @@ def test_allowed_request_templates_are_bounded(start_service: Start) -> None:
                 "message": "template does more than 1,000,000 steps (loop iterations, calls, "
                 "filter items) for one request; simplify it",
                 "field": "template",
+                "request_id": error["error"]["request_id"],
             },
         )
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ctxasm.cli.main import app
+from ctxasm.cli.main import HITS_HINT, app
 from ctxasm.errors import CtxasmError
 from ctxasm.jsonio import decode_object
 
@@ -109,7 +109,7 @@ CASES: list[tuple[str, bytes, str, str]] = [
         "over the size limit",
         b'{"query": "q", "passages": [], "system_prompt": "' + b"x" * LIMIT + b'"}',
         "too_large",
-        "the request is more than the limit of 200,000 bytes",
+        f"the request is {LIMIT + 51:,} bytes, more than the limit of 200,000 bytes",
     ),
 ]
 
@@ -126,13 +126,17 @@ def service(
 
 
 def _http(base: str, raw: bytes) -> tuple[int, Any]:
+    """The status and body; an error's request id (the service's, not the parser's) is checked
+    against the x-request-id header and taken out, so the rest compares with the parser's."""
     request = urllib.request.Request(f"{base}/v1/assemble", data=raw, method="POST")
     request.add_header("content-type", "application/json")
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+        body = json.loads(error.read())
+        assert body["error"].pop("request_id") == error.headers["x-request-id"]
+        return error.code, body
 
 
 def _cli(raw: bytes) -> tuple[int, str, str]:
@@ -151,7 +155,9 @@ def test_parser_cli_and_service_refuse_alike(
         decode_object(raw, max_bytes=LIMIT)
     expected = {"code": code, "message": message, "field": "request"}
     assert caught.value.to_dict() == expected
-    assert _cli(raw) == (2, "", f"ctxasm: error: {message} [request]\n")
+    # the CLI also takes a bare list of retriever hits (with --query), and says so
+    hint = f"; {HITS_HINT}" if raw.startswith(b"[") else ""
+    assert _cli(raw) == (2, "", f"ctxasm: error: {message}{hint} [request]\n")
     status = 413 if code == "too_large" else 422
     assert _http(service, raw) == (status, {"error": expected})
 

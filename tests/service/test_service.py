@@ -103,7 +103,7 @@ def test_bad_requests_get_json_errors_naming_the_field(
 ) -> None:
     got, error = _call(service, "/v1/assemble", body)
     assert got == status
-    assert set(error["error"]) == {"code", "message", "field"}
+    assert set(error["error"]) == {"code", "message", "field", "request_id"}
     assert error["error"]["field"] == field
     assert "Traceback" not in json.dumps(error)
 

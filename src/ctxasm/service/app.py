@@ -22,11 +22,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 
 from ctxasm.assembler import Assembler
 from ctxasm.errors import (
@@ -37,7 +39,15 @@ from ctxasm.errors import (
     RequestTooLargeError,
 )
 from ctxasm.jsonio import decode_object
-from ctxasm.service.middleware import GuardSettings, ServiceGuard
+from ctxasm.service import schemas
+from ctxasm.service.middleware import GuardSettings, ServiceGuard, request_id
+from ctxasm.service.openapi import (
+    EXAMPLE_CITATIONS,
+    EXAMPLE_REQUEST,
+    contract,
+    errors_for,
+    request_body,
+)
 
 __all__ = ["ALLOW_TEMPLATES_ENV", "create_app", "create_app_from_env"]
 
@@ -81,6 +91,10 @@ def _json(data: Any, status: int = 200) -> Response:
     return Response(body, status_code=status, media_type="application/json")
 
 
+def _failure(error: CtxasmError, request_id: str, status: int | None = None) -> Response:
+    return _json({"error": {**error.to_dict(), "request_id": request_id}}, status or _status(error))
+
+
 class _Endpoints:
     """The work behind the routes, run in worker threads."""
 
@@ -89,7 +103,7 @@ class _Endpoints:
         self.limits = assembler.config.service_limits
         self.allow_request_templates = allow_request_templates
 
-    def assemble(self, raw: bytes) -> Response:
+    def assemble(self, raw: bytes, request_id: str) -> Response:
         try:
             data = decode_object(raw, max_bytes=self.limits["max_body_bytes"])
             _check_limits(data, self.limits)
@@ -102,9 +116,9 @@ class _Endpoints:
                 )
             return _json(self.assembler.assemble(data).to_dict())
         except CtxasmError as error:
-            return _json({"error": error.to_dict()}, _status(error))
+            return _failure(error, request_id)
 
-    def check_citations(self, raw: bytes) -> Response:
+    def check_citations(self, raw: bytes, request_id: str) -> Response:
         from ctxasm.citations import check_citations
 
         try:
@@ -113,10 +127,28 @@ class _Endpoints:
                 raise RequestError('send {"answer": str, "result": {...}}', field="answer")
             report = check_citations(data["answer"], data.get("result") or {})
         except CtxasmError as error:
-            return _json({"error": error.to_dict()}, _status(error))
+            return _failure(error, request_id)
         except TypeError as error:
-            return _json({"error": RequestError(str(error), field="result").to_dict()}, 422)
+            return _failure(RequestError(str(error), field="result"), request_id, 422)
         return _json(report.to_dict())
+
+
+def _http_error(request: Request, exc: Exception) -> Response:
+    """404, 405 and any other HTTP error from routing, in the one error shape."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    headers = getattr(exc, "headers", None) or {}
+    path = request.url.path
+    if status == 404:
+        code = "not_found"
+        message = f"no endpoint at {path}; the endpoints are listed at /docs and /openapi.json"
+    elif status == 405:
+        code = "method_not_allowed"
+        allowed = next((v for k, v in headers.items() if k.lower() == "allow"), "other methods")
+        message = f"{request.method} is not allowed on {path}; it takes {allowed}"
+    else:
+        code, message = "http_error", HTTPStatus(status).phrase
+    error = {"code": code, "message": message, "field": None, "request_id": request_id(request)}
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
 
 
 def create_app(
@@ -128,6 +160,8 @@ def create_app(
 ) -> FastAPI:
     """The service for one configuration (a config mapping, file path or ``None``).
 
+    A configuration that would fail every request (an unknown default model, a tokenizer that
+    cannot load) raises :class:`~ctxasm.errors.ConfigError` here, before anything is served.
     ``allow_request_templates`` overrides ``[service] allow_request_templates`` when given.
     """
     from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -145,6 +179,8 @@ def create_app(
         summary="The context assembler for RAG: prompts that fit, with a full report.",
         version=_version(),
     )
+    app.openapi = lambda: contract(app, secured=api_key is not None)  # type: ignore[method-assign]
+    app.add_exception_handler(HTTPException, _http_error)
 
     def observe(endpoint: str, status: int, seconds: float) -> None:
         requests.labels(endpoint, str(status)).inc()
@@ -157,23 +193,55 @@ def create_app(
     )
     app.add_middleware(ServiceGuard, settings=guard, routes=app.router.routes, observe=observe)
 
-    @app.post("/v1/assemble", summary="Assemble one request (DESIGN.md request and result JSON)")
+    @app.post(
+        "/v1/assemble",
+        summary="Assemble one request",
+        description="The request JSON in, the prompt and its report out: the same as "
+        "`ctxasm assemble`.",
+        response_model=schemas.AssembleResult,
+        responses=errors_for(401, 408, 413, 422, 500, 503),
+        openapi_extra=request_body("AssembleRequest", EXAMPLE_REQUEST),
+    )
     async def assemble(request: Request) -> Response:
-        return await run_in_threadpool(work.assemble, await request.body())
+        body = await request.body()
+        return await run_in_threadpool(work.assemble, body, request_id(request))
 
-    @app.post("/v1/check-citations", summary="Check the citations of an answer")
+    @app.post(
+        "/v1/check-citations",
+        summary="Check the citations of an answer",
+        description="Which [Source N] markers of an answer name a source of the assembly.",
+        response_model=schemas.CitationReport,
+        responses=errors_for(401, 408, 413, 422, 500, 503),
+        openapi_extra=request_body("CheckCitationsRequest", EXAMPLE_CITATIONS),
+    )
     async def check(request: Request) -> Response:
-        return await run_in_threadpool(work.check_citations, await request.body())
+        body = await request.body()
+        return await run_in_threadpool(work.check_citations, body, request_id(request))
 
-    @app.get("/v1/models", summary="The model registry")
+    @app.get(
+        "/v1/models",
+        summary="The model registry",
+        response_model=list[schemas.ModelInfo],
+        responses=errors_for(401, 500, 503),
+    )
     async def models() -> Response:
         return JSONResponse([spec.to_dict() for spec in assembler.config.models])
 
-    @app.get("/healthz", summary="Liveness")
+    @app.get(
+        "/healthz",
+        summary="Liveness",
+        response_model=schemas.Health,
+        responses=errors_for(500, 503),
+    )
     async def health() -> Response:
         return JSONResponse({"status": "ok"})
 
-    @app.get("/metrics", summary="Prometheus metrics")
+    @app.get(
+        "/metrics",
+        summary="Prometheus metrics",
+        response_class=PlainTextResponse,
+        responses=errors_for(500, 503),
+    )
     async def prometheus() -> Response:
         return PlainTextResponse(generate_latest(metrics).decode("utf-8"))
 

@@ -1,4 +1,9 @@
-"""The service's one ASGI middleware: API key, body limits while reading, metrics, errors.
+"""The service's one ASGI middleware: request ids, API key, body limits while reading,
+metrics, errors.
+
+Every request gets an id: the client's ``x-request-id`` when it is a short token (letters,
+digits, ``._:-``, at most 64), else a new one. Every response carries it in ``x-request-id``,
+and every error body in ``error.request_id``; the log names it for a 500.
 
 It wraps ``receive`` so that a body is never held beyond the limit: a ``Content-Length`` over
 the limit is answered 413 before anything is read, and a body sent in chunks is counted as it
@@ -15,17 +20,19 @@ import asyncio
 import hmac
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.requests import Request
 from starlette.routing import BaseRoute, Match
 
 from ctxasm.jsonio import too_large
 
-__all__ = ["ServiceGuard", "error_body"]
+__all__ = ["GuardSettings", "ServiceGuard", "error_body", "request_id"]
 
 log = logging.getLogger("ctxasm.service")
 
@@ -36,6 +43,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 UNMATCHED = "unmatched"
+_REQUEST_ID_KEY = "ctxasm.request_id"
+_CLIENT_ID = re.compile(rb"[A-Za-z0-9._:-]{1,64}")
 
 
 class _BodyRefusedError(Exception):
@@ -64,10 +73,23 @@ class GuardSettings:
     body_timeout_s: float
 
 
-def error_body(code: str, message: str, field: str | None = None) -> bytes:
+def error_body(code: str, message: str, field: str | None, request_id: str) -> bytes:
     """The JSON error every answer that is not a result uses."""
-    error = {"error": {"code": code, "message": message, "field": field}}
-    return json.dumps(error, ensure_ascii=False).encode("utf-8")
+    error = {"code": code, "message": message, "field": field, "request_id": request_id}
+    return json.dumps({"error": error}, ensure_ascii=False).encode("utf-8")
+
+
+def request_id(request: Request) -> str:
+    """The id :class:`ServiceGuard` gave ``request`` (a new one outside the guard)."""
+    found = request.scope.get(_REQUEST_ID_KEY)
+    return found if isinstance(found, str) else uuid.uuid4().hex
+
+
+def _assign_request_id(scope: Scope) -> str:
+    given = next((value for key, value in scope.get("headers", ()) if key == b"x-request-id"), b"")
+    chosen = given.decode("ascii") if _CLIENT_ID.fullmatch(given) else uuid.uuid4().hex
+    scope[_REQUEST_ID_KEY] = chosen
+    return chosen
 
 
 class ServiceGuard:
@@ -93,10 +115,12 @@ class ServiceGuard:
         started = time.perf_counter()
         endpoint = self._route(scope)
         status = [500]
+        header = (b"x-request-id", _assign_request_id(scope).encode("ascii"))
 
         async def tracked_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status[0] = int(message["status"])
+                message = {**message, "headers": [*message.get("headers", ()), header]}
             await send(message)
 
         await self._handle(scope, receive, tracked_send, status)
@@ -105,7 +129,7 @@ class ServiceGuard:
     async def _handle(self, scope: Scope, receive: Receive, send: Send, status: list[int]) -> None:
         refusal = self._refuse_early(scope)
         if refusal is not None:
-            await _answer(send, *refusal)
+            await _answer(send, scope, *refusal)
             return
         started_response = [False]
 
@@ -117,13 +141,13 @@ class ServiceGuard:
             await self.app(scope, self._bounded_receive(receive), marking_send)
         except _BodyRefusedError as refused:
             if not started_response[0]:
-                await _answer(send, refused.status, refused.code, refused.message, "request")
+                refusal = (refused.status, refused.code, refused.message, "request")
+                await _answer(send, scope, *refusal)
         except Exception:  # a bug: logged with the traceback, never shown to the client
-            request_id = uuid.uuid4().hex[:12]
-            log.exception("request %s to %s failed", request_id, scope.get("path"))
+            log.exception("request %s to %s failed", scope[_REQUEST_ID_KEY], scope.get("path"))
             if not started_response[0]:
-                message = f"unexpected error; request id {request_id}"
-                await _answer(send, 500, "internal_error", message, None)
+                message = f"unexpected error; request id {scope[_REQUEST_ID_KEY]}"
+                await _answer(send, scope, 500, "internal_error", message, None)
 
     def _refuse_early(self, scope: Scope) -> tuple[int, str, str, str | None] | None:
         headers = {key.lower(): value for key, value in scope.get("headers", ())}
@@ -138,7 +162,7 @@ class ServiceGuard:
         length = headers.get(b"content-length", b"")
         limit = self.settings.max_body_bytes
         if length.isdigit() and int(length) > limit:
-            return 413, "too_large", too_large(limit).message, "request"
+            return 413, "too_large", too_large(limit, size=int(length)).message, "request"
         return None
 
     def _bounded_receive(self, receive: Receive) -> Receive:
@@ -175,8 +199,10 @@ class ServiceGuard:
         return UNMATCHED
 
 
-async def _answer(send: Send, status: int, code: str, message: str, field: str | None) -> None:
-    body = error_body(code, message, field)
+async def _answer(
+    send: Send, scope: Scope, status: int, code: str, message: str, field: str | None
+) -> None:
+    body = error_body(code, message, field, scope[_REQUEST_ID_KEY])
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     if status in (408, 413):  # the rest of the body is not read: the connection cannot be reused
         headers.append((b"connection", b"close"))

@@ -6,15 +6,23 @@ closes a connection whose request line and headers are not complete within
 ``CTXASM_HEADER_TIMEOUT_S`` seconds (default 10; ``ctxasm serve`` sets it from
 ``[service] header_timeout_s``), counted from the connection or, on a kept-alive connection,
 from the first byte of the next request. Body reads are bounded by the ASGI middleware.
+
+Beyond ``limit_concurrency`` uvicorn answers 503 itself, before the app (and its middleware)
+sees the request, with a plain-text body. Importing this module replaces that answer with the
+service's JSON error, so that a 503 has the documented shape and a request id too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from typing import Any
 
+from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ctxasm.service.middleware import error_body
 
 __all__ = ["HEADER_TIMEOUT_ENV", "HeaderTimeoutProtocol"]
 
@@ -68,3 +76,22 @@ class HeaderTimeoutProtocol(H11Protocol):
         self._header_timer = None
         if self._waiting_for_headers() and not self.transport.is_closing():
             self.transport.close()
+
+
+async def _service_unavailable(scope: Any, receive: Any, send: Any) -> None:
+    """uvicorn's answer beyond ``limit_concurrency``, as the service's JSON error."""
+    request_id = uuid.uuid4().hex
+    message = "the service is at its limit of connections and requests; try again shortly"
+    body = error_body("unavailable", message, None, request_id)
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", b"%d" % len(body)),
+        (b"connection", b"close"),
+        (b"x-request-id", request_id.encode("ascii")),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+# h11_impl looks the function up by this module-level name for every request over the limit.
+h11_impl.service_unavailable = _service_unavailable  # type: ignore[attr-defined]
