@@ -125,11 +125,14 @@ def index_paths(
     or parsed is recorded in ``failed`` with the reason, and the run goes on; each document is
     written in its own transaction."""
     from ctxasm.tokens import get_counter
+    from ctxasm.tokens.tiktoken_source import load_encoding
 
     # The run's access data, checked once before any file (a bad value would fail every one).
     tenant = name(tenant, "tenant", optional=True)
     readers = names(readers, "readers", optional=True)
     counter = get_counter(f"tiktoken:{encoding}")
+    # A tokenizer that cannot load would fail every file: raise its TokenizerError once, first.
+    load_encoding(encoding)
     report = IndexReport()
     files = _files(Path(p) for p in paths)
     for number, path in enumerate(files, start=1):
