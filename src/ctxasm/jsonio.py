@@ -56,9 +56,13 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _KINDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
 
 
-def too_large(limit: int, what: str = "request") -> RequestTooLargeError:
-    """The error for input over ``limit`` bytes (the CLI, batch and the service share it)."""
-    return RequestTooLargeError(f"the {what} is more than the limit of {limit:,} bytes", field=what)
+def too_large(limit: int, what: str = "request", size: int | None = None) -> RequestTooLargeError:
+    """The error for input over ``limit`` bytes (the CLI, batch and the service share it);
+    ``size`` is the input's real size, stated when it is known."""
+    actual = "" if size is None else f"{size:,} bytes, "
+    return RequestTooLargeError(
+        f"the {what} is {actual}more than the limit of {limit:,} bytes", field=what
+    )
 
 
 def decode_object(
@@ -74,7 +78,7 @@ def decode_object(
 def decode_json(raw: bytes, *, what: str = "request", max_bytes: int | None = None) -> Any:
     """The JSON value in ``raw``; refusals are described in the module docstring."""
     if max_bytes is not None and len(raw) > max_bytes:
-        raise too_large(max_bytes, what)
+        raise too_large(max_bytes, what, size=len(raw))
     text = _text(raw, what)
     try:
         value = json.loads(

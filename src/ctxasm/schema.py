@@ -25,12 +25,14 @@ from ctxasm.validation import invalid, parse_timestamp, relocated, string
 
 __all__ = [
     "DEFAULT_MAX_REQUEST_CHARS",
+    "ENVELOPE_FIELDS",
     "PASSAGE_FIELDS",
     "REQUEST_FIELDS",
     "parse_passage",
     "parse_request",
     "parse_strategies",
     "parse_timestamp",
+    "request_envelope",
 ]
 
 # Far above any context window (2M tokens is about 8M characters), low enough that a runaway
@@ -57,6 +59,9 @@ REQUEST_FIELDS = (
     "template",
     "history_policy",
 )
+# The caller's own fields: accepted on every request, checked, never read by the pipeline; batch
+# copies them onto the result line so results can be joined back to their requests.
+ENVELOPE_FIELDS = ("id", "metadata")
 PASSAGE_FIELDS = (
     "id",
     "text",
@@ -251,12 +256,13 @@ def parse_request(
         data = {name: getattr(data, name) for name in REQUEST_FIELDS}
     if not isinstance(data, Mapping):
         raise _fail("request", "a JSON object", data)
-    unknown = [key for key in data if key not in REQUEST_FIELDS]
+    unknown = [key for key in data if key not in REQUEST_FIELDS and key not in ENVELOPE_FIELDS]
     if unknown:
+        allowed = ", ".join((*REQUEST_FIELDS, *ENVELOPE_FIELDS))
         raise RequestError(
-            f"unknown request field {unknown[0]!r}; allowed: {', '.join(REQUEST_FIELDS)}",
-            field=unknown[0],
+            f"unknown request field {unknown[0]!r}; allowed: {allowed}", field=unknown[0]
         )
+    request_envelope(data)
     if "query" not in data:
         raise RequestError("query is required: the user's question", field="query")
     query = _string(data["query"], "query", nonempty=True)
@@ -303,3 +309,15 @@ def parse_request(
     )
     _VALIDATED.add(request)
     return request
+
+
+def request_envelope(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's ``id`` (a string or an integer) and ``metadata`` (an object), checked;
+    only those present, so that a result can carry them back unchanged."""
+    envelope = {name: data[name] for name in ENVELOPE_FIELDS if name in data}
+    given = envelope.get("id")
+    if "id" in envelope and (isinstance(given, bool) or not isinstance(given, str | int)):
+        raise _fail("id", "a string or an integer (your own key for this request)", given)
+    if "metadata" in envelope and not isinstance(envelope["metadata"], Mapping):
+        raise _fail("metadata", "an object (yours, returned unchanged)", envelope["metadata"])
+    return envelope

@@ -31,7 +31,7 @@ def ctxasm(
 
 
 def request(**overrides: object) -> dict[str, object]:
-    data = json.loads(EXAMPLE.read_text())
+    data: dict[str, object] = json.loads(EXAMPLE.read_text())
     data.update(overrides)
     return data
 

@@ -17,7 +17,7 @@ import typer
 if TYPE_CHECKING:
     from ctxasm.citations import CitationReport
 
-__all__ = ["check_citations_command"]
+__all__ = ["check_citations_command", "print_citation_text"]
 
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
@@ -68,7 +68,7 @@ def check_citations_command(
     elif as_json:
         typer.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
     else:
-        _print_text(report)
+        print_citation_text(report)
     if not report.all_valid:
         typer.echo(f"ctxasm: invalid citations: {', '.join(report.invalid)}", err=True)
         raise typer.Exit(EXIT_INVALID)
@@ -106,7 +106,8 @@ def _result_json(raw: bytes) -> Any:
         _fail(f"{error.message} [{error.field}]")
 
 
-def _print_text(report: CitationReport) -> None:
+def print_citation_text(report: CitationReport) -> None:
+    """The citation check as readable lines on stdout (``--text``, and ``ctxasm ask``)."""
     valid = sum(citation.valid for citation in report.citations)
     typer.echo(f"citations: {len(report.citations)} ({valid} valid)")
     forms = ", ".join(f"{form} {count}" for form, count in report.forms.items())

@@ -12,12 +12,23 @@ __all__ = ["serve_command"]
 
 
 def serve_command(
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8000,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
+    host: Annotated[
+        str, typer.Option("--host", metavar="ADDRESS", help="Address to listen on.")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, metavar="N", help="Port to listen on.")
+    ] = 8000,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, metavar="N", help="Worker processes.")
+    ] = 1,
     config: Annotated[
         Path | None,
-        typer.Option("--config", help="Config file (default: $CTXASM_CONFIG).", show_default=False),
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="Config file (default: $CTXASM_CONFIG).",
+            show_default=False,
+        ),
     ] = None,
     allow_request_templates: Annotated[
         bool,
