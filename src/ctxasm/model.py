@@ -341,6 +341,12 @@ class Exclusion(NamedTuple):
     reason: Reason
     detail: str = ""
 
+    @property
+    def id(self) -> str:
+        """The excluded passage's id (``candidate_id``), named as on :class:`Included` and in
+        the result JSON."""
+        return self.candidate_id
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.candidate_id,
