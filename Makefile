@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make demo   set up the core, index the bundled corpus into an embedded SQLite store, and ask
 #               it a question as a principal, printing the prompt and the report
-#   make test   set up everything the tests need, then ruff, mypy (strict) and the test suite
+#   make test   set up everything the tests need, then ruff, mypy (strict), the import
+#               contracts (lint-imports) and the test suite
 # Both create .venv on first use and install the pinned versions in constraints.txt: the core
 # alone for the demo, the dev extra for the tests. Neither needs a network for tokenizers (the
 # rank files ship inside the package) nor anything outside this folder.
@@ -11,7 +12,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck contracts unit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,10 +40,14 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
+# The import contracts of [tool.importlinter] in pyproject.toml: the layers of DESIGN.md.
+contracts: $(VENV)/.installed-dev
+	$(BIN)/lint-imports
+
 unit: $(VENV)/.installed-dev
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q
 
-test: lint typecheck unit
+test: lint typecheck contracts unit
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/assembly_speed.py

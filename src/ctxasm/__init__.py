@@ -7,6 +7,7 @@ provably fits the model, with a report of every passage kept or dropped.
 from ctxasm import testing
 from ctxasm.assembler import Assembler, assemble
 from ctxasm.builder import BuiltContext, ContextBuilder, Retriever, context_for_chat
+from ctxasm.caches import clear_caches
 from ctxasm.citations import Citation, CitationReport, check_citations, link_citations
 from ctxasm.config import AssemblerConfig
 from ctxasm.errors import (
@@ -67,6 +68,7 @@ __all__ = [
     "__version__",
     "assemble",
     "check_citations",
+    "clear_caches",
     "context_for_chat",
     "default_registry",
     "link_citations",

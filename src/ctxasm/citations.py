@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import quote, urlsplit
 
-from ctxasm.errors import RequestError
+from ctxasm.errors import ArgumentTypeError, RequestError
 from ctxasm.formatting.labels import CITATION, ITEM, Folded, fold
 from ctxasm.lexical import sentence_spans
 from ctxasm.model import Assembly
@@ -496,8 +496,9 @@ def _sources(assembly: Assembly | Mapping[str, Any]) -> dict[int, _Source]:
             )
         included = report.get("included")
     else:
-        raise TypeError(
-            f"assembly must be an Assembly or its result JSON; got {type(assembly).__name__}"
+        raise ArgumentTypeError(
+            f"assembly must be an Assembly or its result JSON; got {type(assembly).__name__}",
+            field="result",
         )
     if not isinstance(included, list | tuple):
         raise RequestError(

@@ -2,22 +2,28 @@
 
 ::
 
-    CtxasmError                  anything ctxasm refuses or cannot do
-    ├── RequestError             the request is malformed: names the field and what is allowed
-    │   ├── InvalidJSONError     the bytes are not one JSON value ctxasm accepts (ctxasm.jsonio)
-    │   ├── RequestTooLargeError the request is over a size limit (HTTP 413)
-    │   ├── UnknownModelError    a model name that is not in the registry (lists close matches)
-    │   ├── UnknownStrategyError a strategy name that is not registered for its slot
-    │   ├── AccessPolicyError    passages carry access data but no principal was given
-    │   └── UntokenizableError   a text no tokenizer can count in linear time, or that one failed on
-    ├── BudgetError              the request cannot fit the model even with no passages
-    ├── ConfigError              a configuration file or value is invalid
-    └── TokenizerError           a tokenizer cannot be loaded (offline, missing file, bad hash)
+    CtxasmError                   anything ctxasm refuses or cannot do             HTTP exit
+    ├── RequestError              the request is malformed: names the field         422    2
+    │   ├── InvalidJSONError      the bytes are not one JSON value ctxasm accepts   422    2
+    │   ├── RequestTooLargeError  the request is over a size limit                  413    2
+    │   ├── UnknownModelError     a model name not in the registry (close matches)  422    2
+    │   ├── UnknownStrategyError  a strategy name not registered for its slot       422    2
+    │   ├── AccessPolicyError     passages carry access data, no principal given    422    2
+    │   ├── UntokenizableError    a text no tokenizer can count in linear time      422    2
+    │   └── ArgumentTypeError     a Python argument of the wrong type (a TypeError) 422    2
+    ├── ParamError                a strategy parameter is invalid (ctxasm.strategy) 422    2
+    ├── BudgetError               the request cannot fit the model, even empty      422    2
+    ├── ConfigError               a configuration file or value is invalid          422    2
+    │   └── PluginError           a strategy plugin is broken or clashes by name    422    2
+    └── TokenizerError            a tokenizer cannot be loaded (offline, bad hash)  500    1
 
 Excluding a passage is never an exception: it is an ``Exclusion`` in the report. Exceptions
 are for requests that cannot be answered at all. Every error carries a stable ``code`` and,
-where one field is to blame, the ``field`` path (``passages[3].score``), so the CLI, the batch
-runner and the HTTP service can report it as data with :meth:`CtxasmError.to_dict`.
+where one field is to blame, the ``field`` path (``passages[3].score``). Each class also carries
+the HTTP status (``http_status``) and the CLI exit code (``exit_code``) it is answered with, so
+the CLI, the batch runner and the HTTP service decide alike and report the error as the same
+data, :meth:`CtxasmError.to_dict`. Errors that are also a built-in kind (``ValueError``,
+``TypeError``) subclass it too, so ``except ValueError`` around a constructor keeps working.
 """
 
 from __future__ import annotations
@@ -25,11 +31,15 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FAILED",
     "AccessPolicyError",
+    "ArgumentTypeError",
     "BudgetError",
     "ConfigError",
     "CtxasmError",
     "InvalidJSONError",
+    "PluginError",
     "RequestError",
     "RequestTooLargeError",
     "TokenizerError",
@@ -39,10 +49,17 @@ __all__ = [
 ]
 
 
+# The exit codes of the CLI: 1 when ctxasm could not do the work, 2 when the input was wrong.
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
 class CtxasmError(Exception):
     """Root of every error ctxasm raises on purpose."""
 
     code = "error"
+    http_status = 500
+    exit_code = EXIT_FAILED
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
@@ -58,6 +75,8 @@ class RequestError(CtxasmError, ValueError):
     """The request is malformed; ``field`` names the part to fix."""
 
     code = "invalid_request"
+    http_status = 422
+    exit_code = EXIT_BAD_INPUT
 
 
 class InvalidJSONError(RequestError):
@@ -70,6 +89,7 @@ class RequestTooLargeError(RequestError):
     """The request is larger than a configured limit."""
 
     code = "too_large"
+    http_status = 413
 
 
 class UnknownModelError(RequestError):
@@ -97,6 +117,10 @@ class UntokenizableError(RequestError):
     code = "untokenizable"
 
 
+class ArgumentTypeError(RequestError, TypeError):
+    """A Python API argument of the wrong type (a ``TypeError`` too, as Python callers expect)."""
+
+
 class BudgetError(CtxasmError):
     """The mandatory parts of the request do not fit the model's context window.
 
@@ -104,6 +128,8 @@ class BudgetError(CtxasmError):
     """
 
     code = "over_budget"
+    http_status = 422
+    exit_code = EXIT_BAD_INPUT
 
     def __init__(self, message: str, *, sections: dict[str, int], field: str | None = None) -> None:
         super().__init__(message, field=field)
@@ -119,6 +145,15 @@ class ConfigError(CtxasmError, ValueError):
     """A configuration file or value is invalid."""
 
     code = "invalid_config"
+    http_status = 422
+    exit_code = EXIT_BAD_INPUT
+
+
+class PluginError(ConfigError):
+    """A strategy plugin cannot be used: its entry point does not load, is not a strategy,
+    names another slot or name than its class, or takes a name another strategy has."""
+
+    code = "invalid_plugin"
 
 
 class TokenizerError(CtxasmError):

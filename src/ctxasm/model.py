@@ -12,20 +12,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from ctxasm.errors import RequestError
 from ctxasm.validation import check_text, integer, invalid, name, names, number, string, timestamp
-
-if TYPE_CHECKING:
-    from ctxasm.stages.history import HistoryPolicy
 
 __all__ = [
     "Assembly",
     "Budget",
     "Candidate",
+    "Compressed",
     "Compression",
     "Exclusion",
+    "HistoryPolicy",
     "Included",
     "Message",
     "Passage",
@@ -224,10 +223,39 @@ class Strategies:
     guard: StrategySpec | None = StrategySpec("scan")
 
 
-def _default_history_policy() -> HistoryPolicy:
-    from ctxasm.stages.history import HistoryPolicy
+@dataclass(frozen=True, slots=True)
+class HistoryPolicy:
+    """How much of the budget history may take (the history step, ``ctxasm.stages.history``)."""
 
-    return HistoryPolicy()
+    min_recent_turns: int = 2
+    max_share: float = 0.5
+    max_tokens: int | None = None
+    reclaim: bool = True
+
+    def __post_init__(self) -> None:
+        where = "history_policy"
+        if not isinstance(self.reclaim, bool):
+            raise RequestError(f"{where}.reclaim must be true or false", field=f"{where}.reclaim")
+        turns = self.min_recent_turns
+        if isinstance(turns, bool) or not isinstance(turns, int) or not 0 <= turns <= 10_000:
+            raise invalid(f"{where}.min_recent_turns", "an integer from 0 to 10000", turns)
+        share = self.max_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
+            raise invalid(f"{where}.max_share", "a number from 0 to 1", share)
+        object.__setattr__(self, "max_share", float(share))
+        tokens = self.max_tokens
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= 2**53
+        ):
+            raise invalid(f"{where}.max_tokens", "a non-negative integer or null", tokens)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "min_recent_turns": self.min_recent_turns,
+            "max_share": self.max_share,
+            "max_tokens": self.max_tokens,
+            "reclaim": self.reclaim,
+        }
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True, eq=False)
@@ -255,7 +283,7 @@ class Request:
     allow_public: bool = False
     query_class: str | None = None
     template: str | None = None
-    history_policy: HistoryPolicy = field(default_factory=_default_history_policy)
+    history_policy: HistoryPolicy = HistoryPolicy()
 
     def __post_init__(self) -> None:
         _check_request(self)
@@ -413,6 +441,15 @@ class Included:
             "compression": None if self.compression is None else self.compression.to_dict(),
             "flags": list(self.flags),
         }
+
+
+class Compressed(NamedTuple):
+    """A compressed candidate and what was kept of it (``original`` is its text before)."""
+
+    candidate: Candidate
+    original: str
+    kept_sentences: int
+    sentences: int
 
 
 @dataclass(frozen=True, slots=True)

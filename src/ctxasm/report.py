@@ -6,9 +6,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxasm.formatting.blocks import FencedBlock, SourcesBlock, label
-from ctxasm.model import Budget, Candidate, Compression, Exclusion, Included, Report
+from ctxasm.model import (
+    Budget,
+    Candidate,
+    Compressed,
+    Compression,
+    Exclusion,
+    Included,
+    Report,
+)
 from ctxasm.models import ModelSpec
-from ctxasm.stages.compression import Compressed
 from ctxasm.tokens import TokenCounter
 
 __all__ = ["build_report", "cost_usd"]

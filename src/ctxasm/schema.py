@@ -6,12 +6,14 @@ is allowed. Strategy *names* are checked later, against the registry, when the a
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxasm.errors import RequestError
 from ctxasm.model import (
+    HistoryPolicy,
     Message,
     Passage,
     Principal,
@@ -20,7 +22,6 @@ from ctxasm.model import (
     StrategySpec,
 )
 from ctxasm.query_class import QUERY_CLASSES
-from ctxasm.stages.history import parse_history_policy
 from ctxasm.validation import invalid, parse_timestamp, relocated, string
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "ENVELOPE_FIELDS",
     "PASSAGE_FIELDS",
     "REQUEST_FIELDS",
+    "parse_history_policy",
     "parse_passage",
     "parse_request",
     "parse_strategies",
@@ -39,52 +41,18 @@ __all__ = [
 # request is refused before any work is done.
 DEFAULT_MAX_REQUEST_CHARS = 32_000_000
 
-REQUEST_FIELDS = (
-    "query",
-    "passages",
-    "model",
-    "system_prompt",
-    "history",
-    "context_window",
-    "reserve_output_tokens",
-    "max_context_tokens",
-    "safety_margin",
-    "principal",
-    "format",
-    "strategy",
-    "min_score",
-    "top_k",
-    "allow_public",
-    "query_class",
-    "template",
-    "history_policy",
-)
+# Derived from the dataclasses, so a new field is accepted (and listed in errors) where it is
+# declared; the order is the declaration order, which error messages show.
+REQUEST_FIELDS = tuple(f.name for f in dataclasses.fields(Request))
 # The caller's own fields: accepted on every request, checked, never read by the pipeline; batch
 # copies them onto the result line so results can be joined back to their requests.
 ENVELOPE_FIELDS = ("id", "metadata")
-PASSAGE_FIELDS = (
-    "id",
-    "text",
-    "score",
-    "title",
-    "source",
-    "url",
-    "doc_id",
-    "start",
-    "end",
-    "timestamp",
-    "authority",
-    "graph_distance",
-    "priority",
-    "embedding",
-    "tenant",
-    "readers",
-    "metadata",
-)
+PASSAGE_FIELDS = tuple(f.name for f in dataclasses.fields(Passage))
 _PASSAGE_FIELD_SET = frozenset(PASSAGE_FIELDS)
 # Requests this module built; a Request made by hand is validated before use.
 _VALIDATED: weakref.WeakSet[Request] = weakref.WeakSet()
-_SLOTS = ("relevance", "dedup", "selection", "compression", "ordering", "guard")
+_SLOTS = tuple(f.name for f in dataclasses.fields(Strategies))
+_HISTORY_POLICY_KEYS = tuple(f.name for f in dataclasses.fields(HistoryPolicy))
 _OPTIONAL_SLOTS = frozenset({"compression", "guard"})
 
 
@@ -174,6 +142,35 @@ def parse_strategies(value: object, field: str = "strategy") -> Strategies:
         ordering=chosen.get("ordering", defaults.ordering),
         guard=chosen.get("guard", defaults.guard),
     )
+
+
+def parse_history_policy(value: object, field: str = "history_policy") -> HistoryPolicy:
+    """The ``history_policy`` request object, checked."""
+    if value is None:
+        return HistoryPolicy()
+    if isinstance(value, HistoryPolicy):
+        return value
+    if not isinstance(value, Mapping):
+        raise RequestError(
+            f"{field} must be an object with min_recent_turns, max_share, max_tokens",
+            field=field,
+        )
+    keys = _HISTORY_POLICY_KEYS
+    unknown = [key for key in value if key not in keys]
+    if unknown:
+        raise RequestError(
+            f"{field} has unknown key {unknown[0]!r}; keys: {', '.join(keys)}",
+            field=f"{field}.{unknown[0]}",
+        )
+    try:
+        return HistoryPolicy(
+            value.get("min_recent_turns", 2),
+            value.get("max_share", 0.5),
+            value.get("max_tokens"),
+            value.get("reclaim", True),
+        )
+    except RequestError as error:
+        raise relocated(error, "history_policy", field) from None
 
 
 def _parse_history(value: object) -> tuple[Message, ...]:

@@ -21,8 +21,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from ctxasm.batch.files import atomic_output, new_file_mode
-from ctxasm.cli.batch_run import progress_bar
 from ctxasm.cli.main import app
+from ctxasm.cli.progress import request_columns
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "request.json"
 REQUEST = json.loads(EXAMPLE.read_text())
@@ -125,7 +125,7 @@ def test_a_failed_write_leaves_neither_target_nor_temporary(tmp_path: Path) -> N
 
 def test_progress_counts_requests_with_the_rate_and_the_failures() -> None:
     console = Console(file=io.StringIO(), width=150, color_system=None)
-    bar = progress_bar(console)
+    bar = request_columns(console)
     task = bar.add_task("assembling", total=4, failed=0)
     for failed in (0, 1, 1):
         bar.update(task, advance=1, failed=failed)

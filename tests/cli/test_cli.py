@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from ctxasm import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "request.json"
@@ -229,8 +232,21 @@ def test_bad_config_file_is_bad_input(tmp_path: Path) -> None:
 
 
 def test_help_and_version() -> None:
-    assert b"assemble" in ctxasm("--help").stdout
-    assert ctxasm("--version").stdout.decode().startswith("ctxasm ")
+    page = ctxasm("--help").stdout.decode()
+    assert re.match(r"Usage: \S*ctxasm \[OPTIONS\] COMMAND \[ARGS\]\.\.\.\n", page), page
+    commands = page.split("\nCommands:\n", 1)[1]
+    assert re.findall(r"^  (\S+) ", commands, flags=re.MULTILINE) == [
+        "assemble",
+        "batch",
+        "models",
+        "eval",
+        "check-citations",
+        "index",
+        "delete",
+        "ask",
+        "serve",
+    ]
+    assert ctxasm("--version").stdout.decode() == f"ctxasm {__version__}\n"
 
 
 def test_batch_progress_bar_can_be_forced(tmp_path: Path) -> None:

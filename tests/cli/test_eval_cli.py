@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-ROW_KEYS = {
+ROW_KEYS = [
     "strategy",
     "budget",
     "answer_recall",
@@ -21,9 +21,12 @@ ROW_KEYS = {
     "sentence_recall",
     "tokens",
     "dup_tokens",
+    "density",
     "ms_per_question",
     "n",
-}
+    "n_gold",
+    "by_type",
+]
 
 
 def _command() -> list[str]:
@@ -146,12 +149,16 @@ def test_eval_json(dataset: Path) -> None:
         ("oracle", 256),
         ("oracle", 512),
     ]
-    for row in rows:
-        assert set(row) >= ROW_KEYS
-        assert row["n"] == 3
-        assert 0 < row["tokens"] <= row["budget"]
-        assert row["dup_tokens"] >= 0
-        assert row["ms_per_question"] > 0
+    assert [list(row) for row in rows] == [ROW_KEYS] * 4
+    assert [(row["n"], row["n_gold"]) for row in rows] == [(3, 2)] * 4
+    # mean tokens per question: every source fits in 256, so the larger budget changes nothing
+    assert [(row["tokens"], row["dup_tokens"]) for row in rows] == [
+        (51.7, 0.0),
+        (51.7, 0.0),
+        (59.3, 0.0),
+        (59.3, 0.0),
+    ]
+    assert all(row["ms_per_question"] > 0 for row in rows)
     oracle = rows[-1]
     assert (oracle["all_gold"], oracle["gold_recall"], oracle["answer_recall"]) == (1.0, 1.0, 1.0)
     assert oracle["sentence_recall"] is None  # the records name no supporting facts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from functools import cache
 from pathlib import Path
@@ -345,7 +346,7 @@ def test_an_unknown_link_style_names_the_choices() -> None:
 def test_report_is_frozen() -> None:
     report = check_citations("A [1].", assembly())
     assert isinstance(report, CitationReport)
-    with pytest.raises(AttributeError):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         report.coverage = 0.0  # type: ignore[misc]
 
 

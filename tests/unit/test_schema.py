@@ -12,6 +12,7 @@ from ctxasm import (
     Assembler,
     ConfigError,
     Passage,
+    Request,
     RequestError,
     UnknownModelError,
     UnknownStrategyError,
@@ -452,3 +453,28 @@ def test_bad_templates_are_refused_naming_the_field(template: str, message: str)
     error = _error(query="q", passages=[], format="template", template=template)
     assert error.field == "template"
     assert message in error.message
+
+
+def test_a_hand_built_request_is_validated() -> None:
+    assembler = ctxasm.Assembler()
+    twice = Request(
+        query="alpha?", passages=(Passage("x", "alpha one", 0.9), Passage("x", "alpha two", 0.5))
+    )
+    with pytest.raises(RequestError) as error:
+        assembler.assemble(twice)
+    assert error.value.field == "passages[1].id"
+    with pytest.raises(RequestError) as error:
+        assembler.assemble(Request(query="", passages=()))
+    assert error.value.field == "query"
+
+
+def test_a_request_and_fields_together_are_refused() -> None:
+    request = ctxasm.parse_request({"query": "alpha?", "passages": []})
+    with pytest.raises(RequestError) as error:
+        ctxasm.Assembler().assemble(request, model="gpt-4")
+    assert error.value.field == "model"
+
+
+def test_a_parsed_request_is_used_as_is() -> None:
+    request = ctxasm.parse_request({"query": "alpha?", "passages": [{"text": "alpha"}]})
+    assert ctxasm.parse_request(request) is request

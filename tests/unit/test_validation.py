@@ -9,7 +9,8 @@ import pytest
 
 import ctxasm
 from ctxasm import Message, Passage, Principal, Request, RequestError
-from ctxasm.stages.history import HistoryPolicy, parse_history_policy
+from ctxasm.model import HistoryPolicy
+from ctxasm.schema import parse_history_policy
 
 
 def _refusal(build: Any, *args: Any, **kwargs: Any) -> tuple[str | None, str]:

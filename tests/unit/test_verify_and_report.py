@@ -13,8 +13,8 @@ import pytest
 import tiktoken
 
 import ctxasm
-from ctxasm.assembler import _fit
 from ctxasm.model import Candidate, Passage, Reason
+from ctxasm.pipeline import fit as _fit
 from ctxasm.report import cost_usd
 
 O200K = tiktoken.get_encoding("o200k_base")

@@ -5,33 +5,20 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import IO, Any, BinaryIO
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
+from typing import IO, BinaryIO
 
 from ctxasm.assembler import Assembler
 from ctxasm.batch.files import atomic_output
 from ctxasm.batch.jsonl import BatchStats, assemble_lines, read_lines
+from ctxasm.cli.progress import progress_bar
 
 __all__ = [
     "BatchInterruptedError",
     "exit_code",
     "interrupted_message",
-    "progress_bar",
     "run_batch",
 ]
 
@@ -51,29 +38,6 @@ class _Signalled(BaseException):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
-
-
-class _RateColumn(ProgressColumn):
-    """Requests per second."""
-
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text("-- req/s" if speed is None else f"{speed:,.1f} req/s")
-
-
-def progress_bar(console: Console | None = None) -> Progress:
-    """A bar that counts requests (of the total, when known), with the rate and the failures."""
-    return Progress(
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("requests"),
-        _RateColumn(),
-        TextColumn("{task.fields[failed]:,} failed"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    )
 
 
 @contextmanager
@@ -133,29 +97,17 @@ def run_batch(
     try:
         with _signals_raise(), _input(source) as (stream, total), _output(target) as out:
             lines = read_lines(stream, max_bytes)
-            if not progress:
-                return assemble_lines(
-                    lines, out.write, assembler, max_line_bytes=max_bytes, stats=stats
-                )
-            with progress_bar(Console(stderr=True)) as bar:
-                task = bar.add_task("assembling", total=total, failed=0)
+            with progress_bar("assembling", show=progress, total=total, requests=True) as bar:
                 return assemble_lines(
                     lines,
                     out.write,
                     assembler,
                     max_line_bytes=max_bytes,
-                    on_request=_advance(bar, task, stats),
+                    on_request=lambda outcome: bar.advance(failed=stats.failed),
                     stats=stats,
                 )
     except _Signalled as signalled:
         raise BatchInterruptedError(signalled.signum, stats) from None
-
-
-def _advance(bar: Progress, task: Any, stats: BatchStats) -> Callable[[str], None]:
-    def advance(outcome: str) -> None:
-        bar.update(task, advance=1, failed=stats.failed)
-
-    return advance
 
 
 def interrupted_message(error: BatchInterruptedError, target: str) -> str:

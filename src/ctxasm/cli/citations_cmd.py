@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, fail, fail_with
+
 if TYPE_CHECKING:
     from ctxasm.citations import CitationReport
 
 __all__ = ["check_citations_command", "print_citation_text"]
-
-EXIT_INVALID = 1
-EXIT_BAD_INPUT = 2
 
 
 def check_citations_command(
@@ -61,8 +60,7 @@ def check_citations_command(
         report = check_citations(text, data)
         linked = link_citations(text, data) if links else None
     except RequestError as error:
-        where = f" [{error.field}]" if error.field else ""
-        _fail(f"{error.message}{where}")
+        fail_with(error)
     if linked is not None:
         typer.echo(linked, nl=False)
     elif as_json:
@@ -71,12 +69,11 @@ def check_citations_command(
         print_citation_text(report)
     if not report.all_valid:
         typer.echo(f"ctxasm: invalid citations: {', '.join(report.invalid)}", err=True)
-        raise typer.Exit(EXIT_INVALID)
+        raise typer.Exit(EXIT_FAILED)
 
 
 def _fail(message: str) -> NoReturn:
-    typer.echo(f"ctxasm: error: {message}", err=True)
-    raise typer.Exit(EXIT_BAD_INPUT)
+    fail(message, EXIT_BAD_INPUT)
 
 
 def _read(source: str, what: str) -> bytes:

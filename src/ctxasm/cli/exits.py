@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
+
+from ctxasm.errors import EXIT_BAD_INPUT, EXIT_FAILED
 
 if TYPE_CHECKING:
     from ctxasm.errors import CtxasmError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "fail", "fail_with"]
-
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "error_line", "fail", "fail_with"]
 
 
 def fail(message: str, code: int) -> NoReturn:
@@ -21,10 +21,13 @@ def fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
-def fail_with(error: CtxasmError) -> NoReturn:
-    """Exit for a ctxasm error: 2 for bad input (naming the field), 1 for anything else."""
-    from ctxasm.errors import BudgetError, ConfigError, RequestError
+def error_line(error: Mapping[str, Any]) -> str:
+    """An error's JSON (``CtxasmError.to_dict()``) as one line: the message, then the field."""
+    field = error.get("field")
+    return f"{error['message']} [{field}]" if field else str(error["message"])
 
-    where = f" [{error.field}]" if error.field else ""
-    bad_input = isinstance(error, RequestError | BudgetError | ConfigError)
-    fail(f"{error.message}{where}", EXIT_BAD_INPUT if bad_input else EXIT_FAILED)
+
+def fail_with(error: CtxasmError) -> NoReturn:
+    """Exit for a ctxasm error with the exit code its class carries (2 for bad input, 1 for
+    anything else), printing its JSON (:meth:`~ctxasm.errors.CtxasmError.to_dict`) as a line."""
+    fail(error_line(error.to_dict()), error.exit_code)

@@ -1,9 +1,6 @@
 """``ctxasm``: assemble prompts from the command line.
 
-Exit codes: 0 success; 1 the batch had failed lines, check-citations found an invalid
-citation, or ctxasm itself failed (a tokenizer that cannot load, an internal error); 2 bad input
-(the message names the field and what is allowed); 130 or 143 a batch stopped by SIGINT or
-SIGTERM (its output left unwritten).
+Exit codes are listed in :mod:`ctxasm.cli.exits`; every command exits through it.
 Library imports happen inside the commands so that ``ctxasm --help`` stays fast.
 """
 
@@ -21,13 +18,18 @@ from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from ctxasm.cli.exits import fail as _fail
 from ctxasm.cli.exits import fail_with as _fail_with
 from ctxasm.cli.help import WordsCommand
+from ctxasm.cli.options import (
+    DEFAULT_MAX_BYTES,
+    FORMATS,
+    ConfigOption,
+    MaxBytesOption,
+    ProgressOption,
+)
 
 if TYPE_CHECKING:
     from ctxasm.assembler import Assembler
 
 __all__ = ["app", "run"]
-
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 app = typer.Typer(
     name="ctxasm",
@@ -38,34 +40,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        metavar="FILE",
-        help="TOML or JSON config: request defaults, models, limits (default: $CTXASM_CONFIG).",
-        show_default=False,
-    ),
-]
-MaxBytesOption = Annotated[
-    int,
-    typer.Option(
-        "--max-bytes",
-        min=1,
-        metavar="N",
-        help="Refuse a request (or batch line) larger than N bytes.",
-    ),
-]
-ProgressOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--progress/--no-progress",
-        help="Progress bar on standard error (default: on a terminal).",
-        show_default=False,
-    ),
-]
-FORMATS = ("openai", "anthropic", "markdown", "text")
 
 
 def _assembler(config: Path | None) -> Assembler:
@@ -126,63 +100,68 @@ def _request(raw: bytes, overrides: dict[str, Any]) -> dict[str, Any]:
     return {**value, **overrides}
 
 
+RequestArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="FILE",
+        help="Request JSON, or a JSON list of retriever hits (with --query); - for standard input.",
+        show_default=False,
+    ),
+]
+QueryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--query",
+        metavar="QUESTION",
+        help="The question (replaces the request's query; required for a list of hits).",
+        show_default=False,
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model", metavar="NAME", help="Target model (replaces the request's).", show_default=False
+    ),
+]
+FormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        metavar="|".join(FORMATS),
+        help="Output format (replaces the request's).",
+        show_default=False,
+    ),
+]
+MaxContextOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-context-tokens",
+        min=1,
+        metavar="N",
+        help="Most tokens for the sources (replaces the request's).",
+        show_default=False,
+    ),
+]
+ReportOption = Annotated[
+    bool, typer.Option("--report", help="Print a readable budget and passage table to stderr.")
+]
+IndentOption = Annotated[
+    int | None,
+    typer.Option(
+        "--indent", metavar="N", help="Indent the result JSON by N spaces (default: one line)."
+    ),
+]
+
+
 @app.command(cls=WordsCommand)
 def assemble(
-    source: Annotated[
-        str,
-        typer.Argument(
-            metavar="FILE",
-            help="Request JSON, or a JSON list of retriever hits (with --query); "
-            "- for standard input.",
-            show_default=False,
-        ),
-    ] = "-",
-    query: Annotated[
-        str | None,
-        typer.Option(
-            "--query",
-            metavar="QUESTION",
-            help="The question (replaces the request's query; required for a list of hits).",
-            show_default=False,
-        ),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            metavar="NAME",
-            help="Target model (replaces the request's).",
-            show_default=False,
-        ),
-    ] = None,
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            metavar="|".join(FORMATS),
-            help="Output format (replaces the request's).",
-            show_default=False,
-        ),
-    ] = None,
-    max_context_tokens: Annotated[
-        int | None,
-        typer.Option(
-            "--max-context-tokens",
-            min=1,
-            metavar="N",
-            help="Most tokens for the sources (replaces the request's).",
-            show_default=False,
-        ),
-    ] = None,
-    report: Annotated[
-        bool, typer.Option("--report", help="Print a readable budget and passage table to stderr.")
-    ] = False,
-    indent: Annotated[
-        int | None,
-        typer.Option(
-            "--indent", metavar="N", help="Indent the result JSON by N spaces (default: one line)."
-        ),
-    ] = None,
+    source: RequestArgument = "-",
+    query: QueryOption = None,
+    model: ModelOption = None,
+    fmt: FormatOption = None,
+    max_context_tokens: MaxContextOption = None,
+    report: ReportOption = False,
+    indent: IndentOption = None,
     config: ConfigOption = None,
     max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
 ) -> None:
@@ -238,6 +217,7 @@ def batch(
         interrupted_message,
         run_batch,
     )
+    from ctxasm.cli.progress import shown
     from ctxasm.errors import CtxasmError
 
     if engine not in ("local", "ray"):
@@ -250,9 +230,8 @@ def batch(
         assembler = _assembler(config)
     except CtxasmError as error:
         _fail_with(error)
-    show = sys.stderr.isatty() if progress is None else progress
     try:
-        stats = run_batch(source, target, assembler, max_bytes=max_bytes, progress=show)
+        stats = run_batch(source, target, assembler, max_bytes=max_bytes, progress=shown(progress))
     except OSError as exc:
         _fail(f"{exc.filename or source}: {exc.strerror}", EXIT_BAD_INPUT)
     except BatchInterruptedError as interrupted:
@@ -306,127 +285,13 @@ def models(
     print_models(specs)
 
 
-PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-
-
-def _budgets(raw: str) -> list[int]:
-    try:
-        values = [int(part) for part in raw.split(",") if part.strip()]
-    except ValueError:
-        _fail(f"--budget must be comma-separated token counts, got {raw!r}", EXIT_BAD_INPUT)
-    if not values or any(v < 1 for v in values):
-        _fail(f"--budget must be positive token counts, got {raw!r}", EXIT_BAD_INPUT)
-    return values
-
-
-@app.command("eval", cls=WordsCommand)
-def eval_(
-    dataset: Annotated[
-        str, typer.Argument(metavar="DATASET", help="QA dataset (JSONL, unified format).")
-    ],
-    budget: Annotated[
-        str,
-        typer.Option(
-            "--budget", metavar="N,N,...", help="Context budgets in tokens, comma-separated."
-        ),
-    ] = "256,512,1024,2048",
-    strategy: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--strategy",
-            metavar="NAME",
-            help="A preset (default, bm25_greedy, bridge, ...), 'oracle', or a selection "
-            "strategy name; repeat for several (default: the config's strategy).",
-            show_default=False,
-        ),
-    ] = None,
-    config: ConfigOption = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            metavar="NAME",
-            help="Target model (its tokenizer); default: the config's, else gpt-4o.",
-            show_default=False,
-        ),
-    ] = None,
-    limit: Annotated[
-        int | None,
-        typer.Option("--limit", min=1, metavar="N", help="Only the first N questions."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
-    by_type: Annotated[
-        bool, typer.Option("--by-type", help="Also print the rates per question type.")
-    ] = False,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot", metavar="FILE", help="Save recall-versus-budget curves (.png, .svg, .pdf)."
-        ),
-    ] = None,
-    progress: ProgressOption = None,
-) -> None:
-    """Measure how much gold evidence each strategy keeps per budget on a QA dataset."""
-    from ctxasm.cli.report_view import print_eval
-    from ctxasm.errors import CtxasmError
-    from ctxasm.evaluation import EvalStrategy, evaluate, load_dataset, resolve_strategy
-
-    budgets = _budgets(budget)
-    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
-        allowed = ", ".join(PLOT_SUFFIXES)
-        _fail(f"--plot must end in one of {allowed}, got {plot.name!r} [plot]", EXIT_BAD_INPUT)
-    try:
-        assembler = _assembler(config)
-        # With a config (--config or $CTXASM_CONFIG) and no --strategy, its own strategy is the
-        # one evaluated, named after the file; --strategy presets run on its models and defaults.
-        source = os.environ.get("CTXASM_CONFIG") if config is None else str(config)
-        if strategy:
-            chosen = [resolve_strategy(name) for name in strategy]
-        elif source:
-            chosen = [EvalStrategy(Path(source).stem)]
-        else:
-            chosen = [resolve_strategy("default")]
-        model = model or str(assembler.config.defaults.get("model", "gpt-4o"))
-        questions = load_dataset(dataset, limit=limit)
-        total = len(questions) * len(budgets) * len(chosen)
-        show = sys.stderr.isatty() if progress is None else progress
-        if show:
-            from rich.progress import Progress
-
-            with Progress(transient=True) as bar:
-                task = bar.add_task("evaluating", total=total)
-                rows = evaluate(
-                    questions,
-                    chosen,
-                    budgets,
-                    model=model,
-                    config=assembler.config,
-                    progress=lambda n: bar.advance(task, n),
-                )
-        else:
-            rows = evaluate(questions, chosen, budgets, model=model, config=assembler.config)
-        if plot is not None:
-            from ctxasm.evaluation.plot import plot_rows
-
-            plot_rows(rows, plot, title=f"{Path(dataset).name} ({model})")
-    except CtxasmError as error:
-        _fail_with(error)
-    if as_json:
-        typer.echo(json.dumps({"results": [row.to_dict() for row in rows]}, indent=2))
-    else:
-        gold = rows[0].n_gold if rows else 0
-        title = (
-            f"{Path(dataset).name}: {len(questions)} questions ({gold} with all gold passages "
-            f"among the candidates, over which the gold rates are), {model}"
-        )
-        print_eval(rows, title=title, by_type=by_type)
-
-
 def _register_commands() -> None:
     from ctxasm.cli.citations_cmd import check_citations_command
+    from ctxasm.cli.eval_cmd import eval_command
     from ctxasm.cli.serve_cmd import serve_command
     from ctxasm.cli.store_cmds import ask_command, delete_command, index_command
 
+    app.command("eval", cls=WordsCommand)(eval_command)
     app.command("check-citations", cls=WordsCommand)(check_citations_command)
     app.command("index", cls=WordsCommand)(index_command)
     app.command("delete", cls=WordsCommand)(delete_command)

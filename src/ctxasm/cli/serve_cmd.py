@@ -8,36 +8,43 @@ from typing import Annotated
 
 import typer
 
+from ctxasm.cli.exits import EXIT_BAD_INPUT, fail
+
 __all__ = ["serve_command"]
 
 
+HostOption = Annotated[str, typer.Option("--host", metavar="ADDRESS", help="Address to listen on.")]
+PortOption = Annotated[
+    int, typer.Option("--port", min=1, max=65535, metavar="N", help="Port to listen on.")
+]
+WorkersOption = Annotated[
+    int, typer.Option("--workers", min=1, metavar="N", help="Worker processes.")
+]
+ServeConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        metavar="FILE",
+        help="Config file (default: $CTXASM_CONFIG).",
+        show_default=False,
+    ),
+]
+AllowTemplatesOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-request-templates",
+        help="Accept a Jinja2 template in requests (default: [service] "
+        "allow_request_templates, else refused with 422).",
+    ),
+]
+
+
 def serve_command(
-    host: Annotated[
-        str, typer.Option("--host", metavar="ADDRESS", help="Address to listen on.")
-    ] = "127.0.0.1",
-    port: Annotated[
-        int, typer.Option("--port", min=1, max=65535, metavar="N", help="Port to listen on.")
-    ] = 8000,
-    workers: Annotated[
-        int, typer.Option("--workers", min=1, metavar="N", help="Worker processes.")
-    ] = 1,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            metavar="FILE",
-            help="Config file (default: $CTXASM_CONFIG).",
-            show_default=False,
-        ),
-    ] = None,
-    allow_request_templates: Annotated[
-        bool,
-        typer.Option(
-            "--allow-request-templates",
-            help="Accept a Jinja2 template in requests (default: [service] "
-            "allow_request_templates, else refused with 422).",
-        ),
-    ] = False,
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8000,
+    workers: WorkersOption = 1,
+    config: ServeConfigOption = None,
+    allow_request_templates: AllowTemplatesOption = False,
 ) -> None:
     """Serve the JSON contract over HTTP: /v1/assemble, /v1/check-citations, /v1/models,
     /healthz, /metrics, /docs. Set CTXASM_API_KEY to require an API key. Slow clients are
@@ -46,8 +53,7 @@ def serve_command(
     try:
         import uvicorn
     except ImportError:
-        typer.echo("ctxasm: error: the service needs: pip install 'ctxasm[service]'", err=True)
-        raise typer.Exit(2) from None
+        fail("the service needs: pip install 'ctxasm[service]'", EXIT_BAD_INPUT)
     from ctxasm.errors import CtxasmError
     from ctxasm.service.app import ALLOW_TEMPLATES_ENV
     from ctxasm.service.protocol import HEADER_TIMEOUT_ENV
@@ -61,8 +67,7 @@ def serve_command(
 
         settings = create_app_from_env().state.service_settings
     except CtxasmError as error:
-        typer.echo(f"ctxasm: error: {error.message}", err=True)
-        raise typer.Exit(2) from None
+        fail(error.message, EXIT_BAD_INPUT)
     os.environ[HEADER_TIMEOUT_ENV] = str(settings["header_timeout_s"])
     uvicorn.run(
         "ctxasm.service.app:create_app_from_env",

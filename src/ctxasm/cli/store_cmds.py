@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,9 +17,10 @@ import typer
 from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from ctxasm.cli.exits import fail as _fail
 from ctxasm.cli.exits import fail_with as _fail_with
+from ctxasm.cli.options import FORMATS, ConfigOption, ProgressOption
 
 if TYPE_CHECKING:
-    pass
+    from ctxasm.store import IndexReport
 
 __all__ = ["ask_command", "delete_command", "index_command"]
 
@@ -42,73 +42,60 @@ def _names(raw: str | None) -> list[str] | None:
     return [name.strip() for name in raw.split(",") if name.strip()]
 
 
+PathsArgument = Annotated[
+    list[Path], typer.Argument(metavar="PATH", help="Files or folders (.txt .md .html .jsonl).")
+]
+DefaultTenantOption = Annotated[
+    str | None,
+    typer.Option("--tenant", metavar="NAME", help="Tenant of documents that name none."),
+]
+DefaultReadersOption = Annotated[
+    str | None,
+    typer.Option(
+        "--readers",
+        metavar="NAMES",
+        help="Comma-separated readers (users or groups) of documents that name none.",
+    ),
+]
+ChunkTokensOption = Annotated[
+    int, typer.Option("--chunk-tokens", min=8, metavar="N", help="Tokens per chunk, at most.")
+]
+OverlapOption = Annotated[
+    int,
+    typer.Option(
+        "--overlap",
+        min=0,
+        metavar="N",
+        help="Tokens each chunk repeats from the one before (at most half a chunk).",
+    ),
+]
+
+
 def index_command(
-    paths: Annotated[
-        list[Path],
-        typer.Argument(metavar="PATH", help="Files or folders (.txt .md .html .jsonl)."),
-    ],
+    paths: PathsArgument,
     store: StoreOption,
-    tenant: Annotated[
-        str | None,
-        typer.Option("--tenant", metavar="NAME", help="Tenant of documents that name none."),
-    ] = None,
-    readers: Annotated[
-        str | None,
-        typer.Option(
-            "--readers",
-            metavar="NAMES",
-            help="Comma-separated readers (users or groups) of documents that name none.",
-        ),
-    ] = None,
-    chunk_tokens: Annotated[
-        int,
-        typer.Option("--chunk-tokens", min=8, metavar="N", help="Tokens per chunk, at most."),
-    ] = 256,
-    overlap: Annotated[
-        int,
-        typer.Option(
-            "--overlap",
-            min=0,
-            metavar="N",
-            help="Tokens each chunk repeats from the one before (at most half a chunk).",
-        ),
-    ] = 32,
-    progress: Annotated[
-        bool | None,
-        typer.Option(
-            "--progress/--no-progress",
-            help="Progress bar on standard error (default: on a terminal).",
-            show_default=False,
-        ),
-    ] = None,
+    tenant: DefaultTenantOption = None,
+    readers: DefaultReadersOption = None,
+    chunk_tokens: ChunkTokensOption = 256,
+    overlap: OverlapOption = 32,
+    progress: ProgressOption = None,
 ) -> None:
     """Ingest documents: chunk them by tokens with overlap, keep offsets and access data."""
+    from ctxasm.cli.progress import progress_bar, shown
     from ctxasm.errors import CtxasmError
     from ctxasm.store import index_paths, open_store
 
     if overlap > chunk_tokens // 2:
-        _fail(f"--overlap must be at most half of --chunk-tokens ({chunk_tokens // 2})", 2)
+        _fail(
+            f"--overlap must be at most half of --chunk-tokens ({chunk_tokens // 2})",
+            EXIT_BAD_INPUT,
+        )
     # A missing path is skipped like an unreadable file: the others are indexed, the exit is 1.
     missing = [(str(p), "no such file or folder") for p in paths if not p.exists()]
     paths = [p for p in paths if p.exists()]
     try:
         opened = open_store(store)
-        show = sys.stderr.isatty() if progress is None else progress
-        if show:
-            from rich.progress import Progress
-
-            with Progress(transient=True) as bar:
-                task = bar.add_task("indexing", total=None)
-                report = index_paths(
-                    opened,
-                    paths,
-                    tenant=tenant,
-                    readers=_names(readers),
-                    chunk_tokens=chunk_tokens,
-                    overlap=overlap,
-                    progress=lambda done, total: bar.update(task, completed=done, total=total),
-                )
-        else:
+        with progress_bar("indexing", show=shown(progress)) as bar:
             report = index_paths(
                 opened,
                 paths,
@@ -116,10 +103,18 @@ def index_command(
                 readers=_names(readers),
                 chunk_tokens=chunk_tokens,
                 overlap=overlap,
+                progress=bar.update,
             )
     except CtxasmError as error:
         _fail_with(error)
     report.failed[:0] = missing
+    _print_index_report(report)
+    if report.failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _print_index_report(report: IndexReport) -> None:
+    """The files skipped, the public documents and the counts, on standard error."""
     for path, reason in report.failed:
         typer.echo(f"ctxasm: skipped {path}: {_reason(path, reason)}", err=True)
     if report.public:
@@ -133,8 +128,6 @@ def index_command(
         f"({report.chunks} chunks written), {len(report.failed)} failed",
         err=True,
     )
-    if report.failed:
-        raise typer.Exit(EXIT_FAILED)
 
 
 def _reason(where: str, reason: str) -> str:
@@ -162,75 +155,70 @@ def delete_command(
     typer.echo(f"ctxasm: deleted {doc_id}", err=True)
 
 
-FORMATS = ("openai", "anthropic", "markdown", "text")
+PrincipalOption = Annotated[
+    str | None,
+    typer.Option("--principal", metavar="ID", help="Who asks (access is checked for them)."),
+]
+TenantOption = Annotated[str | None, typer.Option("--tenant", metavar="NAME", help="Their tenant.")]
+GroupsOption = Annotated[
+    str | None, typer.Option("--groups", metavar="NAMES", help="Their groups, comma-separated.")
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model", metavar="NAME", help="Target model.", show_default="the config's, else gpt-4o"
+    ),
+]
+BudgetOption = Annotated[
+    int | None,
+    typer.Option(
+        "--budget",
+        min=1,
+        metavar="N",
+        help="Most tokens for the sources.",
+        show_default="all the model's window leaves after the reserved output",
+    ),
+]
+FormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        metavar="|".join(FORMATS),
+        help="Prompt format.",
+        show_default="the config's, else openai",
+    ),
+]
+KOption = Annotated[int, typer.Option("--k", min=1, metavar="N", help="Chunks to retrieve.")]
+AllowPublicOption = Annotated[
+    bool,
+    typer.Option("--allow-public", help="Also use documents with neither tenant nor readers."),
+]
+AskJsonOption = Annotated[
+    bool,
+    typer.Option("--json", help="Print one JSON object: the result (and answer, citations)."),
+]
+QuietOption = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="Print only the prompt and the answer: no report on stderr."
+    ),
+]
 
 
 def ask_command(
     question: Annotated[str, typer.Argument(metavar="QUESTION", help="The question.")],
     store: StoreOption,
-    principal: Annotated[
-        str | None,
-        typer.Option("--principal", metavar="ID", help="Who asks (access is checked for them)."),
-    ] = None,
-    tenant: Annotated[
-        str | None, typer.Option("--tenant", metavar="NAME", help="Their tenant.")
-    ] = None,
-    groups: Annotated[
-        str | None,
-        typer.Option("--groups", metavar="NAMES", help="Their groups, comma-separated."),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            metavar="NAME",
-            help="Target model.",
-            show_default="the config's, else gpt-4o",
-        ),
-    ] = None,
-    budget: Annotated[
-        int | None,
-        typer.Option(
-            "--budget",
-            min=1,
-            metavar="N",
-            help="Most tokens for the sources.",
-            show_default="all the model's window leaves after the reserved output",
-        ),
-    ] = None,
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            metavar="|".join(FORMATS),
-            help="Prompt format.",
-            show_default="the config's, else openai",
-        ),
-    ] = None,
-    k: Annotated[int, typer.Option("--k", min=1, metavar="N", help="Chunks to retrieve.")] = 50,
-    allow_public: Annotated[
-        bool,
-        typer.Option("--allow-public", help="Also use documents with neither tenant nor readers."),
-    ] = False,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            metavar="FILE",
-            help="TOML or JSON config: request defaults, models, limits (default: $CTXASM_CONFIG).",
-            show_default=False,
-        ),
-    ] = None,
-    as_json: Annotated[
-        bool,
-        typer.Option("--json", help="Print one JSON object: the result (and answer, citations)."),
-    ] = False,
-    quiet: Annotated[
-        bool,
-        typer.Option(
-            "--quiet", "-q", help="Print only the prompt and the answer: no report on stderr."
-        ),
-    ] = False,
+    principal: PrincipalOption = None,
+    tenant: TenantOption = None,
+    groups: GroupsOption = None,
+    model: ModelOption = None,
+    budget: BudgetOption = None,
+    fmt: FormatOption = None,
+    k: KOption = 50,
+    allow_public: AllowPublicOption = False,
+    config: ConfigOption = None,
+    as_json: AskJsonOption = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Retrieve what the principal may read, assemble the prompt, and (with a model endpoint
     configured) ask the model and check its citations."""

@@ -6,7 +6,14 @@
 
 from ctxasm.evaluation.dataset import EvalPassage, EvalQuestion, load_dataset, read_dataset
 from ctxasm.evaluation.metrics import QuestionScore, score_question
-from ctxasm.evaluation.runner import PRESETS, EvalRow, EvalStrategy, evaluate, resolve_strategy
+from ctxasm.evaluation.runner import EvalRow, evaluate
+from ctxasm.evaluation.strategies import (
+    PRESETS,
+    EvalStrategy,
+    choose_model,
+    choose_strategies,
+    resolve_strategy,
+)
 
 __all__ = [
     "PRESETS",
@@ -15,6 +22,8 @@ __all__ = [
     "EvalRow",
     "EvalStrategy",
     "QuestionScore",
+    "choose_model",
+    "choose_strategies",
     "evaluate",
     "load_dataset",
     "read_dataset",

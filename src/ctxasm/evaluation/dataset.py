@@ -81,6 +81,30 @@ def parse_question(record: Any, where: str = "line") -> EvalQuestion:
     meta = record.get("meta", {})
     if not isinstance(meta, dict):
         raise RequestError(f"{where}.meta must be an object", field=f"{where}.meta")
+    support = _supporting_facts(meta, where)
+    raw_passages = _need(record, "passages", list, where)
+    gold = set(_strings(record.get("gold_pids", []), f"{where}.gold_pids"))
+    passages = [
+        _passage(raw, f"{where}.passages[{index}]", gold, support)
+        for index, raw in enumerate(raw_passages)
+    ]
+    if not gold:
+        gold = {p.pid for p in passages if p.is_gold}
+    pids = {p.pid for p in passages}
+    return EvalQuestion(
+        id=qid,
+        question=question,
+        answers=answers,
+        passages=tuple(passages),
+        gold_pids=tuple(sorted(gold)),
+        type=str(meta.get("type") or "unknown"),
+        all_gold_in_candidates=_flag(meta, "all_gold_in_candidates", gold <= pids, where),
+    )
+
+
+def _supporting_facts(meta: Mapping[str, Any], where: str) -> dict[str, set[int]]:
+    """``meta.supporting_facts`` (``[title, sentence index]`` pairs) as sentence indices per
+    title."""
     support: dict[str, set[int]] = {}
     facts = meta.get("supporting_facts", [])
     if facts is None:
@@ -101,47 +125,33 @@ def parse_question(record: Any, where: str = "line") -> EvalQuestion:
                 field=f"{where}.meta.supporting_facts",
             )
         support.setdefault(fact[0], set()).add(fact[1])
-    raw_passages = _need(record, "passages", list, where)
-    gold = set(_strings(record.get("gold_pids", []), f"{where}.gold_pids"))
-    passages = []
-    for index, raw in enumerate(raw_passages):
-        at = f"{where}.passages[{index}]"
-        if not isinstance(raw, dict):
-            raise RequestError(f"{at} must be an object", field=at)
-        pid = str(_need(raw, "pid", (str, int), at))
-        title = raw.get("title") or ""
-        text = _need(raw, "text", str, at)
-        if not isinstance(title, str):
-            raise RequestError(f"{at}.title must be a string", field=f"{at}.title")
-        is_gold = raw.get("is_gold", pid in gold)
-        if not isinstance(is_gold, bool):
-            raise RequestError(f"{at}.is_gold must be true or false", field=f"{at}.is_gold")
-        has_answer = raw.get("has_answer")
-        if has_answer is not None and not isinstance(has_answer, bool):
-            raise RequestError(
-                f"{at}.has_answer must be true, false or null", field=f"{at}.has_answer"
-            )
-        sentences = raw.get("sentences")
-        supporting: tuple[str, ...] = ()
-        if is_gold and title in support and isinstance(sentences, list):
-            supporting = tuple(
-                sentences[i]
-                for i in sorted(support[title])
-                if 0 <= i < len(sentences) and isinstance(sentences[i], str)
-            )
-        passages.append(EvalPassage(pid, title, text, is_gold, has_answer, supporting))
-    if not gold:
-        gold = {p.pid for p in passages if p.is_gold}
-    pids = {p.pid for p in passages}
-    return EvalQuestion(
-        id=qid,
-        question=question,
-        answers=answers,
-        passages=tuple(passages),
-        gold_pids=tuple(sorted(gold)),
-        type=str(meta.get("type") or "unknown"),
-        all_gold_in_candidates=_flag(meta, "all_gold_in_candidates", gold <= pids, where),
-    )
+    return support
+
+
+def _passage(raw: Any, at: str, gold: set[str], support: Mapping[str, set[int]]) -> EvalPassage:
+    """One candidate passage of a record, checked, with its supporting sentences when gold."""
+    if not isinstance(raw, dict):
+        raise RequestError(f"{at} must be an object", field=at)
+    pid = str(_need(raw, "pid", (str, int), at))
+    title = raw.get("title") or ""
+    text = _need(raw, "text", str, at)
+    if not isinstance(title, str):
+        raise RequestError(f"{at}.title must be a string", field=f"{at}.title")
+    is_gold = raw.get("is_gold", pid in gold)
+    if not isinstance(is_gold, bool):
+        raise RequestError(f"{at}.is_gold must be true or false", field=f"{at}.is_gold")
+    has_answer = raw.get("has_answer")
+    if has_answer is not None and not isinstance(has_answer, bool):
+        raise RequestError(f"{at}.has_answer must be true, false or null", field=f"{at}.has_answer")
+    sentences = raw.get("sentences")
+    supporting: tuple[str, ...] = ()
+    if is_gold and title in support and isinstance(sentences, list):
+        supporting = tuple(
+            sentences[i]
+            for i in sorted(support[title])
+            if 0 <= i < len(sentences) and isinstance(sentences[i], str)
+        )
+    return EvalPassage(pid, title, text, is_gold, has_answer, supporting)
 
 
 def _flag(meta: Mapping[str, Any], key: str, default: bool, where: str) -> bool:

@@ -14,66 +14,16 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
 
+from ctxasm import clear_caches
 from ctxasm.assembler import Assembler
 from ctxasm.config import AssemblerConfig
 from ctxasm.errors import BudgetError, RequestError
 from ctxasm.evaluation.dataset import EvalQuestion
 from ctxasm.evaluation.metrics import QuestionScore, score_question
-from ctxasm.lexical import clear_caches as clear_lexical_caches
-from ctxasm.registry import names
-from ctxasm.stages.dedup import clear_caches
-from ctxasm.stages.guard import clear_caches as clear_guard_caches
+from ctxasm.evaluation.strategies import EvalStrategy
 from ctxasm.tokens import get_counter
 
-__all__ = ["PRESETS", "EvalRow", "EvalStrategy", "evaluate", "resolve_strategy"]
-
-_PLAIN = {"relevance": "utility", "compression": None}
-
-# Named strategy configurations for `ctxasm eval --strategy NAME`: the default configuration
-# (utility relevance, `auto` selection, `fill` compression), the classic baseline, each planner
-# on its own (whole passages, utility relevance), and bridge with every passage compressed.
-PRESETS: dict[str, Mapping[str, Any] | None] = {
-    "default": None,
-    "bm25_greedy": {"relevance": "bm25", "selection": "greedy_by_score", "compression": None},
-    "utility_greedy": {**_PLAIN, "selection": "greedy_by_score"},
-    "utility_per_token": {**_PLAIN, "selection": "utility_per_token"},
-    "knapsack": {**_PLAIN, "selection": "knapsack"},
-    "mmr": {**_PLAIN, "selection": "mmr"},
-    "coverage": {**_PLAIN, "selection": "coverage"},
-    "bridge": {**_PLAIN, "selection": "bridge"},
-    "compress_all": {
-        "relevance": "utility",
-        "selection": "bridge",
-        "compression": {"name": "sentences", "mode": "all"},
-    },
-}
-ORACLE = "oracle"
-
-
-@dataclass(frozen=True, slots=True)
-class EvalStrategy:
-    """A named strategy to evaluate: a request ``strategy`` object (``None``: the assembler's
-    default), or the gold-first oracle, which scores gold passages 1 and the rest 0."""
-
-    name: str
-    strategy: Mapping[str, Any] | None = None
-    oracle: bool = False
-
-
-def resolve_strategy(name: str) -> EvalStrategy:
-    """A preset, ``oracle``, or the name of a selection strategy (with utility relevance)."""
-    if name == ORACLE:
-        return EvalStrategy(
-            ORACLE,
-            {"relevance": "given", "selection": "greedy_by_score", "compression": None},
-            oracle=True,
-        )
-    if name in PRESETS:
-        return EvalStrategy(name, PRESETS[name])
-    if name in names("selection"):
-        return EvalStrategy(name, {**_PLAIN, "selection": name})
-    allowed = ", ".join(dict.fromkeys([*PRESETS, ORACLE, *names("selection")]))
-    raise RequestError(f"unknown strategy {name!r}; choose one of {allowed}", field="strategy")
+__all__ = ["EvalRow", "evaluate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,8 +155,6 @@ def evaluate(
         for budget in budgets:
             counter.clear()
             clear_caches()
-            clear_lexical_caches()
-            clear_guard_caches()
             scores = []
             for question in questions:
                 started = time.perf_counter()

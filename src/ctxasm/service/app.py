@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -32,8 +32,6 @@ from starlette.exceptions import HTTPException
 
 from ctxasm.assembler import Assembler
 from ctxasm.errors import (
-    BudgetError,
-    ConfigError,
     CtxasmError,
     RequestError,
     RequestTooLargeError,
@@ -78,21 +76,14 @@ def _check_limits(data: Mapping[str, Any], limits: Mapping[str, int]) -> None:
         )
 
 
-def _status(error: CtxasmError) -> int:
-    if isinstance(error, RequestTooLargeError):
-        return 413
-    if isinstance(error, RequestError | BudgetError | ConfigError):
-        return 422
-    return 500
-
-
 def _json(data: Any, status: int = 200) -> Response:
     body = json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
     return Response(body, status_code=status, media_type="application/json")
 
 
-def _failure(error: CtxasmError, request_id: str, status: int | None = None) -> Response:
-    return _json({"error": {**error.to_dict(), "request_id": request_id}}, status or _status(error))
+def _failure(error: CtxasmError, request_id: str) -> Response:
+    """The error as ``error.to_dict()`` (plus the request id), with the status its class carries."""
+    return _json({"error": {**error.to_dict(), "request_id": request_id}}, error.http_status)
 
 
 class _Endpoints:
@@ -128,8 +119,6 @@ class _Endpoints:
             report = check_citations(data["answer"], data.get("result") or {})
         except CtxasmError as error:
             return _failure(error, request_id)
-        except TypeError as error:
-            return _failure(RequestError(str(error), field="result"), request_id, 422)
         return _json(report.to_dict())
 
 
@@ -164,34 +153,73 @@ def create_app(
     cannot load) raises :class:`~ctxasm.errors.ConfigError` here, before anything is served.
     ``allow_request_templates`` overrides ``[service] allow_request_templates`` when given.
     """
-    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-
     assembler = assembler or Assembler(config)
     settings = assembler.config.service
     if allow_request_templates is None:
         allow_request_templates = bool(settings["allow_request_templates"])
     work = _Endpoints(assembler, allow_request_templates=allow_request_templates)
-    metrics = CollectorRegistry()
-    requests = Counter("ctxasm_requests", "HTTP requests", ["endpoint", "status"], registry=metrics)
-    latency = Histogram("ctxasm_request_seconds", "Request latency", ["endpoint"], registry=metrics)
+    metrics = _Metrics()
     app = FastAPI(
         title="ctxasm",
         summary="The context assembler for RAG: prompts that fit, with a full report.",
         version=_version(),
     )
     app.openapi = lambda: contract(app, secured=api_key is not None)  # type: ignore[method-assign]
+    _add_error_handlers(app)
+    _add_middleware(app, work, settings, api_key=api_key, observe=metrics.observe)
+    _add_work_routes(app, work)
+    _add_info_routes(app, assembler, metrics)
+    app.state.service_settings = dict(settings)
+    return app
+
+
+class _Metrics:
+    """The Prometheus counters of one app: requests by endpoint and status, and latency."""
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "ctxasm_requests", "HTTP requests", ["endpoint", "status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "ctxasm_request_seconds", "Request latency", ["endpoint"], registry=self.registry
+        )
+
+    def observe(self, endpoint: str, status: int, seconds: float) -> None:
+        self.requests.labels(endpoint, str(status)).inc()
+        self.latency.labels(endpoint).observe(seconds)
+
+    def text(self) -> str:
+        from prometheus_client import generate_latest
+
+        return generate_latest(self.registry).decode("utf-8")
+
+
+def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(HTTPException, _http_error)
 
-    def observe(endpoint: str, status: int, seconds: float) -> None:
-        requests.labels(endpoint, str(status)).inc()
-        latency.labels(endpoint).observe(seconds)
 
+def _add_middleware(
+    app: FastAPI,
+    work: _Endpoints,
+    settings: Mapping[str, Any],
+    *,
+    api_key: str | None,
+    observe: Callable[[str, int, float], None],
+) -> None:
+    """The guard in front of every route: API key, body size and pace, metrics."""
     guard = GuardSettings(
         api_key=api_key,
         max_body_bytes=work.limits["max_body_bytes"],
         body_timeout_s=float(settings["body_timeout_s"]),
     )
     app.add_middleware(ServiceGuard, settings=guard, routes=app.router.routes, observe=observe)
+
+
+def _add_work_routes(app: FastAPI, work: _Endpoints) -> None:
+    """``POST /v1/assemble`` and ``POST /v1/check-citations``, run in worker threads."""
 
     @app.post(
         "/v1/assemble",
@@ -218,6 +246,10 @@ def create_app(
         body = await request.body()
         return await run_in_threadpool(work.check_citations, body, request_id(request))
 
+
+def _add_info_routes(app: FastAPI, assembler: Assembler, metrics: _Metrics) -> None:
+    """``GET /v1/models``, ``GET /healthz`` and ``GET /metrics``."""
+
     @app.get(
         "/v1/models",
         summary="The model registry",
@@ -243,10 +275,7 @@ def create_app(
         responses=errors_for(500, 503),
     )
     async def prometheus() -> Response:
-        return PlainTextResponse(generate_latest(metrics).decode("utf-8"))
-
-    app.state.service_settings = dict(settings)
-    return app
+        return PlainTextResponse(metrics.text())
 
 
 def _version() -> str:

@@ -3,25 +3,21 @@
 ``context = context_window - reserve_output - margin - (system + query + history + overhead)``,
 where every section is counted with the model's tokenizer on the request as it will be rendered
 (``overhead`` is what the format adds: chat message framing, reply priming, joins), and
-``context`` is further capped by ``max_context_tokens``.
+``context`` is further capped by ``max_context_tokens``. This stage counts but never renders:
+the prompt's sizes come from a :class:`PromptSize` the assembler passes in.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 from ctxasm.errors import BudgetError, RequestError, UntokenizableError
-from ctxasm.formatting import Format, PromptParts
-from ctxasm.formatting.base import user_content
-from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE
 from ctxasm.model import Budget, Request
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 
-__all__ = ["DEFAULT_RESERVE_OUTPUT", "ESTIMATE_MARGIN", "plan_budget"]
-
-# The prompt without passages carries one of these; the request must fit with either.
-NOTES = (NO_CONTEXT_NOTE, NO_SOURCES_NOTE)
+__all__ = ["DEFAULT_RESERVE_OUTPUT", "ESTIMATE_MARGIN", "PromptSize", "plan_budget"]
 
 # A typical grounded answer fits in 1,024 tokens; models with smaller limits reserve all of it.
 DEFAULT_RESERVE_OUTPUT = 1024
@@ -29,8 +25,25 @@ DEFAULT_RESERVE_OUTPUT = 1024
 ESTIMATE_MARGIN = 0.05
 
 
+class PromptSize(Protocol):
+    """The prompt without its sources block, counted as the target format renders it
+    (``ctxasm.formatting.measure.MeasuredPrompt``). Each call measures when it is made."""
+
+    def sections(self) -> tuple[int, int, int]:
+        """Tokens of the system prompt, the question turn and the history turns."""
+        ...
+
+    def bare(self) -> int:
+        """Tokens of the whole request with an empty sources block."""
+        ...
+
+    def without_sources(self) -> int:
+        """Tokens of the larger of the requests that say no sources were found."""
+        ...
+
+
 def plan_budget(
-    request: Request, model: ModelSpec, counter: TokenCounter, fmt: Format, parts: PromptParts
+    request: Request, model: ModelSpec, counter: TokenCounter, prompt: PromptSize
 ) -> Budget:
     """The budget of ``request``, or a :class:`BudgetError` when nothing but the query fits."""
     _require_countable(request, counter)
@@ -60,13 +73,11 @@ def plan_budget(
     if share is None:
         share = 0.0 if counter.exact else ESTIMATE_MARGIN
     margin = math.ceil(share * (window - reserve))
-    system = counter.count(parts.system)
-    query = counter.count(user_content("", parts.query))
-    history = sum(counter.count(turn.content) for turn in parts.history)
-    bare = fmt.count(fmt.render(parts, ""), counter, model)
+    system, query, history = prompt.sections()
+    bare = prompt.bare()
     overhead = max(0, bare - system - query - history)
     limit = window - reserve - margin
-    smallest = max(fmt.count(fmt.render(parts, note), counter, model) for note in NOTES)
+    smallest = prompt.without_sources()
     if smallest > limit:
         sections = {
             "system": system,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 import simplemma
 
@@ -34,9 +34,9 @@ from ctxasm.lexical import (
     sentence_words,
     title_key,
 )
-from ctxasm.model import Candidate, Reason
-from ctxasm.registry import Strategy, register, require_choice, require_int, require_number
+from ctxasm.model import Candidate, Compressed, Reason
 from ctxasm.stages.packing import Offer, Packing
+from ctxasm.strategy import Strategy, require_choice, require_int, require_number
 
 __all__ = ["ELISION", "Compressed", "Phrases", "SentenceCompression", "lemma", "sentence_lemmas"]
 
@@ -55,15 +55,6 @@ def sentence_lemmas(text: str) -> tuple[frozenset[str], ...]:
     """For each sentence of ``text`` (see :func:`ctxasm.lexical.sentence_spans`), its words
     together with their lemmas, so a query word matches in either form."""
     return tuple(frozenset((*sentence, *map(lemma, sentence))) for sentence in sentence_words(text))
-
-
-class Compressed(NamedTuple):
-    """A compressed candidate and what was kept of it."""
-
-    candidate: Candidate
-    original: str
-    kept_sentences: int
-    sentences: int
 
 
 class Phrases:
@@ -90,7 +81,6 @@ class Phrases:
         return False
 
 
-@register
 @dataclass(frozen=True)
 class SentenceCompression(Strategy):
     """Keep the sentences that carry a query word or a bridge entity, plus the first
@@ -168,10 +158,11 @@ class SentenceCompression(Strategy):
         return keep
 
     def mode_for(self, ranked: Sequence[Candidate], budget: int) -> str:
-        """``fill`` or ``all``: in ``auto`` mode, ``all`` when the budget holds fewer than
-        ``min_whole_passages`` typical passages (the median length of the best ten, at about
-        four characters per token: only a rule of thumb to choose the mode; every count that
-        decides what fits is exact)."""
+        """The placement this configuration asks for, which the assembler applies: ``all``
+        (:meth:`before_selection`) or ``fill`` (:meth:`after_selection`). In ``auto`` mode,
+        ``all`` when the budget holds fewer than ``min_whole_passages`` typical passages (the
+        median length of the best ten, at about four characters per token: only a rule of
+        thumb to choose the mode; every count that decides what fits is exact)."""
         if self.mode != "auto":
             return self.mode
         sizes = sorted(len(c.text) for c in ranked[:10])
@@ -193,11 +184,10 @@ class SentenceCompression(Strategy):
         return packing.meter.lower_bound(candidate._replace(text=text)) <= packing.remaining
 
     def before_selection(
-        self, query: str, ranked: Sequence[Candidate], mode: str
+        self, query: str, ranked: Sequence[Candidate]
     ) -> tuple[list[Candidate], dict[str, Compressed]]:
-        """In ``all`` mode, the best ``max_candidates`` compressed (bridges: their titles)."""
-        if mode != "all":
-            return list(ranked), {}
+        """``ranked`` with the best ``max_candidates`` compressed (bridges: their titles), and
+        what was compressed by id (the ``all`` placement)."""
         terms = query_terms(query)
         titles = Phrases(title_key(c.passage.title) for c in ranked[: self.max_candidates])
         out: list[Candidate] = []
@@ -215,13 +205,11 @@ class SentenceCompression(Strategy):
         return out, done
 
     def after_selection(
-        self, query: str, ranked: Sequence[Candidate], packing: Packing, mode: str
+        self, query: str, ranked: Sequence[Candidate], packing: Packing
     ) -> dict[str, Compressed]:
-        """In ``fill`` mode, offer compressed versions of the best ``max_candidates`` passages
-        that did not fit whole, in rank order; bridges are the titles of those and of the kept
-        passages, and what the kept passages name."""
-        if mode != "fill":
-            return {}
+        """Offer compressed versions of the best ``max_candidates`` passages that did not fit
+        whole, in rank order (the ``fill`` placement); bridges are the titles of those and of
+        the kept passages, and what the kept passages name."""
         turned_away = {e.candidate_id for e in packing.excluded if e.reason is Reason.OVER_BUDGET}
         retry = [c for c in ranked if c.id in turned_away][: self.max_candidates]
         if not retry:

@@ -26,7 +26,7 @@ import xxhash
 
 from ctxasm.lexical import words
 from ctxasm.model import Candidate
-from ctxasm.registry import Strategy, register, require_int, require_number
+from ctxasm.strategy import Strategy, require_int, require_number
 
 __all__ = [
     "DedupChain",
@@ -139,7 +139,6 @@ def _has_offsets(candidate: Candidate) -> bool:
 _MAX_WINDOWS = 64
 
 
-@register
 @dataclass(frozen=True)
 class StitchWindows(Strategy):
     """Stitch overlapping windows of one document into one passage.
@@ -283,7 +282,6 @@ def _normalized_key(text: str) -> int:
     return xxhash.xxh3_128_intdigest(" ".join(_words(text)).encode("utf-8", "surrogatepass"))
 
 
-@register
 @dataclass(frozen=True)
 class ExactDedup(Strategy):
     """Drop a passage whose text equals a kept one's after normalisation (case, whitespace and
@@ -346,7 +344,6 @@ def shingles(text: str, size: int) -> frozenset[int]:
     return frozenset(combined)
 
 
-@register
 @dataclass(frozen=True)
 class NearDuplicateDedup(Strategy):
     """Drop a passage whose word shingles mostly repeat a kept passage's.

@@ -44,10 +44,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
-from ctxasm.registry import Strategy, register, require_choice, require_int, require_number
 from ctxasm.stages.guard_markers import blob_hits, hidden_hits, line_hits, link_hits, token_hits
 from ctxasm.stages.guard_phrases import Hit, clear_word_cache, concept_events, score_events
 from ctxasm.stages.guard_text import decoded_payloads, fold, long_words
+from ctxasm.strategy import Strategy, require_choice, require_int, require_number
 
 __all__ = ["CHECKS", "SCAN_OVERLAP", "SCAN_WINDOW", "InjectionScan", "clear_caches"]
 
@@ -68,7 +68,6 @@ SCAN_OVERLAP = 256  # shared by neighbouring windows, so no short pattern is cut
 MIN_CHECK_WEIGHT = 0.3  # a check is named when its own evidence in the window weighs this much
 
 
-@register
 @dataclass(frozen=True)
 class InjectionScan(Strategy):
     """Score passages for prompt-injection evidence (see the module docstring); ``flag`` marks

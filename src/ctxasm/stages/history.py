@@ -15,84 +15,30 @@ and token caps bound what history takes from the passages, not room the passages
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
 
-from ctxasm.errors import RequestError
-from ctxasm.model import Exclusion, Message, Reason
-from ctxasm.validation import invalid, relocated
+from ctxasm.model import Budget, Exclusion, HistoryPolicy, Message, Reason
+from ctxasm.schema import parse_history_policy
 
-__all__ = ["HistoryPlan", "HistoryPolicy", "Summarizer", "parse_history_policy", "trim_history"]
+__all__ = [
+    "GivenBack",
+    "HistoryPlan",
+    "HistoryPolicy",
+    "HistoryStep",
+    "Summarizer",
+    "parse_history_policy",
+    "trim_history",
+]
 
 STAGE = "history"
 SUMMARY_HEADING = "Summary of the earlier conversation:"
 
 Summarizer = Callable[[Sequence[Message]], str]
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryPolicy:
-    """How much of the budget history may take (see the module docstring)."""
-
-    min_recent_turns: int = 2
-    max_share: float = 0.5
-    max_tokens: int | None = None
-    reclaim: bool = True
-
-    def __post_init__(self) -> None:
-        where = "history_policy"
-        if not isinstance(self.reclaim, bool):
-            raise RequestError(f"{where}.reclaim must be true or false", field=f"{where}.reclaim")
-        turns = self.min_recent_turns
-        if isinstance(turns, bool) or not isinstance(turns, int) or not 0 <= turns <= 10_000:
-            raise invalid(f"{where}.min_recent_turns", "an integer from 0 to 10000", turns)
-        share = self.max_share
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
-            raise invalid(f"{where}.max_share", "a number from 0 to 1", share)
-        object.__setattr__(self, "max_share", float(share))
-        tokens = self.max_tokens
-        if tokens is not None and (
-            isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= 2**53
-        ):
-            raise invalid(f"{where}.max_tokens", "a non-negative integer or null", tokens)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "min_recent_turns": self.min_recent_turns,
-            "max_share": self.max_share,
-            "max_tokens": self.max_tokens,
-            "reclaim": self.reclaim,
-        }
-
-
-def parse_history_policy(value: object, field: str = "history_policy") -> HistoryPolicy:
-    """The ``history_policy`` request object, checked."""
-    if value is None:
-        return HistoryPolicy()
-    if isinstance(value, HistoryPolicy):
-        return value
-    if not isinstance(value, Mapping):
-        raise RequestError(
-            f"{field} must be an object with min_recent_turns, max_share, max_tokens",
-            field=field,
-        )
-    keys = ("min_recent_turns", "max_share", "max_tokens", "reclaim")
-    unknown = [key for key in value if key not in keys]
-    if unknown:
-        raise RequestError(
-            f"{field} has unknown key {unknown[0]!r}; keys: {', '.join(keys)}",
-            field=f"{field}.{unknown[0]}",
-        )
-    try:
-        return HistoryPolicy(
-            value.get("min_recent_turns", 2),
-            value.get("max_share", 0.5),
-            value.get("max_tokens"),
-            value.get("reclaim", True),
-        )
-    except RequestError as error:
-        raise relocated(error, "history_policy", field) from None
+# A rendered request, as the format that renders it shapes it.
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,3 +109,116 @@ def trim_history(
         dropped=tuple(range(first)),
         allowance=allowance,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class GivenBack(Generic[R]):
+    """The request after :meth:`HistoryStep.give_back`: the history plan, the rendered request
+    and its exact count, and the budget with its history, overhead and context sections
+    updated to what the turns took."""
+
+    plan: HistoryPlan
+    rendered: R
+    total: int
+    budget: Budget
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryStep:
+    """The history step (see the module docstring): which of ``turns`` go into the prompt.
+
+    :meth:`plan` runs inside the budget slot: it trims the turns to their allowance, then
+    summarises the dropped ones when there is a ``summarizer``. :meth:`give_back` runs after
+    verify: it offers the room the passages left unused back to dropped turns. ``cost`` is a
+    turn's tokens with its message framing.
+    """
+
+    turns: tuple[Message, ...]
+    policy: HistoryPolicy
+    cost: Callable[[Message], int]
+    summarizer: Summarizer | None = None
+
+    def plan(self, room: int) -> HistoryPlan:
+        """The turns that fit ``room`` (what the mandatory parts of the prompt leave), and
+        the summary of the others when there is a summariser and it fits beside them."""
+        if not self.turns:
+            return HistoryPlan((), (), 0)
+        plan = trim_history(self.turns, room, self.policy, self.cost)
+        if not plan.dropped or self.summarizer is None:
+            return plan
+        return self._summarised(plan, self.summarizer)
+
+    def _summarised(self, original: HistoryPlan, summarizer: Summarizer) -> HistoryPlan:
+        turns, minimum, plan = self.turns, self.policy.min_recent_turns, original
+        while True:
+            summary = summarizer([turns[i] for i in plan.dropped])
+            if not isinstance(summary, str) or not summary.strip():
+                if not isinstance(summary, str):
+                    warnings.warn(
+                        f"the summarizer returned {type(summary).__name__}, not a string; "
+                        "no summary is used",
+                        stacklevel=5,
+                    )
+                return original
+            used = sum(self.cost(turn) for turn in plan.turns)
+            summary_cost = self.cost(Message("user", f"{SUMMARY_HEADING}\n{summary}"))
+            if used + summary_cost <= plan.allowance:
+                return HistoryPlan(plan.kept, plan.dropped, plan.allowance, summary.strip())
+            if len(plan.kept) <= minimum:
+                return original  # no summary fits beside the turns that must stay
+            # Make room: the oldest kept turn (and an assistant turn it would leave first)
+            # joins the summarised ones.
+            kept = list(plan.kept[1:])
+            while kept and kept[0][1].role == "assistant" and len(kept) > minimum:
+                kept.pop(0)
+            first = kept[0][0] if kept else len(turns)
+            plan = HistoryPlan(tuple(kept), tuple(range(first)), plan.allowance)
+
+    def reclaims(self, plan: HistoryPlan) -> bool:
+        """Whether :meth:`give_back` has anything to do: turns were dropped, no summary
+        stands for them, and the policy lets them reclaim room."""
+        return bool(plan.dropped) and plan.summary is None and self.policy.reclaim
+
+    def give_back(
+        self,
+        plan: HistoryPlan,
+        render: Callable[[tuple[Message, ...]], R],
+        count: Callable[[R], int],
+        count_text: Callable[[str], int],
+        budget: Budget,
+        rendered: R,
+        total: int,
+    ) -> GivenBack[R]:
+        """Give room the passages left unused back to dropped turns, newest first and from a
+        user turn on, as many as the exact recount allows. ``render`` renders the request with
+        the given turns, ``count`` counts a rendered request exactly, ``count_text`` counts a
+        turn's text; ``rendered`` and ``total`` are the request as verified.
+
+        More turns never take fewer tokens, so a binary search over the possible starting
+        turns needs only a logarithmic number of recounts (each one a request to the
+        provider, when Anthropic counts).
+        """
+        turns = self.turns
+        first = plan.kept[0][0] if plan.kept else len(turns)
+        starts = [i for i in range(first - 1, -1, -1) if turns[i].role == "user"]  # newest first
+        best = (plan, rendered, total)
+        low, high = 0, len(starts) - 1  # the last index of starts that still fits
+        while low <= high:
+            middle = (low + high) // 2
+            added = tuple((i, turns[i]) for i in range(starts[middle], first))
+            trial = HistoryPlan(added + plan.kept, tuple(range(starts[middle])), plan.allowance)
+            trial_rendered = render(trial.turns)
+            found = (trial, trial_rendered, count(trial_rendered))
+            if found[2] <= budget.prompt_limit:
+                best, low = found, middle + 1
+            else:
+                high = middle - 1
+        kept_tokens = sum(count_text(turn.content) for turn in best[0].turns)
+        grown = best[2] - total
+        budget = replace(
+            budget,
+            history=kept_tokens,
+            overhead=budget.overhead + grown - (kept_tokens - budget.history),
+            context=max(0, budget.context - grown),
+        )
+        return GivenBack(best[0], best[1], best[2], budget)

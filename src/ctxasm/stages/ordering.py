@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
 
 from ctxasm.model import Candidate
-from ctxasm.registry import Strategy, register
 from ctxasm.schema import parse_timestamp
+from ctxasm.strategy import Strategy
 
 __all__ = [
     "ByRetrievalOrder",
@@ -36,7 +36,6 @@ def _by_score(kept: Sequence[Candidate]) -> list[Candidate]:
     return sorted(kept, key=lambda c: (-c.score, c.request_index))
 
 
-@register
 @dataclass(frozen=True)
 class ByScore(Strategy):
     """Best score first. Use with models that read the top of the context most carefully."""
@@ -48,7 +47,6 @@ class ByScore(Strategy):
         return _by_score(kept)
 
 
-@register
 @dataclass(frozen=True)
 class ByRetrievalOrder(Strategy):
     """The order the passages arrived in (trust the retriever or reranker as it is)."""
@@ -63,7 +61,6 @@ class ByRetrievalOrder(Strategy):
 _UNDATED = datetime.max.replace(tzinfo=UTC)
 
 
-@register
 @dataclass(frozen=True)
 class Chronological(Strategy):
     """Oldest ``timestamp`` first; undated passages last. Use for news, logs and conversations."""
@@ -79,7 +76,6 @@ class Chronological(Strategy):
         return sorted(kept, key=lambda c: (when(c), c.request_index))
 
 
-@register
 @dataclass(frozen=True)
 class BySource(Strategy):
     """Passages of one document together, in document order (``start``, else request order);
@@ -106,7 +102,6 @@ class BySource(Strategy):
         )
 
 
-@register
 @dataclass(frozen=True)
 class PrimacyRecency(Strategy):
     """Best first, second best last, weakest in the middle ("lost in the middle").

@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 
 from ctxasm.lexical import entities, phrase_key, query_terms, title_key
 from ctxasm.model import Candidate, Reason
-from ctxasm.registry import Strategy, register, require_int, require_number
 from ctxasm.stages.packing import Offer, Packing
 from ctxasm.stages.selection import offer_in_order, scaled_scores
+from ctxasm.strategy import Strategy, require_int, require_number
 
 __all__ = ["AutoSelection", "BridgeSelection", "CoverageSelection", "Evidence"]
 
@@ -68,7 +68,6 @@ def _titled(candidate: Candidate) -> str:
     return f"{title}\n{candidate.text}" if title else candidate.text
 
 
-@register
 @dataclass(frozen=True)
 class CoverageSelection(Strategy):
     """Redundancy-aware greedy: pick the candidate with the most new evidence per token.
@@ -160,7 +159,6 @@ class CoverageSelection(Strategy):
         return plan
 
 
-@register
 @dataclass(frozen=True)
 class BridgeSelection(Strategy):
     """Multi-hop selection: after each pick, re-score the rest for what the picks introduced.
@@ -253,7 +251,6 @@ _DEFAULT_ROUTES: dict[str, Any] = {
 }
 
 
-@register
 @dataclass(frozen=True)
 class AutoSelection(Strategy):
     """The default: the selection strategy configured for the query's class (given in the
@@ -275,7 +272,8 @@ class AutoSelection(Strategy):
 
     def __post_init__(self) -> None:
         from ctxasm.errors import RequestError
-        from ctxasm.registry import ParamError, build
+        from ctxasm.registry import build
+        from ctxasm.strategy import ParamError
 
         routes = {}
         for query_class in _DEFAULT_ROUTES:

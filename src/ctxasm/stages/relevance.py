@@ -13,7 +13,7 @@ from typing import ClassVar, Protocol
 
 from ctxasm.lexical import phrase_key, query_terms
 from ctxasm.model import Candidate, Exclusion, Passage, Reason
-from ctxasm.registry import Strategy, register, require_number
+from ctxasm.strategy import Strategy, require_number
 
 __all__ = [
     "STAGE",
@@ -48,7 +48,6 @@ class RelevanceStrategy(Protocol):
     def to_config(self) -> dict[str, object]: ...
 
 
-@register
 @dataclass(frozen=True)
 class GivenScoreRelevance(Strategy):
     """Use the retriever's scores as they are; a passage without a score gets ``default``.
@@ -68,7 +67,6 @@ class GivenScoreRelevance(Strategy):
         return Scores(values, None, "given")
 
 
-@register
 @dataclass(frozen=True)
 class BM25Relevance(Strategy):
     """Okapi BM25 of the query's content words against each passage, scaled so the best is 1.
@@ -121,7 +119,6 @@ def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> lis
     return raw
 
 
-@register
 @dataclass(frozen=True)
 class AutoRelevance(Strategy):
     """Given scores when every passage has one; otherwise the ``utility`` strategy with its
@@ -141,9 +138,13 @@ class AutoRelevance(Strategy):
     def score(self, query: str, passages: Sequence[Passage]) -> Scores:
         if all(p.score is not None for p in passages):
             return Scores([p.score or 0.0 for p in passages], None, "given")
-        from ctxasm.stages.utility import UtilityRelevance
+        # By name, through the registry: utility builds on this module's BM25, so importing it
+        # here would make the two modules import each other.
+        from ctxasm.registry import build
 
-        return UtilityRelevance(w_score=0.0, k1=self.k1, b=self.b).score(query, passages)
+        params = {"name": "utility", "w_score": 0.0, "k1": self.k1, "b": self.b}
+        utility: RelevanceStrategy = build("relevance", params, "strategy.relevance")
+        return utility.score(query, passages)
 
 
 def rank(

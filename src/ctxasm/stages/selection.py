@@ -14,8 +14,8 @@ from typing import Any, ClassVar, Protocol
 
 from ctxasm.lexical import words
 from ctxasm.model import Candidate, Reason
-from ctxasm.registry import Strategy, register, require_choice, require_int, require_number
 from ctxasm.stages.packing import Offer, Packing
+from ctxasm.strategy import Strategy, require_choice, require_int, require_number
 
 __all__ = [
     "GreedyByScore",
@@ -64,7 +64,6 @@ def scaled_scores(candidates: Sequence[Candidate]) -> list[float]:
     return [max(value, 1e-6) for value in scaled]
 
 
-@register
 @dataclass(frozen=True)
 class GreedyByScore(Strategy):
     """Best score first; a candidate that does not fit is skipped and smaller ones still tried.
@@ -80,7 +79,6 @@ class GreedyByScore(Strategy):
         offer_in_order(candidates, packing)
 
 
-@register
 @dataclass(frozen=True)
 class PrioritySelection(Strategy):
     """Highest ``priority`` first (then score, then request order).
@@ -121,7 +119,6 @@ class PrioritySelection(Strategy):
                 detail = f"after {candidate.id} (priority {tier:g}) did not fit"
 
 
-@register
 @dataclass(frozen=True)
 class UtilityPerToken(Strategy):
     """Highest score per token first, skipping what does not fit.
@@ -144,7 +141,6 @@ class UtilityPerToken(Strategy):
         offer_in_order([c for _, _, c in keyed], packing)
 
 
-@register
 @dataclass(frozen=True)
 class KnapsackSelection(Strategy):
     """The set with the highest total score that fits: exact 0/1 knapsack by dynamic programming.
@@ -222,7 +218,6 @@ class KnapsackSelection(Strategy):
         return chosen
 
 
-@register
 @dataclass(frozen=True)
 class MMRSelection(Strategy):
     """Maximal marginal relevance: each pick maximises ``lam * relevance - (1 - lam) * similarity``
@@ -248,7 +243,7 @@ class MMRSelection(Strategy):
         if self.embedder is not None:
             from ctxasm.embeddings import get_embedder
             from ctxasm.errors import CtxasmError
-            from ctxasm.registry import ParamError
+            from ctxasm.strategy import ParamError
 
             if not isinstance(self.embedder, str):
                 raise ParamError("embedder", f"must be an embedder spec, got {self.embedder!r}")

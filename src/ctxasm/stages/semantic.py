@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, ClassVar
 from ctxasm.embeddings import Embedder, get_embedder
 from ctxasm.errors import ConfigError
 from ctxasm.model import Candidate
-from ctxasm.registry import ParamError, Strategy, register, require_number
 from ctxasm.stages.dedup import DedupSession, Duplicate, Verdict
+from ctxasm.strategy import ParamError, Strategy, require_number
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,7 +25,6 @@ __all__ = ["SemanticDedup"]
 _TOLERANCE = 1e-6
 
 
-@register
 @dataclass(frozen=True)
 class SemanticDedup(Strategy):
     """Drop a passage whose vector has cosine similarity at least ``threshold`` with a kept one.

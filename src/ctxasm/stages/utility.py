@@ -27,8 +27,8 @@ from typing import ClassVar
 
 from ctxasm.lexical import phrase_key, query_terms, title_key
 from ctxasm.model import Passage
-from ctxasm.registry import Strategy, register, require_int, require_number
 from ctxasm.stages.relevance import Scores, bm25
+from ctxasm.strategy import Strategy, require_int, require_number
 
 __all__ = ["UtilityRelevance", "title_match"]
 
@@ -41,7 +41,6 @@ def title_match(query_key: str, title: str | None) -> float:
     return 1.0 if key and f" {key} " in f" {query_key} " else 0.0
 
 
-@register
 @dataclass(frozen=True)
 class UtilityRelevance(Strategy):
     """Every signal at once: retriever score, BM25 over title and text, a title named in the

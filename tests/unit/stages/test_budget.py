@@ -9,7 +9,7 @@ import pytest
 import tiktoken
 
 import ctxasm
-from ctxasm import BudgetError
+from ctxasm import BudgetError, RequestError
 
 O200K = tiktoken.get_encoding("o200k_base")
 
@@ -190,4 +190,11 @@ def test_budget_error_when_only_the_no_context_note_does_not_fit() -> None:
 def test_budget_error_with_text_format() -> None:
     with pytest.raises(BudgetError) as caught:
         _run(system_prompt="rules " * 500, context_window=600, format="text")
-    assert caught.value.sections["system"] >= 500
+    assert caught.value.sections["system"] == 554
+
+
+def test_a_window_above_the_models_is_refused() -> None:
+    with pytest.raises(RequestError) as error:
+        ctxasm.assemble("q", [], model="gpt-4", context_window=10_000_000)
+    assert error.value.field == "context_window"
+    assert "8192" in error.value.message

@@ -20,7 +20,7 @@ from ctxasm.evaluation import (
     score_question,
 )
 
-SHARED_EVAL = Path(__file__).resolve().parents[2].parent / "shared" / "eval"
+SHARED_EVAL = Path(__file__).resolve().parents[3].parent / "shared" / "eval"
 
 
 def _passage(
@@ -466,7 +466,7 @@ def test_default_beats_bm25_greedy_on_hotpotqa() -> None:
     assert default.all_gold > bm25.all_gold
 
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
 def test_gold_evidence_counts_wherever_it_ended_up() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import ctxasm
+from ctxasm.tokens import TiktokenTokenizer
 
 # The wording of a detail is free; it must say how much budget was left.
 DETAIL_TOO_BIG = re.compile(r"\b\d+ of \d+\b.*\bleft\b")
@@ -330,3 +331,38 @@ def test_mmr_uses_an_embedder_when_passages_carry_no_embeddings() -> None:
     with pytest.raises(ctxasm.RequestError) as caught:
         ctxasm.assemble("q", [], strategy={"selection": {"name": "mmr", "embedder": "magic"}})
     assert caught.value.field == "strategy.selection.embedder"
+
+
+@pytest.mark.parametrize("strategy", ["knapsack", "mmr", "utility_per_token", "greedy_by_score"])
+def test_scores_near_the_float_limit_do_not_overflow(strategy: str) -> None:
+    passages = [
+        {"id": f"k{i}", "text": f"alpha {word}", "score": 1e308}
+        for i, word in enumerate(["one", "two", "three", "four"])
+    ]
+    passages.append({"id": "neg", "text": "alpha five", "score": -1e308})
+    result = ctxasm.assemble("alpha?", passages, strategy={"selection": strategy})
+    assert sorted(i.id for i in result.report.included) == ["k0", "k1", "k2", "k3", "neg"]
+
+
+def test_a_long_unbroken_text_that_cannot_fit_is_never_tokenized(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # one 60,000-character pre-tokenizer piece: tiktoken would take seconds on it
+    cjk = "日本語の文章です" * 7500
+    seen: list[int] = []
+    real_count = TiktokenTokenizer.count
+
+    def spy(self: TiktokenTokenizer, text: str) -> int:
+        seen.append(len(text))
+        return real_count(self, text)
+
+    monkeypatch.setattr(TiktokenTokenizer, "count", spy)
+    for strategy in ("greedy_by_score", "utility_per_token", "knapsack", "mmr"):
+        result = ctxasm.assemble(
+            "q",
+            [{"id": "cjk", "text": cjk, "score": 1}, {"id": "s", "text": "small q", "score": 0.5}],
+            max_context_tokens=500,
+            strategy={"selection": strategy},
+        )
+        assert [i.id for i in result.report.included] == ["s"]
+    assert seen and max(seen) < 10_000  # the byte lower bound rejected it untouched

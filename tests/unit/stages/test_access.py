@@ -214,3 +214,12 @@ def test_filter_readable_refuses_what_is_not_a_principal() -> None:
         filter_readable([Passage("p", "x", readers=("s",))], fake, allow_public=False)
     assert caught.value.field == "principal"
     assert caught.value.message.startswith("principal must be a ctxasm.Principal or None; got Fake")
+
+
+def test_null_groups_mean_no_groups() -> None:
+    result = ctxasm.assemble(
+        "alpha?",
+        [{"id": "a", "text": "alpha", "score": 1, "tenant": "t", "readers": ["u"]}],
+        principal={"id": "u", "tenant": "t", "groups": None},
+    )
+    assert [i.id for i in result.report.included] == ["a"]

@@ -206,9 +206,10 @@ def test_a_one_sentence_passage_is_never_compressed() -> None:
 
 
 def test_the_source_header_is_kept_for_every_compressed_passage() -> None:
-    for budget in (60, 100, 120):
+    for budget, kept in ((60, ["a"]), (100, ["a", "b"]), (120, ["a", "b"])):
         result = _run({"name": "sentences", "mode": "all"}, budget)
         content = _content(result)
+        assert [item.id for item in result.report.included] == kept
         for item in result.report.included:
             title = {"a": "Velora bridge", "b": "Tamsin river"}[item.id]
             assert f"[{item.label}] {title}\n```\n" in content

@@ -230,3 +230,9 @@ def test_bad_parameters_name_the_field(params: dict[str, Any], field: str) -> No
             LINK_QUERY, LINK_PASSAGES, strategy={"relevance": {"name": "utility", **params}}
         )
     assert caught.value.field == field
+
+
+def test_a_stopword_only_query_says_why_nothing_is_relevant() -> None:
+    result = ctxasm.assemble("what is it?", [{"id": "a", "text": "Bananas are yellow."}])
+    assert result.report.no_relevant_context
+    assert result.report.excluded[0].detail == "utility score 0: the query has no content words"

@@ -1,0 +1,25 @@
+"""One reset for the caches the pipeline keeps across assemblies.
+
+Lexical keys, dedup shingles and guard scans are cached by text for the life of the process
+(retrieval returns the same chunks again and again). :func:`clear_caches` forgets them, so a
+measurement can start cold; token counts are cached per counter (``TokenCounter.clear``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["clear_caches"]
+
+
+def clear_caches() -> None:
+    """Forget the cached words, keys, sentence splits, shingles and guard scans."""
+    from ctxasm import lexical
+    from ctxasm.stages import dedup
+
+    dedup.clear_caches()
+    lexical.clear_caches()
+    # The guard is imported when a request first names it; before that it has nothing cached.
+    guard = sys.modules.get("ctxasm.stages.guard")
+    if guard is not None:
+        guard.clear_caches()

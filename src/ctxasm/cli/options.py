@@ -1,0 +1,46 @@
+"""Options that several commands share, declared once so that their help cannot drift."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "FORMATS",
+    "ConfigOption",
+    "MaxBytesOption",
+    "ProgressOption",
+]
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+FORMATS = ("openai", "anthropic", "markdown", "text")
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        metavar="FILE",
+        help="TOML or JSON config: request defaults, models, limits (default: $CTXASM_CONFIG).",
+        show_default=False,
+    ),
+]
+MaxBytesOption = Annotated[
+    int,
+    typer.Option(
+        "--max-bytes",
+        min=1,
+        metavar="N",
+        help="Refuse a request (or batch line) larger than N bytes.",
+    ),
+]
+ProgressOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--progress/--no-progress",
+        help="Progress bar on standard error (default: on a terminal).",
+        show_default=False,
+    ),
+]

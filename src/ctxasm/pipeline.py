@@ -1,0 +1,465 @@
+"""The steps of one assembly and the frozen state passed between them.
+
+:class:`ctxasm.assembler.Assembler` calls these steps in the slot order (see
+``docs/pipeline.md``); each step takes the state of the steps before it and returns new frozen
+state, never changing what it was given:
+
+========================  =========================  ==========================================
+step                      returns                    slot
+========================  =========================  ==========================================
+:func:`access`            :class:`Readable`          access
+:func:`plan`              :class:`Planned`           budget (history trimmed and summarised)
+:func:`relevance`         :class:`Ranked`            relevance
+:func:`compress`          :class:`Ranked`            compression, before selection (``all``)
+:func:`select`            :class:`Selected`          dedup + selection, guard: via admission
+:func:`compress_to_fill`  :class:`Selected`          compression, after selection (``fill``)
+:func:`order`             :class:`Ordered`           ordering
+:func:`render`            :class:`Rendering`         format
+:func:`verify`            :class:`Verified`          verify
+:func:`give_back`         :class:`Verified`          history takes room the passages left
+:func:`report`            :class:`~ctxasm.Assembly`  report
+========================  =========================  ==========================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
+from types import MappingProxyType
+from typing import ClassVar, Protocol, TypeVar
+
+from ctxasm.errors import ConfigError
+from ctxasm.formatting import Format, PromptParts, Rendered
+from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE, RULES, SourcesBlock
+from ctxasm.formatting.measure import MeasuredPrompt
+from ctxasm.model import (
+    Assembly,
+    Budget,
+    Candidate,
+    Compressed,
+    Exclusion,
+    Message,
+    Passage,
+    Reason,
+    Request,
+)
+from ctxasm.models import ModelSpec
+from ctxasm.query_class import classify
+from ctxasm.report import build_report
+from ctxasm.stages.access import filter_readable
+from ctxasm.stages.admission import Guard, Meter
+from ctxasm.stages.budget import plan_budget
+from ctxasm.stages.dedup import DedupSession, DedupStrategy
+from ctxasm.stages.history import SUMMARY_HEADING, HistoryPlan, HistoryStep
+from ctxasm.stages.ordering import OrderingStrategy
+from ctxasm.stages.packing import Packed, Packing, SelectionContext
+from ctxasm.stages.relevance import RelevanceStrategy, rank
+from ctxasm.stages.selection import SelectionStrategy
+from ctxasm.tokens import TokenCounter
+
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "CompressionStrategy",
+    "Ordered",
+    "Placement",
+    "Planned",
+    "Ranked",
+    "Readable",
+    "Rendering",
+    "RequestCount",
+    "ResolvedStrategies",
+    "Selected",
+    "Setup",
+    "Verified",
+    "access",
+    "compress",
+    "compress_to_fill",
+    "compression_placement",
+    "fit",
+    "give_back",
+    "order",
+    "plan",
+    "relevance",
+    "render",
+    "report",
+    "select",
+    "verify",
+]
+
+DEFAULT_SYSTEM_PROMPT = "You are a careful assistant that answers questions from sources."
+# Tokens the sources block may merge or add at its seams with the question.
+_BLOCK_SEAM = 2
+
+R = TypeVar("R")
+
+
+class CompressionStrategy(Protocol):
+    """What the pipeline needs of a compression strategy (see
+    :class:`ctxasm.stages.compression.SentenceCompression`): the placement its configuration
+    asks for, and the two placements."""
+
+    name: ClassVar[str]
+
+    def mode_for(self, ranked: Sequence[Candidate], budget: int) -> str: ...
+
+    def before_selection(
+        self, query: str, ranked: Sequence[Candidate]
+    ) -> tuple[list[Candidate], dict[str, Compressed]]: ...
+
+    def after_selection(
+        self, query: str, ranked: Sequence[Candidate], packing: Packing
+    ) -> dict[str, Compressed]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedStrategies:
+    """The strategy of every slot, built from the request's :class:`~ctxasm.model.Strategies`
+    (``None``: the optional slot is off)."""
+
+    relevance: RelevanceStrategy
+    dedup: tuple[DedupStrategy, ...]
+    selection: SelectionStrategy
+    compression: CompressionStrategy | None
+    ordering: OrderingStrategy
+    guard: Guard | None
+
+
+class Placement(Enum):
+    """Where the compression step runs."""
+
+    OFF = "off"
+    BEFORE_SELECTION = "all"  # every candidate compressed, then selected
+    AFTER_SELECTION = "fill"  # what did not fit whole is offered again, compressed
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What a request resolves to before the first slot; fixed for the whole assembly."""
+
+    request: Request
+    model: ModelSpec
+    fmt: Format
+    counter: TokenCounter
+    strategies: ResolvedStrategies
+    history: HistoryStep
+
+
+@dataclass(frozen=True, slots=True)
+class Readable:
+    """After access: the passages the principal may read, with their request positions."""
+
+    passages: tuple[tuple[int, Passage], ...]
+    excluded: tuple[Exclusion, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """After budget: the history that fits, the prompt parts around the sources, the budget."""
+
+    history: HistoryPlan
+    parts: PromptParts
+    budget: Budget
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """After relevance (and compression before selection): candidates best first, what was
+    excluded so far, and what compression changed (by id)."""
+
+    candidates: tuple[Candidate, ...]
+    excluded: tuple[Exclusion, ...]
+    compressed: Mapping[str, Compressed]
+
+
+@dataclass(frozen=True, slots=True)
+class Selected:
+    """After selection (and compression after it): the ranked candidates and the packing."""
+
+    ranked: Ranked
+    packed: Packed
+    compressed: Mapping[str, Compressed]
+
+
+@dataclass(frozen=True, slots=True)
+class Ordered:
+    """After ordering: the kept passages in their final order, and every exclusion so far."""
+
+    candidates: tuple[Candidate, ...]
+    excluded: tuple[Exclusion, ...]
+    compressed: Mapping[str, Compressed]
+    query_class: str
+    no_relevant_context: bool
+
+
+class RequestCount(Protocol):
+    """How the verify step counts a whole rendered request, and whether the count is exact."""
+
+    @property
+    def exact(self) -> bool: ...
+
+    def __call__(self, rendered: Rendered) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Rendering:
+    """The format step: the request rendered around any list of passages, and how it is
+    counted (``count``: the whole request, as the verify step recounts it)."""
+
+    fmt: Format
+    counter: TokenCounter
+    parts: PromptParts
+    note: str  # the context when no passage is left
+    count: RequestCount
+
+    @property
+    def block(self) -> SourcesBlock:
+        return self.fmt.block
+
+    def context(self, kept: Sequence[Candidate]) -> str:
+        """The sources block of ``kept``, or the note saying there is none."""
+        return self.block.render(kept) if kept else self.note
+
+    def context_tokens(self, kept: Sequence[Candidate]) -> int:
+        return self.counter.count(self.context(kept))
+
+    def request(self, kept: Sequence[Candidate], parts: PromptParts | None = None) -> Rendered:
+        """The request with ``kept`` as its sources (and ``parts``, else the planned ones)."""
+        return self.fmt.render(self.parts if parts is None else parts, self.context(kept), kept)
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """After verify: the passages that fit the exact recount, the rendered request, its
+    tokens and the sources block's, the history and budget as they stand, every exclusion."""
+
+    kept: tuple[Candidate, ...]
+    rendered: Rendered
+    total: int
+    context_tokens: int
+    excluded: tuple[Exclusion, ...]
+    history: HistoryPlan
+    budget: Budget
+
+
+def system_prompt(request: Request) -> str:
+    """The system prompt with the citation rules, before any history summary."""
+    return f"{request.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n{RULES}"
+
+
+def access(setup: Setup) -> Readable:
+    """Access: drop what the principal may not read (always first)."""
+    request = setup.request
+    readable, excluded = filter_readable(
+        request.passages, request.principal, allow_public=request.allow_public
+    )
+    return Readable(tuple(readable), tuple(excluded))
+
+
+def plan(setup: Setup) -> Planned:
+    """Budget: the history that fits (trimmed, then summarised), the prompt parts around the
+    sources, and the token envelope of the sources block."""
+    request, model, counter, fmt = setup.request, setup.model, setup.counter, setup.fmt
+    system = system_prompt(request)
+    alone = MeasuredPrompt(fmt, PromptParts(system, (), request.query), counter, model)
+    bare = plan_budget(request, model, counter, alone)
+    history = setup.history.plan(bare.prompt_limit - bare.system - bare.query - bare.overhead)
+    if history.summary:
+        system = f"{system}\n\n{SUMMARY_HEADING}\n{history.summary}"
+    parts = PromptParts(system, history.turns, request.query)
+    measured = MeasuredPrompt(fmt, parts, counter, model)
+    return Planned(history, parts, plan_budget(request, model, counter, measured))
+
+
+def relevance(setup: Setup, readable: Readable) -> Ranked:
+    """Relevance: score, drop what is below the thresholds, keep the top k, best first."""
+    request = setup.request
+    ranked, cut = rank(
+        request.query,
+        readable.passages,
+        setup.strategies.relevance,
+        min_score=request.min_score,
+        top_k=request.top_k,
+    )
+    return Ranked(tuple(ranked), readable.excluded + tuple(cut), MappingProxyType({}))
+
+
+def compression_placement(setup: Setup, ranked: Ranked, planned: Planned) -> Placement:
+    """Where compression runs: off without a strategy, else the placement its mode asks for
+    at this budget (``all``: before selection, ``fill``: after it)."""
+    compressor = setup.strategies.compression
+    if compressor is None:
+        return Placement.OFF
+    mode = compressor.mode_for(ranked.candidates, planned.budget.context)
+    try:
+        return Placement(mode)
+    except ValueError:
+        allowed = ", ".join(repr(p.value) for p in Placement if p is not Placement.OFF)
+        raise ConfigError(
+            f"compression strategy {type(compressor).__name__}.mode_for returned {mode!r}; "
+            f"it must return one of {allowed}",
+            field="strategy.compression",
+        ) from None
+
+
+def compress(setup: Setup, ranked: Ranked) -> Ranked:
+    """Compression before selection: the best candidates compressed, so more fit."""
+    assert setup.strategies.compression is not None
+    shorter, done = setup.strategies.compression.before_selection(
+        setup.request.query, ranked.candidates
+    )
+    return Ranked(tuple(shorter), ranked.excluded, MappingProxyType({**ranked.compressed, **done}))
+
+
+def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) -> Selected:
+    """Selection: the strategy offers candidates in its order; each offer is one admission
+    (dedup placement, size bound, guard, price, dedup verdict: see
+    :mod:`ctxasm.stages.admission`) against ``dedup``, the assembly's dedup chain."""
+    request, counter, block = setup.request, setup.counter, setup.fmt.block
+    worst_label = max(1, len(ranked.candidates))
+    meter = Meter(counter, lambda c: block.pricing(c, worst_label))
+    heading = counter.count(block.heading) + _BLOCK_SEAM
+    context = SelectionContext(request.query, request.query_class or classify(request.query))
+    packing = Packing(
+        max(0, planned.budget.context - heading),
+        meter,
+        dedup,
+        context,
+        setup.strategies.guard,
+    )
+    setup.strategies.selection.select(ranked.candidates, packing)
+    return Selected(ranked, packing.snapshot(), ranked.compressed)
+
+
+def compress_to_fill(setup: Setup, selected: Selected) -> Selected:
+    """Compression after selection: passages that did not fit whole are offered again,
+    compressed, into the room left (each offer is an admission, as in selection)."""
+    assert setup.strategies.compression is not None
+    packing = Packing.resume(selected.packed)
+    done = setup.strategies.compression.after_selection(
+        setup.request.query, selected.ranked.candidates, packing
+    )
+    compressed = MappingProxyType({**selected.compressed, **done})
+    return Selected(selected.ranked, packing.snapshot(), compressed)
+
+
+def order(setup: Setup, selected: Selected) -> Ordered:
+    """Ordering: place the kept passages."""
+    packed = selected.packed
+    ordered = setup.strategies.ordering.order(packed.kept)
+    return Ordered(
+        tuple(ordered),
+        selected.ranked.excluded + packed.excluded,
+        selected.compressed,
+        packed.context.query_class,
+        not selected.ranked.candidates,
+    )
+
+
+def render(setup: Setup, planned: Planned, ordered: Ordered, count: RequestCount) -> Rendering:
+    """Format: the renderer of the request in the request's format, around the sources block
+    or, when no passage is left, the note saying why."""
+    note = NO_CONTEXT_NOTE if ordered.no_relevant_context else NO_SOURCES_NOTE
+    return Rendering(setup.fmt, setup.counter, planned.parts, note, count)
+
+
+def verify(rendering: Rendering, ordered: Ordered, planned: Planned) -> Verified:
+    """Verify: recount the rendered request exactly; while over, drop the lowest-value
+    passage and render again."""
+    budget = planned.budget
+    kept, rendered, total, context_tokens, dropped = fit(
+        list(ordered.candidates),
+        rendering.request,
+        rendering.count,
+        rendering.context_tokens,
+        budget.prompt_limit,
+        budget.context,
+    )
+    excluded = ordered.excluded + tuple(dropped)
+    return Verified(tuple(kept), rendered, total, context_tokens, excluded, planned.history, budget)
+
+
+def give_back(setup: Setup, rendering: Rendering, verified: Verified) -> Verified:
+    """History: room the passages left unused goes back to dropped turns, as far as the exact
+    recount allows (see :meth:`ctxasm.stages.history.HistoryStep.give_back`)."""
+    parts, kept = rendering.parts, list(verified.kept)
+
+    def with_turns(turns: tuple[Message, ...]) -> Rendered:
+        return rendering.request(kept, PromptParts(parts.system, turns, parts.query))
+
+    back = setup.history.give_back(
+        verified.history,
+        with_turns,
+        rendering.count,
+        setup.counter.count,
+        verified.budget,
+        verified.rendered,
+        verified.total,
+    )
+    return replace(
+        verified, rendered=back.rendered, total=back.total, history=back.plan, budget=back.budget
+    )
+
+
+def report(
+    setup: Setup,
+    ordered: Ordered,
+    rendering: Rendering,
+    verified: Verified,
+    timings_ms: Mapping[str, float],
+) -> Assembly:
+    """Report: the assembly and its report, a pure function of the final state."""
+    request, counter, history = setup.request, setup.counter, verified.history
+    excluded = verified.excluded + tuple(history.exclusions(request.history, setup.history.cost))
+    built = build_report(
+        model=setup.model,
+        counter=counter,
+        budget=verified.budget,
+        ordered=list(verified.kept),
+        excluded=list(excluded),
+        positions={p.id: i for i, p in enumerate(request.passages)},
+        total_tokens=verified.total,
+        context_tokens=verified.context_tokens,
+        considered=len(request.passages),
+        no_relevant_context=ordered.no_relevant_context,
+        timings_ms=timings_ms,
+        compressed=ordered.compressed,
+        query_class=ordered.query_class,
+        block=rendering.block,
+        exact_count=rendering.count.exact,
+        history={
+            "turns": len(request.history),
+            "kept": len(history.kept),
+            "tokens": sum(counter.count(t.content) for t in history.turns),
+            "dropped": list(history.dropped),
+            "summary_tokens": counter.count(history.summary) if history.summary else 0,
+        },
+    )
+    rendered = verified.rendered
+    return Assembly(rendered.messages, rendered.system, rendered.text, built, verified.kept)
+
+
+def fit(
+    ordered: list[Candidate],
+    render: Callable[[list[Candidate]], R],
+    count_request: Callable[[R], int],
+    count_block: Callable[[list[Candidate]], int],
+    prompt_limit: int,
+    context_limit: int,
+) -> tuple[list[Candidate], R, int, int, list[Exclusion]]:
+    """Render and recount exactly; while over a limit, drop the lowest-scoring passage."""
+    dropped: list[Exclusion] = []
+    while True:
+        rendered = render(ordered)
+        total = count_request(rendered)
+        block = count_block(ordered)
+        over_context = bool(ordered) and block > context_limit
+        if (total <= prompt_limit and not over_context) or not ordered:
+            return ordered, rendered, total, block, dropped
+        weakest = min(ordered, key=lambda c: (c.score, -c.request_index))
+        ordered = [c for c in ordered if c is not weakest]
+        detail = (
+            f"the rendered request took {total} tokens (limit {prompt_limit}) and the sources "
+            f"{block} (limit {context_limit}); dropped the lowest-scoring passage"
+        )
+        dropped.append(Exclusion(weakest.id, "verify", Reason.OVER_BUDGET, detail))

@@ -1,0 +1,305 @@
+"""Admission: whether one offered candidate joins what selection has kept so far.
+
+Selection strategies only choose the order of offers; every offer is decided here, by
+:meth:`Admission.admit`, which runs these checks in this order and stops at the first that
+turns the candidate away:
+
+1. **dedup placement**: from document identity and offsets only (nothing is tokenized), is it a
+   window of a kept passage's document? Then it is stitched into that passage or is a duplicate
+   of it (see *stitching* below);
+2. **size bound**: a lower bound on its tokens, known without tokenizing, must fit what is left
+   (``over_budget``); guard flags only add tokens, so the bound holds for the flagged candidate;
+3. **readability**: its text, title and url must be tokenizable in linear time
+   (``untokenizable``);
+4. **guard**: its title, url and text are scanned; with policy ``drop`` a flagged candidate is
+   refused (``injection``), otherwise it carries its flags from here on;
+5. **price**: its exact cost, counted only as far as what is left (``over_budget`` when above);
+6. **dedup verdict**: its content is compared with what is kept (``duplicate``, or stitching).
+
+Stitching (a ``Merge`` from step 1 or 6): the grown passage is scanned again by the guard (its
+header describes the grown text), priced by the new text only, and admitted when the growth
+fits what is left; the offered candidate is recorded as ``merged``.
+
+The order is for speed, and it is part of the contract: a candidate is shingled, scanned or
+tokenized only when the cheaper checks before let it through. :meth:`Admission.price` is the
+pricing part alone (steps 2, 3 and 5), for strategies that price a pool before they offer.
+An admission decides; it keeps nothing. :class:`~ctxasm.stages.packing.Packing` records the
+decisions, and :meth:`Admission.accept` tells the dedup sessions what was kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import NamedTuple, Protocol
+
+from ctxasm.errors import UntokenizableError
+from ctxasm.model import Candidate, Exclusion, Passage, Reason
+from ctxasm.stages.dedup import DedupSession, Duplicate, Merge
+from ctxasm.tokens import TokenCounter
+from ctxasm.tokens.runs import find_long_run
+
+__all__ = [
+    "Admission",
+    "Decision",
+    "Guard",
+    "Keep",
+    "Meter",
+    "Offer",
+    "Refuse",
+    "Room",
+    "Stitch",
+]
+
+SELECTION = "selection"
+DEDUP = "dedup"
+GUARD = "guard"
+
+
+class Guard(Protocol):
+    """What admission needs of a guard strategy: its flags for a text, and whether a flagged
+    candidate is dropped (``policy == "drop"``) rather than marked."""
+
+    policy: str
+
+    def scan(self, text: str) -> tuple[str, ...]: ...
+
+
+class Meter:
+    """Token prices of candidates: their fenced body plus their opening (separator and header).
+
+    ``pricing`` gives a candidate's (opening, body) as rendered in the sources block; bodies
+    are exactly the segments the final block is made of, so the verify recount finds their
+    counts cached.
+    """
+
+    def __init__(
+        self, counter: TokenCounter, pricing: Callable[[Candidate], tuple[str, str]]
+    ) -> None:
+        self.counter = counter
+        self.pricing = pricing
+        self._floor: int | None = None
+
+    def cost(self, candidate: Candidate) -> int:
+        """Tokens the candidate adds to the sources block, framing included.
+
+        One extra token per passage covers a longer label or fence in the final order; the
+        verify stage recounts the real block in any case.
+        """
+        opening, fenced = self.pricing(candidate)
+        return self.counter.count(opening) + self.counter.count(fenced) + 1
+
+    def cost_upto(self, candidate: Candidate, limit: int) -> int:
+        """The exact cost when it is at most ``limit``, else some cost above ``limit``:
+        a passage that cannot fit is only tokenized as far as needed to know it."""
+        opening, fenced = self.pricing(candidate)
+        framing = self.counter.count(opening) + 1
+        return framing + self.counter.count_upto(fenced, max(0, limit - framing))
+
+    def cost_after_merge(self, kept: Candidate, merged: Candidate) -> int:
+        """The cost of ``merged``, a kept passage grown by stitching: only the new text is
+        tokenized when the tokenizer allows it."""
+        opening, fenced = self.pricing(merged)
+        _, kept_fenced = self.pricing(kept)
+        return self.counter.count(opening) + self.counter.count_edited(kept_fenced, fenced) + 1
+
+    def lower_bound(self, candidate: Candidate) -> int:
+        """A cost the candidate cannot be below, known without tokenizing its text."""
+        return self.counter.lower_bound(candidate.text) + self.floor
+
+    def unreadable(self, candidate: Candidate) -> str | None:
+        """Why the candidate's text, title or url cannot be tokenized in linear time (an
+        unbroken run too long, see :mod:`ctxasm.tokens.runs`), or ``None``; a scan only."""
+        passage = candidate.passage
+        limit = self.counter.max_run
+        for name, value in (
+            ("text", candidate.text),
+            ("title", passage.title),
+            ("url", passage.url),
+        ):
+            run = find_long_run(value, limit) if value else None
+            if run is not None:
+                return f"its {name} has {run.describe(limit)}"
+        return None
+
+    @property
+    def floor(self) -> int:
+        """The fewest tokens any passage costs: a minimal header and an empty body."""
+        if self._floor is None:
+            opening, _ = self.pricing(Candidate.of(Passage(id="x", text=""), 0, 0.0))
+            self._floor = self.counter.count(opening) + 1
+        return self._floor
+
+
+class Offer(Enum):
+    """What happened to an offered candidate."""
+
+    ADDED = "added"
+    MERGED = "merged"
+    DUPLICATE = "duplicate"
+    TOO_BIG = "too_big"
+    REFUSED = "refused"  # the guard dropped it
+    UNTOKENIZABLE = "untokenizable"  # it cannot be counted (see Meter.unreadable)
+
+
+# Rooms and decisions are made once per offered candidate: immutable tuples, which are the
+# cheapest immutable values to build (as Candidate is).
+
+
+class Room(NamedTuple):
+    """The budget selection fills and the tokens the kept candidates already use."""
+
+    budget: int
+    used: int
+
+    @property
+    def remaining(self) -> int:
+        return self.budget - self.used
+
+
+class Keep(NamedTuple):
+    """Admit ``candidate`` (as it is to be kept: with its guard flags) at ``cost`` tokens."""
+
+    candidate: Candidate
+    cost: int
+
+
+class Stitch(NamedTuple):
+    """Replace kept ``merge.into`` by ``merge.merged``, which costs ``cost`` tokens in all;
+    the offered candidate is recorded as ``exclusion`` (reason ``merged``)."""
+
+    merge: Merge
+    cost: int
+    exclusion: Exclusion
+
+
+class Refuse(NamedTuple):
+    """Turn the candidate away: ``offer`` says how, ``exclusion`` records why."""
+
+    offer: Offer
+    exclusion: Exclusion
+
+
+Decision = Keep | Stitch | Refuse
+
+
+def _scanned(candidate: Candidate) -> str:
+    """What the guard reads of a candidate: its text, and the title and url the header shows."""
+    passage = candidate.passage
+    extra = [value for value in (passage.title, passage.url) if value]
+    return "\n".join([*extra, candidate.text]) if extra else candidate.text
+
+
+def too_big(candidate: Candidate, room: Room, need: str | None = None) -> Refuse:
+    """An ``over_budget`` refusal, with what is left of the budget."""
+    # Whether the exact count was cached must not change the report, so the size is given
+    # in characters, which every path knows.
+    if need is None:
+        need = f"{len(candidate.text):,} characters do not fit"
+    detail = f"{need}: {room.remaining} of {room.budget} tokens left"
+    return Refuse(Offer.TOO_BIG, Exclusion(candidate.id, SELECTION, Reason.OVER_BUDGET, detail))
+
+
+def untokenizable(candidate: Candidate, why: str) -> Refuse:
+    """An ``untokenizable`` refusal."""
+    detail = f"cannot be counted: {why}"
+    return Refuse(
+        Offer.UNTOKENIZABLE, Exclusion(candidate.id, SELECTION, Reason.UNTOKENIZABLE, detail)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The checks one offered candidate goes through, in the order of the module docstring.
+
+    ``dedup`` is the assembly's dedup session: it remembers what :meth:`accept` was told.
+    """
+
+    meter: Meter
+    dedup: DedupSession
+    guard: Guard | None = None
+
+    def admit(self, candidate: Candidate, room: Room, costs: Mapping[str, int]) -> Decision:
+        """Whether ``candidate`` joins the kept ones, which use ``room.used`` tokens (``costs``
+        by kept id); see the module docstring for the order of the checks."""
+        placement = self.dedup.placement(candidate)  # 1. dedup placement
+        if placement is not None:
+            return self._redundant(candidate, placement, room, costs)
+        remaining = room.remaining
+        if self.meter.lower_bound(candidate) > remaining:  # 2. size bound
+            return too_big(candidate, room)
+        unreadable = self.meter.unreadable(candidate)  # 3. readability
+        if unreadable is not None:
+            return untokenizable(candidate, unreadable)
+        if self.guard is not None:  # 4. guard
+            flags = self.guard.scan(_scanned(candidate))
+            if flags and self.guard.policy == "drop":
+                detail = "looks like a prompt injection: " + ", ".join(flags)
+                return Refuse(
+                    Offer.REFUSED, Exclusion(candidate.id, GUARD, Reason.INJECTION, detail)
+                )
+            candidate = candidate._replace(flags=flags)
+        try:
+            cost = self.meter.cost_upto(candidate, remaining)  # 5. price
+        except UntokenizableError as exc:
+            return untokenizable(candidate, exc.message)
+        if cost > remaining:
+            return too_big(candidate, room)
+        verdict = self.dedup.verdict(candidate)  # 6. dedup verdict
+        if verdict is not None:
+            return self._redundant(candidate, verdict, room, costs)
+        return Keep(candidate, cost)
+
+    def price(self, candidate: Candidate, room: Room) -> int | Refuse:
+        """The exact cost of ``candidate`` when it fits ``room``, else the refusal (steps 2, 3
+        and 5 of the module docstring: no guard, no dedup)."""
+        remaining = room.remaining
+        if self.meter.lower_bound(candidate) > remaining:
+            return too_big(candidate, room)
+        unreadable = self.meter.unreadable(candidate)
+        try:
+            if unreadable is not None:
+                raise UntokenizableError(unreadable)
+            cost = self.meter.cost_upto(candidate, remaining)
+        except UntokenizableError as exc:
+            return untokenizable(candidate, exc.message)
+        return too_big(candidate, room) if cost > remaining else cost
+
+    def accept(self, decision: Keep | Stitch) -> None:
+        """Tell the dedup session what was kept (so later verdicts compare against it)."""
+        if isinstance(decision, Stitch):
+            self.dedup.accept(decision.merge.merged, decision.merge.into)
+        else:
+            self.dedup.accept(decision.candidate, None)
+
+    def _redundant(
+        self,
+        candidate: Candidate,
+        verdict: Duplicate | Merge,
+        room: Room,
+        costs: Mapping[str, int],
+    ) -> Decision:
+        if isinstance(verdict, Merge):
+            return self._stitch(candidate, verdict, room, costs)
+        exclusion = Exclusion(candidate.id, DEDUP, Reason.DUPLICATE, verdict.detail)
+        return Refuse(Offer.DUPLICATE, exclusion)
+
+    def _stitch(
+        self, candidate: Candidate, verdict: Merge, room: Room, costs: Mapping[str, int]
+    ) -> Decision:
+        into = verdict.into
+        if self.guard is not None:  # the grown text is what the header describes
+            merged = verdict.merged._replace(flags=self.guard.scan(_scanned(verdict.merged)))
+            verdict = Merge(into, merged, verdict.detail)
+        try:
+            new_cost = self.meter.cost_after_merge(into, verdict.merged)
+        except UntokenizableError as exc:
+            return untokenizable(candidate, f"stitching it into {into.id}: {exc}")
+        delta = new_cost - costs[into.id]
+        if delta > room.remaining:
+            return too_big(
+                candidate, room, f"stitching it into {into.id} needs {delta} more tokens"
+            )
+        exclusion = Exclusion(candidate.id, DEDUP, Reason.MERGED, verdict.detail)
+        return Stitch(verdict, new_cost, exclusion)

@@ -1,0 +1,92 @@
+"""What a strategy is: the base class, its parameter error and the parameter validators.
+
+A strategy is a frozen dataclass whose fields are its parameters, with class variables ``name``
+(what requests call it) and ``slot`` (where the pipeline runs it). Its ``__post_init__`` checks
+each parameter once with :func:`require_number`, :func:`require_int` or
+:func:`require_choice`, which raise :class:`ParamError` naming the parameter; the registry turns
+that into a :class:`~ctxasm.errors.RequestError` naming the request field.
+
+This module is a leaf: it imports nothing of ctxasm but the errors, so a plugin (and every
+built-in stage) can import it without importing the registry or the pipeline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, ClassVar
+
+from ctxasm.errors import EXIT_BAD_INPUT, CtxasmError
+
+__all__ = [
+    "SLOTS",
+    "ParamError",
+    "Strategy",
+    "require_choice",
+    "require_int",
+    "require_number",
+]
+
+# The slots that take a named strategy, in pipeline order.
+SLOTS = ("relevance", "dedup", "selection", "compression", "ordering", "guard")
+
+
+class ParamError(CtxasmError, ValueError):
+    """A strategy parameter is invalid; ``param`` (also ``field``) names it. Building a strategy
+    from a request turns this into a RequestError naming the request field."""
+
+    code = "invalid_parameter"
+    http_status = 422
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message, field=param)
+        self.param = param
+
+
+class Strategy:
+    """Mixin for strategy dataclasses: a registry name and a config round-trip."""
+
+    name: ClassVar[str]
+    slot: ClassVar[str]
+
+    def to_config(self) -> dict[str, Any]:
+        """``{"name": ..., **params}``: what ``ctxasm.registry.build`` turns back into an equal
+        strategy."""
+        assert dataclasses.is_dataclass(self)
+        params = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        return {"name": self.name, **params}
+
+
+def require_number(
+    param: str, value: object, *, low: float | None = None, high: float | None = None
+) -> float:
+    """``value`` as a finite float within [low, high], or a ParamError."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ParamError(param, f"must be a finite number, got {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        finite = False
+    if not finite:
+        raise ParamError(param, f"must be a finite number, got {value!r}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ParamError(param, f"must be between {low} and {high}, got {value!r}")
+    return float(value)
+
+
+def require_int(param: str, value: object, *, low: int) -> int:
+    """``value`` as an int >= low, or a ParamError."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ParamError(param, f"must be an integer >= {low}, got {value!r}")
+    if value > 2**53:
+        raise ParamError(param, f"must be an integer <= 2**53, got {value!r}")
+    return value
+
+
+def require_choice(param: str, value: object, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``choices``, or a ParamError."""
+    if value not in choices:
+        raise ParamError(param, f"must be one of {', '.join(choices)}, got {value!r}")
+    assert isinstance(value, str)
+    return value

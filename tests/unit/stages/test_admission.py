@@ -1,0 +1,187 @@
+"""Admission: the order of the checks one offered candidate goes through, and what each
+check decides (a fake meter, dedup session and guard record every question asked)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import pytest
+
+from ctxasm.model import Candidate, Exclusion, Passage, Reason
+from ctxasm.stages.admission import (
+    Admission,
+    Keep,
+    Meter,
+    Offer,
+    Refuse,
+    Room,
+    Stitch,
+)
+from ctxasm.stages.dedup import Duplicate, Merge, Verdict
+from ctxasm.stages.packing import Packing
+
+FULL_ORDER = ["placement", "lower_bound", "unreadable", "scan", "cost_upto", "verdict"]
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+
+class _Meter:
+    """Costs one token per character; ``long`` texts have an unbroken run."""
+
+    def __init__(self, log: _Log) -> None:
+        self.log, self.floor = log, 1
+
+    def lower_bound(self, candidate: Candidate) -> int:
+        self.log.calls.append("lower_bound")
+        return len(candidate.text) // 2
+
+    def unreadable(self, candidate: Candidate) -> str | None:
+        self.log.calls.append("unreadable")
+        return "an unbroken run" if candidate.text.startswith("long") else None
+
+    def cost_upto(self, candidate: Candidate, limit: int) -> int:
+        self.log.calls.append("cost_upto")
+        return len(candidate.text)
+
+    def cost_after_merge(self, kept: Candidate, merged: Candidate) -> int:
+        self.log.calls.append("cost_after_merge")
+        return len(merged.text)
+
+
+class _Dedup:
+    def __init__(self, log: _Log, placement: Verdict = None, verdict: Verdict = None) -> None:
+        self.log, self.found_placement, self.found_verdict = log, placement, verdict
+        self.accepted: list[tuple[str, str | None]] = []
+
+    def placement(self, candidate: Candidate) -> Verdict:
+        self.log.calls.append("placement")
+        return self.found_placement
+
+    def verdict(self, candidate: Candidate) -> Verdict:
+        self.log.calls.append("verdict")
+        return self.found_verdict
+
+    def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
+        self.accepted.append((candidate.id, None if replaced is None else replaced.id))
+
+
+class _Guard:
+    def __init__(self, log: _Log, policy: str, flags: tuple[str, ...] = ()) -> None:
+        self.log, self.policy, self.flags = log, policy, flags
+
+    def scan(self, text: str) -> tuple[str, ...]:
+        self.log.calls.append("scan")
+        return self.flags
+
+
+def _candidate(pid: str, text: str) -> Candidate:
+    return Candidate.of(Passage(pid, text), 0, 1.0)
+
+
+def _admission(log: _Log, dedup: _Dedup | None = None, guard: _Guard | None = None) -> Admission:
+    return Admission(cast(Meter, _Meter(log)), dedup or _Dedup(log), guard)
+
+
+def test_a_candidate_that_passes_goes_through_every_check_in_order() -> None:
+    log = _Log()
+    admission = _admission(log, guard=_Guard(log, "flag", ("role_marker",)))
+    decision = admission.admit(_candidate("a", "x" * 10), Room(100, 30), {})
+    assert log.calls == FULL_ORDER
+    assert isinstance(decision, Keep)
+    assert (decision.candidate.id, decision.candidate.flags, decision.cost) == (
+        "a",
+        ("role_marker",),
+        10,
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "calls", "offer", "reason"),
+    [
+        ("duplicate by placement", ["placement"], Offer.DUPLICATE, Reason.DUPLICATE),
+        ("over the size bound", ["placement", "lower_bound"], Offer.TOO_BIG, Reason.OVER_BUDGET),
+        ("unreadable", FULL_ORDER[:3], Offer.UNTOKENIZABLE, Reason.UNTOKENIZABLE),
+        ("dropped by the guard", FULL_ORDER[:4], Offer.REFUSED, Reason.INJECTION),
+        ("over budget once priced", FULL_ORDER[:5], Offer.TOO_BIG, Reason.OVER_BUDGET),
+        ("duplicate by content", FULL_ORDER, Offer.DUPLICATE, Reason.DUPLICATE),
+    ],
+)
+def test_each_check_stops_the_ones_after_it(
+    case: str, calls: list[str], offer: Offer, reason: Reason
+) -> None:
+    log = _Log()
+    duplicate = Duplicate("k", "repeats k")
+    dedup = _Dedup(
+        log,
+        placement=duplicate if case == "duplicate by placement" else None,
+        verdict=duplicate if case == "duplicate by content" else None,
+    )
+    guard = _Guard(log, "drop", ("role_marker",) if case == "dropped by the guard" else ())
+    text = {
+        "over the size bound": "x" * 100,
+        "unreadable": "long" + "x" * 6,
+        "over budget once priced": "x" * 30,
+    }.get(case, "x" * 10)
+    decision = _admission(log, dedup, guard).admit(_candidate("a", text), Room(40, 20), {})
+    assert log.calls == calls
+    assert isinstance(decision, Refuse)
+    assert (decision.offer, decision.exclusion.candidate_id, decision.exclusion.reason) == (
+        offer,
+        "a",
+        reason,
+    )
+
+
+def test_a_refusal_over_budget_says_what_is_left() -> None:
+    decision = _admission(_Log()).admit(_candidate("a", "x" * 30), Room(40, 20), {})
+    assert decision == Refuse(
+        Offer.TOO_BIG,
+        Exclusion(
+            "a", "selection", Reason.OVER_BUDGET, "30 characters do not fit: 20 of 40 tokens left"
+        ),
+    )
+
+
+def test_a_stitch_is_rescanned_and_priced_by_its_growth() -> None:
+    log = _Log()
+    kept = _candidate("k", "x" * 10)
+    merged = kept._replace(text="x" * 14)
+    dedup = _Dedup(log, placement=Merge(kept, merged, "overlaps k"))
+    admission = _admission(log, dedup, _Guard(log, "flag", ("hidden_text",)))
+    decision = admission.admit(_candidate("a", "x" * 8), Room(20, 10), {"k": 10})
+    assert log.calls == ["placement", "scan", "cost_after_merge"]
+    assert isinstance(decision, Stitch)
+    assert (decision.merge.merged.flags, decision.cost) == (("hidden_text",), 14)
+    assert decision.exclusion == Exclusion("a", "dedup", Reason.MERGED, "overlaps k")
+    too_big = admission.admit(_candidate("a", "x" * 8), Room(20, 17), {"k": 10})
+    assert isinstance(too_big, Refuse)
+    assert (
+        too_big.exclusion.detail == "stitching it into k needs 4 more tokens: 3 of 20 tokens left"
+    )
+
+
+def test_price_asks_neither_the_guard_nor_dedup() -> None:
+    log = _Log()
+    admission = _admission(log, guard=_Guard(log, "drop", ("role_marker",)))
+    assert admission.price(_candidate("a", "x" * 10), Room(40, 0)) == 10
+    assert log.calls == ["lower_bound", "unreadable", "cost_upto"]
+
+
+def test_packing_records_decisions_and_resumes_from_a_snapshot() -> None:
+    log = _Log()
+    dedup = _Dedup(log)
+    packing = Packing(25, cast(Meter, _Meter(log)), dedup)
+    assert packing.offer(_candidate("a", "x" * 10)) is Offer.ADDED
+    assert packing.offer(_candidate("b", "x" * 20)) is Offer.TOO_BIG
+    packed = packing.snapshot()
+    assert ([c.id for c in packed.kept], dict(packed.costs), packed.used) == (["a"], {"a": 10}, 10)
+    assert [e.candidate_id for e in packed.excluded] == ["b"]
+    resumed = Packing.resume(packed)
+    assert resumed.offer(_candidate("c", "x" * 5)) is Offer.ADDED
+    after = resumed.snapshot()
+    assert ([c.id for c in after.kept], after.used, len(after.excluded)) == (["a", "c"], 15, 1)
+    assert [c.id for c in packed.kept] == ["a"]  # the snapshot did not change
+    assert dedup.accepted == [("a", None), ("c", None)]
