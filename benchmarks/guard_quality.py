@@ -161,6 +161,7 @@ def baseline_scan(ref: str) -> Scan:
     module = types.ModuleType("guard_baseline")
     sys.modules[module.__name__] = module
     exec(compile(source, f"{ref}:guard.py", "exec"), module.__dict__)  # our own code, from git
+    # InjectionScan, the class's former name: the one baseline commits have.
     return module.InjectionScan().scan  # type: ignore[no-any-return]
 
 
@@ -218,11 +219,11 @@ def main() -> None:
     parser.add_argument("--baseline", metavar="REF", help="also score the scan of a commit")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
-    from ctxasm.stages.guard import InjectionScan
+    from ctxasm.stages.guard import InjectionScanGuard
 
     rows = [*bastion(), *jailbreak_mini(), *multilingual(), *wiki_paragraphs(),
             *technical_prose()]  # fmt: skip
-    report(rows, InjectionScan().scan, "scan (this tree)", args.misses)
+    report(rows, InjectionScanGuard().scan, "scan (this tree)", args.misses)
     if args.baseline:
         report(rows, baseline_scan(args.baseline), f"scan at {args.baseline}", False)
 

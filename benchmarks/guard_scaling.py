@@ -99,14 +99,14 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from ctxasm.stages.guard import InjectionScan, clear_caches
+    from ctxasm.stages.guard import InjectionScanGuard, clear_caches
     from guard_quality import baseline_scan
 
     sizes = [int(s) for s in args.sizes.split(",")]
     print("=== this tree: scan time by input size ===")
-    scaling(InjectionScan().scan, clear_caches, sizes, args.repeats)
+    scaling(InjectionScanGuard().scan, clear_caches, sizes, args.repeats)
     print("\n=== normal text throughput (cold) ===\nthis tree:")
-    ours = throughput(InjectionScan().scan, clear_caches, args.repeats * 3)
+    ours = throughput(InjectionScanGuard().scan, clear_caches, args.repeats * 3)
     if args.baseline:
         base = baseline_scan(args.baseline)
         clear_base = getattr(base, "__self__", None)

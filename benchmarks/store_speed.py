@@ -49,7 +49,7 @@ def main() -> int:
         print(f"missing {ARTICLES}", file=sys.stderr)
         return 2
     import ctxasm
-    from ctxasm.model import Principal
+    from ctxasm.data import Principal
     from ctxasm.store import SQLiteStore, chunk_text, index_paths
     from ctxasm.store.documents import read_documents
 

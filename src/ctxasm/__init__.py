@@ -10,6 +10,19 @@ from ctxasm.builder import BuiltContext, ContextBuilder, Retriever, context_for_
 from ctxasm.caches import clear_caches
 from ctxasm.citations import Citation, CitationReport, check_citations, link_citations
 from ctxasm.config import AssemblerConfig
+from ctxasm.data import (
+    Assembly,
+    Budget,
+    Candidate,
+    Exclusion,
+    Included,
+    Message,
+    Passage,
+    Principal,
+    Reason,
+    Report,
+    Request,
+)
 from ctxasm.errors import (
     AccessPolicyError,
     BudgetError,
@@ -20,20 +33,10 @@ from ctxasm.errors import (
     UnknownModelError,
     UnknownStrategyError,
 )
-from ctxasm.model import (
-    Assembly,
-    Budget,
-    Exclusion,
-    Included,
-    Message,
-    Passage,
-    Principal,
-    Reason,
-    Report,
-    Request,
-)
 from ctxasm.models import ModelRegistry, ModelSpec, default_registry
+from ctxasm.registry import register
 from ctxasm.schema import parse_request
+from ctxasm.strategy import ParamError, Strategy
 
 __version__ = "0.1.0"
 
@@ -45,6 +48,7 @@ __all__ = [
     "Budget",
     "BudgetError",
     "BuiltContext",
+    "Candidate",
     "Citation",
     "CitationReport",
     "ConfigError",
@@ -55,6 +59,7 @@ __all__ = [
     "Message",
     "ModelRegistry",
     "ModelSpec",
+    "ParamError",
     "Passage",
     "Principal",
     "Reason",
@@ -62,6 +67,7 @@ __all__ = [
     "Request",
     "RequestError",
     "Retriever",
+    "Strategy",
     "TokenizerError",
     "UnknownModelError",
     "UnknownStrategyError",
@@ -73,5 +79,6 @@ __all__ = [
     "default_registry",
     "link_citations",
     "parse_request",
+    "register",
     "testing",
 ]

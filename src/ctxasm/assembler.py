@@ -9,7 +9,7 @@ returning frozen state (``docs/pipeline.md`` draws them):
 3. relevance: score, cut below the thresholds and past top k, rank;
 4. compression, placed by the assembler: before selection (``all``), after it (``fill``) or off;
 5. selection: the strategy's offers, each one an admission (dedup placement, size bound,
-   guard, price, dedup verdict; see :mod:`ctxasm.stages.admission`);
+   guard, price, dedup verdict; see :mod:`ctxasm.stages.selection_admission`);
 6. ordering;
 7. format;
 8. verify: recount exactly, drop the weakest passage while over;
@@ -30,21 +30,21 @@ from typing import cast
 
 from ctxasm import pipeline, registry
 from ctxasm.config import AssemblerConfig, defaults_error
+from ctxasm.data import Assembly, Candidate, Message, Request, Strategies, StrategySpec
 from ctxasm.errors import BudgetError, ConfigError, RequestError, TokenizerError
 from ctxasm.formatting import Format, PromptParts, Rendered, get_format
 from ctxasm.formatting.measure import MeasuredPrompt
-from ctxasm.model import Assembly, Candidate, Message, Request, Strategies, StrategySpec
 from ctxasm.models import ModelSpec
 from ctxasm.pipeline import DEFAULT_SYSTEM_PROMPT, Placement, ResolvedStrategies, Setup
 from ctxasm.providers import AnthropicCounter, anthropic_counter
 from ctxasm.schema import parse_request
-from ctxasm.stages.admission import Guard
 from ctxasm.stages.budget import plan_budget
 from ctxasm.stages.dedup import DedupChain, DedupStrategy, Verdict
 from ctxasm.stages.history import HistoryStep, Summarizer
 from ctxasm.stages.ordering import OrderingStrategy
 from ctxasm.stages.relevance import RelevanceStrategy
 from ctxasm.stages.selection import SelectionStrategy
+from ctxasm.stages.selection_admission import Guard
 from ctxasm.tokens import TokenCounter, get_counter
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Assembler", "assemble"]

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Protocol
 
+from ctxasm.data import Reason
 from ctxasm.errors import RequestError
-from ctxasm.model import Reason
 from ctxasm.models import ModelSpec, default_registry
 from ctxasm.tokens import TokenCounter, get_counter
 from ctxasm.validation import integer, number, string

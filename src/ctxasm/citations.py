@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import quote, urlsplit
 
+from ctxasm.data import Assembly
 from ctxasm.errors import ArgumentTypeError, RequestError
 from ctxasm.formatting.labels import CITATION, ITEM, Folded, fold
 from ctxasm.lexical import sentence_spans
-from ctxasm.model import Assembly
 
 __all__ = [
     "FORMS",
@@ -210,7 +210,7 @@ class _Marker(NamedTuple):
 def check_citations(answer: str, assembly: Assembly | Mapping[str, Any]) -> CitationReport:
     """Check the citation markers of ``answer`` against the sources ``assembly`` included.
 
-    ``assembly`` is an :class:`~ctxasm.model.Assembly` or its result JSON (a mapping with
+    ``assembly`` is an :class:`~ctxasm.data.Assembly` or its result JSON (a mapping with
     ``report.included[]``, each with ``id``, ``label`` and ``url``). A malformed mapping raises
     :class:`~ctxasm.errors.RequestError` naming the field, such as ``report.included[2].label``.
     """

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import xxhash
 
+from ctxasm.data import Passage
 from ctxasm.errors import ConfigError
 from ctxasm.lexical import words
-from ctxasm.model import Passage
 
 if TYPE_CHECKING:
     import numpy as np

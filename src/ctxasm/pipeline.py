@@ -29,11 +29,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import ClassVar, Protocol, TypeVar
 
-from ctxasm.errors import ConfigError
-from ctxasm.formatting import Format, PromptParts, Rendered
-from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE, RULES, SourcesBlock
-from ctxasm.formatting.measure import MeasuredPrompt
-from ctxasm.model import (
+from ctxasm.data import (
     Assembly,
     Budget,
     Candidate,
@@ -44,18 +40,22 @@ from ctxasm.model import (
     Reason,
     Request,
 )
+from ctxasm.errors import ConfigError
+from ctxasm.formatting import Format, PromptParts, Rendered
+from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE, RULES, SourcesBlock
+from ctxasm.formatting.measure import MeasuredPrompt
 from ctxasm.models import ModelSpec
 from ctxasm.query_class import classify
 from ctxasm.report import build_report
 from ctxasm.stages.access import filter_readable
-from ctxasm.stages.admission import Guard, Meter
 from ctxasm.stages.budget import plan_budget
 from ctxasm.stages.dedup import DedupSession, DedupStrategy
 from ctxasm.stages.history import SUMMARY_HEADING, HistoryPlan, HistoryStep
 from ctxasm.stages.ordering import OrderingStrategy
-from ctxasm.stages.packing import Packed, Packing, SelectionContext
 from ctxasm.stages.relevance import RelevanceStrategy, rank
 from ctxasm.stages.selection import SelectionStrategy
+from ctxasm.stages.selection_admission import Guard, Meter
+from ctxasm.stages.selection_packing import Packed, Packing, SelectionContext
 from ctxasm.tokens import TokenCounter
 
 __all__ = [
@@ -114,7 +114,7 @@ class CompressionStrategy(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ResolvedStrategies:
-    """The strategy of every slot, built from the request's :class:`~ctxasm.model.Strategies`
+    """The strategy of every slot, built from the request's :class:`~ctxasm.data.Strategies`
     (``None``: the optional slot is off)."""
 
     relevance: RelevanceStrategy
@@ -314,7 +314,7 @@ def compress(setup: Setup, ranked: Ranked) -> Ranked:
 def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) -> Selected:
     """Selection: the strategy offers candidates in its order; each offer is one admission
     (dedup placement, size bound, guard, price, dedup verdict: see
-    :mod:`ctxasm.stages.admission`) against ``dedup``, the assembly's dedup chain."""
+    :mod:`ctxasm.stages.selection_admission`) against ``dedup``, the assembly's dedup chain."""
     request, counter, block = setup.request, setup.counter, setup.fmt.block
     worst_label = max(1, len(ranked.candidates))
     meter = Meter(counter, lambda c: block.pricing(c, worst_label))

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from importlib import metadata
 from typing import Any, TypeVar
 
+from ctxasm.data import StrategySpec
 from ctxasm.errors import ConfigError, PluginError, RequestError, UnknownStrategyError
-from ctxasm.model import StrategySpec
 from ctxasm.strategy import (
     SLOTS,
     ParamError,

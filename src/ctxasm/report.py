@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxasm.formatting.blocks import FencedBlock, SourcesBlock, label
-from ctxasm.model import (
+from ctxasm.data import (
     Budget,
     Candidate,
     Compressed,
@@ -15,6 +14,7 @@ from ctxasm.model import (
     Included,
     Report,
 )
+from ctxasm.formatting.blocks import FencedBlock, SourcesBlock, label
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 

@@ -1,4 +1,4 @@
-"""Turning request JSON (or keyword arguments) into a validated :class:`~ctxasm.model.Request`.
+"""Turning request JSON (or keyword arguments) into a validated :class:`~ctxasm.data.Request`.
 
 Every check names the field by its path (``passages[3].score``), says what it received and what
 is allowed. Strategy *names* are checked later, against the registry, when the assembler is built.
@@ -11,8 +11,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxasm.errors import RequestError
-from ctxasm.model import (
+from ctxasm.data import (
     HistoryPolicy,
     Message,
     Passage,
@@ -21,6 +20,7 @@ from ctxasm.model import (
     Strategies,
     StrategySpec,
 )
+from ctxasm.errors import RequestError
 from ctxasm.query_class import QUERY_CLASSES
 from ctxasm.validation import invalid, parse_timestamp, relocated, string
 
@@ -63,7 +63,7 @@ _string = string
 
 def parse_passage(data: object, index: int) -> Passage:
     """One passage from a mapping or a :class:`Passage`. The passage's constructor checks every
-    field (see :mod:`ctxasm.model`); errors name the field by its path (``passages[3].score``)."""
+    field (see :mod:`ctxasm.data`); errors name the field by its path (``passages[3].score``)."""
     where = f"passages[{index}]"
     if type(data) is Passage:
         return data  # checked when it was built
@@ -282,7 +282,7 @@ def parse_request(
     query_class = data.get("query_class")
     if query_class is not None and query_class not in ("auto", *QUERY_CLASSES):
         raise _fail("query_class", "one of auto, " + ", ".join(QUERY_CLASSES), query_class)
-    # The constructor checks the types and ranges of the plain fields (ctxasm.model), with the
+    # The constructor checks the types and ranges of the plain fields (ctxasm.data), with the
     # messages every entry point shares; what needs more than the value is checked here.
     request = Request(
         query=query,

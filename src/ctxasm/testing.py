@@ -1,9 +1,9 @@
 """Contract checks every strategy must pass, public so that plugin authors can run them too.
 
 >>> import ctxasm
->>> from ctxasm.stages.selection import GreedyByScore
->>> ctxasm.testing.check_selection_strategy(GreedyByScore())
->>> ctxasm.testing.check_strategy(GreedyByScore())  # the checks of its slot
+>>> from ctxasm.stages.selection import GreedyByScoreSelection
+>>> ctxasm.testing.check_selection_strategy(GreedyByScoreSelection())
+>>> ctxasm.testing.check_strategy(GreedyByScoreSelection())  # the checks of its slot
 
 Each ``check_*`` function raises ``AssertionError`` with a message naming the broken promise:
 no input mutation, every candidate kept or excluded exactly once, determinism, empty input, and
@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ctxasm import registry
+from ctxasm.data import Candidate, Exclusion, Passage, Reason
 from ctxasm.formatting.blocks import pricing
-from ctxasm.model import Candidate, Exclusion, Passage, Reason
 from ctxasm.stages.dedup import DedupChain, DedupSession, Duplicate, Merge
-from ctxasm.stages.packing import Meter, Packing
+from ctxasm.stages.selection_packing import Meter, Packing
 from ctxasm.tokens import TokenCounter
 
 __all__ = [
@@ -147,9 +147,11 @@ def check_selection_strategy(strategy: Any, budgets: Sequence[int] = (0, 15, 60,
 
 
 def _default_dedup() -> DedupSession:
-    from ctxasm.stages.dedup import ExactDedup, NearDuplicateDedup, StitchWindows
+    from ctxasm.stages.dedup import ExactDedup, NearDuplicateDedup, StitchWindowsDedup
 
-    return DedupChain([s.session() for s in (StitchWindows(), ExactDedup(), NearDuplicateDedup())])
+    return DedupChain(
+        [s.session() for s in (StitchWindowsDedup(), ExactDedup(), NearDuplicateDedup())]
+    )
 
 
 def check_ordering_strategy(strategy: Any) -> None:

@@ -1,4 +1,4 @@
-"""Field validators shared by the constructors in :mod:`ctxasm.model` and the JSON parser in
+"""Field validators shared by the constructors in :mod:`ctxasm.data` and the JSON parser in
 :mod:`ctxasm.schema`, so a value is judged by the same rule and named by the same message
 whichever way it arrives.
 

@@ -50,9 +50,9 @@ def test_a_broken_layer_fails(tmp_path: Path) -> None:
         '[tool.importlinter]\nroot_package = "ctxasm"\n\n'
         "[[tool.importlinter.contracts]]\n"
         'name = "upside down"\ntype = "layers"\n'
-        'layers = ["ctxasm.model", "ctxasm.stages"]\n'
+        'layers = ["ctxasm.data", "ctxasm.stages"]\n'
     )
     done = _lint(config)
     assert done.returncode == 1
     assert "upside down BROKEN" in done.stdout
-    assert "ctxasm.stages.access -> ctxasm.model" in done.stdout
+    assert "ctxasm.stages.access -> ctxasm.data" in done.stdout

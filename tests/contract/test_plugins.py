@@ -139,9 +139,10 @@ def test_a_plugin_taking_a_builtin_name_raises(
         registry.names("ordering")
     assert raised.value.to_dict() == {
         "code": "invalid_plugin",
-        "message": "two ordering strategies are named 'score': ctxasm.stages.ordering:ByScore "
-        "and ctxasm_reverse_order:ReverseRetrievalOrder; strategy names are unique within a "
-        "slot, so rename one of them (its class's name and its entry point)",
+        "message": "two ordering strategies are named 'score': "
+        "ctxasm.stages.ordering:ByScoreOrdering and ctxasm_reverse_order:ReverseRetrievalOrder; "
+        "strategy names are unique within a slot, so rename one of them (its class's name and "
+        "its entry point)",
         "field": "ctxasm.strategies.ordering.score",
     }
 
@@ -182,7 +183,7 @@ def test_registering_a_taken_name_raises(fresh_registry: None) -> None:
 
     with pytest.raises(
         PluginError,
-        match=r"two guard strategies are named 'scan': ctxasm.stages.guard:InjectionScan and ",
+        match=r"two guard strategies are named 'scan': ctxasm.stages.guard:InjectionScanGuard and ",
     ):
         registry.register(Impostor)
     with pytest.raises(UnknownStrategyError):

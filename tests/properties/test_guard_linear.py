@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ctxasm.stages.guard import InjectionScan, clear_caches
+from ctxasm.stages.guard import InjectionScanGuard, clear_caches
 
 N = 20_000
 SHAPES: dict[str, Callable[[int], str]] = {
@@ -30,7 +30,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
 
 
 def _best_of_five(text: str) -> float:
-    scan = InjectionScan().scan
+    scan = InjectionScanGuard().scan
     best = float("inf")
     for _ in range(5):
         clear_caches()

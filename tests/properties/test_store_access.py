@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import ctxasm
 from ctxasm import Reason
-from ctxasm.model import Passage, Principal
+from ctxasm.data import Passage, Principal
 from ctxasm.stages.access import check_access
 from ctxasm.store import Document, SQLiteStore, chunk_text
 

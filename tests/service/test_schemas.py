@@ -12,8 +12,8 @@ from jsonschema import Draft202012Validator
 
 import ctxasm
 from ctxasm.citations import Citation, CitationReport
+from ctxasm.data import Budget, Compression, Included, Passage, Principal, Report, Request
 from ctxasm.formatting import FORMATS
-from ctxasm.model import Budget, Compression, Included, Passage, Principal, Report, Request
 from ctxasm.models import ModelSpec
 from ctxasm.query_class import QUERY_CLASSES
 from ctxasm.schema import PASSAGE_FIELDS, REQUEST_FIELDS

@@ -12,7 +12,7 @@ import pytest
 
 import ctxasm
 from ctxasm.citations import FORMS, check_citations, link_citations
-from ctxasm.model import Assembly
+from ctxasm.data import Assembly
 
 PASSAGES = [
     {"id": f"p{n}", "text": f"Fact number {n} about Paris.", "score": 1 - n / 10}

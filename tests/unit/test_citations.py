@@ -13,8 +13,8 @@ import pytest
 
 import ctxasm
 from ctxasm.citations import MAX_RANGE, Citation, CitationReport, check_citations, link_citations
+from ctxasm.data import Assembly
 from ctxasm.errors import RequestError
-from ctxasm.model import Assembly
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "citations.md"
 PARIS = "https://example.org/paris"

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import xxhash
 
-import ctxasm.stages.semantic  # noqa: F401 - registers "semantic" until the registry loads it
+import ctxasm.stages.dedup_semantic  # noqa: F401 - registers "semantic" until the registry loads it
 from ctxasm import Assembler, testing
+from ctxasm.data import Candidate, Passage
 from ctxasm.embeddings import (
     HashingEmbedder,
     SentenceTransformerEmbedder,
@@ -23,9 +24,8 @@ from ctxasm.embeddings import (
     passage_vectors,
 )
 from ctxasm.errors import ConfigError, RequestError
-from ctxasm.model import Candidate, Passage
 from ctxasm.stages.dedup import Duplicate
-from ctxasm.stages.semantic import SemanticDedup
+from ctxasm.stages.dedup_semantic import SemanticDedup
 
 TEXTS = [
     "The Amazon river carries more water than any other river on Earth.",

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ctxasm import Assembler, pipeline
-from ctxasm.model import Assembly, Strategies
+from ctxasm.data import Assembly, Strategies
 from ctxasm.pipeline import Placement
 
 STEPS = (

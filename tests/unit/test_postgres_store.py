@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxasm
-from ctxasm.model import Principal
+from ctxasm.data import Principal
 from ctxasm.stages.access import check_access
 from ctxasm.store import Document, chunk_text, index_paths, open_store
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import ctxasm
-from ctxasm.stages.selection import GreedyByScore
+from ctxasm.stages.selection import GreedyByScoreSelection
 
 
 def test_included_and_excluded_items_both_have_an_id() -> None:
@@ -37,8 +37,8 @@ def test_included_and_excluded_items_both_have_an_id() -> None:
 def test_testing_is_reachable_after_a_plain_import() -> None:
     code = (
         "import ctxasm\n"
-        "from ctxasm.stages.selection import GreedyByScore\n"
-        "ctxasm.testing.check_strategy(GreedyByScore())\n"
+        "from ctxasm.stages.selection import GreedyByScoreSelection\n"
+        "ctxasm.testing.check_strategy(GreedyByScoreSelection())\n"
         "print(ctxasm.testing.__name__)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -46,7 +46,7 @@ def test_testing_is_reachable_after_a_plain_import() -> None:
 
 
 def test_check_strategy_runs_the_checks_of_the_strategys_slot() -> None:
-    ctxasm.testing.check_strategy(GreedyByScore())
+    ctxasm.testing.check_strategy(GreedyByScoreSelection())
 
     class Slotless:
         pass

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ctxasm import ConfigError, RequestError
-from ctxasm.model import Principal
+from ctxasm.data import Principal
 from ctxasm.store import (
     Chunk,
     Document,

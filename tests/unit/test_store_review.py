@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ctxasm.model import Principal
+from ctxasm.data import Principal
 from ctxasm.store import Document, chunk_text, index_paths, open_store
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxasm import ConfigError
-from ctxasm.model import Principal
+from ctxasm.data import Principal
 from ctxasm.store import Document, chunk_text, open_store
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import ctxasm
 from ctxasm import Message, Passage, Principal, Request, RequestError
-from ctxasm.model import HistoryPolicy
+from ctxasm.data import HistoryPolicy
 from ctxasm.schema import parse_history_policy
 
 

@@ -13,7 +13,7 @@ import pytest
 import tiktoken
 
 import ctxasm
-from ctxasm.model import Candidate, Passage, Reason
+from ctxasm.data import Candidate, Passage, Reason
 from ctxasm.pipeline import fit as _fit
 from ctxasm.report import cost_usd
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ctxasm.model import Assembly
+from ctxasm.data import Assembly
 from ctxasm.schema import parse_request
 
 __all__ = ["chat_turns", "checked_fields", "passage_from"]

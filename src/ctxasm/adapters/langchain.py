@@ -27,8 +27,8 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from ctxasm.adapters._common import chat_turns, checked_fields, passage_from
 from ctxasm.assembler import Assembler
+from ctxasm.data import Assembly
 from ctxasm.errors import RequestError
-from ctxasm.model import Assembly
 
 __all__ = ["CtxasmCompressor", "CtxasmRunnable", "documents_to_passages"]
 

@@ -22,7 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from ctxasm.adapters._common import chat_turns, passage_from
 from ctxasm.assembler import Assembler
-from ctxasm.model import Assembly
+from ctxasm.data import Assembly
 
 __all__ = ["CtxasmNodePostprocessor", "assemble_nodes", "nodes_to_passages", "readable_title"]
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
+from ctxasm.data import Report
 from ctxasm.evaluation.runner import EvalRow
-from ctxasm.model import Report
 from ctxasm.models import ModelSpec
 
 __all__ = ["print_eval", "print_models", "print_report"]

@@ -258,8 +258,8 @@ def _assemble_from_store(
 ) -> Any:
     """The assembly of what ``asker`` (principal, tenant, groups) may read in ``store``."""
     from ctxasm.assembler import Assembler
+    from ctxasm.data import Principal
     from ctxasm.errors import CtxasmError
-    from ctxasm.model import Principal
     from ctxasm.store import open_store
 
     principal, tenant, groups = asker

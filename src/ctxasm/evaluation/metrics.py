@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ctxasm.data import Assembly, Candidate
 from ctxasm.evaluation.dataset import EvalPassage, EvalQuestion
 from ctxasm.lexical import phrase_key
-from ctxasm.model import Assembly, Candidate
 from ctxasm.stages.dedup import NearDuplicateDedup, shingles
 
 __all__ = ["QuestionScore", "score_question"]

@@ -23,10 +23,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ctxasm.data import Candidate
 from ctxasm.formatting.base import PromptParts, Rendered, user_content
 from ctxasm.formatting.blocks import SourcesBlock, _header_line, flag_note
 from ctxasm.formatting.labels import neutral_text
-from ctxasm.model import Candidate
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 

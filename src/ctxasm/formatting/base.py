@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ctxasm.data import Candidate, Message
 from ctxasm.formatting.blocks import SourcesBlock
-from ctxasm.model import Candidate, Message
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Protocol
 
+from ctxasm.data import Candidate
 from ctxasm.formatting.labels import neutral_id, neutral_text, neutral_title, neutral_url
-from ctxasm.model import Candidate
 
 __all__ = [
     "HEADING",

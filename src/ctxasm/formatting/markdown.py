@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ctxasm.data import Candidate
 from ctxasm.formatting.base import PromptParts, Rendered
 from ctxasm.formatting.blocks import FencedBlock, SourcesBlock
-from ctxasm.model import Candidate
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from ctxasm.data import Candidate
 from ctxasm.errors import RequestError
 from ctxasm.formatting.base import PromptParts, Rendered
 from ctxasm.formatting.blocks import (
@@ -35,7 +36,6 @@ from ctxasm.formatting.blocks import (
     label,
 )
 from ctxasm.formatting.labels import neutral_text, neutral_title, neutral_url
-from ctxasm.model import Candidate
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 

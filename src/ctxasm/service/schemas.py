@@ -3,7 +3,7 @@
 These models *document* the bodies; they never parse them. Requests are still read by
 :mod:`ctxasm.jsonio` and checked by :func:`ctxasm.schema.parse_request`, so a request gets the
 same decision and message over HTTP as from the CLI. The field sets are those of the
-dataclasses in :mod:`ctxasm.model` (``tests/service/test_schemas.py`` checks that they cannot
+dataclasses in :mod:`ctxasm.data` (``tests/service/test_schemas.py`` checks that they cannot
 drift), and every result model forbids extra keys, so a response that grew a field the contract
 does not name fails the OpenAPI test.
 """
@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
-from ctxasm.model import Reason
+from ctxasm.data import Reason
 
 __all__ = [
     "REQUEST_MODELS",

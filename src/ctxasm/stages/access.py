@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ctxasm.data import Exclusion, Passage, Principal, Reason, checked_principal
 from ctxasm.errors import AccessPolicyError
-from ctxasm.model import Exclusion, Passage, Principal, Reason, checked_principal
 
 __all__ = ["STAGE", "check_access", "filter_readable"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
+from ctxasm.data import Budget, Request
 from ctxasm.errors import BudgetError, RequestError, UntokenizableError
-from ctxasm.model import Budget, Request
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 

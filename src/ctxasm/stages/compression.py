@@ -27,6 +27,7 @@ from typing import ClassVar
 
 import simplemma
 
+from ctxasm.data import Candidate, Compressed, Reason
 from ctxasm.lexical import (
     entities,
     query_terms,
@@ -34,8 +35,7 @@ from ctxasm.lexical import (
     sentence_words,
     title_key,
 )
-from ctxasm.model import Candidate, Compressed, Reason
-from ctxasm.stages.packing import Offer, Packing
+from ctxasm.stages.selection_packing import Offer, Packing
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
 
 __all__ = ["ELISION", "Compressed", "Phrases", "SentenceCompression", "lemma", "sentence_lemmas"]

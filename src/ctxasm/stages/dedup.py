@@ -24,8 +24,8 @@ from typing import Any, ClassVar, Protocol
 
 import xxhash
 
+from ctxasm.data import Candidate
 from ctxasm.lexical import words
-from ctxasm.model import Candidate
 from ctxasm.strategy import Strategy, require_int, require_number
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
     "ExactDedup",
     "Merge",
     "NearDuplicateDedup",
-    "StitchWindows",
+    "StitchWindowsDedup",
     "clear_caches",
 ]
 
@@ -140,7 +140,7 @@ _MAX_WINDOWS = 64
 
 
 @dataclass(frozen=True)
-class StitchWindows(Strategy):
+class StitchWindowsDedup(Strategy):
     """Stitch overlapping windows of one document into one passage.
 
     Windows belong to one document when they share ``doc_id`` (else ``url``, else ``title``).
@@ -568,3 +568,6 @@ def clear_caches() -> None:
     """Forget cached words, keys, shingles and text relations (for cold-start measurements)."""
     for cached in (_words, _word_hash, _normalized_key, shingles, _text_relation):
         cached.cache_clear()
+
+
+StitchWindows = StitchWindowsDedup  # former name, kept importable

@@ -49,7 +49,7 @@ from ctxasm.stages.guard_phrases import Hit, clear_word_cache, concept_events, s
 from ctxasm.stages.guard_text import decoded_payloads, fold, long_words
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
 
-__all__ = ["CHECKS", "SCAN_OVERLAP", "SCAN_WINDOW", "InjectionScan", "clear_caches"]
+__all__ = ["CHECKS", "SCAN_OVERLAP", "SCAN_WINDOW", "InjectionScanGuard", "clear_caches"]
 
 STAGE = "guard"
 
@@ -69,7 +69,7 @@ MIN_CHECK_WEIGHT = 0.3  # a check is named when its own evidence in the window w
 
 
 @dataclass(frozen=True)
-class InjectionScan(Strategy):
+class InjectionScanGuard(Strategy):
     """Score passages for prompt-injection evidence (see the module docstring); ``flag`` marks
     those at or over ``threshold``, ``drop`` excludes them with reason ``injection``."""
 
@@ -150,3 +150,6 @@ def _flagged(hits: list[Hit], threshold: float) -> set[str]:
 def explain(text: str) -> list[Hit]:
     """The rules that fire on ``text`` (its first window), for tuning and debugging."""
     return _hits(text[:SCAN_WINDOW])
+
+
+InjectionScan = InjectionScanGuard  # former name, kept importable

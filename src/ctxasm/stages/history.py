@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
-from ctxasm.model import Budget, Exclusion, HistoryPolicy, Message, Reason
+from ctxasm.data import Budget, Exclusion, HistoryPolicy, Message, Reason
 from ctxasm.schema import parse_history_policy
 
 __all__ = [

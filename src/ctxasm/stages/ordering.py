@@ -10,17 +10,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
 
-from ctxasm.model import Candidate
+from ctxasm.data import Candidate
 from ctxasm.schema import parse_timestamp
 from ctxasm.strategy import Strategy
 
 __all__ = [
-    "ByRetrievalOrder",
-    "ByScore",
-    "BySource",
-    "Chronological",
+    "ByScoreOrdering",
+    "BySourceOrdering",
+    "ChronologicalOrdering",
     "OrderingStrategy",
-    "PrimacyRecency",
+    "PrimacyRecencyOrdering",
+    "RetrievalOrderOrdering",
 ]
 
 
@@ -37,7 +37,7 @@ def _by_score(kept: Sequence[Candidate]) -> list[Candidate]:
 
 
 @dataclass(frozen=True)
-class ByScore(Strategy):
+class ByScoreOrdering(Strategy):
     """Best score first. Use with models that read the top of the context most carefully."""
 
     name: ClassVar[str] = "score"
@@ -48,7 +48,7 @@ class ByScore(Strategy):
 
 
 @dataclass(frozen=True)
-class ByRetrievalOrder(Strategy):
+class RetrievalOrderOrdering(Strategy):
     """The order the passages arrived in (trust the retriever or reranker as it is)."""
 
     name: ClassVar[str] = "retrieval"
@@ -62,7 +62,7 @@ _UNDATED = datetime.max.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
-class Chronological(Strategy):
+class ChronologicalOrdering(Strategy):
     """Oldest ``timestamp`` first; undated passages last. Use for news, logs and conversations."""
 
     name: ClassVar[str] = "chronological"
@@ -77,7 +77,7 @@ class Chronological(Strategy):
 
 
 @dataclass(frozen=True)
-class BySource(Strategy):
+class BySourceOrdering(Strategy):
     """Passages of one document together, in document order (``start``, else request order);
     documents ordered by their best passage. Use for multi-document questions."""
 
@@ -103,7 +103,7 @@ class BySource(Strategy):
 
 
 @dataclass(frozen=True)
-class PrimacyRecency(Strategy):
+class PrimacyRecencyOrdering(Strategy):
     """Best first, second best last, weakest in the middle ("lost in the middle").
 
     Ranks alternate between the front and the back: 1, 3, 5, ..., 6, 4, 2. Models attend most to
@@ -117,3 +117,10 @@ class PrimacyRecency(Strategy):
         ranked = _by_score(kept)
         front, back = ranked[0::2], ranked[1::2]
         return front + back[::-1]
+
+
+ByScore = ByScoreOrdering  # former name, kept importable
+ByRetrievalOrder = RetrievalOrderOrdering  # former name, kept importable
+Chronological = ChronologicalOrdering  # former name, kept importable
+BySource = BySourceOrdering  # former name, kept importable
+PrimacyRecency = PrimacyRecencyOrdering  # former name, kept importable

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import ClassVar, Protocol
 
+from ctxasm.data import Candidate, Exclusion, Passage, Reason
 from ctxasm.lexical import phrase_key, query_terms
-from ctxasm.model import Candidate, Exclusion, Passage, Reason
 from ctxasm.strategy import Strategy, require_number
 
 __all__ = [

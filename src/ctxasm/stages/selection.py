@@ -12,18 +12,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from ctxasm.data import Candidate, Reason
 from ctxasm.lexical import words
-from ctxasm.model import Candidate, Reason
-from ctxasm.stages.packing import Offer, Packing
+from ctxasm.stages.selection_packing import Offer, Packing
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
 
 __all__ = [
-    "GreedyByScore",
+    "GreedyByScoreSelection",
     "KnapsackSelection",
     "MMRSelection",
     "PrioritySelection",
     "SelectionStrategy",
-    "UtilityPerToken",
+    "UtilityPerTokenSelection",
     "offer_in_order",
     "scaled_scores",
 ]
@@ -65,7 +65,7 @@ def scaled_scores(candidates: Sequence[Candidate]) -> list[float]:
 
 
 @dataclass(frozen=True)
-class GreedyByScore(Strategy):
+class GreedyByScoreSelection(Strategy):
     """Best score first; a candidate that does not fit is skipped and smaller ones still tried.
 
     Prices only the candidates it reaches, so it is the fastest strategy. Use it when scores are
@@ -120,7 +120,7 @@ class PrioritySelection(Strategy):
 
 
 @dataclass(frozen=True)
-class UtilityPerToken(Strategy):
+class UtilityPerTokenSelection(Strategy):
     """Highest score per token first, skipping what does not fit.
 
     Favors short, dense passages over long, diluted ones; prices every candidate. Use when
@@ -298,3 +298,7 @@ def _similarity_matrix(pool: Sequence[Candidate], embedder: str | None = None) -
             value = len(sets[i] & sets[j]) / union if union else 0.0
             result[i, j] = result[j, i] = value
     return result
+
+
+GreedyByScore = GreedyByScoreSelection  # former name, kept importable
+UtilityPerToken = UtilityPerTokenSelection  # former name, kept importable

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError
-from ctxasm.model import Passage, Principal
 from ctxasm.store.chunking import Chunk, chunk_text, count_tokens
 from ctxasm.store.documents import SUFFIXES, Document, read_documents
 from ctxasm.store.sqlite import SQLiteStore, StoreStats

@@ -1,14 +1,14 @@
 """The checks every store applies to a retrieval before any SQL runs, so a bad argument is a
 :class:`~ctxasm.errors.RequestError` naming it, never a driver error or a silent widening of
-access (a NUL in a principal's id, for one, is refused by :class:`~ctxasm.model.Principal`)."""
+access (a NUL in a principal's id, for one, is refused by :class:`~ctxasm.data.Principal`)."""
 
 from __future__ import annotations
 
 import json
 import re
 
+from ctxasm.data import Principal, checked_principal
 from ctxasm.errors import RequestError
-from ctxasm.model import Principal, checked_principal
 from ctxasm.store.documents import Document
 from ctxasm.validation import integer, invalid, string
 

@@ -20,9 +20,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError
 from ctxasm.lexical import phrase_key, query_terms
-from ctxasm.model import Passage, Principal
 from ctxasm.store.arguments import check_no_nul, checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document

@@ -27,9 +27,9 @@ from typing import Any
 
 import xxhash
 
+from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError
 from ctxasm.lexical import phrase_key, query_terms
-from ctxasm.model import Passage, Principal
 from ctxasm.store.arguments import checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document

@@ -9,8 +9,8 @@ import pytest
 import tiktoken
 
 import ctxasm
+from ctxasm.data import Compression
 from ctxasm.lexical import sentence_spans
-from ctxasm.model import Compression
 from ctxasm.stages.compression import ELISION
 
 O200K = tiktoken.get_encoding("o200k_base")
@@ -252,7 +252,7 @@ def test_auto_mode_compresses_everything_only_when_few_whole_passages_fit() -> N
     auto = SentenceCompression()
     assert auto.mode == "auto"
     ranked = [
-        ctxasm.model.Candidate.of(ctxasm.Passage(id=p["id"], text=p["text"]), i, 1.0)
+        ctxasm.data.Candidate.of(ctxasm.Passage(id=p["id"], text=p["text"]), i, 1.0)
         for i, p in enumerate([A, B])
     ]
     typical = sorted(len(c.text) for c in ranked)[1] / 4

@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 
 import ctxasm
-from ctxasm.model import Candidate, Passage
+from ctxasm.data import Candidate, Passage
 from ctxasm.stages import dedup as dedup_module
 from ctxasm.stages.dedup import (
     Duplicate,
     ExactDedup,
     Merge,
     NearDuplicateDedup,
-    StitchWindows,
+    StitchWindowsDedup,
     shingles,
 )
 
@@ -392,7 +392,7 @@ def test_exact_session_verdicts() -> None:
 
 
 def test_stitch_session_merge_placement() -> None:
-    session = StitchWindows().session()
+    session = StitchWindowsDedup().session()
     kept = _candidate("a", DOCUMENT[0:100], 0, doc_id="d", start=0, end=100)
     assert session.placement(kept) is None
     session.accept(kept, None)
@@ -424,7 +424,7 @@ def test_strategy_config_round_trip() -> None:
         "shingle_size": 3,
         "lsh_after": 5,
     }
-    assert StitchWindows().to_config() == {"name": "stitch", "min_overlap_chars": 32}
+    assert StitchWindowsDedup().to_config() == {"name": "stitch", "min_overlap_chars": 32}
     assert ExactDedup().to_config() == {"name": "exact"}
 
 

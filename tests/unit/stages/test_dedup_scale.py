@@ -6,9 +6,9 @@ import random
 from typing import Any
 
 import ctxasm
-from ctxasm.model import Candidate, Passage
+from ctxasm.data import Candidate, Passage
 from ctxasm.stages import dedup
-from ctxasm.stages.dedup import NearDuplicateDedup, StitchWindows
+from ctxasm.stages.dedup import NearDuplicateDedup, StitchWindowsDedup
 
 SENTENCE = (
     "Aristotle was an Ancient Greek philosopher and polymath whose writings cover "
@@ -70,7 +70,7 @@ def test_an_exact_copy_is_still_found_among_thousands_of_near_copies() -> None:
 
 
 def test_windows_sharing_a_title_are_compared_with_the_latest_ones_only() -> None:
-    session = StitchWindows().session()
+    session = StitchWindowsDedup().session()
     for i, passage in enumerate(_copies(200)):
         candidate = _candidate(i, passage["text"], title="Aristotle")
         assert session.placement(candidate) is None

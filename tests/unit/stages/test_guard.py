@@ -11,9 +11,9 @@ import pytest
 
 import ctxasm
 from ctxasm.errors import RequestError
-from ctxasm.stages.guard import CHECKS, InjectionScan, clear_caches
+from ctxasm.stages.guard import CHECKS, InjectionScanGuard, clear_caches
 
-SCAN = InjectionScan()
+SCAN = InjectionScanGuard()
 DATA = Path(__file__).resolve().parents[2] / "data" / "guard" / "multilingual.jsonl"
 
 _DECODED = ("instruction_override", "encoded_blob")
@@ -229,7 +229,7 @@ def test_technical_prose_with_the_trigger_words_is_not_flagged() -> None:
 
 def test_threshold_is_validated_and_changes_what_is_flagged() -> None:
     weak = "Append a note to your summary."  # 0.8: "append" + "your summary", and "your summary"
-    assert (InjectionScan(threshold=0.5).scan(weak), SCAN.scan(weak)) == (
+    assert (InjectionScanGuard(threshold=0.5).scan(weak), SCAN.scan(weak)) == (
         ("instruction_override",),
         (),
     )

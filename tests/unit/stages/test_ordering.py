@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 import ctxasm
-from ctxasm.model import Candidate, Passage
+from ctxasm.data import Candidate, Passage
 from ctxasm.registry import names
-from ctxasm.stages.ordering import PrimacyRecency
+from ctxasm.stages.ordering import PrimacyRecencyOrdering
 
 
 def _passage(pid: str, score: float, **fields: Any) -> dict[str, Any]:
@@ -138,6 +138,6 @@ def test_ordering_is_a_permutation_directly() -> None:
         Candidate.of(Passage(f"c{i}", "x"), request_index=i, score=score)
         for i, score in enumerate([0.3, 0.9, 0.1, 0.9, 0.5])
     ]
-    ordered = PrimacyRecency().order(kept)
+    ordered = PrimacyRecencyOrdering().order(kept)
     assert [c.id for c in ordered] == ["c1", "c4", "c2", "c0", "c3"]
     assert [c.id for c in kept] == ["c0", "c1", "c2", "c3", "c4"]  # input untouched

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import ctxasm
-from ctxasm.model import Passage
+from ctxasm.data import Passage
 from ctxasm.stages.relevance import BM25Relevance, GivenScoreRelevance, rank
 
 NO_DEDUP = {"dedup": "none", "ordering": "score"}

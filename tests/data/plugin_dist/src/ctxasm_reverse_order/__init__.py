@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ctxasm.model import Candidate
+from ctxasm.data import Candidate
 from ctxasm.strategy import Strategy
 
 __all__ = ["ReverseRetrievalOrder"]

@@ -23,8 +23,8 @@ fits what is left; the offered candidate is recorded as ``merged``.
 The order is for speed, and it is part of the contract: a candidate is shingled, scanned or
 tokenized only when the cheaper checks before let it through. :meth:`Admission.price` is the
 pricing part alone (steps 2, 3 and 5), for strategies that price a pool before they offer.
-An admission decides; it keeps nothing. :class:`~ctxasm.stages.packing.Packing` records the
-decisions, and :meth:`Admission.accept` tells the dedup sessions what was kept.
+An admission decides; it keeps nothing. :class:`~ctxasm.stages.selection_packing.Packing`
+records the decisions, and :meth:`Admission.accept` tells the dedup sessions what was kept.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple, Protocol
 
+from ctxasm.data import Candidate, Exclusion, Passage, Reason
 from ctxasm.errors import UntokenizableError
-from ctxasm.model import Candidate, Exclusion, Passage, Reason
 from ctxasm.stages.dedup import DedupSession, Duplicate, Merge
 from ctxasm.tokens import TokenCounter
 from ctxasm.tokens.runs import find_long_run

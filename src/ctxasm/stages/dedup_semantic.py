@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from ctxasm.data import Candidate
 from ctxasm.embeddings import Embedder, get_embedder
 from ctxasm.errors import ConfigError
-from ctxasm.model import Candidate
 from ctxasm.stages.dedup import DedupSession, Duplicate, Verdict
 from ctxasm.strategy import ParamError, Strategy, require_number
 

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ctxasm.data import Candidate, Reason
 from ctxasm.lexical import entities, phrase_key, query_terms, title_key
-from ctxasm.model import Candidate, Reason
-from ctxasm.stages.packing import Offer, Packing
 from ctxasm.stages.selection import offer_in_order, scaled_scores
+from ctxasm.stages.selection_packing import Offer, Packing
 from ctxasm.strategy import Strategy, require_int, require_number
 
 __all__ = ["AutoSelection", "BridgeSelection", "CoverageSelection", "Evidence"]

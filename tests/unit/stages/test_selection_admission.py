@@ -7,8 +7,9 @@ from typing import cast
 
 import pytest
 
-from ctxasm.model import Candidate, Exclusion, Passage, Reason
-from ctxasm.stages.admission import (
+from ctxasm.data import Candidate, Exclusion, Passage, Reason
+from ctxasm.stages.dedup import Duplicate, Merge, Verdict
+from ctxasm.stages.selection_admission import (
     Admission,
     Keep,
     Meter,
@@ -17,8 +18,7 @@ from ctxasm.stages.admission import (
     Room,
     Stitch,
 )
-from ctxasm.stages.dedup import Duplicate, Merge, Verdict
-from ctxasm.stages.packing import Packing
+from ctxasm.stages.selection_packing import Packing
 
 FULL_ORDER = ["placement", "lower_bound", "unreadable", "scan", "cost_upto", "verdict"]
 

@@ -1,9 +1,9 @@
 """Filling a token budget one candidate at a time: the handle every selection strategy fills.
 
 A strategy offers candidates to a :class:`Packing` in the order it chooses; whether each one is
-kept is decided by :class:`~ctxasm.stages.admission.Admission` (dedup placement, size bound,
-guard, price, dedup verdict, in that order: see :mod:`ctxasm.stages.admission`), and the
-packing records the decision: the kept candidates and their costs, or an exclusion. Between
+kept is decided by :class:`~ctxasm.stages.selection_admission.Admission` (dedup placement, size
+bound, guard, price, dedup verdict, in that order: see :mod:`ctxasm.stages.selection_admission`),
+and the packing records the decision: the kept candidates and their costs, or an exclusion. Between
 pipeline steps the packing is frozen into a :class:`Packed` (:meth:`Packing.snapshot`); a later
 step that offers more (compression in ``fill`` placement) resumes it with
 :meth:`Packing.resume`.
@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ctxasm.model import Candidate, Exclusion, Reason
-from ctxasm.stages.admission import (
+from ctxasm.data import Candidate, Exclusion, Reason
+from ctxasm.stages.dedup import DedupSession
+from ctxasm.stages.selection_admission import (
     SELECTION,
     Admission,
     Guard,
@@ -27,7 +28,6 @@ from ctxasm.stages.admission import (
     Room,
     Stitch,
 )
-from ctxasm.stages.dedup import DedupSession
 
 __all__ = ["Guard", "Meter", "Offer", "Packed", "Packing", "SelectionContext"]
 
@@ -63,7 +63,7 @@ class Packing:
     """The kept candidates and the tokens they use, inside one budget.
 
     ``guard``, when given, scans each candidate before it is priced (see
-    :mod:`ctxasm.stages.admission`).
+    :mod:`ctxasm.stages.selection_admission`).
     """
 
     budget: int
@@ -114,8 +114,8 @@ class Packing:
         return self.remaining <= self.meter.floor
 
     def offer(self, candidate: Candidate) -> Offer:
-        """Add ``candidate`` if admission keeps it (see :mod:`ctxasm.stages.admission` for the
-        order of the checks); otherwise record why not."""
+        """Add ``candidate`` if admission keeps it (see :mod:`ctxasm.stages.selection_admission`
+        for the order of the checks); otherwise record why not."""
         decision = self.admission.admit(candidate, Room(self.budget, self.used), self.costs)
         if isinstance(decision, Refuse):
             self.excluded.append(decision.exclusion)

@@ -315,7 +315,7 @@ def _check_request(request: Request) -> None:
     if not isinstance(request.allow_public, bool):
         raise invalid("allow_public", "true or false", request.allow_public)
     if not isinstance(request.strategy, Strategies):
-        raise invalid("strategy", "a ctxasm.model.Strategies", request.strategy)
+        raise invalid("strategy", "a ctxasm.data.Strategies", request.strategy)
     string(request.query_class, "query_class", optional=True)
 
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 import ctxasm
+from ctxasm.data import Passage
 from ctxasm.lexical import phrase_key
-from ctxasm.model import Passage
-from ctxasm.stages.utility import UtilityRelevance, title_match
+from ctxasm.stages.relevance_utility import UtilityRelevance, title_match
 
 TEXT = "Mercury is the smallest planet and the closest to the Sun."
 QUERY = "smallest planet"

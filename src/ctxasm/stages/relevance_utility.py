@@ -15,8 +15,8 @@
 - ``link``: 1 when the passage shares nothing with the query but one of the first
   ``max_link_sources`` relevant passages names its title (a second hop), else 0.
 
-Novelty against what is already selected is the planners' part (:mod:`ctxasm.stages.planners`):
-it depends on the selection, not on the passage alone.
+Novelty against what is already selected is the planners' part
+(:mod:`ctxasm.stages.selection_planners`): it depends on the selection, not on the passage alone.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ctxasm.data import Passage
 from ctxasm.lexical import phrase_key, query_terms, title_key
-from ctxasm.model import Passage
 from ctxasm.stages.relevance import Scores, bm25
 from ctxasm.strategy import Strategy, require_int, require_number
 
