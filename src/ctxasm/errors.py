@@ -9,6 +9,7 @@
     │   └── AccessPolicyError    passages carry access data but no principal was given
     ├── BudgetError              the request cannot fit the model even with no passages
     ├── ConfigError              a configuration file or value is invalid
+    ├── StoreUnavailableError    the document store cannot be reached now (retry later: 503)
     └── TokenizerError           a tokenizer cannot be loaded (offline, missing file, bad hash)
 
 Excluding a passage is never an exception: it is an ``Exclusion`` in the report. Exceptions
@@ -27,6 +28,7 @@ __all__ = [
     "ConfigError",
     "CtxasmError",
     "RequestError",
+    "StoreUnavailableError",
     "TokenizerError",
     "UnknownModelError",
     "UnknownStrategyError",
@@ -94,6 +96,13 @@ class ConfigError(CtxasmError, ValueError):
     """A configuration file or value is invalid."""
 
     code = "invalid_config"
+
+
+class StoreUnavailableError(CtxasmError):
+    """The document store cannot answer now (database down, restarting, or over its statement
+    timeout); the request itself may be fine, so an HTTP service answers 503."""
+
+    code = "store_unavailable"
 
 
 class TokenizerError(CtxasmError):
