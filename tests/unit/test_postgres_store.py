@@ -18,6 +18,14 @@ from ctxasm.store import Document, chunk_text, index_paths, open_store
 CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
 
 
+def _sql(url: str, statement: str) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        cursor = connection.execute(statement)
+        return cursor.fetchall() if cursor.description else []
+
+
 def test_indexing_is_idempotent_and_updates_replace(postgres_url: str) -> None:
     store = open_store(postgres_url)
     first = index_paths(
@@ -54,8 +62,7 @@ def test_delete_is_complete_and_a_failed_write_changes_nothing(postgres_url: str
     assert [p.text for p in store.retrieve("danube", who)] == [document.text]
     assert store.delete("d") is True
     assert store.stats().documents == 0 and store.stats().chunks == 0
-    rows = store._db.execute("SELECT count(*) FROM readers").fetchone()  # type: ignore[attr-defined]
-    assert rows == (0,)
+    assert _sql(postgres_url, "SELECT count(*) FROM readers") == [(0,)]
     assert store.delete("d") is False
     store.close()
 
@@ -103,7 +110,9 @@ def test_no_principal_ever_sees_a_chunk_it_may_not_read(
 ) -> None:
     store = open_store(postgres_url)
     try:
-        store._db.execute("TRUNCATE documents CASCADE")  # type: ignore[attr-defined]
+        _sql(postgres_url, "TRUNCATE documents, class_terms, access_classes CASCADE")
+        store.close()
+        store = open_store(postgres_url)  # forgets the access classes it knew
         documents = []
         for number, (tenant, readers) in enumerate(docs):
             text = f"The river flows past marker{number}x and the old bridge."
@@ -185,3 +194,45 @@ def test_ask_works_on_postgres(postgres_url: str, tmp_path: Path) -> None:
     report = json.loads(asked.stdout)["report"]
     assert report["selected"] >= 1
     assert all(not i["id"].startswith("memo-") for i in report["included"])
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(docs=specs, principal=principals)
+def test_scores_ignore_unreadable_documents(
+    postgres_url: str, docs: list[tuple[Any, Any]], principal: Principal
+) -> None:
+    """Adding documents the principal may not read changes nothing it gets, scores included."""
+    documents = [
+        Document(
+            f"doc{number}",
+            f"The river flows past marker{number}x. " + "The old bridge. " * (number % 3 + 1),
+            tenant=tenant,
+            readers=None if readers is None else tuple(readers),
+        )
+        for number, (tenant, readers) in enumerate(docs)
+    ]
+    visible = [
+        d
+        for d in documents
+        if check_access(
+            ctxasm.Passage(id=d.doc_id, text=d.text, tenant=d.tenant, readers=d.readers),
+            principal,
+            allow_public=False,
+        )
+        is None
+    ]
+    found = []
+    open_store(postgres_url).close()  # creates the tables
+    for subset in (documents, visible):
+        _sql(postgres_url, "TRUNCATE documents, class_terms, access_classes CASCADE")
+        store = open_store(postgres_url)
+        try:
+            store.upsert_many([(d, chunk_text(d.text, 64, 0)) for d in subset])  # type: ignore[attr-defined]
+            found.append([(p.id, p.score) for p in store.retrieve("river bridge", principal, 100)])
+        finally:
+            store.close()
+    assert found[0] == found[1]

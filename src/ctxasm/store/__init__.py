@@ -78,10 +78,31 @@ def open_store(url: str, *, create: bool = True) -> Store:
     if url.startswith(("postgresql://", "postgres://")):
         from ctxasm.store.postgres import PostgresStore
 
-        return PostgresStore(url)
+        url, options = _store_options(url, {"pool_size": 4, "statement_timeout_ms": 30_000})
+        return PostgresStore(url, **options)
     raise ConfigError(
         f"unknown store URL {url!r}; use sqlite:///path.db or postgresql://...", field="store"
     )
+
+
+def _store_options(url: str, defaults: dict[str, int]) -> tuple[str, dict[str, int]]:
+    """``url`` without ctxasm's own query options (whole numbers, such as ``pool_size=8``),
+    and those options over ``defaults``; the other options stay for the database driver."""
+    base, _, query = url.partition("?")
+    options, kept = dict(defaults), []
+    for option in filter(None, query.split("&")):
+        key, _, value = option.partition("=")
+        if key not in defaults:
+            kept.append(option)
+        elif not value.isdigit():
+            raise ConfigError(
+                f"store URL option {key}={value!r} must be a whole number, as in {key}="
+                f"{defaults[key]}",
+                field="store",
+            )
+        else:
+            options[key] = int(value)
+    return (f"{base}?{'&'.join(kept)}" if kept else base), options
 
 
 @dataclass
