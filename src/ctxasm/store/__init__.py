@@ -55,7 +55,8 @@ class Store(Retriever, Protocol):
 def open_store(url: str, *, create: bool = True) -> Store:
     """The store at ``url``: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``
     (add ``?embedder=hashing`` or another embedder spec for vectors), or
-    ``postgresql://user:password@host/database`` (needs ``pip install 'ctxasm[postgres]'``)."""
+    ``postgresql://user:password@host/database`` (needs ``pip install 'ctxasm[postgres]'``;
+    add ``?pool_size=4&statement_timeout_ms=30000`` to change the pool and the timeout)."""
     if url.startswith("sqlite:///"):
         path, _, options = url.removeprefix("sqlite:///").partition("?")
         if not path or path.endswith("/"):
@@ -78,8 +79,8 @@ def open_store(url: str, *, create: bool = True) -> Store:
     if url.startswith(("postgresql://", "postgres://")):
         from ctxasm.store.postgres import PostgresStore
 
-        url, options = _store_options(url, {"pool_size": 4, "statement_timeout_ms": 30_000})
-        return PostgresStore(url, **options)
+        url, settings = _store_options(url, {"pool_size": 4, "statement_timeout_ms": 30_000})
+        return PostgresStore(url, **settings)
     raise ConfigError(
         f"unknown store URL {url!r}; use sqlite:///path.db or postgresql://...", field="store"
     )
