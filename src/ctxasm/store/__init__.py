@@ -41,7 +41,8 @@ class Retriever(Protocol):
 
 
 class Store(Retriever, Protocol):
-    """A store ingestion can write to."""
+    """A store ingestion can write to (an ``upsert_many(items)`` method, where a store has
+    one, writes a batch in one transaction)."""
 
     def upsert(self, document: Document, chunks: Sequence[Chunk]) -> str: ...
 
@@ -131,6 +132,73 @@ def _files(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
+BATCH_CHUNKS = 2000  # chunks written per transaction by index_paths
+
+
+class _Batch:
+    """Documents waiting to be written together, and what the report needs of each."""
+
+    def __init__(self, store: Store, report: IndexReport, encoding: str) -> None:
+        self.store, self.report, self.encoding = store, report, encoding
+        self.items: list[tuple[str, Document, list[Chunk]]] = []
+        self.chunks = 0
+
+    def add(self, where: str, document: Document, chunks: list[Chunk]) -> None:
+        self.items.append((where, document, chunks))
+        self.chunks += len(chunks)
+        if self.chunks >= BATCH_CHUNKS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the waiting documents in one transaction; if that fails, one by one, so the
+        failure is recorded against the document that caused it."""
+        items, self.items, self.chunks = self.items, [], 0
+        if not items:
+            return
+        try:
+            outcomes: list[str | None] = list(_upsert_many(self.store, items))
+        except Exception:
+            outcomes = [self._alone(where, document, chunks) for where, document, chunks in items]
+        written = []
+        for (_, document, chunks), outcome in zip(items, outcomes, strict=True):
+            if outcome is None:
+                continue
+            setattr(self.report, outcome, getattr(self.report, outcome) + 1)
+            if document.tenant is None and document.readers is None:
+                self.report.public += 1
+            if outcome != "unchanged":
+                self.report.chunks += len(chunks)
+                written.append(document.text)
+        self.report.tokens += _count_tokens(written, self.encoding)
+
+    def _alone(self, where: str, document: Document, chunks: list[Chunk]) -> str | None:
+        try:
+            return self.store.upsert(document, chunks)
+        except RequestError as exc:
+            self.report.failed.append((where, exc.message))
+        except Exception as exc:
+            detail = " ".join(str(exc).split())
+            self.report.failed.append((where, f"{type(exc).__name__}: {detail}"))
+        return None
+
+
+def _upsert_many(store: Store, items: list[tuple[str, Document, list[Chunk]]]) -> list[str]:
+    pairs = [(document, chunks) for _, document, chunks in items]
+    upsert_many = getattr(store, "upsert_many", None)
+    if upsert_many is None:
+        return [store.upsert(document, chunks) for document, chunks in pairs]
+    return list(upsert_many(pairs))
+
+
+def _count_tokens(texts: list[str], encoding: str) -> int:
+    """Tokens in ``texts``, tokenized together (tiktoken spreads a batch over threads)."""
+    from ctxasm.tokens.tiktoken_source import load_encoding
+
+    if not texts:
+        return 0
+    return sum(len(tokens) for tokens in load_encoding(encoding).encode_ordinary_batch(texts))
+
+
 def index_paths(
     store: Store,
     paths: Sequence[str | Path],
@@ -143,38 +211,33 @@ def index_paths(
     progress: Callable[[int, int], None] | None = None,
 ) -> IndexReport:
     """Ingest files and folders (see :mod:`ctxasm.store.documents`). A file that cannot be read
-    or parsed is recorded in ``failed`` with the reason, and the run goes on; each document is
-    written in its own transaction."""
-    from ctxasm.tokens import get_counter
-
-    counter = get_counter(f"tiktoken:{encoding}")
+    or parsed is recorded in ``failed`` with the reason, and the run goes on. Documents are
+    written in batches of about ``BATCH_CHUNKS`` chunks, one transaction each: a crash loses
+    at most the batch being written, and never leaves part of a document."""
     report = IndexReport()
+    batch = _Batch(store, report, encoding)
     files = _files(Path(p) for p in paths)
     for number, path in enumerate(files, start=1):
         try:
             for document in read_documents(
                 path, tenant=tenant, readers=readers, errors=report.failed
             ):
+                where = f"{path} ({document.doc_id})"
                 try:
                     chunks = chunk_text(document.text, chunk_tokens, overlap, encoding)
-                    outcome = store.upsert(document, chunks)
                 except RequestError as exc:
-                    report.failed.append((f"{path} ({document.doc_id})", exc.message))
+                    report.failed.append((where, exc.message))
                     continue
                 except Exception as exc:
                     detail = " ".join(str(exc).split())
-                    report.failed.append(
-                        (f"{path} ({document.doc_id})", f"{type(exc).__name__}: {detail}")
-                    )
+                    report.failed.append((where, f"{type(exc).__name__}: {detail}"))
                     continue
-                setattr(report, outcome, getattr(report, outcome) + 1)
-                if document.tenant is None and document.readers is None:
-                    report.public += 1
-                if outcome != "unchanged":
-                    report.chunks += len(chunks)
-                    report.tokens += counter.count(document.text)
+                batch.add(where, document, chunks)
         except RequestError as exc:
             report.failed.append((str(path), exc.message))
+        if number == len(files):
+            batch.flush()
         if progress is not None:
             progress(number, len(files))
+    batch.flush()
     return report
