@@ -203,14 +203,15 @@ class PostgresStore:
             kwargs={"autocommit": True, "connect_timeout": 5},
             configure=configure,
             check=ConnectionPool.check_connection,
-            timeout=5.0,
+            timeout=3.0,  # how long a request waits for a connection
             reconnect_timeout=60.0,
             open=False,
         )
         try:
-            self._pool.open(wait=True, timeout=10.0)
-            with self._pool.connection() as connection:
+            # one direct connection first: an unreachable database fails at once, saying why
+            with psycopg.connect(url, autocommit=True, connect_timeout=5) as connection:
                 self._prepare(connection)
+            self._pool.open(wait=False)
         except (psycopg.Error, OSError) as exc:
             self._pool.close()
             detail = " ".join(str(exc).split())  # one line
