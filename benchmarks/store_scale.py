@@ -12,7 +12,7 @@ document, spread round-robin over 3 tenants x 4 reader groups (12 access classes
 principals: one who sees 1/12 of the chunks (one tenant, one group) and one who sees 1/3 (one
 tenant, all four groups). The 20 questions are the first 20 HotpotQA questions.
 
-For each store and size it prints: the write rate (``upsert_many``, batches of 2,000 chunks,
+For each store and size it prints: the write rate (``upsert_many``, batches of 5,000 chunks,
 chunking excluded), then per principal the p50 / p95 of ``retrieve`` (k=50), of ask (retrieve
 plus ``ctxasm.assemble`` within 2,000 context tokens), and of the bare database query on the
 same data in the same run (SQLite: FTS5 ``bm25()``; PostgreSQL: ``ts_rank`` over a GIN-indexed
@@ -42,7 +42,7 @@ SOURCES = ["hotpotqa_distractor.unified.jsonl", "hotpotqa_fullwiki.unified.jsonl
 TIKTOKEN_CACHE = ROOT.parent / "shared" / "tiktoken-cache"
 CHUNKS_PER_DOCUMENT = 4
 SENTENCES_PER_CHUNK = 5
-BATCH_CHUNKS = 2000
+BATCH_CHUNKS = 5000
 
 
 def _sentences() -> list[str]:

@@ -62,13 +62,13 @@ class ClassDelta:
     def add(self, texts: Iterable[str], sign: int = 1) -> None:
         """Count (``sign`` 1) or uncount (``sign`` -1) chunks with these texts."""
         for text in texts:
-            length, counts = chunk_terms(text)
+            found = phrase_key(text).split()
             self.chunks += sign
-            self.words += sign * length
+            self.words += sign * len(found)
             if sign > 0:
-                self.terms.update(counts.keys())
+                self.terms.update(set(found))
             else:
-                self.terms.subtract(counts.keys())
+                self.terms.subtract(set(found))
 
     def term_rows(self, class_id: int) -> list[tuple[int, str, int]]:
         """``(class_id, term, change)`` for every term whose count changed, sorted (so that
