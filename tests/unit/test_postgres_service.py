@@ -93,7 +93,7 @@ def test_a_version_1_store_is_upgraded_and_a_newer_one_refused(postgres_url: str
     assert [(p.id, p.readers) for p in found] == [("a#0", ("g",))]
     assert _sql(postgres_url, "SELECT version FROM ctxasm_schema") == [(2,)]
     assert _sql(postgres_url, "SELECT terms, counts FROM chunks") == [
-        (["birds", "delta", "home", "is", "many", "river", "the", "to"], [1] * 8)
+        (["birds", "delta", "home", "is", "many", "river", "the", "to", " class 1"], [1] * 8 + [0])
     ]
     store.close()
     _sql(postgres_url, "UPDATE ctxasm_schema SET version = 3")

@@ -115,7 +115,8 @@ _COLUMNS = (
 # The best candidates by BM25 over the visible classes, in SQL (idf weights from Python).
 _TOP = """
 SELECT c.id FROM chunks c
-WHERE c.terms && %(terms)s::text[] AND c.class_id = ANY(%(classes)s)
+WHERE c.terms && %(terms)s::text[] AND c.terms && %(markers)s::text[]
+AND c.class_id = ANY(%(classes)s)
 ORDER BY (
     SELECT sum(w.idf * x.tf * %(k1p1)s / (x.tf + %(norm0)s + %(norm1)s * c.words))
     FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS w(term, idf)
@@ -270,7 +271,7 @@ class PostgresStore:
             class_id = self._class_id(db, document, {})
             rows = db.execute("SELECT id, text FROM chunks WHERE doc_id = %s", (doc_id,)).fetchall()
             for chunk_id, text in rows:
-                terms, counts = _term_counts(text)
+                terms, counts = _term_counts(text, class_id)
                 db.execute(
                     "UPDATE chunks SET terms = %s, counts = %s, class_id = %s WHERE id = %s",
                     (terms, counts, class_id, chunk_id),
@@ -471,19 +472,26 @@ def _batches(pending: list[_Pending]) -> list[list[_Pending]]:
     return [batch for batch in batches if batch]
 
 
-def _term_counts(text: str) -> tuple[list[str], list[int]]:
-    """A chunk's distinct words, sorted, and how often each occurs."""
+def _marker(class_id: int) -> str:
+    """The element of ``terms`` that names a chunk's access class (no word has a space), so
+    one GIN index scan finds the chunks that hold a query term *and* are visible."""
+    return f" class {class_id}"
+
+
+def _term_counts(text: str, class_id: int) -> tuple[list[str], list[int]]:
+    """A chunk's distinct words, sorted, and how often each occurs, then its class marker
+    (counted 0 times: it is not a word)."""
     found: dict[str, int] = {}
     for word in phrase_key(text).split():
         found[word] = found.get(word, 0) + 1
     terms = sorted(found)
-    return terms, [found[t] for t in terms]
+    return [*terms, _marker(class_id)], [*(found[t] for t in terms), 0]
 
 
 def _chunk_rows(item: _Pending, class_id: int) -> list[tuple[Any, ...]]:
     rows = []
     for seq, (chunk, vector) in enumerate(zip(item.chunks, item.vectors, strict=True)):
-        terms, counts = _term_counts(chunk.text)
+        terms, counts = _term_counts(chunk.text, class_id)
         rows.append(
             (
                 f"{item.document.doc_id}#{seq}",
@@ -570,6 +578,7 @@ def _top(
         "terms": [t for t, _ in weights],
         "idfs": [w for _, w in weights],
         "classes": classes,
+        "markers": [_marker(c) for c in classes],
         "k1p1": K1 + 1.0,
         "norm0": K1 * (1.0 - B),
         "norm1": K1 * B / stats.average,
