@@ -80,7 +80,8 @@ def open_store(url: str, *, create: bool = True) -> Store:
     if url.startswith(("postgresql://", "postgres://")):
         from ctxasm.store.postgres import PostgresStore
 
-        url, settings = _store_options(url, {"pool_size": 4, "statement_timeout_ms": 30_000})
+        defaults = {"pool_size": 4, "statement_timeout_ms": 30_000, "write_timeout_ms": 600_000}
+        url, settings = _store_options(url, defaults)
         return PostgresStore(url, **settings)
     raise ConfigError(
         f"unknown store URL {url!r}; use sqlite:///path.db or postgresql://...", field="store"

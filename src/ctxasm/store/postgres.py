@@ -103,10 +103,22 @@ CREATE INDEX IF NOT EXISTS chunks_embedding ON chunks
 """
 
 _VISIBLE_CLASSES = """
-    SELECT id FROM access_classes
+    SELECT id, chunks, words FROM access_classes
     WHERE (tenant IS NULL OR tenant = %(tenant)s)
     AND (readers IS NULL OR readers && %(names)s::text[])
     AND (tenant IS NOT NULL OR readers IS NOT NULL OR %(public)s)
+"""
+# The visible classes and their summed statistics, in one round trip.
+_STATISTICS = f"""
+WITH visible AS ({_VISIBLE_CLASSES})
+SELECT
+    (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM visible),
+    (SELECT coalesce(sum(chunks), 0) FROM visible),
+    (SELECT coalesce(sum(words), 0) FROM visible),
+    (SELECT coalesce(json_object_agg(term, df), '{{}}') FROM (
+        SELECT term, sum(df) AS df FROM class_terms
+        WHERE term = ANY(%(terms)s) AND class_id IN (SELECT id FROM visible) GROUP BY term
+    ) AS found)
 """
 _COLUMNS = (
     'c.chunk_id, c.doc_id, c.start, c."end", c.words, c.text, d.title, d.url, d.tenant, '
@@ -170,10 +182,19 @@ def _unavailable(exc: Exception) -> StoreUnavailableError:
 class PostgresStore:
     """A document store in PostgreSQL with pgvector (see the module docstring)."""
 
-    def __init__(self, url: str, *, pool_size: int = 4, statement_timeout_ms: int = 30_000) -> None:
-        """``pool_size`` connections at most; every statement is cancelled after
-        ``statement_timeout_ms`` (0: never). Fails with a :class:`ConfigError` when the
-        database cannot be reached or its schema is newer than this ctxasm."""
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 4,
+        statement_timeout_ms: int = 30_000,
+        write_timeout_ms: int = 600_000,
+    ) -> None:
+        """``pool_size`` connections at most; a query is cancelled after
+        ``statement_timeout_ms``, a statement of a batch write (a ``COPY`` of thousands of
+        chunks into the indexes) after ``write_timeout_ms`` (0: never). Fails with a
+        :class:`ConfigError` when the database cannot be reached or its schema is newer than
+        this ctxasm."""
         try:
             import psycopg
             from psycopg_pool import ConnectionPool
@@ -183,12 +204,14 @@ class PostgresStore:
                 "pip install 'ctxasm[postgres]'",
                 field="store",
             ) from None
-        if pool_size < 1 or statement_timeout_ms < 0:
+        if pool_size < 1 or min(statement_timeout_ms, write_timeout_ms) < 0:
             raise ConfigError(
-                f"pool_size must be at least 1 and statement_timeout_ms at least 0 "
-                f"(got {pool_size} and {statement_timeout_ms})",
+                f"pool_size must be at least 1 and the timeouts at least 0 (got pool_size="
+                f"{pool_size}, statement_timeout_ms={statement_timeout_ms}, write_timeout_ms="
+                f"{write_timeout_ms})",
                 field="store",
             )
+        self._write_timeout = int(write_timeout_ms)
         timeout = int(statement_timeout_ms)
         self._classes: dict[str, int] = {}
         self._classes_lock = threading.Lock()
@@ -314,6 +337,7 @@ class PostgresStore:
             if changed:
                 fresh: dict[str, int] = {}
                 with db.transaction():
+                    db.execute(f"SET LOCAL statement_timeout = {self._write_timeout}")
                     replaced = [p.document.doc_id for p in changed if p.document.doc_id in known]
                     self._replace(db, changed, replaced, fresh)
                 with self._classes_lock:
@@ -411,25 +435,21 @@ class PostgresStore:
             "tenant": None if principal is None else principal.tenant,
             "names": [] if principal is None else [principal.id, *principal.groups],
             "public": allow_public,
+            "terms": terms,
         }
         vector = _vector(self._embedder.embed([query])[0])
+        near_params = {"vector": vector, "distance": MAX_DISTANCE, "k": max(2 * k, 20)}
         with self._connection() as db:
-            classes = [row[0] for row in db.execute(_VISIBLE_CLASSES, params)]
-            stats = _statistics(db, classes, terms)
+            classes, stats = _statistics(db, params)
             if not stats.total:
                 return []
-            lexical_ids = _top(db, classes, stats, terms, max(2 * k, 20))
-            near = db.execute(
-                _NEAREST,
-                {
-                    "classes": classes,
-                    "vector": vector,
-                    "distance": MAX_DISTANCE,
-                    "k": max(2 * k, 20),
-                },
-            ).fetchall()
-            rows = _rows(db, [*lexical_ids, *(row[0] for row in near)])
-            readers = _readers(db, sorted({row[1] for row in rows.values() if row[9]}))
+            # both rankings in one round trip
+            with db.pipeline():
+                top = _top(db, classes, stats, terms, max(2 * k, 20))
+                near = db.cursor().execute(_NEAREST, {**near_params, "classes": classes})
+            lexical_ids = [row[0] for row in top.fetchall()] if top is not None else []
+            nearest = near.fetchall()
+            rows = _rows(db, [*lexical_ids, *(row[0] for row in nearest)])
         frequencies = {t: stats.frequencies.get(t, 0) for t in terms}
         lexical = sorted(
             (
@@ -438,9 +458,9 @@ class PostgresStore:
             ),
             key=lambda item: (-item[0], item[1][0]),
         )
-        nearest = sorted(near, key=lambda row: (row[1], rows[row[0]][0]))
+        nearest.sort(key=lambda row: (row[1], rows[row[0]][0]))
         best = fused(lexical, [rows[row[0]] for row in nearest])[:k]
-        return [_passage(row, score, readers) for score, row in best]
+        return [_passage(row, score) for score, row in best]
 
 
 def _schema_version(db: Any) -> int | None:
@@ -549,31 +569,19 @@ def _apply(db: Any, deltas: dict[int, ClassDelta]) -> None:
             )
 
 
-def _statistics(db: Any, classes: list[int], terms: list[str]) -> VisibleStats:
-    """Chunk count, word count and term frequencies summed over the visible classes."""
-    if not classes:
-        return VisibleStats(0, 0, {})
-    total, words = db.execute(
-        "SELECT sum(chunks), sum(words) FROM access_classes WHERE id = ANY(%s)", (classes,)
-    ).fetchone()
-    frequencies = {
-        term: int(df)
-        for term, df in db.execute(
-            "SELECT term, sum(df) FROM class_terms WHERE term = ANY(%s) AND class_id = ANY(%s) "
-            "GROUP BY term",
-            (terms, classes),
-        )
-    }
-    return VisibleStats(int(total or 0), int(words or 0), frequencies)
+def _statistics(db: Any, params: dict[str, Any]) -> tuple[list[int], VisibleStats]:
+    """The visible classes, and chunk count, word count and term frequencies summed over them."""
+    classes, total, words, frequencies = db.execute(_STATISTICS, params).fetchone()
+    found = {term: int(df) for term, df in frequencies.items()}
+    return list(classes), VisibleStats(int(total), int(words), found)
 
 
-def _top(
-    db: Any, classes: list[int], stats: VisibleStats, terms: list[str], pool: int
-) -> list[int]:
-    """Ids of the ``pool`` best visible chunks by BM25, ranked in SQL."""
+def _top(db: Any, classes: list[int], stats: VisibleStats, terms: list[str], pool: int) -> Any:
+    """A cursor over the ids of the ``pool`` best visible chunks by BM25, ranked in SQL (None
+    when no visible chunk holds a query term)."""
     weights = stats.weights(terms)
     if not weights:
-        return []
+        return None
     params = {
         "terms": [t for t, _ in weights],
         "idfs": [w for _, w in weights],
@@ -584,32 +592,23 @@ def _top(
         "norm1": K1 * B / stats.average,
         "pool": pool,
     }
-    return [row[0] for row in db.execute(_TOP, params)]
+    return db.cursor().execute(_TOP, params)
 
 
 def _rows(db: Any, ids: list[int]) -> dict[int, Any]:
+    """The chunks with these ids, each with its document's readers (sorted) last."""
     if not ids:
         return {}
     found = db.execute(
-        f"SELECT c.id, {_COLUMNS} FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
-        f"WHERE c.id = ANY(%s)",
+        f"SELECT c.id, {_COLUMNS}, (SELECT array_agg(r.reader ORDER BY r.reader) "
+        f"FROM readers r WHERE r.doc_id = c.doc_id) FROM chunks c "
+        f"JOIN documents d ON d.doc_id = c.doc_id WHERE c.id = ANY(%s)",
         (sorted(set(ids)),),
     ).fetchall()
     return {row[0]: row[1:] for row in found}
 
 
-def _readers(db: Any, doc_ids: list[str]) -> dict[str, tuple[str, ...]]:
-    found: dict[str, list[str]] = {}
-    if doc_ids:
-        for doc_id, reader in db.execute(
-            "SELECT doc_id, reader FROM readers WHERE doc_id = ANY(%s) ORDER BY reader",
-            (doc_ids,),
-        ):
-            found.setdefault(doc_id, []).append(reader)
-    return {doc_id: tuple(names) for doc_id, names in found.items()}
-
-
-def _passage(row: Any, score: float, readers: dict[str, tuple[str, ...]]) -> Passage:
+def _passage(row: Any, score: float) -> Passage:
     return Passage(
         id=row[0],
         text=row[5],
@@ -622,5 +621,5 @@ def _passage(row: Any, score: float, readers: dict[str, tuple[str, ...]]) -> Pas
         timestamp=row[10],
         authority=row[11],
         tenant=row[8],
-        readers=readers.get(row[1], ()) if row[9] else None,
+        readers=tuple(row[12] or ()) if row[9] else None,
     )
