@@ -197,7 +197,7 @@ class PostgresStore:
         this ctxasm."""
         try:
             import psycopg
-            from psycopg_pool import ConnectionPool
+            import psycopg_pool  # noqa: F401 - checked here, used by _pool
         except ImportError:
             raise ConfigError(
                 "the PostgreSQL store needs psycopg and psycopg_pool: "
@@ -216,21 +216,7 @@ class PostgresStore:
         self._classes: dict[str, int] = {}
         self._classes_lock = threading.Lock()
 
-        def configure(connection: Any) -> None:
-            connection.execute(f"SET statement_timeout = {timeout}")
-            connection.execute("SET hnsw.iterative_scan = relaxed_order")
-
-        self._pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=pool_size,
-            kwargs={"autocommit": True, "connect_timeout": 5},
-            configure=configure,
-            check=ConnectionPool.check_connection,
-            timeout=3.0,  # how long a request waits for a connection
-            reconnect_timeout=60.0,
-            open=False,
-        )
+        self._pool = _pool(url, pool_size, timeout)
         try:
             # one direct connection first: an unreachable database fails at once, saying why
             with psycopg.connect(url, autocommit=True, connect_timeout=5) as connection:
@@ -461,6 +447,29 @@ class PostgresStore:
         nearest.sort(key=lambda row: (row[1], rows[row[0]][0]))
         best = fused(lexical, [rows[row[0]] for row in nearest])[:k]
         return [_passage(row, score) for score, row in best]
+
+
+def _pool(url: str, size: int, statement_timeout_ms: int) -> Any:
+    """A closed pool of at most ``size`` connections, each checked before it is lent (one a
+    database restart broke is replaced) and set up with the statement timeout and iterative
+    HNSW scans."""
+    from psycopg_pool import ConnectionPool
+
+    def configure(connection: Any) -> None:
+        connection.execute(f"SET statement_timeout = {statement_timeout_ms}")
+        connection.execute("SET hnsw.iterative_scan = relaxed_order")
+
+    return ConnectionPool(
+        url,
+        min_size=1,
+        max_size=size,
+        kwargs={"autocommit": True, "connect_timeout": 5},
+        configure=configure,
+        check=ConnectionPool.check_connection,
+        timeout=3.0,  # how long a request waits for a connection
+        reconnect_timeout=60.0,
+        open=False,
+    )
 
 
 def _schema_version(db: Any) -> int | None:
