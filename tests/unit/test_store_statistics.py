@@ -182,3 +182,16 @@ def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
         f"version {SCHEMA_VERSION + 1}, written by a newer ctxasm; this one reads versions up "
         f"to {SCHEMA_VERSION}: upgrade ctxasm"
     )
+
+
+def test_accented_words_are_ranked_inside_sqlite_and_scored_exactly(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    documents = [
+        Document("es", "Hugo Rodríguez Romero plays in Galicia.", tenant="t1", readers=("g1",)),
+        Document("en", "Rodriguez is a common name.", tenant="t1", readers=("g1",)),
+    ]
+    _write(store, documents)
+    found = store.retrieve("Rodríguez Galicia", Principal("u", "t1", ("g1",)))
+    # FTS5 folds the accent, so both are candidates; BM25 counts words as written
+    assert [(p.id, p.score) for p in found] == [("es#0", 1.336587)]  # BM25 by hand
+    store.close()
