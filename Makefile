@@ -1,46 +1,52 @@
 # The two commands of the README:
-#   make demo   set up, index the bundled corpus into an embedded SQLite store, and ask it a
-#               question as a principal, printing the prompt and the report
-#   make test   set up, then ruff, mypy (strict) and the whole test suite
-# Both create .venv and install the pinned versions in constraints.txt on first use.
+#   make demo   set up the core, index the bundled corpus into an embedded SQLite store, and ask
+#               it a question as a principal, printing the prompt and the report
+#   make test   set up everything the tests need, then ruff, mypy (strict) and the test suite
+# Both create .venv on first use and install the pinned versions in constraints.txt: the core
+# alone for the demo, the dev extra for the tests. Neither needs a network for tokenizers (the
+# rank files ship inside the package) nor anything outside this folder.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-
-# Offline tokenizer ranks: the project's shared cache when it is there (CI and development).
-ifneq ($(wildcard ../shared/tiktoken-cache),)
-export TIKTOKEN_CACHE_DIR ?= $(abspath ../shared/tiktoken-cache)
-endif
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 
 .PHONY: demo test lint typecheck unit bench clean
 
-$(VENV)/.installed: pyproject.toml constraints.txt
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+
+# The core: assembly, exact counts, the CLI and the SQLite store (standard library).
+$(VENV)/.installed-core: pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) -e .
 	touch $@
+
+# Everything the tests need (the core included, so the demo needs nothing more after it).
+$(VENV)/.installed-dev: pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) -e '.[dev]'
+	touch $@ $(VENV)/.installed-core
 
 DEMO_STORE ?= sqlite:///.demo/store.db
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-core
 	$(BIN)/ctxasm index examples/corpus --store $(DEMO_STORE) --tenant demo --readers everyone --chunk-tokens 64 --overlap 16
 	$(BIN)/ctxasm ask "Where does the Danube end, and which capitals lie on it?" --store $(DEMO_STORE) --principal ann --tenant demo --groups everyone --budget 400
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
-typecheck: $(VENV)/.installed
+typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
-unit: $(VENV)/.installed
+unit: $(VENV)/.installed-dev
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q
 
 test: lint typecheck unit
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/assembly_speed.py
 	$(BIN)/python benchmarks/startup.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .demo .pytest_cache .mypy_cache .ruff_cache .hypothesis

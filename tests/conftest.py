@@ -1,22 +1,38 @@
 """Shared test set-up.
 
-Tests run offline: tiktoken's rank files come from ``../shared/tiktoken-cache`` (next to the
-repository), unless ``TIKTOKEN_CACHE_DIR`` already points somewhere else.
+Tests run offline: tests that call tiktoken directly find its rank files in a temporary cache
+folder linked to the copies ctxasm ships, unless ``TIKTOKEN_CACHE_DIR`` already points somewhere.
 """
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED = REPO_ROOT.parent / "shared"
 
-os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(SHARED / "tiktoken-cache"))
+
+def _tiktoken_cache() -> str:
+    """A folder in tiktoken's cache layout whose files are the rank files ctxasm ships."""
+    from ctxasm.tokens.tiktoken_source import BUNDLED_RANKS, OFFICIAL_RANKS
+
+    folder = tempfile.mkdtemp(prefix="ctxasm-tests-tiktoken-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    for name, ranks in OFFICIAL_RANKS.items():
+        (Path(folder) / ranks.cache_name).symlink_to(BUNDLED_RANKS / f"{name}.tiktoken")
+    return folder
+
+
+if "TIKTOKEN_CACHE_DIR" not in os.environ:
+    os.environ["TIKTOKEN_CACHE_DIR"] = _tiktoken_cache()
+
 # Frameworks under test must not phone home (Haystack sends telemetry unless told not to).
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 

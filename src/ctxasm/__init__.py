@@ -4,6 +4,7 @@
 provably fits the model, with a report of every passage kept or dropped.
 """
 
+from ctxasm import testing
 from ctxasm.assembler import Assembler, assemble
 from ctxasm.builder import BuiltContext, ContextBuilder, Retriever, context_for_chat
 from ctxasm.citations import Citation, CitationReport, check_citations, link_citations
@@ -70,4 +71,5 @@ __all__ = [
     "default_registry",
     "link_citations",
     "parse_request",
+    "testing",
 ]

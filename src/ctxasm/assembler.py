@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxasm import registry
-from ctxasm.config import AssemblerConfig
-from ctxasm.errors import RequestError, TokenizerError
+from ctxasm.config import AssemblerConfig, defaults_error
+from ctxasm.errors import BudgetError, ConfigError, RequestError, TokenizerError
 from ctxasm.formatting import Format, PromptParts, get_format
 from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE, RULES
 from ctxasm.model import (
@@ -120,8 +120,32 @@ class Assembler:
         self._strategies: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._default_strategy = self.config.defaults.get("strategy") or {}
-        # Build the configured strategies now, so a bad name fails here and not per request.
-        self._resolve(parse_request(self._merge({"query": "check", "passages": []})).strategy)
+        self._check_defaults()
+
+    def _check_defaults(self) -> None:
+        """Refuse, with a :class:`ConfigError`, defaults that would fail every request: build
+        the configured strategies, find the default model and format, load the model's
+        tokenizer (cached for the process) and plan the budget of an empty request."""
+        try:
+            request = parse_request(self._merge({"query": "check", "passages": []}))
+            self._resolve(request.strategy)
+            model = self.config.models.get(request.model)
+            fmt = get_format(request.format, request.template)
+        except (RequestError, BudgetError) as error:
+            raise defaults_error(error) from None
+        try:
+            counter = get_counter(model.tokenizer)
+            system = f"{request.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n{RULES}"
+            plan_budget(request, model, counter, fmt, PromptParts(system, (), request.query))
+        except TokenizerError as error:
+            raise ConfigError(
+                f"defaults.model {model.name!r} counts with {model.tokenizer!r}, which cannot "
+                f"be loaded: {error.message}; fix the tokenizer (models.{model.name}.tokenizer "
+                "in the config) or choose another defaults.model",
+                field="defaults.model",
+            ) from None
+        except (RequestError, BudgetError) as error:
+            raise defaults_error(error) from None
 
     def _merge(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         merged = {**self.config.defaults, **fields}

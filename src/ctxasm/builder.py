@@ -16,7 +16,6 @@ the counter :func:`ctxasm.tokens.get_counter` returns for the model's tokenizer 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -26,6 +25,7 @@ from ctxasm.errors import RequestError
 from ctxasm.model import Reason
 from ctxasm.models import ModelSpec, default_registry
 from ctxasm.tokens import TokenCounter, get_counter
+from ctxasm.validation import integer, number, string
 
 __all__ = [
     "CUTOFFS",
@@ -143,11 +143,7 @@ class ContextBuilder:
                 f"cutoff must be one of {', '.join(CUTOFFS)}, got {cutoff!r}", field="cutoff"
             )
         self._cutoff = cutoff
-        if not isinstance(separator, str):
-            raise RequestError(
-                f"separator must be a string, got {type(separator).__name__}", field="separator"
-            )
-        self._separator = separator
+        self._separator = _require_text(separator, "separator")
         self._spec = _resolve_model(model)
         self._counter: TokenCounter = get_counter(self._spec.tokenizer)
         self._items: list[_Item] = []
@@ -275,8 +271,7 @@ def context_for_chat(
     """
     builder = ContextBuilder(max_tokens, model=model, cutoff=cutoff, separator=separator)
     k = _require_count(k, "k")
-    if not isinstance(query, str):
-        raise RequestError(f"query must be a string, got {type(query).__name__}", field="query")
+    query = _require_text(query, "query")
     retrieve = getattr(retriever, "retrieve", None)
     if not callable(retrieve):
         raise RequestError(
@@ -325,32 +320,26 @@ def _resolve_model(model: object) -> ModelSpec:
     return default_registry().get(model)  # UnknownModelError names close matches
 
 
+# The shared validators (ctxasm.validation): the same rules and messages as the request JSON.
 def _require_count(value: object, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RequestError(f"{field} must be an integer >= 1, got {value!r}", field=field)
-    return value
+    count = integer(value, field, minimum=1, optional=False)
+    assert count is not None
+    return count
 
 
 def _require_text(value: object, field: str) -> str:
-    if not isinstance(value, str):
-        raise RequestError(f"{field} must be a string, got {type(value).__name__}", field=field)
-    return value
+    text: str = string(value, field)  # refuses unpaired surrogates: they cannot be sent
+    return text
 
 
 def _require_priority(value: object, field: str) -> float:
-    problem = RequestError(f"{field} must be a finite number, got {value!r}", field=field)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise problem
-    try:
-        finite = math.isfinite(value)
-    except OverflowError:  # an integer too large for a float
-        finite = False
-    if not finite:
-        raise problem
-    return float(value)
+    priority = number(value, field, optional=False)
+    assert priority is not None
+    return priority
 
 
 def _require_label(value: object, field: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise RequestError(f"{field} must be a non-empty string, got {value!r}", field=field)
-    return value
+    label = _require_text(value, field)
+    if not label:
+        raise RequestError(f"{field} must be a non-empty string; got {value!r}", field=field)
+    return label

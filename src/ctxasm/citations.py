@@ -6,20 +6,25 @@ name no included source (a hallucinated citation), which sources it never cites,
 its sentences cite nothing. :func:`link_citations` turns valid citations into links to their
 sources' urls.
 
-Marker grammar (case-insensitive; white space inside the brackets is allowed)::
+Markers are read on folded text (:mod:`ctxasm.formatting.labels`: NFKC, digits of any
+script, Latin look-alikes, CJK brackets, invisible characters dropped), case-insensitively::
 
-    marker  = "[" item { sep item } "]"          not followed by "(": that is a markdown link
-    item    = [ "source" | "sources" ] number [ dash [ "source" ] number ]
-    sep     = "," | ";" | "&" | "and" | ", and"
-    dash    = "-" | "–" | "—"
-    number  = 1 to 9 digits
+    item    = [ word [ ":" | "#" ] ] number [ dash [ word [ ":" | "#" ] ] number ]
+    list    = item { ("," | ";" | "&" | "and" | ", and") item }
+    bracket = "[" list [ "." | "," | ";" | ":" ] "]"      followed by "(": a markdown link
+    paren   = "(" list starting with a word ")"
+    bare    = list starting with a word, not inside a word, not a version ("Source 2.0")
+    word    = "source" | "sources";  number = 1 to 9 digits
 
-So ``[Source 2]``, ``[2]``, ``[1, 3]``, ``[Source 1, Source 3]``, ``[Sources 1 and 3]``,
-``[2-4]``, ``[2–4]`` and ``[Source 2-4]`` are citations; ``[the docs](https://...)``, ``[x]``,
-``[ ]``, ``[note]`` and anything inside inline code or a fenced code block are not. A range
-cites every number in it; a reversed range (``[4-2]``) or one of more than
+So ``[Source 2]``, ``[2]``, ``[1, 3]``, ``[Sources 1 and 3]``, ``[2-4]``, ``[Source: 2]``,
+``[Source 2](https://...)``, ``(Source 2)``, ``Source 2``, ``［Source ２］``, ``【Source 2】``,
+``[Ѕource 2]`` (Cyrillic) and ``[Source ²]`` are citations; ``[the docs](https://...)``,
+``[x]``, ``[note]``, ``(2)`` and ``Source 2.0`` are not. In closed code (a fenced block, or
+inline code) only worded markers count: ``x[1]`` is an index there. A fence that is never closed
+is no fence. A range cites every number in it; a reversed range (``[4-2]``) or one of more than
 :data:`MAX_RANGE` numbers is one invalid citation, never expanded. ``0``, a number past the last
-source and a number no included source carries are invalid.
+source and a number no included source carries are invalid. Every scan is linear in the length
+of the answer.
 
 Sentences: the answer is cut at line breaks, then with :func:`ctxasm.lexical.sentence_spans`.
 A marker belongs to the sentence it ends (``... in 1889 [1].`` and ``... in 1889. [1]`` both
@@ -30,35 +35,49 @@ punctuation, markdown headings (``# ...``), lead-ins that end with ``:``, and co
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+import unicodedata
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import quote, urlsplit
 
 from ctxasm.errors import RequestError
+from ctxasm.formatting.labels import CITATION, ITEM, Folded, fold
 from ctxasm.lexical import sentence_spans
 from ctxasm.model import Assembly
 
-__all__ = ["MAX_RANGE", "Citation", "CitationReport", "check_citations", "link_citations"]
+__all__ = [
+    "FORMS",
+    "MAX_RANGE",
+    "Citation",
+    "CitationReport",
+    "check_citations",
+    "link_citations",
+]
 
 MAX_RANGE = 100
 """The most numbers one range may cite; a longer range is an invalid citation."""
 
+FORMS = (
+    "bracket",
+    "markdown_link",
+    "parenthesis",
+    "bare",
+    "fullwidth",
+    "cjk_bracket",
+    "superscript",
+    "confusable",
+    "unicode",
+)
+"""The spellings a citation is recognised in (see :class:`Citation`)."""
+
 LINK_STYLES = ("markdown",)
 
-_NUMBER = "[0-9]{1,9}"
-_ITEM = r"(?:sources?\s*)?{n}(?:\s*[-–—]\s*(?:sources?\s*)?{n})?"
-_SEP = r"(?:\s*[,;&]\s*(?:and\s+)?|\s+and\s+)"
-_ITEM_RE = re.compile(_ITEM.format(n=f"({_NUMBER})"), re.IGNORECASE)  # captures the numbers
-_ANY_ITEM = _ITEM.format(n=_NUMBER)
-_MARKER = re.compile(rf"\[\s*{_ANY_ITEM}(?:{_SEP}{_ANY_ITEM})*\s*\](?!\()", re.IGNORECASE)
-_WORDED = re.compile(r"source", re.IGNORECASE)
+_WORDED = re.compile(r"sources?", re.IGNORECASE)
 _LABEL = re.compile(r"Source ([1-9][0-9]*)")
-_FENCED_CODE = re.compile(
-    r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL
-)
-_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
+_BACKTICKS_OR_LINE = re.compile(r"`+|\n")
 _LINE = re.compile(r"[^\r\n]+")
 _WORD = re.compile(r"\w")
 _SAFE_SCHEMES = frozenset({"http", "https", ""})
@@ -66,15 +85,31 @@ _SAFE_SCHEMES = frozenset({"http", "https", ""})
 
 @dataclass(frozen=True, slots=True)
 class Citation:
-    """One cited number: its label, and the source it names (``None`` when it names none)."""
+    """One cited number: its label, and the source it names (``None`` when it names none).
+
+    ``raw`` is the marker as the answer wrote it (``[Ѕource 9]``, ``Sources 1 and 2``) and
+    ``form`` how it was recognised, one of :data:`FORMS`: the normalisation it needed
+    (``confusable``, ``cjk_bracket``, ``fullwidth``, ``superscript``, ``unicode``) or else its
+    shape (``bracket``, ``markdown_link``, ``parenthesis``, ``bare``). Every number of one marker
+    shares them. Two citations are equal when label, id, url and validity are.
+    """
 
     label: str
     id: str | None
     url: str | None
     valid: bool
+    raw: str = field(default="", compare=False)
+    form: str = field(default="bracket", compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "id": self.id, "url": self.url, "valid": self.valid}
+        return {
+            "label": self.label,
+            "id": self.id,
+            "url": self.url,
+            "valid": self.valid,
+            "raw": self.raw,
+            "form": self.form,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +137,14 @@ class CitationReport:
         """Whether every citation names an included source (true for an answer citing none)."""
         return not self.invalid
 
+    @property
+    def forms(self) -> dict[str, int]:
+        """How many citations were recognised in each form, in order of first appearance."""
+        counts: dict[str, int] = {}
+        for citation in self.citations:
+            counts[citation.form] = counts.get(citation.form, 0) + 1
+        return counts
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "citations": [citation.to_dict() for citation in self.citations],
@@ -110,6 +153,7 @@ class CitationReport:
             "uncited_ids": list(self.uncited_ids),
             "uncited_sentences": list(self.uncited_sentences),
             "coverage": self.coverage,
+            "forms": self.forms,
         }
 
 
@@ -135,22 +179,32 @@ class _Item(NamedTuple):
 
 
 class _Marker(NamedTuple):
-    start: int
+    start: int  # offsets in the answer as written
     end: int
     items: tuple[_Item, ...]
     worded: bool  # written with the word "source", as in [Source 1, 3]
+    raw: str
+    form: str
+    in_code: bool
+
+    @property
+    def linkable(self) -> bool:
+        """A bracket marker outside code, not already a link: what :func:`link_citations`
+        rewrites."""
+        return not self.in_code and self.form not in ("markdown_link", "parenthesis", "bare")
 
     def citations(self, sources: Mapping[int, _Source]) -> Iterator[Citation]:
         for item in self.items:
             if not item.expandable:
-                yield Citation(item.label(), None, None, valid=False)
+                yield Citation(item.label(), None, None, False, self.raw, self.form)
                 continue
             for number in range(item.first, item.last + 1):
                 found = sources.get(number)
+                label = f"Source {number}"
                 if found is None:
-                    yield Citation(f"Source {number}", None, None, valid=False)
+                    yield Citation(label, None, None, False, self.raw, self.form)
                 else:
-                    yield Citation(f"Source {number}", found.id, found.url, valid=True)
+                    yield Citation(label, found.id, found.url, True, self.raw, self.form)
 
 
 def check_citations(answer: str, assembly: Assembly | Mapping[str, Any]) -> CitationReport:
@@ -184,14 +238,15 @@ def check_citations(answer: str, assembly: Assembly | Mapping[str, Any]) -> Cita
 def link_citations(
     answer: str, assembly: Assembly | Mapping[str, Any], style: str = "markdown"
 ) -> str:
-    """``answer`` with every valid citation turned into a link to its source's url.
+    """``answer`` with every valid bracket citation turned into a link to its source's url.
 
     ``[Source 2]`` becomes ``[Source 2](https://...)`` and ``[2]`` becomes ``[2](https://...)``;
     a list or range becomes one link per number (``[1, 3]`` -> ``[1](...), [3](...)``), each
     number that cannot be linked kept as a plain marker. Invalid citations, sources without a
     url and urls that are neither http(s) nor relative (``javascript:``, ``file:``) are left as
-    they are, so is a marker with nothing to link. Markers already linked are not markers, so
-    linking twice changes nothing; check citations before linking.
+    they are, so is a marker with nothing to link, a marker in code, one in parentheses or a
+    bare one (``Source 2``). Markers already linked are left alone, so linking twice changes
+    nothing.
     """
     if style not in LINK_STYLES:
         raise RequestError(
@@ -204,6 +259,8 @@ def link_citations(
     parts = []
     done = 0
     for marker in markers:
+        if not marker.linkable:
+            continue
         parts.append(answer[done : marker.start])
         parts.append(_linked(answer[marker.start : marker.end], marker, urls))
         done = marker.end
@@ -249,22 +306,162 @@ def _link_target(url: str | None) -> str | None:
 
 def _scan(answer: str) -> tuple[str, list[_Marker]]:
     """The markers of ``answer``, and ``answer`` with code and markers blanked out (same
-    length, so offsets agree) for cutting sentences."""
-    masked = _FENCED_CODE.sub(_blank, answer)
-    masked = _INLINE_CODE.sub(_blank, masked)
+    length, so offsets agree) for cutting sentences.
+
+    In code (a closed fence, or a pair of equal backtick runs on one line) only markers
+    written with the word "source" count: ``x[1]`` in code is an index, ``[Source 9]`` is
+    still a claim about a source.
+    """
+    code = _code_spans(answer)
+    code_starts = [start for start, _ in code]
+    folded = fold(answer)
     markers = []
-    for match in _MARKER.finditer(masked):
-        items = tuple(
-            _Item(int(first), int(last or first)) for first, last in _ITEM_RE.findall(match.group())
-        )
-        markers.append(
-            _Marker(match.start(), match.end(), items, _WORDED.search(match.group()) is not None)
-        )
-    return _MARKER.sub(_blank, masked), markers
+    for match in CITATION.finditer(folded.text):
+        start = folded.original(match.start())
+        index = bisect_right(code_starts, start) - 1
+        marker = _marker(folded, match, in_code=index >= 0 and start < code[index][1])
+        if marker.in_code and not marker.worded:
+            continue
+        markers.append(marker)
+    blanks = sorted([*code, *((m.start, m.end) for m in markers)])
+    return _blanked(answer, blanks), markers
 
 
-def _blank(match: re.Match[str]) -> str:
-    return re.sub(r"[^\n]", " ", match.group())
+def _marker(folded: Folded, match: re.Match[str], in_code: bool) -> _Marker:
+    start, end = match.start(), match.end()
+    text = match.group()
+    items = tuple(_Item(int(first), int(last or first)) for first, last in ITEM.findall(text))
+    shape = match.lastgroup or "bare"
+    if shape == "bracket":
+        shape = "markdown_link" if folded.text.startswith("(", end) else "bracket"
+    elif shape == "paren":
+        shape = "parenthesis"
+    raw = folded.span(start, end)
+    worded = _WORDED.search(text) is not None
+    return _Marker(
+        folded.original(start),
+        folded.original(end),
+        items,
+        worded,
+        raw,
+        _form(raw, shape),
+        in_code,
+    )
+
+
+def _form(raw: str, shape: str) -> str:
+    """The normalisation ``raw`` needed, the most telling first, or else its ``shape``."""
+    if raw.isascii():
+        return shape
+    kinds = {_char_kind(char) for char in raw if not char.isascii()}
+    for kind in ("confusable", "cjk_bracket", "fullwidth", "superscript", "unicode"):
+        if kind in kinds:
+            return kind
+    return shape
+
+
+def _char_kind(char: str) -> str:
+    tag = unicodedata.decomposition(char).split(" ", 1)[0]
+    if tag == "<wide>":
+        return "fullwidth"
+    if tag in ("<super>", "<sub>"):
+        return "superscript"
+    category = unicodedata.category(char)
+    if category in ("Ps", "Pe"):
+        return "cjk_bracket"
+    if category.startswith("L") or category in ("Cf", "Mn", "Me"):
+        return "confusable"
+    # typographic spaces and dashes are ordinary writing, not a disguise
+    return "" if category in ("Zs", "Pd") else "unicode"
+
+
+def _code_spans(answer: str) -> list[tuple[int, int]]:
+    """Closed fenced code blocks and inline code spans, sorted and merged.
+
+    An opening fence with no closing fence after it opens nothing: what follows is read as
+    text. Linear: each fence line is looked at a bounded number of times.
+    """
+    fences = []
+    for match in _FENCE.finditer(answer):
+        run, rest = match.group(1), match.group(2)
+        if run[0] == "`" and "`" in rest:
+            continue  # not a fence: inline code on a line of its own
+        fences.append((match.start(), match.end(), run[0], len(run), not rest.strip()))
+    # the longest closing fence of each character at or after each fence
+    longest: list[dict[str, int]] = [{}] * (len(fences) + 1)
+    for index in range(len(fences) - 1, -1, -1):
+        _, _, char, length, bare = fences[index]
+        after = dict(longest[index + 1])
+        if bare:
+            after[char] = max(after.get(char, 0), length)
+        longest[index] = after
+    spans = []
+    index = 0
+    while index < len(fences):
+        start, _, char, length, _ = fences[index]
+        if longest[index + 1].get(char, 0) < length:
+            index += 1
+            continue
+        close = index + 1
+        while not (fences[close][4] and fences[close][2] == char and fences[close][3] >= length):
+            close += 1
+        spans.append((start, fences[close][1]))
+        index = close + 1
+    return _merged(sorted([*spans, *_inline_code(answer)]))
+
+
+def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _inline_code(answer: str) -> list[tuple[int, int]]:
+    """Pairs of equal backtick runs on one line; a run with no partner is literal."""
+    runs: list[tuple[int, int]] = []  # (start, end); (-1, -1) marks a line break
+    for match in _BACKTICKS_OR_LINE.finditer(answer):
+        runs.append((-1, -1) if match.group() == "\n" else match.span())
+    partner = [-1] * len(runs)
+    seen: dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        start, end = runs[index]
+        if start < 0:
+            seen = {}
+            continue
+        partner[index] = seen.get(end - start, -1)
+        seen[end - start] = index
+    spans = []
+    index = 0
+    while index < len(runs):
+        if runs[index][0] >= 0 and partner[index] >= 0:
+            spans.append((runs[index][0], runs[partner[index]][1]))
+            index = partner[index] + 1
+        else:
+            index += 1
+    return spans
+
+
+def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with every span (sorted by start, possibly overlapping) turned to spaces, line
+    breaks kept."""
+    pieces = []
+    done = 0
+    for start, end in spans:
+        begin = max(start, done)
+        if end <= begin:
+            continue
+        pieces.append(text[done:begin])
+        pieces.append(_NOT_NEWLINE.sub(" ", text[begin:end]))
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+_NOT_NEWLINE = re.compile(r"[^\n]")
 
 
 def _sentences(

@@ -18,6 +18,13 @@ A config file is TOML or JSON::
     max_body_bytes = 8388608   # the HTTP service: body size, passages, passage length, turns
     max_passages = 2000
 
+    [service]                  # the HTTP service (ctxasm serve); see docs/service.md
+    allow_request_templates = false   # accept a "template" field in requests
+    header_timeout_s = 10      # close a connection whose request headers take longer
+    body_timeout_s = 30        # answer 408 when a request body takes longer
+    keep_alive_s = 5           # close an idle keep-alive connection after this
+    max_connections = 1000     # answer 503 beyond this many connections and requests
+
     [providers.anthropic]      # exact counts for Claude through Anthropic's API (ctxasm.providers)
     count_tokens = true
 """
@@ -31,13 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxasm.errors import ConfigError, RequestError
+from ctxasm.errors import ConfigError, CtxasmError, RequestError
 from ctxasm.models import ModelRegistry, default_registry
 from ctxasm.schema import DEFAULT_MAX_REQUEST_CHARS, REQUEST_FIELDS, parse_request
 
-__all__ = ["AssemblerConfig", "load_config_file"]
+__all__ = ["AssemblerConfig", "defaults_error", "load_config_file"]
 
-_SECTIONS = ("defaults", "models", "limits", "providers")
+_SECTIONS = ("defaults", "models", "limits", "providers", "service")
 # Limits of the HTTP service (``[limits]`` in a config file), with their defaults.
 SERVICE_LIMITS: dict[str, int] = {
     "max_body_bytes": 8 * 1024 * 1024,
@@ -45,6 +52,45 @@ SERVICE_LIMITS: dict[str, int] = {
     "max_passage_chars": 200_000,
     "max_history_turns": 500,
 }
+
+# Settings of the HTTP service (``[service]`` in a config file), with their defaults.
+SERVICE_SETTINGS: dict[str, bool | float | int] = {
+    "allow_request_templates": False,
+    "header_timeout_s": 10.0,
+    "body_timeout_s": 30.0,
+    "keep_alive_s": 5.0,
+    "max_connections": 1000,
+}
+
+
+def _service_settings(data: Any) -> dict[str, bool | float | int]:
+    if not isinstance(data, Mapping) or set(data) - set(SERVICE_SETTINGS):
+        raise ConfigError(f"[service] accepts only {', '.join(SERVICE_SETTINGS)}")
+    settings = dict(SERVICE_SETTINGS)
+    for key, default in SERVICE_SETTINGS.items():
+        value = data.get(key, default)
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(f"service.{key} must be true or false, got {value!r}")
+        elif isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            kind = "a positive integer" if isinstance(default, int) else "a positive number"
+            raise ConfigError(f"service.{key} must be {kind}, got {value!r}")
+        elif isinstance(default, int) and not isinstance(value, int):
+            raise ConfigError(f"service.{key} must be a positive integer, got {value!r}")
+        settings[key] = value
+    return settings
+
+
+def defaults_error(error: CtxasmError) -> ConfigError:
+    """``error``, raised by a request made of ``[defaults]`` alone, as the config's error: its
+    field moves under ``defaults.`` and the message says to fix the config."""
+    field = f"defaults.{error.field}" if error.field else "defaults"
+    message = error.message
+    if error.field and message.startswith(error.field):
+        message = f"defaults.{message}"
+    else:
+        message = f"{field}: {message}"
+    return ConfigError(message, field=field)
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -76,6 +122,10 @@ class AssemblerConfig:
     providers: Mapping[str, Any] = field(default_factory=dict)
     # What the HTTP service accepts (requests over a limit get 413); see SERVICE_LIMITS.
     service_limits: Mapping[str, int] = field(default_factory=lambda: dict(SERVICE_LIMITS))
+    # How the HTTP service treats templates and slow connections; see SERVICE_SETTINGS.
+    service: Mapping[str, bool | float | int] = field(
+        default_factory=lambda: dict(SERVICE_SETTINGS)
+    )
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> AssemblerConfig:
@@ -115,7 +165,7 @@ class AssemblerConfig:
         try:
             parse_request({"query": "check", "passages": [], **defaults})
         except RequestError as exc:
-            raise ConfigError(f"[defaults]: {exc.message}") from None
+            raise defaults_error(exc) from None
         from ctxasm.providers import check_providers
 
         return cls(
@@ -124,6 +174,7 @@ class AssemblerConfig:
             max_request_chars=max_chars,
             providers=check_providers(data.get("providers", {})),
             service_limits=service_limits,
+            service=_service_settings(data.get("service", {})),
         )
 
     @classmethod

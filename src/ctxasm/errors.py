@@ -4,9 +4,12 @@
 
     CtxasmError                  anything ctxasm refuses or cannot do
     ├── RequestError             the request is malformed: names the field and what is allowed
+    │   ├── InvalidJSONError     the bytes are not one JSON value ctxasm accepts (ctxasm.jsonio)
+    │   ├── RequestTooLargeError the request is over a size limit (HTTP 413)
     │   ├── UnknownModelError    a model name that is not in the registry (lists close matches)
     │   ├── UnknownStrategyError a strategy name that is not registered for its slot
-    │   └── AccessPolicyError    passages carry access data but no principal was given
+    │   ├── AccessPolicyError    passages carry access data but no principal was given
+    │   └── UntokenizableError   a text no tokenizer can count in linear time, or that one failed on
     ├── BudgetError              the request cannot fit the model even with no passages
     ├── ConfigError              a configuration file or value is invalid
     ├── StoreUnavailableError    the document store cannot be reached now (retry later: 503)
@@ -27,11 +30,14 @@ __all__ = [
     "BudgetError",
     "ConfigError",
     "CtxasmError",
+    "InvalidJSONError",
     "RequestError",
+    "RequestTooLargeError",
     "StoreUnavailableError",
     "TokenizerError",
     "UnknownModelError",
     "UnknownStrategyError",
+    "UntokenizableError",
 ]
 
 
@@ -56,6 +62,18 @@ class RequestError(CtxasmError, ValueError):
     code = "invalid_request"
 
 
+class InvalidJSONError(RequestError):
+    """The request bytes are not JSON that ctxasm accepts (see :mod:`ctxasm.jsonio`)."""
+
+    code = "invalid_json"
+
+
+class RequestTooLargeError(RequestError):
+    """The request is larger than a configured limit."""
+
+    code = "too_large"
+
+
 class UnknownModelError(RequestError):
     """The model name is not in the registry."""
 
@@ -72,6 +90,13 @@ class AccessPolicyError(RequestError):
     """Passages carry access data but the request names no principal."""
 
     code = "principal_required"
+
+
+class UntokenizableError(RequestError):
+    """A text holds a run of characters too long to tokenize in linear time, or the tokenizer
+    failed on it. A passage like that is excluded; anywhere else the request is refused."""
+
+    code = "untokenizable"
 
 
 class BudgetError(CtxasmError):

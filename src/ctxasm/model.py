@@ -1,8 +1,10 @@
 """Frozen data that flows through the pipeline.
 
 Values here never change after construction: a stage that wants a different candidate builds a
-new one with :func:`dataclasses.replace`. Validation of user input lives in :mod:`ctxasm.schema`;
-these classes trust their arguments.
+new one with :func:`dataclasses.replace`. The classes that carry user input (``Passage``,
+``Principal``, ``Message``, ``Request``) check it in their constructors with the validators of
+:mod:`ctxasm.validation`, the same ones the JSON path (:mod:`ctxasm.schema`) uses, so no entry
+point skips a rule; lists given for tuple fields are stored as tuples.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ctxasm.errors import RequestError
+from ctxasm.validation import check_text, integer, invalid, name, names, number, string, timestamp
 
 if TYPE_CHECKING:
     from ctxasm.stages.history import HistoryPolicy
@@ -46,6 +51,7 @@ class Reason(StrEnum):
     INJECTION = "injection"
     EMPTY = "empty"
     HISTORY_TRIMMED = "history_trimmed"
+    UNTOKENIZABLE = "untokenizable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,18 +76,105 @@ class Passage:
     readers: tuple[str, ...] | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        _check_passage(self)
+
     @property
     def has_access_data(self) -> bool:
         return self.tenant is not None or self.readers is not None
 
 
+_set = object.__setattr__
+
+
+def _check_passage(passage: Passage) -> None:
+    """Check and normalise a passage's fields in place (it is being constructed). Errors name
+    the field as ``passage.<name>``; :func:`ctxasm.schema.parse_passage` puts the index in."""
+    text = passage.text
+    if not isinstance(text, str):
+        raise invalid("passage.text", "a string", text)
+    check_text(text, "passage.text")
+    if not isinstance(passage.id, str) or not passage.id:
+        raise invalid("passage.id", "a non-empty string", passage.id)
+    check_text(passage.id, "passage.id")
+    for key in ("title", "source", "url", "doc_id"):
+        value = getattr(passage, key)
+        if value is not None:
+            string(value, f"passage.{key}")
+    if passage.start is not None or passage.end is not None:
+        _check_offsets(passage)
+    if passage.timestamp is not None:
+        timestamp(passage.timestamp, "passage.timestamp")
+    for key in ("score", "priority"):
+        if getattr(passage, key) is not None:
+            _set(passage, key, number(getattr(passage, key), f"passage.{key}"))
+    if passage.authority is not None:
+        _set(passage, "authority", number(passage.authority, "passage.authority", low=0, high=1))
+    if passage.graph_distance is not None:
+        integer(passage.graph_distance, "passage.graph_distance", minimum=0)
+    if passage.embedding is not None:
+        _set(passage, "embedding", _embedding(passage.embedding))
+    if passage.tenant is not None:
+        _set(passage, "tenant", name(passage.tenant, "passage.tenant"))
+    if passage.readers is not None:
+        _set(passage, "readers", names(passage.readers, "passage.readers", optional=False))
+    metadata = passage.metadata
+    if not isinstance(metadata, Mapping):
+        raise invalid("passage.metadata", "an object", metadata)
+    if metadata:
+        _set(passage, "metadata", dict(metadata))  # a copy: the caller's dict may change
+
+
+def _check_offsets(passage: Passage) -> None:
+    start = integer(passage.start, "passage.start", minimum=0)
+    end = integer(passage.end, "passage.end", minimum=0)
+    if start is None or end is None:
+        raise RequestError(
+            "passage needs both start and end (character offsets in its document) or neither",
+            field="passage.start",
+        )
+    if end < start:
+        raise RequestError(f"passage.end ({end}) is before start ({start})", field="passage.end")
+
+
+def _embedding(value: object) -> tuple[float, ...]:
+    if isinstance(value, str) or not isinstance(value, list | tuple) or not value:
+        raise invalid("passage.embedding", "a non-empty list of numbers", value)
+    return tuple(
+        [number(v, f"passage.embedding[{i}]", optional=False) for i, v in enumerate(value)]  # type: ignore[misc]
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who the prompt is built for: access is checked against this identity."""
+    """Who the prompt is built for: access is checked against this identity.
+
+    ``id`` is required; ``tenant`` is optional (``None``: no tenant); ``groups`` is a list or
+    tuple of names (``None``: no groups), stored as a tuple. Every name must be a non-blank
+    string without control characters; anything else raises :class:`~ctxasm.errors.RequestError`
+    naming the field (``principal.groups[1]``), exactly as the request JSON's principal does.
+    """
 
     id: str
     tenant: str | None = None
     groups: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _set(self, "id", name(self.id, "principal.id"))
+        _set(self, "tenant", name(self.tenant, "principal.tenant", optional=True))
+        _set(self, "groups", names(self.groups, "principal.groups", optional=True) or ())
+
+
+def checked_principal(value: object, field: str = "principal") -> Principal | None:
+    """``value`` as a freshly checked :class:`Principal` (or ``None``), for functions that take
+    one from a caller and are about to use it for access: anything else is refused, and the
+    principal is rebuilt, so neither a subclass's constructor nor fields changed after
+    construction can skip the checks (a few microseconds, once per call)."""
+    if value is None:
+        return None
+    if not isinstance(value, Principal):
+        raise invalid(field, "a ctxasm.Principal or None", value)
+    return Principal(value.id, value.tenant, value.groups)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +183,18 @@ class Message:
 
     role: str
     content: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.role, str) or self.role not in _ROLES:
+            raise invalid("message.role", "'user' or 'assistant'", self.role)
+        _set(self, "role", str.__str__(self.role))
+        if not string(self.content, "message.content").strip():
+            raise RequestError(
+                "message.content is empty; drop the turn or give its text", field="message.content"
+            )
+
+
+_ROLES = ("user", "assistant")
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +257,54 @@ class Request:
     template: str | None = None
     history_policy: HistoryPolicy = field(default_factory=_default_history_policy)
 
+    def __post_init__(self) -> None:
+        _check_request(self)
+
+
+def _check_request(request: Request) -> None:
+    """Check the types and ranges a request's fields carry (values that need the registry or
+    the strategy names are checked by :func:`ctxasm.schema.parse_request`); lists become
+    tuples. Errors name the field as the request JSON does."""
+    string(request.query, "query", nonempty=True)
+    string(request.model, "model", nonempty=True)
+    string(request.format, "format")
+    string(request.system_prompt, "system_prompt", optional=True)
+    string(request.template, "template", optional=True)
+    _set(request, "passages", _items(request.passages, "passages", Passage))
+    _set(request, "history", _items(request.history, "history", Message))
+    for key in ("context_window", "reserve_output_tokens", "max_context_tokens"):
+        integer(getattr(request, key), key, minimum=1)
+    integer(request.top_k, "top_k", minimum=1)
+    for key, low, high in (("safety_margin", 0.0, 0.5), ("min_score", None, None)):
+        if getattr(request, key) is not None:
+            _set(request, key, number(getattr(request, key), key, low=low, high=high))
+    if request.principal is not None and not isinstance(request.principal, Principal):
+        raise invalid(
+            "principal",
+            "a ctxasm.Principal (or, in request JSON, {id, tenant, groups})",
+            request.principal,
+        )
+    if not isinstance(request.allow_public, bool):
+        raise invalid("allow_public", "true or false", request.allow_public)
+    if not isinstance(request.strategy, Strategies):
+        raise invalid("strategy", "a ctxasm.model.Strategies", request.strategy)
+    string(request.query_class, "query_class", optional=True)
+
+
+def _items(value: object, field: str, kind: type) -> tuple[Any, ...]:
+    """A list or tuple whose every item is a ``kind``, as a tuple."""
+    if not isinstance(value, list | tuple):
+        raise invalid(field, f"a list of {kind.__name__} objects", value)
+    for i, item in enumerate(value):
+        if not isinstance(item, kind):
+            raise invalid(
+                f"{field}[{i}]",
+                f"a ctxasm.{kind.__name__} (dicts are taken by ctxasm.parse_request and "
+                "ctxasm.assemble)",
+                item,
+            )
+    return tuple(value)
+
 
 class Candidate(NamedTuple):
     """A passage on its way through the pipeline (immutable; ``_replace`` makes a changed copy).
@@ -187,6 +340,12 @@ class Exclusion(NamedTuple):
     stage: str
     reason: Reason
     detail: str = ""
+
+    @property
+    def id(self) -> str:
+        """The excluded passage's id (``candidate_id``), named as on :class:`Included` and in
+        the result JSON."""
+        return self.candidate_id
 
     def to_dict(self) -> dict[str, Any]:
         return {

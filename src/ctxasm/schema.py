@@ -6,10 +6,8 @@ is allowed. Strategy *names* are checked later, against the registry, when the a
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from ctxasm.errors import RequestError
@@ -23,15 +21,18 @@ from ctxasm.model import (
 )
 from ctxasm.query_class import QUERY_CLASSES
 from ctxasm.stages.history import parse_history_policy
+from ctxasm.validation import invalid, parse_timestamp, relocated, string
 
 __all__ = [
     "DEFAULT_MAX_REQUEST_CHARS",
+    "ENVELOPE_FIELDS",
     "PASSAGE_FIELDS",
     "REQUEST_FIELDS",
     "parse_passage",
     "parse_request",
     "parse_strategies",
     "parse_timestamp",
+    "request_envelope",
 ]
 
 # Far above any context window (2M tokens is about 8M characters), low enough that a runaway
@@ -58,6 +59,9 @@ REQUEST_FIELDS = (
     "template",
     "history_policy",
 )
+# The caller's own fields: accepted on every request, checked, never read by the pipeline; batch
+# copies them onto the result line so results can be joined back to their requests.
+ENVELOPE_FIELDS = ("id", "metadata")
 PASSAGE_FIELDS = (
     "id",
     "text",
@@ -82,174 +86,38 @@ _PASSAGE_FIELD_SET = frozenset(PASSAGE_FIELDS)
 _VALIDATED: weakref.WeakSet[Request] = weakref.WeakSet()
 _SLOTS = ("relevance", "dedup", "selection", "compression", "ordering", "guard")
 _OPTIONAL_SLOTS = frozenset({"compression", "guard"})
-_ROLES = ("user", "assistant")
 
 
-def _type_name(value: object) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-def _fail(field: str, expected: str, value: object) -> RequestError:
-    shown = repr(value)
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return RequestError(f"{field} must be {expected}; got {_type_name(value)} {shown}", field=field)
-
-
-def _string(value: object, field: str, *, optional: bool = False, nonempty: bool = False) -> Any:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        return _raise(_fail(field, "a string" + (" or null" if optional else ""), value))
-    if nonempty and not value.strip():
-        raise RequestError(f"{field} must not be empty", field=field)
-    _check_text(value, field)
-    return value
-
-
-def _raise(error: RequestError) -> Any:
-    raise error
-
-
-# Far above any real token count, offset or rank, and small enough to stay exact as a float.
-MAX_INTEGER = 2**53
-
-
-def _integer(value: object, field: str, *, minimum: int, optional: bool = True) -> int | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        qualifier = f"an integer >= {minimum}" + (" or null" if optional else "")
-        raise _fail(field, qualifier, value)
-    if value > MAX_INTEGER:
-        raise _fail(field, "an integer <= 2**53", value)
-    return value
-
-
-def _number(
-    value: object,
-    field: str,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    optional: bool = True,
-) -> float | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _fail(field, "a number" + (" or null" if optional else ""), value)
-    try:
-        number = float(value)
-    except OverflowError:
-        number = math.inf
-    if not math.isfinite(number):
-        raise RequestError(f"{field} must be a finite number; got {value!r}", field=field)
-    if (low is not None and number < low) or (high is not None and number > high):
-        raise _fail(field, f"a number between {low} and {high}", value)
-    return number
-
-
-def _strings(value: object, field: str, *, optional: bool) -> tuple[str, ...] | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise _fail(field, "a list of strings", value)
-    for i, item in enumerate(value):
-        _check_text(item, f"{field}[{i}]")
-    return tuple(value)
-
-
-def _check_text(text: str, field: str) -> None:
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise RequestError(
-                f"{field} contains an unpaired surrogate at character {exc.start}; "
-                "text must be valid Unicode",
-                field=field,
-            ) from None
-
-
-def parse_timestamp(value: str) -> datetime:
-    """An ISO-8601 timestamp; naive values are taken as UTC."""
-    from datetime import UTC
-
-    moment = datetime.fromisoformat(value)
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+# The shared validators (ctxasm.validation) under the names this module has always used.
+_fail = invalid
+_string = string
 
 
 def parse_passage(data: object, index: int) -> Passage:
-    """One passage from a mapping or a :class:`Passage`, checked field by field."""
+    """One passage from a mapping or a :class:`Passage`. The passage's constructor checks every
+    field (see :mod:`ctxasm.model`); errors name the field by its path (``passages[3].score``)."""
     where = f"passages[{index}]"
-    if isinstance(data, Passage):
-        fields: Mapping[str, Any] = {name: getattr(data, name) for name in PASSAGE_FIELDS}
-    elif isinstance(data, Mapping):
-        unknown = [key for key in data if key not in _PASSAGE_FIELD_SET]
-        if unknown:
-            raise RequestError(
-                f"{where} has unknown field {unknown[0]!r}; allowed: {', '.join(PASSAGE_FIELDS)} "
-                "(put anything else in metadata)",
-                field=f"{where}.{unknown[0]}",
-            )
-        fields = data
-    else:
+    if type(data) is Passage:
+        return data  # checked when it was built
+    if isinstance(data, Passage):  # a subclass: its constructor may have skipped the checks
+        data = {name: getattr(data, name) for name in PASSAGE_FIELDS}
+    elif not isinstance(data, Mapping):
         raise _fail(where, "an object with at least 'text'", data)
-    get = fields.get
-    if "text" not in fields and not isinstance(data, Passage):
-        raise RequestError(f"{where}.text is required", field=f"{where}.text")
-    text = _string(get("text"), f"{where}.text")
-    raw_id = get("id")
-    passage_id = f"passage-{index}" if raw_id is None else _string(raw_id, f"{where}.id")
-    if not passage_id:
-        raise RequestError(f"{where}.id must not be empty", field=f"{where}.id")
-    start = _integer(get("start"), f"{where}.start", minimum=0)
-    end = _integer(get("end"), f"{where}.end", minimum=0)
-    if (start is None) != (end is None):
+    unknown = [key for key in data if key not in _PASSAGE_FIELD_SET]
+    if unknown:
         raise RequestError(
-            f"{where} needs both start and end (character offsets in its document) or neither",
-            field=f"{where}.start",
+            f"{where} has unknown field {unknown[0]!r}; allowed: {', '.join(PASSAGE_FIELDS)} "
+            "(put anything else in metadata)",
+            field=f"{where}.{unknown[0]}",
         )
-    if start is not None and end is not None and end < start:
-        raise RequestError(f"{where}.end ({end}) is before start ({start})", field=f"{where}.end")
-    timestamp = _string(get("timestamp"), f"{where}.timestamp", optional=True)
-    if timestamp is not None:
-        try:
-            parse_timestamp(timestamp)
-        except ValueError:
-            raise _fail(f"{where}.timestamp", "an ISO-8601 date or time", timestamp) from None
-    embedding = get("embedding")
-    if embedding is not None:
-        if not isinstance(embedding, list | tuple) or not embedding:
-            raise _fail(f"{where}.embedding", "a non-empty list of numbers", embedding)
-        embedding = tuple(
-            _number(v, f"{where}.embedding[{i}]", optional=False) for i, v in enumerate(embedding)
-        )
-    metadata = get("metadata")
-    if metadata is None:
-        metadata = {}
-    elif not isinstance(metadata, Mapping):
-        raise _fail(f"{where}.metadata", "an object", metadata)
-    graph_distance = _integer(get("graph_distance"), f"{where}.graph_distance", minimum=0)
-    return Passage(
-        id=passage_id,
-        text=text,
-        score=_number(get("score"), f"{where}.score"),
-        title=_string(get("title"), f"{where}.title", optional=True),
-        source=_string(get("source"), f"{where}.source", optional=True),
-        url=_string(get("url"), f"{where}.url", optional=True),
-        doc_id=_string(get("doc_id"), f"{where}.doc_id", optional=True),
-        start=start,
-        end=end,
-        timestamp=timestamp,
-        authority=_number(get("authority"), f"{where}.authority", low=0.0, high=1.0),
-        graph_distance=graph_distance,
-        priority=_number(get("priority"), f"{where}.priority"),
-        embedding=embedding,
-        tenant=_string(get("tenant"), f"{where}.tenant", optional=True),
-        readers=_strings(get("readers"), f"{where}.readers", optional=True),
-        metadata=dict(metadata),
-    )
+    if "text" not in data:
+        raise RequestError(f"{where}.text is required", field=f"{where}.text")
+    try:
+        if data.get("id") is None:
+            return Passage(**{**data, "id": f"passage-{index}"})
+        return Passage(**data)
+    except RequestError as error:
+        raise relocated(error, "passage", where) from None
 
 
 def _parse_spec(value: object, field: str) -> StrategySpec:
@@ -316,23 +184,16 @@ def _parse_history(value: object) -> tuple[Message, ...]:
     turns = []
     for i, item in enumerate(value):
         where = f"history[{i}]"
-        role: object
-        content: object
         if isinstance(item, Message):
-            role, content = item.role, item.content
-        elif isinstance(item, Mapping):
-            role, content = item.get("role"), item.get("content")
-        else:
+            turns.append(item)  # checked when it was built
+            continue
+        if not isinstance(item, Mapping):
             raise _fail(where, "an object with role and content", item)
-        if role not in _ROLES:
-            raise _fail(f"{where}.role", "'user' or 'assistant'", role)
-        text = _string(content, f"{where}.content")
-        if not text.strip():
-            raise RequestError(
-                f"{where}.content is empty; drop the turn or give its text",
-                field=f"{where}.content",
-            )
-        turns.append(Message(str(role), text))
+        try:
+            fields: dict[str, Any] = {key: item.get(key) for key in ("role", "content")}
+            turns.append(Message(**fields))
+        except RequestError as error:
+            raise relocated(error, "message", where) from None
     return tuple(turns)
 
 
@@ -348,11 +209,9 @@ def _parse_principal(value: object) -> Principal | None:
             f"principal has unknown field {name!r}; allowed: id, tenant, groups",
             field=f"principal.{name}",
         )
-    return Principal(
-        id=_string(value.get("id"), "principal.id", nonempty=True),
-        tenant=_string(value.get("tenant"), "principal.tenant", optional=True),
-        groups=_strings(value.get("groups"), "principal.groups", optional=True) or (),
-    )
+    # The constructor checks every field, with the same messages for objects and JSON.
+    fields: dict[str, Any] = {key: value.get(key) for key in ("id", "tenant", "groups")}
+    return Principal(**fields)
 
 
 def _check_size(data: Mapping[str, Any], passages: Sequence[Any], limit: int) -> None:
@@ -397,12 +256,13 @@ def parse_request(
         data = {name: getattr(data, name) for name in REQUEST_FIELDS}
     if not isinstance(data, Mapping):
         raise _fail("request", "a JSON object", data)
-    unknown = [key for key in data if key not in REQUEST_FIELDS]
+    unknown = [key for key in data if key not in REQUEST_FIELDS and key not in ENVELOPE_FIELDS]
     if unknown:
+        allowed = ", ".join((*REQUEST_FIELDS, *ENVELOPE_FIELDS))
         raise RequestError(
-            f"unknown request field {unknown[0]!r}; allowed: {', '.join(REQUEST_FIELDS)}",
-            field=unknown[0],
+            f"unknown request field {unknown[0]!r}; allowed: {allowed}", field=unknown[0]
         )
+    request_envelope(data)
     if "query" not in data:
         raise RequestError("query is required: the user's question", field="query")
     query = _string(data["query"], "query", nonempty=True)
@@ -422,37 +282,42 @@ def parse_request(
                 field=f"passages[{i}].id",
             )
         seen[passage.id] = i
-    fmt = _string(data.get("format", "openai"), "format")
-    system_prompt = _string(data.get("system_prompt"), "system_prompt", optional=True)
-    allow_public = data.get("allow_public", False)
-    if not isinstance(allow_public, bool):
-        raise _fail("allow_public", "true or false", allow_public)
     query_class = data.get("query_class")
     if query_class is not None and query_class not in ("auto", *QUERY_CLASSES):
         raise _fail("query_class", "one of auto, " + ", ".join(QUERY_CLASSES), query_class)
+    # The constructor checks the types and ranges of the plain fields (ctxasm.model), with the
+    # messages every entry point shares; what needs more than the value is checked here.
     request = Request(
         query=query,
         passages=passages,
-        model=_string(data.get("model", "gpt-4o"), "model", nonempty=True),
-        system_prompt=system_prompt,
+        model=data.get("model", "gpt-4o"),
+        system_prompt=data.get("system_prompt"),
         history=_parse_history(data.get("history")),
-        context_window=_integer(data.get("context_window"), "context_window", minimum=1),
-        reserve_output_tokens=_integer(
-            data.get("reserve_output_tokens"), "reserve_output_tokens", minimum=1
-        ),
-        max_context_tokens=_integer(
-            data.get("max_context_tokens"), "max_context_tokens", minimum=1
-        ),
-        safety_margin=_number(data.get("safety_margin"), "safety_margin", low=0.0, high=0.5),
+        context_window=data.get("context_window"),
+        reserve_output_tokens=data.get("reserve_output_tokens"),
+        max_context_tokens=data.get("max_context_tokens"),
+        safety_margin=data.get("safety_margin"),
         principal=_parse_principal(data.get("principal")),
-        format=fmt,
+        format=data.get("format", "openai"),
         strategy=parse_strategies(data.get("strategy")),
-        min_score=_number(data.get("min_score"), "min_score"),
-        top_k=_integer(data.get("top_k"), "top_k", minimum=1),
-        allow_public=allow_public,
+        min_score=data.get("min_score"),
+        top_k=data.get("top_k"),
+        allow_public=data.get("allow_public", False),
         query_class=None if query_class == "auto" else query_class,
-        template=_string(data.get("template"), "template", optional=True),
+        template=data.get("template"),
         history_policy=parse_history_policy(data.get("history_policy")),
     )
     _VALIDATED.add(request)
     return request
+
+
+def request_envelope(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's ``id`` (a string or an integer) and ``metadata`` (an object), checked;
+    only those present, so that a result can carry them back unchanged."""
+    envelope = {name: data[name] for name in ENVELOPE_FIELDS if name in data}
+    given = envelope.get("id")
+    if "id" in envelope and (isinstance(given, bool) or not isinstance(given, str | int)):
+        raise _fail("id", "a string or an integer (your own key for this request)", given)
+    if "metadata" in envelope and not isinstance(envelope["metadata"], Mapping):
+        raise _fail("metadata", "an object (yours, returned unchanged)", envelope["metadata"])
+    return envelope

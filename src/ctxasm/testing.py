@@ -1,8 +1,9 @@
 """Contract checks every strategy must pass, public so that plugin authors can run them too.
 
->>> from ctxasm import testing
+>>> import ctxasm
 >>> from ctxasm.stages.selection import GreedyByScore
->>> testing.check_selection_strategy(GreedyByScore())
+>>> ctxasm.testing.check_selection_strategy(GreedyByScore())
+>>> ctxasm.testing.check_strategy(GreedyByScore())  # the checks of its slot
 
 Each ``check_*`` function raises ``AssertionError`` with a message naming the broken promise:
 no input mutation, every candidate kept or excluded exactly once, determinism, empty input, and
@@ -31,6 +32,7 @@ __all__ = [
     "check_ordering_strategy",
     "check_relevance_strategy",
     "check_selection_strategy",
+    "check_strategy",
     "sample_candidates",
 ]
 
@@ -269,10 +271,8 @@ def check_compression_strategy(strategy: Any) -> None:
 CONTRACT_PARAMS: dict[str, dict[str, Any]] = {"dedup:semantic": {"embedder": "hashing"}}
 
 
-def builtin_checks() -> list[tuple[str, Any, Callable[[Any], None]]]:
-    """Every built-in strategy with default parameters (see ``CONTRACT_PARAMS``), and the check
-    for its slot."""
-    checks: dict[str, Callable[[Any], None]] = {
+def _slot_checks() -> dict[str, Callable[[Any], None]]:
+    return {
         "selection": check_selection_strategy,
         "ordering": check_ordering_strategy,
         "relevance": check_relevance_strategy,
@@ -280,8 +280,25 @@ def builtin_checks() -> list[tuple[str, Any, Callable[[Any], None]]]:
         "compression": check_compression_strategy,
         "guard": check_guard_strategy,
     }
+
+
+def check_strategy(strategy: Any) -> None:
+    """The contract checks of the slot ``strategy`` fills (its class's ``slot``)."""
+    checks = _slot_checks()
+    slot = getattr(strategy, "slot", None)
+    if slot not in checks:
+        raise AssertionError(
+            f"{type(strategy).__name__} has slot {slot!r}; a strategy class needs "
+            f"slot = one of {', '.join(checks)} (subclass ctxasm.registry.Strategy)"
+        )
+    checks[slot](strategy)
+
+
+def builtin_checks() -> list[tuple[str, Any, Callable[[Any], None]]]:
+    """Every built-in strategy with default parameters (see ``CONTRACT_PARAMS``), and the check
+    for its slot."""
     result = []
-    for slot, check in checks.items():
+    for slot, check in _slot_checks().items():
         for name in registry.names(slot):
             key = f"{slot}:{name}"
             spec = {"name": name, **CONTRACT_PARAMS.get(key, {})}

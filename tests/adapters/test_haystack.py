@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 pytest.importorskip("haystack", reason="needs haystack-ai (make test)")
 
 from haystack import Document, Pipeline
 
+import ctxasm
 from ctxasm.adapters.haystack import CtxasmPromptBuilder
 
 DOCUMENTS = [
@@ -33,8 +36,48 @@ def test_the_component_outputs_messages_and_the_report() -> None:
     assert [e["id"] for e in report["excluded"]] == ["d2"]
 
 
-def test_it_runs_inside_a_pipeline() -> None:
+def _pipeline() -> Pipeline:
     pipeline = Pipeline()
-    pipeline.add_component("prompt", CtxasmPromptBuilder(model="gpt-4o"))
-    result = pipeline.run({"prompt": {"documents": DOCUMENTS, "query": "Danube?"}})
-    assert result["prompt"]["report"]["selected"] >= 1
+    pipeline.add_component("prompt", CtxasmPromptBuilder(model="gpt-4o", min_score=0.3))
+    return pipeline
+
+
+def _run(pipeline: Pipeline) -> dict[str, Any]:
+    result: dict[str, Any] = pipeline.run(
+        {"prompt": {"documents": DOCUMENTS, "query": "Where does the Danube end?"}}
+    )
+    return result["prompt"]
+
+
+def test_it_runs_inside_a_pipeline() -> None:
+    out = _run(_pipeline())
+    assert [m.text for m in out["messages"]][1] == (
+        "Sources:\n\n[Source 1] <https://x/danube>\n```\nThe Danube ends in the Black Sea.\n```"
+        "\n\nQuestion: Where does the Danube end?"
+    )
+    assert [i["id"] for i in out["report"]["included"]] == ["d1"]
+    assert [(e["id"], e["reason"]) for e in out["report"]["excluded"]] == [
+        ("d2", "below_threshold")
+    ]
+
+
+def test_the_component_survives_dumps_and_loads() -> None:
+    pipeline = _pipeline()
+    component = pipeline.get_component("prompt")
+    assert component.to_dict() == {
+        "type": "ctxasm.adapters.haystack.CtxasmPromptBuilder",
+        "init_parameters": {"model": "gpt-4o", "min_score": 0.3},
+    }
+    # Haystack loads classes only from modules the caller trusts.
+    reloaded = Pipeline.loads(pipeline.dumps(), allowed_modules=["ctxasm.adapters.haystack"])
+    assert reloaded.get_component("prompt").request_fields == {"model": "gpt-4o", "min_score": 0.3}
+    before, after = _run(pipeline), _run(reloaded)
+    assert after["messages"] == before["messages"]
+    report = {k: v for k, v in after["report"].items() if k != "timings_ms"}
+    assert report == {k: v for k, v in before["report"].items() if k != "timings_ms"}
+
+
+def test_a_misspelt_request_field_fails_where_the_component_is_built() -> None:
+    with pytest.raises(ctxasm.RequestError) as caught:
+        CtxasmPromptBuilder(modle="gpt-4o")
+    assert caught.value.field == "modle"

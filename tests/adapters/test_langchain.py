@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 langchain_core = pytest.importorskip("langchain_core", reason="needs langchain-core (make test)")
@@ -61,3 +63,112 @@ def test_the_compressor_returns_selected_documents_in_prompt_order() -> None:
     assert kept[0].metadata["source"] == "atlas"
     assert kept[0].metadata["ctxasm_label"] == "Source 1"
     assert kept[0].metadata["ctxasm_tokens"] > 0
+
+
+# --- what LangChain users pass -----------------------------------------------------------------
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
+from langchain_core.language_models.fake_chat_models import (  # noqa: E402
+    FakeListChatModel,
+    ParrotFakeChatModel,
+)
+from langchain_core.output_parsers import StrOutputParser  # noqa: E402
+from langchain_core.retrievers import BaseRetriever  # noqa: E402
+from langchain_core.runnables import RunnablePassthrough  # noqa: E402
+
+import ctxasm  # noqa: E402
+
+
+class ListRetriever(BaseRetriever):
+    """The documents that share a word with the question, in list order."""
+
+    documents: list[Document]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        wanted = set(query.lower().strip("?").split())
+        return [d for d in self.documents if wanted & set(d.page_content.lower().split())]
+
+
+RETRIEVER = ListRetriever(documents=DOCUMENTS)
+QUESTION = "Where does the Danube end?"
+# d1 and d2 share "the danube ends in the black sea"; d2 is a copy of d1; d3 shares no word.
+PROMPT = "Sources:\n\n[Source 1] <https://x/danube>\n```\nThe Danube ends in the Black Sea.\n```"
+
+
+def _user_text(messages: list[Any]) -> str:
+    return str(messages[-1].content)
+
+
+def test_a_question_string_is_answered_from_the_retriever() -> None:
+    runnable = CtxasmRunnable(retriever=RETRIEVER, model="gpt-4o")
+    assembly = runnable.assemble(QUESTION)
+    assert [i.id for i in assembly.report.included] == ["d1"]
+    assert [e.id for e in assembly.report.excluded] == ["d2"]
+    assert _user_text(runnable.invoke(QUESTION)) == f"{PROMPT}\n\nQuestion: {QUESTION}"
+
+
+def test_a_question_and_context_dict_needs_no_retriever() -> None:
+    runnable = CtxasmRunnable(model="gpt-4o")
+    given = runnable.invoke({"question": QUESTION, "context": DOCUMENTS[:1]})
+    assert _user_text(given) == f"{PROMPT}\n\nQuestion: {QUESTION}"
+    # the documents given win over the retriever's
+    with_retriever = CtxasmRunnable(retriever=RETRIEVER, model="gpt-4o")
+    assert with_retriever.invoke({"question": QUESTION, "context": DOCUMENTS[:1]}) == given
+
+
+def test_the_usual_lcel_chain_runs_into_a_chat_model() -> None:
+    prompt = CtxasmRunnable(model="gpt-4o")
+    parrot = (
+        {"context": RETRIEVER, "question": RunnablePassthrough()} | prompt | ParrotFakeChatModel()
+    )
+    assert parrot.invoke(QUESTION).content == f"{PROMPT}\n\nQuestion: {QUESTION}"
+    answer = FakeListChatModel(responses=["The Black Sea [Source 1]."])
+    chain = {"context": RETRIEVER, "question": RunnablePassthrough()} | prompt | answer
+    assert (chain | StrOutputParser()).invoke(QUESTION) == "The Black Sea [Source 1]."
+
+
+@pytest.mark.parametrize(
+    ("runnable", "given", "field", "message"),
+    [
+        (
+            CtxasmRunnable(),
+            QUESTION,
+            "context",
+            "no documents to assemble: pass them under 'context' (or 'documents'), or build "
+            "CtxasmRunnable(retriever=...) so it retrieves them for the question",
+        ),
+        (
+            CtxasmRunnable(),
+            {"question": QUESTION, "query": QUESTION, "context": []},
+            "question",
+            "the input has both 'query' and 'question'; give one of them",
+        ),
+        (
+            CtxasmRunnable(),
+            {"question": 3, "context": []},
+            "question",
+            "the question must be a string, given as the input itself or under 'question' "
+            "(or 'query'); got int",
+        ),
+        (
+            CtxasmRunnable(),
+            {"question": QUESTION, "context": "The Danube ends in the Black Sea."},
+            "context",
+            "'context' must be a list of LangChain Documents (what a retriever returns); got str",
+        ),
+    ],
+)
+def test_inputs_it_cannot_use_are_refused_with_the_fix(
+    runnable: CtxasmRunnable, given: Any, field: str, message: str
+) -> None:
+    with pytest.raises(ctxasm.RequestError) as caught:
+        runnable.invoke(given)
+    assert (caught.value.field, caught.value.message) == (field, message)
+
+
+def test_a_misspelt_request_field_fails_where_the_runnable_is_built() -> None:
+    with pytest.raises(ctxasm.RequestError) as caught:
+        CtxasmRunnable(max_context_token=100)
+    assert caught.value.field == "max_context_token"

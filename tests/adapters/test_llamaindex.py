@@ -34,3 +34,21 @@ def test_nodes_become_assembled_chat_messages() -> None:
     assert [m.role for m in messages] == [MessageRole.SYSTEM, MessageRole.USER]
     assert "[Source 1]" in (messages[-1].content or "")
     assert assembly.report.included[0].source == "atlas"
+
+
+def test_nodes_without_a_title_get_a_readable_header() -> None:
+    nodes = [
+        NodeWithScore(node=TextNode(text="The Danube ends in the Black Sea."), score=0.9),
+        NodeWithScore(
+            node=TextNode(
+                text="The Rhine ends in the North Sea.",
+                metadata={"file_name": "rivers.pdf", "page_label": "4"},
+            ),
+            score=0.8,
+        ),
+    ]
+    messages, _ = assemble_nodes(nodes, "Where do rivers end?", strategy={"ordering": "score"})
+    assert (messages[-1].content or "").split("Question:")[0] == (
+        "Sources:\n\n[Source 1] node 1\n```\nThe Danube ends in the Black Sea.\n```\n\n"
+        "[Source 2] rivers.pdf, page 4\n```\nThe Rhine ends in the North Sea.\n```\n\n"
+    )

@@ -47,6 +47,8 @@ def test_ray_batch_matches_the_single_process_batch(tmp_path: Path) -> None:
         "",
         "{not json",
         json.dumps({"query": "q", "passages": [{"text": 5}]}),
+        json.dumps({**request, "id": "r-9", "metadata": {"user": "ann"}}),
+        json.dumps({**request, "id": 10, "metadata": {"k": 1}, "model": "no-such-model"}),
         *(
             json.dumps({**request, "query": f"Who taught Alexander, question {i}?"})
             for i in range(20)
@@ -55,9 +57,16 @@ def test_ray_batch_matches_the_single_process_batch(tmp_path: Path) -> None:
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     local = _ctxasm("batch", "in.jsonl", "local.jsonl", "--no-progress", cwd=tmp_path)
     on_ray = _ctxasm("batch", "in.jsonl", "ray.jsonl", "--engine", "ray", cwd=tmp_path)
-    assert local.returncode == on_ray.returncode == 1  # two bad lines
-    assert on_ray.stderr.strip().endswith("ctxasm: 21 assembled, 2 failed")
-    assert _without_timings(tmp_path / "ray.jsonl") == _without_timings(tmp_path / "local.jsonl")
+    assert local.returncode == on_ray.returncode == 1  # three bad lines
+    assert on_ray.stderr.strip().endswith("ctxasm: 22 assembled, 3 failed")
+    records = _without_timings(tmp_path / "ray.jsonl")
+    assert records == _without_timings(tmp_path / "local.jsonl")
+    assert (records[3]["id"], records[3]["metadata"]) == ("r-9", {"user": "ann"})
+    assert {k: v for k, v in records[4].items() if k != "error"} == {
+        "line": 6,
+        "id": 10,
+        "metadata": {"k": 1},
+    }
 
 
 def test_parquet_in_and_out(tmp_path: Path) -> None:

@@ -63,14 +63,29 @@ def test_valid_citations_exit_0_with_the_json_report(result_file: Path, tmp_path
     assert done.exit_code == 0, done.stderr
     assert json.loads(done.stdout) == {
         "citations": [
-            {"label": "Source 1", "id": "paris", "url": PARIS, "valid": True},
-            {"label": "Source 2", "id": "seine", "url": None, "valid": True},
+            {
+                "label": "Source 1",
+                "id": "paris",
+                "url": PARIS,
+                "valid": True,
+                "raw": "[Source 1]",
+                "form": "bracket",
+            },
+            {
+                "label": "Source 2",
+                "id": "seine",
+                "url": None,
+                "valid": True,
+                "raw": "[2]",
+                "form": "bracket",
+            },
         ],
         "invalid": [],
         "cited_ids": ["paris", "seine"],
         "uncited_ids": ["eiffel"],
         "uncited_sentences": [],
         "coverage": 1.0,
+        "forms": {"bracket": 2},
     }
     assert done.stdout.startswith('{\n  "citations"')  # indented by 2
     assert done.stderr == ""
@@ -121,6 +136,7 @@ def test_text_prints_a_readable_summary(result_file: Path) -> None:
     assert done.exit_code == 1
     assert done.stdout.splitlines() == [
         "citations: 2 (1 valid)",
+        "forms: bracket 2",
         "invalid: Source 9",
         "cited: paris",
         "uncited sources: seine, eiffel",
@@ -182,3 +198,28 @@ def test_both_from_standard_input_exits_2() -> None:
     done = check("-", "-", stdin="{}")
     assert done.exit_code == 2
     assert "cannot both be standard input" in done.stderr
+
+
+def test_text_names_the_spellings_it_recognised(result_file: Path) -> None:
+    answer = "Paris (Source 1). Rivers [Ѕource 9]. Towers Source 3. More [2].\n"
+    done = check(str(result_file), "--text", stdin=answer)
+    assert done.exit_code == 1
+    assert done.stdout.splitlines()[:5] == [
+        "citations: 4 (3 valid)",
+        "forms: parenthesis 1, confusable 1, bare 1, bracket 1",
+        "recognised: '(Source 1)' as parenthesis",
+        "recognised: '[Ѕource 9]' as confusable",
+        "recognised: 'Source 3' as bare",
+    ]
+    assert done.stderr == "ctxasm: invalid citations: Source 9\n"
+
+
+def test_json_reports_each_raw_spelling_and_form(result_file: Path) -> None:
+    done = check(str(result_file), stdin="Old 【Source 9】 and new [Source ２].")
+    assert done.exit_code == 1
+    report = json.loads(done.stdout)
+    assert [(c["raw"], c["form"], c["valid"]) for c in report["citations"]] == [
+        ("【Source 9】", "cjk_bracket", False),
+        ("[Source ２]", "fullwidth", True),
+    ]
+    assert report["forms"] == {"cjk_bracket": 1, "fullwidth": 1}

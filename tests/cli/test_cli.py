@@ -31,7 +31,7 @@ def ctxasm(
 
 
 def request(**overrides: object) -> dict[str, object]:
-    data = json.loads(EXAMPLE.read_text())
+    data: dict[str, object] = json.loads(EXAMPLE.read_text())
     data.update(overrides)
     return data
 
@@ -92,8 +92,8 @@ def test_assemble_reads_stdin_and_prints_a_report() -> None:
         ),
         (
             b'{"query": "q", "passages": [{"text": "a", "score": NaN}]}',
-            "finite",
-            "[passages[0].score]",
+            "NaN, which is not a JSON number; numbers must be finite",
+            "[request]",
         ),
         (
             json.dumps({"query": "q", "passages": [], "max_context_tokens": 0}).encode(),
@@ -169,7 +169,7 @@ def test_batch_streams_results_and_error_records(tmp_path: Path) -> None:
     records = [json.loads(line) for line in target.read_text().splitlines()]
     assert len(records) == 4
     assert records[0]["report"]["selected"] == 3
-    assert records[1]["line"] == 2 and records[1]["error"]["code"] == "invalid_request"
+    assert records[1]["line"] == 2 and records[1]["error"]["code"] == "invalid_json"
     assert records[2]["line"] == 4 and records[2]["error"]["code"] == "unknown_model"
     assert records[2]["error"]["field"] == "model"
     single = json.loads(ctxasm("assemble", str(EXAMPLE)).stdout)

@@ -85,7 +85,7 @@ def indexed(built: tuple[Path, str], tmp_path: Path) -> Path:
 def test_a_bad_file_is_named_and_the_others_indexed(built: tuple[Path, str]) -> None:
     assert built[1].splitlines() == [
         # the bad line is skipped; the good line of the same file is indexed
-        "ctxasm: skipped docs/bad.jsonl:2: docs/bad.jsonl:2.text must be a non-empty string",
+        "ctxasm: skipped docs/bad.jsonl:2: text must be a non-empty string",
         "ctxasm: 4 added, 0 updated, 0 unchanged (4 chunks written), 1 failed",
     ]
 
@@ -186,9 +186,28 @@ def test_bad_store_urls_exit_2(tmp_path: Path, store: str, message: str) -> None
     assert "[store]" in done.stderr
 
 
-def test_a_missing_path_exits_2(tmp_path: Path) -> None:
-    done = ctxasm("index", "nowhere", "--store", STORE, cwd=tmp_path)
-    assert (done.returncode, done.stderr) == (2, "ctxasm: error: no such file or folder: nowhere\n")
+def test_a_missing_path_is_skipped_and_the_others_indexed(tmp_path: Path) -> None:
+    _corpus(tmp_path)
+    done = ctxasm("index", "nowhere", "secret", "--store", STORE, "--tenant", "t1", cwd=tmp_path)
+    assert (done.returncode, done.stderr.splitlines()) == (
+        1,
+        [
+            "ctxasm: skipped nowhere: no such file or folder",
+            "ctxasm: 1 added, 0 updated, 0 unchanged (1 chunks written), 1 failed",
+        ],
+    )
+
+
+def test_a_file_that_is_not_utf8_is_named_once(tmp_path: Path) -> None:
+    (tmp_path / "latin.txt").write_bytes(b"caf\xe9")
+    done = ctxasm("index", "latin.txt", "--store", STORE, "--tenant", "t1", cwd=tmp_path)
+    assert (done.returncode, done.stderr.splitlines()) == (
+        1,
+        [
+            "ctxasm: skipped latin.txt: not UTF-8 text",
+            "ctxasm: 0 added, 0 updated, 0 unchanged (0 chunks written), 1 failed",
+        ],
+    )
 
 
 class _ChatCompletions(BaseHTTPRequestHandler):
@@ -259,7 +278,11 @@ def _ask_model(root: Path, endpoint: str, answer: str) -> tuple[int, dict[str, A
     [sent] = _ChatCompletions.seen
     assert sent["path"] == "/v1/chat/completions"
     assert sent["headers"]["authorization"] == "Bearer test-key"
-    assert sent["body"] == {"model": "served-model", "messages": result["messages"]}
+    assert sent["body"] == {
+        "model": "served-model",
+        "messages": result["messages"],
+        "max_tokens": result["report"]["budget"]["reserve_output"],
+    }
     return done.returncode, citations, done.stderr
 
 
@@ -278,3 +301,73 @@ def test_ask_exits_1_on_an_invalid_citation(indexed: Path, endpoint: str) -> Non
     assert code == 1
     assert citations["invalid"] == ["Source 9"]
     assert citations["cited_ids"] == []
+
+
+def _ask_readable(root: Path, endpoint: str, *args: str) -> subprocess.CompletedProcess[str]:
+    _ChatCompletions.content = "The Seine flows through Paris [Source 1]. It is long."
+    env = {"CTXASM_LLM_BASE_URL": endpoint, "CTXASM_LLM_API_KEY": "k"}
+    return ctxasm(
+        "ask",
+        "Which river flows through Paris?",
+        "--store",
+        STORE,
+        *ASKER,
+        *args,
+        cwd=root,
+        env=env,
+    )
+
+
+def test_ask_prints_the_answer_and_a_readable_citation_check(indexed: Path, endpoint: str) -> None:
+    done = _ask_readable(indexed, endpoint, "--quiet")
+    assert (done.returncode, done.stderr) == (0, "")
+    answer = done.stdout[done.stdout.index("--- answer ---") :]
+    assert answer.splitlines() == [
+        "--- answer ---",
+        "The Seine flows through Paris [Source 1]. It is long.",
+        "",
+        "--- citations ---",
+        "citations: 1 (1 valid)",
+        "forms: bracket 1",
+        "invalid: -",
+        "cited: fine#0",
+        "uncited sources: docs/danube.md#0, docs/rhine.md#0, docs/seine.md#0",
+        "coverage: 50% of sentences cite a valid source",
+        "uncited: It is long.",
+    ]
+
+
+def test_ask_without_quiet_prints_the_report_on_stderr(indexed: Path, endpoint: str) -> None:
+    done = _ask_readable(indexed, endpoint)
+    assert done.returncode == 0
+    for shown in ("Budget: gpt-4o", "reserve_output", "Included:"):
+        assert shown in done.stderr
+
+
+def test_ask_sends_a_text_prompt_as_one_user_message(indexed: Path, endpoint: str) -> None:
+    config = indexed / "ctxasm.toml"
+    config.write_text('[defaults]\nmodel = "gpt-4o-mini"\nreserve_output_tokens = 300\n')
+    done = _ask_readable(
+        indexed, endpoint, "--format", "markdown", "--budget", "500", "--config", str(config), "-q"
+    )
+    assert done.returncode == 0, done.stderr
+    [sent] = _ChatCompletions.seen
+    [message] = sent["body"]["messages"]
+    assert (message["role"], sent["body"]["model"], sent["body"]["max_tokens"]) == (
+        "user",
+        "gpt-4o-mini",
+        300,
+    )
+    assert message["content"].startswith("## Instructions")
+    assert done.stdout.startswith(message["content"])
+
+
+def test_ask_sends_the_anthropic_system_prompt_first(indexed: Path, endpoint: str) -> None:
+    done = _ask_readable(indexed, endpoint, "--format", "anthropic", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    [sent] = _ChatCompletions.seen
+    assert sent["body"]["messages"] == [
+        {"role": "system", "content": result["system"]},
+        *result["messages"],
+    ]

@@ -103,14 +103,14 @@ def test_bad_requests_get_json_errors_naming_the_field(
 ) -> None:
     got, error = _call(service, "/v1/assemble", body)
     assert got == status
-    assert set(error["error"]) == {"code", "message", "field"}
+    assert set(error["error"]) == {"code", "message", "field", "request_id"}
     assert error["error"]["field"] == field
     assert "Traceback" not in json.dumps(error)
 
 
 def test_malformed_and_oversized_bodies(service: str) -> None:
     status, error = _call(service, "/v1/assemble", raw=b"{not json")
-    assert (status, error["error"]["field"]) == (422, "body")
+    assert (status, error["error"]["field"]) == (422, "request")
     big = json.dumps({"query": "q", "passages": [{"text": "x" * 250_000}]}).encode()
     status, error = _call(service, "/v1/assemble", raw=big)
     assert (status, error["error"]["code"]) == (413, "too_large")

@@ -174,3 +174,43 @@ def test_filter_readable_keeps_request_positions() -> None:
             "detail": "belongs to another tenant",
         }
     ]
+
+
+# --- issue 10, item 6: a Principal object is checked like the JSON principal --------------------
+
+
+def test_groups_given_as_a_string_never_reach_access_as_characters() -> None:
+    """Reproducer: Principal("ann", "acme", "staff") used to have groups s, t, a, f, and a
+    passage readable by "s" reached the prompt."""
+    passages = [_passage("s-only", tenant="acme", readers=["s"])]
+    with pytest.raises(ctxasm.RequestError) as caught:
+        _run(passages, principal=Principal("ann", "acme", "staff"))
+    assert caught.value.field == "principal.groups"
+    with pytest.raises(ctxasm.RequestError) as caught:
+        _run(passages, principal={"id": "ann", "tenant": "acme", "groups": "staff"})
+    assert caught.value.field == "principal.groups"
+    # Given as a list, the group is the whole name: "s" does not admit "staff".
+    result = _run(passages, principal=Principal("ann", "acme", ["staff"]))  # type: ignore[arg-type]
+    assert _denied(result) == [
+        ("s-only", "access", "access_denied", "principal is not among its readers")
+    ]
+
+
+def test_an_empty_principal_id_and_null_groups() -> None:
+    with pytest.raises(ctxasm.RequestError) as caught:
+        Principal("")
+    assert (caught.value.field, caught.value.message) == (
+        "principal.id",
+        "principal.id must not be empty; got ''",
+    )
+    who = Principal("ann", "acme", None)  # type: ignore[arg-type]
+    result = _run([_passage("p", tenant="acme", readers=["ann"])], principal=who)
+    assert [item.id for item in result.report.included] == ["p"]
+
+
+def test_filter_readable_refuses_what_is_not_a_principal() -> None:
+    fake = type("Fake", (), {"id": "ann", "tenant": "acme", "groups": "staff"})()
+    with pytest.raises(ctxasm.RequestError) as caught:
+        filter_readable([Passage("p", "x", readers=("s",))], fake, allow_public=False)
+    assert caught.value.field == "principal"
+    assert caught.value.message.startswith("principal must be a ctxasm.Principal or None; got Fake")

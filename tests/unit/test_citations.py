@@ -65,14 +65,29 @@ def test_a_fully_cited_answer() -> None:
     assert report.all_valid
     assert report.to_dict() == {
         "citations": [
-            {"label": "Source 1", "id": "paris", "url": PARIS, "valid": True},
-            {"label": "Source 2", "id": "seine", "url": SEINE, "valid": True},
+            {
+                "label": "Source 1",
+                "id": "paris",
+                "url": PARIS,
+                "valid": True,
+                "raw": "[Source 1]",
+                "form": "bracket",
+            },
+            {
+                "label": "Source 2",
+                "id": "seine",
+                "url": SEINE,
+                "valid": True,
+                "raw": "[2]",
+                "form": "bracket",
+            },
         ],
         "invalid": [],
         "cited_ids": ["paris", "seine"],
         "uncited_ids": ["louvre", "eiffel"],
         "uncited_sentences": [],
         "coverage": 1.0,
+        "forms": {"bracket": 2},
     }
 
 
@@ -134,7 +149,6 @@ def test_marker_grammar(marker: str, numbers: list[int]) -> None:
     "text",
     [
         "See [the guide](https://example.org/guide).",
-        "See [1](https://example.org/one).",
         "- [x] done\n- [ ] open",
         "A [note] and [Source] and [Source A] and [1a] and [a, 1].",
         "The list `[1, 2]` is code.",

@@ -264,3 +264,95 @@ def test_auto_mode_compresses_everything_only_when_few_whole_passages_fit() -> N
     assert tight.report.included[0].compression is not None
     roomy = _run("sentences", 4000)
     assert [item.compression for item in roomy.report.included] == [None, None]
+
+
+# --- inflected forms and stitching ------------------------------------------------------------
+
+
+def test_lemmas_match_regular_and_irregular_forms() -> None:
+    from ctxasm.stages.compression import lemma
+
+    assert [lemma(w) for w in ("taught", "teaches", "teaching", "rivers", "opened", "athens")] == [
+        "teach",
+        "teach",
+        "teach",
+        "river",
+        "open",
+        "athens",
+    ]
+
+
+LYCEUM = {
+    "id": "lyceum",
+    "title": "Lyceum",
+    "text": "The Lyceum was a gymnasium outside Athens. It was dedicated to Apollo Lyceus. "
+    "Aristotle taught philosophy there for twelve years. Sulla destroyed it in 86 BC.",
+}
+
+
+def test_the_answer_sentence_is_kept_when_the_question_inflects_its_verb() -> None:
+    result = ctxasm.assemble(
+        "Where did Aristotle teach philosophy?",
+        [LYCEUM],
+        max_context_tokens=4000,
+        strategy={"compression": {"name": "sentences", "mode": "all"}},
+    )
+    assert result.passages[0].text == (
+        f"The Lyceum was a gymnasium outside Athens. {ELISION} Aristotle taught philosophy "
+        f"there for twelve years. {ELISION}"
+    )
+
+
+def test_a_sentence_that_only_repeats_kept_query_words_is_cut() -> None:
+    passage = {
+        "id": "v",
+        "text": "Velora is a town. The bridge opened in 1887. The bridge is grey. "
+        "Its lamps were added later.",
+    }
+    result = _run({"name": "sentences", "mode": "all"}, 4000, [passage])
+    assert result.passages[0].text == (f"Velora is a town. The bridge opened in 1887. {ELISION}")
+
+
+DOCUMENT = (
+    "The Velora bridge crosses the Tamsin river. It is made of grey granite. "
+    "Farmers sold fish under its arches. The bridge opened in 1887 after nine years. "
+    "Its lamps came later. A flood in 1921 damaged one pier. Masons rebuilt the pier in 1922. "
+    "Tourists photograph it at sunset."
+)
+
+
+def _window(passage_id: str, first: str, last: str | None, score: float) -> dict[str, Any]:
+    start = DOCUMENT.index(first)
+    end = DOCUMENT.index(last) if last is not None else len(DOCUMENT)
+    text = DOCUMENT[start:end].strip()
+    return {
+        "id": passage_id,
+        "doc_id": "velora",
+        "title": "Velora bridge",
+        "text": text,
+        "start": start,
+        "end": start + len(text),
+        "score": score,
+    }
+
+
+def test_compressed_windows_of_one_document_still_stitch() -> None:
+    first = _window("w1", "The Velora", "A flood", 0.9)
+    second = _window("w2", "The bridge opened", None, 0.8)
+    result = ctxasm.assemble(
+        "When did the Velora bridge open and when was the pier rebuilt?",
+        [first, second],
+        max_context_tokens=95,
+        strategy={
+            "compression": {"name": "sentences", "mode": "all"},
+            "dedup": "stitch",
+            "selection": "greedy_by_score",
+        },
+    )
+    assert [item.id for item in result.report.included] == ["w1"]
+    assert [(e.id, e.reason.value) for e in result.report.excluded] == [("w2", "merged")]
+    assert [p.text for p in result.passages] == [
+        f"The Velora bridge crosses the Tamsin river. {ELISION} The bridge opened in 1887 after "
+        f"nine years. {ELISION} A flood in 1921 damaged one pier. Masons rebuilt the pier in "
+        f"1922. {ELISION}"
+    ]

@@ -236,3 +236,66 @@ def test_scores_ignore_unreadable_documents(
         finally:
             store.close()
     assert found[0] == found[1]
+
+
+def test_a_nul_is_refused_before_any_sql(postgres_url: str, tmp_path: Path) -> None:
+    """Issue 10, item 8: a NUL in a principal (or a document) used to reach PostgreSQL and come
+    back as a driver error; it is refused with a RequestError naming the field."""
+    store = open_store(postgres_url)
+    document = Document("d", "The Danube ends in the Black Sea.", tenant="t", readers=("g",))
+    store.upsert(document, chunk_text(document.text, 64, 0))
+    for kwargs, field in (
+        ({"id": "u\x00"}, "principal.id"),
+        ({"id": "u", "tenant": "t\x00"}, "principal.tenant"),
+        ({"id": "u", "tenant": "t", "groups": ("g\x00",)}, "principal.groups[0]"),
+    ):
+        with pytest.raises(ctxasm.RequestError) as caught:
+            store.retrieve("danube", Principal(**kwargs))
+        assert caught.value.field == field
+    # A principal changed after construction is checked again by the store itself.
+    tampered = Principal("u", "t", ("g",))
+    object.__setattr__(tampered, "id", "u\x00")
+    with pytest.raises(ctxasm.RequestError) as caught:
+        store.retrieve("danube", tampered)
+    assert (caught.value.field, caught.value.message) == (
+        "principal.id",
+        "principal.id contains the control character U+0000 at character 1; names may not "
+        "contain control characters (NUL, tab, newline and the like)",
+    )
+    with pytest.raises(ctxasm.RequestError) as caught:
+        store.upsert(Document("e", "Black\x00Sea"), chunk_text("Black\x00Sea", 64, 0))
+    assert (caught.value.field, caught.value.message) == (
+        "document.text",
+        "document.text of 'e' contains a NUL character, which PostgreSQL cannot store; "
+        "remove it before indexing",
+    )
+    with pytest.raises(ctxasm.RequestError) as caught:
+        store.upsert(Document("e", "Sea", metadata={"k": "a\x00"}), chunk_text("Sea", 64, 0))
+    assert caught.value.field == "document.metadata"
+    with pytest.raises(ctxasm.RequestError) as caught:
+        store.delete("d\x00")
+    assert caught.value.field == "doc_id"
+    lines = tmp_path / "docs.jsonl"
+    lines.write_text(
+        '{"doc_id": "x", "text": "Black\\u0000Sea", "tenant": "t"}\n'
+        '{"doc_id": "y", "text": "Sea", "tenant": "t\\u0000"}\n',
+        encoding="utf-8",
+    )
+    report = index_paths(store, [lines])
+    # Line 2 fails when it is read; x when its batch is written, at the end of the file.
+    assert sorted(report.failed) == [
+        (
+            f"{lines} (x)",
+            "document.text of 'x' contains a NUL character, which PostgreSQL cannot store; "
+            "remove it before indexing",
+        ),
+        (
+            f"{lines}:2",
+            f"{lines}:2.tenant contains the control character U+0000 at character 1; names may "
+            "not contain control characters (NUL, tab, newline and the like)",
+        ),
+    ]
+    who = Principal("u", "t", ("g",))
+    assert [p.text for p in store.retrieve("danube", who)] == [document.text]
+    assert store.stats().documents == 1
+    store.close()

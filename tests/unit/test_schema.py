@@ -10,6 +10,7 @@ import pytest
 import ctxasm
 from ctxasm import (
     Assembler,
+    ConfigError,
     Passage,
     RequestError,
     UnknownModelError,
@@ -306,9 +307,9 @@ def test_unknown_strategy_in_other_slots(strategy: dict[str, Any], field: str) -
 
 
 def test_unknown_strategy_in_config_fails_when_the_assembler_is_built() -> None:
-    with pytest.raises(UnknownStrategyError) as caught:
+    with pytest.raises(ConfigError) as caught:
         Assembler({"defaults": {"strategy": {"selection": "gredy"}}})
-    assert caught.value.field == "strategy.selection"
+    assert caught.value.field == "defaults.strategy.selection"
 
 
 def test_unknown_strategy_parameter() -> None:

@@ -183,11 +183,20 @@ def test_jsonl_null_access_fields_take_the_defaults(tmp_path: Path) -> None:
         ('{"text": "x"}', "{path}:2.doc_id", "must be a non-empty string"),
         ('{"doc_id": "b", "text": "  "}', "{path}:2.text", "must be a non-empty string"),
         ('{"doc_id": 7, "text": "x"}', "{path}:2.doc_id", "must be a non-empty string"),
-        ('{"doc_id": "b", "text": "x", "title": 3}', "{path}:2.title", "non-empty string"),
-        ('{"doc_id": "b", "text": "x", "readers": "bob"}', "{path}:2.readers", "list of names"),
-        ('{"doc_id": "b", "text": "x", "readers": [""]}', "{path}:2.readers", "list of names"),
-        ('{"doc_id": "b", "text": "x", "authority": 2}', "{path}:2.authority", "from 0 to 1"),
-        ('{"doc_id": "b", "text": "x", "authority": true}', "{path}:2.authority", "0 to 1"),
+        ('{"doc_id": "b", "text": "x", "title": 3}', "{path}:2.title", "a string or null"),
+        ('{"doc_id": "b", "text": "x", "readers": "bob"}', "{path}:2.readers", "pass a list"),
+        ('{"doc_id": "b", "text": "x", "readers": [""]}', "{path}:2.readers[0]", "not be empty"),
+        ('{"doc_id": "b", "text": "x", "readers": ["a", " "]}', "{path}:2.readers[1]", "empty"),
+        ('{"doc_id": "b", "text": "x", "readers": ["a", 1]}', "{path}:2.readers[1]", "a string"),
+        ('{"doc_id": "b", "text": "x", "readers": {"a": 1}}', "{path}:2.readers", "list of"),
+        ('{"doc_id": "b", "text": "x", "readers": ["a\\u0000"]}', "{path}:2.readers[0]", "U+0000"),
+        ('{"doc_id": "b", "text": "x", "tenant": ""}', "{path}:2.tenant", "not be empty"),
+        ('{"doc_id": "b", "text": "x", "tenant": "a\\u0000"}', "{path}:2.tenant", "U+0000"),
+        ('{"doc_id": "b", "text": "x", "tenant": "a\\nb"}', "{path}:2.tenant", "U+000A"),
+        ('{"doc_id": "b", "text": "x", "tenant": 5}', "{path}:2.tenant", "a string or null"),
+        ('{"doc_id": "b\\u0000", "text": "x"}', "{path}:2.doc_id", "NUL character"),
+        ('{"doc_id": "b", "text": "x", "authority": 2}', "{path}:2.authority", "between 0 and 1"),
+        ('{"doc_id": "b", "text": "x", "authority": true}', "{path}:2.authority", "a number"),
         ('{"doc_id": "b", "text": "x", "metadata": [1]}', "{path}:2.metadata", "an object"),
         ('{"doc_id": "b", "text": "x", "timestamp": "soon"}', "{path}:2.timestamp", "ISO-8601"),
     ],
@@ -476,3 +485,132 @@ def test_bad_store_urls_are_config_errors(url: str, message: str) -> None:
     assert message in caught.value.message
     hint = ("sqlite:///path.db", "database file", "PostgreSQL")
     assert any(h in caught.value.message for h in hint)
+
+
+# --- issue 10, items 6 and 8: access data and principals are checked before any SQL -----------
+
+
+def test_groups_given_as_a_string_never_widen_what_the_store_returns(
+    store: SQLiteStore,
+) -> None:
+    """Reproducer: Principal("ann", "acme", "staff") used to read a document whose only reader
+    is "s" through the SQLite store."""
+    document = Document("s-only", "The Danube delta plan.", tenant="acme", readers=("s",))
+    store.upsert(document, chunk_text(document.text, 64, 0))
+    with pytest.raises(RequestError) as caught:
+        store.retrieve("danube", Principal("ann", "acme", "staff"))  # type: ignore[arg-type]
+    assert caught.value.field == "principal.groups"
+    assert store.retrieve("danube", Principal("ann", "acme", ("staff",))) == []
+    assert [p.id for p in store.retrieve("danube", Principal("ann", "acme", ("s",)))] == [
+        "s-only#0"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "field", "message"),
+    [
+        (
+            ("danube", {"id": "ann", "groups": ["s"]}),
+            {},
+            "principal",
+            "principal must be a ctxasm.Principal or None; got dict {'id': 'ann', 'groups': ['s']}",
+        ),
+        (("danube", ALICE, 0), {}, "k", "k must be an integer >= 1; got int 0"),
+        (("danube", ALICE, "5"), {}, "k", "k must be an integer >= 1; got str '5'"),
+        (
+            ("danube", ALICE),
+            {"allow_public": 1},
+            "allow_public",
+            "allow_public must be true or false; got int 1",
+        ),
+        ((None, ALICE), {}, "query", "query must be a string; got null None"),
+    ],
+)
+def test_retrieve_refuses_bad_arguments_before_any_sql(
+    store: SQLiteStore,
+    args: tuple[object, ...],
+    kwargs: dict[str, object],
+    field: str,
+    message: str,
+) -> None:
+    with pytest.raises(RequestError) as caught:
+        store.retrieve(*args, **kwargs)  # type: ignore[arg-type]
+    assert (caught.value.field, caught.value.message) == (field, message)
+
+
+def test_a_nul_in_a_principal_is_refused_before_the_store(store: SQLiteStore) -> None:
+    for kwargs, field in (
+        ({"id": "ann\x00"}, "principal.id"),
+        ({"id": "ann", "tenant": "t1\x00"}, "principal.tenant"),
+        ({"id": "ann", "groups": ("g1", "\x00")}, "principal.groups[1]"),
+    ):
+        with pytest.raises(RequestError) as caught:
+            store.retrieve("danube", Principal(**kwargs))  # type: ignore[arg-type]
+        assert caught.value.field == field
+        assert "control character U+0000" in caught.value.message
+
+
+def test_an_empty_tenant_in_a_jsonl_line_is_reported_not_indexed_as_public(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    """Reproducer: {"tenant": ""} used to fall back to no tenant, making the document public."""
+    path = _write(
+        tmp_path / "docs.jsonl",
+        '{"doc_id": "ok", "text": "The Danube.", "tenant": "t1"}\n'
+        '{"doc_id": "empty", "text": "The secret Danube plan.", "tenant": ""}\n'
+        '{"doc_id": "blank-reader", "text": "The Danube ferry.", "readers": ["g1", ""]}\n',
+    )
+    report = index_paths(store, [path])
+    assert report.failed == [
+        (
+            f"{path}:2",
+            f"{path}:2.tenant must not be empty; leave it out (null) for none; got ''",
+        ),
+        (f"{path}:3", f"{path}:3.readers[1] must not be empty; got ''"),
+    ]
+    assert (report.added, report.public) == (1, 0)
+    assert _rows(store, "SELECT doc_id, tenant FROM documents") == [("ok", "t1")]
+    assert store.retrieve("danube", Principal("anyone"), allow_public=True) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "message"),
+    [
+        (
+            {"tenant": ""},
+            "tenant",
+            "tenant must not be empty; leave it out (null) for none; got ''",
+        ),
+        (
+            {"readers": "staff"},
+            "readers",
+            "readers must be a list of strings; got the string 'staff', which would be read as "
+            "its characters: pass a list, ['staff']",
+        ),
+        (
+            {"readers": ["g1", "a\x00"]},
+            "readers[1]",
+            "readers[1] contains the control character "
+            "U+0000 at character 1; names may not contain control characters (NUL, tab, newline "
+            "and the like)",
+        ),
+    ],
+)
+def test_index_paths_refuses_bad_run_access_data_before_any_file(
+    tmp_path: Path, store: SQLiteStore, kwargs: dict[str, object], field: str, message: str
+) -> None:
+    path = _write(tmp_path / "a.txt", "The Danube.")
+    with pytest.raises(RequestError) as caught:
+        index_paths(store, [path], **kwargs)  # type: ignore[arg-type]
+    assert (caught.value.field, caught.value.message) == (field, message)
+    assert store.stats() == StoreStats(0, 0)
+
+
+def test_delete_refuses_a_doc_id_that_is_not_a_plain_string(store: SQLiteStore) -> None:
+    for doc_id, message in (
+        (3, "doc_id must be a string; got int 3"),
+        ("a\x00", "doc_id contains a NUL character; got 'a\\x00'"),
+    ):
+        with pytest.raises(RequestError) as caught:
+            store.delete(doc_id)  # type: ignore[arg-type]
+        assert (caught.value.field, caught.value.message) == ("doc_id", message)

@@ -27,14 +27,7 @@ SAMPLE = (
     "code `x = f(y) ** 2`, <|endoftext|> as plain text, and\n\nnewlines\ttabs."
 )
 O200K_CACHE_NAME = "fb374d419588a4632f3f557e76b4b70aebbca790"  # sha1 of its official address
-O200K_FILE = next(
-    folder / O200K_CACHE_NAME
-    for folder in (
-        Path(os.environ["TIKTOKEN_CACHE_DIR"]),
-        Path(__file__).resolve().parents[3] / "shared" / "tiktoken-cache",
-    )
-    if (folder / O200K_CACHE_NAME).is_file()
-)
+O200K_FILE = tiktoken_source.BUNDLED_RANKS / "o200k_base.tiktoken"  # shipped with ctxasm
 # Counted with tiktoken as loaded normally, before any test swaps the rank files.
 _O200K_SAMPLE_COUNT = len(tiktoken.get_encoding("o200k_base").encode_ordinary(SAMPLE))
 
@@ -72,8 +65,9 @@ def test_tokenizer_metadata() -> None:
     [SAMPLE, " " * 1000, "=" * 5000, "a" * 3000, "\n" * 700, "a b c d e f", "x  y   z    w"],
 )
 def test_lower_bound_never_exceeds_the_count(encoding: str, text: str) -> None:
+    # The tokenizer itself: the counter refuses runs over 1,000 characters (test_unbroken_text)
     counter = get_counter(f"tiktoken:{encoding}")
-    assert 0 <= counter.lower_bound(text) <= counter.count(text)
+    assert 0 <= counter.lower_bound(text) <= counter.tokenizer.count(text)
 
 
 # Whitespace that tiktoken merges with a following space into one piece: a bound that counts
@@ -345,7 +339,7 @@ def test_offline_rank_file_from_ctxasm_dir(
 def test_offline_rank_file_from_tiktoken_cache_layout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: list[Any]
 ) -> None:
-    shutil.copyfile(O200K_FILE, tmp_path / O200K_FILE.name)
+    shutil.copyfile(O200K_FILE, tmp_path / O200K_CACHE_NAME)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("CTXASM_TIKTOKEN_DIR", raising=False)
     encoding = tiktoken_source.load_encoding("o200k_base")
@@ -366,7 +360,7 @@ def test_corrupted_rank_file_is_refused(
         monkeypatch.setenv("CTXASM_TIKTOKEN_DIR", str(tmp_path))
         monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
     else:
-        (tmp_path / O200K_FILE.name).write_bytes(bytes(data))
+        (tmp_path / O200K_CACHE_NAME).write_bytes(bytes(data))
         monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     with pytest.raises(TokenizerError) as caught:
         tiktoken_source.load_encoding("o200k_base")
@@ -385,6 +379,7 @@ def test_no_rank_file_and_no_network(
     empty.mkdir()
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(empty))
     monkeypatch.delenv("CTXASM_TIKTOKEN_DIR", raising=False)
+    monkeypatch.setattr(tiktoken_source, "BUNDLED_RANKS", empty)  # an install that lost them
     with pytest.raises(TokenizerError) as caught:
         tiktoken_source.load_encoding("cl100k_base")
     assert "no local rank file and the download failed" in caught.value.message

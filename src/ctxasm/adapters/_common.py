@@ -1,11 +1,15 @@
-"""What every adapter shares: a framework document's fields and metadata as a passage."""
+"""What every adapter shares: a framework document's fields and metadata as a passage, and an
+assembly as the (role, content) pairs of a chat."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["passage_from"]
+from ctxasm.model import Assembly
+from ctxasm.schema import parse_request
+
+__all__ = ["chat_turns", "checked_fields", "passage_from"]
 
 # Metadata keys that are passage fields; other plain values stay as passage metadata.
 FIELDS = ("title", "source", "url", "doc_id", "start", "end", "timestamp", "authority", "tenant")
@@ -31,3 +35,22 @@ def passage_from(
         if isinstance(value, str | int | float | bool) or value is None
     }
     return passage
+
+
+def chat_turns(assembly: Assembly) -> list[tuple[str, str]]:
+    """The assembled prompt as ``(role, content)`` pairs, roles ``system``, ``user`` and
+    ``assistant``: a separate system prompt first, a text format's prompt as one user turn."""
+    turns = []
+    if assembly.system is not None:
+        turns.append(("system", assembly.system))
+    turns.extend((message["role"], message["content"]) for message in assembly.messages)
+    if assembly.text is not None:
+        turns.append(("user", assembly.text))
+    return turns
+
+
+def checked_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields``, request fields given to an adapter's constructor, validated at once, so a
+    misspelt field or model fails where the component is built rather than on its first run."""
+    parse_request({"query": "check", "passages": [], **fields})
+    return dict(fields)

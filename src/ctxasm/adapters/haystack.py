@@ -4,16 +4,19 @@
 A ``Document`` becomes a passage: ``content`` is the text, ``id`` the id, ``score`` the score;
 ``meta`` keys ``title``, ``source``, ``url``, ``doc_id``, ``start``/``end``, ``timestamp``,
 ``authority``, ``tenant`` and ``readers`` carry over, other plain values stay as metadata.
+
+The component serialises with its pipeline (``Pipeline.dumps()``/``loads()``): its init
+parameters are the request fields it was given.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from haystack import Document, component
+from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from ctxasm.adapters._common import passage_from
+from ctxasm.adapters._common import chat_turns, checked_fields, passage_from
 from ctxasm.assembler import Assembler
 
 __all__ = ["CtxasmPromptBuilder", "documents_to_passages"]
@@ -34,25 +37,28 @@ class CtxasmPromptBuilder:
     as a dict). Keyword arguments are request fields (``model``, ``max_context_tokens``, ...)."""
 
     def __init__(self, **request_fields: Any) -> None:
-        self.request_fields = request_fields
+        self.request_fields = checked_fields(request_fields)
         self._assembler = Assembler()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The component as Haystack serialises it: its request fields as init parameters."""
+        return default_to_dict(self, **self.request_fields)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CtxasmPromptBuilder:
+        """The component :meth:`to_dict` describes."""
+        built: CtxasmPromptBuilder = default_from_dict(cls, data)
+        return built
 
     @component.output_types(messages=list[ChatMessage], report=dict)
     def run(self, documents: list[Document], query: str) -> dict[str, Any]:
         request = {**self.request_fields, "query": query}
         request["passages"] = documents_to_passages(documents)
         assembly = self._assembler.assemble(request)
-        messages: list[ChatMessage] = []
-        if assembly.system is not None:
-            messages.append(ChatMessage.from_system(assembly.system))
-        for message in assembly.messages:
-            role, content = message["role"], message["content"]
-            if role == "system":
-                messages.append(ChatMessage.from_system(content))
-            elif role == "assistant":
-                messages.append(ChatMessage.from_assistant(content))
-            else:
-                messages.append(ChatMessage.from_user(content))
-        if assembly.text is not None:
-            messages.append(ChatMessage.from_user(assembly.text))
+        kinds = {
+            "system": ChatMessage.from_system,
+            "user": ChatMessage.from_user,
+            "assistant": ChatMessage.from_assistant,
+        }
+        messages = [kinds[role](content) for role, content in chat_turns(assembly)]
         return {"messages": messages, "report": assembly.report.to_dict()}

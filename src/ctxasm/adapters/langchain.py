@@ -2,6 +2,12 @@
 a document compressor that returns the selected documents in prompt order
 (``pip install 'ctxasm[langchain]'``).
 
+The Runnable takes what LangChain users pass: a question string (the documents then come from
+its ``retriever``), or a dict with the question under ``query`` or ``question`` and the
+documents under ``documents`` or ``context``, which is what the usual LCEL chain
+``{"context": retriever, "question": RunnablePassthrough()} | CtxasmRunnable() | chat_model``
+hands it.
+
 A ``Document`` becomes a passage: ``page_content`` is the text; ``id`` (or ``metadata["id"]``)
 the id; ``metadata`` keys ``score`` (or ``relevance_score``), ``title``, ``source``, ``url``,
 ``doc_id``, ``start``/``end``, ``timestamp``, ``authority``, ``tenant`` and ``readers`` carry
@@ -16,10 +22,12 @@ from typing import Any
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from ctxasm.adapters._common import passage_from
+from ctxasm.adapters._common import chat_turns, checked_fields, passage_from
 from ctxasm.assembler import Assembler
+from ctxasm.errors import RequestError
 from ctxasm.model import Assembly
 
 __all__ = ["CtxasmCompressor", "CtxasmRunnable", "documents_to_passages"]
@@ -38,40 +46,100 @@ def documents_to_passages(documents: Sequence[Document]) -> list[dict[str, Any]]
 
 def _messages(assembly: Assembly) -> list[BaseMessage]:
     kinds = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
-    out: list[BaseMessage] = []
-    if assembly.system is not None:
-        out.append(SystemMessage(content=assembly.system))
-    for message in assembly.messages:
-        out.append(kinds[message["role"]](content=message["content"]))
-    if assembly.text is not None:
-        out.append(HumanMessage(content=assembly.text))
-    return out
+    return [kinds[role](content=content) for role, content in chat_turns(assembly)]
 
 
-class CtxasmRunnable(Runnable[dict[str, Any], list[BaseMessage]]):
-    """``{"query": str, "documents": [Document, ...]}`` in, the assembled messages out.
+# Where LangChain users put the question and the documents in a chain's dict.
+QUERY_KEYS = ("query", "question")
+DOCUMENT_KEYS = ("documents", "context")
 
-    Other keys of the input (``history``, ``principal``, ``max_context_tokens``, ...) and the
-    keyword arguments given here are request fields. ``assemble(input)`` returns the whole
-    :class:`~ctxasm.Assembly` (with its report) instead.
+
+def _one_of(input: dict[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
+    """The key of ``keys`` that ``input`` has, and its value; an error if it has several."""
+    found = [key for key in keys if key in input]
+    if len(found) > 1:
+        raise RequestError(
+            f"the input has both {found[0]!r} and {found[1]!r}; give one of them",
+            field=found[1],
+        )
+    return (found[0], input[found[0]]) if found else (None, None)
+
+
+class CtxasmRunnable(Runnable[str | dict[str, Any], list[BaseMessage]]):
+    """A question (with a ``retriever``) or ``{"question": str, "context": [Document, ...]}``
+    in, the assembled messages out.
+
+    In a dict, ``query`` may stand for ``question`` and ``documents`` for ``context``; without
+    documents the ``retriever`` is asked. Other keys of the dict (``history``, ``principal``,
+    ``max_context_tokens``, ...) and the keyword arguments given here are request fields.
+    ``assemble(input)`` returns the whole :class:`~ctxasm.Assembly` (with its report) instead.
     """
 
-    def __init__(self, assembler: Assembler | None = None, **request_fields: Any) -> None:
+    def __init__(
+        self,
+        assembler: Assembler | None = None,
+        *,
+        retriever: BaseRetriever | None = None,
+        **request_fields: Any,
+    ) -> None:
         self.assembler = assembler or Assembler()
-        self.request_fields = request_fields
+        self.retriever = retriever
+        self.request_fields = checked_fields(request_fields)
 
-    def assemble(self, input: dict[str, Any]) -> Assembly:
-        fields = {**self.request_fields, **{k: v for k, v in input.items() if k != "documents"}}
-        fields["passages"] = documents_to_passages(input.get("documents") or [])
-        return self.assembler.assemble(fields)
+    def request(
+        self, input: str | dict[str, Any], config: RunnableConfig | None = None
+    ) -> dict[str, Any]:
+        """The ctxasm request for ``input`` (retrieving the documents if none were given)."""
+        fields = {"query": input} if isinstance(input, str) else dict(input)
+        query_key, query = _one_of(fields, QUERY_KEYS)
+        documents_key, documents = _one_of(fields, DOCUMENT_KEYS)
+        fields.pop(query_key or "", None)
+        fields.pop(documents_key or "", None)
+        if not isinstance(query, str):
+            raise RequestError(
+                f"the question must be a string, given as the input itself or under "
+                f"'question' (or 'query'); got {type(query).__name__}",
+                field=query_key or "question",
+            )
+        if documents_key is None:
+            documents = self._retrieve(query, config)
+        if not isinstance(documents, list | tuple) or not all(
+            isinstance(d, Document) for d in documents
+        ):
+            raise RequestError(
+                f"{documents_key!r} must be a list of LangChain Documents (what a retriever "
+                f"returns); got {type(documents).__name__}",
+                field=documents_key,
+            )
+        return {
+            **self.request_fields,
+            **fields,
+            "query": query,
+            "passages": documents_to_passages(documents),
+        }
+
+    def _retrieve(self, query: str, config: RunnableConfig | None) -> list[Document]:
+        if self.retriever is None:
+            raise RequestError(
+                "no documents to assemble: pass them under 'context' (or 'documents'), or "
+                "build CtxasmRunnable(retriever=...) so it retrieves them for the question",
+                field="context",
+            )
+        return self.retriever.invoke(query, config)
+
+    def assemble(
+        self, input: str | dict[str, Any], config: RunnableConfig | None = None
+    ) -> Assembly:
+        """The whole assembly for ``input``: the prompt and its report."""
+        return self.assembler.assemble(self.request(input, config))
 
     def invoke(
         self,
-        input: dict[str, Any],
+        input: str | dict[str, Any],
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> list[BaseMessage]:
-        return _messages(self.assemble(input))
+        return _messages(self.assemble(input, config))
 
 
 class CtxasmCompressor(BaseDocumentCompressor):

@@ -5,30 +5,46 @@ budget, and a function from ``NodeWithScore`` objects to the assembled chat mess
 A node becomes a passage: its content is the text, ``node_id`` the id, the ``NodeWithScore``
 score the score; metadata keys ``title``, ``source``, ``url``, ``doc_id``, ``start``/``end``,
 ``timestamp``, ``authority``, ``tenant`` and ``readers`` carry over (``ref_doc_id`` and the
-node's character offsets too, so overlapping chunks are stitched).
+node's character offsets too, so overlapping chunks are stitched). A node without a title is
+titled by its file (``file_name`` or ``file_path``, with ``page_label``, as LlamaIndex readers
+set them), else, without a url, by its position (``node 2``), so its header never shows an
+opaque UUID.
 """
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from ctxasm.adapters._common import passage_from
+from ctxasm.adapters._common import chat_turns, passage_from
 from ctxasm.assembler import Assembler
 from ctxasm.model import Assembly
 
-__all__ = ["CtxasmNodePostprocessor", "assemble_nodes", "nodes_to_passages"]
+__all__ = ["CtxasmNodePostprocessor", "assemble_nodes", "nodes_to_passages", "readable_title"]
+
+
+def readable_title(metadata: dict[str, Any], position: int) -> str:
+    """A title for a node that has none: its file name (and page), else ``node <position>``."""
+    name = metadata.get("file_name") or metadata.get("file_path")
+    if not isinstance(name, str) or not name.strip():
+        return f"node {position}"
+    title = PurePath(name).name or name
+    page = metadata.get("page_label")
+    return f"{title}, page {page}" if page is not None else title
 
 
 def nodes_to_passages(nodes: list[NodeWithScore]) -> list[dict[str, Any]]:
     """Passages for ``ctxasm.assemble`` from scored nodes."""
     passages = []
-    for scored in nodes:
+    for position, scored in enumerate(nodes, start=1):
         node = scored.node
         passage = passage_from(node.node_id, node.get_content(), scored.score, node.metadata)
+        if "title" not in passage and "url" not in passage:
+            passage["title"] = readable_title(node.metadata, position)
         reference = getattr(node, "ref_doc_id", None)
         start = getattr(node, "start_char_idx", None)
         end = getattr(node, "end_char_idx", None)
@@ -54,13 +70,9 @@ def assemble_nodes(
         "user": MessageRole.USER,
         "assistant": MessageRole.ASSISTANT,
     }
-    messages = []
-    if assembly.system is not None:
-        messages.append(ChatMessage(role=MessageRole.SYSTEM, content=assembly.system))
-    for message in assembly.messages:
-        messages.append(ChatMessage(role=roles[message["role"]], content=message["content"]))
-    if assembly.text is not None:
-        messages.append(ChatMessage(role=MessageRole.USER, content=assembly.text))
+    messages = [
+        ChatMessage(role=roles[role], content=content) for role, content in chat_turns(assembly)
+    ]
     return messages, assembly
 
 

@@ -2,7 +2,10 @@
 
 Each input line is one request. Each output line is the result JSON of that request, or an error
 record ``{"error": {"code", "message", "field"}, "line": n}`` (``n`` counts from 1); a bad line
-never stops the batch. Blank lines are skipped and produce no output.
+never stops the batch. A request's own ``id`` and ``metadata`` come back on its line, on the
+result (first) as on the error record, so results can be joined back to their requests. Blank
+lines are skipped and produce no output. Each line is read by :mod:`ctxasm.jsonio`, the parser
+of the CLI and the service.
 """
 
 from __future__ import annotations
@@ -13,104 +16,104 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from ctxasm.assembler import Assembler
-from ctxasm.errors import CtxasmError, RequestError
+from ctxasm.errors import CtxasmError
+from ctxasm.jsonio import decode_object, too_large
+from ctxasm.schema import request_envelope
 
-__all__ = ["BatchStats", "assemble_line", "assemble_lines", "decode_request", "read_lines"]
+__all__ = ["BatchStats", "assemble_line", "assemble_lines", "read_lines"]
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
 class BatchStats:
-    """How a batch went."""
+    """How a batch went (so far, while it runs)."""
 
     ok: int = 0
     failed: int = 0
     skipped: int = 0
 
+    @property
+    def written(self) -> int:
+        """Output lines written: one per request that was not blank."""
+        return self.ok + self.failed
 
-def read_lines(stream: BinaryIO, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[bytes]:
-    """Lines of ``stream``; a line longer than ``max_bytes`` is cut to ``max_bytes + 1`` bytes
-    (so it is refused as too large) and the rest of it is skipped without being held."""
+
+def read_lines(
+    stream: BinaryIO, max_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[tuple[bytes, int]]:
+    """Lines of ``stream`` with their real sizes; a line longer than ``max_bytes`` is cut to
+    ``max_bytes + 1`` bytes (so it is refused as too large) and the rest of it is counted and
+    skipped without being held."""
     while True:
         line = stream.readline(max_bytes + 1)
         if not line:
             return
-        if len(line) > max_bytes and not line.endswith(b"\n"):
+        size = len(line)
+        if size > max_bytes and not line.endswith(b"\n"):
             rest = line
             while rest and not rest.endswith(b"\n"):
                 rest = stream.readline(1024 * 1024)
-        yield line
-
-
-def decode_request(raw: bytes, *, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Any:
-    """Request JSON from raw bytes, with errors that say what is wrong and where."""
-    if len(raw) > max_bytes:
-        raise RequestError(
-            f"the request is {len(raw):,} bytes, more than the limit of {max_bytes:,}",
-            field="request",
-        )
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RequestError(
-            f"the request is not valid UTF-8 (byte {exc.start}: {exc.reason})", field="request"
-        ) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RequestError(
-            f"the request is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-            field="request",
-        ) from None
-    except RecursionError:
-        raise RequestError("the request JSON is nested too deeply", field="request") from None
+                size += len(rest)
+        yield line, size
 
 
 def assemble_lines(
-    lines: Iterable[bytes],
+    lines: Iterable[tuple[bytes, int]],
     write: Callable[[str], Any],
     assembler: Assembler,
     *,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    on_line: Callable[[int], Any] | None = None,
+    on_request: Callable[[str], Any] | None = None,
+    stats: BatchStats | None = None,
 ) -> BatchStats:
-    """Assemble each request line and ``write`` one JSON line per request.
+    """Assemble each request line (from :func:`read_lines`) and ``write`` one JSON line per
+    request.
 
-    ``on_line`` is called with the byte length of every line read (for progress bars).
+    ``on_request`` is called after each line with its outcome (``"ok"``, ``"failed"`` or
+    ``"skipped"``), for progress bars; ``stats``, when given, is updated as the batch goes, so
+    the caller knows how far it got if it is interrupted.
     """
-    stats = BatchStats()
-    for number, raw in enumerate(lines, start=1):
-        if on_line is not None:
-            on_line(len(raw))
-        outcome, line = assemble_line(raw, number, assembler, max_line_bytes=max_line_bytes)
-        setattr(stats, outcome, getattr(stats, outcome) + 1)
+    stats = BatchStats() if stats is None else stats
+    for number, (raw, size) in enumerate(lines, start=1):
+        outcome, line = assemble_line(
+            raw, number, assembler, max_line_bytes=max_line_bytes, size=size
+        )
         if line is not None:
             write(line + "\n")
+        setattr(stats, outcome, getattr(stats, outcome) + 1)
+        if on_request is not None:
+            on_request(outcome)
     return stats
 
 
 def assemble_line(
-    raw: bytes, number: int, assembler: Assembler, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    raw: bytes,
+    number: int,
+    assembler: Assembler,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    size: int | None = None,
 ) -> tuple[str, str | None]:
     """One input line: (``"ok"``, ``"failed"`` or ``"skipped"``, the output JSON line without
-    its newline, or ``None`` for a blank line). Every engine writes exactly these lines."""
+    its newline, or ``None`` for a blank line). ``size`` is the line's real length when ``raw``
+    was cut short. Every engine writes exactly these lines."""
     if not raw.strip():
         return "skipped", None
+    envelope: dict[str, Any] = {}
     try:
-        data = decode_request(raw, max_bytes=max_line_bytes)
-        if not isinstance(data, dict):
-            raise RequestError("each line must be a JSON object (one request)", field="request")
-        record = assembler.assemble(data).to_dict()
+        if size is not None and size > max_line_bytes:
+            raise too_large(max_line_bytes, size=size)
+        data = decode_object(raw, max_bytes=max_line_bytes)
+        envelope = request_envelope(data)
+        record = {**envelope, **assembler.assemble(data).to_dict()}
         outcome = "ok"
     except CtxasmError as exc:
-        record = {"error": exc.to_dict(), "line": number}
+        record = {"error": exc.to_dict(), "line": number, **envelope}
         outcome = "failed"
     except Exception as exc:  # a bug in ctxasm: report it for this line, keep going
         message = f"internal error ({type(exc).__name__}: {exc}); please report it"
-        record = {
-            "error": {"code": "internal_error", "message": message, "field": None},
-            "line": number,
-        }
+        error = {"code": "internal_error", "message": message, "field": None}
+        record = {"error": error, "line": number, **envelope}
         outcome = "failed"
     return outcome, json.dumps(record, ensure_ascii=False)

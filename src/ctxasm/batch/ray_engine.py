@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
-from ctxasm.batch.jsonl import BatchStats, assemble_line, read_lines
+from ctxasm.batch.files import atomic_output
+from ctxasm.batch.jsonl import DEFAULT_MAX_LINE_BYTES, BatchStats, assemble_line, read_lines
 
 __all__ = ["assemble_dataset", "run_batch"]
 
@@ -40,14 +40,18 @@ def _assembler(config: dict[str, Any] | str | None) -> Any:
         return _ASSEMBLERS[key]
 
 
-def _batch(batch: dict[str, Any], config: dict[str, Any] | str | None) -> dict[str, Any]:
+def _batch(
+    batch: dict[str, Any], config: dict[str, Any] | str | None, max_bytes: int
+) -> dict[str, Any]:
     import numpy as np
 
     assembler = _assembler(config)
     lines, results = [], []
-    for number, request in zip(batch["line"], batch["request"], strict=True):
+    sizes = batch.get("size")
+    for index, (number, request) in enumerate(zip(batch["line"], batch["request"], strict=True)):
         raw = request if isinstance(request, bytes) else str(request).encode("utf-8")
-        _, line = assemble_line(raw, int(number), assembler)
+        size = None if sizes is None else int(sizes[index])
+        _, line = assemble_line(raw, int(number), assembler, max_line_bytes=max_bytes, size=size)
         if line is not None:
             lines.append(int(number))
             results.append(line)
@@ -55,11 +59,19 @@ def _batch(batch: dict[str, Any], config: dict[str, Any] | str | None) -> dict[s
 
 
 def assemble_dataset(
-    dataset: Any, config: dict[str, Any] | str | None = None, *, batch_size: int = 64
+    dataset: Any,
+    config: dict[str, Any] | str | None = None,
+    *,
+    batch_size: int = 64,
+    max_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> Any:
-    """A Ray Dataset of ``{"line", "result"}`` rows from one of ``{"line", "request"}`` rows."""
+    """A Ray Dataset of ``{"line", "result"}`` rows from one of ``{"line", "request"}`` rows
+    (and ``size``, a request's real length when ``request`` was cut at ``max_bytes + 1``)."""
     return dataset.map_batches(
-        _batch, fn_kwargs={"config": config}, batch_size=batch_size, batch_format="numpy"
+        _batch,
+        fn_kwargs={"config": config, "max_bytes": max_bytes},
+        batch_size=batch_size,
+        batch_format="numpy",
     )
 
 
@@ -92,35 +104,29 @@ def run_batch(
     else:
         with open(source, "rb") as stream:
             rows = [
-                {"line": number, "request": raw}
-                for number, raw in enumerate(read_lines(stream, max_bytes), start=1)
+                {"line": number, "request": raw, "size": size}
+                for number, (raw, size) in enumerate(read_lines(stream, max_bytes), start=1)
             ]
     dataset: Any = ray.data.from_items(rows) if rows else None
     stats = BatchStats()
     if dataset is None:
-        Path(target).write_text("", encoding="utf-8")
-        return stats
-    results = assemble_dataset(dataset, config).sort("line")
+        with atomic_output(target):
+            return stats
+    results = assemble_dataset(dataset, config, max_bytes=max_bytes).sort("line")
     if target.endswith(".parquet"):
         results.write_parquet(target)
         for row in results.iter_rows():
             _count(stats, row["result"])
         return stats
-    descriptor, temporary = tempfile.mkstemp(dir=Path(target).resolve().parent, prefix=".ctxasm-")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-            for row in results.iter_rows():
-                out.write(row["result"] + "\n")
-                _count(stats, row["result"])
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_output(target) as out:
+        for row in results.iter_rows():
+            out.write(row["result"] + "\n")
+            _count(stats, row["result"])
     return stats
 
 
 def _count(stats: BatchStats, line: str) -> None:
-    if line.startswith('{"error"'):
+    if line.startswith('{"error"'):  # error records put the error first; results never do
         stats.failed += 1
     else:
         stats.ok += 1

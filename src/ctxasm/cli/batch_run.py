@@ -1,67 +1,175 @@
-"""File handling for ``ctxasm batch``: atomic output, progress on a terminal."""
+"""File handling for ``ctxasm batch``: atomic output, a progress bar, clean interruption."""
 
 from __future__ import annotations
 
-import os
+import signal
 import sys
-import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from typing import IO, BinaryIO
+from types import FrameType
+from typing import IO, Any, BinaryIO
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from ctxasm.assembler import Assembler
+from ctxasm.batch.files import atomic_output
 from ctxasm.batch.jsonl import BatchStats, assemble_lines, read_lines
 
-__all__ = ["run_batch"]
+__all__ = [
+    "BatchInterruptedError",
+    "exit_code",
+    "interrupted_message",
+    "progress_bar",
+    "run_batch",
+]
+
+
+class BatchInterruptedError(Exception):
+    """SIGINT or SIGTERM arrived; ``stats`` says how far the batch got."""
+
+    def __init__(self, signum: int, stats: BatchStats) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.stats = stats
+
+
+class _Signalled(BaseException):
+    """Raised by the signal handler, so that no ``except Exception`` on the way swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _RateColumn(ProgressColumn):
+    """Requests per second."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("-- req/s" if speed is None else f"{speed:,.1f} req/s")
+
+
+def progress_bar(console: Console | None = None) -> Progress:
+    """A bar that counts requests (of the total, when known), with the rate and the failures."""
+    return Progress(
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("requests"),
+        _RateColumn(),
+        TextColumn("{task.fields[failed]:,} failed"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 @contextmanager
 def _output(target: str) -> Iterator[IO[str]]:
-    """Standard output, or a temporary file renamed over ``target`` only when all went well."""
     if target == "-":
         yield sys.stdout
         sys.stdout.flush()
         return
-    path = Path(target)
-    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed on success
-        "w", encoding="utf-8", dir=path.parent or ".", prefix=f".{path.name}.", delete=False
-    )
-    try:
-        with handle:
-            yield handle
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+    with atomic_output(target) as handle:
+        yield handle
 
 
 @contextmanager
 def _input(source: str) -> Iterator[tuple[BinaryIO, int | None]]:
+    """The input stream and its number of lines (for a file; ``None`` for standard input)."""
     if source == "-":
         yield sys.stdin.buffer, None
         return
     with open(source, "rb") as handle:
-        yield handle, os.fstat(handle.fileno()).st_size
+        total = _count_lines(handle)
+        yield handle, total
+
+
+def _count_lines(handle: BinaryIO) -> int:
+    count, last = 0, b"\n"
+    while chunk := handle.read(1 << 20):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    handle.seek(0)
+    return count + (last != b"\n")
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """While the batch runs, SIGINT and SIGTERM end it through the normal exception path."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise _Signalled(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; the caller's own then apply
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def run_batch(
     source: str, target: str, assembler: Assembler, *, max_bytes: int, progress: bool
 ) -> BatchStats:
-    """Assemble every request line of ``source`` into ``target``."""
-    with _input(source) as (stream, size), _output(target) as out:
-        lines = read_lines(stream, max_bytes)
-        if not progress:
-            return assemble_lines(lines, out.write, assembler, max_line_bytes=max_bytes)
-        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+    """Assemble every request line of ``source`` into ``target``; on SIGINT or SIGTERM raise
+    :class:`BatchInterruptedError` once the output is cleaned up (``target`` untouched)."""
+    stats = BatchStats()
+    try:
+        with _signals_raise(), _input(source) as (stream, total), _output(target) as out:
+            lines = read_lines(stream, max_bytes)
+            if not progress:
+                return assemble_lines(
+                    lines, out.write, assembler, max_line_bytes=max_bytes, stats=stats
+                )
+            with progress_bar(Console(stderr=True)) as bar:
+                task = bar.add_task("assembling", total=total, failed=0)
+                return assemble_lines(
+                    lines,
+                    out.write,
+                    assembler,
+                    max_line_bytes=max_bytes,
+                    on_request=_advance(bar, task, stats),
+                    stats=stats,
+                )
+    except _Signalled as signalled:
+        raise BatchInterruptedError(signalled.signum, stats) from None
 
-        columns = [BarColumn(), DownloadColumn(), TimeRemainingColumn()]
-        with Progress(*columns, transient=True) as bar:
-            task = bar.add_task("assembling", total=size)
-            return assemble_lines(
-                lines,
-                out.write,
-                assembler,
-                max_line_bytes=max_bytes,
-                on_line=lambda n: bar.advance(task, n),
-            )
+
+def _advance(bar: Progress, task: Any, stats: BatchStats) -> Callable[[str], None]:
+    def advance(outcome: str) -> None:
+        bar.update(task, advance=1, failed=stats.failed)
+
+    return advance
+
+
+def interrupted_message(error: BatchInterruptedError, target: str) -> str:
+    """What an interrupted batch did, for standard error."""
+    done = error.stats.written
+    name = signal.Signals(error.signum).name
+    if target == "-":
+        return f"ctxasm: interrupted by {name}: {done:,} result lines were written to stdout"
+    return (
+        f"ctxasm: interrupted by {name} after {done:,} result lines; {target} was not written "
+        "(an interrupted batch leaves no partial file): run it again"
+    )
+
+
+def exit_code(error: BatchInterruptedError) -> int:
+    """The shell's code for death by that signal: 130 for SIGINT, 143 for SIGTERM."""
+    return 128 + error.signum

@@ -17,7 +17,7 @@ import typer
 if TYPE_CHECKING:
     from ctxasm.citations import CitationReport
 
-__all__ = ["check_citations_command"]
+__all__ = ["check_citations_command", "print_citation_text"]
 
 EXIT_INVALID = 1
 EXIT_BAD_INPUT = 2
@@ -55,7 +55,7 @@ def check_citations_command(
 
     if result == "-" and answer == "-":
         _fail("RESULT and ANSWER cannot both be standard input; give a file for one")
-    data = _result_json(_decode(_read(result, "result"), "result"))
+    data = _result_json(_read(result, "result"))
     text = _decode(_read(answer, "answer"), "answer")
     try:
         report = check_citations(text, data)
@@ -68,7 +68,7 @@ def check_citations_command(
     elif as_json:
         typer.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
     else:
-        _print_text(report)
+        print_citation_text(report)
     if not report.all_valid:
         typer.echo(f"ctxasm: invalid citations: {', '.join(report.invalid)}", err=True)
         raise typer.Exit(EXIT_INVALID)
@@ -95,24 +95,26 @@ def _decode(raw: bytes, what: str) -> str:
         _fail(f"the {what} is not valid UTF-8 (byte {exc.start}: {exc.reason}) [{what}]")
 
 
-def _result_json(text: str) -> Any:
+def _result_json(raw: bytes) -> Any:
+    """The result object, read by the parser every command and the service share."""
+    from ctxasm.errors import CtxasmError
+    from ctxasm.jsonio import decode_object
+
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        _fail(
-            f"the result is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} "
-            "[result]"
-        )
-    except RecursionError:
-        _fail("the result JSON is nested too deeply [result]")
-    if not isinstance(data, dict):
-        _fail("the result must be a JSON object (the output of ctxasm assemble) [result]")
-    return data
+        return decode_object(raw, what="result")
+    except CtxasmError as error:
+        _fail(f"{error.message} [{error.field}]")
 
 
-def _print_text(report: CitationReport) -> None:
+def print_citation_text(report: CitationReport) -> None:
+    """The citation check as readable lines on stdout (``--text``, and ``ctxasm ask``)."""
     valid = sum(citation.valid for citation in report.citations)
     typer.echo(f"citations: {len(report.citations)} ({valid} valid)")
+    forms = ", ".join(f"{form} {count}" for form, count in report.forms.items())
+    typer.echo(f"forms: {forms or '-'}")
+    spellings = dict.fromkeys((c.raw, c.form) for c in report.citations if c.form != "bracket")
+    for raw, form in spellings:
+        typer.echo(f"recognised: {raw!r} as {form}")
     typer.echo(f"invalid: {', '.join(report.invalid) or '-'}")
     typer.echo(f"cited: {', '.join(report.cited_ids) or '-'}")
     typer.echo(f"uncited sources: {', '.join(report.uncited_ids) or '-'}")

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 the batch had failed lines, check-citations found an invalid
 citation, or ctxasm itself failed (a tokenizer that cannot load, an internal error); 2 bad input
-(the message names the field and what is allowed).
+(the message names the field and what is allowed); 130 or 143 a batch stopped by SIGINT or
+SIGTERM (its output left unwritten).
 Library imports happen inside the commands so that ``ctxasm --help`` stays fast.
 """
 
@@ -12,13 +13,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
 from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from ctxasm.cli.exits import fail as _fail
 from ctxasm.cli.exits import fail_with as _fail_with
+from ctxasm.cli.help import WordsCommand
 
 if TYPE_CHECKING:
     from ctxasm.assembler import Assembler
@@ -32,6 +34,7 @@ app = typer.Typer(
     help="The context assembler for RAG: turn retrieved passages into a prompt that fits.",
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -40,14 +43,29 @@ ConfigOption = Annotated[
     Path | None,
     typer.Option(
         "--config",
+        metavar="FILE",
         help="TOML or JSON config: request defaults, models, limits (default: $CTXASM_CONFIG).",
         show_default=False,
     ),
 ]
 MaxBytesOption = Annotated[
     int,
-    typer.Option("--max-bytes", min=1, help="Refuse a request (or batch line) larger than this."),
+    typer.Option(
+        "--max-bytes",
+        min=1,
+        metavar="N",
+        help="Refuse a request (or batch line) larger than N bytes.",
+    ),
 ]
+ProgressOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--progress/--no-progress",
+        help="Progress bar on standard error (default: on a terminal).",
+        show_default=False,
+    ),
+]
+FORMATS = ("openai", "anthropic", "markdown", "text")
 
 
 def _assembler(config: Path | None) -> Assembler:
@@ -58,72 +76,168 @@ def _assembler(config: Path | None) -> Assembler:
 
 
 def _read_input(source: str, max_bytes: int) -> bytes:
-    if source == "-":
-        data = sys.stdin.buffer.read(max_bytes + 1)
-    else:
-        path = Path(source)
-        try:
-            with path.open("rb") as handle:
+    """At most ``max_bytes`` of the input; over that, an error stating the input's real size."""
+    try:
+        if source == "-":
+            stream = sys.stdin.buffer
+            data = stream.read(max_bytes + 1)
+            size = len(data) + _drain(stream) if len(data) > max_bytes else len(data)
+        else:
+            with Path(source).open("rb") as handle:
                 data = handle.read(max_bytes + 1)
-        except OSError as exc:
-            _fail(f"cannot read {source}: {exc.strerror}", EXIT_BAD_INPUT)
+                size = os.fstat(handle.fileno()).st_size
+    except OSError as exc:
+        _fail(f"cannot read {source}: {exc.strerror}", EXIT_BAD_INPUT)
+    if len(data) > max_bytes:
+        from ctxasm.jsonio import too_large
+
+        error = too_large(max_bytes, size=max(size, len(data)))
+        _fail(f"{error.message} [request]", EXIT_BAD_INPUT)
     return data
 
 
-@app.command()
+def _drain(stream: BinaryIO) -> int:
+    """Bytes left in ``stream``, read and dropped (a pipe has no size to ask for)."""
+    total = 0
+    while chunk := stream.read(1 << 20):
+        total += len(chunk)
+    return total
+
+
+HITS_HINT = "for a list of retriever hits, give the question with --query"
+
+
+def _request(raw: bytes, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The request object, or one built from a bare list of hits and ``--query``; the options
+    given on the command line replace the request's fields."""
+    from ctxasm.errors import InvalidJSONError
+    from ctxasm.hits import passages_from_hits
+    from ctxasm.jsonio import decode_json, decode_object
+
+    value = decode_json(raw)
+    if isinstance(value, list):
+        if "query" not in overrides:
+            raise InvalidJSONError(
+                f"the request must be a JSON object, got an array; {HITS_HINT}", field="request"
+            )
+        value = {"passages": passages_from_hits(value)}
+    elif not isinstance(value, dict):
+        decode_object(raw)  # the message every entry point gives for a JSON value of this kind
+    return {**value, **overrides}
+
+
+@app.command(cls=WordsCommand)
 def assemble(
     source: Annotated[
-        str, typer.Argument(help="Request JSON file, or - for standard input.", show_default=False)
+        str,
+        typer.Argument(
+            metavar="FILE",
+            help="Request JSON, or a JSON list of retriever hits (with --query); "
+            "- for standard input.",
+            show_default=False,
+        ),
     ] = "-",
+    query: Annotated[
+        str | None,
+        typer.Option(
+            "--query",
+            metavar="QUESTION",
+            help="The question (replaces the request's query; required for a list of hits).",
+            show_default=False,
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            metavar="NAME",
+            help="Target model (replaces the request's).",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            metavar="|".join(FORMATS),
+            help="Output format (replaces the request's).",
+            show_default=False,
+        ),
+    ] = None,
+    max_context_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-context-tokens",
+            min=1,
+            metavar="N",
+            help="Most tokens for the sources (replaces the request's).",
+            show_default=False,
+        ),
+    ] = None,
     report: Annotated[
         bool, typer.Option("--report", help="Print a readable budget and passage table to stderr.")
     ] = False,
     indent: Annotated[
-        int | None, typer.Option(help="Indent the result JSON (default: one line).")
+        int | None,
+        typer.Option(
+            "--indent", metavar="N", help="Indent the result JSON by N spaces (default: one line)."
+        ),
     ] = None,
     config: ConfigOption = None,
     max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
 ) -> None:
     """Assemble one request (JSON in, result JSON on stdout)."""
-    from ctxasm.batch.jsonl import decode_request
-    from ctxasm.errors import CtxasmError, RequestError
+    from ctxasm.errors import CtxasmError
+    from ctxasm.schema import request_envelope
 
+    given = {"query": query, "model": model, "format": fmt}
+    overrides: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    if max_context_tokens is not None:
+        overrides["max_context_tokens"] = max_context_tokens
     try:
         assembler = _assembler(config)
-        data = decode_request(_read_input(source, max_bytes), max_bytes=max_bytes)
-        if not isinstance(data, dict):
-            raise RequestError("the request must be a JSON object", field="request")
+        data = _request(_read_input(source, max_bytes), overrides)
         result = assembler.assemble(data)
+        output = {**request_envelope(data), **result.to_dict()}
     except CtxasmError as error:
         _fail_with(error)
-    typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=indent))
+    typer.echo(json.dumps(output, ensure_ascii=False, indent=indent))
     if report:
         from ctxasm.cli.report_view import print_report
 
         print_report(result.report)
 
 
-@app.command()
+@app.command(cls=WordsCommand)
 def batch(
-    source: Annotated[str, typer.Argument(help="Input JSONL (one request per line), or -.")],
-    target: Annotated[str, typer.Argument(help="Output JSONL (one result per line), or -.")],
-    progress: Annotated[
-        bool | None,
-        typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal)."),
-    ] = None,
+    source: Annotated[
+        str,
+        typer.Argument(metavar="IN", help="Input JSONL (one request per line), or - for stdin."),
+    ],
+    target: Annotated[
+        str,
+        typer.Argument(metavar="OUT", help="Output JSONL (one result per line), or - for stdout."),
+    ],
+    progress: ProgressOption = None,
     config: ConfigOption = None,
     max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
     engine: Annotated[
         str,
         typer.Option(
             "--engine",
+            metavar="local|ray",
             help="local (streaming, one process) or ray (Ray tasks; JSONL or Parquet; "
             "joins $RAY_ADDRESS when set).",
         ),
     ] = "local",
 ) -> None:
     """Assemble every line of a JSONL file, streaming; bad lines get error records."""
-    from ctxasm.cli.batch_run import run_batch
+    from ctxasm.cli.batch_run import (
+        BatchInterruptedError,
+        exit_code,
+        interrupted_message,
+        run_batch,
+    )
     from ctxasm.errors import CtxasmError
 
     if engine not in ("local", "ray"):
@@ -141,6 +255,9 @@ def batch(
         stats = run_batch(source, target, assembler, max_bytes=max_bytes, progress=show)
     except OSError as exc:
         _fail(f"{exc.filename or source}: {exc.strerror}", EXIT_BAD_INPUT)
+    except BatchInterruptedError as interrupted:
+        typer.echo(interrupted_message(interrupted, target), err=True)
+        raise typer.Exit(exit_code(interrupted)) from None
     typer.echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
     if stats.failed:
         raise typer.Exit(EXIT_FAILED)
@@ -168,7 +285,7 @@ def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int)
         raise typer.Exit(EXIT_FAILED)
 
 
-@app.command()
+@app.command(cls=WordsCommand)
 def models(
     as_json: Annotated[bool, typer.Option("--json", help="Print the registry as JSON.")] = False,
     config: ConfigOption = None,
@@ -202,16 +319,22 @@ def _budgets(raw: str) -> list[int]:
     return values
 
 
-@app.command("eval")
+@app.command("eval", cls=WordsCommand)
 def eval_(
-    dataset: Annotated[str, typer.Argument(help="QA dataset (JSONL, unified format).")],
+    dataset: Annotated[
+        str, typer.Argument(metavar="DATASET", help="QA dataset (JSONL, unified format).")
+    ],
     budget: Annotated[
-        str, typer.Option("--budget", help="Context budgets in tokens, comma-separated.")
+        str,
+        typer.Option(
+            "--budget", metavar="N,N,...", help="Context budgets in tokens, comma-separated."
+        ),
     ] = "256,512,1024,2048",
     strategy: Annotated[
         list[str] | None,
         typer.Option(
             "--strategy",
+            metavar="NAME",
             help="A preset (default, bm25_greedy, bridge, ...), 'oracle', or a selection "
             "strategy name; repeat for several (default: the config's strategy).",
             show_default=False,
@@ -222,24 +345,26 @@ def eval_(
         str | None,
         typer.Option(
             "--model",
+            metavar="NAME",
             help="Target model (its tokenizer); default: the config's, else gpt-4o.",
             show_default=False,
         ),
     ] = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Only the first N questions.")
+        int | None,
+        typer.Option("--limit", min=1, metavar="N", help="Only the first N questions."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     by_type: Annotated[
         bool, typer.Option("--by-type", help="Also print the rates per question type.")
     ] = False,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="Save recall-versus-budget curves (PNG/SVG).")
+        Path | None,
+        typer.Option(
+            "--plot", metavar="FILE", help="Save recall-versus-budget curves (.png, .svg, .pdf)."
+        ),
     ] = None,
-    progress: Annotated[
-        bool | None,
-        typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal)."),
-    ] = None,
+    progress: ProgressOption = None,
 ) -> None:
     """Measure how much gold evidence each strategy keeps per budget on a QA dataset."""
     from ctxasm.cli.report_view import print_eval
@@ -302,11 +427,11 @@ def _register_commands() -> None:
     from ctxasm.cli.serve_cmd import serve_command
     from ctxasm.cli.store_cmds import ask_command, delete_command, index_command
 
-    app.command("check-citations")(check_citations_command)
-    app.command("index")(index_command)
-    app.command("delete")(delete_command)
-    app.command("ask")(ask_command)
-    app.command("serve")(serve_command)
+    app.command("check-citations", cls=WordsCommand)(check_citations_command)
+    app.command("index", cls=WordsCommand)(index_command)
+    app.command("delete", cls=WordsCommand)(delete_command)
+    app.command("ask", cls=WordsCommand)(ask_command)
+    app.command("serve", cls=WordsCommand)(serve_command)
 
 
 _register_commands()

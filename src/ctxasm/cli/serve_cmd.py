@@ -12,38 +12,67 @@ __all__ = ["serve_command"]
 
 
 def serve_command(
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8000,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
+    host: Annotated[
+        str, typer.Option("--host", metavar="ADDRESS", help="Address to listen on.")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, metavar="N", help="Port to listen on.")
+    ] = 8000,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, metavar="N", help="Worker processes.")
+    ] = 1,
     config: Annotated[
         Path | None,
-        typer.Option("--config", help="Config file (default: $CTXASM_CONFIG).", show_default=False),
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="Config file (default: $CTXASM_CONFIG).",
+            show_default=False,
+        ),
     ] = None,
+    allow_request_templates: Annotated[
+        bool,
+        typer.Option(
+            "--allow-request-templates",
+            help="Accept a Jinja2 template in requests (default: [service] "
+            "allow_request_templates, else refused with 422).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the JSON contract over HTTP: /v1/assemble, /v1/check-citations, /v1/models,
-    /healthz, /metrics, /docs. Set CTXASM_API_KEY to require an API key."""
+    /healthz, /metrics, /docs. Set CTXASM_API_KEY to require an API key. Slow clients are
+    closed: see [service] in the config (header_timeout_s, body_timeout_s, keep_alive_s,
+    max_connections)."""
     try:
         import uvicorn
     except ImportError:
         typer.echo("ctxasm: error: the service needs: pip install 'ctxasm[service]'", err=True)
         raise typer.Exit(2) from None
     from ctxasm.errors import CtxasmError
+    from ctxasm.service.app import ALLOW_TEMPLATES_ENV
+    from ctxasm.service.protocol import HEADER_TIMEOUT_ENV
 
     if config is not None:
         os.environ["CTXASM_CONFIG"] = str(config)
+    if allow_request_templates:
+        os.environ[ALLOW_TEMPLATES_ENV] = "1"
     try:  # fail here, with a clear message, rather than in every worker
         from ctxasm.service.app import create_app_from_env
 
-        create_app_from_env()
+        settings = create_app_from_env().state.service_settings
     except CtxasmError as error:
         typer.echo(f"ctxasm: error: {error.message}", err=True)
         raise typer.Exit(2) from None
+    os.environ[HEADER_TIMEOUT_ENV] = str(settings["header_timeout_s"])
     uvicorn.run(
         "ctxasm.service.app:create_app_from_env",
         factory=True,
         host=host,
         port=port,
         workers=workers,
+        http="ctxasm.service.protocol:HeaderTimeoutProtocol",
+        timeout_keep_alive=settings["keep_alive_s"],
+        limit_concurrency=settings["max_connections"],
         timeout_graceful_shutdown=30,
         log_level="info",
     )

@@ -29,7 +29,8 @@ StoreOption = Annotated[
     str,
     typer.Option(
         "--store",
-        help="Store URL: sqlite:///path.db (default: $CTXASM_STORE).",
+        metavar="URL",
+        help="Store URL: sqlite:///path.db or postgresql://... (default: $CTXASM_STORE).",
         envvar="CTXASM_STORE",
     ),
 ]
@@ -42,20 +43,43 @@ def _names(raw: str | None) -> list[str] | None:
 
 
 def index_command(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .jsonl).")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATH", help="Files or folders (.txt .md .html .jsonl)."),
+    ],
     store: StoreOption,
     tenant: Annotated[
-        str | None, typer.Option("--tenant", help="Tenant of documents that name none.")
+        str | None,
+        typer.Option("--tenant", metavar="NAME", help="Tenant of documents that name none."),
     ] = None,
     readers: Annotated[
         str | None,
-        typer.Option("--readers", help="Comma-separated readers (users or groups) for them."),
+        typer.Option(
+            "--readers",
+            metavar="NAMES",
+            help="Comma-separated readers (users or groups) of documents that name none.",
+        ),
     ] = None,
-    chunk_tokens: Annotated[int, typer.Option("--chunk-tokens", min=8)] = 256,
-    overlap: Annotated[int, typer.Option("--overlap", min=0)] = 32,
+    chunk_tokens: Annotated[
+        int,
+        typer.Option("--chunk-tokens", min=8, metavar="N", help="Tokens per chunk, at most."),
+    ] = 256,
+    overlap: Annotated[
+        int,
+        typer.Option(
+            "--overlap",
+            min=0,
+            metavar="N",
+            help="Tokens each chunk repeats from the one before (at most half a chunk).",
+        ),
+    ] = 32,
     progress: Annotated[
         bool | None,
-        typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal)."),
+        typer.Option(
+            "--progress/--no-progress",
+            help="Progress bar on standard error (default: on a terminal).",
+            show_default=False,
+        ),
     ] = None,
 ) -> None:
     """Ingest documents: chunk them by tokens with overlap, keep offsets and access data."""
@@ -64,9 +88,9 @@ def index_command(
 
     if overlap > chunk_tokens // 2:
         _fail(f"--overlap must be at most half of --chunk-tokens ({chunk_tokens // 2})", 2)
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        _fail(f"no such file or folder: {missing[0]}", EXIT_BAD_INPUT)
+    # A missing path is skipped like an unreadable file: the others are indexed, the exit is 1.
+    missing = [(str(p), "no such file or folder") for p in paths if not p.exists()]
+    paths = [p for p in paths if p.exists()]
     try:
         opened = open_store(store)
         show = sys.stderr.isatty() if progress is None else progress
@@ -95,8 +119,9 @@ def index_command(
             )
     except CtxasmError as error:
         _fail_with(error)
+    report.failed[:0] = missing
     for path, reason in report.failed:
-        typer.echo(f"ctxasm: skipped {path}: {reason}", err=True)
+        typer.echo(f"ctxasm: skipped {path}: {_reason(path, reason)}", err=True)
     if report.public:
         typer.echo(
             f"ctxasm: {report.public} document(s) have neither tenant nor readers: they are "
@@ -112,8 +137,16 @@ def index_command(
         raise typer.Exit(EXIT_FAILED)
 
 
+def _reason(where: str, reason: str) -> str:
+    """``reason`` without the file name it starts with: the message names the file once."""
+    if not reason.startswith(where):
+        return reason
+    rest = reason[len(where) :].lstrip(":. ")
+    return rest if not rest.startswith("must") else f"it {rest}"
+
+
 def delete_command(
-    doc_id: Annotated[str, typer.Argument(help="The document to remove.")],
+    doc_id: Annotated[str, typer.Argument(metavar="DOC_ID", help="The document to remove.")],
     store: StoreOption,
 ) -> None:
     """Remove a document with its chunks, readers and index rows."""
@@ -129,66 +162,93 @@ def delete_command(
     typer.echo(f"ctxasm: deleted {doc_id}", err=True)
 
 
+FORMATS = ("openai", "anthropic", "markdown", "text")
+
+
 def ask_command(
-    question: Annotated[str, typer.Argument(help="The question.")],
+    question: Annotated[str, typer.Argument(metavar="QUESTION", help="The question.")],
     store: StoreOption,
     principal: Annotated[
-        str | None, typer.Option("--principal", help="Who asks (access is checked for them).")
+        str | None,
+        typer.Option("--principal", metavar="ID", help="Who asks (access is checked for them)."),
     ] = None,
-    tenant: Annotated[str | None, typer.Option("--tenant", help="Their tenant.")] = None,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", metavar="NAME", help="Their tenant.")
+    ] = None,
     groups: Annotated[
-        str | None, typer.Option("--groups", help="Their groups, comma-separated.")
+        str | None,
+        typer.Option("--groups", metavar="NAMES", help="Their groups, comma-separated."),
     ] = None,
-    model: Annotated[str, typer.Option("--model", help="Target model.")] = "gpt-4o",
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            metavar="NAME",
+            help="Target model.",
+            show_default="the config's, else gpt-4o",
+        ),
+    ] = None,
     budget: Annotated[
-        int | None, typer.Option("--budget", min=1, help="Most tokens for the sources.")
+        int | None,
+        typer.Option(
+            "--budget",
+            min=1,
+            metavar="N",
+            help="Most tokens for the sources.",
+            show_default="all the model's window leaves after the reserved output",
+        ),
     ] = None,
-    k: Annotated[int, typer.Option("--k", min=1, help="Chunks to retrieve.")] = 50,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            metavar="|".join(FORMATS),
+            help="Prompt format.",
+            show_default="the config's, else openai",
+        ),
+    ] = None,
+    k: Annotated[int, typer.Option("--k", min=1, metavar="N", help="Chunks to retrieve.")] = 50,
     allow_public: Annotated[
         bool,
         typer.Option("--allow-public", help="Also use documents with neither tenant nor readers."),
     ] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="TOML or JSON config: request defaults, models, limits (default: $CTXASM_CONFIG).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[
         bool,
         typer.Option("--json", help="Print one JSON object: the result (and answer, citations)."),
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Print only the prompt and the answer: no report on stderr."
+        ),
+    ] = False,
 ) -> None:
     """Retrieve what the principal may read, assemble the prompt, and (with a model endpoint
     configured) ask the model and check its citations."""
-    from ctxasm.assembler import Assembler
-    from ctxasm.errors import CtxasmError
-    from ctxasm.model import Principal
-    from ctxasm.store import open_store
-
     if principal is None and (tenant or groups):
         _fail("--tenant and --groups need --principal", EXIT_BAD_INPUT)
-    who = None if principal is None else Principal(principal, tenant, tuple(_names(groups) or ()))
-    try:
-        passages = open_store(store, create=False).retrieve(
-            question, who, k, allow_public=allow_public
-        )
-        request: dict[str, Any] = {
-            "query": question,
-            "passages": passages,
-            "model": model,
-            "allow_public": allow_public,
-        }
-        if who is not None:
-            request["principal"] = {"id": who.id, "tenant": who.tenant, "groups": list(who.groups)}
-        if budget is not None:
-            request["max_context_tokens"] = budget
-        result = Assembler(os.environ.get("CTXASM_CONFIG") or None).assemble(request)
-    except CtxasmError as error:
-        _fail_with(error)
+    fields = {"model": model, "format": fmt, "max_context_tokens": budget}
+    result = _assemble_from_store(
+        question,
+        store,
+        (principal, tenant, groups),
+        k=k,
+        allow_public=allow_public,
+        config=config,
+        fields={name: value for name, value in fields.items() if value is not None},
+    )
     if not as_json:
-        for message in result.messages:
-            typer.echo(f"--- {message['role']} ---\n{message['content']}\n")
-        if result.text is not None:
-            typer.echo(result.text)
-        from ctxasm.cli.report_view import print_report
-
-        print_report(result.report)
-    answered = _answer(result, model, quiet=as_json)
+        _print_prompt(result, quiet=quiet)
+    answered = _answer(result, readable=not as_json, quiet=quiet)
     if as_json:
         output = result.to_dict()
         if answered is not None:
@@ -198,26 +258,108 @@ def ask_command(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _answer(result: Any, model: str, *, quiet: bool) -> tuple[str, dict[str, Any]] | None:
-    """The model's answer and its citation check, when an endpoint is configured."""
+def _assemble_from_store(
+    question: str,
+    store: str,
+    asker: tuple[str | None, str | None, str | None],
+    *,
+    k: int,
+    allow_public: bool,
+    config: Path | None,
+    fields: dict[str, Any],
+) -> Any:
+    """The assembly of what ``asker`` (principal, tenant, groups) may read in ``store``."""
+    from ctxasm.assembler import Assembler
+    from ctxasm.errors import CtxasmError
+    from ctxasm.model import Principal
+    from ctxasm.store import open_store
+
+    principal, tenant, groups = asker
+    try:
+        assembler = Assembler(config if config is not None else _env_config())
+        # Principal checks the names (blank, control characters such as NUL) before any SQL.
+        who = (
+            None if principal is None else Principal(principal, tenant, tuple(_names(groups) or ()))
+        )
+        passages = open_store(store, create=False).retrieve(
+            question, who, k, allow_public=allow_public
+        )
+        request: dict[str, Any] = {
+            "query": question,
+            "passages": passages,
+            "allow_public": allow_public,
+            **fields,
+        }
+        if who is not None:
+            request["principal"] = {"id": who.id, "tenant": who.tenant, "groups": list(who.groups)}
+        return assembler.assemble(request)
+    except CtxasmError as error:
+        _fail_with(error)
+
+
+def _env_config() -> str | None:
+    return os.environ.get("CTXASM_CONFIG") or None
+
+
+def _print_prompt(result: Any, *, quiet: bool) -> None:
+    """The prompt on stdout; the report on stderr unless ``quiet``."""
+    if result.system is not None:
+        typer.echo(f"--- system ---\n{result.system}\n")
+    for message in result.messages:
+        typer.echo(f"--- {message['role']} ---\n{message['content']}\n")
+    if result.text is not None:
+        typer.echo(result.text)
+    if not quiet:
+        from ctxasm.cli.report_view import print_report
+
+        print_report(result.report)
+
+
+def chat_messages(result: Any) -> list[dict[str, str]]:
+    """The prompt as OpenAI chat messages, whatever its format: a separate system prompt
+    (anthropic) goes first; a text prompt (markdown, text) is one user message."""
+    messages = [dict(message) for message in result.messages]
+    if result.system is not None:
+        messages.insert(0, {"role": "system", "content": result.system})
+    if not messages and result.text is not None:
+        messages.append({"role": "user", "content": result.text})
+    return messages
+
+
+def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, dict[str, Any]] | None:
+    """The model's answer and its citation check, when an endpoint is configured (printed when
+    ``readable``). The model may write at most the output the budget reserved (``max_tokens``)."""
     base = os.environ.get("CTXASM_LLM_BASE_URL")
     if not base:
-        typer.echo(
-            "ctxasm: no model endpoint configured; set CTXASM_LLM_BASE_URL (an OpenAI-compatible "
-            "API) and CTXASM_LLM_API_KEY to send this prompt and check the answer's citations",
-            err=True,
-        )
+        if not quiet:
+            typer.echo(
+                "ctxasm: no model endpoint configured; set CTXASM_LLM_BASE_URL (an "
+                "OpenAI-compatible API) and CTXASM_LLM_API_KEY to send this prompt and check "
+                "the answer's citations",
+                err=True,
+            )
         return None
-    import urllib.error
+    from ctxasm.citations import check_citations
+    from ctxasm.cli.citations_cmd import print_citation_text
+
+    body = {
+        "model": os.environ.get("CTXASM_LLM_MODEL", result.report.model),
+        "messages": chat_messages(result),
+        "max_tokens": result.report.budget.reserve_output,
+    }
+    answer = _complete(base, body)
+    checked = check_citations(answer, result)
+    if readable:
+        typer.echo(f"--- answer ---\n{answer}\n\n--- citations ---")
+        print_citation_text(checked)
+    return answer, checked.to_dict()
+
+
+def _complete(base: str, body: dict[str, Any]) -> str:
+    """The answer of an OpenAI-compatible chat-completions endpoint."""
     import urllib.request
 
-    from ctxasm.citations import check_citations
-
     key = os.environ.get("CTXASM_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
-    body = {
-        "model": os.environ.get("CTXASM_LLM_MODEL", model),
-        "messages": [dict(m) for m in result.messages],
-    }
     request = urllib.request.Request(
         f"{base.rstrip('/')}/chat/completions",
         data=json.dumps(body).encode("utf-8"),
@@ -229,8 +371,6 @@ def _answer(result: Any, model: str, *, quiet: bool) -> tuple[str, dict[str, Any
             answer = json.load(response)["choices"][0]["message"]["content"]
     except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
         _fail(f"the model endpoint failed: {exc}", EXIT_FAILED)
-    report = check_citations(answer, result).to_dict()
-    if not quiet:
-        typer.echo(f"--- answer ---\n{answer}\n")
-        typer.echo(json.dumps(report, ensure_ascii=False, indent=2))
-    return answer, report
+    if not isinstance(answer, str):
+        _fail(f"the model endpoint answered {type(answer).__name__}, not text", EXIT_FAILED)
+    return answer

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from ctxasm.formatting.base import PromptParts, Rendered, user_content
 from ctxasm.formatting.blocks import SourcesBlock, _header_line, flag_note
+from ctxasm.formatting.labels import neutral_text
 from ctxasm.model import Candidate
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
@@ -62,7 +63,7 @@ class XmlBlock:
         return f'<document index="{number}">\n<source>{source}</source>\n<document_content>\n'
 
     def body(self, candidate: Candidate) -> str:
-        return f"{escape(candidate.text)}\n</document_content>\n</document>\n"
+        return f"{escape(neutral_text(candidate.text))}\n</document_content>\n</document>\n"
 
     def pricing(self, candidate: Candidate, number: int) -> tuple[str, str]:
         return self._opening(candidate, number), self.body(candidate)

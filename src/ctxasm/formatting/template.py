@@ -10,6 +10,10 @@ undefined variables: a template that names an unknown variable or reaches for at
 the sandbox is refused with an error naming the ``template`` field. Render ``fenced`` (or
 ``sources_block``) to keep passages as data; raw ``text`` is your responsibility.
 
+The work of a template is bounded per request (every render the verify stage does included): a
+budget of steps, seconds and string sizes (:mod:`ctxasm.formatting.template_sandbox`); going over
+it is a RequestError naming ``template`` and the limit.
+
 Selection prices passages as in the standard fenced block; the verify stage then recounts the
 rendered template exactly, so the request still never exceeds the budget.
 """
@@ -30,6 +34,7 @@ from ctxasm.formatting.blocks import (
     flag_note,
     label,
 )
+from ctxasm.formatting.labels import neutral_text, neutral_title, neutral_url
 from ctxasm.model import Candidate
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
@@ -44,13 +49,14 @@ _MAX_TEMPLATE_CHARS = 100_000
 def compile_template(source: str) -> Any:
     """The compiled template, or a RequestError naming ``template``."""
     from jinja2 import StrictUndefined, TemplateSyntaxError
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from ctxasm.formatting.template_sandbox import BoundedEnvironment
 
     if len(source) > _MAX_TEMPLATE_CHARS:
         raise RequestError(
             f"template is longer than {_MAX_TEMPLATE_CHARS:,} characters", field=FIELD
         )
-    environment = ImmutableSandboxedEnvironment(
+    environment = BoundedEnvironment(
         undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True
     )
     try:
@@ -69,10 +75,10 @@ def _source(candidate: Candidate, number: int) -> dict[str, Any]:
         "label": label(number),
         "id": passage.id,
         # metadata on one line, as the standard headers show it
-        "title": None if passage.title is None else " ".join(passage.title.split()),
-        "url": None if passage.url is None else " ".join(passage.url.split()),
+        "title": None if passage.title is None else neutral_title(passage.title),
+        "url": None if passage.url is None else neutral_url(passage.url),
         "text": candidate.text,
-        "fenced": f"{fence}\n{candidate.text}\n{fence}",
+        "fenced": f"{fence}\n{neutral_text(candidate.text)}\n{fence}",
         "flags": list(candidate.flags),
         "warning": flag_note(candidate.flags).strip(),
     }
@@ -85,7 +91,11 @@ class TemplateFormat:
     block: SourcesBlock = FencedBlock()
 
     def __init__(self, source: str) -> None:
+        from ctxasm.formatting.template_sandbox import RenderBudget
+
         self.template = compile_template(source)
+        # one budget for every render of one request (a format is built per request)
+        self.budget = RenderBudget()
 
     def render(
         self, parts: PromptParts, context: str, sources: Sequence[Candidate] = ()
@@ -102,8 +112,13 @@ class TemplateFormat:
             "sources_block": context,
             "has_sources": bool(sources),
         }
+        from ctxasm.formatting.template_sandbox import active_budget
+
+        token = active_budget().set(self.budget)
         try:
             text = self.template.render(variables)
+        except RequestError:
+            raise
         except UndefinedError as exc:
             raise RequestError(f"template: {exc.message}", field=FIELD) from None
         except SecurityError as exc:
@@ -115,6 +130,8 @@ class TemplateFormat:
             raise RequestError(
                 f"template failed: {type(exc).__name__}: {exc}", field=FIELD
             ) from None
+        finally:
+            active_budget().reset(token)
         return Rendered((), None, text)
 
     def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:

@@ -5,81 +5,172 @@
 registry; ``GET /healthz`` says the service is up; ``GET /metrics`` is Prometheus text; the
 OpenAPI schema is at ``/openapi.json`` and interactive docs at ``/docs``.
 
-Errors are JSON ``{"error": {"code", "message", "field"}}``: 413 for a request over a limit
-(``[limits]`` in the config: body bytes, passages, passage length, history turns), 422 for an
-invalid one, 401 for a missing or wrong API key when one is set (``CTXASM_API_KEY``, sent as
-``x-api-key`` or ``Authorization: Bearer``), and 500 with a request id, which the log shows with
-the traceback, for anything unexpected. No traceback ever reaches a client.
+Bodies are read by :mod:`ctxasm.jsonio`, the parser the CLI and batch use, so every input gets
+the same decision and message everywhere. Errors are JSON ``{"error": {"code", "message",
+"field"}}``: 413 for a request over a limit (``[limits]`` in the config: body bytes, enforced
+while the body is read; passages, passage length, history turns), 408 for a body that arrives
+too slowly, 422 for an invalid request (including a ``template`` field, unless the operator
+allows request templates), 401 for a missing or wrong API key when one is set
+(``CTXASM_API_KEY``, sent as ``x-api-key`` or ``Authorization: Bearer``), and 500 with a request
+id, which the log shows with the traceback, for anything unexpected. No traceback ever reaches a
+client. Parsing, assembly and the result's JSON run in worker threads, off the event loop, so
+``/healthz`` answers while requests are being assembled.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
-import logging
 import os
-import time
-import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 
 from ctxasm.assembler import Assembler
-from ctxasm.errors import BudgetError, ConfigError, CtxasmError, RequestError
+from ctxasm.errors import (
+    BudgetError,
+    ConfigError,
+    CtxasmError,
+    RequestError,
+    RequestTooLargeError,
+)
+from ctxasm.jsonio import decode_object
+from ctxasm.service import schemas
+from ctxasm.service.middleware import GuardSettings, ServiceGuard, request_id
+from ctxasm.service.openapi import (
+    EXAMPLE_CITATIONS,
+    EXAMPLE_REQUEST,
+    contract,
+    errors_for,
+    request_body,
+)
 
-__all__ = ["create_app", "create_app_from_env"]
+__all__ = ["ALLOW_TEMPLATES_ENV", "create_app", "create_app_from_env"]
 
-log = logging.getLogger("ctxasm.service")
-
-
-def _error(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:
-    return JSONResponse(
-        {"error": {"code": code, "message": message, "field": field}}, status_code=status
-    )
+ALLOW_TEMPLATES_ENV = "CTXASM_ALLOW_REQUEST_TEMPLATES"
 
 
-def _check_limits(data: Mapping[str, Any], limits: Mapping[str, int]) -> JSONResponse | None:
+def _check_limits(data: Mapping[str, Any], limits: Mapping[str, int]) -> None:
     passages = data.get("passages")
     if isinstance(passages, list):
         if len(passages) > limits["max_passages"]:
-            return _error(
-                413,
-                "too_large",
+            raise RequestTooLargeError(
                 f"{len(passages)} passages; this service takes at most {limits['max_passages']}",
-                "passages",
+                field="passages",
             )
         for index, passage in enumerate(passages):
             text = passage.get("text") if isinstance(passage, dict) else None
             if isinstance(text, str) and len(text) > limits["max_passage_chars"]:
-                return _error(
-                    413,
-                    "too_large",
+                raise RequestTooLargeError(
                     f"passage text of {len(text):,} characters; at most "
                     f"{limits['max_passage_chars']:,}",
-                    f"passages[{index}].text",
+                    field=f"passages[{index}].text",
                 )
     history = data.get("history")
     if isinstance(history, list) and len(history) > limits["max_history_turns"]:
-        return _error(
-            413,
-            "too_large",
+        raise RequestTooLargeError(
             f"{len(history)} history turns; at most {limits['max_history_turns']}",
-            "history",
+            field="history",
         )
-    return None
 
 
-def create_app(  # noqa: PLR0915 - the routes are closures over one assembler and its metrics
-    config: Any = None, *, api_key: str | None = None, assembler: Assembler | None = None
+def _status(error: CtxasmError) -> int:
+    if isinstance(error, RequestTooLargeError):
+        return 413
+    if isinstance(error, RequestError | BudgetError | ConfigError):
+        return 422
+    return 500
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    body = json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return Response(body, status_code=status, media_type="application/json")
+
+
+def _failure(error: CtxasmError, request_id: str, status: int | None = None) -> Response:
+    return _json({"error": {**error.to_dict(), "request_id": request_id}}, status or _status(error))
+
+
+class _Endpoints:
+    """The work behind the routes, run in worker threads."""
+
+    def __init__(self, assembler: Assembler, *, allow_request_templates: bool) -> None:
+        self.assembler = assembler
+        self.limits = assembler.config.service_limits
+        self.allow_request_templates = allow_request_templates
+
+    def assemble(self, raw: bytes, request_id: str) -> Response:
+        try:
+            data = decode_object(raw, max_bytes=self.limits["max_body_bytes"])
+            _check_limits(data, self.limits)
+            if "template" in data and not self.allow_request_templates:
+                raise RequestError(
+                    "this service does not accept a template in the request; the operator can "
+                    "allow it with [service] allow_request_templates = true or "
+                    "ctxasm serve --allow-request-templates, or set one in [defaults]",
+                    field="template",
+                )
+            return _json(self.assembler.assemble(data).to_dict())
+        except CtxasmError as error:
+            return _failure(error, request_id)
+
+    def check_citations(self, raw: bytes, request_id: str) -> Response:
+        from ctxasm.citations import check_citations
+
+        try:
+            data = decode_object(raw, max_bytes=self.limits["max_body_bytes"])
+            if not isinstance(data.get("answer"), str):
+                raise RequestError('send {"answer": str, "result": {...}}', field="answer")
+            report = check_citations(data["answer"], data.get("result") or {})
+        except CtxasmError as error:
+            return _failure(error, request_id)
+        except TypeError as error:
+            return _failure(RequestError(str(error), field="result"), request_id, 422)
+        return _json(report.to_dict())
+
+
+def _http_error(request: Request, exc: Exception) -> Response:
+    """404, 405 and any other HTTP error from routing, in the one error shape."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    headers = getattr(exc, "headers", None) or {}
+    path = request.url.path
+    if status == 404:
+        code = "not_found"
+        message = f"no endpoint at {path}; the endpoints are listed at /docs and /openapi.json"
+    elif status == 405:
+        code = "method_not_allowed"
+        allowed = next((v for k, v in headers.items() if k.lower() == "allow"), "other methods")
+        message = f"{request.method} is not allowed on {path}; it takes {allowed}"
+    else:
+        code, message = "http_error", HTTPStatus(status).phrase
+    error = {"code": code, "message": message, "field": None, "request_id": request_id(request)}
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+def create_app(
+    config: Any = None,
+    *,
+    api_key: str | None = None,
+    assembler: Assembler | None = None,
+    allow_request_templates: bool | None = None,
 ) -> FastAPI:
-    """The service for one configuration (a config mapping, file path or ``None``)."""
+    """The service for one configuration (a config mapping, file path or ``None``).
+
+    A configuration that would fail every request (an unknown default model, a tokenizer that
+    cannot load) raises :class:`~ctxasm.errors.ConfigError` here, before anything is served.
+    ``allow_request_templates`` overrides ``[service] allow_request_templates`` when given.
+    """
     from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
     assembler = assembler or Assembler(config)
-    limits = assembler.config.service_limits
+    settings = assembler.config.service
+    if allow_request_templates is None:
+        allow_request_templates = bool(settings["allow_request_templates"])
+    work = _Endpoints(assembler, allow_request_templates=allow_request_templates)
     metrics = CollectorRegistry()
     requests = Counter("ctxasm_requests", "HTTP requests", ["endpoint", "status"], registry=metrics)
     latency = Histogram("ctxasm_request_seconds", "Request latency", ["endpoint"], registry=metrics)
@@ -88,95 +179,73 @@ def create_app(  # noqa: PLR0915 - the routes are closures over one assembler an
         summary="The context assembler for RAG: prompts that fit, with a full report.",
         version=_version(),
     )
+    app.openapi = lambda: contract(app, secured=api_key is not None)  # type: ignore[method-assign]
+    app.add_exception_handler(HTTPException, _http_error)
 
-    @app.middleware("http")
-    async def guard(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        started = time.perf_counter()
-        endpoint = request.url.path
-        if api_key and endpoint.startswith("/v1/"):
-            given = request.headers.get("x-api-key") or ""
-            bearer = request.headers.get("authorization", "")
-            if bearer.lower().startswith("bearer "):
-                given = given or bearer[7:]
-            if not hmac.compare_digest(given.encode(), api_key.encode()):
-                response: Response = _error(401, "unauthorized", "missing or wrong API key")
-                requests.labels(endpoint, "401").inc()
-                return response
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > limits["max_body_bytes"]:
-            response = _error(
-                413, "too_large", f"body over {limits['max_body_bytes']:,} bytes", "body"
-            )
-        else:
-            request_id = uuid.uuid4().hex[:12]
-            try:
-                response = await call_next(request)
-            except Exception:  # a bug: logged with the traceback, never shown to the client
-                log.exception("request %s to %s failed", request_id, endpoint)
-                response = _error(
-                    500, "internal_error", f"unexpected error; request id {request_id}"
-                )
-        requests.labels(endpoint, str(response.status_code)).inc()
-        latency.labels(endpoint).observe(time.perf_counter() - started)
-        return response
+    def observe(endpoint: str, status: int, seconds: float) -> None:
+        requests.labels(endpoint, str(status)).inc()
+        latency.labels(endpoint).observe(seconds)
 
-    async def _json_body(request: Request) -> Any:
-        raw = await request.body()
-        if len(raw) > limits["max_body_bytes"]:
-            return _error(413, "too_large", f"body over {limits['max_body_bytes']:,} bytes", "body")
-        try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            return _error(422, "invalid_json", f"the body is not JSON: {exc}", "body")
+    guard = GuardSettings(
+        api_key=api_key,
+        max_body_bytes=work.limits["max_body_bytes"],
+        body_timeout_s=float(settings["body_timeout_s"]),
+    )
+    app.add_middleware(ServiceGuard, settings=guard, routes=app.router.routes, observe=observe)
 
-    @app.post("/v1/assemble", summary="Assemble one request (DESIGN.md request and result JSON)")
+    @app.post(
+        "/v1/assemble",
+        summary="Assemble one request",
+        description="The request JSON in, the prompt and its report out: the same as "
+        "`ctxasm assemble`.",
+        response_model=schemas.AssembleResult,
+        responses=errors_for(401, 408, 413, 422, 500, 503),
+        openapi_extra=request_body("AssembleRequest", EXAMPLE_REQUEST),
+    )
     async def assemble(request: Request) -> Response:
-        data = await _json_body(request)
-        if isinstance(data, Response):
-            return data
-        if not isinstance(data, dict):
-            return _error(422, "invalid_request", "the request must be a JSON object", "request")
-        over = _check_limits(data, limits)
-        if over is not None:
-            return over
-        try:
-            result = await run_in_threadpool(assembler.assemble, data)
-        except (RequestError, BudgetError, ConfigError) as error:
-            return _error(422, error.code, error.message, error.field)
-        except CtxasmError as error:
-            return _error(500, error.code, error.message, error.field)
-        return JSONResponse(result.to_dict())
+        body = await request.body()
+        return await run_in_threadpool(work.assemble, body, request_id(request))
 
-    @app.post("/v1/check-citations", summary="Check the citations of an answer")
+    @app.post(
+        "/v1/check-citations",
+        summary="Check the citations of an answer",
+        description="Which [Source N] markers of an answer name a source of the assembly.",
+        response_model=schemas.CitationReport,
+        responses=errors_for(401, 408, 413, 422, 500, 503),
+        openapi_extra=request_body("CheckCitationsRequest", EXAMPLE_CITATIONS),
+    )
     async def check(request: Request) -> Response:
-        from ctxasm.citations import check_citations
+        body = await request.body()
+        return await run_in_threadpool(work.check_citations, body, request_id(request))
 
-        data = await _json_body(request)
-        if isinstance(data, Response):
-            return data
-        if not isinstance(data, dict) or not isinstance(data.get("answer"), str):
-            return _error(422, "invalid_request", 'send {"answer": str, "result": {...}}', "answer")
-        try:
-            report = check_citations(data["answer"], data.get("result") or {})
-        except (RequestError, TypeError) as error:
-            field = getattr(error, "field", "result")
-            return _error(422, "invalid_request", str(getattr(error, "message", error)), field)
-        return JSONResponse(report.to_dict())
-
-    @app.get("/v1/models", summary="The model registry")
+    @app.get(
+        "/v1/models",
+        summary="The model registry",
+        response_model=list[schemas.ModelInfo],
+        responses=errors_for(401, 500, 503),
+    )
     async def models() -> Response:
         return JSONResponse([spec.to_dict() for spec in assembler.config.models])
 
-    @app.get("/healthz", summary="Liveness")
+    @app.get(
+        "/healthz",
+        summary="Liveness",
+        response_model=schemas.Health,
+        responses=errors_for(500, 503),
+    )
     async def health() -> Response:
         return JSONResponse({"status": "ok"})
 
-    @app.get("/metrics", summary="Prometheus metrics")
+    @app.get(
+        "/metrics",
+        summary="Prometheus metrics",
+        response_class=PlainTextResponse,
+        responses=errors_for(500, 503),
+    )
     async def prometheus() -> Response:
         return PlainTextResponse(generate_latest(metrics).decode("utf-8"))
 
+    app.state.service_settings = dict(settings)
     return app
 
 
@@ -188,7 +257,11 @@ def _version() -> str:
 
 def create_app_from_env() -> FastAPI:
     """The app ``ctxasm serve`` runs: config from ``CTXASM_CONFIG``, key from
-    ``CTXASM_API_KEY`` (uvicorn workers each build their own)."""
+    ``CTXASM_API_KEY``, ``CTXASM_ALLOW_REQUEST_TEMPLATES=1`` to accept request templates
+    (uvicorn workers each build their own)."""
+    allow = os.environ.get(ALLOW_TEMPLATES_ENV) == "1" or None
     return create_app(
-        os.environ.get("CTXASM_CONFIG") or None, api_key=os.environ.get("CTXASM_API_KEY") or None
+        os.environ.get("CTXASM_CONFIG") or None,
+        api_key=os.environ.get("CTXASM_API_KEY") or None,
+        allow_request_templates=allow,
     )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctxasm.errors import AccessPolicyError
-from ctxasm.model import Exclusion, Passage, Principal, Reason
+from ctxasm.model import Exclusion, Passage, Principal, Reason, checked_principal
 
 __all__ = ["STAGE", "check_access", "filter_readable"]
 
@@ -40,7 +40,9 @@ def check_access(passage: Passage, principal: Principal, *, allow_public: bool) 
 def filter_readable(
     passages: Sequence[Passage], principal: Principal | None, *, allow_public: bool
 ) -> tuple[list[tuple[int, Passage]], list[Exclusion]]:
-    """The passages ``principal`` may read (with their request positions) and the exclusions."""
+    """The passages ``principal`` may read (with their request positions) and the exclusions.
+    ``principal`` must be a :class:`Principal` (or ``None``); anything else is refused."""
+    principal = checked_principal(principal)
     if principal is None:
         restricted = next((p for p in passages if p.has_access_data), None)
         if restricted is not None:

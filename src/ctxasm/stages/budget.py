@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ctxasm.errors import BudgetError, RequestError
+from ctxasm.errors import BudgetError, RequestError, UntokenizableError
 from ctxasm.formatting import Format, PromptParts
 from ctxasm.formatting.base import user_content
 from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE
@@ -33,6 +33,7 @@ def plan_budget(
     request: Request, model: ModelSpec, counter: TokenCounter, fmt: Format, parts: PromptParts
 ) -> Budget:
     """The budget of ``request``, or a :class:`BudgetError` when nothing but the query fits."""
+    _require_countable(request, counter)
     window = model.context_window if request.context_window is None else request.context_window
     if window > model.context_window:
         raise RequestError(
@@ -96,3 +97,19 @@ def plan_budget(
         margin=margin,
         context=max(0, context),
     )
+
+
+def _require_countable(request: Request, counter: TokenCounter) -> None:
+    """Refuse, naming the field, a query, system prompt or history turn that holds a run of
+    characters too long to tokenize in linear time (passages are excluded instead)."""
+    fields = [("query", request.query), ("system_prompt", request.system_prompt or "")]
+    fields += [(f"history[{i}].content", turn.content) for i, turn in enumerate(request.history)]
+    for field, text in fields:
+        try:
+            counter.check(text)
+        except UntokenizableError as exc:
+            raise UntokenizableError(
+                f"{field} cannot be counted: {exc.message}; break the run with spaces or "
+                "punctuation, or shorten it",
+                field=field,
+            ) from None

@@ -11,13 +11,21 @@ selection, which fits the most passages into a tiny budget. ``mode="auto"`` (the
 chooses ``all`` when the budget holds fewer than ``min_whole_passages`` typical passages and
 ``fill`` otherwise: on HotpotQA, ``all`` keeps more evidence at 256 tokens and ``fill`` from
 512 up.
+
+A sentence matches a query word in any inflected form: words are compared by their lemma
+("taught" and "teaches" by "teach"), looked up in simplemma's English dictionary, which ships
+with the package (no download) and covers irregular forms that a stemmer cannot. Lookups are
+cached per word and per text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar, NamedTuple
+
+import simplemma
 
 from ctxasm.lexical import (
     entities,
@@ -30,9 +38,23 @@ from ctxasm.model import Candidate, Reason
 from ctxasm.registry import Strategy, register, require_choice, require_int, require_number
 from ctxasm.stages.packing import Offer, Packing
 
-__all__ = ["ELISION", "Compressed", "Phrases", "SentenceCompression"]
+__all__ = ["ELISION", "Compressed", "Phrases", "SentenceCompression", "lemma", "sentence_lemmas"]
 
 ELISION = "[…]"
+
+
+@lru_cache(maxsize=65536)
+def lemma(word: str) -> str:
+    """The dictionary form of a lower-case English word ("taught" -> "teach", "rivers" ->
+    "river"); a word the dictionary does not know comes back as it is."""
+    return simplemma.lemmatize(word, lang="en").lower()
+
+
+@lru_cache(maxsize=8192)
+def sentence_lemmas(text: str) -> tuple[frozenset[str], ...]:
+    """For each sentence of ``text`` (see :func:`ctxasm.lexical.sentence_spans`), its words
+    together with their lemmas, so a query word matches in either form."""
+    return tuple(frozenset((*sentence, *map(lemma, sentence))) for sentence in sentence_words(text))
 
 
 class Compressed(NamedTuple):
@@ -98,23 +120,14 @@ class SentenceCompression(Strategy):
         self, candidate: Candidate, terms: Iterable[str], bridges: Phrases | Iterable[str]
     ) -> Compressed | None:
         """``candidate`` cut to its useful sentences, or ``None`` when nothing would be cut.
-        ``bridges`` are phrase keys (names, titles) whose sentences are kept too."""
+        ``terms`` are query words, matched in any inflected form; ``bridges`` are phrase keys
+        (names, titles) whose sentences are kept too."""
         text = candidate.text
         spans = sentence_spans(text)
         if len(spans) < 2:
             return None
-        wanted = set(terms)
         phrases = bridges if isinstance(bridges, Phrases) else Phrases(bridges)
-        own = Phrases([title_key(candidate.passage.title)])
-        keep = []
-        for index, sentence in enumerate(sentence_words(text)):
-            if (
-                index < self.lead_sentences
-                or not wanted.isdisjoint(sentence)
-                or phrases.found_in(sentence)
-                or own.found_in(sentence)
-            ):
-                keep.append(index)
+        keep = self._useful_sentences(candidate, terms, phrases)
         if len(keep) == len(spans) or not keep:
             return None
         pieces: list[str] = []
@@ -129,6 +142,30 @@ class SentenceCompression(Strategy):
             pieces.append(ELISION)
         shorter = candidate._replace(text=" ".join(pieces), start=None, end=None)
         return Compressed(shorter, text, len(keep), len(spans))
+
+    def _useful_sentences(
+        self, candidate: Candidate, terms: Iterable[str], bridges: Phrases
+    ) -> list[int]:
+        """Indexes of the sentences to keep: the lead; those that carry a query word (in any
+        form) that no sentence kept before them carries; those that name a bridge or the
+        passage's own title. A sentence that only repeats query words already kept adds
+        tokens, not evidence."""
+        wanted = {form for term in terms for form in (term, lemma(term))}
+        own = Phrases([title_key(candidate.passage.title)])
+        forms = sentence_lemmas(candidate.text)
+        covered: set[str] = set()
+        keep = []
+        for index, sentence in enumerate(sentence_words(candidate.text)):
+            carried = wanted & forms[index]
+            if (
+                index < self.lead_sentences
+                or not carried <= covered
+                or bridges.found_in(sentence)
+                or own.found_in(sentence)
+            ):
+                keep.append(index)
+                covered |= carried
+        return keep
 
     def mode_for(self, ranked: Sequence[Candidate], budget: int) -> str:
         """``fill`` or ``all``: in ``auto`` mode, ``all`` when the budget holds fewer than

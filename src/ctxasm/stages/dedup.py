@@ -135,6 +135,10 @@ def _has_offsets(candidate: Candidate) -> bool:
     )
 
 
+# Kept windows of one document a new window is compared with (the most recent ones).
+_MAX_WINDOWS = 64
+
+
 @register
 @dataclass(frozen=True)
 class StitchWindows(Strategy):
@@ -144,6 +148,8 @@ class StitchWindows(Strategy):
     They overlap when their ``start``/``end`` character offsets overlap, or, without offsets,
     when one text ends with at least ``min_overlap_chars`` characters that the other begins
     with. A window inside a kept one is a duplicate. Use whenever chunks were cut with overlap.
+    A window is compared with the last 64 kept windows of its document, so thousands of
+    passages sharing a title stay linear.
     """
 
     name: ClassVar[str] = "stitch"
@@ -169,7 +175,9 @@ class _StitchSession:
         key = _document_key(candidate)
         if key is None:
             return None
-        for kept in self.by_document.get(key, ()):
+        # The most recent windows only: many windows of one document (or one title) would
+        # otherwise make every placement compare with all of them.
+        for kept in self.by_document.get(key, [])[-_MAX_WINDOWS:]:
             if _has_offsets(kept) and _has_offsets(candidate):
                 found = self._by_offsets(kept, candidate)
             else:
@@ -377,15 +385,22 @@ _NUM_PERM = 128
 # Up to this many kept passages, a candidate is compared with each directly; beyond, through an
 # inverted index from shingle to kept passages (built on first need).
 _DIRECT_UPTO = 32
+# A shingle (or LSH bucket) remembers at most this many kept passages. Ordinary passages share
+# a shingle with a few others; thousands of near-copies would otherwise make every lookup walk
+# all of them (quadratic). A passage past the cap is still found through its other shingles.
+_MAX_OWNERS = 64
+# When a capped list was met, only this many of the passages sharing the most shingles are
+# compared exactly.
+_MAX_PROPOSALS = 32
 
 
 class _NearSession:
     def __init__(self, config: NearDuplicateDedup) -> None:
         self.config = config
         self.kept: dict[str, frozenset[int]] = {}
-        # shingle -> kept ids, until LSH takes over
+        # shingle -> kept ids (at most _MAX_OWNERS), until LSH takes over
         self.postings: defaultdict[int, list[str]] = defaultdict(list)
-        self.lsh: Any = None
+        self.lsh: _BoundedLSH | None = None
 
     def placement(self, candidate: Candidate) -> Verdict:
         return None
@@ -416,9 +431,10 @@ class _NearSession:
         )
 
     def _overlaps(self, own: frozenset[int]) -> dict[str, int]:
-        """Kept passages sharing at least one shingle with ``own``, and how many they share."""
+        """Kept passages sharing at least one shingle with ``own``, and how many they share
+        (a bounded number of them: see ``_MAX_OWNERS``)."""
         if self.lsh is not None:
-            proposed = sorted(self.lsh.query(self._minhash(own)))
+            proposed = self.lsh.query(self._minhash(own))
             return {kept_id: len(own & self.kept[kept_id]) for kept_id in proposed}
         if len(self.kept) <= _DIRECT_UPTO:
             # A few kept passages: set intersections in C beat maintaining an index.
@@ -426,13 +442,25 @@ class _NearSession:
             return {kept_id: n for kept_id, n in found.items() if n}
         if not self.postings:
             for kept_id, values in self.kept.items():
-                for shingle in values:
-                    self.postings[shingle].append(kept_id)
+                self._post(kept_id, values)
         shared: dict[str, int] = {}
+        capped = False
         for shingle in own:
-            for kept_id in self.postings.get(shingle, ()):
+            owners = self.postings.get(shingle, ())
+            capped = capped or len(owners) >= _MAX_OWNERS
+            for kept_id in owners:
                 shared[kept_id] = shared.get(kept_id, 0) + 1
-        return shared
+        if not capped:
+            return shared  # every count is exact
+        likely = sorted(shared, key=lambda kept_id: -shared[kept_id])[:_MAX_PROPOSALS]
+        return {kept_id: len(own & self.kept[kept_id]) for kept_id in likely}
+
+    def _post(self, kept_id: str, values: frozenset[int]) -> None:
+        postings = self.postings
+        for shingle in values:
+            owners = postings[shingle]
+            if len(owners) < _MAX_OWNERS:
+                owners.append(kept_id)
 
     def _minhash(self, values: frozenset[int]) -> Any:
         from datasketch import MinHash
@@ -456,9 +484,7 @@ class _NearSession:
             self.lsh.insert(candidate.id, self._minhash(own))
             return
         if self.postings:  # the index exists: keep it current
-            postings = self.postings
-            for shingle in own:
-                postings[shingle].append(candidate.id)
+            self._post(candidate.id, own)
         if len(self.kept) > self.config.lsh_after:
             self._build_index()
 
@@ -470,21 +496,58 @@ class _NearSession:
         if not self.postings:
             return
         for shingle in old:
-            owners = self.postings[shingle]
-            owners.remove(kept_id)
-            if not owners:
-                del self.postings[shingle]
+            owners = self.postings.get(shingle)
+            if owners is not None and kept_id in owners:
+                owners.remove(kept_id)
+                if not owners:
+                    del self.postings[shingle]
 
     def _build_index(self) -> None:
-        from datasketch import MinHashLSH
-
         # A lower LSH threshold than the decision threshold keeps recall high; every proposal
         # is then checked with the exact Jaccard above.
         threshold = max(0.1, self.config.threshold * 0.8)
-        self.lsh = MinHashLSH(num_perm=_NUM_PERM, params=_lsh_bands(threshold))
+        self.lsh = _BoundedLSH(*_lsh_bands(threshold))
         for kept_id, values in self.kept.items():
             self.lsh.insert(kept_id, self._minhash(values))
         self.postings.clear()
+
+
+class _BoundedLSH:
+    """MinHash LSH over ``bands`` bands of ``rows`` hash values, the same banding as
+    datasketch's ``MinHashLSH``, but a bucket holds at most ``_MAX_OWNERS`` passages: a query
+    proposes at most ``bands * _MAX_OWNERS`` of them however many near-copies were kept."""
+
+    def __init__(self, bands: int, rows: int) -> None:
+        self.ranges = [(band * rows, (band + 1) * rows) for band in range(bands)]
+        self.buckets: dict[tuple[int, bytes], list[str]] = {}
+        self.keys: dict[str, list[tuple[int, bytes]]] = {}
+
+    def _keys(self, signature: Any) -> list[tuple[int, bytes]]:
+        values = signature.hashvalues
+        return [(band, values[low:high].tobytes()) for band, (low, high) in enumerate(self.ranges)]
+
+    def insert(self, kept_id: str, signature: Any) -> None:
+        placed = []
+        for key in self._keys(signature):
+            members = self.buckets.setdefault(key, [])
+            if len(members) < _MAX_OWNERS:
+                members.append(kept_id)
+                placed.append(key)
+        self.keys[kept_id] = placed
+
+    def query(self, signature: Any) -> list[str]:
+        """The passages in the candidate's buckets, sorted by id."""
+        found: dict[str, None] = {}
+        for key in self._keys(signature):
+            found.update(dict.fromkeys(self.buckets.get(key, ())))
+        return sorted(found)
+
+    def remove(self, kept_id: str) -> None:
+        for key in self.keys.pop(kept_id, ()):
+            members = self.buckets[key]
+            members.remove(kept_id)
+            if not members:
+                del self.buckets[key]
 
 
 @lru_cache(maxsize=1)

@@ -21,6 +21,7 @@ from typing import Any
 
 from ctxasm.errors import RequestError
 from ctxasm.model import Exclusion, Message, Reason
+from ctxasm.validation import invalid, relocated
 
 __all__ = ["HistoryPlan", "HistoryPolicy", "Summarizer", "parse_history_policy", "trim_history"]
 
@@ -38,6 +39,23 @@ class HistoryPolicy:
     max_share: float = 0.5
     max_tokens: int | None = None
     reclaim: bool = True
+
+    def __post_init__(self) -> None:
+        where = "history_policy"
+        if not isinstance(self.reclaim, bool):
+            raise RequestError(f"{where}.reclaim must be true or false", field=f"{where}.reclaim")
+        turns = self.min_recent_turns
+        if isinstance(turns, bool) or not isinstance(turns, int) or not 0 <= turns <= 10_000:
+            raise invalid(f"{where}.min_recent_turns", "an integer from 0 to 10000", turns)
+        share = self.max_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
+            raise invalid(f"{where}.max_share", "a number from 0 to 1", share)
+        object.__setattr__(self, "max_share", float(share))
+        tokens = self.max_tokens
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= 2**53
+        ):
+            raise invalid(f"{where}.max_tokens", "a non-negative integer or null", tokens)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,30 +84,15 @@ def parse_history_policy(value: object, field: str = "history_policy") -> Histor
             f"{field} has unknown key {unknown[0]!r}; keys: {', '.join(keys)}",
             field=f"{field}.{unknown[0]}",
         )
-    reclaim = value.get("reclaim", True)
-    if not isinstance(reclaim, bool):
-        raise RequestError(f"{field}.reclaim must be true or false", field=f"{field}.reclaim")
-    turns = value.get("min_recent_turns", 2)
-    if isinstance(turns, bool) or not isinstance(turns, int) or not 0 <= turns <= 10_000:
-        raise RequestError(
-            f"{field}.min_recent_turns must be an integer from 0 to 10000, got {turns!r}",
-            field=f"{field}.min_recent_turns",
+    try:
+        return HistoryPolicy(
+            value.get("min_recent_turns", 2),
+            value.get("max_share", 0.5),
+            value.get("max_tokens"),
+            value.get("reclaim", True),
         )
-    share = value.get("max_share", 0.5)
-    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
-        raise RequestError(
-            f"{field}.max_share must be a number from 0 to 1, got {share!r}",
-            field=f"{field}.max_share",
-        )
-    tokens = value.get("max_tokens")
-    if tokens is not None and (
-        isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= 2**53
-    ):
-        raise RequestError(
-            f"{field}.max_tokens must be a non-negative integer or null, got {tokens!r}",
-            field=f"{field}.max_tokens",
-        )
-    return HistoryPolicy(turns, float(share), tokens, reclaim)
+    except RequestError as error:
+        raise relocated(error, "history_policy", field) from None
 
 
 @dataclass(frozen=True, slots=True)

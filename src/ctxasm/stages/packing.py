@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
+from ctxasm.errors import UntokenizableError
 from ctxasm.model import Candidate, Exclusion, Passage, Reason
 from ctxasm.stages.dedup import DedupSession, Duplicate, Merge
 from ctxasm.tokens import TokenCounter
+from ctxasm.tokens.runs import find_long_run
 
 __all__ = ["Guard", "Meter", "Offer", "Packing", "SelectionContext"]
 
@@ -74,6 +76,21 @@ class Meter:
         """A cost the candidate cannot be below, known without tokenizing its text."""
         return self.counter.lower_bound(candidate.text) + self.floor
 
+    def unreadable(self, candidate: Candidate) -> str | None:
+        """Why the candidate's text, title or url cannot be tokenized in linear time (an
+        unbroken run too long, see :mod:`ctxasm.tokens.runs`), or ``None``; a scan only."""
+        passage = candidate.passage
+        limit = self.counter.max_run
+        for name, value in (
+            ("text", candidate.text),
+            ("title", passage.title),
+            ("url", passage.url),
+        ):
+            run = find_long_run(value, limit) if value else None
+            if run is not None:
+                return f"its {name} has {run.describe(limit)}"
+        return None
+
     @property
     def floor(self) -> int:
         """The fewest tokens any passage costs: a minimal header and an empty body."""
@@ -91,6 +108,7 @@ class Offer(Enum):
     DUPLICATE = "duplicate"
     TOO_BIG = "too_big"
     REFUSED = "refused"  # the guard dropped it
+    UNTOKENIZABLE = "untokenizable"  # it cannot be counted (see Meter.unreadable)
 
 
 def _scanned(candidate: Candidate) -> str:
@@ -148,6 +166,9 @@ class Packing:
         remaining = self.remaining
         if self.meter.lower_bound(candidate) > remaining:
             return self._too_big(candidate)  # (flags only add tokens: the bound stands)
+        unreadable = self.meter.unreadable(candidate)
+        if unreadable is not None:
+            return self._untokenizable(candidate, unreadable)
         if self.guard is not None:
             flags = self.guard.scan(_scanned(candidate))
             if flags and self.guard.policy == "drop":
@@ -155,7 +176,10 @@ class Packing:
                 self.excluded.append(Exclusion(candidate.id, GUARD, Reason.INJECTION, detail))
                 return Offer.REFUSED
             candidate = candidate._replace(flags=flags)
-        cost = self.meter.cost_upto(candidate, remaining)
+        try:
+            cost = self.meter.cost_upto(candidate, remaining)
+        except UntokenizableError as exc:
+            return self._untokenizable(candidate, exc.message)
         if cost > remaining:
             return self._too_big(candidate)
         verdict = self.dedup.verdict(candidate)
@@ -178,7 +202,10 @@ class Packing:
         if self.guard is not None:  # the grown text is what the header describes
             merged = verdict.merged._replace(flags=self.guard.scan(_scanned(verdict.merged)))
             verdict = Merge(verdict.into, merged, verdict.detail)
-        new_cost = self.meter.cost_after_merge(verdict.into, verdict.merged)
+        try:
+            new_cost = self.meter.cost_after_merge(verdict.into, verdict.merged)
+        except UntokenizableError as exc:
+            return self._untokenizable(candidate, f"stitching it into {verdict.into.id}: {exc}")
         delta = new_cost - self.costs[verdict.into.id]
         if delta > self.remaining:
             return self._too_big(
@@ -200,16 +227,29 @@ class Packing:
         self.excluded.append(Exclusion(candidate.id, SELECTION, Reason.OVER_BUDGET, detail))
         return Offer.TOO_BIG
 
+    def _untokenizable(self, candidate: Candidate, why: str) -> Offer:
+        detail = f"cannot be counted: {why}"
+        self.excluded.append(Exclusion(candidate.id, SELECTION, Reason.UNTOKENIZABLE, detail))
+        return Offer.UNTOKENIZABLE
+
     def price(self, candidates: Sequence[Candidate]) -> list[tuple[Candidate, int]]:
         """The candidates that could fit the whole remaining budget, with their exact costs;
-        the others are excluded as too big after counting only as much as needed."""
+        the others are excluded as too big (after counting only as much as needed) or as
+        untokenizable."""
         fitting = []
         for candidate in candidates:
             remaining = self.remaining
             if self.meter.lower_bound(candidate) > remaining:
                 self._too_big(candidate)
                 continue
-            cost = self.meter.cost_upto(candidate, remaining)
+            unreadable = self.meter.unreadable(candidate)
+            try:
+                if unreadable is not None:
+                    raise UntokenizableError(unreadable)
+                cost = self.meter.cost_upto(candidate, remaining)
+            except UntokenizableError as exc:
+                self._untokenizable(candidate, exc.message)
+                continue
             if cost > remaining:
                 self._too_big(candidate)
             else:

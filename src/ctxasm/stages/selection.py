@@ -182,7 +182,12 @@ class KnapsackSelection(Strategy):
             redundant = False
             for index in sorted(chosen):
                 outcome = packing.offer(open_[index])
-                redundant = redundant or outcome in (Offer.DUPLICATE, Offer.MERGED, Offer.REFUSED)
+                redundant = redundant or outcome in (
+                    Offer.DUPLICATE,
+                    Offer.MERGED,
+                    Offer.REFUSED,
+                    Offer.UNTOKENIZABLE,
+                )
             open_ = [c for i, c in enumerate(open_) if i not in chosen]
             if not redundant:
                 break

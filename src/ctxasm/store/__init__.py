@@ -14,9 +14,10 @@ from typing import Protocol
 
 from ctxasm.errors import ConfigError, RequestError
 from ctxasm.model import Passage, Principal
-from ctxasm.store.chunking import Chunk, chunk_text
+from ctxasm.store.chunking import Chunk, _pieces, chunk_text
 from ctxasm.store.documents import SUFFIXES, Document, read_documents
 from ctxasm.store.sqlite import SQLiteStore, StoreStats
+from ctxasm.validation import name, names
 
 __all__ = [
     "Chunk",
@@ -192,12 +193,15 @@ def _upsert_many(store: Store, items: list[tuple[str, Document, list[Chunk]]]) -
 
 
 def _count_tokens(texts: list[str], encoding: str) -> int:
-    """Tokens in ``texts``, tokenized together (tiktoken spreads a batch over threads)."""
+    """Tokens in ``texts``, tokenized together (tiktoken spreads a batch over threads). Each
+    text is counted in the pieces between its long unbroken runs (see
+    :func:`ctxasm.store.chunking.count_tokens`), so the time stays linear in its length."""
     from ctxasm.tokens.tiktoken_source import load_encoding
 
-    if not texts:
+    pieces = [text[begin:end] for text in texts for begin, end in _pieces(text)]
+    if not pieces:
         return 0
-    return sum(len(tokens) for tokens in load_encoding(encoding).encode_ordinary_batch(texts))
+    return sum(len(tokens) for tokens in load_encoding(encoding).encode_ordinary_batch(pieces))
 
 
 def index_paths(
@@ -215,6 +219,13 @@ def index_paths(
     or parsed is recorded in ``failed`` with the reason, and the run goes on. Documents are
     written in batches of about ``BATCH_CHUNKS`` (5,000) chunks, one transaction each: a crash loses
     at most the batch being written, and never leaves part of a document."""
+    from ctxasm.tokens.tiktoken_source import load_encoding
+
+    # The run's access data, checked once before any file (a bad value would fail every one).
+    tenant = name(tenant, "tenant", optional=True)
+    readers = names(readers, "readers", optional=True)
+    # A tokenizer that cannot load would fail every file: raise its TokenizerError once, first.
+    load_encoding(encoding)
     report = IndexReport()
     batch = _Batch(store, report, encoding)
     files = _files(Path(p) for p in paths)

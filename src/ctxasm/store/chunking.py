@@ -8,18 +8,27 @@ are also character boundaries).
 The next chunk repeats the last sentences of the previous one that fit in ``overlap`` tokens,
 so windows overlap by whole sentences; with ``overlap=0`` (or a last sentence longer than the
 overlap) consecutive chunks touch. Together the chunks cover the whole text.
+
+An unbroken run of more than 1,000 letters, symbols or white-space characters (see
+:mod:`ctxasm.tokens.runs`) takes quadratic time to tokenize, so the text is first cut inside
+such runs, every 1,000 characters, and the pieces between cuts are chunked one by one (chunks
+touch at a cut instead of overlapping). No chunk then holds a run longer than that, and
+chunking stays linear in the length of the document.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
 from ctxasm.errors import RequestError
 from ctxasm.lexical import sentence_spans
+from ctxasm.tokens import TokenCounter
+from ctxasm.tokens.runs import MAX_RUN_CHARS, long_runs
 
-__all__ = ["Chunk", "chunk_text"]
+__all__ = ["Chunk", "chunk_text", "count_tokens", "run_cuts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +76,32 @@ def _units(text: str, limit: int, encoding: Any) -> list[tuple[int, int, int]]:
     return units
 
 
+def run_cuts(text: str, limit: int = MAX_RUN_CHARS) -> list[int]:
+    """Positions inside runs longer than ``limit``, every ``limit`` characters from the start
+    of each run, so that no piece between two cuts holds more than ``limit`` of any run."""
+    cuts = {
+        run.start + step
+        for run in long_runs(text, limit)
+        for step in range(limit, run.length, limit)
+    }
+    return sorted(cuts)
+
+
+def _pieces(text: str) -> list[tuple[int, int]]:
+    bounds = [0, *run_cuts(text), len(text)]
+    return list(itertools.pairwise(bounds))
+
+
+def count_tokens(text: str, counter: TokenCounter) -> int:
+    """Tokens in ``text``, counted piece by piece between :func:`run_cuts` (exactly
+    ``counter.count(text)`` when there is no cut), in time linear in its length."""
+    return sum(counter.count(text[begin:end]) for begin, end in _pieces(text))
+
+
 def chunk_text(
     text: str, chunk_tokens: int, overlap: int, encoding_name: str = "o200k_base"
 ) -> list[Chunk]:
     """Overlapping chunks of ``text`` (see the module docstring)."""
-    from ctxasm.tokens.tiktoken_source import load_encoding
-
     if chunk_tokens < 8:
         raise RequestError("chunk_tokens must be at least 8", field="chunk_tokens")
     if not 0 <= overlap <= chunk_tokens // 2:
@@ -80,6 +109,19 @@ def chunk_text(
             f"overlap must be between 0 and half of chunk_tokens ({chunk_tokens // 2})",
             field="overlap",
         )
+    if not text.strip():
+        return []
+    chunks: list[Chunk] = []
+    for begin, end in _pieces(text):
+        for chunk in _chunk_piece(text[begin:end], chunk_tokens, overlap, encoding_name):
+            chunks.append(Chunk(begin + chunk.start, begin + chunk.end, chunk.text))
+    return chunks
+
+
+def _chunk_piece(text: str, chunk_tokens: int, overlap: int, encoding_name: str) -> list[Chunk]:
+    """Overlapping chunks of a text without long runs."""
+    from ctxasm.tokens.tiktoken_source import load_encoding
+
     if not text.strip():
         return []
     encoding = load_encoding(encoding_name)

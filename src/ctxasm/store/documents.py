@@ -3,7 +3,11 @@
 A JSONL line is ``{"doc_id", "text", "title"?, "url"?, "tenant"?, "readers"?, "timestamp"?,
 "authority"?, "metadata"?}``. Files of the other kinds are one document each, with the path as
 ``doc_id`` and the title taken from the first Markdown heading or the HTML ``<title>`` (else the
-file name). Access data given on the command line applies where a document names none.
+file name). Access data given on the command line applies where a document names none (the key
+absent or ``null``). Access data is checked as a principal's is (:mod:`ctxasm.validation`): an
+empty ``tenant``, an empty or blank reader name, a bare string for ``readers`` or a control
+character (NUL included) in either is refused, so the line is reported and skipped rather than
+indexed as public; ``"readers": []`` is kept and admits nobody.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxasm.errors import RequestError
+from ctxasm.validation import invalid, name, names, number, relocated, string, timestamp
 
 __all__ = ["SUFFIXES", "Document", "read_documents"]
 
@@ -36,6 +41,25 @@ class Document:
     timestamp: str | None = None
     authority: float | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Check every field (errors name it ``document.<name>``); lists become tuples."""
+        string(self.doc_id, "document.doc_id", nonempty=True)
+        if "\x00" in self.doc_id:
+            raise RequestError(
+                f"document.doc_id contains a NUL character; got {self.doc_id!r}",
+                field="document.doc_id",
+            )
+        string(self.text, "document.text")
+        for key in ("title", "url"):
+            string(getattr(self, key), f"document.{key}", optional=True)
+        timestamp(self.timestamp, "document.timestamp")
+        set_field = object.__setattr__
+        set_field(self, "tenant", name(self.tenant, "document.tenant", optional=True))
+        set_field(self, "readers", names(self.readers, "document.readers", optional=True))
+        set_field(self, "authority", number(self.authority, "document.authority", low=0, high=1))
+        if not isinstance(self.metadata, Mapping):
+            raise invalid("document.metadata", "an object", self.metadata)
 
 
 class _Text(HTMLParser):
@@ -107,59 +131,31 @@ def _markdown_title(text: str) -> str | None:
 
 
 def _record(raw: Any, where: str, tenant: str | None, readers: tuple[str, ...] | None) -> Document:
+    """One JSONL line as a document; the run's ``tenant`` and ``readers`` fill in where the line
+    has the key absent or ``null``. Errors name the field as ``<file>:<line>.<name>``."""
     if not isinstance(raw, dict):
         raise RequestError(f"{where} must be a JSON object", field=where)
-
-    def text_field(key: str, *, required: bool = False) -> str | None:
+    for key in ("doc_id", "text"):
         value = raw.get(key)
-        if value is None and not required:
-            return None
-        if not isinstance(value, str) or (required and not value.strip()):
+        if not isinstance(value, str) or not value.strip():
             raise RequestError(f"{where}.{key} must be a non-empty string", field=f"{where}.{key}")
-        return value
-
+    doc_tenant = raw.get("tenant")
     doc_readers = raw.get("readers")
-    if doc_readers is None:  # absent or null: the run's default
-        doc_readers = readers
-    if doc_readers is not None:
-        if not isinstance(doc_readers, list | tuple) or not all(
-            isinstance(r, str) and r for r in doc_readers
-        ):
-            raise RequestError(f"{where}.readers must be a list of names", field=f"{where}.readers")
-        doc_readers = tuple(doc_readers)
-    authority = raw.get("authority")
-    if authority is not None and (
-        isinstance(authority, bool)
-        or not isinstance(authority, int | float)
-        or not 0 <= authority <= 1
-    ):
-        raise RequestError(
-            f"{where}.authority must be a number from 0 to 1", field=f"{where}.authority"
+    metadata = raw.get("metadata")
+    try:
+        return Document(
+            doc_id=raw["doc_id"],
+            text=raw["text"],
+            title=raw.get("title"),
+            url=raw.get("url"),
+            tenant=tenant if doc_tenant is None else doc_tenant,
+            readers=readers if doc_readers is None else doc_readers,
+            timestamp=raw.get("timestamp"),
+            authority=raw.get("authority"),
+            metadata={} if metadata is None else metadata,
         )
-    metadata = raw.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise RequestError(f"{where}.metadata must be an object", field=f"{where}.metadata")
-    timestamp = text_field("timestamp")
-    if timestamp is not None:
-        from ctxasm.schema import parse_timestamp
-
-        try:
-            parse_timestamp(timestamp)
-        except (ValueError, RequestError):
-            raise RequestError(
-                f"{where}.timestamp must be an ISO-8601 time", field=f"{where}.timestamp"
-            ) from None
-    return Document(
-        doc_id=str(text_field("doc_id", required=True)),
-        text=str(text_field("text", required=True)),
-        title=text_field("title"),
-        url=text_field("url"),
-        tenant=text_field("tenant") or tenant,
-        readers=doc_readers,
-        timestamp=timestamp,
-        authority=None if authority is None else float(authority),
-        metadata=metadata,
-    )
+    except RequestError as error:
+        raise relocated(error, "document", where) from None
 
 
 def read_documents(
@@ -172,6 +168,8 @@ def read_documents(
     """The documents of one file (a :class:`RequestError` names the file and what is wrong).
     With ``errors``, a bad JSONL line is recorded there (``("file:line", reason)``) and skipped
     instead of ending the file."""
+    tenant = name(tenant, "tenant", optional=True)  # the run's defaults, checked before any file
+    default_readers = names(readers, "readers", optional=True)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise RequestError(
@@ -183,7 +181,6 @@ def read_documents(
         raise RequestError(f"{path}: not UTF-8 text", field=str(path)) from None
     except OSError as exc:
         raise RequestError(f"{path}: cannot read: {exc.strerror}", field=str(path)) from None
-    default_readers = None if readers is None else tuple(readers)
     if suffix == ".jsonl":
         for number, line in enumerate(raw.splitlines(), start=1):
             if not line.strip():

@@ -36,6 +36,7 @@ from typing import Any
 from ctxasm.errors import ConfigError, StoreUnavailableError
 from ctxasm.lexical import phrase_key, query_terms
 from ctxasm.model import Passage, Principal
+from ctxasm.store.arguments import check_no_nul, checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
 from ctxasm.store.ranking import K1, RRF_K, B, ClassDelta, VisibleStats, bm25_score, fused
@@ -300,6 +301,8 @@ class PostgresStore:
     def upsert_many(self, items: Sequence[tuple[Document, Sequence[Chunk]]]) -> list[str]:
         """:meth:`upsert` for many documents, in one transaction (per run of distinct document
         ids): the outcome of each, in order. If any fails, none of the batch is written."""
+        for document, _ in items:  # PostgreSQL cannot store a NUL: refused before any SQL
+            check_no_nul(document)
         texts = [c.text for _, chunks in items for c in chunks]
         vectors = iter([_vector(v) for v in self._embedder.embed(texts)] if texts else [])
         pending = []
@@ -392,6 +395,7 @@ class PostgresStore:
         return int(row[0])
 
     def delete(self, doc_id: str) -> bool:
+        doc_id = checked_doc_id(doc_id)
         with self._connection() as db, db.transaction():
             deltas: dict[int, ClassDelta] = {}
             for class_id, text in db.execute(
@@ -414,6 +418,7 @@ class PostgresStore:
         """The ``k`` best visible chunks by reciprocal rank fusion of BM25 (over the visible
         chunks) and vector similarity (the access condition in the same query). The work and
         the memory are bounded by ``k``."""
+        principal = checked_retrieval(query, principal, k, allow_public)
         terms = query_terms(query)
         if not terms:
             return []

@@ -39,6 +39,7 @@ import xxhash
 from ctxasm.errors import ConfigError
 from ctxasm.lexical import phrase_key, query_terms
 from ctxasm.model import Passage, Principal
+from ctxasm.store.arguments import checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
 from ctxasm.store.ranking import K1, B, ClassDelta, VisibleStats, bm25_score, fts_form, fused
@@ -411,6 +412,7 @@ class SQLiteStore:
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document, its readers, chunks and index rows; whether it existed."""
+        doc_id = checked_doc_id(doc_id)
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -436,6 +438,7 @@ class SQLiteStore:
         """The ``k`` best visible chunks for ``query`` by BM25 over the visible chunks (fused
         with vector similarity when the store has an embedder), as passages carrying their
         offsets, scores and access data. The work and the memory are bounded by ``k``."""
+        principal = checked_retrieval(query, principal, k, allow_public)
         terms = [t for t in query_terms(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return []

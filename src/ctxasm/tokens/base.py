@@ -7,6 +7,9 @@ from typing import Protocol, runtime_checkable
 
 import xxhash
 
+from ctxasm.errors import CtxasmError, UntokenizableError
+from ctxasm.tokens.runs import MAX_RUN_CHARS, find_long_run
+
 __all__ = ["TokenCounter", "Tokenizer"]
 
 
@@ -38,11 +41,19 @@ class TokenCounter:
     followed by a backtick, so ``count(a + b) == count(a) + count(b)`` whenever ``a`` ends with
     ``"\n"`` and ``b`` starts with a backtick; texts are then counted segment by segment
     between such seams, each segment cached.
+
+    Every text is checked before it is tokenized: one holding a run longer than ``max_run``
+    characters (see :mod:`ctxasm.tokens.runs`), which would take quadratic time, and one the
+    tokenizer fails on (tiktoken's Rust core panics with a ``BaseException``) raise
+    :class:`~ctxasm.errors.UntokenizableError`, so the caller can exclude that one text.
     """
 
-    def __init__(self, tokenizer: Tokenizer, max_entries: int = 500_000) -> None:
+    def __init__(
+        self, tokenizer: Tokenizer, max_entries: int = 500_000, max_run: int = MAX_RUN_CHARS
+    ) -> None:
         self.tokenizer = tokenizer
         self.max_entries = max_entries
+        self.max_run = max_run
         self._counts: dict[int, int] = {}
         self._at_least: dict[int, int] = {}  # lower bounds from counts that stopped early
         self._lock = threading.Lock()
@@ -71,7 +82,7 @@ class TokenCounter:
             segments.append("`" + pieces[-1])
             counted = sum(self._count_segment(segment) for segment in segments)
         else:
-            counted = self.tokenizer.count(text)
+            counted = self._tokenize(text)
         self._store(key, counted)
         return counted
 
@@ -79,9 +90,30 @@ class TokenCounter:
         key = self._key(text)
         cached = self._counts.get(key)
         if cached is None:
-            cached = self.tokenizer.count(text)
+            cached = self._tokenize(text)
             self._store(key, cached)
         return cached
+
+    def check(self, text: str) -> None:
+        """Raise :class:`~ctxasm.errors.UntokenizableError` when ``text`` holds a run too
+        long to tokenize in linear time (a scan, no tokenizing)."""
+        run = find_long_run(text, self.max_run)
+        if run is not None:
+            raise UntokenizableError(f"the text has {run.describe(self.max_run)}")
+
+    def _tokenize(self, text: str, limit: int | None = None) -> int:
+        """The tokenizer's count (or partial count up to ``limit``) of a checked text."""
+        self.check(text)
+        partial = None if limit is None else getattr(self.tokenizer, "count_upto", None)
+        try:
+            return self.tokenizer.count(text) if partial is None else int(partial(text, limit))
+        except (CtxasmError, KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as exc:  # a Rust panic is a BaseException; it must not end a request
+            raise UntokenizableError(
+                f"the {self.name} tokenizer failed on a text of {len(text):,} characters "
+                f"({type(exc).__name__})"
+            ) from None
 
     def _store(self, key: int, counted: int) -> None:
         with self._lock:
@@ -103,7 +135,7 @@ class TokenCounter:
         if known > limit:
             return known
         partial = getattr(self.tokenizer, "count_upto", None)
-        counted = self.tokenizer.count(text) if partial is None else partial(text, limit)
+        counted = self._tokenize(text, limit)
         if counted <= limit or partial is None:
             self._store(key, counted)
         else:

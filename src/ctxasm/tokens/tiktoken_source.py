@@ -1,15 +1,18 @@
 """tiktoken encodings that load without a network, from files whose official hash is checked.
 
 tiktoken downloads its rank files on first use and keeps them in ``TIKTOKEN_CACHE_DIR`` under
-the SHA-1 of their address. ctxasm looks for the file first, in this order:
+the SHA-1 of their address. ctxasm ships the o200k_base and cl100k_base files inside the package
+(``ctxasm/tokens/ranks/``, see the NOTICE there) and looks for a file in this order:
 
 1. ``$CTXASM_TIKTOKEN_DIR/<encoding>.tiktoken`` (a folder you fill by hand or ship with an image);
 2. ``$TIKTOKEN_CACHE_DIR/<sha1 of the address>`` (tiktoken's own cache layout);
-3. ``$TIKTOKEN_CACHE_DIR/<encoding>.tiktoken``.
+3. ``$TIKTOKEN_CACHE_DIR/<encoding>.tiktoken``;
+4. the copy shipped with ctxasm, :data:`BUNDLED_RANKS` ``/<encoding>.tiktoken``.
 
 A file that is found must match the SHA-256 that OpenAI publishes for it, or loading fails with a
 :class:`~ctxasm.errors.TokenizerError` (a corrupt or substituted file would silently change every
-count). Only when no file is found does tiktoken try to download.
+count). Only when no file is found (an install that lost its package data) does tiktoken try to
+download.
 """
 
 from __future__ import annotations
@@ -23,12 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxasm.errors import RequestError, TokenizerError
+from ctxasm.errors import TokenizerError, UntokenizableError
 
 if TYPE_CHECKING:
     import tiktoken
 
-__all__ = ["OFFICIAL_RANKS", "RankFile", "TiktokenTokenizer", "find_rank_file", "load_encoding"]
+__all__ = [
+    "BUNDLED_RANKS",
+    "OFFICIAL_RANKS",
+    "RankFile",
+    "TiktokenTokenizer",
+    "find_rank_file",
+    "load_encoding",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +66,9 @@ OFFICIAL_RANKS: dict[str, RankFile] = {
     ),
 }
 
+# The rank files installed with ctxasm (package data; wheels install as plain files).
+BUNDLED_RANKS = Path(__file__).resolve().parent / "ranks"
+
 # Prefixes this many characters per token of the limit usually hold more tokens than the limit
 # (English runs at about 4.5), so one prefix count settles most rejections.
 _PREFIX_CHARS_PER_TOKEN = 5
@@ -79,6 +92,7 @@ def find_rank_file(name: str) -> Path | None:
         places.append(Path(own) / f"{name}.tiktoken")
     if cache := os.environ.get("TIKTOKEN_CACHE_DIR"):
         places += [Path(cache) / ranks.cache_name, Path(cache) / f"{name}.tiktoken"]
+    places.append(BUNDLED_RANKS / f"{name}.tiktoken")
     return next((place for place in places if place.is_file()), None)
 
 
@@ -148,10 +162,12 @@ def _download(name: str) -> tiktoken.Encoding:
     try:
         return tiktoken.get_encoding(name)
     except Exception as exc:  # tiktoken raises whatever its HTTP client raised
+        shipped = BUNDLED_RANKS / f"{name}.tiktoken"
         raise TokenizerError(
             f"cannot load the {name} tokenizer: no local rank file and the download failed "
-            f"({type(exc).__name__}: {exc}). Offline, set TIKTOKEN_CACHE_DIR or "
-            f"CTXASM_TIKTOKEN_DIR to a folder holding {name}.tiktoken (see docs/tokenizers.md)."
+            f"({type(exc).__name__}: {exc}). ctxasm ships {shipped}, which is missing from "
+            f"this install: reinstall ctxasm, or set CTXASM_TIKTOKEN_DIR to a folder holding "
+            f"{name}.tiktoken (see docs/tokenizers.md)."
         ) from None
 
 
@@ -183,10 +199,9 @@ class TiktokenTokenizer:
         except (KeyboardInterrupt, SystemExit, GeneratorExit):
             raise
         except BaseException as exc:  # tiktoken's Rust core panics (a BaseException) on some input
-            raise RequestError(
+            raise UntokenizableError(
                 f"a text of {len(text):,} characters could not be tokenized with {self.encoding} "
-                f"({type(exc).__name__}); split it into smaller passages",
-                field="passages",
+                f"({type(exc).__name__})"
             ) from None
 
     def lower_bound(self, text: str) -> int:

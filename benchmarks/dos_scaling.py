@@ -1,0 +1,118 @@
+"""Time against input size for hostile shapes (issue 10, items 2 and 3): linear or not.
+
+For each shape the input grows x1, x2, x4, x8; the script prints the median time, the time per
+unit of input, and ``t(x8) / t(x1)``: about 8 means linear, about 64 quadratic. Shapes:
+
+* ``cjk run``: one passage of N CJK characters without punctuation (plus a normal passage);
+* ``ascii run``: one passage of ``"a" * N``;
+* ``newline run``: one passage of N newlines between two words;
+* ``near copies``: N short passages, one sentence each with two words replaced, all with the
+  same title, on a 2M-token model so that thousands are kept (dedup and stitching at scale);
+* ``index run``: chunking a document that holds an N-character unbroken run;
+* ``raw tiktoken``: for reference, tiktoken alone on the CJK run (quadratic, smaller sizes).
+
+Run: ``TIKTOKEN_CACHE_DIR=../shared/tiktoken-cache python benchmarks/dos_scaling.py`` (about a
+minute; ``--repeats`` for more runs per size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from collections.abc import Callable
+
+import ctxasm
+from ctxasm.store.chunking import chunk_text
+from ctxasm.tokens.tiktoken_source import load_encoding
+
+GOOD = {"id": "good", "text": "Aristotle taught at the Lyceum in Athens.", "score": 0.5}
+QUERY = "Where did Aristotle teach philosophy?"
+SENTENCE = (
+    "Aristotle was an Ancient Greek philosopher and polymath whose writings cover "
+    "the natural sciences philosophy linguistics economics and politics"
+).split()
+
+
+def cjk(n: int) -> str:
+    rnd = random.Random(n)
+    return "".join(chr(0x4E00 + rnd.randrange(2000)) for _ in range(n))
+
+
+def near_copies(n: int) -> list[dict[str, object]]:
+    rnd = random.Random(7)
+    out: list[dict[str, object]] = []
+    for i in range(n):
+        words = list(SENTENCE)
+        for _ in range(2):
+            words[rnd.randrange(len(words))] = f"w{rnd.randrange(10**6)}"
+        out.append({"id": f"p{i}", "text": " ".join(words), "title": "Aristotle"})
+    return out
+
+
+def one_passage(n: int, text: str) -> Callable[[], object]:
+    passages = [GOOD, {"id": "bad", "text": text, "score": 0.9}]
+    return lambda: ctxasm.assemble(QUERY, passages, model="gpt-4o")
+
+
+def copies_case(n: int) -> Callable[[], object]:
+    passages = near_copies(n)
+    return lambda: ctxasm.assemble(QUERY, passages, model="gemini-1.5-pro")
+
+
+def index_case(n: int) -> Callable[[], object]:
+    text = "Intro. " + cjk(n) + " Outro."
+    return lambda: chunk_text(text, 512, 64)
+
+
+def raw_case(n: int) -> Callable[[], object]:
+    text = cjk(n)
+    return lambda: load_encoding("o200k_base").encode_ordinary(text)
+
+
+SHAPES: dict[str, tuple[int, str, Callable[[int], Callable[[], object]]]] = {
+    "cjk run": (100_000, "char", lambda n: one_passage(n, cjk(n))),
+    "ascii run": (200_000, "char", lambda n: one_passage(n, "a" * n)),
+    "newline run": (200_000, "char", lambda n: one_passage(n, "x" + "\n" * n + "y")),
+    "near copies": (1_000, "passage", copies_case),
+    "index run": (25_000, "char", index_case),
+    "raw tiktoken": (5_000, "char", raw_case),
+}
+
+
+def median_time(run: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per size (3)")
+    parser.add_argument("--shape", action="append", choices=sorted(SHAPES), help="only these")
+    args = parser.parse_args()
+    ctxasm.assemble(QUERY, [GOOD], model="gpt-4o")  # load the tokenizer outside the timings
+    print(
+        f"{'shape':<13} {'x1 size':>9} {'unit':>8} "
+        + " ".join(f"{f'x{m} ms':>10}" for m in (1, 2, 4, 8)),
+        end="",
+    )
+    print(f" {'us/unit x1':>11} {'us/unit x8':>11} {'t8/t1':>6}")
+    for name in args.shape or list(SHAPES):
+        base, unit, make = SHAPES[name]
+        times = [median_time(make(base * m), args.repeats) for m in (1, 2, 4, 8)]
+        per_unit = [t / (base * m) * 1e6 for t, m in zip(times, (1, 2, 4, 8), strict=True)]
+        cells = " ".join(f"{t * 1000:>10.1f}" for t in times)
+        print(
+            f"{name:<13} {base:>9,} {unit:>8} {cells} {per_unit[0]:>11.3f} {per_unit[3]:>11.3f} "
+            f"{times[3] / times[0]:>6.1f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

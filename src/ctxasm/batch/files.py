@@ -1,0 +1,47 @@
+"""Output files written whole or not at all, with the permissions a user expects.
+
+:func:`atomic_output` writes to a hidden temporary file beside the target and renames it over the
+target only when the block ends without an exception, so readers never see half a file and an
+interrupted run leaves neither a partial target nor the temporary file. The finished file gets
+the mode of the file it replaces, else ``0o666`` less the process umask (what ``open`` would
+have given it), not the ``0o600`` of a temporary file.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+__all__ = ["atomic_output", "new_file_mode"]
+
+
+def new_file_mode(target: Path) -> int:
+    """The mode ``target`` should end with: its current one, else ``0o666`` under the umask."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+@contextmanager
+def atomic_output(target: str | Path) -> Iterator[IO[str]]:
+    """A text file to write; it becomes ``target`` when the block succeeds (see the module)."""
+    path = Path(target)
+    descriptor, temporary = tempfile.mkstemp(
+        dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".part"
+    )
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            yield handle
+        os.chmod(temporary, new_file_mode(path))
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

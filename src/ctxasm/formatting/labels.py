@@ -1,0 +1,250 @@
+"""Source labels and their look-alikes: one grammar for reading citations and for neutralising
+metadata and passage text that imitate a label.
+
+Text is first *folded*: every character is put in NFKC form (full-width letters and digits,
+superscripts and ligatures become ASCII), decimal digits of any script become ASCII digits,
+Latin look-alikes from other scripts (Cyrillic ``ѕ о с е``, Greek ``ο``, small capitals) become
+the Latin letter, CJK and other brackets become ``[`` and ``]``, dashes become ``-``, and
+invisible format characters and combining marks are dropped. :class:`Folded` maps every offset
+of the folded text back to the original, so a match can be reported (or rewritten) as written.
+
+The grammar, matched on folded text, case-insensitively::
+
+    item    = [ word [ ":" | "#" ] ] number [ "-" [ word [ ":" | "#" ] ] number ]
+    list    = item { ("," | ";" | "&" | "and" | ", and") item }
+    bracket = "[" list [ "." | "," | ";" | ":" ] "]"
+    paren   = "(" worded-list [ punctuation ] ")"
+    bare    = worded-list, not inside a word, not a version such as "Source 2.0"
+    word    = "source" | "sources";  number = 1 to 9 digits
+
+Every scan is one pass of a regular expression whose repetitions cannot overlap, so its time
+is linear in the text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import lru_cache
+from urllib.parse import quote, urlsplit
+
+__all__ = [
+    "CITATION",
+    "ITEM",
+    "NEUTRAL_MARK",
+    "Folded",
+    "fold",
+    "neutral_id",
+    "neutral_text",
+    "neutral_title",
+    "neutral_url",
+]
+
+# Look-alikes of the letters of "source" and of the delimiters; NFKC handles the rest.
+_LOOKALIKES = {
+    **dict.fromkeys("ѕꜱʂ", "s"),
+    "Ѕ": "S",
+    **dict.fromkeys("оοᴏօ๐", "o"),
+    **dict.fromkeys("ОΟ", "O"),
+    **dict.fromkeys("υᴜսцμ", "u"),
+    "Ս": "U",
+    **dict.fromkeys("гʀᴦ", "r"),
+    **dict.fromkeys("сϲᴄ", "c"),
+    **dict.fromkeys("СϹ", "C"),
+    **dict.fromkeys("еᴇҽ", "e"),
+    **dict.fromkeys("ЕΕ", "E"),
+    **dict.fromkeys("【〔〖〘〚⟦⟨〈《「『⁅❲", "["),
+    **dict.fromkeys("】〕〗〙〛⟧⟩〉》」』⁆❳", "]"),
+    **dict.fromkeys("‐‑‒–—―−﹘", "-"),
+    **dict.fromkeys("‹«", "<"),
+    **dict.fromkeys("›»", ">"),
+}
+_DROPPED = frozenset({"Cf", "Mn", "Me"})
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+_WORD = r"sources?"
+_NUMBER = r"[0-9]{1,9}(?![0-9])"
+_WORDED = rf"{_WORD}\s*(?:[:#]\s*)?"
+_ONE = rf"(?:{_WORDED})?{_NUMBER}(?:\s*-\s*(?:{_WORDED})?{_NUMBER})?"
+_SEP = r"(?:\s*[,;&]\s*(?:and\s+)?|\s+and\s+)"
+_LIST = rf"{_ONE}(?:{_SEP}{_ONE})*"
+_WORDED_LIST = rf"{_WORDED}{_NUMBER}(?:\s*-\s*(?:{_WORDED})?{_NUMBER})?(?:{_SEP}{_ONE})*"
+_CLOSE = r"\s*(?:[.,;:]\s*)?"
+CITATION = re.compile(
+    rf"(?P<bracket>\[\s*{_LIST}{_CLOSE}\])"
+    rf"|(?P<paren>\(\s*{_WORDED_LIST}{_CLOSE}\))"
+    rf"|(?P<bare>(?<!\w){_WORDED_LIST}(?!\.[0-9]|[^\W0-9]))",
+    re.IGNORECASE,
+)
+"""Every citation marker of a folded text, in one of three shapes (see the module docstring)."""
+ITEM = re.compile(rf"({_NUMBER})(?:\s*-\s*(?:{_WORDED})?({_NUMBER}))?", re.IGNORECASE)
+"""One number or range inside a marker (the word before it already consumed)."""
+_DIGITS = re.compile(r"[0-9]+")
+_LINE_START = re.compile(r"(?:^|(?<=[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]))[ \t>*-]*")
+_WORD_RE = re.compile(_WORD, re.IGNORECASE)
+NEUTRAL_MARK = "№ "
+"""What neutralisation writes before the number of a label look-alike: ``[Source 2]`` becomes
+``[Source № 2]``, which reads the same to a person and is no label to a model or a parser."""
+
+
+@lru_cache(maxsize=65536)
+def _fold_char(char: str) -> str:
+    if unicodedata.category(char) in _DROPPED:
+        return ""
+    out = []
+    for part in unicodedata.normalize("NFKC", char):
+        if part.isascii():
+            out.append(part)
+        elif (digit := unicodedata.decimal(part, None)) is not None:
+            out.append(str(digit))
+        elif unicodedata.category(part) in _DROPPED:
+            continue
+        elif unicodedata.category(part) == "Zs":
+            out.append(" ")
+        else:
+            out.append(_LOOKALIKES.get(part, part))
+    return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """A folded text and the way back to the original's offsets."""
+
+    text: str
+    original_text: str
+    folded_at: tuple[int, ...] = ()
+    original_at: tuple[int, ...] = ()
+
+    def original(self, position: int) -> int:
+        """The offset in the original text of folded offset ``position``."""
+        index = bisect_right(self.folded_at, position) - 1
+        if index < 0:
+            return position
+        found = self.original_at[index] + position - self.folded_at[index]
+        if index + 1 < len(self.original_at):
+            found = min(found, self.original_at[index + 1])
+        return found
+
+    def span(self, start: int, end: int) -> str:
+        """The original text of folded span ``start:end``."""
+        return self.original_text[self.original(start) : self.original(end)]
+
+
+def fold(text: str) -> Folded:
+    """``text`` folded (see the module docstring), in time linear in its length."""
+    if text.isascii():
+        return Folded(text, text)
+    pieces: list[str] = []
+    folded_at: list[int] = []
+    original_at: list[int] = []
+    done = length = 0
+    for match in _NON_ASCII.finditer(text):
+        at = match.start()
+        pieces.append(text[done:at])
+        length += at - done
+        folded = _fold_char(match.group())
+        pieces.append(folded)
+        if len(folded) != 1:
+            folded_at += (length, length + len(folded))
+            original_at += (at, at + 1)
+        length += len(folded)
+        done = at + 1
+    pieces.append(text[done:])
+    return Folded("".join(pieces), text, tuple(folded_at), tuple(original_at))
+
+
+def _marked(folded: Folded, matches: list[re.Match[str]]) -> str:
+    """The original text with :data:`NEUTRAL_MARK` before every number of ``matches``."""
+    cuts = sorted(
+        folded.original(match.start() + digits.start())
+        for match in matches
+        for digits in _DIGITS.finditer(match.group())
+    )
+    if not cuts:
+        return folded.original_text
+    text = folded.original_text
+    pieces: list[str] = []
+    done = 0
+    for cut in cuts:
+        pieces += (text[done:cut], NEUTRAL_MARK)
+        done = cut
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+_META_DELIMITERS = {"[": "(", "]": ")", "`": "'", "<": "‹", ">": "›"}
+
+
+def _metadata(value: str) -> str:
+    """One line of metadata with no delimiter and no label look-alike."""
+    value = " ".join(value.split())
+    if not value.isascii() or any(d in value for d in _META_DELIMITERS):
+        value = "".join(_META_DELIMITERS.get(_fold_char(c), c) for c in value)
+    folded = fold(value)
+    return _marked(folded, [m for m in CITATION.finditer(folded.text) if _is_worded(m)])
+
+
+def _is_worded(match: re.Match[str]) -> bool:
+    return _WORD_RE.search(match.group()) is not None
+
+
+@lru_cache(maxsize=65536)
+def neutral_title(title: str) -> str:
+    """``title`` on one line, with brackets as parentheses, backticks as ``'``, angle brackets as
+    ``‹ ›`` and :data:`NEUTRAL_MARK` in every label look-alike (``Facts [Source 1]`` becomes
+    ``Facts (Source № 1)``)."""
+    return _metadata(title)
+
+
+def neutral_id(passage_id: str) -> str:
+    """A passage id shown in a header, neutralised as a title."""
+    return neutral_title(passage_id)
+
+
+_URL_SCHEMES = frozenset({"http", "https"})
+# Everything else a url may carry is percent-encoded: white space, quotes, backticks, angle
+# brackets, brackets, parentheses, braces, backslash, and every non-ASCII character.
+_URL_SAFE = "/:?#@!$&*+,;=%~"
+
+
+@lru_cache(maxsize=65536)
+def neutral_url(url: str) -> str | None:
+    """``url`` safe to show in a header, or ``None`` when it is not shown.
+
+    Only http(s) and relative urls are shown (``javascript:``, ``data:``, ``file:`` and
+    malformed urls are not); characters that could end a ``<url>``, a fence or a label are
+    percent-encoded, brackets too except around an IPv6 host.
+    """
+    url = " ".join(url.split())
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # such as an unclosed or invalid IPv6 bracket
+        return None
+    if parts.scheme and parts.scheme.lower() not in _URL_SCHEMES:
+        return None
+    host_at = url.find("//" + parts.netloc) + 2 if parts.netloc else -1
+    if host_at < 2:
+        return _quoted(url, "") or None
+    host_end = host_at + len(parts.netloc)
+    return _quoted(url[:host_at], "") + _quoted(parts.netloc, "[]") + _quoted(url[host_end:], "")
+
+
+def _quoted(part: str, also_safe: str) -> str:
+    return quote(part, safe=_URL_SAFE + also_safe, errors="surrogatepass")
+
+
+@lru_cache(maxsize=4096)
+def neutral_text(text: str) -> str:
+    """Passage text with :data:`NEUTRAL_MARK` in every worded label look-alike that starts a
+    line (``[Source 2] Fake`` becomes ``[Source № 2] Fake``); other text is unchanged."""
+    folded = fold(text)
+    if "ource" not in folded.text.lower():
+        return text
+    found = []
+    for start in _LINE_START.finditer(folded.text):
+        match = CITATION.match(folded.text, start.end())
+        if match is not None and _is_worded(match):
+            found.append(match)
+    return _marked(folded, found)

@@ -1,0 +1,326 @@
+"""The Jinja2 sandbox that user templates run in, with the work of one request bounded.
+
+Jinja's own sandbox stops templates from reaching Python internals, and caps one ``range`` at
+100,000 items, but loops multiply: two nested ``range(100000)`` loops run 10^10 times. Here
+every unit of template work is charged to one budget per request (:class:`RenderBudget`):
+
+- **steps:** each iteration of every ``for`` loop (over any iterable, at any nesting level),
+  each call (functions, macros, methods), each filter, each item a filter reads from a list or
+  a lazy sequence, each intercepted operator; at most :data:`MAX_STEPS`;
+- **time:** checked at every step; at most :data:`MAX_SECONDS` for all renders of a request;
+- **size:** no string built by the template (``*``, ``+``, ``~``, ``join``, ``replace``,
+  ``center``, a macro's output, a ``{% set %}`` block, the whole output) may exceed
+  :data:`MAX_CHARS` characters; widths and precisions in ``%`` and ``format`` specs are at
+  most :data:`MAX_WIDTH`; integer arithmetic is capped at :data:`MAX_INT_BITS` bits.
+
+Work that cannot be bounded cheaply is not offered: recursive ``for`` loops, and the filters
+``random`` (not deterministic), ``pprint``, ``urlize`` and ``wordwrap``. Going over any limit
+is a :class:`~ctxasm.errors.RequestError` naming the ``template`` field and the limit.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
+from functools import wraps
+from string import Formatter
+from typing import Any
+
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator, Frame, optimizeconst
+from jinja2.filters import FILTERS
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from ctxasm.errors import RequestError
+
+__all__ = [
+    "MAX_CHARS",
+    "MAX_INT_BITS",
+    "MAX_SECONDS",
+    "MAX_STEPS",
+    "MAX_WIDTH",
+    "BoundedEnvironment",
+    "RenderBudget",
+    "active_budget",
+]
+
+MAX_STEPS = 1_000_000
+MAX_SECONDS = 2.0
+MAX_CHARS = 8_000_000
+MAX_WIDTH = 10_000
+MAX_INT_BITS = 100_000
+FIELD = "template"
+
+REMOVED_FILTERS = ("pprint", "random", "urlize", "wordwrap")
+# Filters whose work is linear in a list argument: each item is charged as a step.
+_LINEAR_FILTERS = frozenset(
+    "batch dictsort groupby items join list map max min reject rejectattr reverse select "
+    "selectattr slice sort sum tojson unique urlencode xmlattr".split()
+)
+# Filters whose integer arguments size their output (a width, a count of slices).
+_SIZED_FILTERS = frozenset(("batch", "center", "indent", "slice"))
+# str methods whose integer arguments size their output.
+_SIZED_METHODS = frozenset(("center", "ljust", "rjust", "zfill", "expandtabs"))
+_PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?")
+_DIGITS = re.compile(r"\d+")
+
+
+class RenderBudget:
+    """Steps and seconds left to the renders of one request; a plain counter (not frozen)
+    because every step of the template decrements it."""
+
+    __slots__ = ("deadline", "steps_left")
+
+    def __init__(self, steps: int = MAX_STEPS, seconds: float = MAX_SECONDS) -> None:
+        self.steps_left = steps
+        self.deadline = time.monotonic() + seconds
+
+    def charge(self, steps: int = 1) -> None:
+        """Spend ``steps``; a RequestError once the steps or the time are used up."""
+        self.steps_left -= steps
+        if self.steps_left < 0:
+            raise RequestError(
+                f"template does more than {MAX_STEPS:,} steps (loop iterations, calls, filter "
+                "items) for one request; simplify it",
+                field=FIELD,
+            )
+        if time.monotonic() > self.deadline:
+            raise RequestError(
+                f"template took more than {MAX_SECONDS:g} s to render for one request; simplify it",
+                field=FIELD,
+            )
+
+
+_ACTIVE: ContextVar[RenderBudget | None] = ContextVar("ctxasm_template_budget", default=None)
+
+
+def active_budget() -> ContextVar[RenderBudget | None]:
+    """The context variable holding the budget of the render in progress."""
+    return _ACTIVE
+
+
+def _budget() -> RenderBudget:
+    budget = _ACTIVE.get()
+    if budget is None:  # a render outside TemplateFormat: give it a budget of its own
+        budget = RenderBudget()
+        _ACTIVE.set(budget)
+    return budget
+
+
+def _too_long(size: int, what: str = "a string") -> RequestError:
+    return RequestError(
+        f"template builds {what} of {size:,} characters; at most {MAX_CHARS:,}", field=FIELD
+    )
+
+
+def _check_width(value: int, what: str) -> None:
+    if value > MAX_WIDTH:
+        raise RequestError(
+            f"template asks for a {what} of {value:,}; at most {MAX_WIDTH:,}", field=FIELD
+        )
+
+
+def _metered(items: Iterable[Any], budget: RenderBudget) -> Iterator[Any]:
+    for item in items:
+        budget.charge()
+        yield item
+
+
+def _checked_join(parts: Iterable[Any]) -> str:
+    chunks: list[str] = []
+    total = 0
+    for part in parts:
+        text = part if isinstance(part, str) else str(part)
+        total += len(text)
+        if total > MAX_CHARS:
+            raise _too_long(total)
+        chunks.append(text)
+    return "".join(chunks)
+
+
+def _check_printf(spec: str) -> None:
+    for match in _PRINTF_SPEC.finditer(spec):
+        for group in match.groups():
+            if group == "*":
+                raise RequestError(
+                    "template uses a '*' width in %-formatting; give a number", field=FIELD
+                )
+            if group:
+                _check_width(int(group), "width or precision")
+
+
+def _check_format_spec(template: str) -> None:
+    for _, _, spec, _ in Formatter().parse(template):
+        if spec and "{" in spec:
+            raise RequestError(
+                "template uses a nested {} inside a format spec; give a number", field=FIELD
+            )
+        for digits in _DIGITS.findall(spec or ""):
+            _check_width(int(digits), "width or precision")
+
+
+def _check_replace(text: Any, old: Any, new: Any, count: Any = -1) -> None:
+    if isinstance(text, str) and isinstance(old, str) and isinstance(new, str):
+        hits = text.count(old) if old else len(text) + 1
+        if isinstance(count, int) and count >= 0:
+            hits = min(hits, count)
+        size = len(text) + hits * (len(new) - len(old))
+        if size > MAX_CHARS:
+            raise _too_long(size)
+
+
+def _check_binop(symbol: str, left: Any, right: Any) -> None:
+    if symbol == "*":
+        for seq, times in ((left, right), (right, left)):
+            sequence = isinstance(seq, str | list | tuple) and isinstance(times, int)
+            if sequence and len(seq) * max(times, 0) > MAX_CHARS:
+                raise _too_long(len(seq) * times, "a repetition")
+        if isinstance(left, int) and isinstance(right, int):
+            _check_bits(left.bit_length() + right.bit_length())
+    elif symbol == "**" and isinstance(left, int) and isinstance(right, int):
+        if right > 0 and abs(left) > 1:
+            _check_bits(left.bit_length() * right)
+    elif symbol == "+" and isinstance(left, str | list | tuple) and isinstance(right, type(left)):
+        if len(left) + len(right) > MAX_CHARS:
+            raise _too_long(len(left) + len(right))
+    elif symbol == "%" and isinstance(left, str):
+        _check_printf(left)
+
+
+def _check_bits(bits: int) -> None:
+    if bits > MAX_INT_BITS:
+        raise RequestError(
+            f"template computes an integer of about {bits:,} bits; at most {MAX_INT_BITS:,}",
+            field=FIELD,
+        )
+
+
+def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(func)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        budget = _budget()
+        budget.charge()
+        args = tuple(_meter_argument(name, value, budget) for value in args)
+        _check_filter(name, args, kwargs)
+        result = func(*args, **kwargs)
+        if isinstance(result, str) and len(result) > MAX_CHARS:
+            raise _too_long(len(result))
+        return result
+
+    return guarded
+
+
+def _meter_argument(name: str, value: Any, budget: RenderBudget) -> Any:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Iterator):  # a lazy sequence: charged per item actually read
+        return _metered(value, budget)
+    if name in _LINEAR_FILTERS and isinstance(value, list | tuple | dict | set | range):
+        budget.charge(len(value))
+    return value
+
+
+def _check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    if name in _SIZED_FILTERS:
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, int) and not isinstance(value, bool):
+                _check_width(value, f"{name} size")
+    elif name == "format" and args and isinstance(args[0], str):
+        _check_printf(args[0])
+    elif name == "replace":
+        values = [value for value in args if not hasattr(value, "environment")]
+        _check_replace(*values[:4])
+    elif name == "sum" and not isinstance(kwargs.get("start", 0), int | float):
+        raise RequestError("template: sum adds numbers only", field=FIELD)
+
+
+def _bounded_filters() -> dict[str, Callable[..., Any]]:
+    return {
+        name: _guard_filter(name, func)
+        for name, func in FILTERS.items()
+        if name not in REMOVED_FILTERS
+    }
+
+
+class _BoundedCodeGenerator(CodeGenerator):
+    """Compiles every ``for`` iterable through the budget, and ``~`` through a checked join."""
+
+    def visit_For(self, node: nodes.For, frame: Frame) -> None:  # noqa: N802 - Jinja's name
+        if node.recursive:
+            self.fail("recursive for loops are not allowed in ctxasm templates", node.lineno)
+        node.iter = nodes.Call(
+            nodes.EnvironmentAttribute("ctxasm_iterate"), [node.iter], [], None, None
+        ).set_lineno(node.lineno)
+        super().visit_For(node, frame)
+
+    @optimizeconst
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:  # noqa: N802
+        self.write("environment.ctxasm_join((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+class BoundedEnvironment(ImmutableSandboxedEnvironment):
+    """The immutable sandbox with the limits of the module docstring."""
+
+    code_generator_class = _BoundedCodeGenerator
+    intercepted_binops = frozenset(("*", "**", "+", "%"))
+    concat = staticmethod(_checked_join)  # macro bodies, {% set %} blocks, the whole output
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.filters = _bounded_filters()
+
+    @staticmethod
+    def ctxasm_iterate(items: Iterable[Any]) -> Iterator[Any]:
+        """A ``for`` loop's iterable, charged one step per iteration."""
+        return _metered(items, _budget())
+
+    @staticmethod
+    def ctxasm_join(parts: Iterable[Any]) -> str:
+        """The ``~`` operator, with its size checked."""
+        return _checked_join(parts)
+
+    def call_binop(self, context: Any, operator_name: str, left: Any, right: Any) -> Any:
+        _budget().charge()
+        _check_binop(operator_name, left, right)
+        return _BINOPS[operator_name](left, right)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        budget = _budget()
+        budget.charge()
+        owner = getattr(__obj, "__self__", None)
+        name = getattr(__obj, "__name__", "")
+        if isinstance(owner, str):
+            if name in _SIZED_METHODS:
+                for value in args:
+                    if isinstance(value, int):
+                        _check_width(value, f"{name} width")
+            elif name == "replace":
+                _check_replace(owner, *args)
+            elif name == "join" and args:
+                args = (list(_metered(args[0], budget)), *args[1:])
+                _checked_join(args[0])
+        result = super().call(__context, __obj, *args, **kwargs)
+        if isinstance(result, str) and len(result) > MAX_CHARS:
+            raise _too_long(len(result))
+        return result
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        wrapped = super().wrap_str_format(value)
+        if wrapped is not None:
+            _check_format_spec(value.__self__)
+        return wrapped
+
+
+_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "*": operator.mul,
+    "**": operator.pow,
+    "+": operator.add,
+    "%": operator.mod,
+}

@@ -1,0 +1,97 @@
+"""uvicorn's h11 protocol with a deadline on request headers.
+
+uvicorn times out idle keep-alive connections but not a client that sends its request headers
+slowly (or never finishes them): each such connection would stay open for ever. This protocol
+closes a connection whose request line and headers are not complete within
+``CTXASM_HEADER_TIMEOUT_S`` seconds (default 10; ``ctxasm serve`` sets it from
+``[service] header_timeout_s``), counted from the connection or, on a kept-alive connection,
+from the first byte of the next request. Body reads are bounded by the ASGI middleware.
+
+Beyond ``limit_concurrency`` uvicorn answers 503 itself, before the app (and its middleware)
+sees the request, with a plain-text body. Importing this module replaces that answer with the
+service's JSON error, so that a 503 has the documented shape and a request id too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from typing import Any
+
+from uvicorn.protocols.http import h11_impl
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ctxasm.service.middleware import error_body
+
+__all__ = ["HEADER_TIMEOUT_ENV", "HeaderTimeoutProtocol"]
+
+HEADER_TIMEOUT_ENV = "CTXASM_HEADER_TIMEOUT_S"
+_DEFAULT_TIMEOUT_S = 10.0
+
+
+def _header_timeout() -> float:
+    try:
+        value = float(os.environ.get(HEADER_TIMEOUT_ENV, _DEFAULT_TIMEOUT_S))
+    except ValueError:
+        return _DEFAULT_TIMEOUT_S
+    return value if value > 0 else _DEFAULT_TIMEOUT_S
+
+
+class HeaderTimeoutProtocol(H11Protocol):
+    """H11Protocol that closes connections whose request headers arrive too slowly."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._header_timeout = _header_timeout()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._watch_headers()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_header_timer()
+        super().connection_lost(exc)
+
+    def _waiting_for_headers(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
+
+    def _watch_headers(self) -> None:
+        if not self._waiting_for_headers():
+            self._stop_header_timer()
+        elif self._header_timer is None and not self.transport.is_closing():
+            self._header_timer = self.loop.call_later(self._header_timeout, self._headers_late)
+
+    def _stop_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self._waiting_for_headers() and not self.transport.is_closing():
+            self.transport.close()
+
+
+async def _service_unavailable(scope: Any, receive: Any, send: Any) -> None:
+    """uvicorn's answer beyond ``limit_concurrency``, as the service's JSON error."""
+    request_id = uuid.uuid4().hex
+    message = "the service is at its limit of connections and requests; try again shortly"
+    body = error_body("unavailable", message, None, request_id)
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", b"%d" % len(body)),
+        (b"connection", b"close"),
+        (b"x-request-id", request_id.encode("ascii")),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+# h11_impl looks the function up by this module-level name for every request over the limit.
+h11_impl.service_unavailable = _service_unavailable  # type: ignore[attr-defined]

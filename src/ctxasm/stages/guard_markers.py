@@ -1,0 +1,192 @@
+"""The guard's structural signals: role lines, chat-template tokens, tags, tool and role JSON,
+source-label look-alikes, links that carry data, invisible text and long encoded runs.
+
+Each signal is a ``Hit`` (see ``stages.guard_phrases``) with a weight. Patterns that belong at
+the start of a line are checked line by line; every other pattern has a literal start and only
+bounded repetition, so a match attempt reads a bounded span and a scan is linear.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ctxasm.stages.guard_phrases import Hit
+
+__all__ = ["blob_hits", "hidden_hits", "line_hits", "link_hits", "token_hits"]
+
+_TEMPLATE_TOKENS = (
+    "<|im_start|>", "<|im_end|>", "<|system|>", "<|user|>", "<|assistant|>", "<|endoftext|>",
+    "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|begin_of_text|>",
+    "[inst]", "[/inst]", "<<sys>>", "<</sys>>", "<start_of_turn>", "<end_of_turn>",
+)  # fmt: skip
+_ANY_TEMPLATE_TOKEN = re.compile(r"<\|[a-z_]{2,32}\|>")
+_TAG = re.compile(
+    r"</?(?:documents?|document_content|source|system|instructions?|tool_call|tool_result"
+    r"|function_calls?|im_start|sys|assistant|user_query|thinking)(?:[\s/][^<>\n]{0,200})?>"
+)
+_TOOL_JSON = re.compile(
+    r"[\"'](?:tool_calls|function_call|tool_call|tool_use)[\"']\s{0,8}:|<function="
+    r"|[\"']name[\"']\s{0,8}:\s{0,8}[\"'][\w.-]{1,64}[\"']\s{0,8},\s{0,8}"
+    r"[\"'](?:arguments|parameters|input)[\"']\s{0,8}:"
+)
+_ROLE_JSON = re.compile(
+    r"[\"']role[\"']\s{0,8}:\s{0,8}[\"'](system|developer|assistant|tool|function|user)[\"']"
+)
+_LABEL = re.compile(
+    r"[\[(<{]\s{0,3}(?:source|src|quelle|fuente|источник)\s{0,3}[:#.\-]?\s{0,3}\d{1,9}"
+    r"\s{0,3}\.?\s{0,3}[\])>}]"
+)
+_LABEL_FOLD = str.maketrans("【〔［「『〈《】〕］」』〉》", "[[[[[<<]]]]]>>")
+_ROLE_LINE = re.compile(
+    r"[#>*\s\-]{0,8}\[?(system|assistant|developer|human|user|ai|bot|model|sistema|systeme"
+    r"|система|系统|系統|システム|시스템)\]?\s{0,3}(?:note|message|prompt|update)?\s{0,3}[:：]"
+)
+_HEADING = re.compile(r"\s{0,8}#{2,4}\s{0,4}(?:instruction|response|system)s?\s{0,4}:?\s{0,8}$")
+_SENTENCE_ROLE = re.compile(r"[.!?]\s{1,4}(?:system|assistant|developer|human)\s{0,2}:(?!//)")
+_MIDLINE_ROLE = re.compile(r"\b(?:system|assistant|developer)\s{0,2}:(?!//)")
+_ROLE_LABEL = re.compile(r"\((?:system|assistant|developer|admin)\)\s{0,2}:")
+_SHOUTED_ROLE = re.compile(r"\[(?:SYSTEM|ADMIN|DEVELOPER|ASSISTANT)\]|\bSYSTEM\s{0,2}:")
+_LINK_TARGET = re.compile(r"\]\(\s{0,8}(https?://[^)\s]{0,2048})")
+_IMG_SRC = re.compile(r"\bsrc\s{0,3}=\s{0,3}[\"']?(https?://[^\"'\s>]{0,2048})")
+_MAX_TAG = 4096  # characters of an <img> tag read for its src
+_DATA_SEGMENT = re.compile(r"[A-Za-z0-9+/=_%-]{32,}")
+_HIDDEN = re.compile("[\u200b\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
+_HIDDEN_NOT_ZWSP = re.compile(
+    "[\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]"
+)
+_SPACELESS = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9+/]+")
+
+_WEAK_ROLES = frozenset(("user", "ai", "bot", "model"))  # common in transcripts
+# A sentence, shouted or mid-line role names one of these (folded).
+_MIDLINE_WORDS = ("system", "assistant", "developer", "human", "admin")
+
+
+def token_hits(folded: str) -> Iterator[Hit]:
+    """Chat-template tokens, tags imitating a prompt's structure, tool and role JSON."""
+    if "<" in folded or "[inst" in folded:
+        if any(token in folded for token in _TEMPLATE_TOKENS) or _ANY_TEMPLATE_TOKEN.search(folded):
+            yield Hit("template_token", 1.0, "role_marker")
+        if _TAG.search(folded):
+            yield Hit("structure_tag", 1.0, "role_marker")
+        if "</s>" in folded:
+            yield Hit("end_of_sequence", 0.6, "role_marker")
+        if _has_comment(folded):
+            yield Hit("html_comment", 0.3, "hidden_text")
+    # Each alternative of _TOOL_JSON contains one of these strings (cheaper to look for).
+    hinted = (
+        "tool_" in folded
+        or "function_call" in folded
+        or "<function=" in folded
+        or 'name"' in folded
+        or "name'" in folded
+    )
+    if hinted and _TOOL_JSON.search(folded):
+        yield Hit("tool_json", 1.0, "tool_call")
+    if 'role"' in folded or "role'" in folded:
+        roles = {match.group(1) for match in _ROLE_JSON.finditer(folded)}
+        if roles - {"user"}:
+            yield Hit("role_json", 1.0, "tool_call")
+        elif roles:
+            yield Hit("user_role_json", 0.6, "tool_call")
+
+
+def _has_comment(folded: str) -> bool:
+    """An HTML comment with words in it: hidden when the page is rendered, read by a model."""
+    start = folded.find("<!--")
+    while start != -1:
+        end = folded.find("-->", start + 4)
+        body = folded[start + 4 : end if end != -1 else len(folded)]
+        if len(body.split()) >= 3:
+            return True
+        if end == -1:
+            return False
+        start = folded.find("<!--", end + 3)
+    return False
+
+
+def line_hits(text: str, folded: str) -> Iterator[Hit]:
+    """Role lines ("system:", "User:"), instruction headings and source-label look-alikes;
+    ``text`` is the original (for shouted markers), ``folded`` as matched."""
+    label = "source" in folded or "src" in folded or "quelle" in folded or "fuente" in folded
+    if label and _LABEL.search(folded.translate(_LABEL_FOLD)):
+        yield Hit("source_label", 1.0, "role_marker")
+    if ":" in folded or "：" in folded:
+        strongest = 0.0
+        for line in folded.splitlines():
+            match = _ROLE_LINE.match(line)
+            if match is not None:
+                strongest = max(strongest, 1.0 if match.group(1) not in _WEAK_ROLES else 0.5)
+        if strongest:
+            yield Hit("role_line", strongest, "role_marker")
+        if "):" in folded and _ROLE_LABEL.search(folded):
+            yield Hit("role_label", 0.5, "role_marker")
+        if not any(role in folded for role in _MIDLINE_WORDS):
+            pass  # none of the three patterns below can match
+        elif _SENTENCE_ROLE.search(folded):
+            yield Hit("sentence_role", 1.0, "role_marker")
+        elif _SHOUTED_ROLE.search(text):
+            yield Hit("shouted_role", 0.7, "role_marker")
+        elif _MIDLINE_ROLE.search(folded):
+            yield Hit("midline_role", 0.4, "role_marker")
+    if "#" in folded and any(_HEADING.match(line) for line in folded.splitlines()):
+        yield Hit("instruction_heading", 1.0, "role_marker")
+
+
+def link_hits(text: str, folded: str) -> Iterator[Hit]:
+    """Markdown images and links, and ``<img src>``, whose url carries data; ``text`` is the
+    original (urls keep their case), ``folded`` as matched."""
+    if "](" in text:
+        for match in _LINK_TARGET.finditer(text):
+            url = match.group(1)
+            image = text.rfind("![", max(0, match.start() - 500), match.start()) != -1
+            weight = _url_weight(url, image)
+            if weight:
+                yield Hit("image_url" if image else "link_url", weight, "exfiltration_link")
+    start = folded.find("<img")
+    while start != -1:  # each tag is read up to the next "<": linear in all
+        following = folded.find("<", start + 1)
+        end = following if following != -1 else len(folded)
+        src = _IMG_SRC.search(folded, start, min(end, start + _MAX_TAG))
+        if src is not None:
+            yield Hit("img_src", max(0.5, _url_weight(src.group(1), True)), "exfiltration_link")
+        start = folded.find("<img", start + 1)
+
+
+def _url_weight(url: str, image: bool) -> float:
+    lowered = url.lower()
+    if "{" in url or "%7b" in lowered or "$" in url or "[" in url:
+        return 1.0  # a placeholder for the model to fill in
+    if not image:
+        return 0.0
+    path, _, query = url.partition("?")
+    if query and "=" in query:
+        return 1.0
+    for segment in _DATA_SEGMENT.findall(path.split("://", 1)[-1].partition("/")[2]):
+        mixed = segment.lower() != segment and segment.upper() != segment
+        return 1.0 if mixed and any(c.isdigit() for c in segment) else 0.6  # data in the path
+    return 0.0
+
+
+def hidden_hits(text: str) -> Iterator[Hit]:
+    """Invisible characters that hide text from a reader but not from a model; the zero-width
+    space is exempt in text written in a script that separates words with it (Thai, Lao,
+    Khmer, Myanmar)."""
+    if text.isascii():
+        return
+    if _HIDDEN_NOT_ZWSP.search(text) or ("\u200b" in text and not _SPACELESS.search(text)):
+        yield Hit("hidden_characters", 1.0, "hidden_text")
+
+
+def blob_hits(text: str, min_blob_chars: int, runs: list[str] | None = None) -> Iterator[Hit]:
+    """A base64 or hex run of ``min_blob_chars`` or more (hex is a subset of base64);
+    ``runs`` is ``guard_text.long_words(text)`` when known (a run has no spaces, so it lies
+    in one of them)."""
+    if len(text) < min_blob_chars:
+        return
+    if runs is not None:
+        text = " ".join(run for run in runs if len(run) >= min_blob_chars)
+    # Runs are found whole (no bounded repeat that would rescan), then measured.
+    if max(map(len, _ALNUM_RUN.findall(text)), default=0) >= min_blob_chars:
+        yield Hit("long_encoded_run", 1.0, "encoded_blob")

@@ -1,0 +1,238 @@
+"""Text as the guard reads it: folded for matching, and short encoded payloads decoded.
+
+Folding undoes the disguises an injection uses to slip past word lists, for matching only (the
+passage itself is never changed): NFKC (full-width and mathematical letters), case folding,
+Latin accents removed, invisible characters (zero-width space and joiners, word joiners, the
+soft hyphen, the byte-order mark, bidirectional controls, Unicode tag characters) removed.
+Look-alike letters from other scripts (Cyrillic ``о``, Greek ``ο``) and leetspeak digits
+(``1gn0r3``) are folded per word by ``stages.guard_phrases``, where both spellings are looked up.
+
+Every function here is one pass over its input: no pattern can rescan.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import unicodedata
+from itertools import compress, repeat
+from operator import le
+from urllib.parse import unquote
+
+__all__ = ["CONFUSABLES", "LEET", "decoded_payloads", "fold", "long_words", "tag_text"]
+
+# Characters removed before matching: invisible, or used to split a word for the eye only.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f]+"
+)
+# The same characters in two sets: a set with astral code points is slow to search for.
+_INVISIBLE_BMP = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]"
+)
+_INVISIBLE_TAG = re.compile("[\U000e0000-\U000e007f]")
+# Accents on Latin letters only: Cyrillic й and ї keep theirs.
+_MARKS = re.compile("[\u0300-\u036f]+")
+_UNDOTTED = str.maketrans("ıđ", "id")  # Turkish dotless i, Vietnamese d with stroke
+
+# Letters from other scripts that look like Latin ones (a compact hand-made subset of the
+# Unicode confusables table: the letters that can spell English words).
+_LOOK_ALIKES = (  # pairs: look-alike letter, Latin letter
+    "аa ɑa αa вb βb сc ϲc ԁd еe εe һh іi ιi ӏl Ӏl јj кk κk мm ոn ηn оo οo рp ρp"
+    " ԛq ѕs тt τt սu υu νv ѵv ԝw хx χx уy ᴢz ɡg"
+)
+CONFUSABLES = str.maketrans({pair[0]: pair[1] for pair in _LOOK_ALIKES.split()})
+LEET = str.maketrans("013457@$8", "oieastasb")
+
+# Unicode tag characters spell ASCII invisibly (U+E0020..U+E007E mirror ' '..'~').
+_TAGS = re.compile("[\U000e0020-\U000e007e]+")
+
+# A failed match reads at most MIN_ENCODED_CHARS characters: the scan stays linear.
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_HEX_RUN = re.compile(r"(?:[0-9a-fA-F]{2}){12,}")
+_BINARY_RUN = re.compile(r"[01]{8}(?:[ ]?[01]{8})+")
+_ESCAPES = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})")
+
+# Text in ROT13 or written backwards: common English words so spelled (with spaces around)
+# say whether to read it once more, decoded.
+_ROT13 = str.maketrans(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM",
+)
+_ROT13_WORDS = (" gur ", " naq ", " lbhe ", " lbh ", " nyy ", " bs ", " vafgehpgvbaf ", " vtaber ")
+_REVERSED_WORDS = (
+    " eht ",
+    " dna ",
+    " ruoy ",
+    " uoy ",
+    " lla ",
+    " fo ",
+    " snoitcurtsni ",
+    " erongi ",
+)
+# Morse code: runs of dots and dashes separated by spaces or slashes (bounded groups only).
+_MORSE_RUN = re.compile(r"(?:[.\-]{1,7}[ /]{1,5}){8,}[.\-]{0,7}")
+_MORSE = dict(
+    pair.split("=")
+    for pair in (
+        ".-=a -...=b -.-.=c -..=d .=e ..-.=f --.=g ....=h ..=i .---=j -.-=k .-..=l --=m -.=n"
+        " ---=o .--.=p --.-=q .-.=r ...=s -=t ..-=u ...-=v .--=w -..-=x -.--=y --..=z"
+        " -----=0 .----=1 ..---=2 ...--=3 ....-=4 .....=5 -....=6 --...=7 ---..=8 ----.=9"
+    ).split()
+)
+_DIGIT = re.compile("[0-9]")
+_BASE64_ONLY = re.compile(r"[A-Za-z0-9+/=_-]*")
+
+MIN_ENCODED_CHARS = 16  # shorter runs are not decoded
+MAX_PAYLOADS = 64  # decoded segments per text, and ...
+MAX_PAYLOAD_CHARS = 65_536  # ... characters of decoded text per text
+
+
+def fold(text: str) -> str:
+    """``text`` as matched: lower case, NFKC, no Latin accents, no invisible characters."""
+    if text.isascii():
+        return text.lower()
+    if _INVISIBLE_BMP.search(text) or _INVISIBLE_TAG.search(text):
+        text = _INVISIBLE.sub("", text)
+    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
+    if _MARKS.search(text):
+        text = _MARKS.sub(_latin_marks, text)
+    text = unicodedata.normalize("NFC", text)
+    return text.translate(_UNDOTTED) if "ı" in text or "đ" in text else text
+
+
+def _latin_marks(match: re.Match[str]) -> str:
+    """The combining marks of ``match`` removed when they follow a Latin letter."""
+    start = match.start()
+    return "" if start and "a" <= match.string[start - 1] <= "z" else match.group()
+
+
+def tag_text(text: str) -> str:
+    """The ASCII that Unicode tag characters in ``text`` spell (empty if none)."""
+    if text.isascii():
+        return ""
+    return " ".join(
+        "".join(chr(ord(ch) - 0xE0000) for ch in match.group()) for match in _TAGS.finditer(text)
+    )
+
+
+def long_words(text: str) -> list[str]:
+    """The runs of ``text`` without whitespace of ``MIN_ENCODED_CHARS`` or more, in order: an
+    encoded run is inside one of them (split and measured at C speed, no regex)."""
+    parts = text.split()
+    return list(compress(parts, map(le, repeat(MIN_ENCODED_CHARS), map(len, parts))))
+
+
+def decoded_payloads(text: str, runs: list[str] | None = None) -> list[str]:
+    """Readable text hidden in ``text`` as base64/base32, hex, binary, percent- or
+    backslash-escapes, or tag characters, up to ``MAX_PAYLOADS`` segments; ``runs`` is
+    ``long_words(text)`` when already known."""
+    found: list[str] = []
+    budget = [MAX_PAYLOAD_CHARS]
+
+    def keep(decoded: str | None) -> None:
+        if decoded and len(found) < MAX_PAYLOADS and budget[0] > 0 and _readable(decoded):
+            found.append(decoded[: budget[0]])
+            budget[0] -= len(decoded)
+
+    keep(tag_text(text))
+    if runs is None:
+        runs = long_words(text)
+    if runs:  # base64 and hex runs have no spaces: they are found in the long words only
+        spaced = " ".join(runs)
+        for run in _BASE64_RUN.findall(spaced):
+            if _looks_encoded(run):
+                keep(_from_base64(run) or _from_base32(run))
+        for run in _HEX_RUN.findall(spaced):
+            keep(_bytes_text(binascii.unhexlify(run)))
+    if text.count("0") + text.count("1") >= 16:  # two bytes of bits at least
+        for match in _BINARY_RUN.finditer(text):
+            bits = match.group().replace(" ", "")
+            keep(_bytes_text(bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits), 8))))
+    if runs:  # ascii85 and base85 runs have no spaces either
+        for run in runs:
+            keep(_from_base85(run))
+    if text.isascii():
+        lowered = f" {text.lower()} "
+        if sum(word in lowered for word in _ROT13_WORDS) >= 2:
+            keep(text.translate(_ROT13))
+        if sum(word in lowered for word in _REVERSED_WORDS) >= 2:
+            keep(text[::-1])
+        if text.count("-") + text.count(".") >= 16 and _MORSE_RUN.search(text):
+            keep(_from_morse(text))
+    if text.count("%") >= 3:
+        keep(unquote(text))
+    if "\\u" in text or "\\x" in text:
+        keep(_ESCAPES.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text))
+    return found
+
+
+def _from_base85(run: str) -> str | None:
+    """A run in ascii85 (``<~...~>`` or bare) or base85, when it uses characters outside
+    base64's (those are base64 candidates already)."""
+    body = run[2:-2] if run.startswith("<~") and run.endswith("~>") else run
+    if len(body) < 20 or _BASE64_ONLY.fullmatch(body):
+        return None
+    for decode in (base64.a85decode, base64.b85decode):
+        try:
+            decoded = _bytes_text(decode(body.encode("ascii")))
+        except (ValueError, UnicodeEncodeError):
+            continue
+        if decoded:
+            return decoded
+    return None
+
+
+def _from_morse(text: str) -> str:
+    """The letters that the Morse runs of ``text`` spell ("/" or three spaces between words)."""
+    words = []
+    for match in _MORSE_RUN.finditer(text):
+        for word in re.split(r"\s*/\s*|\s{3,}", match.group()):
+            words.append("".join(_MORSE.get(code, "") for code in word.split()))
+    return " ".join(words)
+
+
+def _looks_encoded(run: str) -> bool:
+    # The run is ASCII ([A-Za-z0-9+/_-] and "="): case and digits are found at C speed.
+    upper = run.lower() != run
+    lower = run.upper() != run
+    digit = _DIGIT.search(run) is not None
+    if upper and not lower:  # base32 is upper case and digits 2-7
+        return digit or run.endswith("=")
+    return upper and lower and (digit or run.endswith("=") or len(run) >= 24)
+
+
+def _from_base64(run: str) -> str | None:
+    body = run.rstrip("=")
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        return _bytes_text(base64.b64decode(padded, altchars=b"-_" if "-" in run else None))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _from_base32(run: str) -> str | None:
+    body = run.rstrip("=")
+    if not body.isupper():
+        return None
+    try:
+        return _bytes_text(base64.b32decode(body + "=" * (-len(body) % 8)))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _bytes_text(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _readable(decoded: str) -> bool:
+    """Mostly printable, with spaces between words: text, not binary data."""
+    if len(decoded) < 8 or " " not in decoded:
+        return False
+    printable = sum(1 for c in decoded if c.isprintable() or c in "\n\t")
+    return printable >= 0.95 * len(decoded)

@@ -1,0 +1,58 @@
+"""The checks every store applies to a retrieval before any SQL runs, so a bad argument is a
+:class:`~ctxasm.errors.RequestError` naming it, never a driver error or a silent widening of
+access (a NUL in a principal's id, for one, is refused by :class:`~ctxasm.model.Principal`)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ctxasm.errors import RequestError
+from ctxasm.model import Principal, checked_principal
+from ctxasm.store.documents import Document
+from ctxasm.validation import integer, invalid, string
+
+__all__ = ["check_no_nul", "checked_doc_id", "checked_retrieval"]
+
+# ``\u0000`` in JSON text, not preceded by an escaped backslash.
+_ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def checked_retrieval(
+    query: object, principal: object, k: object, allow_public: object
+) -> Principal | None:
+    """The principal to retrieve for, once every argument of ``retrieve`` is checked."""
+    string(query, "query")
+    integer(k, "k", minimum=1, optional=False)
+    if not isinstance(allow_public, bool):
+        raise invalid("allow_public", "true or false", allow_public)
+    return checked_principal(principal)
+
+
+def checked_doc_id(doc_id: object) -> str:
+    """A document id given to ``delete``: a non-empty string without NUL."""
+    checked: str = string(doc_id, "doc_id", nonempty=True)
+    if "\x00" in checked:
+        raise RequestError(f"doc_id contains a NUL character; got {checked!r}", field="doc_id")
+    return checked
+
+
+def check_no_nul(document: Document) -> None:
+    """Refuse a document with a NUL character anywhere PostgreSQL would store it (its text
+    columns and ``jsonb`` cannot hold one), naming the field. Chunks are cut from the text, and
+    the id and access data are checked by :class:`~ctxasm.store.documents.Document`."""
+    for key in ("text", "title", "url", "timestamp"):
+        value = getattr(document, key)
+        if value is not None and "\x00" in value:
+            raise _nul(document, key)
+    dumped = json.dumps(dict(document.metadata), ensure_ascii=False, default=str)
+    if _ESCAPED_NUL.search(dumped):
+        raise _nul(document, "metadata")
+
+
+def _nul(document: Document, key: str) -> RequestError:
+    return RequestError(
+        f"document.{key} of {document.doc_id!r} contains a NUL character, which PostgreSQL "
+        "cannot store; remove it before indexing",
+        field=f"document.{key}",
+    )

@@ -1,0 +1,137 @@
+"""Finding unbroken runs of characters that no tokenizer can count in linear time.
+
+A BPE tokenizer first cuts text into pre-tokens (a word, a run of punctuation, a run of white
+space) and then merges bytes inside each one; the merging costs time quadratic in the length of
+the pre-token, and tiktoken's pre-tokenizer overflows its stack on runs of about a million
+characters. Ordinary prose has pre-tokens of a few characters, but a run such as 200,000
+Chinese characters without punctuation, ``"a" * 600_000`` or a million newlines is one
+pre-token.
+
+This module bounds pre-tokens without tokenizing. Every pre-token of the o200k and cl100k
+patterns is made of at most one leading character, then characters of one *letter-like* run or
+of one *symbol-like* run, then trailing white space, or it is white space only. So when no run
+of each kind below is longer than ``limit`` characters, no pre-token is longer than
+``2 * limit + 1``, and counting a text costs time linear in its length:
+
+letters
+    anything but white space, decimal digits, punctuation, symbols and controls: letters,
+    combining marks, and characters unassigned in the Unicode tables used here;
+symbols
+    anything but white space, decimal digits and letters: punctuation, symbols, controls,
+    combining marks, other numbers, and the same unassigned characters;
+white space
+    the characters of Unicode's ``White_Space`` property (what the tokenizers' ``\\s`` means).
+
+The categories come from the Unicode 3.2 tables that ship with Python (``unicodedata.ucd_3_2_0``),
+which are older than any tokenizer's: a character assigned since then is in both of the first
+two kinds, so a table newer on either side can only make a run look longer here, never shorter.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass
+
+__all__ = ["MAX_RUN_CHARS", "LongRun", "find_long_run", "long_runs"]
+
+MAX_RUN_CHARS = 1000
+"""The longest run of one kind that a counted text may hold (see the module docstring)."""
+
+# Unicode's White_Space property, unchanged since Unicode 6.3 (what Rust's and `regex`'s \s match).
+_WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# Code points outside these ranges were unassigned in Unicode 3.2.
+_ASSIGNED_PLANES = ((0, 0x30000), (0xE0000, 0xE1000))
+_NOT_LETTER_LIKE = ("Nd", "P", "S", "Cc", "Cf", "Co", "Cs", "Z", "Nl", "No")
+_NOT_SYMBOL_LIKE = ("Nd", "L")
+
+
+@dataclass(frozen=True, slots=True)
+class LongRun:
+    """``length`` characters of one ``kind`` from ``start``, with no break between them."""
+
+    start: int
+    length: int
+    kind: str
+
+    def describe(self, limit: int = MAX_RUN_CHARS) -> str:
+        """One sentence for a report: what the run is and the limit it exceeds."""
+        return (
+            f"{self.length:,} {self.kind} characters without a break from character "
+            f"{self.start:,} (at most {limit:,} can be tokenized in linear time)"
+        )
+
+
+def _ranges(categories: tuple[str, ...]) -> str:
+    """A regular-expression class body for the Unicode 3.2 code points whose category
+    starts with one of ``categories``."""
+    table = unicodedata.ucd_3_2_0
+    parts: list[str] = []
+    for low, high in _ASSIGNED_PLANES:
+        start = -1
+        for point in range(low, high + 1):
+            inside = point < high and table.category(chr(point)).startswith(categories)
+            if inside and start < 0:
+                start = point
+            elif not inside and start >= 0:
+                end = point - 1
+                first, last = re.escape(chr(start)), re.escape(chr(end))
+                parts.append(first if start == end else f"{first}-{last}")
+                start = -1
+    return "".join(parts)
+
+
+@functools.cache
+def _patterns(limit: int) -> tuple[re.Pattern[str], tuple[tuple[str, re.Pattern[str]], ...]]:
+    """A quick screen for runs of non-white-space or of white space longer than ``limit``, and
+    one pattern per kind matching its whole runs longer than that. Each run is entered only at
+    its first character (the look-behinds), so every scan is linear."""
+    breaks = {
+        "letter-like": _WHITE_SPACE + _ranges(_NOT_LETTER_LIKE),
+        "symbol-like": _WHITE_SPACE + _ranges(_NOT_SYMBOL_LIKE),
+    }
+    kinds = {name: f"[^{body}]" for name, body in breaks.items()}
+    kinds["white-space"] = space = f"[{_WHITE_SPACE}]"
+    solid = f"[^{_WHITE_SPACE}]"
+    screen = re.compile(
+        f"(?<!{solid}){solid}{{{limit + 1}}}|(?P<space>(?<!{space}){space}{{{limit + 1},}})"
+    )
+    precise = tuple(
+        (name, re.compile(f"(?<!{chars}){chars}{{{limit + 1},}}")) for name, chars in kinds.items()
+    )
+    return screen, precise
+
+
+def find_long_run(text: str, limit: int = MAX_RUN_CHARS) -> LongRun | None:
+    """A run longer than ``limit`` in ``text`` (the first of the first kind found), if any.
+
+    Prose costs one quick scan; only a text with more than ``limit`` characters between two
+    white-space characters (a long URL, Chinese or Thai prose) is scanned per kind.
+    """
+    if len(text) <= limit:
+        return None
+    screen, precise = _patterns(limit)
+    found = screen.search(text)
+    if found is None:
+        return None
+    if found.lastgroup == "space":
+        return LongRun(found.start(), found.end() - found.start(), "white-space")
+    for kind, pattern in precise:
+        found = pattern.search(text)
+        if found is not None:
+            return LongRun(found.start(), found.end() - found.start(), kind)
+    return None
+
+
+def long_runs(text: str, limit: int = MAX_RUN_CHARS) -> list[LongRun]:
+    """Every run longer than ``limit`` in ``text``, ordered by start (runs of different kinds
+    may overlap)."""
+    if len(text) <= limit:
+        return []
+    found = [
+        LongRun(match.start(), match.end() - match.start(), kind)
+        for kind, pattern in _patterns(limit)[1]
+        for match in pattern.finditer(text)
+    ]
+    return sorted(found, key=lambda run: (run.start, run.kind))

@@ -1,0 +1,184 @@
+"""Field validators shared by the constructors in :mod:`ctxasm.model` and the JSON parser in
+:mod:`ctxasm.schema`, so a value is judged by the same rule and named by the same message
+whichever way it arrives.
+
+Each validator takes the value and the field's path (``principal.groups``), returns the value
+normalised (lists become tuples, string subclasses plain strings) and raises
+:class:`~ctxasm.errors.RequestError` naming the field, what it received and what is allowed.
+This module is a leaf: it imports nothing of ctxasm but the errors.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from ctxasm.errors import RequestError
+
+__all__ = [
+    "MAX_INTEGER",
+    "check_text",
+    "integer",
+    "invalid",
+    "name",
+    "names",
+    "number",
+    "parse_timestamp",
+    "relocated",
+    "string",
+    "timestamp",
+    "type_name",
+]
+
+# Far above any real token count, offset or rank, and small enough to stay exact as a float.
+MAX_INTEGER = 2**53
+# C0 and C1 control characters (NUL, newlines, tabs, escape, DEL, ...): never part of a name.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def type_name(value: object) -> str:
+    """The JSON-ish name of a value's type, as error messages show it."""
+    return "null" if value is None else type(value).__name__
+
+
+def invalid(field: str, expected: str, value: object) -> RequestError:
+    """The error for ``field``: what was expected and what was received (shortened)."""
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return RequestError(f"{field} must be {expected}; got {type_name(value)} {shown}", field=field)
+
+
+def check_text(text: str, field: str) -> None:
+    """Refuse text that is not valid Unicode (an unpaired surrogate cannot be encoded)."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise RequestError(
+                f"{field} contains an unpaired surrogate at character {exc.start}; "
+                "text must be valid Unicode",
+                field=field,
+            ) from None
+
+
+def string(value: object, field: str, *, optional: bool = False, nonempty: bool = False) -> Any:
+    """A string (``None`` too when ``optional``); ``nonempty`` refuses blank text."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise invalid(field, "a string" + (" or null" if optional else ""), value)
+    if nonempty and not value.strip():
+        raise RequestError(f"{field} must not be empty", field=field)
+    check_text(value, field)
+    return value
+
+
+def integer(value: object, field: str, *, minimum: int, optional: bool = True) -> int | None:
+    """An integer from ``minimum`` to :data:`MAX_INTEGER` (never a bool)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        qualifier = f"an integer >= {minimum}" + (" or null" if optional else "")
+        raise invalid(field, qualifier, value)
+    if value > MAX_INTEGER:
+        raise invalid(field, "an integer <= 2**53", value)
+    return int(value)
+
+
+def number(
+    value: object,
+    field: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    optional: bool = True,
+) -> float | None:
+    """A finite number, as a float, within ``low`` and ``high`` where given (never a bool)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise invalid(field, "a number" + (" or null" if optional else ""), value)
+    try:
+        result = float(value)
+    except OverflowError:
+        result = math.inf
+    if not math.isfinite(result):
+        raise RequestError(f"{field} must be a finite number; got {value!r}", field=field)
+    if (low is not None and result < low) or (high is not None and result > high):
+        raise invalid(field, f"a number between {low} and {high}", value)
+    return result
+
+
+def name(value: object, field: str, *, optional: bool = False) -> Any:
+    """An access name (principal id, tenant, group, reader): a plain, non-blank string with no
+    control characters. Compared exactly, so a string subclass is turned into a plain string
+    (its own ``__eq__`` or ``__hash__`` could otherwise match names it does not equal)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise invalid(field, "a string" + (" or null" if optional else ""), value)
+    if not value.strip():
+        hint = "; leave it out (null) for none" if optional else ""
+        raise RequestError(f"{field} must not be empty{hint}; got {value!r}", field=field)
+    if not value.isprintable():
+        control = _CONTROL.search(value)
+        if control is not None:
+            raise RequestError(
+                f"{field} contains the control character U+{ord(control.group()):04X} at "
+                f"character {control.start()}; names may not contain control characters "
+                "(NUL, tab, newline and the like)",
+                field=field,
+            )
+        check_text(value, field)
+    return value if type(value) is str else str.__str__(value)
+
+
+def names(value: object, field: str, *, optional: bool) -> tuple[str, ...] | None:
+    """A list (or tuple) of access names, as a tuple; each item is checked by :func:`name`.
+    A bare string is refused with a hint to wrap it in a list."""
+    if value is None and optional:
+        return None
+    if isinstance(value, str):
+        raise _bare_string(field, value)
+    if not isinstance(value, list | tuple):
+        raise invalid(field, "a list of strings", value)
+    return tuple([name(item, f"{field}[{i}]") for i, item in enumerate(value)])
+
+
+def _bare_string(field: str, value: str) -> RequestError:
+    shown = repr(value) if len(value) <= 40 else repr(value[:37]) + "..."
+    return RequestError(
+        f"{field} must be a list of strings; got the string {shown}, which would be read as "
+        f"its characters: pass a list, [{shown}]",
+        field=field,
+    )
+
+
+def parse_timestamp(value: str) -> datetime:
+    """An ISO-8601 timestamp; naive values are taken as UTC."""
+    moment = datetime.fromisoformat(value)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def timestamp(value: object, field: str) -> str | None:
+    """An ISO-8601 date or time as a string, or ``None``."""
+    text: str | None = string(value, field, optional=True)
+    if text is not None:
+        try:
+            parse_timestamp(text)
+        except ValueError:
+            raise invalid(field, "an ISO-8601 date or time", text) from None
+    return text
+
+
+def relocated(error: RequestError, prefix: str, where: str) -> RequestError:
+    """``error`` raised by a constructor for field ``prefix.<name>``, moved to the field's path
+    in a request (``where.<name>``); the message is otherwise unchanged."""
+    field = error.field or prefix
+    message = error.message
+    if message.startswith(prefix):
+        message = where + message[len(prefix) :]
+    return type(error)(message, field=where + field[len(prefix) :])

@@ -1,0 +1,187 @@
+"""``ctxasm batch``: results that join back to their requests, normal file permissions, progress
+in requests, and a clean stop on SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from ctxasm.batch.files import atomic_output, new_file_mode
+from ctxasm.cli.batch_run import progress_bar
+from ctxasm.cli.main import app
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "request.json"
+REQUEST = json.loads(EXAMPLE.read_text())
+
+
+def _batch(
+    tmp_path: Path, lines: list[str], *args: str
+) -> tuple[int, str, list[dict[str, object]]]:
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = CliRunner().invoke(app, ["batch", str(source), str(target), "--no-progress", *args])
+    records = [json.loads(line) for line in target.read_text().splitlines()]
+    return done.exit_code, done.stderr, records
+
+
+def test_id_and_metadata_come_back_on_results_and_error_records(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({**REQUEST, "id": "r1", "metadata": {"user": "ann", "n": 1}}),
+        json.dumps({**REQUEST, "id": 2, "model": "gpt-4o-mnii"}),
+        json.dumps({"id": "r3", "metadata": {"k": [1]}, "query": "q", "passages": [{"text": 5}]}),
+        json.dumps({**REQUEST, "id": ["not", "a", "key"]}),
+        json.dumps(REQUEST),
+    ]
+    code, err, records = _batch(tmp_path, lines)
+    assert (code, err) == (1, "ctxasm: 2 assembled, 3 failed\n")
+    assert list(records[0])[:3] == ["id", "metadata", "messages"]
+    assert (records[0]["id"], records[0]["metadata"]) == ("r1", {"user": "ann", "n": 1})
+    assert "id" not in records[4] and records[4]["report"]["selected"] == 3  # type: ignore[index]
+    errors = [
+        {key: value for key, value in record.items() if key != "error"} for record in records[1:4]
+    ]
+    assert errors == [
+        {"line": 2, "id": 2},
+        {"line": 3, "id": "r3", "metadata": {"k": [1]}},
+        {"line": 4},
+    ]
+    assert [record["error"]["field"] for record in records[1:4]] == [  # type: ignore[index]
+        "model",
+        "passages[0].text",
+        "id",
+    ]
+    assert records[3]["error"]["message"] == (  # type: ignore[index]
+        "id must be a string or an integer (your own key for this request); "
+        "got list ['not', 'a', 'key']"
+    )
+
+
+def test_a_line_over_the_limit_states_its_real_size(tmp_path: Path) -> None:
+    long_line = json.dumps({**REQUEST, "system_prompt": "x" * 5000})
+    code, _, records = _batch(tmp_path, [long_line, json.dumps(REQUEST)], "--max-bytes", "3000")
+    assert code == 1
+    assert records[0] == {
+        "error": {
+            "code": "too_large",
+            "message": f"the request is {len(long_line) + 1:,} bytes, more than the limit of "
+            "3,000 bytes",
+            "field": "request",
+        },
+        "line": 1,
+    }
+    assert records[1]["report"]["selected"] == 3  # type: ignore[index]
+
+
+@pytest.fixture()
+def umask() -> Iterator[None]:
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.usefixtures("umask")
+def test_a_new_output_gets_the_mode_the_umask_allows(tmp_path: Path) -> None:
+    _batch(tmp_path, [json.dumps(REQUEST)])
+    assert stat.S_IMODE((tmp_path / "out.jsonl").stat().st_mode) == 0o644
+    os.umask(0o027)
+    assert new_file_mode(tmp_path / "new.jsonl") == 0o640
+
+
+@pytest.mark.usefixtures("umask")
+def test_an_overwritten_output_keeps_its_mode(tmp_path: Path) -> None:
+    target = tmp_path / "out.jsonl"
+    target.write_text("old\n")
+    target.chmod(0o664)
+    _batch(tmp_path, [json.dumps(REQUEST)])
+    assert stat.S_IMODE(target.stat().st_mode) == 0o664
+    assert target.read_text().startswith('{"messages"')
+
+
+def test_a_failed_write_leaves_neither_target_nor_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "out.jsonl"
+    target.write_text("precious\n")
+    with pytest.raises(RuntimeError), atomic_output(target) as out:
+        out.write("half\n")
+        raise RuntimeError("stop")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+    assert target.read_text() == "precious\n"
+
+
+def test_progress_counts_requests_with_the_rate_and_the_failures() -> None:
+    console = Console(file=io.StringIO(), width=150, color_system=None)
+    bar = progress_bar(console)
+    task = bar.add_task("assembling", total=4, failed=0)
+    for failed in (0, 1, 1):
+        bar.update(task, advance=1, failed=failed)
+        time.sleep(0.01)
+    console.print(bar.make_tasks_table(bar.tasks))
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert re.search(r"3/4 requests [\d,.]+ req/s 1 failed \d:\d\d:\d\d", shown), shown
+
+
+def _ctxasm() -> list[str]:
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "ctxasm"]
+
+
+def _interrupt(tmp_path: Path, signum: int) -> tuple[int, str]:
+    """Start a long batch, wait until it has written some lines, then send ``signum``."""
+    source = tmp_path / "in.jsonl"
+    source.write_text((json.dumps(REQUEST) + "\n") * 20_000, encoding="utf-8")
+    process = subprocess.Popen(
+        [*_ctxasm(), "batch", "in.jsonl", "out.jsonl", "--no-progress"],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        partial = [p for p in tmp_path.glob(".out.jsonl.*") if p.stat().st_size > 0]
+        if partial:
+            break
+        time.sleep(0.05)
+    else:
+        process.kill()
+        pytest.fail("the batch wrote nothing within 60 s")
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    return process.returncode, err
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_leaves_no_partial_file_and_says_how_far_it_got(
+    tmp_path: Path, signum: int, code: int
+) -> None:
+    if signum == signal.SIGTERM:
+        (tmp_path / "out.jsonl").write_text("precious\n")
+    returncode, err = _interrupt(tmp_path, signum)
+    name = signal.Signals(signum).name
+    match = re.fullmatch(
+        rf"ctxasm: interrupted by {name} after ([\d,]+) result lines; out.jsonl was not "
+        r"written \(an interrupted batch leaves no partial file\): run it again\n",
+        err,
+    )
+    assert (returncode, bool(match)) == (code, True), err
+    assert match is not None and int(match.group(1).replace(",", "")) > 0
+    left = sorted(p.name for p in tmp_path.iterdir())
+    if signum == signal.SIGTERM:
+        assert left == ["in.jsonl", "out.jsonl"]
+        assert (tmp_path / "out.jsonl").read_text() == "precious\n"
+    else:
+        assert left == ["in.jsonl"]

@@ -1,0 +1,121 @@
+"""The o200k_base and cl100k_base rank files ship inside the package and load with no
+environment variable and no network; a tokenizer that cannot load stops ``ctxasm index`` once."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tiktoken
+
+from ctxasm.tokens import tiktoken_source
+from ctxasm.tokens.tiktoken_source import BUNDLED_RANKS, OFFICIAL_RANKS
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def fresh_encodings() -> Iterator[None]:
+    """Forget every loaded encoding (ctxasm's and tiktoken's) and restore them afterwards."""
+    saved_ours = dict(tiktoken_source._LOADED)
+    saved_theirs = dict(tiktoken.registry.ENCODINGS)
+    tiktoken_source._LOADED.clear()
+    tiktoken.registry.ENCODINGS.clear()
+    try:
+        yield
+    finally:
+        tiktoken_source._LOADED.clear()
+        tiktoken_source._LOADED.update(saved_ours)
+        tiktoken.registry.ENCODINGS.clear()
+        tiktoken.registry.ENCODINGS.update(saved_theirs)
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    attempts: list[Any] = []
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        attempts.append(args)
+        raise OSError("network access is blocked in this test")
+
+    for owner, name in [
+        (socket.socket, "connect"),
+        (socket.socket, "connect_ex"),
+        (socket, "getaddrinfo"),
+        (socket, "create_connection"),
+    ]:
+        monkeypatch.setattr(owner, name, refuse)
+    return attempts
+
+
+def test_the_shipped_files_are_the_official_ones() -> None:
+    shipped = sorted(path.name for path in BUNDLED_RANKS.iterdir())
+    assert shipped == ["NOTICE", "cl100k_base.tiktoken", "o200k_base.tiktoken"]
+    for name, ranks in OFFICIAL_RANKS.items():
+        data = (BUNDLED_RANKS / f"{name}.tiktoken").read_bytes()
+        assert hashlib.sha256(data).hexdigest() == ranks.sha256
+    notice = (BUNDLED_RANKS / "NOTICE").read_text(encoding="utf-8")
+    assert "MIT License" in notice
+    assert "Copyright (c) 2022 OpenAI, Shantanu Jain" in notice
+
+
+@pytest.mark.usefixtures("fresh_encodings")
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_shipped_files_load_with_no_setting_and_no_network(
+    name: str, monkeypatch: pytest.MonkeyPatch, no_network: list[Any]
+) -> None:
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    monkeypatch.delenv("CTXASM_TIKTOKEN_DIR", raising=False)
+    assert tiktoken_source.find_rank_file(name) == BUNDLED_RANKS / f"{name}.tiktoken"
+    encoding = tiktoken_source.load_encoding(name)
+    assert encoding.name == name
+    assert encoding.encode_ordinary("Aristotle taught at the Lyceum.") == tiktoken.Encoding(
+        name=f"{name}-check",
+        pat_str=encoding._pat_str,
+        mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(BUNDLED_RANKS / f"{name}.tiktoken")),
+        special_tokens={},
+    ).encode_ordinary("Aristotle taught at the Lyceum.")
+    assert "TIKTOKEN_CACHE_DIR" not in os.environ
+    assert no_network == []
+
+
+@pytest.mark.usefixtures("fresh_encodings")
+def test_settings_come_before_the_shipped_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copyfile(BUNDLED_RANKS / "o200k_base.tiktoken", tmp_path / "o200k_base.tiktoken")
+    monkeypatch.delenv("CTXASM_TIKTOKEN_DIR", raising=False)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    assert tiktoken_source.find_rank_file("o200k_base") == tmp_path / "o200k_base.tiktoken"
+    monkeypatch.setenv("CTXASM_TIKTOKEN_DIR", str(tmp_path / "own"))
+    (tmp_path / "own").mkdir()
+    shutil.copyfile(BUNDLED_RANKS / "o200k_base.tiktoken", tmp_path / "own" / "o200k_base.tiktoken")
+    assert tiktoken_source.find_rank_file("o200k_base") == tmp_path / "own" / "o200k_base.tiktoken"
+
+
+def test_index_stops_once_when_the_tokenizer_cannot_load(tmp_path: Path) -> None:
+    bad = tmp_path / "ranks"
+    bad.mkdir()
+    data = bytearray((BUNDLED_RANKS / "o200k_base.tiktoken").read_bytes())
+    data[100] ^= 1
+    (bad / "o200k_base.tiktoken").write_bytes(bytes(data))
+    digest = hashlib.sha256(data).hexdigest()
+    command = [sys.executable, "-c", "from ctxasm.cli.main import run; run()", "index"]
+    command += [str(REPO_ROOT / "examples" / "corpus"), "--store", "sqlite:///store.db"]
+    command += ["--tenant", "demo", "--readers", "everyone", "--no-progress"]
+    env = {**os.environ, "CTXASM_TIKTOKEN_DIR": str(bad)}
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"ctxasm: error: {bad / 'o200k_base.tiktoken'} is not the official o200k_base rank "
+        f"file: its SHA-256 is {digest}, expected {OFFICIAL_RANKS['o200k_base'].sha256}. "
+        "Replace it with the file published by OpenAI.\n"
+    )

@@ -1,0 +1,215 @@
+"""Issue 10, items 4 and 5: hostile clients against a real ``ctxasm serve`` on loopback.
+
+Chunked bodies are refused while they are read, slow headers and bodies are timed out, metrics
+do not grow per requested path, request templates are refused unless the operator allows them,
+a template's work is bounded, and ``/healthz`` answers while an assembly runs.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+Start = Callable[..., AbstractContextManager[tuple[str, int]]]
+LIMIT = 4_000_000
+CONFIG = f"""
+[limits]
+max_body_bytes = {LIMIT}
+[service]
+header_timeout_s = 1
+body_timeout_s = 1
+"""
+REQUEST = {
+    "query": "Where did Aristotle teach?",
+    "passages": [{"id": "a", "text": "Aristotle taught at the Lyceum.", "score": 0.9}],
+}
+NESTED = "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, start_service: Start) -> Iterator[Any]:
+    config = tmp_path_factory.mktemp("hostile") / "ctxasm.toml"
+    config.write_text(CONFIG, encoding="utf-8")
+    with start_service(config) as (base, pid):
+        yield base, pid
+
+
+def _post(base: str, body: Any, path: str = "/v1/assemble") -> tuple[int, Any]:
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(f"{base}{path}", data=data, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _get(base: str, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"{base}{path}", timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def _connect(base: str) -> socket.socket:
+    host, port = base.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+def _status_line(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\r\n", 1)[0]
+
+
+def test_a_chunked_body_over_the_limit_is_refused_while_it_is_read(served: Any) -> None:
+    base, pid = served
+    before = _rss_mib(pid)
+    sock = _connect(base)
+    head = b"POST /v1/assemble HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    sock.sendall(head)
+    chunk = b"%x\r\n%s\r\n" % (65536, b"x" * 65536)
+    sent = 0
+    try:
+        while sent < 256 * 1024 * 1024:  # the issue's 256 MiB; the server stops it long before
+            sock.sendall(chunk)
+            sent += 65536
+    except OSError:  # the server answered and closed the connection
+        pass
+    assert _status_line(sock) == b"HTTP/1.1 413 Request Entity Too Large"
+    sock.close()
+    assert sent < 64 * 1024 * 1024
+    assert _rss_mib(pid) - before < 40
+
+
+def test_a_content_length_over_the_limit_is_refused_before_the_body(served: Any) -> None:
+    base, _ = served
+    with _connect(base) as sock:
+        sock.sendall(b"POST /v1/assemble HTTP/1.1\r\nHost: x\r\nContent-Length: 300000000\r\n\r\n")
+        assert _status_line(sock) == b"HTTP/1.1 413 Request Entity Too Large"
+
+
+def test_slow_headers_and_slow_bodies_are_timed_out(served: Any) -> None:
+    base, _ = served
+    slow = [_connect(base) for _ in range(50)]
+    for sock in slow:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never finishes its headers
+    body = _connect(base)
+    body.sendall(b"POST /v1/assemble HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+    assert _get(base, "/healthz") == (200, '{"status":"ok"}')
+    started = time.monotonic()
+    assert _status_line(body) == b"HTTP/1.1 408 Request Timeout"
+    assert body.recv(65536) is not None
+    for sock in slow:
+        assert sock.recv(1) == b""  # closed by the server after header_timeout_s
+    assert time.monotonic() - started < 10
+    for sock in [*slow, body]:
+        sock.close()
+
+
+def test_metrics_are_labelled_by_route_not_by_path(served: Any) -> None:
+    base, _ = served
+    for _ in range(200):
+        assert _get(base, f"/{uuid.uuid4().hex}")[0] == 404
+    assert _post(base, REQUEST)[0] == 200
+    _, metrics = _get(base, "/metrics")
+    requests = sorted(
+        line.rsplit(" ", 1)[0]
+        for line in metrics.splitlines()
+        if line.startswith("ctxasm_requests_total{") and "/healthz" not in line
+    )
+    assert 'ctxasm_requests_total{endpoint="unmatched",status="404"}' in requests
+    assert 'ctxasm_requests_total{endpoint="/v1/assemble",status="200"}' in requests
+    assert all('endpoint="/v1/' in line or 'endpoint="unmatched"' in line for line in requests)
+    assert len(metrics) < 20_000
+
+
+def test_request_templates_are_refused_by_default(served: Any) -> None:
+    base, _ = served
+    status, error = _post(base, {**REQUEST, "format": "template", "template": NESTED})
+    assert status == 422
+    assert error["error"]["field"] == "template"
+    assert error["error"]["message"].startswith(
+        "this service does not accept a template in the request; the operator can allow it "
+        "with [service] allow_request_templates = true or ctxasm serve --allow-request-templates"
+    )
+
+
+def test_templates_from_the_operator_stay_allowed(tmp_path: Path, start_service: Start) -> None:
+    config = tmp_path / "ctxasm.toml"
+    config.write_text(
+        '[defaults]\nformat = "template"\ntemplate = "Q: {{ query }} ({{ sources|length }})"\n',
+        encoding="utf-8",
+    )
+    with start_service(config) as (base, _):
+        status, result = _post(base, REQUEST)
+        assert (status, result["text"]) == (200, "Q: Where did Aristotle teach? (1)")
+        status, error = _post(base, {**REQUEST, "template": "{{ query }}"})
+        assert (status, error["error"]["field"]) == (422, "template")
+
+
+def test_allowed_request_templates_are_bounded(start_service: Start) -> None:
+    with start_service(None, "--allow-request-templates") as (base, _):
+        status, result = _post(base, {**REQUEST, "format": "template", "template": "{{ query }}"})
+        assert (status, result["text"]) == (200, "Where did Aristotle teach?")
+        started = time.monotonic()
+        status, error = _post(base, {**REQUEST, "format": "template", "template": NESTED})
+        assert time.monotonic() - started < 10
+        assert (status, error["error"]) == (
+            422,
+            {
+                "code": "invalid_request",
+                "message": "template does more than 1,000,000 steps (loop iterations, calls, "
+                "filter items) for one request; simplify it",
+                "field": "template",
+                "request_id": error["error"]["request_id"],
+            },
+        )
+
+
+def test_healthz_answers_while_an_assembly_runs(served: Any) -> None:
+    base, _ = served
+    salt = uuid.uuid4().hex[:6]  # new words: no token count is cached from an earlier run
+    words = " ".join(f"{salt}{i}" for i in range(200))
+    heavy = {
+        "query": f"{salt}1 {salt}2",
+        "passages": [{"id": f"p{i}", "text": f"{words} {i}"} for i in range(1200)],
+    }
+    finished: dict[str, float] = {}
+
+    def send() -> None:
+        status, _ = _post(base, heavy)
+        finished["heavy"] = time.monotonic()
+        finished["status"] = status
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    time.sleep(0.5)  # the heavy request (about 2 s of assembly) is being parsed and assembled
+    assert _get(base, "/healthz") == (200, '{"status":"ok"}')
+    health = time.monotonic()
+    sender.join(timeout=120)
+    assert finished["status"] == 200
+    assert health < finished["heavy"]  # answered while the assembly was still running

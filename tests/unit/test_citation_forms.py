@@ -1,0 +1,195 @@
+"""Every way of writing a citation that a model or an attacker would use (issue 10, item 10):
+each is read, so a citation of a source that does not exist is reported invalid and one of a
+source that does is valid, and the report says how it was spelled."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import cache
+
+import pytest
+
+import ctxasm
+from ctxasm.citations import FORMS, check_citations, link_citations
+from ctxasm.model import Assembly
+
+PASSAGES = [
+    {"id": f"p{n}", "text": f"Fact number {n} about Paris.", "score": 1 - n / 10}
+    for n in range(1, 5)
+]
+FULLWIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
+SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+ARABIC_INDIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
+
+
+@cache
+def assembly() -> Assembly:
+    """Sources 1 to 4; Source 9 does not exist."""
+    return ctxasm.assemble("Paris facts", PASSAGES, strategy={"ordering": "retrieval"})
+
+
+def _fw(n: int) -> str:
+    return str(n).translate(FULLWIDTH)
+
+
+def _sup(n: int) -> str:
+    return str(n).translate(SUPERSCRIPT)
+
+
+# (how a citation of source n is written, the form it is reported in)
+SPELLINGS: list[tuple[Callable[[int], str], str]] = [
+    (lambda n: f"[Source {n}]", "bracket"),
+    (lambda n: f"[source {n}]", "bracket"),
+    (lambda n: f"[SOURCE{n}]", "bracket"),
+    (lambda n: f"[{n}]", "bracket"),
+    (lambda n: f"[ Source  {n} ]", "bracket"),
+    (lambda n: f"[Source: {n}]", "bracket"),
+    (lambda n: f"[Source #{n}]", "bracket"),
+    (lambda n: f"[Source {n}.]", "bracket"),
+    (lambda n: f"[Source\u00a0{n}]", "bracket"),
+    (lambda n: f"[Source {n}, 1]", "bracket"),
+    (lambda n: f"[Sources 1-{n}]", "bracket"),
+    (lambda n: f"[Sources 1 – {n}]", "bracket"),
+    (lambda n: f"[Source 1; Source {n}]", "bracket"),
+    (lambda n: f"[Source 1][Source {n}]", "bracket"),
+    (lambda n: f"[Source {n}](https://example.org/x)", "markdown_link"),
+    (lambda n: f"[{n}](https://example.org/x)", "markdown_link"),
+    (lambda n: f"(Source {n})", "parenthesis"),
+    (lambda n: f"(source: {n})", "parenthesis"),
+    (lambda n: f"as Source {n} says", "bare"),
+    (lambda n: f"see source {n}", "bare"),
+    (lambda n: f"Source: {n}", "bare"),
+    (lambda n: f"Sources 1 and {n}", "bare"),
+    (lambda n: f"[Source {_fw(n)}]", "fullwidth"),
+    (lambda n: f"［Source {n}］", "fullwidth"),
+    (lambda n: f"［Ｓｏｕｒｃｅ {_fw(n)}］", "fullwidth"),
+    (lambda n: f"【Source {n}】", "cjk_bracket"),
+    (lambda n: f"〔Source {n}〕", "cjk_bracket"),
+    (lambda n: f"〖Source {n}〗", "cjk_bracket"),
+    (lambda n: f"[Ѕource {n}]", "confusable"),  # Cyrillic S
+    (lambda n: f"[Sоurce {n}]", "confusable"),  # Cyrillic o
+    (lambda n: f"[ѕоurсе {n}]", "confusable"),  # Cyrillic s, o, c, e
+    (lambda n: f"[𝐒𝐨𝐮𝐫𝐜𝐞 {n}]", "confusable"),  # mathematical bold
+    (lambda n: f"[Sou\u200brce {n}]", "confusable"),  # zero-width space
+    (lambda n: f"[Sour\u00adce {n}]", "confusable"),  # soft hyphen
+    (lambda n: f"[Source {_sup(n)}]", "superscript"),
+    (lambda n: f"[{_sup(n)}]", "superscript"),
+    (lambda n: f"[Source {str(n).translate(ARABIC_INDIC)}]", "unicode"),
+    (lambda n: f"```\nan unclosed fence\n[Source {n}]", "bracket"),
+    (lambda n: f"```\n[Source {n}]\n```", "bracket"),  # worded markers count in code
+    (lambda n: f"`[Source {n}]`", "bracket"),
+]
+
+
+@pytest.mark.parametrize(("spell", "form"), SPELLINGS)
+def test_a_citation_of_a_missing_source_is_invalid_in_every_spelling(
+    spell: Callable[[int], str], form: str
+) -> None:
+    written = spell(9)
+    report = check_citations(f"Paris is old {written}.", assembly())
+    assert "Source 9" in report.invalid
+    assert not report.all_valid
+    missing = [c for c in report.citations if c.label == "Source 9"]
+    assert [c.form for c in missing] == [form]
+    assert missing[0].raw in written
+
+
+@pytest.mark.parametrize(("spell", "form"), SPELLINGS)
+def test_a_citation_of_an_included_source_is_valid_in_every_spelling(
+    spell: Callable[[int], str], form: str
+) -> None:
+    report = check_citations(f"Paris is old {spell(2)}.", assembly())
+    assert report.all_valid
+    assert "p2" in report.cited_ids
+    assert {c.form for c in report.citations if c.label == "Source 2"} == {form}
+
+
+def test_there_are_38_or_more_spellings_and_every_form_is_covered() -> None:
+    assert len(SPELLINGS) >= 38
+    assert {form for _, form in SPELLINGS} == set(FORMS)
+
+
+def test_raw_spellings_and_forms_are_in_the_json() -> None:
+    answer = "A [Ѕource 9]. B (Source 2). C 【Source 1】."
+    citations = check_citations(answer, assembly()).to_dict()["citations"]
+    assert [(c["label"], c["raw"], c["form"], c["valid"]) for c in citations] == [
+        ("Source 9", "[Ѕource 9]", "confusable", False),
+        ("Source 2", "(Source 2)", "parenthesis", True),
+        ("Source 1", "【Source 1】", "cjk_bracket", True),
+    ]
+    assert check_citations(answer, assembly()).forms == {
+        "confusable": 1,
+        "parenthesis": 1,
+        "cjk_bracket": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Open source 2.0 was released.",
+        "The source code is on GitHub; sources differ.",
+        "A resource 9 and opensource 3 are not sources.",
+        "See (1) the map and (2) the list.",
+        "The room is 10 m² and the box 2 m³.",
+        "A [note], [Source], [Source A], [1a] and [a, 1].",
+        "- [x] done\n- [ ] open",
+        "Footnote[^1].",
+        "The list `[1, 2]` is code.",
+        "```python\nx = [1, 2]\n```\nDone.",
+        "Sourcebook 2 is a title.",
+    ],
+)
+def test_benign_text_is_not_a_citation(text: str) -> None:
+    assert check_citations(text, assembly()).citations == ()
+
+
+def test_citations_after_an_unclosed_fence_still_count() -> None:
+    answer = "Paris [1].\n```\nno closing fence\nThe moon [Source 9]. Lyon [2]."
+    report = check_citations(answer, assembly())
+    assert [(c.label, c.valid) for c in report.citations] == [
+        ("Source 1", True),
+        ("Source 9", False),
+        ("Source 2", True),
+    ]
+
+
+def test_numbers_in_closed_code_are_not_citations_but_worded_labels_are() -> None:
+    answer = "Code:\n```\nx = a[9]\ny = '[Source 9]'\n```\nInline `b[7]` too."
+    assert [c.label for c in check_citations(answer, assembly()).citations] == ["Source 9"]
+
+
+def test_link_citations_links_bracket_markers_outside_code_only() -> None:
+    data = assembly().to_dict()
+    for item in data["report"]["included"]:
+        item["url"] = f"https://example.org/{item['id']}"
+    answer = (
+        "A [Source 1](https://x.org). B (Source 2). C Source 3. D `[Source 4]`. E 【Source 4】."
+    )
+    assert link_citations(answer, data) == answer.replace(
+        "【Source 4】", "[Source 4](https://example.org/p4)"
+    )
+    assert link_citations(link_citations(answer, data), data) == link_citations(answer, data)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "[Source ",
+        "［Ѕource ",
+        "Sources 1, ",
+        "[1, 1, 1 ",
+        "`a``b```",
+        "```\n",
+        "~~~x\n",
+        "[ ",
+        "Source ",
+    ],
+)
+def test_a_large_adversarial_answer_is_checked_in_linear_time(shape: str) -> None:
+    answer = shape * (800_000 // len(shape))
+    started = time.perf_counter()
+    check_citations(answer, assembly())
+    # a quadratic scan of 800,000 characters takes hours; a linear one about a second
+    assert time.perf_counter() - started < 20

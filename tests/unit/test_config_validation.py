@@ -1,0 +1,127 @@
+"""Issue 11, item 4: a configuration that would fail every request is refused when the
+assembler (or the service) is built, with a ConfigError naming the ``defaults.`` field."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxasm
+from ctxasm.errors import ConfigError
+from ctxasm.service.app import create_app
+
+STRATEGIES = "auto, bridge, coverage, greedy_by_score, knapsack, mmr, priority, utility_per_token"
+
+
+@pytest.mark.parametrize(
+    ("defaults", "field", "message"),
+    [
+        (
+            {"model": "gpt4o"},
+            "defaults.model",
+            "defaults.model: unknown model 'gpt4o'; did you mean gpt-4o, gpt-4, gpt-4.1, "
+            "gpt-4o-mini, gpt-4-turbo? Run `ctxasm models` for the full list, or add the model "
+            "with context_window, max_output and tokenizer in a config file.",
+        ),
+        (
+            {"format": "xml"},
+            "defaults.format",
+            "defaults.format: unknown format 'xml'; choose one of anthropic, markdown, openai, "
+            "text, template",
+        ),
+        (
+            {"format": "template"},
+            "defaults.template",
+            "defaults.template: format 'template' needs a template: give the Jinja2 source in "
+            "the request's template field",
+        ),
+        (
+            {"strategy": {"selection": "knap"}},
+            "defaults.strategy.selection",
+            f"defaults.strategy.selection: unknown selection strategy 'knap'; choose one of "
+            f"{STRATEGIES}",
+        ),
+        (
+            {"strategy": {"selection": {"name": "mmr", "lambda_": 0.5}}},
+            "defaults.strategy.selection.lambda_",
+            "defaults.strategy.selection.lambda_: selection strategy 'mmr' has no parameter "
+            "'lambda_'; parameters: lam, max_candidates, embedder",
+        ),
+        (
+            {"top_k": -1},
+            "defaults.top_k",
+            "defaults.top_k must be an integer >= 1 or null; got int -1",
+        ),
+        (
+            {"reserve_output_tokens": 999_999},
+            "defaults.reserve_output_tokens",
+            "defaults.reserve_output_tokens (999999) exceeds gpt-4o's maximum output of 16384 "
+            "tokens",
+        ),
+        (
+            {"model": "gpt-4o-mini", "context_window": 200_000},
+            "defaults.context_window",
+            "defaults.context_window (200000) exceeds gpt-4o-mini's window of 128000 tokens; to "
+            "use a larger deployment, override the model in a config file",
+        ),
+    ],
+)
+def test_defaults_that_fail_every_request_fail_the_build(
+    defaults: dict[str, Any], field: str, message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler({"defaults": defaults})
+    assert (caught.value.field, caught.value.message) == (field, message)
+
+
+def _missing_tokenizer(tmp_path: Path) -> dict[str, Any]:
+    spec = f"hf:{tmp_path / 'absent' / 'tokenizer.json'}"
+    model = {"provider": "house", "context_window": 4096, "max_output": 512, "tokenizer": spec}
+    return {"models": {"house": model}, "defaults": {"model": "house"}}
+
+
+def test_a_missing_tokenizer_file_fails_the_build(tmp_path: Path) -> None:
+    path = tmp_path / "absent" / "tokenizer.json"
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler(_missing_tokenizer(tmp_path))
+    assert (caught.value.field, caught.value.message) == (
+        "defaults.model",
+        f"defaults.model 'house' counts with 'hf:{path}', which cannot be loaded: tokenizer "
+        f"file {path} does not exist; give the path of the model's tokenizer.json; fix the "
+        "tokenizer (models.house.tokenizer in the config) or choose another defaults.model",
+    )
+
+
+def test_create_app_refuses_a_bad_config(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        create_app({"defaults": {"model": "gpt4o"}})
+    assert caught.value.field == "defaults.model"
+    with pytest.raises(ConfigError):
+        create_app(_missing_tokenizer(tmp_path))
+
+
+def test_good_defaults_build_and_are_used() -> None:
+    assembler = ctxasm.Assembler({"defaults": {"model": "gpt-4o-mini", "format": "text"}})
+    result = assembler.assemble(query="Who?", passages=[{"id": "a", "text": "Ann."}])
+    assert (result.report.model, result.messages) == ("gpt-4o-mini", ())
+
+
+def test_serve_refuses_to_start_with_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "ctxasm.toml"
+    config.write_text('[defaults]\nmodel = "gpt4o"\n', encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxasm", "serve", "--port", "1", "--config", str(config)],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr.decode().splitlines() == [
+        "ctxasm: error: defaults.model: unknown model 'gpt4o'; did you mean gpt-4o, gpt-4, "
+        "gpt-4.1, gpt-4o-mini, gpt-4-turbo? Run `ctxasm models` for the full list, or add the "
+        "model with context_window, max_output and tokenizer in a config file."
+    ]

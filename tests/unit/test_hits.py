@@ -1,0 +1,75 @@
+"""ctxasm.hits: retriever hits mapped onto passage fields."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxasm.errors import RequestError
+from ctxasm.hits import passages_from_hits
+
+
+def test_each_retriever_spelling_maps_to_the_passage_fields() -> None:
+    hits = [
+        {
+            "page_content": "A.",
+            "similarity": 0.5,
+            "metadata": {"title": "T", "url": "https://a", "source": "s", "page": 2},
+            "type": "Document",
+        },
+        {"content": "B.", "score": 0.4, "id": 12, "title": "own title", "metadata": {"title": "x"}},
+        {"text": "C.", "doc_id": "d", "start": 0, "end": 2},
+    ]
+    assert passages_from_hits(hits) == [
+        {
+            "text": "A.",
+            "score": 0.5,
+            "title": "T",
+            "url": "https://a",
+            "source": "s",
+            "metadata": {
+                "title": "T",
+                "url": "https://a",
+                "source": "s",
+                "page": 2,
+                "type": "Document",
+            },
+            "id": "hit-e53657178c",
+        },
+        {"text": "B.", "score": 0.4, "id": "12", "title": "own title", "metadata": {"title": "x"}},
+        {"text": "C.", "doc_id": "d", "start": 0, "end": 2, "id": "hit-acbbb70838"},
+    ]
+
+
+def test_generated_ids_do_not_depend_on_position_and_repeats_are_numbered() -> None:
+    forward = [p["id"] for p in passages_from_hits([{"text": "x"}, {"text": "y"}, {"text": "x"}])]
+    backward = [p["id"] for p in passages_from_hits([{"text": "y"}, {"text": "x"}])]
+    assert forward == ["hit-2d711642b7", "hit-a1fce43638", "hit-2d711642b7-2"]
+    assert backward == ["hit-a1fce43638", "hit-2d711642b7"]
+
+
+@pytest.mark.parametrize(
+    ("hit", "message", "field"),
+    [
+        (
+            "text",
+            "hits[0] must be an object with the text in 'text', 'content' or "
+            "'page_content'; got str",
+            "hits[0]",
+        ),
+        (
+            {},
+            "hits[0] needs its text as a string in one of text, content, page_content; "
+            "found an empty object",
+            "hits[0].text",
+        ),
+        (
+            {"text": "a", "metadata": [1]},
+            "hits[0].metadata must be an object; got list",
+            "hits[0].metadata",
+        ),
+    ],
+)
+def test_a_bad_hit_is_named(hit: object, message: str, field: str) -> None:
+    with pytest.raises(RequestError) as caught:
+        passages_from_hits([hit])
+    assert (caught.value.message, caught.value.field) == (message, field)

@@ -1,0 +1,160 @@
+"""Issue 10, item 4: the work of a request's template is bounded (ctxasm.formatting.template)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import ctxasm
+from ctxasm.errors import RequestError
+
+PASSAGES = [{"id": "a", "text": "Aristotle taught at the Lyceum.", "score": 0.9}]
+STEPS = "template does more than 1,000,000 steps (loop iterations, calls, filter items) for one "
+STEPS += "request; simplify it"
+FOUR_HUNDRED_THOUSAND = (
+    "{% for j in range(4) %}{% for i in range(100000) %}{% endfor %}{% endfor %}ok"
+)
+TIME = "template took more than 2 s to render for one request; simplify it"
+
+
+def _refusal(template: str) -> tuple[str | None, str]:
+    started = time.monotonic()
+    with pytest.raises(RequestError) as caught:
+        ctxasm.assemble("Where?", PASSAGES, format="template", template=template)
+    assert time.monotonic() - started < 10  # the budget stops it, whatever the template asks
+    return caught.value.field, caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        # the issue's reproducer: two nested range(100000) loops would run about an hour
+        (
+            "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
+            STEPS,
+        ),
+        # loops over anything count: strings and lists as well as ranges
+        (
+            "{% for i in range(100000) %}{% for c in 'abcdefghijklmnop' %}{% endfor %}{% endfor %}",
+            STEPS,
+        ),
+        ("{% for i in range(100000) %}{{ range(100000)|join }}{% endfor %}", STEPS),
+        ("{% for i in range(100000) %}{{ range(100000)|sum }}{% endfor %}", STEPS),
+        (
+            "{% for i in range(100000) %}{{ range(100000)|map('string')|list|length }}{% endfor %}",
+            STEPS,
+        ),
+        # exponential macro recursion has no loop at all
+        (
+            "{% macro f(n) %}{% if n %}{{ f(n-1) }}{{ f(n-1) }}{% endif %}{% endmacro %}"
+            "{{ f(40) }}",
+            TIME,
+        ),
+        (
+            "{{ 'x' * 1000000000 }}",
+            "template builds a repetition of 1,000,000,000 characters; at most 8,000,000",
+        ),
+        (
+            "{{ 2 ** 100000000 }}",
+            "template computes an integer of about 200,000,000 bits; at most 100,000",
+        ),
+        (
+            "{{ 'x'|center(1000000000) }}",
+            "template asks for a center size of 1,000,000,000; at most 10,000",
+        ),
+        (
+            "{{ 'x'.ljust(1000000000) }}",
+            "template asks for a ljust width of 1,000,000,000; at most 10,000",
+        ),
+        (
+            "{{ '{:>999999999}'.format(1) }}",
+            "template asks for a width or precision of 999,999,999; at most 10,000",
+        ),
+        (
+            "{{ '%999999999d' % 1 }}",
+            "template asks for a width or precision of 999,999,999; at most 10,000",
+        ),
+        (
+            "{{ '%999999999d'|format(1) }}",
+            "template asks for a width or precision of 999,999,999; at most 10,000",
+        ),
+        (
+            "{{ [1]|batch(1000000000, 0)|list }}",
+            "template asks for a batch size of 1,000,000,000; at most 10,000",
+        ),
+        (
+            "{% set ns = namespace(s='xx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+            "{% endfor %}",
+            "template builds a string of 8,388,608 characters; at most 8,000,000",
+        ),
+        (
+            "{% macro d(s) %}{{ s }}{{ s }}{% endmacro %}"
+            + "{{ "
+            + "d(" * 24
+            + "'x'"
+            + ")" * 24
+            + " }}",
+            "template builds a string of 8,388,608 characters; at most 8,000,000",
+        ),
+        (
+            "{% for x in [1] recursive %}{{ x }}{% endfor %}",
+            "template has a syntax error on line 1: recursive for loops are not allowed in "
+            "ctxasm templates",
+        ),
+        ("{{ 'x'|random }}", "template has a syntax error on line 1: No filter named 'random'."),
+    ],
+)
+def test_runaway_templates_are_refused_naming_the_limit(template: str, message: str) -> None:
+    assert _refusal(template) == ("template", message)
+
+
+def test_replace_is_priced_before_it_runs() -> None:
+    template = "{{ ('x' * 1000000)|replace('x', 'y' * 1000) }}"
+    assert _refusal(template) == (
+        "template",
+        "template builds a string of 1,000,000,000 characters; at most 8,000,000",
+    )
+
+
+def test_an_ordinary_template_renders_as_before() -> None:
+    template = (
+        "{{ system }}\n{% for s in sources %}{{ s.label }}"
+        "{% if s.title %} ({{ s.title }}){% endif %}\n{{ s.fenced }}\n{% endfor %}"
+        "{{ '%-6s|%5.2f'|format('q', 1.5) }} {{ '{:>4}'.format(7) }}\n"
+        "{{ sources|map(attribute='id')|join(',') }} {{ query|upper }}"
+    )
+    passages = [
+        {"id": "a", "text": "Aristotle taught at the Lyceum.", "score": 0.9, "title": "Aristotle"},
+        {"id": "b", "text": "Plato founded the Academy.", "score": 0.8},
+    ]
+    result = ctxasm.assemble(
+        "Where did Aristotle teach?",
+        passages,
+        format="template",
+        template=template,
+        system_prompt="Be brief.",
+        strategy={"ordering": "score"},
+    )
+    text = result.text or ""
+    assert text.startswith("Be brief.")
+    assert text.endswith(
+        "Source 1 (Aristotle)\n```\nAristotle taught at the Lyceum.\n```\n"
+        "Source 2\n```\nPlato founded the Academy.\n```\n"
+        "q     | 1.50    7\na,b WHERE DID ARISTOTLE TEACH?"
+    )
+
+
+def test_every_render_of_one_request_shares_one_budget() -> None:
+    from ctxasm.formatting.base import PromptParts
+    from ctxasm.formatting.template import TemplateFormat
+
+    fmt = TemplateFormat(FOUR_HUNDRED_THOUSAND)
+    parts = PromptParts(system="s", query="q", history=())
+    assert fmt.render(parts, "").text == "ok"
+    assert fmt.render(parts, "").text == "ok"
+    with pytest.raises(RequestError) as caught:
+        fmt.render(parts, "")  # 1,200,000 steps in all
+    assert caught.value.message == STEPS
+    fresh = TemplateFormat(FOUR_HUNDRED_THOUSAND)  # the next request
+    assert fresh.render(parts, "").text == "ok"

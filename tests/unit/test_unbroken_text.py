@@ -1,0 +1,210 @@
+"""Unbroken runs of text (issue 10, item 2): bounded work per text, exclusion of one passage."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import ctxasm
+from ctxasm.errors import UntokenizableError
+from ctxasm.store.chunking import chunk_text, count_tokens, run_cuts
+from ctxasm.tokens import _COUNTERS, TokenCounter, get_counter
+from ctxasm.tokens.runs import MAX_RUN_CHARS, LongRun, find_long_run
+from ctxasm.tokens.tiktoken_source import TiktokenTokenizer
+
+GOOD = {"id": "good", "text": "Aristotle taught at the Lyceum in Athens.", "score": 0.5}
+QUERY = "Where did Aristotle teach?"
+
+
+def _cjk(n: int) -> str:
+    rnd = random.Random(n)
+    return "".join(chr(0x4E00 + rnd.randrange(2000)) for _ in range(n))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a" * 1000, None),
+        ("a" * 1001, LongRun(0, 1001, "letter-like")),
+        ("x " + "\n" * 1500 + " y", LongRun(1, 1502, "white-space")),
+        ("ok " + "!" * 2000, LongRun(3, 2000, "symbol-like")),
+        ("ก\u0e31" * 600, LongRun(0, 1200, "letter-like")),  # Thai letters and marks
+        ("!\x1c" * 600, LongRun(0, 1200, "symbol-like")),  # \x1c is not white space to BPE
+        ("!\U00031350" * 600, LongRun(0, 1200, "symbol-like")),  # unassigned in Unicode 3.2
+        ("。".join([_cjk(999)] * 5), None),  # Chinese prose: punctuation breaks the runs
+        ("/".join(["https://example.org/path"] * 100), None),  # long url, short pieces
+    ],
+)
+def test_long_runs_are_found_by_kind(text: str, expected: LongRun | None) -> None:
+    assert find_long_run(text) == expected
+
+
+def test_counts_of_texts_within_the_bound_are_unchanged() -> None:
+    counter = TokenCounter(TiktokenTokenizer("o200k_base"))
+    text = " ".join(["a" * MAX_RUN_CHARS, _cjk(MAX_RUN_CHARS), "!" * MAX_RUN_CHARS])
+    assert counter.count(text) == TiktokenTokenizer("o200k_base").count(text)
+
+
+def test_the_counter_refuses_a_long_run_before_tokenizing() -> None:
+    counter = TokenCounter(TiktokenTokenizer("o200k_base"))
+    with pytest.raises(UntokenizableError) as caught:
+        counter.count("b" * 1_000_000)
+    assert caught.value.message == (
+        "the text has 1,000,000 letter-like characters without a break from character 0 "
+        "(at most 1,000 can be tokenized in linear time)"
+    )
+    with pytest.raises(UntokenizableError):
+        counter.count_upto("b" * 5000, 10)
+
+
+class _Panic(BaseException):
+    """Stands for pyo3's PanicException, which is not an Exception."""
+
+
+class _PanickyTokenizer:
+    """o200k, except that it panics on any text holding the word PANIC."""
+
+    name = "tiktoken:o200k_base"
+    exact = True
+
+    def __init__(self) -> None:
+        self.inner = TiktokenTokenizer("o200k_base")
+        self.splits_before_fence = True
+
+    def count(self, text: str) -> int:
+        if "PANIC" in text:
+            raise _Panic("called `Result::unwrap()` on an `Err` value")
+        return self.inner.count(text)
+
+    def lower_bound(self, text: str) -> int:
+        return self.inner.lower_bound(text)
+
+
+def test_a_tokenizer_panic_becomes_an_error_but_interrupts_pass() -> None:
+    counter = TokenCounter(_PanickyTokenizer())
+    with pytest.raises(UntokenizableError) as caught:
+        counter.count("PANIC now")
+    assert caught.value.message == (
+        "the tiktoken:o200k_base tokenizer failed on a text of 9 characters (_Panic)"
+    )
+
+    class _Interrupting(_PanickyTokenizer):
+        def count(self, text: str) -> int:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        TokenCounter(_Interrupting()).count("anything")
+
+
+def test_a_panic_on_one_passage_excludes_only_that_passage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(_COUNTERS, "tiktoken:o200k_base", TokenCounter(_PanickyTokenizer()))
+    bad = {"id": "bad", "text": "Aristotle PANIC taught", "score": 0.9}
+    result = ctxasm.Assembler().assemble(query=QUERY, passages=[GOOD, bad], model="gpt-4o")
+    assert [p.id for p in result.report.included] == ["good"]
+    assert [
+        (e.candidate_id, e.stage, e.reason.value, e.detail) for e in result.report.excluded
+    ] == [
+        (
+            "bad",
+            "selection",
+            "untokenizable",
+            "cannot be counted: the tiktoken:o200k_base tokenizer failed on a text of "
+            "27 characters (_Panic)",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("passage", "detail"),
+    [
+        (
+            {"id": "bad", "text": "Aristotle " + "a" * 200_000, "score": 0.9},
+            "its text has 200,000 letter-like characters without a break from character 10",
+        ),
+        (
+            {"id": "bad", "text": "Aristotle " + _cjk(200_000), "score": 0.9},
+            "its text has 200,000 letter-like characters without a break from character 10",
+        ),
+        (
+            {"id": "bad", "text": "Aristotle " + "\n" * 1_000_000 + "x", "score": 0.9},
+            "its text has 1,000,001 white-space characters without a break from character 9",
+        ),
+        (
+            {"id": "bad", "text": "Aristotle taught.", "title": "T" * 5000, "score": 0.9},
+            "its title has 5,000 letter-like characters without a break from character 0",
+        ),
+    ],
+)
+def test_a_passage_with_a_long_run_is_excluded_not_the_request(
+    passage: dict[str, object], detail: str
+) -> None:
+    result = ctxasm.assemble(QUERY, [GOOD, passage], model="gpt-4o")
+    assert [p.id for p in result.report.included] == ["good"]
+    assert [
+        (e.candidate_id, e.stage, e.reason.value, e.detail) for e in result.report.excluded
+    ] == [
+        (
+            "bad",
+            "selection",
+            "untokenizable",
+            f"cannot be counted: {detail} (at most 1,000 can be tokenized in linear time)",
+        )
+    ]
+
+
+def test_a_long_run_over_the_budget_is_over_budget_first() -> None:
+    bad = {"id": "bad", "text": "a" * 1_000_000, "score": 0.9}
+    result = ctxasm.assemble(QUERY, [GOOD, bad], model="gpt-4o", max_context_tokens=500)
+    assert [(e.candidate_id, e.reason.value) for e in result.report.excluded] == [
+        ("bad", "over_budget")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"query": "q" * 5000}, "query"),
+        ({"system_prompt": "Be brief. " + "!" * 3000}, "system_prompt"),
+        (
+            {
+                "history": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": "中" * 2000},
+                ]
+            },
+            "history[1].content",
+        ),
+    ],
+)
+def test_a_long_run_outside_the_passages_is_a_request_error(
+    fields: dict[str, object], field: str
+) -> None:
+    request = {"query": QUERY, "passages": [GOOD], "model": "gpt-4o", **fields}
+    with pytest.raises(UntokenizableError) as caught:
+        ctxasm.assemble(**request)
+    assert caught.value.field == field
+    assert caught.value.code == "untokenizable"
+    assert caught.value.message.startswith(f"{field} cannot be counted: the text has ")
+
+
+def test_chunks_of_a_document_with_a_long_run_are_cut_inside_it() -> None:
+    text = "Intro sentence. " + "z" * 2500 + " Outro sentence."
+    assert run_cuts(text) == [1016, 2016]
+    chunks = chunk_text(text, 512, 8)
+    assert [(c.start, c.end) for c in chunks] == [(0, 1016), (1016, 2016), (2016, 2532)]
+    small = chunk_text(text, 64, 8)
+    assert len(small) == 21
+    assert {1016, 2016} <= {c.start for c in small}
+    chunks += small
+    assert all(c.text == text[c.start : c.end] for c in chunks)
+    assert all(find_long_run(c.text) is None for c in chunks)
+
+
+def test_document_tokens_are_counted_linearly_and_exactly_without_runs() -> None:
+    counter = get_counter("tiktoken:o200k_base")
+    prose = "Aristotle taught at the Lyceum. " * 100
+    assert count_tokens(prose, counter) == counter.count(prose)
+    assert count_tokens("a" * 250_000, counter) == 250 * counter.count("a" * 1000)

@@ -1,0 +1,393 @@
+"""Constructors check what they are given, with the same rules and messages as request JSON
+(issue 10, items 6 and 8): Principal, Passage, Message, Request and HistoryPolicy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ctxasm
+from ctxasm import Message, Passage, Principal, Request, RequestError
+from ctxasm.stages.history import HistoryPolicy, parse_history_policy
+
+
+def _refusal(build: Any, *args: Any, **kwargs: Any) -> tuple[str | None, str]:
+    with pytest.raises(RequestError) as caught:
+        build(*args, **kwargs)
+    return caught.value.field, caught.value.message
+
+
+# --- Principal ---------------------------------------------------------------------------------
+
+
+def test_a_bare_string_for_groups_is_refused_not_split_into_characters() -> None:
+    assert _refusal(Principal, "ann", "acme", "staff") == (
+        "principal.groups",
+        "principal.groups must be a list of strings; got the string 'staff', which would be "
+        "read as its characters: pass a list, ['staff']",
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "message"),
+    [
+        ({"id": ""}, "principal.id", "principal.id must not be empty; got ''"),
+        ({"id": "  "}, "principal.id", "principal.id must not be empty; got '  '"),
+        ({"id": None}, "principal.id", "principal.id must be a string; got null None"),
+        ({"id": 7}, "principal.id", "principal.id must be a string; got int 7"),
+        (
+            {"id": "ann", "tenant": ""},
+            "principal.tenant",
+            "principal.tenant must not be empty; leave it out (null) for none; got ''",
+        ),
+        (
+            {"id": "ann", "groups": ["staff", 1]},
+            "principal.groups[1]",
+            "principal.groups[1] must be a string; got int 1",
+        ),
+        (
+            {"id": "ann", "groups": ["staff", ""]},
+            "principal.groups[1]",
+            "principal.groups[1] must not be empty; got ''",
+        ),
+        (
+            {"id": "ann", "groups": {"staff"}},
+            "principal.groups",
+            "principal.groups must be a list of strings; got set {'staff'}",
+        ),
+        (
+            {"id": "ann\x00"},
+            "principal.id",
+            "principal.id contains the control character U+0000 at character 3; names may not "
+            "contain control characters (NUL, tab, newline and the like)",
+        ),
+        (
+            {"id": "ann", "tenant": "ac\x00me"},
+            "principal.tenant",
+            "principal.tenant contains the control character U+0000 at character 2; names may "
+            "not contain control characters (NUL, tab, newline and the like)",
+        ),
+        (
+            {"id": "ann", "groups": ["st\naff"]},
+            "principal.groups[0]",
+            "principal.groups[0] contains the control character U+000A at character 2; names "
+            "may not contain control characters (NUL, tab, newline and the like)",
+        ),
+        (
+            {"id": "ann\ud800"},
+            "principal.id",
+            "principal.id contains an unpaired surrogate at character 3; text must be valid "
+            "Unicode",
+        ),
+    ],
+)
+def test_a_bad_principal_is_refused_alike_as_an_object_and_as_json(
+    kwargs: dict[str, Any], field: str, message: str
+) -> None:
+    assert _refusal(Principal, **kwargs) == (field, message)
+    request = {"query": "q?", "passages": [], "principal": kwargs}
+    assert _refusal(ctxasm.parse_request, request) == (field, message)
+
+
+def test_principal_groups_none_means_no_groups_and_lists_become_tuples() -> None:
+    assert Principal("ann", "acme", None) == Principal("ann", "acme", ())  # type: ignore[arg-type]
+    assert Principal("ann", groups=["staff", "ops"]).groups == ("staff", "ops")  # type: ignore[arg-type]
+    parsed = ctxasm.parse_request(
+        {"query": "q?", "passages": [], "principal": {"id": "ann", "groups": None}}
+    )
+    assert parsed.principal == Principal("ann")
+
+
+def test_string_subclasses_become_plain_strings() -> None:
+    class Sly(str):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = str.__hash__
+
+    who = Principal(Sly("ann"), Sly("acme"), (Sly("staff"),))
+    assert [type(v) for v in (who.id, who.tenant, *who.groups)] == [str, str, str]
+    passage = Passage("p", "x", tenant=Sly("acme"), readers=(Sly("staff"),))
+    assert [type(v) for v in (passage.tenant, *(passage.readers or ()))] == [str, str]
+
+
+# --- Passage -----------------------------------------------------------------------------------
+
+_NO_CONTROL = "names may not contain control characters (NUL, tab, newline and the like)"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "message"),
+    [
+        (
+            {"readers": "staff"},
+            "passage.readers",
+            "passage.readers must be a list of strings; got the string 'staff', which would be "
+            "read as its characters: pass a list, ['staff']",
+        ),
+        (
+            {"readers": ["a", ""]},
+            "passage.readers[1]",
+            "passage.readers[1] must not be empty; got ''",
+        ),
+        (
+            {"readers": ("a", None)},
+            "passage.readers[1]",
+            "passage.readers[1] must be a string; got null None",
+        ),
+        ({"tenant": ""}, "passage.tenant", "passage.tenant must not be empty; got ''"),
+        (
+            {"tenant": "a\x00"},
+            "passage.tenant",
+            f"passage.tenant contains the control character U+0000 at character 1; {_NO_CONTROL}",
+        ),
+        (
+            {"score": "0.9"},
+            "passage.score",
+            "passage.score must be a number or null; got str '0.9'",
+        ),
+        ({"score": True}, "passage.score", "passage.score must be a number or null; got bool True"),
+        (
+            {"score": float("nan")},
+            "passage.score",
+            "passage.score must be a finite number; got nan",
+        ),
+        (
+            {"priority": [1]},
+            "passage.priority",
+            "passage.priority must be a number or null; got list [1]",
+        ),
+        (
+            {"authority": 1.5},
+            "passage.authority",
+            "passage.authority must be a number between 0 and 1; got float 1.5",
+        ),
+        (
+            {"start": 1.0, "end": 2},
+            "passage.start",
+            "passage.start must be an integer >= 0 or null; got float 1.0",
+        ),
+        (
+            {"start": 1},
+            "passage.start",
+            "passage needs both start and end (character offsets in its document) or neither",
+        ),
+        ({"start": 5, "end": 2}, "passage.end", "passage.end (2) is before start (5)"),
+        (
+            {"embedding": "abc"},
+            "passage.embedding",
+            "passage.embedding must be a non-empty list of numbers; got str 'abc'",
+        ),
+        (
+            {"embedding": [0.1, "x"]},
+            "passage.embedding[1]",
+            "passage.embedding[1] must be a number; got str 'x'",
+        ),
+        ({"title": 3}, "passage.title", "passage.title must be a string; got int 3"),
+        ({"metadata": [1]}, "passage.metadata", "passage.metadata must be an object; got list [1]"),
+        (
+            {"timestamp": "soon"},
+            "passage.timestamp",
+            "passage.timestamp must be an ISO-8601 date or time; got str 'soon'",
+        ),
+        (
+            {"graph_distance": -1},
+            "passage.graph_distance",
+            "passage.graph_distance must be an integer >= 0 or null; got int -1",
+        ),
+        ({"id": ""}, "passage.id", "passage.id must be a non-empty string; got str ''"),
+        ({"text": None}, "passage.text", "passage.text must be a string; got null None"),
+    ],
+)
+def test_a_bad_passage_is_refused_alike_as_an_object_and_as_json(
+    kwargs: dict[str, Any], field: str, message: str
+) -> None:
+    fields = {"id": "p", "text": "t", **kwargs}
+    assert _refusal(Passage, **fields) == (field, message)
+    request = {"query": "q?", "passages": [{"text": "fine"}, fields]}
+    assert _refusal(ctxasm.parse_request, request) == (
+        field.replace("passage", "passages[1]", 1),
+        message.replace("passage", "passages[1]", 1),
+    )
+
+
+def test_passage_readers_none_is_unrestricted_and_empty_admits_nobody() -> None:
+    open_to_all = Passage("a", "alpha one", 0.9, tenant="acme")
+    nobody = Passage("b", "alpha two", 0.8, tenant="acme", readers=[])  # type: ignore[arg-type]
+    listed = Passage("c", "alpha three", 0.7, tenant="acme", readers=["staff"])  # type: ignore[arg-type]
+    assert (open_to_all.readers, nobody.readers, listed.readers) == (None, (), ("staff",))
+    who = {"id": "ann", "tenant": "acme", "groups": ["staff"]}
+    result = ctxasm.assemble("alpha?", [open_to_all, nobody, listed], principal=who)
+    assert sorted(item.id for item in result.report.included) == ["a", "c"]
+    assert [(e.candidate_id, e.reason.value) for e in result.report.excluded] == [
+        ("b", "access_denied")
+    ]
+
+
+def test_passage_numbers_and_lists_are_normalised() -> None:
+    passage = Passage(
+        "p", "t", score=1, priority=2, authority=1, embedding=[1, 0.5], start=0, end=1
+    )  # type: ignore[arg-type]
+    assert (passage.score, passage.priority, passage.authority, passage.embedding) == (
+        1.0,
+        2.0,
+        1.0,
+        (1.0, 0.5),
+    )
+    assert [type(v) for v in (passage.score, passage.priority, passage.authority)] == [float] * 3
+
+
+def test_a_checked_passage_object_is_used_as_is_by_the_request_parser() -> None:
+    passage = Passage("p", "alpha", 0.5)
+    request = ctxasm.parse_request({"query": "q?", "passages": [passage]})
+    assert request.passages[0] is passage
+
+
+# --- Message, HistoryPolicy, Request -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "message"),
+    [
+        (
+            ("system", "hi"),
+            "message.role",
+            "message.role must be 'user' or 'assistant'; got str 'system'",
+        ),
+        ((None, "hi"), "message.role", "message.role must be 'user' or 'assistant'; got null None"),
+        (("user", 3), "message.content", "message.content must be a string; got int 3"),
+        (
+            ("user", " "),
+            "message.content",
+            "message.content is empty; drop the turn or give its text",
+        ),
+    ],
+)
+def test_a_bad_message_is_refused_alike_as_an_object_and_as_json(
+    args: tuple[Any, Any], field: str, message: str
+) -> None:
+    assert _refusal(Message, *args) == (field, message)
+    history = [{"role": "user", "content": "first"}, {"role": args[0], "content": args[1]}]
+    assert _refusal(ctxasm.parse_request, {"query": "q?", "passages": [], "history": history}) == (
+        field.replace("message", "history[1]"),
+        message.replace("message", "history[1]"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "message"),
+    [
+        (
+            {"max_share": 2},
+            "history_policy.max_share",
+            "history_policy.max_share must be a number from 0 to 1; got int 2",
+        ),
+        (
+            {"min_recent_turns": "2"},
+            "history_policy.min_recent_turns",
+            "history_policy.min_recent_turns must be an integer from 0 to 10000; got str '2'",
+        ),
+        (
+            {"max_tokens": -1},
+            "history_policy.max_tokens",
+            "history_policy.max_tokens must be a non-negative integer or null; got int -1",
+        ),
+        ({"reclaim": 1}, "history_policy.reclaim", "history_policy.reclaim must be true or false"),
+    ],
+)
+def test_a_bad_history_policy_is_refused_alike_as_an_object_and_as_json(
+    kwargs: dict[str, Any], field: str, message: str
+) -> None:
+    assert _refusal(HistoryPolicy, **kwargs) == (field, message)
+    assert _refusal(parse_history_policy, kwargs) == (field, message)
+    assert _refusal(parse_history_policy, kwargs, "config.history") == (
+        field.replace("history_policy", "config.history"),
+        message.replace("history_policy", "config.history"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "message"),
+    [
+        (
+            {"context_window": "8000"},
+            "context_window",
+            "context_window must be an integer >= 1 or null; got str '8000'",
+        ),
+        (
+            {"reserve_output_tokens": 0},
+            "reserve_output_tokens",
+            "reserve_output_tokens must be an integer >= 1 or null; got int 0",
+        ),
+        (
+            {"max_context_tokens": True},
+            "max_context_tokens",
+            "max_context_tokens must be an integer >= 1 or null; got bool True",
+        ),
+        (
+            {"max_context_tokens": 10**20},
+            "max_context_tokens",
+            "max_context_tokens must be an integer <= 2**53; got int 100000000000000000000",
+        ),
+        (
+            {"safety_margin": 0.9},
+            "safety_margin",
+            "safety_margin must be a number between 0.0 and 0.5; got float 0.9",
+        ),
+        ({"top_k": 1.5}, "top_k", "top_k must be an integer >= 1 or null; got float 1.5"),
+        (
+            {"allow_public": "yes"},
+            "allow_public",
+            "allow_public must be true or false; got str 'yes'",
+        ),
+        ({"model": ""}, "model", "model must not be empty"),
+        ({"query": ""}, "query", "query must not be empty"),
+    ],
+)
+def test_a_bad_request_is_refused_alike_as_an_object_and_as_json(
+    kwargs: dict[str, Any], field: str, message: str
+) -> None:
+    fields: dict[str, Any] = {"query": "q?", "passages": (), **kwargs}
+    assert _refusal(Request, **fields) == (field, message)
+    assert _refusal(ctxasm.parse_request, {**fields, "passages": []}) == (field, message)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "message"),
+    [
+        (
+            {"principal": {"id": "ann"}},
+            "principal",
+            "principal must be a ctxasm.Principal (or, in request JSON, {id, tenant, groups}); "
+            "got dict {'id': 'ann'}",
+        ),
+        (
+            {"passages": "abc"},
+            "passages",
+            "passages must be a list of Passage objects; got str 'abc'",
+        ),
+        (
+            {"passages": [{"text": "x"}]},
+            "passages[0]",
+            "passages[0] must be a ctxasm.Passage (dicts are taken by ctxasm.parse_request and "
+            "ctxasm.assemble); got dict {'text': 'x'}",
+        ),
+        (
+            {"history": [("user", "hi")]},
+            "history[0]",
+            "history[0] must be a ctxasm.Message (dicts are taken by ctxasm.parse_request and "
+            "ctxasm.assemble); got tuple ('user', 'hi')",
+        ),
+    ],
+)
+def test_a_request_object_refuses_what_its_fields_cannot_hold(
+    kwargs: dict[str, Any], field: str, message: str
+) -> None:
+    assert _refusal(Request, **{"query": "q?", "passages": (), **kwargs}) == (field, message)
+
+
+def test_a_request_object_keeps_lists_as_tuples() -> None:
+    passage = Passage("p", "alpha")
+    request = Request(query="q?", passages=[passage], history=[Message("user", "hi")])  # type: ignore[arg-type]
+    assert (request.passages, request.history) == ((passage,), (Message("user", "hi"),))
