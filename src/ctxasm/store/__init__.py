@@ -16,7 +16,8 @@ from ctxasm.errors import ConfigError, RequestError
 from ctxasm.model import Passage, Principal
 from ctxasm.store.chunking import Chunk, _pieces, chunk_text
 from ctxasm.store.documents import SUFFIXES, Document, read_documents
-from ctxasm.store.sqlite import SQLiteStore, StoreStats
+from ctxasm.store.records import StoreStats
+from ctxasm.store.sqlite import SQLiteStore
 from ctxasm.validation import name, names
 
 __all__ = [

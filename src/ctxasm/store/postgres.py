@@ -13,8 +13,8 @@ are found:
   ``WHERE`` as the ``ORDER BY`` distance, with pgvector's iterative index scans, so a principal
   who sees a small share of the corpus still gets ``k`` neighbours.
 
-The two rankings are fused by reciprocal rank fusion (``1 / (60 + rank)`` summed), which is the
-score the passages carry. Documents are written in batches (``COPY``), one transaction per
+The two rankings are fused by reciprocal rank fusion (:func:`ctxasm.store.ranking.fused`),
+whose score the passages carry. Documents are written in batches (``COPY``), one transaction per
 batch.
 
 As a service dependency: connections come from a pool (``pool_size``), every statement runs
@@ -26,23 +26,34 @@ is kept in ``ctxasm_schema``: an older store is upgraded when opened, a newer on
 
 from __future__ import annotations
 
-import json
 import threading
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from ctxasm.errors import ConfigError, StoreUnavailableError
-from ctxasm.lexical import phrase_key, query_terms
+from ctxasm.lexical import query_terms
 from ctxasm.model import Passage, Principal
 from ctxasm.store.arguments import check_no_nul, checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
-from ctxasm.store.ranking import K1, RRF_K, B, ClassDelta, VisibleStats, bm25_score, fused
-from ctxasm.store.sqlite import StoreStats, content_hash
+from ctxasm.store.ranking import ClassDelta, VisibleStats, chunk_words, count_into, fused, rescored
+from ctxasm.store.records import (
+    CHUNK_COLUMNS,
+    ChunkRow,
+    Pending,
+    StoreStats,
+    batches,
+    class_key,
+    content_hash,
+    document_row,
+    outcomes,
+    reader_names,
+)
 
-__all__ = ["RRF_K", "SCHEMA_VERSION", "PostgresStore"]
+__all__ = ["SCHEMA_VERSION", "PostgresRow", "PostgresStore"]
 
 DIMENSION = 256
 SCHEMA_VERSION = 2
@@ -121,10 +132,6 @@ SELECT
         WHERE term = ANY(%(terms)s) AND class_id IN (SELECT id FROM visible) GROUP BY term
     ) AS found)
 """
-_COLUMNS = (
-    'c.chunk_id, c.doc_id, c.start, c."end", c.words, c.text, d.title, d.url, d.tenant, '
-    "d.has_readers, d.timestamp, d.authority"
-)
 # The best candidates by BM25 over the visible classes, in SQL (idf weights from Python).
 _TOP = """
 SELECT c.id FROM chunks c
@@ -150,17 +157,14 @@ def _vector(values: Any) -> str:
     return "[" + ",".join(f"{float(v):.6f}" for v in values) + "]"
 
 
-def _class_key(document: Document) -> str:
-    readers = None if document.readers is None else sorted(set(document.readers))
-    return json.dumps([document.tenant, readers], ensure_ascii=False)
+SCORE_DIGITS = 8  # a passage's score is rounded to this many decimals
 
 
 @dataclass(frozen=True, slots=True)
-class _Pending:
-    document: Document
-    chunks: Sequence[Chunk]
-    digest: str
-    vectors: Sequence[str]
+class PostgresRow(ChunkRow):
+    """A chunk read back, with its document's readers (sorted; ``None`` for none)."""
+
+    readers: list[str] | None
 
 
 def _unavailable(exc: Exception) -> StoreUnavailableError:
@@ -286,7 +290,7 @@ class PostgresStore:
                     "UPDATE chunks SET terms = %s, counts = %s, class_id = %s WHERE id = %s",
                     (terms, counts, class_id, chunk_id),
                 )
-            deltas.setdefault(class_id, ClassDelta()).add(text for _, text in rows)
+            count_into(deltas, class_id, (text for _, text in rows))
         _apply(db, deltas)
         db.execute("ALTER TABLE chunks ALTER COLUMN counts SET NOT NULL")
         db.execute("ALTER TABLE chunks ALTER COLUMN class_id SET NOT NULL")
@@ -308,13 +312,13 @@ class PostgresStore:
         pending = []
         for document, chunks in items:
             digest = content_hash(document, chunks, self._embedder.name)
-            pending.append(_Pending(document, chunks, digest, [next(vectors) for _ in chunks]))
-        outcomes: list[str] = []
-        for batch in _batches(pending):
-            outcomes.extend(self._write(batch))
-        return outcomes
+            pending.append(Pending(document, chunks, digest, [next(vectors) for _ in chunks]))
+        written: list[str] = []
+        for batch in batches(pending):
+            written.extend(self._write(batch))
+        return written
 
-    def _write(self, batch: list[_Pending]) -> list[str]:
+    def _write(self, batch: list[Pending]) -> list[str]:
         with self._connection() as db:
             known = dict(
                 db.execute(
@@ -331,17 +335,10 @@ class PostgresStore:
                     self._replace(db, changed, replaced, fresh)
                 with self._classes_lock:
                     self._classes.update(fresh)
-        return [
-            "added"
-            if p.document.doc_id not in known
-            else "unchanged"
-            if known[p.document.doc_id] == p.digest
-            else "updated"
-            for p in batch
-        ]
+        return outcomes(batch, known)
 
     def _replace(
-        self, db: Any, batch: list[_Pending], replaced: list[str], fresh: dict[str, int]
+        self, db: Any, batch: list[Pending], replaced: list[str], fresh: dict[str, int]
     ) -> None:
         """Write ``batch`` (inside a transaction), removing the ``replaced`` versions first."""
         deltas: dict[int, ClassDelta] = {}
@@ -349,7 +346,7 @@ class PostgresStore:
             for class_id, text in db.execute(
                 "SELECT class_id, text FROM chunks WHERE doc_id = ANY(%s)", (replaced,)
             ):
-                deltas.setdefault(class_id, ClassDelta()).add([text], sign=-1)
+                count_into(deltas, class_id, [text], sign=-1)
             db.execute("DELETE FROM documents WHERE doc_id = ANY(%s)", (replaced,))
         with db.cursor() as cursor:
             with cursor.copy(
@@ -357,15 +354,15 @@ class PostgresStore:
                 "metadata, content_hash) FROM STDIN"
             ) as copy:
                 for item in batch:
-                    copy.write_row(_document_row(item.document, item.digest))
+                    copy.write_row(document_row(item.document, item.digest))
             with cursor.copy("COPY readers (doc_id, reader) FROM STDIN") as copy:
                 for item in batch:
-                    for reader in sorted(set(item.document.readers or ())):
+                    for reader in reader_names(item.document):
                         copy.write_row((item.document.doc_id, reader))
             rows = []
             for item in batch:
                 class_id = self._class_id(db, item.document, fresh)
-                deltas.setdefault(class_id, ClassDelta()).add(c.text for c in item.chunks)
+                count_into(deltas, class_id, (c.text for c in item.chunks))
                 rows.extend(_chunk_rows(item, class_id))
             with cursor.copy(
                 'COPY chunks (chunk_id, doc_id, seq, start, "end", words, text, terms, counts, '
@@ -378,13 +375,13 @@ class PostgresStore:
     def _class_id(self, db: Any, document: Document, fresh: dict[str, int]) -> int:
         """The id of the document's access class, created if new. New ids go to ``fresh``,
         remembered by the caller once its transaction commits (a rollback may undo them)."""
-        key = _class_key(document)
+        key = class_key(document)
         with self._classes_lock:
             if key in self._classes:
                 return self._classes[key]
         if key in fresh:
             return fresh[key]
-        readers = None if document.readers is None else sorted(set(document.readers))
+        readers = None if document.readers is None else reader_names(document)
         db.execute(
             "INSERT INTO access_classes (key, tenant, readers) VALUES (%s, %s, %s) "
             "ON CONFLICT (key) DO NOTHING",
@@ -401,7 +398,7 @@ class PostgresStore:
             for class_id, text in db.execute(
                 "SELECT class_id, text FROM chunks WHERE doc_id = %s", (doc_id,)
             ):
-                deltas.setdefault(class_id, ClassDelta()).add([text], sign=-1)
+                count_into(deltas, class_id, [text], sign=-1)
             gone = db.execute("DELETE FROM documents WHERE doc_id = %s", (doc_id,))
             _apply(db, deltas)
         return bool(gone.rowcount > 0)
@@ -441,17 +438,11 @@ class PostgresStore:
             lexical_ids = [row[0] for row in top.fetchall()] if top is not None else []
             nearest = near.fetchall()
             rows = _rows(db, [*lexical_ids, *(row[0] for row in nearest)])
-        frequencies = {t: stats.frequencies.get(t, 0) for t in terms}
-        lexical = sorted(
-            (
-                (bm25_score(row[5], row[4], terms, frequencies, stats.total, stats.average), row)
-                for row in (rows[i] for i in lexical_ids)
-            ),
-            key=lambda item: (-item[0], item[1][0]),
-        )
-        nearest.sort(key=lambda row: (row[1], rows[row[0]][0]))
-        best = fused(lexical, [rows[row[0]] for row in nearest])[:k]
-        return [_passage(row, score) for score, row in best]
+        lexical = rescored((rows[i] for i in lexical_ids), terms, stats)
+        # nearest first, ties by chunk id
+        nearest.sort(key=lambda found: (found[1], rows[found[0]].chunk_id))
+        best = fused(lexical, [rows[found[0]] for found in nearest])[:k]
+        return [row.passage(score, row.readers or (), SCORE_DIGITS) for score, row in best]
 
 
 def _pool(url: str, size: int, statement_timeout_ms: int) -> Any:
@@ -493,19 +484,6 @@ def _schema_version(db: Any) -> int | None:
     return 1 if "documents" in tables else None
 
 
-def _batches(pending: list[_Pending]) -> list[list[_Pending]]:
-    """``pending`` cut where a document id repeats (a later version replaces an earlier)."""
-    batches: list[list[_Pending]] = [[]]
-    seen: set[str] = set()
-    for item in pending:
-        if item.document.doc_id in seen:
-            batches.append([])
-            seen = set()
-        batches[-1].append(item)
-        seen.add(item.document.doc_id)
-    return [batch for batch in batches if batch]
-
-
 def _marker(class_id: int) -> str:
     """The element of ``terms`` that names a chunk's access class (no word has a space), so
     one GIN index scan finds the chunks that hold a query term *and* are visible."""
@@ -515,14 +493,12 @@ def _marker(class_id: int) -> str:
 def _term_counts(text: str, class_id: int) -> tuple[list[str], list[int]]:
     """A chunk's distinct words, sorted, and how often each occurs, then its class marker
     (counted 0 times: it is not a word)."""
-    found: dict[str, int] = {}
-    for word in phrase_key(text).split():
-        found[word] = found.get(word, 0) + 1
+    found = Counter(chunk_words(text))
     terms = sorted(found)
     return [*terms, _marker(class_id)], [*(found[t] for t in terms), 0]
 
 
-def _chunk_rows(item: _Pending, class_id: int) -> list[tuple[Any, ...]]:
+def _chunk_rows(item: Pending, class_id: int) -> list[tuple[Any, ...]]:
     rows = []
     for seq, (chunk, vector) in enumerate(zip(item.chunks, item.vectors, strict=True)):
         terms, counts = _term_counts(chunk.text, class_id)
@@ -542,20 +518,6 @@ def _chunk_rows(item: _Pending, class_id: int) -> list[tuple[Any, ...]]:
             )
         )
     return rows
-
-
-def _document_row(document: Document, digest: str) -> tuple[Any, ...]:
-    return (
-        document.doc_id,
-        document.title,
-        document.url,
-        document.tenant,
-        document.readers is not None,
-        document.timestamp,
-        document.authority,
-        json.dumps(dict(document.metadata), ensure_ascii=False, default=str),
-        digest,
-    )
 
 
 def _apply(db: Any, deltas: dict[int, ClassDelta]) -> None:
@@ -601,39 +563,20 @@ def _top(db: Any, classes: list[int], stats: VisibleStats, terms: list[str], poo
         "idfs": [w for _, w in weights],
         "classes": classes,
         "markers": [_marker(c) for c in classes],
-        "k1p1": K1 + 1.0,
-        "norm0": K1 * (1.0 - B),
-        "norm1": K1 * B / stats.average,
         "pool": pool,
+        **stats.sql_parameters(),
     }
     return db.cursor().execute(_TOP, params)
 
 
-def _rows(db: Any, ids: list[int]) -> dict[int, Any]:
-    """The chunks with these ids, each with its document's readers (sorted) last."""
+def _rows(db: Any, ids: list[int]) -> dict[int, PostgresRow]:
+    """The chunks with these ids, by id, each with its document's readers."""
     if not ids:
         return {}
     found = db.execute(
-        f"SELECT c.id, {_COLUMNS}, (SELECT array_agg(r.reader ORDER BY r.reader) "
+        f"SELECT c.id, {CHUNK_COLUMNS}, (SELECT array_agg(r.reader ORDER BY r.reader) "
         f"FROM readers r WHERE r.doc_id = c.doc_id) FROM chunks c "
         f"JOIN documents d ON d.doc_id = c.doc_id WHERE c.id = ANY(%s)",
         (sorted(set(ids)),),
     ).fetchall()
-    return {row[0]: row[1:] for row in found}
-
-
-def _passage(row: Any, score: float) -> Passage:
-    return Passage(
-        id=row[0],
-        text=row[5],
-        score=round(score, 8),
-        title=row[6],
-        url=row[7],
-        doc_id=row[1],
-        start=row[2],
-        end=row[3],
-        timestamp=row[10],
-        authority=row[11],
-        tenant=row[8],
-        readers=tuple(row[12] or ()) if row[9] else None,
-    )
+    return {row[0]: PostgresRow(*row[1:]) for row in found}

@@ -1,5 +1,7 @@
 """Ranking shared by the stores: BM25 over the chunks a principal may see, per-access-class
-statistics that make it exact without a scan, and reciprocal rank fusion with vectors.
+statistics that make it exact without a scan, re-scoring of the database's candidates, and
+reciprocal rank fusion with vectors. Each store only finds candidates (in SQL); everything
+here is written once for both.
 
 An *access class* is the pair (tenant, reader set) of a document: every chunk of a class is
 visible to exactly the same principals. Each store keeps, per class, the chunk count, the word
@@ -7,6 +9,9 @@ count and, per term, the number of chunks holding it; a write updates them in th
 transaction as the chunks. At query time the statistics of the classes a principal can see are
 summed (:class:`VisibleStats`), which is the same as counting over the visible chunks, in time
 proportional to the number of classes and query terms.
+
+A chunk's length is counted in words (:func:`chunk_words`), the unit of the statistics, of the
+``words`` column both stores keep, and of the BM25 sum they compute in SQL.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
-from ctxasm.lexical import phrase_key
+from ctxasm.lexical import words
+from ctxasm.store.records import ChunkRow
 
 __all__ = [
     "K1",
@@ -27,20 +33,23 @@ __all__ = [
     "ClassDelta",
     "VisibleStats",
     "bm25_score",
-    "chunk_terms",
+    "chunk_words",
+    "count_into",
     "fts_form",
     "fused",
+    "rescored",
 ]
 
 K1 = 1.2
 B = 0.75
-RRF_K = 60
+RRF_K = 60  # reciprocal rank fusion: a chunk at rank r in one ranking adds 1 / (RRF_K + r)
+
+Row = TypeVar("Row", bound=ChunkRow)
 
 
-def chunk_terms(text: str) -> tuple[int, Counter[str]]:
-    """A chunk's length in words and its word counts, as BM25 sees them."""
-    found = phrase_key(text).split()
-    return len(found), Counter(found)
+def chunk_words(text: str) -> list[str]:
+    """A chunk's words as BM25 counts them (its length is their number)."""
+    return words(text)
 
 
 def fts_form(term: str) -> str:
@@ -62,7 +71,7 @@ class ClassDelta:
     def add(self, texts: Iterable[str], sign: int = 1) -> None:
         """Count (``sign`` 1) or uncount (``sign`` -1) chunks with these texts."""
         for text in texts:
-            found = phrase_key(text).split()
+            found = chunk_words(text)
             self.chunks += sign
             self.words += sign * len(found)
             if sign > 0:
@@ -74,6 +83,13 @@ class ClassDelta:
         """``(class_id, term, change)`` for every term whose count changed, sorted (so that
         concurrent writers lock rows in one order)."""
         return [(class_id, term, n) for term, n in sorted(self.terms.items()) if n]
+
+
+def count_into(
+    deltas: dict[int, ClassDelta], class_id: int, texts: Iterable[str], sign: int = 1
+) -> None:
+    """Count chunks with these texts into (``sign`` 1) or out of (-1) a class's delta."""
+    deltas.setdefault(class_id, ClassDelta()).add(texts, sign)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,43 +112,45 @@ class VisibleStats:
         """``(term, idf)`` of the query terms that some visible chunk holds."""
         return [(t, self.idf(t)) for t in terms if self.frequencies.get(t, 0) > 0]
 
+    def sql_parameters(self) -> dict[str, float]:
+        """The constants of the BM25 sum as the stores write it in SQL, per term
+        ``idf * tf * k1p1 / (tf + norm0 + norm1 * words)``, which is :func:`bm25_score`'s."""
+        return {"k1p1": K1 + 1.0, "norm0": K1 * (1.0 - B), "norm1": K1 * B / self.average}
 
-def bm25_score(
-    text: str,
-    words: int,
-    terms: Sequence[str],
-    frequencies: dict[str, int],
-    total: int,
-    average: float,
-    k1: float = K1,
-    b: float = B,
-) -> float:
-    """Okapi BM25 of ``terms`` in one chunk (``words`` long), with the document frequencies,
-    chunk count and average length of the chunks the principal may see."""
-    found = phrase_key(text).split()
+
+def bm25_score(text: str, length: int, terms: Sequence[str], stats: VisibleStats) -> float:
+    """Okapi BM25 of ``terms`` in one chunk (``length`` words long), with the document
+    frequencies, chunk count and average length of the chunks the principal may see."""
+    found = chunk_words(text)
+    norm = K1 * (1.0 - B + B * length / stats.average)
     score = 0.0
     for term in terms:
         tf = found.count(term)
-        if not tf:
-            continue
-        df = frequencies[term]
-        idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
-        norm = k1 * (1.0 - b + b * words / average)
-        score += idf * tf * (k1 + 1.0) / (tf + norm)
+        if tf:
+            score += stats.idf(term) * tf * (K1 + 1.0) / (tf + norm)
     return score
 
 
-def fused(lexical: list[tuple[float, Any]], near: list[Any]) -> list[tuple[float, Any]]:
-    """Reciprocal rank fusion (``1 / (60 + rank)``, summed) of a BM25 and a vector ranking of
-    rows whose first column is the chunk id; best first, ties by chunk id."""
+def rescored(
+    rows: Iterable[Row], terms: Sequence[str], stats: VisibleStats
+) -> list[tuple[float, Row]]:
+    """The database's candidates scored again exactly in Python, best first, ties by chunk id."""
+    scored = [(bm25_score(row.text, row.words, terms, stats), row) for row in rows]
+    scored.sort(key=lambda item: (-item[0], item[1].chunk_id))
+    return scored
+
+
+def fused(lexical: Sequence[tuple[float, Row]], near: Sequence[Row]) -> list[tuple[float, Row]]:
+    """Reciprocal rank fusion (``1 / (RRF_K + rank)``, summed) of a BM25 ranking (only its
+    positive scores count) and a vector ranking; best first, ties by chunk id."""
     scores: dict[str, float] = {}
-    rows: dict[str, Any] = {}
+    rows: dict[str, Row] = {}
     for rank, (score, row) in enumerate(lexical, start=1):
         if score > 0:
-            scores[row[0]] = scores.get(row[0], 0.0) + 1.0 / (RRF_K + rank)
-            rows[row[0]] = row
+            scores[row.chunk_id] = scores.get(row.chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+            rows[row.chunk_id] = row
     for rank, row in enumerate(near, start=1):
-        scores[row[0]] = scores.get(row[0], 0.0) + 1.0 / (RRF_K + rank)
-        rows[row[0]] = row
+        scores[row.chunk_id] = scores.get(row.chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+        rows[row.chunk_id] = row
     ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
     return [(score, rows[chunk_id]) for chunk_id, score in ranked]

@@ -34,17 +34,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import xxhash
-
 from ctxasm.errors import ConfigError
-from ctxasm.lexical import phrase_key, query_terms
+from ctxasm.lexical import query_terms
 from ctxasm.model import Passage, Principal
 from ctxasm.store.arguments import checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
-from ctxasm.store.ranking import K1, B, ClassDelta, VisibleStats, bm25_score, fts_form, fused
+from ctxasm.store.ranking import (
+    ClassDelta,
+    VisibleStats,
+    chunk_words,
+    count_into,
+    fts_form,
+    fused,
+    rescored,
+)
+from ctxasm.store.records import (
+    CHUNK_COLUMNS,
+    ChunkRow,
+    Pending,
+    StoreStats,
+    batches,
+    class_key,
+    content_hash,
+    document_row,
+    outcomes,
+    reader_names,
+)
 
-__all__ = ["SCHEMA_VERSION", "SQLiteStore", "StoreStats", "bm25_score", "content_hash"]
+__all__ = ["SCHEMA_VERSION", "SQLiteRow", "SQLiteStore", "StoreStats"]
 
 SCHEMA_VERSION = 2
 
@@ -121,10 +139,6 @@ _VISIBLE_CLASSES = """
         SELECT 1 FROM class_readers r WHERE r.class_id = k.id AND r.reader IN ({names})))
     AND (k.tenant IS NOT NULL OR k.has_readers = 1 OR :public)
 """
-_COLUMNS = (
-    'c.chunk_id, c.doc_id, c.start, c."end", c.words, c.text, d.title, d.url, d.tenant, '
-    "d.has_readers, d.timestamp, d.authority, c.embedding"
-)
 # The best candidates by BM25 over the visible classes, computed from the FTS5 index.
 _TOP = """
 SELECT v.doc FROM (
@@ -140,60 +154,14 @@ LIMIT :pool
 _FTS_TERM = re.compile(r"\w+", re.UNICODE)
 
 
-@dataclass(frozen=True, slots=True)
-class StoreStats:
-    documents: int
-    chunks: int
-
-
-def content_hash(document: Document, chunks: Sequence[Chunk], embedder: str = "") -> str:
-    payload = json.dumps(
-        [
-            document.text,
-            document.title,
-            document.url,
-            document.tenant,
-            document.readers,
-            document.timestamp,
-            document.authority,
-            dict(document.metadata),
-            [(c.start, c.end) for c in chunks],
-            embedder,
-        ],
-        sort_keys=True,
-        ensure_ascii=False,
-        default=str,
-    )
-    return xxhash.xxh3_128_hexdigest(payload.encode("utf-8"))
+SCORE_DIGITS = 6  # a passage's score is rounded to this many decimals
 
 
 @dataclass(frozen=True, slots=True)
-class _Pending:
-    """One document about to be written, with what was computed outside the lock."""
+class SQLiteRow(ChunkRow):
+    """A chunk read back, with its vector (float32 bytes; ``None`` without an embedder)."""
 
-    document: Document
-    chunks: Sequence[Chunk]
-    digest: str
-    vectors: Sequence[bytes | None]
-
-
-def _class_key(document: Document) -> str:
-    readers = None if document.readers is None else sorted(set(document.readers))
-    return json.dumps([document.tenant, readers], ensure_ascii=False)
-
-
-def _batches(pending: Sequence[_Pending]) -> list[list[_Pending]]:
-    """``pending`` cut where a document id repeats, so each batch writes a document once and
-    a later version of it replaces an earlier one, as separate upserts would."""
-    batches: list[list[_Pending]] = [[]]
-    seen: set[str] = set()
-    for item in pending:
-        if item.document.doc_id in seen:
-            batches.append([])
-            seen = set()
-        batches[-1].append(item)
-        seen.add(item.document.doc_id)
-    return [batch for batch in batches if batch]
+    embedding: bytes | None
 
 
 class SQLiteStore:
@@ -266,7 +234,7 @@ class SQLiteStore:
             texts = [
                 t for (t,) in db.execute("SELECT text FROM chunks WHERE doc_id = ?", (doc_id,))
             ]
-            deltas.setdefault(class_id, ClassDelta()).add(texts)
+            count_into(deltas, class_id, texts)
         self._apply(deltas)
 
     def close(self) -> None:
@@ -282,19 +250,19 @@ class SQLiteStore:
         ids): the outcome of each, in order. If any fails, none of the batch is written."""
         pending = [self._pending(document, chunks) for document, chunks in items]
         outcomes: list[str] = []
-        for batch in _batches(pending):
+        for batch in batches(pending):
             outcomes.extend(self._write(batch))
         return outcomes
 
-    def _pending(self, document: Document, chunks: Sequence[Chunk]) -> _Pending:
+    def _pending(self, document: Document, chunks: Sequence[Chunk]) -> Pending:
         digest = content_hash(document, chunks, self.embedder.name if self.embedder else "")
         vectors: list[bytes | None] = [None] * len(chunks)
         if self.embedder is not None and chunks:
             embedded = self.embedder.embed([c.text for c in chunks])
             vectors = [row.astype("float32").tobytes() for row in embedded]
-        return _Pending(document, chunks, digest, vectors)
+        return Pending(document, chunks, digest, vectors)
 
-    def _write(self, batch: list[_Pending]) -> list[str]:
+    def _write(self, batch: list[Pending]) -> list[str]:
         db = self._db
         with self._lock:
             marks = ", ".join("?" for _ in batch)
@@ -315,16 +283,9 @@ class SQLiteStore:
                 except BaseException:
                     db.execute("ROLLBACK")
                     raise
-        return [
-            "added"
-            if p.document.doc_id not in known
-            else "unchanged"
-            if known[p.document.doc_id] == p.digest
-            else "updated"
-            for p in batch
-        ]
+        return outcomes(batch, known)
 
-    def _replace(self, batch: list[_Pending], replaced: list[str]) -> None:
+    def _replace(self, batch: list[Pending], replaced: list[str]) -> None:
         """Write ``batch`` (inside a transaction), removing the ``replaced`` versions first."""
         db = self._db
         deltas: dict[int, ClassDelta] = {}
@@ -336,9 +297,9 @@ class SQLiteStore:
         for item in batch:
             document = item.document
             class_id = self._class_id(document)
-            deltas.setdefault(class_id, ClassDelta()).add(c.text for c in item.chunks)
-            documents.append(_document_row(document, item.digest))
-            readers.extend((document.doc_id, r) for r in sorted(set(document.readers or ())))
+            count_into(deltas, class_id, (c.text for c in item.chunks))
+            documents.append(document_row(document, item.digest))
+            readers.extend((document.doc_id, r) for r in reader_names(document))
             chunks.extend(
                 (
                     f"{document.doc_id}#{seq}",
@@ -346,7 +307,7 @@ class SQLiteStore:
                     seq,
                     chunk.start,
                     chunk.end,
-                    len(phrase_key(chunk.text).split()),
+                    len(chunk_words(chunk.text)),
                     chunk.text,
                     item.vectors[seq],
                     class_id,
@@ -368,7 +329,7 @@ class SQLiteStore:
 
     def _class_id(self, document: Document) -> int:
         """The id of the document's access class, created (with its readers) if new."""
-        key = _class_key(document)
+        key = class_key(document)
         row = self._db.execute("SELECT id FROM access_classes WHERE key = ?", (key,)).fetchone()
         if row is not None:
             return int(row[0])
@@ -379,7 +340,7 @@ class SQLiteStore:
         class_id = int(cursor.lastrowid or 0)
         self._db.executemany(
             "INSERT INTO class_readers (reader, class_id) VALUES (?, ?)",
-            [(r, class_id) for r in sorted(set(document.readers or ()))],
+            [(r, class_id) for r in reader_names(document)],
         )
         return class_id
 
@@ -390,7 +351,7 @@ class SQLiteStore:
                 "SELECT class_id, text FROM chunks WHERE doc_id = ?", (doc_id,)
             ).fetchall()
             for class_id, text in rows:
-                deltas.setdefault(class_id, ClassDelta()).add([text], sign=-1)
+                count_into(deltas, class_id, [text], sign=-1)
 
     def _apply(self, deltas: dict[int, ClassDelta]) -> None:
         db = self._db
@@ -448,18 +409,17 @@ class SQLiteStore:
             if not stats.total:
                 return []
             pool = max(4 * k, 200) if self.embedder is not None else max(2 * k, 20)
-            rows = self._candidates(classes, stats.weights(terms), stats.average, pool)
-            readers = self._readers({row[1] for row in rows if row[9]})
-        frequencies = {t: stats.frequencies.get(t, 0) for t in terms}
-        scored = [
-            (bm25_score(row[5], row[4], terms, frequencies, stats.total, stats.average), row)
-            for row in rows
-        ]
-        scored.sort(key=lambda item: (-item[0], item[1][0]))
+            rows = self._candidates(classes, stats, terms, pool)
+            readers = self._readers({row.doc_id for row in rows if row.has_readers})
+        scored = rescored(rows, terms, stats)
         near = self._nearest(query, rows, max(2 * k, 20))
         if near:
             scored = fused(scored, near)
-        return [_passage(row, score, readers) for score, row in scored[:k] if score > 0]
+        return [
+            row.passage(score, readers.get(row.doc_id, ()), SCORE_DIGITS)
+            for score, row in scored[:k]
+            if score > 0
+        ]
 
     def _visible_classes(self, principal: Principal | None, allow_public: bool) -> list[int]:
         ids = [] if principal is None else [principal.id, *principal.groups]
@@ -490,24 +450,18 @@ class SQLiteStore:
         return VisibleStats(int(total or 0), int(words or 0), frequencies)
 
     def _candidates(
-        self, classes: list[int], weights: list[tuple[str, float]], average: float, pool: int
-    ) -> list[Any]:
+        self, classes: list[int], stats: VisibleStats, terms: list[str], pool: int
+    ) -> list[SQLiteRow]:
         """The rows of the ``pool`` best visible chunks by BM25, ranked inside SQLite."""
         by_form: dict[str, float] = {}
-        for term, idf in weights:
+        for term, idf in stats.weights(terms):
             if "_" not in term:  # FTS5 splits words at underscores; Python scoring keeps them
                 by_form[fts_form(term)] = idf
         if not by_form:
             return []
         forms = sorted(by_form)
         params: dict[str, object] = {f"t{i}": form for i, form in enumerate(forms)}
-        params.update(
-            weights=json.dumps(by_form),
-            k1p1=K1 + 1.0,
-            norm0=K1 * (1.0 - B),
-            norm1=K1 * B / average,
-            pool=pool,
-        )
+        params.update(stats.sql_parameters(), weights=json.dumps(by_form), pool=pool)
         sql = _TOP.format(
             marks=", ".join(f":t{i}" for i in range(len(forms))),
             classes=", ".join(str(c) for c in classes),
@@ -516,13 +470,14 @@ class SQLiteStore:
         if not ids:
             return []
         marks = ", ".join("?" for _ in ids)
-        return self._db.execute(
-            f"SELECT {_COLUMNS} FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
-            f"WHERE c.id IN ({marks})",
+        found = self._db.execute(
+            f"SELECT {CHUNK_COLUMNS}, c.embedding FROM chunks c "
+            f"JOIN documents d ON d.doc_id = c.doc_id WHERE c.id IN ({marks})",
             ids,
-        ).fetchall()
+        )
+        return [SQLiteRow(*row) for row in found]
 
-    def _nearest(self, query: str, rows: list[Any], count: int) -> list[Any]:
+    def _nearest(self, query: str, rows: list[SQLiteRow], count: int) -> list[SQLiteRow]:
         """The candidates closest to the query's vector, nearest first; none without an
         embedder. (Measured against brute force over every visible vector: see
         docs/store.md.)"""
@@ -530,16 +485,16 @@ class SQLiteStore:
             return []
         import numpy as np
 
-        rows = [row for row in rows if row[12] is not None]
+        rows = [row for row in rows if row.embedding is not None]
         if not rows:
             return []
-        matrix = np.frombuffer(b"".join(row[12] for row in rows), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(row.embedding or b"" for row in rows), dtype=np.float32)
         matrix = matrix.reshape(len(rows), -1)
         target = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
         if matrix.shape[1] != target.shape[0]:
             return []  # vectors from another embedder: not comparable
         similarity = matrix @ target
-        order = sorted(range(len(rows)), key=lambda i: (-float(similarity[i]), rows[i][0]))
+        order = sorted(range(len(rows)), key=lambda i: (-float(similarity[i]), rows[i].chunk_id))
         return [rows[i] for i in order[:count] if similarity[i] > 0.05]
 
     def _readers(self, doc_ids: set[str]) -> dict[str, tuple[str, ...]]:
@@ -564,34 +519,3 @@ def _statements(script: str) -> list[str]:
             statements.append(current.strip())
             current = ""
     return statements
-
-
-def _document_row(document: Document, digest: str) -> tuple[Any, ...]:
-    return (
-        document.doc_id,
-        document.title,
-        document.url,
-        document.tenant,
-        int(document.readers is not None),
-        document.timestamp,
-        document.authority,
-        json.dumps(dict(document.metadata), ensure_ascii=False, default=str),
-        digest,
-    )
-
-
-def _passage(row: Any, score: float, readers: dict[str, tuple[str, ...]]) -> Passage:
-    return Passage(
-        id=row[0],
-        text=row[5],
-        score=round(score, 6),
-        title=row[6],
-        url=row[7],
-        doc_id=row[1],
-        start=row[2],
-        end=row[3],
-        timestamp=row[10],
-        authority=row[11],
-        tenant=row[8],
-        readers=readers.get(row[1], ()) if row[9] else None,
-    )
