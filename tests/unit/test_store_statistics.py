@@ -106,28 +106,6 @@ def test_statistics_follow_adds_updates_and_deletes(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_batch_that_repeats_a_document_keeps_the_last_version(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "s.db")
-    second = Document(
-        "a", "Only the second version mentions quokkas.", tenant="t1", readers=("g1",)
-    )
-    assert _write(store, [DOCS[0], second]) == ["added", "updated"]
-    found = store.retrieve("quokkas", Principal("u", "t1", ("g1",)))
-    assert [(p.id, p.text) for p in found] == [("a#1", " version mentions quokkas.")]
-    assert _kept(store) == _recount(store)
-    store.close()
-
-
-def test_a_failing_document_leaves_its_whole_batch_unwritten(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "s.db")
-    broken = [(DOCS[0], chunk_text(DOCS[0].text, 8, 2)), (DOCS[1], [None])]
-    with pytest.raises(AttributeError):
-        store.upsert_many(broken)  # type: ignore[list-item]
-    assert store.stats().documents == 0
-    assert _kept(store) == {}
-    store.close()
-
-
 def _v1_store(path: Path) -> None:
     db = sqlite3.connect(path)
     db.executescript(V1)
