@@ -15,6 +15,7 @@
     ├── BudgetError               the request cannot fit the model, even empty      422    2
     ├── ConfigError               a configuration file or value is invalid          422    2
     │   └── PluginError           a strategy plugin is broken or clashes by name    422    2
+    ├── StoreUnavailableError     the document store cannot be reached now (retry)  503    1
     └── TokenizerError            a tokenizer cannot be loaded (offline, bad hash)  500    1
 
 Excluding a passage is never an exception: it is an ``Exclusion`` in the report. Exceptions
@@ -42,6 +43,7 @@ __all__ = [
     "PluginError",
     "RequestError",
     "RequestTooLargeError",
+    "StoreUnavailableError",
     "TokenizerError",
     "UnknownModelError",
     "UnknownStrategyError",
@@ -154,6 +156,14 @@ class PluginError(ConfigError):
     names another slot or name than its class, or takes a name another strategy has."""
 
     code = "invalid_plugin"
+
+
+class StoreUnavailableError(CtxasmError):
+    """The document store cannot answer now (database down, restarting, or over its statement
+    timeout); the request itself may be fine, so an HTTP service answers 503."""
+
+    code = "store_unavailable"
+    http_status = 503
 
 
 class TokenizerError(CtxasmError):

@@ -371,3 +371,21 @@ def test_ask_sends_the_anthropic_system_prompt_first(indexed: Path, endpoint: st
         {"role": "system", "content": result["system"]},
         *result["messages"],
     ]
+
+
+def test_public_documents_need_allow_public_and_index_says_so(tmp_path: Path) -> None:
+    (tmp_path / "b.txt").write_text("The Danube ends in the Black Sea.", encoding="utf-8")
+    indexed = ctxasm("index", "b.txt", "--store", STORE, cwd=tmp_path)
+    assert indexed.returncode == 0
+    assert "public" in indexed.stderr and "--allow-public" in indexed.stderr
+    hidden = ctxasm("ask", "Danube", "--store", STORE, "--json", cwd=tmp_path)
+    assert json.loads(hidden.stdout)["report"]["no_relevant_context"] is True
+    shown = ctxasm("ask", "Danube", "--store", STORE, "--json", "--allow-public", cwd=tmp_path)
+    assert [i["id"] for i in json.loads(shown.stdout)["report"]["included"]] == ["b.txt#0"]
+
+
+def test_asking_a_store_that_does_not_exist_is_bad_input(tmp_path: Path) -> None:
+    done = ctxasm("ask", "Danube", "--store", "sqlite:///nosuch/typo.db", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "no store at nosuch/typo.db" in done.stderr
+    assert not (tmp_path / "nosuch").exists()

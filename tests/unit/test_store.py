@@ -1,9 +1,11 @@
-"""The document store: reading files, idempotent ingestion, replacement, complete deletion,
-crash consistency and store URLs, checked against the SQLite tables themselves."""
+"""The SQLite store and ingestion: reading files, re-chunking, failures reported per file, an SQL
+error and a killed process mid-write, store URLs and argument checks, against the SQLite tables
+themselves. What every store does is in ``tests/contract/test_store_contract.py``."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +20,6 @@ from ctxasm.data import Principal
 from ctxasm.store import (
     Chunk,
     Document,
-    IndexReport,
     SQLiteStore,
     StoreStats,
     chunk_text,
@@ -241,52 +242,12 @@ def _corpus(root: Path) -> list[Path]:
     ]
 
 
-def test_indexing_twice_writes_nothing_the_second_time(tmp_path: Path, store: SQLiteStore) -> None:
-    _corpus(tmp_path)
-    first = index_paths(store, [tmp_path / "docs"], tenant="t1", chunk_tokens=32, overlap=8)
-    assert (first.added, first.updated, first.unchanged, first.failed) == (3, 0, 0, [])
-    assert first.chunks == store.stats().chunks > 3
-    before, changes = _snapshot(store), store._db.total_changes
-    second = index_paths(store, [tmp_path / "docs"], tenant="t1", chunk_tokens=32, overlap=8)
-    assert second == IndexReport(unchanged=3)
-    assert _snapshot(store) == before
-    assert store._db.total_changes == changes
-
-
-def test_a_changed_document_replaces_all_its_chunks(tmp_path: Path, store: SQLiteStore) -> None:
-    alpha, *_ = _corpus(tmp_path)
-    index_paths(store, [tmp_path / "docs"], tenant="t1", chunk_tokens=32, overlap=8)
-    assert _fts_matches(store, "barges") > 0
-    new_text = "# Alpha\n\n" + " ".join(["The Zambezi plunges over Victoria Falls."] * 12)
-    alpha.write_text(new_text, encoding="utf-8")
-    report = index_paths(store, [tmp_path / "docs"], tenant="t1", chunk_tokens=32, overlap=8)
-    assert (report.added, report.updated, report.unchanged) == (0, 1, 2)
-    expected = chunk_text(new_text, 32, 8)
-    doc_id = alpha.as_posix()
-    stored = _rows(
-        store,
-        'SELECT seq, start, "end", text FROM chunks WHERE doc_id = ? ORDER BY seq',
-        doc_id,
-    )
-    assert stored == [(i, c.start, c.end, c.text) for i, c in enumerate(expected)]
-    assert report.chunks == len(expected)
-    # the old text is gone from alpha but still in beta and gamma
-    passages = store.retrieve("barges grain steel", ALICE, k=500)
-    assert passages
-    assert doc_id not in {p.doc_id for p in passages}
-    assert {p.doc_id for p in store.retrieve("zambezi", ALICE, k=500)} == {doc_id}
-    assert _count(store, "SELECT count(*) FROM chunks_fts") == store.stats().chunks
-
-
-def test_changed_access_data_replaces_theDocument(tmp_path: Path, store: SQLiteStore) -> None:
-    _corpus(tmp_path)
-    first = index_paths(store, [tmp_path / "docs"], tenant="t1", readers=["alice"], overlap=8)
-    assert (first.added, first.failed) == (3, [])
-    assert len({p.doc_id for p in store.retrieve("danube", ALICE)}) == 3
-    report = index_paths(store, [tmp_path / "docs"], tenant="t1", readers=["bob"], overlap=8)
-    assert (report.updated, report.unchanged, report.failed) == (3, 0, [])
-    assert store.retrieve("danube", ALICE) == []
-    assert _rows(store, "SELECT DISTINCT reader FROM readers") == [("bob",)]
+def test_the_same_file_typed_differently_is_the_same_document(tmp_path: Path) -> None:
+    (tmp_path / "b.txt").write_text("The Danube ends in the Black Sea.", encoding="utf-8")
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    first = index_paths(store, [tmp_path / "b.txt"], tenant="t")
+    again = index_paths(store, [Path(os.path.relpath(tmp_path / "b.txt"))], tenant="t")
+    assert (first.added, again.unchanged, again.added) == (1, 1, 0)
 
 
 def test_other_chunk_sizes_rechunk_theDocument(tmp_path: Path, store: SQLiteStore) -> None:
@@ -323,68 +284,7 @@ def test_a_file_that_cannot_be_parsed_is_reported_and_the_rest_indexed(
     )
 
 
-def test_retrieved_passages_are_slices_of_their_documents(
-    tmp_path: Path, store: SQLiteStore
-) -> None:
-    paths = _corpus(tmp_path)
-    index_paths(store, paths, tenant="t1", readers=["g1"], chunk_tokens=32, overlap=8)
-    texts = {p.as_posix(): p.read_text() for p in paths}
-    passages = store.retrieve("Danube delta", ALICE, k=500)
-    assert passages
-    assert [texts[p.doc_id][p.start : p.end] for p in passages] == [p.text for p in passages]
-    assert {(p.tenant, p.readers, p.title) for p in passages} == {
-        ("t1", ("g1",), "Alpha"),
-        ("t1", ("g1",), "Beta"),
-        ("t1", ("g1",), "Gamma"),
-    }
-    assert [p.score for p in passages] == sorted((p.score for p in passages), reverse=True)
-    assert [p.id for p in passages] == [f"{p.doc_id}#{p.id.rsplit('#', 1)[1]}" for p in passages]
-
-
-# deletion
-
-
-def test_delete_removes_every_row_of_theDocument(store: SQLiteStore) -> None:
-    keep = Document("keep", " ".join(SENTENCES * 4), tenant="t1", readers=("g1", "bob"))
-    gone = Document(
-        "gone", " ".join(["The quokka hops across Rottnest."] * 20), tenant="t1", readers=("g1",)
-    )
-    for document in (keep, gone):
-        store.upsert(document, chunk_text(document.text, 16, 4))
-    assert _fts_matches(store, "quokka") > 0
-    assert store.delete("gone") is True
-    for table in ("documents", "readers", "chunks"):
-        assert _count(store, f"SELECT count(*) FROM {table} WHERE doc_id = ?", "gone") == 0
-    assert _count(store, "SELECT count(*) FROM chunks_fts") == store.stats().chunks
-    assert _fts_matches(store, "quokka") == 0
-    assert store.retrieve("quokka", ALICE) == []
-    assert store.stats() == StoreStats(1, len(chunk_text(keep.text, 16, 4)))
-    assert _count(store, "SELECT count(*) FROM readers") == 2
-    assert store.delete("gone") is False
-    assert store.delete("never-there") is False
-
-
-def test_an_upsert_after_delete_starts_clean(store: SQLiteStore) -> None:
-    document = Document("doc", " ".join(SENTENCES), tenant="t1", readers=("g1",))
-    chunks = chunk_text(document.text, 16, 4)
-    assert store.upsert(document, chunks) == "added"
-    assert store.delete("doc") is True
-    assert store.upsert(document, chunks) == "added"
-    assert store.stats() == StoreStats(1, len(chunks))
-    assert _count(store, "SELECT count(*) FROM chunks_fts") == len(chunks)
-
-
-# crash consistency
-
-
-class _Exploding:
-    """A chunk whose text cannot be read: the write fails after earlier rows went in."""
-
-    start, end = 0, 5
-
-    @property
-    def text(self) -> str:
-        raise RuntimeError("disk on fire")
+# crash consistency (what every store does is in tests/contract/test_store_contract.py)
 
 
 def _old_and_new(store: SQLiteStore) -> tuple[Document, list[Chunk], Document]:
@@ -395,22 +295,15 @@ def _old_and_new(store: SQLiteStore) -> tuple[Document, list[Chunk], Document]:
     return old, old_chunks, new
 
 
-@pytest.mark.parametrize("failure", ["none-text", "raising-attribute", "sql-abort"])
-def test_a_failed_upsert_leaves_the_previous_version(store: SQLiteStore, failure: str) -> None:
+def test_an_sql_error_mid_upsert_leaves_the_previous_version(store: SQLiteStore) -> None:
     _, old_chunks, new = _old_and_new(store)
     before = _snapshot(store)
-    chunks: list[object] = list(chunk_text(new.text, 16, 4))
-    if failure == "none-text":
-        chunks[2] = Chunk(chunks[2].start, chunks[2].end, None)  # type: ignore[arg-type, attr-defined]
-    elif failure == "raising-attribute":
-        chunks[2] = _Exploding()
-    else:
-        store._db.execute(
-            "CREATE TEMP TRIGGER refuse BEFORE INSERT ON chunks WHEN new.seq = 2 "
-            "BEGIN SELECT RAISE(ABORT, 'refused'); END"
-        )
-    with pytest.raises((TypeError, AttributeError, RuntimeError, sqlite3.DatabaseError)):
-        store.upsert(new, chunks)  # type: ignore[arg-type]
+    store._db.execute(
+        "CREATE TEMP TRIGGER refuse BEFORE INSERT ON chunks WHEN new.seq = 2 "
+        "BEGIN SELECT RAISE(ABORT, 'refused'); END"
+    )
+    with pytest.raises(sqlite3.DatabaseError, match="refused"):
+        store.upsert(new, chunk_text(new.text, 16, 4))
     assert _snapshot(store) == before
     assert store.stats() == StoreStats(1, len(old_chunks))
     assert store.retrieve("quokka", Principal("bob", "t2")) == []

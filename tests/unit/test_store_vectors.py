@@ -9,7 +9,7 @@ import pytest
 
 from ctxasm import ConfigError
 from ctxasm.data import Principal
-from ctxasm.store import Document, chunk_text, open_store
+from ctxasm.store import Document, chunk_text, index_paths, open_store
 
 
 def _store(tmp_path: Path, embedder: bool = True):  # type: ignore[no-untyped-def]
@@ -43,15 +43,20 @@ def test_without_an_embedder_scores_are_bm25(tmp_path: Path) -> None:
     assert found[0].score is not None and found[0].score > 0.05
 
 
-def test_a_vector_only_match_is_found_when_words_differ(tmp_path: Path) -> None:
-    store = _store(tmp_path)
-    # "delta" and "birds" match lexically only document a; vectors rank it too
-    found = store.retrieve("delta birds", Principal("u", "t", ("g",)))
-    assert found and found[0].doc_id == "a"
-
-
 def test_bad_store_options_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         open_store(f"sqlite:///{tmp_path / 'x.db'}?vectors=yes")
     with pytest.raises(ConfigError):
         open_store(f"sqlite:///{tmp_path / 'x.db'}?embedder=magic")
+
+
+def test_adding_an_embedder_reindexes_with_vectors(tmp_path: Path) -> None:
+    (tmp_path / "b.txt").write_text("The Danube ends in the Black Sea.", encoding="utf-8")
+    plain = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    index_paths(plain, [tmp_path / "b.txt"], tenant="t")
+    plain.close()
+    vectors = open_store(f"sqlite:///{tmp_path / 's.db'}?embedder=hashing")
+    report = index_paths(vectors, [tmp_path / "b.txt"], tenant="t")
+    assert report.updated == 1
+    count = vectors._db.execute("SELECT count(embedding) FROM chunks").fetchone()  # type: ignore[attr-defined]
+    assert count == (1,)

@@ -14,9 +14,11 @@ from typing import Protocol
 
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError
-from ctxasm.store.chunking import Chunk, chunk_text, count_tokens
+from ctxasm.data import Passage, Principal
+from ctxasm.store.chunking import Chunk, _pieces, chunk_text
 from ctxasm.store.documents import SUFFIXES, Document, read_documents
-from ctxasm.store.sqlite import SQLiteStore, StoreStats
+from ctxasm.store.records import StoreStats
+from ctxasm.store.sqlite import SQLiteStore
 from ctxasm.validation import name, names
 
 __all__ = [
@@ -42,7 +44,8 @@ class Retriever(Protocol):
 
 
 class Store(Retriever, Protocol):
-    """A store ingestion can write to."""
+    """A store ingestion can write to (an ``upsert_many(items)`` method, where a store has
+    one, writes a batch in one transaction)."""
 
     def upsert(self, document: Document, chunks: Sequence[Chunk]) -> str: ...
 
@@ -56,7 +59,8 @@ class Store(Retriever, Protocol):
 def open_store(url: str, *, create: bool = True) -> Store:
     """The store at ``url``: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``
     (add ``?embedder=hashing`` or another embedder spec for vectors), or
-    ``postgresql://user:password@host/database`` (needs ``pip install 'ctxasm[postgres]'``)."""
+    ``postgresql://user:password@host/database`` (needs ``pip install 'ctxasm[postgres]'``;
+    add ``?pool_size=4&statement_timeout_ms=30000`` to change the pool and the timeout)."""
     if url.startswith("sqlite:///"):
         path, _, options = url.removeprefix("sqlite:///").partition("?")
         if not path or path.endswith("/"):
@@ -79,10 +83,32 @@ def open_store(url: str, *, create: bool = True) -> Store:
     if url.startswith(("postgresql://", "postgres://")):
         from ctxasm.store.postgres import PostgresStore
 
-        return PostgresStore(url)
+        defaults = {"pool_size": 4, "statement_timeout_ms": 30_000, "write_timeout_ms": 600_000}
+        url, settings = _store_options(url, defaults)
+        return PostgresStore(url, **settings)
     raise ConfigError(
         f"unknown store URL {url!r}; use sqlite:///path.db or postgresql://...", field="store"
     )
+
+
+def _store_options(url: str, defaults: dict[str, int]) -> tuple[str, dict[str, int]]:
+    """``url`` without ctxasm's own query options (whole numbers, such as ``pool_size=8``),
+    and those options over ``defaults``; the other options stay for the database driver."""
+    base, _, query = url.partition("?")
+    options, kept = dict(defaults), []
+    for option in filter(None, query.split("&")):
+        key, _, value = option.partition("=")
+        if key not in defaults:
+            kept.append(option)
+        elif not value.isdigit():
+            raise ConfigError(
+                f"store URL option {key}={value!r} must be a whole number, as in {key}="
+                f"{defaults[key]}",
+                field="store",
+            )
+        else:
+            options[key] = int(value)
+    return (f"{base}?{'&'.join(kept)}" if kept else base), options
 
 
 @dataclass
@@ -110,6 +136,76 @@ def _files(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
+BATCH_CHUNKS = 5000  # chunks written per transaction by index_paths
+
+
+class _Batch:
+    """Documents waiting to be written together, and what the report needs of each."""
+
+    def __init__(self, store: Store, report: IndexReport, encoding: str) -> None:
+        self.store, self.report, self.encoding = store, report, encoding
+        self.items: list[tuple[str, Document, list[Chunk]]] = []
+        self.chunks = 0
+
+    def add(self, where: str, document: Document, chunks: list[Chunk]) -> None:
+        self.items.append((where, document, chunks))
+        self.chunks += len(chunks)
+        if self.chunks >= BATCH_CHUNKS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the waiting documents in one transaction; if that fails, one by one, so the
+        failure is recorded against the document that caused it."""
+        items, self.items, self.chunks = self.items, [], 0
+        if not items:
+            return
+        try:
+            outcomes: list[str | None] = list(_upsert_many(self.store, items))
+        except Exception:
+            outcomes = [self._alone(where, document, chunks) for where, document, chunks in items]
+        written = []
+        for (_, document, chunks), outcome in zip(items, outcomes, strict=True):
+            if outcome is None:
+                continue
+            setattr(self.report, outcome, getattr(self.report, outcome) + 1)
+            if document.tenant is None and document.readers is None:
+                self.report.public += 1
+            if outcome != "unchanged":
+                self.report.chunks += len(chunks)
+                written.append(document.text)
+        self.report.tokens += _count_tokens(written, self.encoding)
+
+    def _alone(self, where: str, document: Document, chunks: list[Chunk]) -> str | None:
+        try:
+            return self.store.upsert(document, chunks)
+        except RequestError as exc:
+            self.report.failed.append((where, exc.message))
+        except Exception as exc:
+            detail = " ".join(str(exc).split())
+            self.report.failed.append((where, f"{type(exc).__name__}: {detail}"))
+        return None
+
+
+def _upsert_many(store: Store, items: list[tuple[str, Document, list[Chunk]]]) -> list[str]:
+    pairs = [(document, chunks) for _, document, chunks in items]
+    upsert_many = getattr(store, "upsert_many", None)
+    if upsert_many is None:
+        return [store.upsert(document, chunks) for document, chunks in pairs]
+    return list(upsert_many(pairs))
+
+
+def _count_tokens(texts: list[str], encoding: str) -> int:
+    """Tokens in ``texts``, tokenized together (tiktoken spreads a batch over threads). Each
+    text is counted in the pieces between its long unbroken runs (see
+    :func:`ctxasm.store.chunking.count_tokens`), so the time stays linear in its length."""
+    from ctxasm.tokens.tiktoken_source import load_encoding
+
+    pieces = [text[begin:end] for text in texts for begin, end in _pieces(text)]
+    if not pieces:
+        return 0
+    return sum(len(tokens) for tokens in load_encoding(encoding).encode_ordinary_batch(pieces))
+
+
 def index_paths(
     store: Store,
     paths: Sequence[str | Path],
@@ -122,44 +218,40 @@ def index_paths(
     progress: Callable[[int, int], None] | None = None,
 ) -> IndexReport:
     """Ingest files and folders (see :mod:`ctxasm.store.documents`). A file that cannot be read
-    or parsed is recorded in ``failed`` with the reason, and the run goes on; each document is
-    written in its own transaction."""
-    from ctxasm.tokens import get_counter
+    or parsed is recorded in ``failed`` with the reason, and the run goes on. Documents are
+    written in batches of about ``BATCH_CHUNKS`` (5,000) chunks, one transaction each: a crash loses
+    at most the batch being written, and never leaves part of a document."""
     from ctxasm.tokens.tiktoken_source import load_encoding
 
     # The run's access data, checked once before any file (a bad value would fail every one).
     tenant = name(tenant, "tenant", optional=True)
     readers = names(readers, "readers", optional=True)
-    counter = get_counter(f"tiktoken:{encoding}")
     # A tokenizer that cannot load would fail every file: raise its TokenizerError once, first.
     load_encoding(encoding)
     report = IndexReport()
+    batch = _Batch(store, report, encoding)
     files = _files(Path(p) for p in paths)
     for number, path in enumerate(files, start=1):
         try:
             for document in read_documents(
                 path, tenant=tenant, readers=readers, errors=report.failed
             ):
+                where = f"{path} ({document.doc_id})"
                 try:
                     chunks = chunk_text(document.text, chunk_tokens, overlap, encoding)
-                    outcome = store.upsert(document, chunks)
                 except RequestError as exc:
-                    report.failed.append((f"{path} ({document.doc_id})", exc.message))
+                    report.failed.append((where, exc.message))
                     continue
                 except Exception as exc:
                     detail = " ".join(str(exc).split())
-                    report.failed.append(
-                        (f"{path} ({document.doc_id})", f"{type(exc).__name__}: {detail}")
-                    )
+                    report.failed.append((where, f"{type(exc).__name__}: {detail}"))
                     continue
-                setattr(report, outcome, getattr(report, outcome) + 1)
-                if document.tenant is None and document.readers is None:
-                    report.public += 1
-                if outcome != "unchanged":
-                    report.chunks += len(chunks)
-                    report.tokens += count_tokens(document.text, counter)
+                batch.add(where, document, chunks)
         except RequestError as exc:
             report.failed.append((str(path), exc.message))
+        if number == len(files):
+            batch.flush()
         if progress is not None:
             progress(number, len(files))
+    batch.flush()
     return report

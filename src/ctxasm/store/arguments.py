@@ -19,12 +19,11 @@ _ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def checked_retrieval(
-    query: object, principal: object, k: object, allow_public: object, max_matches: object
+    query: object, principal: object, k: object, allow_public: object
 ) -> Principal | None:
     """The principal to retrieve for, once every argument of ``retrieve`` is checked."""
     string(query, "query")
     integer(k, "k", minimum=1, optional=False)
-    integer(max_matches, "max_matches", minimum=0)
     if not isinstance(allow_public, bool):
         raise invalid("allow_public", "true or false", allow_public)
     return checked_principal(principal)

@@ -1,42 +1,82 @@
 """The production store: PostgreSQL with pgvector (``pip install 'ctxasm[postgres]'``).
 
-Same tables and the same access rules as the SQLite store (see :mod:`ctxasm.store.sqlite`),
-with two differences in how chunks are found:
+Same tables, access rules and access classes as the SQLite store (see
+:mod:`ctxasm.store.sqlite` and :mod:`ctxasm.store.ranking`), with two differences in how chunks
+are found:
 
-- lexical search uses each chunk's distinct words (an array column with a GIN index), and BM25
-  is computed exactly as in SQLite, over the chunks the principal may see;
-- every chunk also has an embedding (``vector(256)``, from the offline hashing embedder), and
-  the nearest visible chunks by cosine distance are found with the access condition in the same
-  ``WHERE`` as the ``ORDER BY`` distance.
+- lexical search uses each chunk's distinct words and their counts (``terms`` with a GIN index,
+  ``counts`` beside it); BM25 over the visible chunks, with statistics summed from the visible
+  access classes, is computed in SQL with the ``LIMIT``, and only those candidates are scored
+  again in Python;
+- every chunk also has an embedding (``vector(256)``, from the offline hashing embedder) under
+  an HNSW index; the nearest visible chunks are found with the access condition in the same
+  ``WHERE`` as the ``ORDER BY`` distance, with pgvector's iterative index scans, so a principal
+  who sees a small share of the corpus still gets ``k`` neighbours.
 
-The two rankings are fused by reciprocal rank fusion (``1 / (60 + rank)`` summed), which is the
-score the passages carry. Each document is written in one transaction.
+The two rankings are fused by reciprocal rank fusion (:func:`ctxasm.store.ranking.fused`),
+whose score the passages carry. Documents are written in batches (``COPY``), one transaction per
+batch.
+
+As a service dependency: connections come from a pool (``pool_size``), every statement runs
+under ``statement_timeout_ms``, a connection broken by a database restart is replaced on the
+next request, and while the database is unreachable requests fail fast with
+:class:`~ctxasm.errors.StoreUnavailableError` (an HTTP service answers 503). The schema version
+is kept in ``ctxasm_schema``: an older store is upgraded when opened, a newer one refused.
 """
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
+from ctxasm.errors import ConfigError, StoreUnavailableError
+from ctxasm.lexical import query_terms
 from ctxasm.data import Passage, Principal
-from ctxasm.errors import ConfigError
-from ctxasm.lexical import phrase_key, query_terms
 from ctxasm.store.arguments import check_no_nul, checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
-from ctxasm.store.sqlite import StoreStats, bm25_score, content_hash
+from ctxasm.store.ranking import ClassDelta, VisibleStats, chunk_words, count_into, fused, rescored
+from ctxasm.store.records import (
+    CHUNK_COLUMNS,
+    ChunkRow,
+    Pending,
+    StoreStats,
+    batches,
+    class_key,
+    content_hash,
+    document_row,
+    outcomes,
+    reader_names,
+)
 
-__all__ = ["RRF_K", "PostgresStore"]
+__all__ = ["SCHEMA_VERSION", "PostgresRow", "PostgresStore"]
 
 DIMENSION = 256
-RRF_K = 60
+SCHEMA_VERSION = 2
 # Vector neighbours further than this (cosine distance) share nothing with the query.
 MAX_DISTANCE = 0.95
 
 _SCHEMA = f"""
 CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS ctxasm_schema (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS access_classes (
+    id BIGSERIAL PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    tenant TEXT,
+    readers TEXT[],
+    chunks BIGINT NOT NULL DEFAULT 0,
+    words BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS class_terms (
+    term TEXT NOT NULL,
+    class_id BIGINT NOT NULL REFERENCES access_classes(id),
+    df BIGINT NOT NULL,
+    PRIMARY KEY (term, class_id)
+);
 CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY,
     title TEXT,
@@ -64,139 +104,318 @@ CREATE TABLE IF NOT EXISTS chunks (
     words INTEGER NOT NULL,
     text TEXT NOT NULL,
     terms TEXT[] NOT NULL,
+    counts INTEGER[] NOT NULL,
+    class_id BIGINT NOT NULL REFERENCES access_classes(id),
     embedding vector({DIMENSION}) NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id, seq);
 CREATE INDEX IF NOT EXISTS chunks_terms ON chunks USING GIN (terms);
+CREATE INDEX IF NOT EXISTS chunks_embedding ON chunks
+    USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 48);
 """
 
-_VISIBLE = """
-    (d.tenant IS NULL OR d.tenant = %(tenant)s)
-    AND (NOT d.has_readers OR EXISTS (
-        SELECT 1 FROM readers r WHERE r.doc_id = d.doc_id AND r.reader = ANY(%(names)s)))
-    AND (d.tenant IS NOT NULL OR d.has_readers OR %(public)s)
+_VISIBLE_CLASSES = """
+    SELECT id, chunks, words FROM access_classes
+    WHERE (tenant IS NULL OR tenant = %(tenant)s)
+    AND (readers IS NULL OR readers && %(names)s::text[])
+    AND (tenant IS NOT NULL OR readers IS NOT NULL OR %(public)s)
 """
-_COLUMNS = (
-    'c.chunk_id, c.doc_id, c.start, c."end", c.words, c.text, d.title, d.url, d.tenant, '
-    "d.has_readers, d.timestamp, d.authority"
-)
+# The visible classes and their summed statistics, in one round trip.
+_STATISTICS = f"""
+WITH visible AS ({_VISIBLE_CLASSES})
+SELECT
+    (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM visible),
+    (SELECT coalesce(sum(chunks), 0) FROM visible),
+    (SELECT coalesce(sum(words), 0) FROM visible),
+    (SELECT coalesce(json_object_agg(term, df), '{{}}') FROM (
+        SELECT term, sum(df) AS df FROM class_terms
+        WHERE term = ANY(%(terms)s) AND class_id IN (SELECT id FROM visible) GROUP BY term
+    ) AS found)
+"""
+# The best candidates by BM25 over the visible classes, in SQL (idf weights from Python).
+_TOP = """
+SELECT c.id FROM chunks c
+WHERE c.terms && %(terms)s::text[] AND c.terms && %(markers)s::text[]
+AND c.class_id = ANY(%(classes)s)
+ORDER BY (
+    SELECT sum(w.idf * x.tf * %(k1p1)s / (x.tf + %(norm0)s + %(norm1)s * c.words))
+    FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS w(term, idf)
+    CROSS JOIN LATERAL (SELECT c.counts[array_position(c.terms, w.term)] AS tf) AS x
+    WHERE x.tf IS NOT NULL
+) DESC, c.chunk_id
+LIMIT %(pool)s
+"""
+_NEAREST = """
+SELECT c.id, c.embedding <=> %(vector)s::vector AS distance FROM chunks c
+WHERE c.class_id = ANY(%(classes)s) AND (c.embedding <=> %(vector)s::vector) < %(distance)s
+ORDER BY c.embedding <=> %(vector)s::vector
+LIMIT %(k)s
+"""
 
 
 def _vector(values: Any) -> str:
     return "[" + ",".join(f"{float(v):.6f}" for v in values) + "]"
 
 
+SCORE_DIGITS = 8  # a passage's score is rounded to this many decimals
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresRow(ChunkRow):
+    """A chunk read back, with its document's readers (sorted; ``None`` for none)."""
+
+    readers: list[str] | None
+
+
+def _unavailable(exc: Exception) -> StoreUnavailableError:
+    import psycopg
+
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        return StoreUnavailableError(
+            f"the PostgreSQL store did not answer within its statement timeout ({detail}); "
+            "retry, or raise statement_timeout_ms in the store URL",
+            field="store",
+        )
+    return StoreUnavailableError(
+        f"the PostgreSQL store is unavailable ({detail}); retry when the database is back: "
+        "connections are re-established on the next request",
+        field="store",
+    )
+
+
 class PostgresStore:
     """A document store in PostgreSQL with pgvector (see the module docstring)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 4,
+        statement_timeout_ms: int = 30_000,
+        write_timeout_ms: int = 600_000,
+    ) -> None:
+        """``pool_size`` connections at most; a query is cancelled after
+        ``statement_timeout_ms``, a statement of a batch write (a ``COPY`` of thousands of
+        chunks into the indexes) after ``write_timeout_ms`` (0: never). Fails with a
+        :class:`ConfigError` when the database cannot be reached or its schema is newer than
+        this ctxasm."""
         try:
             import psycopg
+            import psycopg_pool  # noqa: F401 - checked here, used by _pool
         except ImportError:
             raise ConfigError(
-                "the PostgreSQL store needs psycopg: pip install 'ctxasm[postgres]'",
+                "the PostgreSQL store needs psycopg and psycopg_pool: "
+                "pip install 'ctxasm[postgres]'",
                 field="store",
             ) from None
+        if pool_size < 1 or min(statement_timeout_ms, write_timeout_ms) < 0:
+            raise ConfigError(
+                f"pool_size must be at least 1 and the timeouts at least 0 (got pool_size="
+                f"{pool_size}, statement_timeout_ms={statement_timeout_ms}, write_timeout_ms="
+                f"{write_timeout_ms})",
+                field="store",
+            )
+        self._write_timeout = int(write_timeout_ms)
+        timeout = int(statement_timeout_ms)
+        self._classes: dict[str, int] = {}
+        self._classes_lock = threading.Lock()
+
+        self._pool = _pool(url, pool_size, timeout)
         try:
-            self._db = psycopg.connect(url, autocommit=True)
-            self._db.execute(_SCHEMA)
-        except psycopg.Error as exc:
+            # one direct connection first: an unreachable database fails at once, saying why
+            with psycopg.connect(url, autocommit=True, connect_timeout=5) as connection:
+                self._prepare(connection)
+            self._pool.open(wait=False)
+        except (psycopg.Error, OSError) as exc:
+            self._pool.close()
             detail = " ".join(str(exc).split())  # one line
             raise ConfigError(
-                f"cannot open the PostgreSQL store: {detail}", field="store"
+                f"cannot open the PostgreSQL store: {detail or type(exc).__name__}", field="store"
             ) from None
-        self._lock = threading.Lock()
+        except ConfigError:
+            self._pool.close()
+            raise
         from ctxasm.embeddings import get_embedder
 
         self._embedder = get_embedder(f"hashing:{DIMENSION}")
 
-    def close(self) -> None:
-        self._db.close()
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """A pooled connection; database and pool failures become StoreUnavailableError."""
+        import psycopg
+        from psycopg_pool import PoolTimeout
 
-    def _one(self, sql: str, params: Any = None) -> Any:
-        row = self._db.execute(sql, params).fetchone()
-        assert row is not None
-        return row
+        try:
+            with self._pool.connection() as connection:
+                yield connection
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise _unavailable(exc) from None
+
+    def _prepare(self, db: Any) -> None:
+        """Create the tables, or upgrade a store an older ctxasm wrote (refusing a newer one);
+        one process at a time (an advisory lock)."""
+        with db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(7106817)")
+            version = _schema_version(db)
+            if version is not None and version > SCHEMA_VERSION:
+                raise ConfigError(
+                    f"the PostgreSQL store has schema version {version}, written by a newer "
+                    f"ctxasm; this one reads versions up to {SCHEMA_VERSION}: upgrade ctxasm",
+                    field="store",
+                )
+            if version == SCHEMA_VERSION:
+                return
+            if version == 1:
+                self._upgrade_to_2(db)
+            db.execute(_SCHEMA)
+            db.execute("DELETE FROM ctxasm_schema")
+            db.execute("INSERT INTO ctxasm_schema VALUES (%s)", (SCHEMA_VERSION,))
+
+    def _upgrade_to_2(self, db: Any) -> None:
+        """Version 1 had no access classes and no term counts: add both, chunk by chunk."""
+        db.execute(_SCHEMA.split("CREATE TABLE IF NOT EXISTS documents", maxsplit=1)[0])
+        db.execute("ALTER TABLE chunks ADD COLUMN counts INTEGER[], ADD COLUMN class_id BIGINT")
+        deltas: dict[int, ClassDelta] = {}
+        documents = db.execute("SELECT doc_id, tenant, has_readers FROM documents").fetchall()
+        for doc_id, tenant, has_readers in documents:
+            names = db.execute("SELECT reader FROM readers WHERE doc_id = %s", (doc_id,)).fetchall()
+            readers = tuple(n for (n,) in names) if has_readers else None
+            document = Document(doc_id, "", tenant=tenant, readers=readers)
+            class_id = self._class_id(db, document, {})
+            rows = db.execute("SELECT id, text FROM chunks WHERE doc_id = %s", (doc_id,)).fetchall()
+            for chunk_id, text in rows:
+                terms, counts = _term_counts(text, class_id)
+                db.execute(
+                    "UPDATE chunks SET terms = %s, counts = %s, class_id = %s WHERE id = %s",
+                    (terms, counts, class_id, chunk_id),
+                )
+            count_into(deltas, class_id, (text for _, text in rows))
+        _apply(db, deltas)
+        db.execute("ALTER TABLE chunks ALTER COLUMN counts SET NOT NULL")
+        db.execute("ALTER TABLE chunks ALTER COLUMN class_id SET NOT NULL")
+
+    def close(self) -> None:
+        self._pool.close()
 
     def upsert(self, document: Document, chunks: Sequence[Chunk]) -> str:
-        """Store ``document`` and its chunks: ``"added"``, ``"updated"`` or ``"unchanged"``.
-        A NUL character, which PostgreSQL cannot store, is refused before any SQL."""
-        check_no_nul(document)
-        digest = content_hash(document, chunks, self._embedder.name)
-        vectors: Any = self._embedder.embed([c.text for c in chunks]) if chunks else []
-        with self._lock:
-            row = self._db.execute(
-                "SELECT content_hash FROM documents WHERE doc_id = %s", (document.doc_id,)
-            ).fetchone()
-            if row is not None and row[0] == digest:
-                return "unchanged"
-            with self._db.transaction():
-                self._db.execute("DELETE FROM documents WHERE doc_id = %s", (document.doc_id,))
-                self._db.execute(
-                    "INSERT INTO documents (doc_id, title, url, tenant, has_readers, timestamp, "
-                    "authority, metadata, content_hash) VALUES (%s, %s, %s, %s, %s, %s, %s, "
-                    "%s::jsonb, %s)",
-                    (
-                        document.doc_id,
-                        document.title,
-                        document.url,
-                        document.tenant,
-                        document.readers is not None,
-                        document.timestamp,
-                        document.authority,
-                        json.dumps(dict(document.metadata), ensure_ascii=False, default=str),
-                        digest,
-                    ),
-                )
-                with self._db.cursor() as cursor:
-                    cursor.executemany(
-                        "INSERT INTO readers (doc_id, reader) VALUES (%s, %s)",
-                        [(document.doc_id, r) for r in sorted(set(document.readers or ()))],
-                    )
-                    cursor.executemany(
-                        'INSERT INTO chunks (chunk_id, doc_id, seq, start, "end", words, text, '
-                        "terms, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::vector)",
-                        [
-                            (
-                                f"{document.doc_id}#{seq}",
-                                document.doc_id,
-                                seq,
-                                chunk.start,
-                                chunk.end,
-                                len(phrase_key(chunk.text).split()),
-                                chunk.text,
-                                sorted(set(phrase_key(chunk.text).split())),
-                                _vector(vector),
-                            )
-                            for seq, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True))
-                        ],
-                    )
-        return "added" if row is None else "updated"
+        """Store ``document`` and its chunks: ``"added"``, ``"updated"`` or ``"unchanged"``."""
+        return self.upsert_many([(document, chunks)])[0]
+
+    def upsert_many(self, items: Sequence[tuple[Document, Sequence[Chunk]]]) -> list[str]:
+        """:meth:`upsert` for many documents, in one transaction (per run of distinct document
+        ids): the outcome of each, in order. If any fails, none of the batch is written."""
+        for document, _ in items:  # PostgreSQL cannot store a NUL: refused before any SQL
+            check_no_nul(document)
+        texts = [c.text for _, chunks in items for c in chunks]
+        vectors = iter([_vector(v) for v in self._embedder.embed(texts)] if texts else [])
+        pending = []
+        for document, chunks in items:
+            digest = content_hash(document, chunks, self._embedder.name)
+            pending.append(Pending(document, chunks, digest, [next(vectors) for _ in chunks]))
+        written: list[str] = []
+        for batch in batches(pending):
+            written.extend(self._write(batch))
+        return written
+
+    def _write(self, batch: list[Pending]) -> list[str]:
+        with self._connection() as db:
+            known = dict(
+                db.execute(
+                    "SELECT doc_id, content_hash FROM documents WHERE doc_id = ANY(%s)",
+                    ([p.document.doc_id for p in batch],),
+                ).fetchall()
+            )
+            changed = [p for p in batch if known.get(p.document.doc_id) != p.digest]
+            if changed:
+                fresh: dict[str, int] = {}
+                with db.transaction():
+                    db.execute(f"SET LOCAL statement_timeout = {self._write_timeout}")
+                    replaced = [p.document.doc_id for p in changed if p.document.doc_id in known]
+                    self._replace(db, changed, replaced, fresh)
+                with self._classes_lock:
+                    self._classes.update(fresh)
+        return outcomes(batch, known)
+
+    def _replace(
+        self, db: Any, batch: list[Pending], replaced: list[str], fresh: dict[str, int]
+    ) -> None:
+        """Write ``batch`` (inside a transaction), removing the ``replaced`` versions first."""
+        deltas: dict[int, ClassDelta] = {}
+        if replaced:
+            for class_id, text in db.execute(
+                "SELECT class_id, text FROM chunks WHERE doc_id = ANY(%s)", (replaced,)
+            ):
+                count_into(deltas, class_id, [text], sign=-1)
+            db.execute("DELETE FROM documents WHERE doc_id = ANY(%s)", (replaced,))
+        with db.cursor() as cursor:
+            with cursor.copy(
+                "COPY documents (doc_id, title, url, tenant, has_readers, timestamp, authority, "
+                "metadata, content_hash) FROM STDIN"
+            ) as copy:
+                for item in batch:
+                    copy.write_row(document_row(item.document, item.digest))
+            with cursor.copy("COPY readers (doc_id, reader) FROM STDIN") as copy:
+                for item in batch:
+                    for reader in reader_names(item.document):
+                        copy.write_row((item.document.doc_id, reader))
+            rows = []
+            for item in batch:
+                class_id = self._class_id(db, item.document, fresh)
+                count_into(deltas, class_id, (c.text for c in item.chunks))
+                rows.extend(_chunk_rows(item, class_id))
+            with cursor.copy(
+                'COPY chunks (chunk_id, doc_id, seq, start, "end", words, text, terms, counts, '
+                "class_id, embedding) FROM STDIN"
+            ) as copy:
+                for row in rows:
+                    copy.write_row(row)
+        _apply(db, deltas)
+
+    def _class_id(self, db: Any, document: Document, fresh: dict[str, int]) -> int:
+        """The id of the document's access class, created if new. New ids go to ``fresh``,
+        remembered by the caller once its transaction commits (a rollback may undo them)."""
+        key = class_key(document)
+        with self._classes_lock:
+            if key in self._classes:
+                return self._classes[key]
+        if key in fresh:
+            return fresh[key]
+        readers = None if document.readers is None else reader_names(document)
+        db.execute(
+            "INSERT INTO access_classes (key, tenant, readers) VALUES (%s, %s, %s) "
+            "ON CONFLICT (key) DO NOTHING",
+            (key, document.tenant, readers),
+        )
+        row = db.execute("SELECT id FROM access_classes WHERE key = %s", (key,)).fetchone()
+        fresh[key] = int(row[0])
+        return int(row[0])
 
     def delete(self, doc_id: str) -> bool:
         doc_id = checked_doc_id(doc_id)
-        with self._lock, self._db.transaction():
-            gone = self._db.execute("DELETE FROM documents WHERE doc_id = %s", (doc_id,))
-        return gone.rowcount > 0
+        with self._connection() as db, db.transaction():
+            deltas: dict[int, ClassDelta] = {}
+            for class_id, text in db.execute(
+                "SELECT class_id, text FROM chunks WHERE doc_id = %s", (doc_id,)
+            ):
+                count_into(deltas, class_id, [text], sign=-1)
+            gone = db.execute("DELETE FROM documents WHERE doc_id = %s", (doc_id,))
+            _apply(db, deltas)
+        return bool(gone.rowcount > 0)
 
     def stats(self) -> StoreStats:
-        with self._lock:
-            documents = self._one("SELECT count(*) FROM documents")
-            chunks = self._one("SELECT count(*) FROM chunks")
+        with self._connection() as db:
+            documents = db.execute("SELECT count(*) FROM documents").fetchone()
+            chunks = db.execute("SELECT count(*) FROM chunks").fetchone()
         return StoreStats(int(documents[0]), int(chunks[0]))
 
     def retrieve(
-        self,
-        query: str,
-        principal: Principal | None,
-        k: int = 50,
-        *,
-        allow_public: bool = False,
-        max_matches: int | None = None,
+        self, query: str, principal: Principal | None, k: int = 50, *, allow_public: bool = False
     ) -> list[Passage]:
         """The ``k`` best visible chunks by reciprocal rank fusion of BM25 (over the visible
-        chunks) and vector similarity (the access condition in the same query)."""
-        principal = checked_retrieval(query, principal, k, allow_public, max_matches)
+        chunks) and vector similarity (the access condition in the same query). The work and
+        the memory are bounded by ``k``."""
+        principal = checked_retrieval(query, principal, k, allow_public)
         terms = query_terms(query)
         if not terms:
             return []
@@ -205,74 +424,159 @@ class PostgresStore:
             "names": [] if principal is None else [principal.id, *principal.groups],
             "public": allow_public,
             "terms": terms,
-            "limit": max_matches,
         }
         vector = _vector(self._embedder.embed([query])[0])
-        with self._lock:
-            total, average = self._one(
-                f"SELECT count(*), avg(c.words) FROM chunks c JOIN documents d "
-                f"ON d.doc_id = c.doc_id WHERE {_VISIBLE}",
-                params,
-            )
-            if not total:
+        near_params = {"vector": vector, "distance": MAX_DISTANCE, "k": max(2 * k, 20)}
+        with self._connection() as db:
+            classes, stats = _statistics(db, params)
+            if not stats.total:
                 return []
-            frequencies = {}
-            for term in terms:
-                frequencies[term] = self._one(
-                    f"SELECT count(*) FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
-                    f"WHERE c.terms @> ARRAY[%(term)s]::text[] AND {_VISIBLE}",
-                    {**params, "term": term},
-                )[0]
-            lexical_rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
-                f"WHERE c.terms && %(terms)s AND {_VISIBLE} ORDER BY c.id LIMIT %(limit)s",
-                params,
-            ).fetchall()
-            vector_rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
-                f"WHERE {_VISIBLE} AND (c.embedding <=> %(vector)s::vector) < %(distance)s "
-                f"ORDER BY c.embedding <=> %(vector)s::vector, c.id LIMIT %(k)s",
-                {**params, "vector": vector, "k": max(k * 2, 20), "distance": MAX_DISTANCE},
-            ).fetchall()
-            doc_ids = sorted({row[1] for row in [*lexical_rows, *vector_rows] if row[9]})
-            readers: dict[str, list[str]] = {}
-            if doc_ids:
-                for doc_id, reader in self._db.execute(
-                    "SELECT doc_id, reader FROM readers WHERE doc_id = ANY(%s) ORDER BY reader",
-                    (doc_ids,),
-                ):
-                    readers.setdefault(doc_id, []).append(reader)
-        lexical = sorted(
-            (
-                (bm25_score(row[5], row[4], terms, frequencies, total, float(average or 1.0)), row)
-                for row in lexical_rows
-            ),
-            key=lambda item: (-item[0], item[1][0]),
+            # both rankings in one round trip
+            with db.pipeline():
+                top = _top(db, classes, stats, terms, max(2 * k, 20))
+                near = db.cursor().execute(_NEAREST, {**near_params, "classes": classes})
+            lexical_ids = [row[0] for row in top.fetchall()] if top is not None else []
+            nearest = near.fetchall()
+            rows = _rows(db, [*lexical_ids, *(row[0] for row in nearest)])
+        lexical = rescored((rows[i] for i in lexical_ids), terms, stats)
+        # nearest first, ties by chunk id
+        nearest.sort(key=lambda found: (found[1], rows[found[0]].chunk_id))
+        best = fused(lexical, [rows[found[0]] for found in nearest])[:k]
+        return [row.passage(score, row.readers or (), SCORE_DIGITS) for score, row in best]
+
+
+def _pool(url: str, size: int, statement_timeout_ms: int) -> Any:
+    """A closed pool of at most ``size`` connections, each checked before it is lent (one a
+    database restart broke is replaced) and set up with the statement timeout and iterative
+    HNSW scans."""
+    from psycopg_pool import ConnectionPool
+
+    def configure(connection: Any) -> None:
+        connection.execute(f"SET statement_timeout = {statement_timeout_ms}")
+        connection.execute("SET hnsw.iterative_scan = relaxed_order")
+
+    return ConnectionPool(
+        url,
+        min_size=1,
+        max_size=size,
+        kwargs={"autocommit": True, "connect_timeout": 5},
+        configure=configure,
+        check=ConnectionPool.check_connection,
+        timeout=3.0,  # how long a request waits for a connection
+        reconnect_timeout=60.0,
+        open=False,
+    )
+
+
+def _schema_version(db: Any) -> int | None:
+    """The store's schema version: None for an empty database, 1 for ctxasm 0.1's tables."""
+    tables = {
+        name
+        for (name,) in db.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+            "AND tablename IN ('documents', 'ctxasm_schema')"
         )
-        fused: dict[str, float] = {}
-        rows: dict[str, Any] = {}
-        for rank, (score, row) in enumerate(lexical, start=1):
-            if score > 0:
-                fused[row[0]] = fused.get(row[0], 0.0) + 1.0 / (RRF_K + rank)
-                rows[row[0]] = row
-        for rank, row in enumerate(vector_rows, start=1):
-            fused[row[0]] = fused.get(row[0], 0.0) + 1.0 / (RRF_K + rank)
-            rows[row[0]] = row
-        best = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
-        return [
-            Passage(
-                id=chunk_id,
-                text=rows[chunk_id][5],
-                score=round(score, 8),
-                title=rows[chunk_id][6],
-                url=rows[chunk_id][7],
-                doc_id=rows[chunk_id][1],
-                start=rows[chunk_id][2],
-                end=rows[chunk_id][3],
-                timestamp=rows[chunk_id][10],
-                authority=rows[chunk_id][11],
-                tenant=rows[chunk_id][8],
-                readers=tuple(readers.get(rows[chunk_id][1], ())) if rows[chunk_id][9] else None,
+    }
+    if "ctxasm_schema" in tables:
+        row = db.execute("SELECT max(version) FROM ctxasm_schema").fetchone()
+        if row[0] is not None:
+            return int(row[0])
+    return 1 if "documents" in tables else None
+
+
+def _marker(class_id: int) -> str:
+    """The element of ``terms`` that names a chunk's access class (no word has a space), so
+    one GIN index scan finds the chunks that hold a query term *and* are visible."""
+    return f" class {class_id}"
+
+
+def _term_counts(text: str, class_id: int) -> tuple[list[str], list[int]]:
+    """A chunk's distinct words, sorted, and how often each occurs, then its class marker
+    (counted 0 times: it is not a word)."""
+    found = Counter(chunk_words(text))
+    terms = sorted(found)
+    return [*terms, _marker(class_id)], [*(found[t] for t in terms), 0]
+
+
+def _chunk_rows(item: Pending, class_id: int) -> list[tuple[Any, ...]]:
+    rows = []
+    for seq, (chunk, vector) in enumerate(zip(item.chunks, item.vectors, strict=True)):
+        terms, counts = _term_counts(chunk.text, class_id)
+        rows.append(
+            (
+                f"{item.document.doc_id}#{seq}",
+                item.document.doc_id,
+                seq,
+                chunk.start,
+                chunk.end,
+                sum(counts),
+                chunk.text,
+                terms,
+                counts,
+                class_id,
+                vector,
             )
-            for chunk_id, score in best
-        ]
+        )
+    return rows
+
+
+def _apply(db: Any, deltas: dict[int, ClassDelta]) -> None:
+    """Add the changes to the classes' statistics (rows in one order: no deadlocks)."""
+    for class_id, delta in sorted(deltas.items()):
+        db.execute(
+            "UPDATE access_classes SET chunks = chunks + %s, words = words + %s WHERE id = %s",
+            (delta.chunks, delta.words, class_id),
+        )
+        rows = delta.term_rows(class_id)
+        if not rows:
+            continue
+        columns = ([r[1] for r in rows], [class_id] * len(rows), [r[2] for r in rows])
+        db.execute(
+            "INSERT INTO class_terms (term, class_id, df) "
+            "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) "
+            "ON CONFLICT (term, class_id) DO UPDATE SET df = class_terms.df + excluded.df",
+            columns,
+        )
+        gone = [r[1] for r in rows if r[2] < 0]
+        if gone:
+            db.execute(
+                "DELETE FROM class_terms WHERE class_id = %s AND term = ANY(%s) AND df <= 0",
+                (class_id, gone),
+            )
+
+
+def _statistics(db: Any, params: dict[str, Any]) -> tuple[list[int], VisibleStats]:
+    """The visible classes, and chunk count, word count and term frequencies summed over them."""
+    classes, total, words, frequencies = db.execute(_STATISTICS, params).fetchone()
+    found = {term: int(df) for term, df in frequencies.items()}
+    return list(classes), VisibleStats(int(total), int(words), found)
+
+
+def _top(db: Any, classes: list[int], stats: VisibleStats, terms: list[str], pool: int) -> Any:
+    """A cursor over the ids of the ``pool`` best visible chunks by BM25, ranked in SQL (None
+    when no visible chunk holds a query term)."""
+    weights = stats.weights(terms)
+    if not weights:
+        return None
+    params = {
+        "terms": [t for t, _ in weights],
+        "idfs": [w for _, w in weights],
+        "classes": classes,
+        "markers": [_marker(c) for c in classes],
+        "pool": pool,
+        **stats.sql_parameters(),
+    }
+    return db.cursor().execute(_TOP, params)
+
+
+def _rows(db: Any, ids: list[int]) -> dict[int, PostgresRow]:
+    """The chunks with these ids, by id, each with its document's readers."""
+    if not ids:
+        return {}
+    found = db.execute(
+        f"SELECT c.id, {CHUNK_COLUMNS}, (SELECT array_agg(r.reader ORDER BY r.reader) "
+        f"FROM readers r WHERE r.doc_id = c.doc_id) FROM chunks c "
+        f"JOIN documents d ON d.doc_id = c.doc_id WHERE c.id = ANY(%s)",
+        (sorted(set(ids)),),
+    ).fetchall()
+    return {row[0]: PostgresRow(*row[1:]) for row in found}

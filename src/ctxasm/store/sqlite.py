@@ -2,21 +2,30 @@
 
 Tables: ``documents`` (one row per document, with its tenant and a content hash), ``readers``
 (who may read it), ``chunks`` (overlapping windows with their offsets) and ``chunks_fts`` (an
-FTS5 index over chunk text, kept in step by triggers). Every document is written in one
-transaction, so a crash mid-document leaves the store as it was.
+FTS5 index over chunk text, kept in step by triggers). Documents are written in batches, one
+transaction per batch, so a crash mid-batch leaves every document of it as it was.
 
 Access is enforced in SQL before anything is scored, with the same rules as the assembler's
 access stage: a chunk is visible when its document's tenant is the principal's (or it has no
 tenant) and, when the document lists readers, the principal or one of its groups is among them;
-a document with neither is public and visible only with ``allow_public``. Ranking is BM25 whose
-statistics (document frequencies, average length) are computed over the visible chunks only, so
-a chunk the principal may not read never shapes another's score.
+a document with neither is public and visible only with ``allow_public``. The rule is applied to
+*access classes* (``access_classes``: one per tenant and reader set, see
+:mod:`ctxasm.store.ranking`), and a chunk is visible when its class is.
+
+Ranking is BM25 whose statistics (document frequencies, average length) are those of the
+visible chunks only, summed from per-class statistics (``class_terms``) that every write
+updates in its own transaction, so a chunk the principal may not read never shapes another's
+score. The best ``k`` are found inside SQLite: term counts come from the FTS5 index
+(``fts5vocab``), the BM25 sum and the ``LIMIT`` run in SQL over the visible classes, and only
+those candidates are read and scored again in Python.
+
+The schema version is ``PRAGMA user_version``: a store written by an older ctxasm is upgraded
+when it is opened, one written by a newer one is refused.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 import sqlite3
 import threading
@@ -25,19 +34,39 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import xxhash
-
-from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError
-from ctxasm.lexical import phrase_key, query_terms
+from ctxasm.lexical import query_terms
+from ctxasm.data import Passage, Principal
 from ctxasm.store.arguments import checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
+from ctxasm.store.ranking import (
+    ClassDelta,
+    VisibleStats,
+    chunk_words,
+    count_into,
+    fts_form,
+    fused,
+    rescored,
+)
+from ctxasm.store.records import (
+    CHUNK_COLUMNS,
+    ChunkRow,
+    Pending,
+    StoreStats,
+    batches,
+    class_key,
+    content_hash,
+    document_row,
+    outcomes,
+    reader_names,
+)
 
-__all__ = ["SQLiteStore", "StoreStats", "bm25_score", "content_hash"]
+__all__ = ["SCHEMA_VERSION", "SQLiteRow", "SQLiteStore", "StoreStats"]
 
-_SCHEMA = """
-PRAGMA foreign_keys = ON;
+SCHEMA_VERSION = 2
+
+_TABLES = """
 CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY,
     title TEXT,
@@ -64,7 +93,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     "end" INTEGER NOT NULL,
     words INTEGER NOT NULL,
     text TEXT NOT NULL,
-    embedding BLOB
+    embedding BLOB,
+    class_id INTEGER
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id, seq);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
@@ -77,82 +107,61 @@ CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
 END;
 """
+# Version 2: access classes and their statistics, and term counts straight from the index.
+_CLASSES = """
+CREATE TABLE IF NOT EXISTS access_classes (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    tenant TEXT,
+    has_readers INTEGER NOT NULL,
+    chunks INTEGER NOT NULL DEFAULT 0,
+    words INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS class_readers (
+    reader TEXT NOT NULL,
+    class_id INTEGER NOT NULL REFERENCES access_classes(id),
+    PRIMARY KEY (reader, class_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS class_terms (
+    term TEXT NOT NULL,
+    class_id INTEGER NOT NULL REFERENCES access_classes(id),
+    df INTEGER NOT NULL,
+    PRIMARY KEY (term, class_id)
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, instance);
+"""
 
-# The visibility rule, in SQL (parameters :tenant, :public and the reader names).
-_VISIBLE = """
-    (d.tenant IS NULL OR d.tenant = :tenant)
-    AND (d.has_readers = 0 OR EXISTS (
-        SELECT 1 FROM readers r WHERE r.doc_id = d.doc_id AND r.reader IN ({names})))
-    AND (d.tenant IS NOT NULL OR d.has_readers = 1 OR :public)
+# The visibility rule, in SQL, over access classes (parameters :tenant, :public and the names).
+_VISIBLE_CLASSES = """
+    SELECT k.id FROM access_classes k
+    WHERE (k.tenant IS NULL OR k.tenant = :tenant)
+    AND (k.has_readers = 0 OR EXISTS (
+        SELECT 1 FROM class_readers r WHERE r.class_id = k.id AND r.reader IN ({names})))
+    AND (k.tenant IS NOT NULL OR k.has_readers = 1 OR :public)
+"""
+# The best candidates by BM25 over the visible classes, computed from the FTS5 index.
+_TOP = """
+SELECT v.doc FROM (
+    SELECT doc, term, count(*) AS tf FROM chunks_vocab WHERE term IN ({marks}) GROUP BY doc, term
+) AS v
+JOIN json_each(:weights) AS w ON w.key = v.term
+JOIN chunks c ON c.id = v.doc
+WHERE c.class_id IN ({classes})
+GROUP BY v.doc
+ORDER BY sum(w.value * v.tf * :k1p1 / (v.tf + :norm0 + :norm1 * c.words)) DESC, c.chunk_id
+LIMIT :pool
 """
 _FTS_TERM = re.compile(r"\w+", re.UNICODE)
 
 
+SCORE_DIGITS = 6  # a passage's score is rounded to this many decimals
+
+
 @dataclass(frozen=True, slots=True)
-class StoreStats:
-    documents: int
-    chunks: int
+class SQLiteRow(ChunkRow):
+    """A chunk read back, with its vector (float32 bytes; ``None`` without an embedder)."""
 
-
-def _fused(lexical: list[tuple[float, Any]], near: list[Any]) -> list[tuple[float, Any]]:
-    """Reciprocal rank fusion (``1 / (60 + rank)``, summed) of a BM25 and a vector ranking."""
-    fused: dict[str, float] = {}
-    rows: dict[str, Any] = {}
-    for rank, (score, row) in enumerate(lexical, start=1):
-        if score > 0:
-            fused[row[0]] = fused.get(row[0], 0.0) + 1.0 / (60 + rank)
-            rows[row[0]] = row
-    for rank, row in enumerate(near, start=1):
-        fused[row[0]] = fused.get(row[0], 0.0) + 1.0 / (60 + rank)
-        rows[row[0]] = row
-    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
-    return [(round(score, 8), rows[chunk_id]) for chunk_id, score in ranked]
-
-
-def bm25_score(
-    text: str,
-    words: int,
-    terms: Sequence[str],
-    frequencies: dict[str, int],
-    total: int,
-    average: float,
-    k1: float = 1.2,
-    b: float = 0.75,
-) -> float:
-    """Okapi BM25 of ``terms`` in one chunk (``words`` long), with the document frequencies,
-    chunk count and average length of the chunks the principal may see."""
-    found = phrase_key(text).split()
-    score = 0.0
-    for term in terms:
-        tf = found.count(term)
-        if not tf:
-            continue
-        df = frequencies[term]
-        idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
-        norm = k1 * (1.0 - b + b * words / average)
-        score += idf * tf * (k1 + 1.0) / (tf + norm)
-    return score
-
-
-def content_hash(document: Document, chunks: Sequence[Chunk], embedder: str = "") -> str:
-    payload = json.dumps(
-        [
-            document.text,
-            document.title,
-            document.url,
-            document.tenant,
-            document.readers,
-            document.timestamp,
-            document.authority,
-            dict(document.metadata),
-            [(c.start, c.end) for c in chunks],
-            embedder,
-        ],
-        sort_keys=True,
-        ensure_ascii=False,
-        default=str,
-    )
-    return xxhash.xxh3_128_hexdigest(payload.encode("utf-8"))
+    embedding: bytes | None
 
 
 class SQLiteStore:
@@ -160,9 +169,9 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path, embedder: str | None = None) -> None:
         """``embedder`` (a spec such as ``"hashing"``, see :mod:`ctxasm.embeddings`) adds a
-        vector to every chunk written, and vector similarity to retrieval: the visible chunks'
-        vectors are compared by brute force with numpy, and fused with BM25 by reciprocal rank
-        fusion, as in the PostgreSQL store."""
+        vector to every chunk written, and vector similarity to retrieval: the lexical
+        candidates' vectors are compared with the query's, and the two rankings fused by
+        reciprocal rank fusion, as in the PostgreSQL store."""
         self.path = Path(path)
         self.embedder = None
         if embedder is not None:
@@ -172,11 +181,61 @@ class SQLiteStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.executescript(_SCHEMA)
+            self._db.execute("PRAGMA foreign_keys = ON")
             self._db.execute("PRAGMA journal_mode = WAL")
+            self._prepare()
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(f"cannot open the store {self.path}: {exc}") from None
         self._lock = threading.Lock()
+
+    def _prepare(self) -> None:
+        """Create the tables, or upgrade a store an older ctxasm wrote (refusing a newer one)."""
+        db = self._db
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise ConfigError(
+                f"the store {self.path} has schema version {version}, written by a newer "
+                f"ctxasm; this one reads versions up to {SCHEMA_VERSION}: upgrade ctxasm",
+                field="store",
+            )
+        if version == SCHEMA_VERSION:
+            return
+        old = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'documents'").fetchone()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if old is not None and version < 2:
+                self._upgrade_to_2()
+            else:
+                for statement in _statements(_TABLES + _CLASSES):
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _upgrade_to_2(self) -> None:
+        """Version 1 had no access classes: add them and count every document into its class."""
+        db = self._db
+        db.execute("ALTER TABLE chunks ADD COLUMN class_id INTEGER")
+        for statement in _statements(_CLASSES):
+            db.execute(statement)
+        deltas: dict[int, ClassDelta] = {}
+        documents = db.execute("SELECT doc_id, tenant, has_readers FROM documents").fetchall()
+        for doc_id, tenant, has_readers in documents:
+            names = [
+                r for (r,) in db.execute("SELECT reader FROM readers WHERE doc_id = ?", (doc_id,))
+            ]
+            document = Document(
+                doc_id, "", tenant=tenant, readers=tuple(names) if has_readers else None
+            )
+            class_id = self._class_id(document)
+            db.execute("UPDATE chunks SET class_id = ? WHERE doc_id = ?", (class_id, doc_id))
+            texts = [
+                t for (t,) in db.execute("SELECT text FROM chunks WHERE doc_id = ?", (doc_id,))
+            ]
+            count_into(deltas, class_id, texts)
+        self._apply(deltas)
 
     def close(self) -> None:
         self._db.close()
@@ -184,62 +243,133 @@ class SQLiteStore:
     def upsert(self, document: Document, chunks: Sequence[Chunk]) -> str:
         """Store ``document`` and its chunks: ``"added"``, ``"updated"`` (old chunks replaced
         atomically) or ``"unchanged"`` (same content: nothing written)."""
+        return self.upsert_many([(document, chunks)])[0]
+
+    def upsert_many(self, items: Sequence[tuple[Document, Sequence[Chunk]]]) -> list[str]:
+        """:meth:`upsert` for many documents, in one transaction (per run of distinct document
+        ids): the outcome of each, in order. If any fails, none of the batch is written."""
+        pending = [self._pending(document, chunks) for document, chunks in items]
+        outcomes: list[str] = []
+        for batch in batches(pending):
+            outcomes.extend(self._write(batch))
+        return outcomes
+
+    def _pending(self, document: Document, chunks: Sequence[Chunk]) -> Pending:
         digest = content_hash(document, chunks, self.embedder.name if self.embedder else "")
         vectors: list[bytes | None] = [None] * len(chunks)
         if self.embedder is not None and chunks:
             embedded = self.embedder.embed([c.text for c in chunks])
             vectors = [row.astype("float32").tobytes() for row in embedded]
+        return Pending(document, chunks, digest, vectors)
+
+    def _write(self, batch: list[Pending]) -> list[str]:
+        db = self._db
         with self._lock:
-            row = self._db.execute(
-                "SELECT content_hash FROM documents WHERE doc_id = ?", (document.doc_id,)
-            ).fetchone()
-            if row is not None and row[0] == digest:
-                return "unchanged"
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.execute("DELETE FROM documents WHERE doc_id = ?", (document.doc_id,))
+            marks = ", ".join("?" for _ in batch)
+            known = dict(
                 db.execute(
-                    "INSERT INTO documents (doc_id, title, url, tenant, has_readers, timestamp, "
-                    "authority, metadata, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        document.doc_id,
-                        document.title,
-                        document.url,
-                        document.tenant,
-                        int(document.readers is not None),
-                        document.timestamp,
-                        document.authority,
-                        json.dumps(dict(document.metadata), ensure_ascii=False, default=str),
-                        digest,
-                    ),
+                    f"SELECT doc_id, content_hash FROM documents WHERE doc_id IN ({marks})",
+                    [p.document.doc_id for p in batch],
+                ).fetchall()
+            )
+            changed = [p for p in batch if known.get(p.document.doc_id) != p.digest]
+            if changed:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._replace(
+                        changed, [p.document.doc_id for p in changed if p.document.doc_id in known]
+                    )
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+        return outcomes(batch, known)
+
+    def _replace(self, batch: list[Pending], replaced: list[str]) -> None:
+        """Write ``batch`` (inside a transaction), removing the ``replaced`` versions first."""
+        db = self._db
+        deltas: dict[int, ClassDelta] = {}
+        self._uncount(replaced, deltas)
+        db.executemany("DELETE FROM documents WHERE doc_id = ?", [(d,) for d in replaced])
+        documents: list[tuple[Any, ...]] = []
+        readers: list[tuple[str, str]] = []
+        chunks: list[tuple[Any, ...]] = []
+        for item in batch:
+            document = item.document
+            class_id = self._class_id(document)
+            count_into(deltas, class_id, (c.text for c in item.chunks))
+            documents.append(document_row(document, item.digest))
+            readers.extend((document.doc_id, r) for r in reader_names(document))
+            chunks.extend(
+                (
+                    f"{document.doc_id}#{seq}",
+                    document.doc_id,
+                    seq,
+                    chunk.start,
+                    chunk.end,
+                    len(chunk_words(chunk.text)),
+                    chunk.text,
+                    item.vectors[seq],
+                    class_id,
                 )
-                db.executemany(
-                    "INSERT INTO readers (doc_id, reader) VALUES (?, ?)",
-                    [(document.doc_id, r) for r in sorted(set(document.readers or ()))],
-                )
-                db.executemany(
-                    'INSERT INTO chunks (chunk_id, doc_id, seq, start, "end", words, text, '
-                    "embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            f"{document.doc_id}#{seq}",
-                            document.doc_id,
-                            seq,
-                            chunk.start,
-                            chunk.end,
-                            len(phrase_key(chunk.text).split()),
-                            chunk.text,
-                            vectors[seq],
-                        )
-                        for seq, chunk in enumerate(chunks)
-                    ],
-                )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-        return "added" if row is None else "updated"
+                for seq, chunk in enumerate(item.chunks)
+            )
+        db.executemany(
+            "INSERT INTO documents (doc_id, title, url, tenant, has_readers, timestamp, "
+            "authority, metadata, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            documents,
+        )
+        db.executemany("INSERT INTO readers (doc_id, reader) VALUES (?, ?)", readers)
+        db.executemany(
+            'INSERT INTO chunks (chunk_id, doc_id, seq, start, "end", words, text, embedding, '
+            "class_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            chunks,
+        )
+        self._apply(deltas)
+
+    def _class_id(self, document: Document) -> int:
+        """The id of the document's access class, created (with its readers) if new."""
+        key = class_key(document)
+        row = self._db.execute("SELECT id FROM access_classes WHERE key = ?", (key,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        cursor = self._db.execute(
+            "INSERT INTO access_classes (key, tenant, has_readers) VALUES (?, ?, ?)",
+            (key, document.tenant, int(document.readers is not None)),
+        )
+        class_id = int(cursor.lastrowid or 0)
+        self._db.executemany(
+            "INSERT INTO class_readers (reader, class_id) VALUES (?, ?)",
+            [(r, class_id) for r in reader_names(document)],
+        )
+        return class_id
+
+    def _uncount(self, doc_ids: list[str], deltas: dict[int, ClassDelta]) -> None:
+        """Take the chunks of these documents out of their classes' statistics."""
+        for doc_id in doc_ids:
+            rows = self._db.execute(
+                "SELECT class_id, text FROM chunks WHERE doc_id = ?", (doc_id,)
+            ).fetchall()
+            for class_id, text in rows:
+                count_into(deltas, class_id, [text], sign=-1)
+
+    def _apply(self, deltas: dict[int, ClassDelta]) -> None:
+        db = self._db
+        for class_id, delta in sorted(deltas.items()):
+            db.execute(
+                "UPDATE access_classes SET chunks = chunks + ?, words = words + ? WHERE id = ?",
+                (delta.chunks, delta.words, class_id),
+            )
+            rows = delta.term_rows(class_id)
+            db.executemany(
+                "INSERT INTO class_terms (class_id, term, df) VALUES (?, ?, ?) "
+                "ON CONFLICT (term, class_id) DO UPDATE SET df = df + excluded.df",
+                rows,
+            )
+            db.executemany(
+                "DELETE FROM class_terms WHERE term = ? AND class_id = ? AND df <= 0",
+                [(term, class_id) for _, term, change in rows if change < 0],
+            )
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document, its readers, chunks and index rows; whether it existed."""
@@ -247,7 +377,10 @@ class SQLiteStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
+                deltas: dict[int, ClassDelta] = {}
+                self._uncount([doc_id], deltas)
                 gone = self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+                self._apply(deltas)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -261,108 +394,108 @@ class SQLiteStore:
         return StoreStats(documents, chunks)
 
     def retrieve(
-        self,
-        query: str,
-        principal: Principal | None,
-        k: int = 50,
-        *,
-        allow_public: bool = False,
-        max_matches: int | None = None,
+        self, query: str, principal: Principal | None, k: int = 50, *, allow_public: bool = False
     ) -> list[Passage]:
-        """The ``k`` best visible chunks for ``query`` by BM25 over the visible chunks, as
-        passages carrying their offsets, scores and access data. Every visible chunk that
-        matches is scored (``max_matches`` bounds that work, taking the matches in storage
-        order, when you need a bound more than the best chunks)."""
-        principal = checked_retrieval(query, principal, k, allow_public, max_matches)
+        """The ``k`` best visible chunks for ``query`` by BM25 over the visible chunks (fused
+        with vector similarity when the store has an embedder), as passages carrying their
+        offsets, scores and access data. The work and the memory are bounded by ``k``."""
+        principal = checked_retrieval(query, principal, k, allow_public)
         terms = [t for t in query_terms(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return []
-        ids = [] if principal is None else [principal.id, *principal.groups]
-        names = ", ".join(f":n{i}" for i in range(len(ids)))
-        # no principal: no reader list admits anyone (SQLite accepts an empty IN list)
-        visible = _VISIBLE.format(names=names)
-        params: dict[str, object] = {f"n{i}": name for i, name in enumerate(ids)}
-        params["tenant"] = None if principal is None else principal.tenant
-        params["public"] = int(allow_public)
-        match = " OR ".join(f'"{t}"' for t in terms)
         with self._lock:
-            total, average = self._db.execute(
-                f"SELECT count(*), avg(c.words) FROM chunks c JOIN documents d "
-                f"ON d.doc_id = c.doc_id WHERE {visible}",
-                params,
-            ).fetchone()
-            if not total:
+            classes = self._visible_classes(principal, allow_public)
+            stats = self._statistics(classes, terms)
+            if not stats.total:
                 return []
-            frequencies = {}
-            for term in terms:
-                frequencies[term] = self._db.execute(
-                    f"SELECT count(*) FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
-                    f"JOIN documents d ON d.doc_id = c.doc_id "
-                    f"WHERE chunks_fts MATCH :match AND {visible}",
-                    {**params, "match": f'"{term}"'},
-                ).fetchone()[0]
-            rows = self._db.execute(
-                f'SELECT c.chunk_id, c.doc_id, c.start, c."end", c.words, c.text, d.title, '
-                f"d.url, d.tenant, d.has_readers, d.timestamp, d.authority "
-                f"FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
-                f"JOIN documents d ON d.doc_id = c.doc_id "
-                f"WHERE chunks_fts MATCH :match AND {visible} ORDER BY c.id LIMIT :limit",
-                {**params, "match": match, "limit": -1 if max_matches is None else max_matches},
-            ).fetchall()
-            near = self._nearest(query, visible, params, max(2 * k, 20))
-            readers = self._readers({row[1] for row in [*rows, *near] if row[9]})
-        scored = [
-            (bm25_score(row[5], row[4], terms, frequencies, total, average or 1.0), row)
-            for row in rows
-        ]
-        scored.sort(key=lambda item: (-item[0], item[1][0]))
+            pool = max(4 * k, 200) if self.embedder is not None else max(2 * k, 20)
+            rows = self._candidates(classes, stats, terms, pool)
+            readers = self._readers({row.doc_id for row in rows if row.has_readers})
+        scored = rescored(rows, terms, stats)
+        near = self._nearest(query, rows, max(2 * k, 20))
         if near:
-            scored = _fused(scored, near)
+            scored = fused(scored, near)
         return [
-            Passage(
-                id=row[0],
-                text=row[5],
-                score=round(score, 6),
-                title=row[6],
-                url=row[7],
-                doc_id=row[1],
-                start=row[2],
-                end=row[3],
-                timestamp=row[10],
-                authority=row[11],
-                tenant=row[8],
-                readers=readers.get(row[1], ()) if row[9] else None,
-            )
+            row.passage(score, readers.get(row.doc_id, ()), SCORE_DIGITS)
             for score, row in scored[:k]
             if score > 0
         ]
 
-    def _nearest(
-        self, query: str, visible: str, params: dict[str, object], count: int
-    ) -> list[Any]:
-        """The visible chunks closest to the query's vector (brute force over the visible
-        chunks' vectors with numpy), nearest first; none without an embedder."""
+    def _visible_classes(self, principal: Principal | None, allow_public: bool) -> list[int]:
+        ids = [] if principal is None else [principal.id, *principal.groups]
+        # no principal: no reader list admits anyone (SQLite accepts an empty IN list)
+        names = ", ".join(f":n{i}" for i in range(len(ids)))
+        params: dict[str, object] = {f"n{i}": name for i, name in enumerate(ids)}
+        params["tenant"] = None if principal is None else principal.tenant
+        params["public"] = int(allow_public)
+        rows = self._db.execute(_VISIBLE_CLASSES.format(names=names), params).fetchall()
+        return sorted(int(row[0]) for row in rows)
+
+    def _statistics(self, classes: list[int], terms: list[str]) -> VisibleStats:
+        """Chunk count, word count and term frequencies summed over the visible classes."""
+        if not classes:
+            return VisibleStats(0, 0, {})
+        listed = ", ".join(str(c) for c in classes)
+        total, words = self._db.execute(
+            f"SELECT sum(chunks), sum(words) FROM access_classes WHERE id IN ({listed})"
+        ).fetchone()
+        marks = ", ".join("?" for _ in terms)
+        frequencies = dict(
+            self._db.execute(
+                f"SELECT term, sum(df) FROM class_terms WHERE term IN ({marks}) "
+                f"AND class_id IN ({listed}) GROUP BY term",
+                terms,
+            ).fetchall()
+        )
+        return VisibleStats(int(total or 0), int(words or 0), frequencies)
+
+    def _candidates(
+        self, classes: list[int], stats: VisibleStats, terms: list[str], pool: int
+    ) -> list[SQLiteRow]:
+        """The rows of the ``pool`` best visible chunks by BM25, ranked inside SQLite."""
+        by_form: dict[str, float] = {}
+        for term, idf in stats.weights(terms):
+            if "_" not in term:  # FTS5 splits words at underscores; Python scoring keeps them
+                by_form[fts_form(term)] = idf
+        if not by_form:
+            return []
+        forms = sorted(by_form)
+        params: dict[str, object] = {f"t{i}": form for i, form in enumerate(forms)}
+        params.update(stats.sql_parameters(), weights=json.dumps(by_form), pool=pool)
+        sql = _TOP.format(
+            marks=", ".join(f":t{i}" for i in range(len(forms))),
+            classes=", ".join(str(c) for c in classes),
+        )
+        ids = [row[0] for row in self._db.execute(sql, params)]
+        if not ids:
+            return []
+        marks = ", ".join("?" for _ in ids)
+        found = self._db.execute(
+            f"SELECT {CHUNK_COLUMNS}, c.embedding FROM chunks c "
+            f"JOIN documents d ON d.doc_id = c.doc_id WHERE c.id IN ({marks})",
+            ids,
+        )
+        return [SQLiteRow(*row) for row in found]
+
+    def _nearest(self, query: str, rows: list[SQLiteRow], count: int) -> list[SQLiteRow]:
+        """The candidates closest to the query's vector, nearest first; none without an
+        embedder. (Measured against brute force over every visible vector: see
+        docs/store.md.)"""
         if self.embedder is None:
             return []
         import numpy as np
 
-        rows = self._db.execute(
-            f'SELECT c.chunk_id, c.doc_id, c.start, c."end", c.words, c.text, d.title, '
-            f"d.url, d.tenant, d.has_readers, d.timestamp, d.authority, c.embedding "
-            f"FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
-            f"WHERE c.embedding IS NOT NULL AND {visible}",
-            params,
-        ).fetchall()
+        rows = [row for row in rows if row.embedding is not None]
         if not rows:
             return []
-        matrix = np.frombuffer(b"".join(row[12] for row in rows), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(row.embedding or b"" for row in rows), dtype=np.float32)
         matrix = matrix.reshape(len(rows), -1)
         target = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
         if matrix.shape[1] != target.shape[0]:
             return []  # vectors from another embedder: not comparable
         similarity = matrix @ target
-        order = np.argsort(-similarity, kind="stable")[:count]
-        return [rows[i][:12] for i in order if similarity[i] > 0.05]
+        order = sorted(range(len(rows)), key=lambda i: (-float(similarity[i]), rows[i].chunk_id))
+        return [rows[i] for i in order[:count] if similarity[i] > 0.05]
 
     def _readers(self, doc_ids: set[str]) -> dict[str, tuple[str, ...]]:
         if not doc_ids:
@@ -375,3 +508,14 @@ class SQLiteStore:
         ):
             found.setdefault(doc_id, []).append(reader)
         return {doc_id: tuple(names) for doc_id, names in found.items()}
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of a schema script (triggers keep their inner semicolons)."""
+    statements, current = [], ""
+    for line in script.strip().splitlines():
+        current += line + "\n"
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    return statements

@@ -1,0 +1,156 @@
+"""Ranking shared by the stores: BM25 over the chunks a principal may see, per-access-class
+statistics that make it exact without a scan, re-scoring of the database's candidates, and
+reciprocal rank fusion with vectors. Each store only finds candidates (in SQL); everything
+here is written once for both.
+
+An *access class* is the pair (tenant, reader set) of a document: every chunk of a class is
+visible to exactly the same principals. Each store keeps, per class, the chunk count, the word
+count and, per term, the number of chunks holding it; a write updates them in the same
+transaction as the chunks. At query time the statistics of the classes a principal can see are
+summed (:class:`VisibleStats`), which is the same as counting over the visible chunks, in time
+proportional to the number of classes and query terms.
+
+A chunk's length is counted in words (:func:`chunk_words`), the unit of the statistics, of the
+``words`` column both stores keep, and of the BM25 sum they compute in SQL.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from ctxasm.lexical import words
+from ctxasm.store.records import ChunkRow
+
+__all__ = [
+    "K1",
+    "RRF_K",
+    "B",
+    "ClassDelta",
+    "VisibleStats",
+    "bm25_score",
+    "chunk_words",
+    "count_into",
+    "fts_form",
+    "fused",
+    "rescored",
+]
+
+K1 = 1.2
+B = 0.75
+RRF_K = 60  # reciprocal rank fusion: a chunk at rank r in one ranking adds 1 / (RRF_K + r)
+
+Row = TypeVar("Row", bound=ChunkRow)
+
+
+def chunk_words(text: str) -> list[str]:
+    """A chunk's words as BM25 counts them (its length is their number)."""
+    return words(text)
+
+
+def fts_form(term: str) -> str:
+    """``term`` as SQLite FTS5's ``unicode61 remove_diacritics 2`` tokenizer stores it."""
+    if term.isascii():
+        return term
+    decomposed = unicodedata.normalize("NFKD", term)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+@dataclass
+class ClassDelta:
+    """How one write changes the statistics of one access class."""
+
+    chunks: int = 0
+    words: int = 0
+    terms: Counter[str] = field(default_factory=Counter)
+
+    def add(self, texts: Iterable[str], sign: int = 1) -> None:
+        """Count (``sign`` 1) or uncount (``sign`` -1) chunks with these texts."""
+        for text in texts:
+            found = chunk_words(text)
+            self.chunks += sign
+            self.words += sign * len(found)
+            if sign > 0:
+                self.terms.update(set(found))
+            else:
+                self.terms.subtract(set(found))
+
+    def term_rows(self, class_id: int) -> list[tuple[int, str, int]]:
+        """``(class_id, term, change)`` for every term whose count changed, sorted (so that
+        concurrent writers lock rows in one order)."""
+        return [(class_id, term, n) for term, n in sorted(self.terms.items()) if n]
+
+
+def count_into(
+    deltas: dict[int, ClassDelta], class_id: int, texts: Iterable[str], sign: int = 1
+) -> None:
+    """Count chunks with these texts into (``sign`` 1) or out of (-1) a class's delta."""
+    deltas.setdefault(class_id, ClassDelta()).add(texts, sign)
+
+
+@dataclass(frozen=True, slots=True)
+class VisibleStats:
+    """BM25 statistics over the chunks a principal may see."""
+
+    total: int
+    words: int
+    frequencies: dict[str, int]
+
+    @property
+    def average(self) -> float:
+        return self.words / self.total if self.total else 1.0
+
+    def idf(self, term: str) -> float:
+        df = self.frequencies.get(term, 0)
+        return math.log(1.0 + (self.total - df + 0.5) / (df + 0.5))
+
+    def weights(self, terms: Sequence[str]) -> list[tuple[str, float]]:
+        """``(term, idf)`` of the query terms that some visible chunk holds."""
+        return [(t, self.idf(t)) for t in terms if self.frequencies.get(t, 0) > 0]
+
+    def sql_parameters(self) -> dict[str, float]:
+        """The constants of the BM25 sum as the stores write it in SQL, per term
+        ``idf * tf * k1p1 / (tf + norm0 + norm1 * words)``, which is :func:`bm25_score`'s."""
+        return {"k1p1": K1 + 1.0, "norm0": K1 * (1.0 - B), "norm1": K1 * B / self.average}
+
+
+def bm25_score(text: str, length: int, terms: Sequence[str], stats: VisibleStats) -> float:
+    """Okapi BM25 of ``terms`` in one chunk (``length`` words long), with the document
+    frequencies, chunk count and average length of the chunks the principal may see."""
+    found = chunk_words(text)
+    norm = K1 * (1.0 - B + B * length / stats.average)
+    score = 0.0
+    for term in terms:
+        tf = found.count(term)
+        if tf:
+            score += stats.idf(term) * tf * (K1 + 1.0) / (tf + norm)
+    return score
+
+
+def rescored(
+    rows: Iterable[Row], terms: Sequence[str], stats: VisibleStats
+) -> list[tuple[float, Row]]:
+    """The database's candidates scored again exactly in Python, best first, ties by chunk id."""
+    scored = [(bm25_score(row.text, row.words, terms, stats), row) for row in rows]
+    scored.sort(key=lambda item: (-item[0], item[1].chunk_id))
+    return scored
+
+
+def fused(lexical: Sequence[tuple[float, Row]], near: Sequence[Row]) -> list[tuple[float, Row]]:
+    """Reciprocal rank fusion (``1 / (RRF_K + rank)``, summed) of a BM25 ranking (only its
+    positive scores count) and a vector ranking; best first, ties by chunk id."""
+    scores: dict[str, float] = {}
+    rows: dict[str, Row] = {}
+    for rank, (score, row) in enumerate(lexical, start=1):
+        if score > 0:
+            scores[row.chunk_id] = scores.get(row.chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+            rows[row.chunk_id] = row
+    for rank, row in enumerate(near, start=1):
+        scores[row.chunk_id] = scores.get(row.chunk_id, 0.0) + 1.0 / (RRF_K + rank)
+        rows[row.chunk_id] = row
+    ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    return [(score, rows[chunk_id]) for chunk_id, score in ranked]

