@@ -61,38 +61,7 @@ def build_report(
     line before it (the heading, for the first) and its fenced text, so the shares plus the
     final closing fence add up to ``context_tokens`` for the OpenAI encodings.
     """
-    compressed = compressed or {}
-    block = block or FencedBlock()
-
-    def compression(candidate: Candidate, fenced: str) -> Compression | None:
-        found = compressed.get(candidate.id)
-        if found is None or found.candidate.text != candidate.text:
-            # not compressed, or grown by stitching since: the numbers would not describe it
-            return None
-        whole = block.body(candidate._replace(text=found.original))
-        return Compression(
-            original_tokens=counter.count(whole),
-            kept_tokens=counter.count(fenced),
-            sentences=found.sentences,
-            kept_sentences=found.kept_sentences,
-        )
-
-    included = tuple(
-        Included(
-            id=c.id,
-            label=label(number),
-            tokens=counter.count(opening) + counter.count(fenced),
-            score=c.score,
-            position=number,
-            source=c.passage.source,
-            url=c.passage.url,
-            compression=compression(c, fenced),
-            flags=c.flags,
-        )
-        for number, (c, (opening, fenced)) in enumerate(
-            zip(ordered, block.parts(ordered), strict=True), start=1
-        )
-    )
+    included = _included(counter, ordered, compressed or {}, block or FencedBlock())
     return Report(
         model=model.name,
         tokenizer=counter.name,
@@ -109,4 +78,43 @@ def build_report(
         timings_ms={name: round(ms, 3) for name, ms in timings_ms.items()},
         query_class=query_class,
         history=dict(history) if history else None,
+    )
+
+
+def _included(
+    counter: TokenCounter,
+    ordered: Sequence[Candidate],
+    compressed: Mapping[str, Compressed],
+    block: SourcesBlock,
+) -> tuple[Included, ...]:
+    """One entry per rendered passage, in prompt order, with its exact share of the block."""
+
+    def compression(candidate: Candidate, fenced: str) -> Compression | None:
+        found = compressed.get(candidate.id)
+        if found is None or found.candidate.text != candidate.text:
+            # not compressed, or grown by stitching since: the numbers would not describe it
+            return None
+        whole = block.body(candidate._replace(text=found.original))
+        return Compression(
+            original_tokens=counter.count(whole),
+            kept_tokens=counter.count(fenced),
+            sentences=found.sentences,
+            kept_sentences=found.kept_sentences,
+        )
+
+    return tuple(
+        Included(
+            id=c.id,
+            label=label(number),
+            tokens=counter.count(opening) + counter.count(fenced),
+            score=c.score,
+            position=number,
+            source=c.passage.source,
+            url=c.passage.url,
+            compression=compression(c, fenced),
+            flags=c.flags,
+        )
+        for number, (c, (opening, fenced)) in enumerate(
+            zip(ordered, block.parts(ordered), strict=True), start=1
+        )
     )

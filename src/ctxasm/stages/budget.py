@@ -47,28 +47,8 @@ def plan_budget(
 ) -> Budget:
     """The budget of ``request``, or a :class:`BudgetError` when nothing but the query fits."""
     _require_countable(request, counter)
-    window = model.context_window if request.context_window is None else request.context_window
-    if window > model.context_window:
-        raise RequestError(
-            f"context_window ({window}) exceeds {model.name}'s window of {model.context_window} "
-            "tokens; to use a larger deployment, override the model in a config file",
-            field="context_window",
-        )
-    reserve = request.reserve_output_tokens
-    if reserve is None:
-        reserve = min(model.max_output, DEFAULT_RESERVE_OUTPUT, max(1, window // 4))
-    elif reserve > model.max_output:
-        raise RequestError(
-            f"reserve_output_tokens ({reserve}) exceeds {model.name}'s maximum output of "
-            f"{model.max_output} tokens",
-            field="reserve_output_tokens",
-        )
-    if reserve >= window:
-        raise RequestError(
-            f"reserve_output_tokens ({reserve}) must be smaller than the context window "
-            f"({window}); nothing would be left for the prompt",
-            field="reserve_output_tokens",
-        )
+    window = _window(request, model)
+    reserve = _reserve(request, model, window)
     share = request.safety_margin
     if share is None:
         share = 0.0 if counter.exact else ESTIMATE_MARGIN
@@ -108,6 +88,38 @@ def plan_budget(
         margin=margin,
         context=max(0, context),
     )
+
+
+def _window(request: Request, model: ModelSpec) -> int:
+    """The request's context window: the model's, or a smaller one the request asks for."""
+    window = model.context_window if request.context_window is None else request.context_window
+    if window > model.context_window:
+        raise RequestError(
+            f"context_window ({window}) exceeds {model.name}'s window of {model.context_window} "
+            "tokens; to use a larger deployment, override the model in a config file",
+            field="context_window",
+        )
+    return window
+
+
+def _reserve(request: Request, model: ModelSpec, window: int) -> int:
+    """The tokens kept for the answer: the request's, or a default the model and window allow."""
+    reserve = request.reserve_output_tokens
+    if reserve is None:
+        reserve = min(model.max_output, DEFAULT_RESERVE_OUTPUT, max(1, window // 4))
+    elif reserve > model.max_output:
+        raise RequestError(
+            f"reserve_output_tokens ({reserve}) exceeds {model.name}'s maximum output of "
+            f"{model.max_output} tokens",
+            field="reserve_output_tokens",
+        )
+    if reserve >= window:
+        raise RequestError(
+            f"reserve_output_tokens ({reserve}) must be smaller than the context window "
+            f"({window}); nothing would be left for the prompt",
+            field="reserve_output_tokens",
+        )
+    return reserve
 
 
 def _require_countable(request: Request, counter: TokenCounter) -> None:
