@@ -159,8 +159,8 @@ def _percentiles(times: list[float]) -> tuple[float, float]:
 
 def _measure(store: Any, bare: Any, questions: list[str], repeats: int) -> list[dict[str, Any]]:
     import ctxasm
-    from ctxasm.lexical import query_terms
     from ctxasm.data import Principal
+    from ctxasm.lexical import query_terms
 
     assembler = ctxasm.Assembler()
     rows = []
@@ -234,8 +234,8 @@ def _vectors(size: int, folder: Path, data: dict[str, Any]) -> None:
     only) against brute force over every visible chunk's vector (ctxasm 0.1's way)."""
     import numpy as np
 
-    from ctxasm.lexical import query_terms
     from ctxasm.data import Principal
+    from ctxasm.lexical import query_terms
     from ctxasm.store import open_store
 
     path = folder / f"vectors-{size}.db"

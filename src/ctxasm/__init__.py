@@ -6,7 +6,7 @@ provably fits the model, with a report of every passage kept or dropped.
 
 from ctxasm import testing
 from ctxasm.assembler import Assembler, assemble
-from ctxasm.builder import BuiltContext, ContextBuilder, Retriever, context_for_chat
+from ctxasm.builder import BuiltContext, ContextBuilder, context_for_chat
 from ctxasm.caches import clear_caches
 from ctxasm.citations import Citation, CitationReport, check_citations, link_citations
 from ctxasm.config import AssemblerConfig
@@ -35,6 +35,7 @@ from ctxasm.errors import (
 )
 from ctxasm.models import ModelRegistry, ModelSpec, default_registry
 from ctxasm.registry import register
+from ctxasm.retrieval import Retriever
 from ctxasm.schema import parse_request
 from ctxasm.strategy import ParamError, Strategy
 

@@ -16,14 +16,15 @@ the counter :func:`ctxasm.tokens.get_counter` returns for the model's tokenizer 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, Protocol
+from typing import Any
 
 from ctxasm.data import Reason
 from ctxasm.errors import RequestError
 from ctxasm.models import ModelSpec, default_registry
+from ctxasm.retrieval import Hit, Retriever
 from ctxasm.tokens import TokenCounter, get_counter
 from ctxasm.validation import integer, number, string
 
@@ -39,26 +40,6 @@ __all__ = [
 
 CUTOFFS = ("strict", "skip")
 _MISSING = object()
-
-
-class Hit(Protocol):
-    """A retrieved chunk: its text and its score (higher is better). An ``id`` is optional."""
-
-    @property
-    def text(self) -> str: ...
-
-    @property
-    def score(self) -> float: ...
-
-
-class Retriever(Protocol):
-    """Anything that returns the top ``k`` hits for a query, best first.
-
-    A hit is an object with ``.text``, ``.score`` and optionally ``.id``, or a mapping with the
-    keys ``"text"``, ``"score"`` and optionally ``"id"``.
-    """
-
-    def retrieve(self, query: str, k: int) -> Sequence[Hit | Mapping[str, Any]]: ...
 
 
 @dataclass(frozen=True, slots=True)

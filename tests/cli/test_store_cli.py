@@ -137,8 +137,72 @@ def test_outsiders_get_no_relevant_context(indexed: Path, who: tuple[str, ...]) 
         [],
         True,
     )
-    for name in ("Danube", "Tiber", "Rhine"):
-        assert name not in json.dumps(result["messages"])
+    # matches exist that they may not read: one boolean says so, nothing says which
+    assert result["hidden_matches"] is True
+    for name in ("Danube", "Tiber", "Rhine", "danube", "tiber", "secret"):
+        assert name not in json.dumps(result)
+
+
+def test_hidden_matches_is_false_when_the_asker_reads_a_match_or_nothing_matches(
+    indexed: Path,
+) -> None:
+    assert _ask(indexed, *ASKER)["hidden_matches"] is False
+    nothing = ctxasm("ask", "quokka habitat", "--store", STORE, "--json", *ASKER, cwd=indexed)
+    assert nothing.returncode == 0, nothing.stderr
+    assert json.loads(nothing.stdout)["hidden_matches"] is False
+
+
+def _notice(stderr: str) -> str:
+    return " ".join(stderr.split())
+
+
+HIDDEN = (
+    "o context this principal may read: the store holds documents that match, but this "
+    "principal may not read them (documents with neither tenant nor readers need "
+    "--allow-public). Which documents they are is not shown."
+)
+
+
+def test_ask_says_matches_exist_that_the_principal_may_not_read(indexed: Path) -> None:
+    # "Tiber" and "Rome" are only in the document of group g2
+    done = ctxasm("ask", "Tiber Rome", "--store", STORE, *ASKER, cwd=indexed)
+    assert done.returncode == 0, done.stderr
+    assert f"N{HIDDEN}" in _notice(done.stderr)
+    assert "No relevant context" not in done.stderr
+    for name in ("tiber", "secret"):
+        assert name not in (done.stdout + done.stderr).lower().replace("tiber rome", "")
+    quiet = ctxasm("ask", "Tiber Rome", "--store", STORE, *ASKER, "--quiet", cwd=indexed)
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == f"ctxasm: n{HIDDEN}\n"
+    seen = ctxasm(
+        "ask",
+        "Tiber Rome",
+        "--store",
+        STORE,
+        "--principal",
+        "bob",
+        "--tenant",
+        "t1",
+        "--groups",
+        "g2",
+        cwd=indexed,
+    )
+    assert seen.returncode == 0, seen.stderr
+    assert HIDDEN not in _notice(seen.stderr)
+
+
+def test_ask_without_a_principal_is_told_so_and_nothing_matching_says_no_relevant_context(
+    indexed: Path,
+) -> None:
+    done = ctxasm("ask", QUESTION, "--store", STORE, "--allow-public", "-q", cwd=indexed)
+    assert done.stderr == (
+        "ctxasm: no context an asker without --principal may read: the store holds documents "
+        "that match, but an asker without --principal may not read them. Which documents they "
+        "are is not shown.\n"
+    )
+    nothing = ctxasm("ask", "quokka habitat", "--store", STORE, *ASKER, cwd=indexed)
+    assert "No relevant context: the prompt tells the model so." in _notice(nothing.stderr)
+    assert "may not read" not in nothing.stderr
 
 
 def test_delete_removes_a_document_once(indexed: Path) -> None:

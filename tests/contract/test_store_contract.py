@@ -19,7 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxasm.builder import context_for_chat
 from ctxasm.data import Passage, Principal
+from ctxasm.errors import RequestError
 from ctxasm.stages.access import check_access
 from ctxasm.store import Chunk, Document, IndexReport, Store, chunk_text, index_paths, open_store
 
@@ -283,6 +285,118 @@ def test_scores_ignore_unreadable_documents(
         finally:
             store.close()
     assert found[0] == found[1]
+
+
+# hidden matches: a principal who may read no match learns that matches exist, never which
+
+
+@pytest.mark.parametrize(
+    ("query", "principal", "allow_public", "hidden"),
+    [
+        ("river port", Principal("carol"), False, True),  # every match is unreadable
+        ("river port", None, False, True),
+        ("river port", ALICE, False, False),  # she reads some: nothing said of the others
+        ("river port", None, True, False),  # the public document is readable
+        ("wetland delta", ALICE, False, False),  # nothing matches anywhere
+        ("wetland delta", Principal("carol"), False, False),
+        ("", ALICE, False, False),  # no terms
+    ],
+)
+def test_hidden_matches_says_only_whether_unreadable_chunks_match(
+    store: Store, query: str, principal: Principal | None, allow_public: bool, hidden: bool
+) -> None:
+    _put(store, *ACCESS_DOCS)
+    assert store.hidden_matches(query, principal, allow_public=allow_public) is hidden
+
+
+def test_hidden_matches_follows_writes_and_deletes(store: Store) -> None:
+    bob = Principal("bob", "t1")
+    _put(store, Document("plan", "The merger plan is confidential.", tenant="t1", readers=("hr",)))
+    assert store.hidden_matches("merger", bob) is True
+    assert store.retrieve("merger", bob) == []
+    _put(store, Document("memo", "A merger was rumoured.", tenant="t1"))
+    assert store.hidden_matches("merger", bob) is False  # he reads a match now
+    assert store.delete("memo") and store.delete("plan")
+    assert store.hidden_matches("merger", bob) is False  # the statistics forgot both
+
+
+def test_hidden_matches_checks_its_arguments_like_retrieve(store: Store) -> None:
+    with pytest.raises(RequestError) as caught:
+        store.hidden_matches("river", Principal("ann", "t1", ("g1",)), allow_public=1)  # type: ignore[arg-type]
+    assert caught.value.field == "allow_public"
+    with pytest.raises(RequestError) as caught:
+        store.hidden_matches(3, ALICE)  # type: ignore[arg-type]
+    assert caught.value.field == "query"
+
+
+@_PROPERTY
+@given(docs=specs, principal=principals, allow_public=st.booleans(), words=st.integers(0, 3))
+def test_hidden_matches_is_true_exactly_when_only_unreadable_chunks_match(
+    backend: Backend,
+    docs: list[tuple[Any, Any]],
+    principal: Principal,
+    allow_public: bool,
+    words: int,
+) -> None:
+    documents = [
+        Document(
+            f"doc{number}",
+            ["The river bridge.", "A quiet meadow."][number % 2],
+            tenant=tenant,
+            readers=None if readers is None else tuple(readers),
+        )
+        for number, (tenant, readers) in enumerate(docs)
+    ]
+    query = ["river", "meadow", "river meadow", "harbour"][words]
+    store = backend.fresh()
+    try:
+        _put(store, *documents)
+        hidden = store.hidden_matches(query, principal, allow_public=allow_public)
+        found = store.retrieve(query, principal, 100, allow_public=allow_public)
+    finally:
+        store.close()
+    matching = [
+        d for d in documents if set(query.split()) & set(d.text.lower().rstrip(".").split())
+    ]
+    readable = [d for d in matching if _readable(d, principal, allow_public=allow_public)]
+    assert {p.doc_id for p in found} == {d.doc_id for d in readable}
+    assert hidden is (not readable and len(matching) > 0)
+
+
+# one principal's view: the store as a ctxasm.Retriever
+
+
+def test_for_principal_is_retrieve_with_that_principal(store: Store) -> None:
+    _put(store, *ACCESS_DOCS)
+    for principal, allow_public in ((ALICE, False), (ALICE, True), (None, True), (None, False)):
+        scoped = store.for_principal(principal, allow_public=allow_public)
+        expected = store.retrieve("river port", principal, 50, allow_public=allow_public)
+        assert scoped.retrieve("river port", 50) == expected
+        assert scoped.hidden_matches("river port") is store.hidden_matches(
+            "river port", principal, allow_public=allow_public
+        )
+    assert [p.doc_id for p in store.for_principal(ALICE).retrieve("river port", 1)] in (
+        ["own-tenant"],
+        ["reader-by-id"],
+        ["reader-by-group"],
+    )
+
+
+def test_context_for_chat_reads_through_for_principal_only_what_it_may(store: Store) -> None:
+    _put(store, *ACCESS_DOCS)
+    built = context_for_chat(store.for_principal(ALICE), "river port", max_tokens=500, k=10)
+    assert sorted(built.included) == ["own-tenant#0", "reader-by-group#0", "reader-by-id#0"]
+    nobody = context_for_chat(store.for_principal(Principal("carol")), "river port", 500)
+    assert (nobody.included, nobody.context) == ((), "")
+
+
+def test_for_principal_refuses_a_bad_principal_when_made(store: Store) -> None:
+    with pytest.raises(RequestError) as caught:
+        store.for_principal("alice")  # type: ignore[arg-type]
+    assert caught.value.field == "principal"
+    with pytest.raises(RequestError) as caught:
+        store.for_principal(ALICE, allow_public="yes")  # type: ignore[arg-type]
+    assert caught.value.field == "allow_public"
 
 
 # idempotency and replacement

@@ -397,6 +397,45 @@ def test_context_for_chat_skips_by_default_and_honours_the_budget() -> None:
     assert reasons(strict) == [("glm", "over_budget"), ("plots", "priority_cutoff")]
 
 
+def test_a_store_is_a_retriever_for_one_principal(tmp_path: Any) -> None:
+    """``store.for_principal(...)`` is the one ``ctxasm.Retriever``: ``context_for_chat`` and
+    ``ContextBuilder`` read a real SQLite store through it, and only what the principal may."""
+    import ctxasm
+    from ctxasm.builder import Retriever
+    from ctxasm.data import Principal
+    from ctxasm.store import Document, chunk_text, open_store
+
+    assert ctxasm.Retriever is Retriever
+    store = open_store(f"sqlite:///{tmp_path / 'store.db'}")
+    for doc_id, tenant, text in (
+        ("lm", "stats", DOCUMENTS["lm"]),
+        ("glm", "stats", DOCUMENTS["glm"]),
+        ("secret", "other", "Confidential statistical models of the merger."),
+    ):
+        document = Document(doc_id, text, tenant=tenant)
+        store.upsert(document, chunk_text(text, 64, 0))
+    try:
+        retriever: Retriever = store.for_principal(Principal("ann", "stats"))
+        built = context_for_chat(retriever, "statistical models", max_tokens=2000, k=5)
+        assert sorted(built.included) == ["glm#0", "lm#0"]
+        assert "Confidential" not in built.context
+        assert built.total_tokens == o200k(built.context)
+
+        builder = ContextBuilder(2000)
+        builder.add(SYSTEM, priority=10, label="system")
+        for hit in retriever.retrieve("statistical models", 5):
+            assert hit.score is not None
+            builder.add(hit.text, priority=hit.score, label=hit.id)
+        assert sorted(builder.build().included) == ["glm#0", "lm#0", "system"]
+
+        outsider = store.for_principal(Principal("eve", "other"))
+        assert context_for_chat(outsider, "statistical models", 2000).included == ("secret#0",)
+        nobody = store.for_principal(Principal("bob"), allow_public=True)
+        assert context_for_chat(nobody, "statistical models", 2000).included == ()
+    finally:
+        store.close()
+
+
 class MappingRetriever:
     def __init__(self, hits: Sequence[Mapping[str, Any]]) -> None:
         self.hits = list(hits)

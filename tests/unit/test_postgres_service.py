@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from ctxasm import ConfigError
+from ctxasm.data import Principal
 from ctxasm.errors import StoreUnavailableError
 from ctxasm.lexical import phrase_key
-from ctxasm.data import Principal
 from ctxasm.store import Document, chunk_text, open_store
 
 WHO = Principal("u", "t", ("g",))

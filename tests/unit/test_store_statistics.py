@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ctxasm import ConfigError
-from ctxasm.lexical import phrase_key
 from ctxasm.data import Principal
+from ctxasm.lexical import phrase_key
 from ctxasm.store import Document, SQLiteStore, chunk_text
 from ctxasm.store.sqlite import SCHEMA_VERSION
 

@@ -6,6 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ctxasm.data import Report
@@ -15,8 +16,9 @@ from ctxasm.models import ModelSpec
 __all__ = ["print_eval", "print_models", "print_report"]
 
 
-def print_report(report: Report) -> None:
-    """The budget breakdown, the included and the excluded passages, on stderr."""
+def print_report(report: Report, *, hidden: str | None = None) -> None:
+    """The budget breakdown, the included and the excluded passages, on stderr; ``hidden``
+    replaces the no-relevant-context line (``ask``: matches exist that the asker may not read)."""
     console = Console(stderr=True)
     budget = report.budget
     exactness = "exact" if report.exact_count else "ESTIMATED"
@@ -55,7 +57,9 @@ def print_report(report: Report) -> None:
                 exclusion.candidate_id, exclusion.stage, exclusion.reason.value, exclusion.detail
             )
         console.print(excluded)
-    if report.no_relevant_context:
+    if hidden is not None:
+        console.print(f"[yellow]{escape(hidden[:1].upper() + hidden[1:])}[/yellow]")
+    elif report.no_relevant_context:
         console.print("[yellow]No relevant context: the prompt tells the model so.[/yellow]")
     cost = "n/a" if report.cost_usd is None else f"${report.cost_usd:.6f}"
     timings = ", ".join(f"{k} {v:.1f}" for k, v in report.timings_ms.items())

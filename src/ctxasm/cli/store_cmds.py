@@ -225,7 +225,7 @@ def ask_command(
     if principal is None and (tenant or groups):
         _fail("--tenant and --groups need --principal", EXIT_BAD_INPUT)
     fields = {"model": model, "format": fmt, "max_context_tokens": budget}
-    result = _assemble_from_store(
+    result, hidden = _assemble_from_store(
         question,
         store,
         (principal, tenant, groups),
@@ -235,10 +235,12 @@ def ask_command(
         fields={name: value for name, value in fields.items() if value is not None},
     )
     if not as_json:
-        _print_prompt(result, quiet=quiet)
+        notice = _hidden_notice(principal is not None, allow_public) if hidden else None
+        _print_prompt(result, quiet=quiet, hidden=notice)
     answered = _answer(result, readable=not as_json, quiet=quiet)
     if as_json:
         output = result.to_dict()
+        output["hidden_matches"] = hidden
         if answered is not None:
             output["answer"], output["citations"] = answered
         typer.echo(json.dumps(output, ensure_ascii=False, indent=2))
@@ -255,8 +257,10 @@ def _assemble_from_store(
     allow_public: bool,
     config: Path | None,
     fields: dict[str, Any],
-) -> Any:
-    """The assembly of what ``asker`` (principal, tenant, groups) may read in ``store``."""
+) -> tuple[Any, bool]:
+    """The assembly of what ``asker`` (principal, tenant, groups) may read in ``store``, and
+    whether the store holds matches that ``asker`` may not read when it may read none (see
+    :meth:`ctxasm.store.Store.hidden_matches`: one bit, nothing about which)."""
     from ctxasm.assembler import Assembler
     from ctxasm.data import Principal
     from ctxasm.errors import CtxasmError
@@ -269,9 +273,9 @@ def _assemble_from_store(
         who = (
             None if principal is None else Principal(principal, tenant, tuple(_names(groups) or ()))
         )
-        passages = open_store(store, create=False).retrieve(
-            question, who, k, allow_public=allow_public
-        )
+        opened = open_store(store, create=False)
+        passages = opened.retrieve(question, who, k, allow_public=allow_public)
+        hidden = not passages and opened.hidden_matches(question, who, allow_public=allow_public)
         request: dict[str, Any] = {
             "query": question,
             "passages": passages,
@@ -280,7 +284,7 @@ def _assemble_from_store(
         }
         if who is not None:
             request["principal"] = {"id": who.id, "tenant": who.tenant, "groups": list(who.groups)}
-        return assembler.assemble(request)
+        return assembler.assemble(request), hidden
     except CtxasmError as error:
         _fail_with(error)
 
@@ -289,8 +293,21 @@ def _env_config() -> str | None:
     return os.environ.get("CTXASM_CONFIG") or None
 
 
-def _print_prompt(result: Any, *, quiet: bool) -> None:
-    """The prompt on stdout; the report on stderr unless ``quiet``."""
+def _hidden_notice(has_principal: bool, allow_public: bool) -> str:
+    """What ``ask`` says when every match is one the asker may not read (never which)."""
+    who = "this principal" if has_principal else "an asker without --principal"
+    public = (
+        "" if allow_public else " (documents with neither tenant nor readers need --allow-public)"
+    )
+    return (
+        f"no context {who} may read: the store holds documents that match, but {who} may not "
+        f"read them{public}. Which documents they are is not shown."
+    )
+
+
+def _print_prompt(result: Any, *, quiet: bool, hidden: str | None = None) -> None:
+    """The prompt on stdout; the report on stderr unless ``quiet``. ``hidden`` (matches exist
+    that the asker may not read) is said on stderr even when ``quiet``."""
     if result.system is not None:
         typer.echo(f"--- system ---\n{result.system}\n")
     for message in result.messages:
@@ -300,7 +317,9 @@ def _print_prompt(result: Any, *, quiet: bool) -> None:
     if not quiet:
         from ctxasm.cli.report_view import print_report
 
-        print_report(result.report)
+        print_report(result.report, hidden=hidden)
+    elif hidden is not None:
+        typer.echo(f"ctxasm: {hidden}", err=True)
 
 
 def chat_messages(result: Any) -> list[dict[str, str]]:

@@ -2,7 +2,9 @@
 
 ``open_store("sqlite:///path/to/store.db")`` opens (or creates) the embedded SQLite store;
 :func:`index_paths` ingests files into it and :meth:`SQLiteStore.retrieve` returns the chunks a
-principal may read, ranked, as :class:`~ctxasm.Passage` objects ready for ``ctxasm.assemble``.
+principal may read, ranked, as :class:`~ctxasm.Passage` objects ready for ``ctxasm.assemble``;
+``store.for_principal(principal)`` is the store as a :class:`ctxasm.Retriever` for
+:func:`ctxasm.context_for_chat`.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from typing import Protocol
 
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError
-from ctxasm.data import Passage, Principal
 from ctxasm.store.chunking import Chunk, _pieces, chunk_text
 from ctxasm.store.documents import SUFFIXES, Document, read_documents
 from ctxasm.store.records import StoreStats
+from ctxasm.store.scoped import PrincipalRetriever
 from ctxasm.store.sqlite import SQLiteStore
 from ctxasm.validation import name, names
 
@@ -25,7 +27,7 @@ __all__ = [
     "Chunk",
     "Document",
     "IndexReport",
-    "Retriever",
+    "PrincipalRetriever",
     "SQLiteStore",
     "Store",
     "StoreStats",
@@ -35,17 +37,28 @@ __all__ = [
 ]
 
 
-class Retriever(Protocol):
-    """What ``ctxasm ask`` needs of a store."""
+class Store(Protocol):
+    """A document store with access control, which ingestion can write to (an
+    ``upsert_many(items)`` method, where a store has one, writes a batch in one transaction).
+
+    ``retrieve`` takes the principal on every call; ``for_principal(principal)`` is the store
+    as a :class:`ctxasm.Retriever` (``retrieve(query, k)``) for one principal."""
 
     def retrieve(
         self, query: str, principal: Principal | None, k: int = 50, *, allow_public: bool = False
     ) -> list[Passage]: ...
 
+    def hidden_matches(
+        self, query: str, principal: Principal | None, *, allow_public: bool = False
+    ) -> bool:
+        """Whether no chunk the principal may read (with these arguments) holds a term of
+        ``query`` but some chunk it may not read does: one bit from the per-access-class term
+        statistics, never which documents, how many or how well they match."""
+        ...
 
-class Store(Retriever, Protocol):
-    """A store ingestion can write to (an ``upsert_many(items)`` method, where a store has
-    one, writes a batch in one transaction)."""
+    def for_principal(
+        self, principal: Principal | None, *, allow_public: bool = False
+    ) -> PrincipalRetriever: ...
 
     def upsert(self, document: Document, chunks: Sequence[Chunk]) -> str: ...
 

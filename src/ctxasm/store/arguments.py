@@ -12,7 +12,7 @@ from ctxasm.errors import RequestError
 from ctxasm.store.documents import Document
 from ctxasm.validation import integer, invalid, string
 
-__all__ = ["check_no_nul", "checked_doc_id", "checked_retrieval"]
+__all__ = ["check_no_nul", "checked_doc_id", "checked_retrieval", "checked_scope"]
 
 # ``\u0000`` in JSON text, not preceded by an escaped backslash.
 _ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
@@ -24,6 +24,11 @@ def checked_retrieval(
     """The principal to retrieve for, once every argument of ``retrieve`` is checked."""
     string(query, "query")
     integer(k, "k", minimum=1, optional=False)
+    return checked_scope(principal, allow_public)
+
+
+def checked_scope(principal: object, allow_public: object) -> Principal | None:
+    """The principal, once it and ``allow_public`` are checked (who a retrieval is for)."""
     if not isinstance(allow_public, bool):
         raise invalid("allow_public", "true or false", allow_public)
     return checked_principal(principal)

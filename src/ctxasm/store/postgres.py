@@ -33,13 +33,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, StoreUnavailableError
 from ctxasm.lexical import query_terms
-from ctxasm.data import Passage, Principal
 from ctxasm.store.arguments import check_no_nul, checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
-from ctxasm.store.ranking import ClassDelta, VisibleStats, chunk_words, count_into, fused, rescored
+from ctxasm.store.ranking import (
+    ClassDelta,
+    VisibleStats,
+    chunk_words,
+    count_into,
+    fused,
+    only_hidden,
+    rescored,
+)
 from ctxasm.store.records import (
     CHUNK_COLUMNS,
     ChunkRow,
@@ -52,6 +60,7 @@ from ctxasm.store.records import (
     outcomes,
     reader_names,
 )
+from ctxasm.store.scoped import PrincipalRetriever
 
 __all__ = ["SCHEMA_VERSION", "PostgresRow", "PostgresStore"]
 
@@ -131,6 +140,13 @@ SELECT
         SELECT term, sum(df) AS df FROM class_terms
         WHERE term = ANY(%(terms)s) AND class_id IN (SELECT id FROM visible) GROUP BY term
     ) AS found)
+"""
+# The visible classes and the classes holding a query term, for hidden_matches.
+_HOLDING = f"""
+SELECT
+    (SELECT coalesce(array_agg(id), '{{}}') FROM ({_VISIBLE_CLASSES}) AS visible),
+    (SELECT coalesce(array_agg(DISTINCT class_id), '{{}}') FROM class_terms
+     WHERE term = ANY(%(terms)s) AND df > 0)
 """
 # The best candidates by BM25 over the visible classes, in SQL (idf weights from Python).
 _TOP = """
@@ -443,6 +459,32 @@ class PostgresStore:
         nearest.sort(key=lambda found: (found[1], rows[found[0]].chunk_id))
         best = fused(lexical, [rows[found[0]] for found in nearest])[:k]
         return [row.passage(score, row.readers or (), SCORE_DIGITS) for score, row in best]
+
+    def hidden_matches(
+        self, query: str, principal: Principal | None, *, allow_public: bool = False
+    ) -> bool:
+        """Whether chunks this principal may not read (with these arguments) hold a term of
+        ``query`` while none it may read does (see :func:`ctxasm.store.ranking.only_hidden`)."""
+        principal = checked_retrieval(query, principal, 1, allow_public)
+        terms = query_terms(query)
+        if not terms:
+            return False
+        params: dict[str, Any] = {
+            "tenant": None if principal is None else principal.tenant,
+            "names": [] if principal is None else [principal.id, *principal.groups],
+            "public": allow_public,
+            "terms": terms,
+        }
+        with self._connection() as db:
+            visible, holding = db.execute(_HOLDING, params).fetchone()
+        return only_hidden(holding, visible)
+
+    def for_principal(
+        self, principal: Principal | None, *, allow_public: bool = False
+    ) -> PrincipalRetriever:
+        """This store as a :class:`ctxasm.Retriever` (``retrieve(query, k)``) for
+        ``principal``."""
+        return PrincipalRetriever(self, principal, allow_public)
 
 
 def _pool(url: str, size: int, statement_timeout_ms: int) -> Any:

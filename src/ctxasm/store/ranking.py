@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -37,6 +37,7 @@ __all__ = [
     "count_into",
     "fts_form",
     "fused",
+    "only_hidden",
     "rescored",
 ]
 
@@ -154,3 +155,11 @@ def fused(lexical: Sequence[tuple[float, Row]], near: Sequence[Row]) -> list[tup
         rows[row.chunk_id] = row
     ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
     return [(score, rows[chunk_id]) for chunk_id, score in ranked]
+
+
+def only_hidden(holding: Collection[int], visible: Collection[int]) -> bool:
+    """What a store's ``hidden_matches`` answers, from the access classes that hold a query
+    term (``holding``) and those the principal can see (``visible``): whether some class holds
+    one while no visible class does. One bit, from the per-class statistics alone: no chunk is
+    read, and nothing says which classes, documents or terms matched, or how many."""
+    return bool(holding) and set(holding).isdisjoint(visible)

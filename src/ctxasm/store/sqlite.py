@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError
 from ctxasm.lexical import query_terms
-from ctxasm.data import Passage, Principal
 from ctxasm.store.arguments import checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
@@ -47,6 +47,7 @@ from ctxasm.store.ranking import (
     count_into,
     fts_form,
     fused,
+    only_hidden,
     rescored,
 )
 from ctxasm.store.records import (
@@ -61,6 +62,7 @@ from ctxasm.store.records import (
     outcomes,
     reader_names,
 )
+from ctxasm.store.scoped import PrincipalRetriever
 
 __all__ = ["SCHEMA_VERSION", "SQLiteRow", "SQLiteStore", "StoreStats"]
 
@@ -420,6 +422,34 @@ class SQLiteStore:
             for score, row in scored[:k]
             if score > 0
         ]
+
+    def hidden_matches(
+        self, query: str, principal: Principal | None, *, allow_public: bool = False
+    ) -> bool:
+        """Whether chunks this principal may not read (with these arguments) hold a term of
+        ``query`` while none it may read does (see :func:`ctxasm.store.ranking.only_hidden`)."""
+        principal = checked_retrieval(query, principal, 1, allow_public)
+        terms = [t for t in query_terms(query) if _FTS_TERM.fullmatch(t)]
+        if not terms:
+            return False
+        marks = ", ".join("?" for _ in terms)
+        with self._lock:
+            visible = self._visible_classes(principal, allow_public)
+            holding = [
+                int(class_id)
+                for (class_id,) in self._db.execute(
+                    f"SELECT DISTINCT class_id FROM class_terms WHERE term IN ({marks}) AND df > 0",
+                    terms,
+                )
+            ]
+        return only_hidden(holding, visible)
+
+    def for_principal(
+        self, principal: Principal | None, *, allow_public: bool = False
+    ) -> PrincipalRetriever:
+        """This store as a :class:`ctxasm.Retriever` (``retrieve(query, k)``) for
+        ``principal``."""
+        return PrincipalRetriever(self, principal, allow_public)
 
     def _visible_classes(self, principal: Principal | None, allow_public: bool) -> list[int]:
         ids = [] if principal is None else [principal.id, *principal.groups]
