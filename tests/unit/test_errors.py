@@ -48,6 +48,7 @@ def test_every_error_carries_its_code_status_and_exit_code() -> None:
         "BudgetError": ("over_budget", 422, 2),
         "ConfigError": ("invalid_config", 422, 2),
         "PluginError": ("invalid_plugin", 422, 2),
+        "StoreUnavailableError": ("store_unavailable", 503, 1),
         "TokenizerError": ("tokenizer_unavailable", 500, 1),
         "ParamError": ("invalid_parameter", 422, 2),
     }
