@@ -16,7 +16,7 @@ from typing import Protocol
 
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError
-from ctxasm.store.chunking import Chunk, _pieces, chunk_text
+from ctxasm.store.chunking import Chunk, _pieces, chunk_and_count, chunk_text
 from ctxasm.store.documents import SUFFIXES, Document, read_documents
 from ctxasm.store.records import StoreStats
 from ctxasm.store.scoped import PrincipalRetriever
@@ -158,10 +158,14 @@ class _Batch:
     def __init__(self, store: Store, report: IndexReport, encoding: str) -> None:
         self.store, self.report, self.encoding = store, report, encoding
         self.items: list[tuple[str, Document, list[Chunk]]] = []
+        self.tokens: list[int | None] = []  # of each item, when chunking counted them on the way
         self.chunks = 0
 
-    def add(self, where: str, document: Document, chunks: list[Chunk]) -> None:
+    def add(
+        self, where: str, document: Document, chunks: list[Chunk], tokens: int | None = None
+    ) -> None:
         self.items.append((where, document, chunks))
+        self.tokens.append(tokens)
         self.chunks += len(chunks)
         if self.chunks >= BATCH_CHUNKS:
             self.flush()
@@ -170,6 +174,7 @@ class _Batch:
         """Write the waiting documents in one transaction; if that fails, one by one, so the
         failure is recorded against the document that caused it."""
         items, self.items, self.chunks = self.items, [], 0
+        counted, self.tokens = self.tokens, []
         if not items:
             return
         try:
@@ -177,7 +182,7 @@ class _Batch:
         except Exception:
             outcomes = [self._alone(where, document, chunks) for where, document, chunks in items]
         written = []
-        for (_, document, chunks), outcome in zip(items, outcomes, strict=True):
+        for (_, document, chunks), outcome, tokens in zip(items, outcomes, counted, strict=True):
             if outcome is None:
                 continue
             setattr(self.report, outcome, getattr(self.report, outcome) + 1)
@@ -185,7 +190,10 @@ class _Batch:
                 self.report.public += 1
             if outcome != "unchanged":
                 self.report.chunks += len(chunks)
-                written.append(document.text)
+                if tokens is None:
+                    written.append(document.text)
+                else:
+                    self.report.tokens += tokens
         self.report.tokens += _count_tokens(written, self.encoding)
 
     def _alone(self, where: str, document: Document, chunks: list[Chunk]) -> str | None:
@@ -251,7 +259,7 @@ def index_paths(
             ):
                 where = f"{path} ({document.doc_id})"
                 try:
-                    chunks = chunk_text(document.text, chunk_tokens, overlap, encoding)
+                    chunks, tokens = chunk_and_count(document.text, chunk_tokens, overlap, encoding)
                 except RequestError as exc:
                     report.failed.append((where, exc.message))
                     continue
@@ -259,7 +267,7 @@ def index_paths(
                     detail = " ".join(str(exc).split())
                     report.failed.append((where, f"{type(exc).__name__}: {detail}"))
                     continue
-                batch.add(where, document, chunks)
+                batch.add(where, document, chunks, tokens)
         except RequestError as exc:
             report.failed.append((str(path), exc.message))
         if number == len(files):

@@ -26,9 +26,9 @@ from typing import Any
 from ctxasm.errors import RequestError
 from ctxasm.lexical import sentence_spans
 from ctxasm.tokens import TokenCounter
-from ctxasm.tokens.runs import MAX_RUN_CHARS, long_runs
+from ctxasm.tokens.runs import MAX_RUN_CHARS, find_long_run, long_runs
 
-__all__ = ["Chunk", "chunk_text", "count_tokens", "run_cuts"]
+__all__ = ["Chunk", "chunk_and_count", "chunk_text", "count_tokens", "run_cuts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,18 +40,39 @@ class Chunk:
     text: str
 
 
-def _units(text: str, limit: int, encoding: Any) -> list[tuple[int, int, int]]:
+_CONTINUATION = bytes(range(0x80, 0xC0))  # UTF-8 bytes that continue a character
+
+
+def _offsets(tokens: list[int], encoding: Any) -> list[int]:
+    """The character offset of each token: ``encoding.decode_with_offsets(tokens)[1]``, without
+    decoding the text (a token that starts inside a character is at that character)."""
+    offsets = []
+    length = 0
+    for piece in encoding.decode_tokens_bytes(tokens):
+        offsets.append(max(0, length - (0x80 <= piece[0] < 0xC0)))
+        length += len(piece.translate(None, _CONTINUATION))
+    return offsets
+
+
+def _units(
+    text: str, limit: int, encoding: Any
+) -> tuple[list[tuple[int, int, int]], dict[int, list[int]]]:
     """``(start, end, tokens)`` of each sentence of ``text``; a sentence over ``limit`` tokens
     is cut into pieces of at most ``limit`` at token boundaries that are also character
-    boundaries (a multi-byte character split over tokens is never cut)."""
-    units = []
+    boundaries (a multi-byte character split over tokens is never cut). Also the tokens of each
+    unit that is a whole sentence, by unit index (its ``tokens`` is then an exact count of its
+    text)."""
+    units: list[tuple[int, int, int]] = []
+    whole: dict[int, list[int]] = {}
+    encode = encoding.encode_ordinary
     for begin, end in sentence_spans(text):
         sentence = text[begin:end]
-        tokens = encoding.encode_ordinary(sentence)
+        tokens = encode(sentence)
         if len(tokens) <= limit:
+            whole[len(units)] = tokens
             units.append((begin, end, len(tokens)))
             continue
-        _, offsets = encoding.decode_with_offsets(tokens)
+        offsets = _offsets(tokens, encoding)
         cuts = [i for i in range(len(tokens)) if i == 0 or offsets[i] > offsets[i - 1]]
         # cut between words where possible: at a token that starts with white space
         words = [i for i in cuts if i == 0 or sentence[offsets[i]].isspace()]
@@ -73,12 +94,14 @@ def _units(text: str, limit: int, encoding: Any) -> list[tuple[int, int, int]]:
             char_end = begin + (offsets[stop] if stop < len(tokens) else len(sentence))
             units.append((char_start, char_end, stop - piece_start))
             piece_start = stop
-    return units
+    return units, whole
 
 
 def run_cuts(text: str, limit: int = MAX_RUN_CHARS) -> list[int]:
     """Positions inside runs longer than ``limit``, every ``limit`` characters from the start
     of each run, so that no piece between two cuts holds more than ``limit`` of any run."""
+    if find_long_run(text, limit) is None:  # one quick scan for prose (see find_long_run)
+        return []
     cuts = {
         run.start + step
         for run in long_runs(text, limit)
@@ -102,6 +125,15 @@ def chunk_text(
     text: str, chunk_tokens: int, overlap: int, encoding_name: str = "o200k_base"
 ) -> list[Chunk]:
     """Overlapping chunks of ``text`` (see the module docstring)."""
+    return chunk_and_count(text, chunk_tokens, overlap, encoding_name)[0]
+
+
+def chunk_and_count(
+    text: str, chunk_tokens: int, overlap: int, encoding_name: str = "o200k_base"
+) -> tuple[list[Chunk], int | None]:
+    """:func:`chunk_text`, and :func:`count_tokens` of ``text`` when chunking counted it on the
+    way (every piece between run cuts was counted whole, as when it makes one chunk), else
+    ``None``."""
     if chunk_tokens < 8:
         raise RequestError("chunk_tokens must be at least 8", field="chunk_tokens")
     if not 0 <= overlap <= chunk_tokens // 2:
@@ -110,25 +142,38 @@ def chunk_text(
             field="overlap",
         )
     if not text.strip():
-        return []
+        return [], None
     chunks: list[Chunk] = []
+    total: int | None = 0
     for begin, end in _pieces(text):
-        for chunk in _chunk_piece(text[begin:end], chunk_tokens, overlap, encoding_name):
+        piece_chunks, tokens = _chunk_piece(text[begin:end], chunk_tokens, overlap, encoding_name)
+        for chunk in piece_chunks:
             chunks.append(Chunk(begin + chunk.start, begin + chunk.end, chunk.text))
-    return chunks
+        total = None if total is None or tokens is None else total + tokens
+    return chunks, total
 
 
-def _chunk_piece(text: str, chunk_tokens: int, overlap: int, encoding_name: str) -> list[Chunk]:
-    """Overlapping chunks of a text without long runs."""
+def _chunk_piece(
+    text: str, chunk_tokens: int, overlap: int, encoding_name: str
+) -> tuple[list[Chunk], int | None]:
+    """Overlapping chunks of a text without long runs, and its token count if it was counted
+    whole on the way."""
     from ctxasm.tokens.tiktoken_source import load_encoding
 
     if not text.strip():
-        return []
+        return [], None
     encoding = load_encoding(encoding_name)
-    units = _units(text, chunk_tokens, encoding)
+    units, whole = _units(text, chunk_tokens, encoding)
+    encode = encoding.encode_ordinary
+    # Exact counts of the spans counted so far: each candidate chunk is tokenized once, and a
+    # whole sentence not at all (its count is exact already).
+    counted = {(units[i][0], units[i][1]): units[i][2] for i in whole}
 
     def count(begin: int, end: int) -> int:
-        return len(encoding.encode_ordinary(text[begin:end]))
+        tokens = counted.get((begin, end))
+        if tokens is None:
+            tokens = counted[begin, end] = len(encode(text[begin:end]))
+        return tokens
 
     chunks: list[Chunk] = []
     begin, first, lead = 0, 0, 0  # chunk start (char), first whole unit, tokens before it
@@ -159,14 +204,15 @@ def _chunk_piece(text: str, chunk_tokens: int, overlap: int, encoding_name: str)
             chunks.append(Chunk(begin, end, text[begin:end]))
         if last + 1 >= len(units):
             break
-        begin, first, lead = _next_start(text, units, first, last, overlap, encoding)
+        begin, first, lead = _next_start(text, units, whole, first, last, overlap, encoding)
         fresh = last + 1
-    return chunks
+    return chunks, counted.get((0, len(text)))
 
 
 def _next_start(
     text: str,
     units: list[tuple[int, int, int]],
+    whole: dict[int, list[int]],
     first: int,
     last: int,
     overlap: int,
@@ -183,8 +229,10 @@ def _next_start(
     if start < following or overlap == 0:
         return units[start][0], start, 0
     begin, end, _ = units[last]
-    tokens = encoding.encode_ordinary(text[begin:end])
-    _, offsets = encoding.decode_with_offsets(tokens)
+    tokens = whole.get(last)
+    if tokens is None:
+        tokens = encoding.encode_ordinary(text[begin:end])
+    offsets = _offsets(tokens, encoding)
     for index in range(max(1, len(tokens) - overlap), len(tokens)):
         at = offsets[index]
         char_boundary = offsets[index] > offsets[index - 1]

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from ctxasm import RequestError
 from ctxasm.lexical import sentence_spans
 from ctxasm.store import Chunk, chunk_text
+from ctxasm.store.chunking import _offsets, chunk_and_count, count_tokens, run_cuts
+from ctxasm.tokens import get_counter
 
 SETTINGS = settings(
     max_examples=150,
@@ -206,3 +208,43 @@ def test_prose_chunks_stay_within_the_token_limit(
     overlap = int(share * (chunk_tokens // 2))
     chunks = chunk_text(text, chunk_tokens, overlap)
     assert [c for c in chunks if _tokens(c.text) > chunk_tokens] == []
+
+
+@SETTINGS
+@given(text=_TEXTS | _SENTENCES, chunk_tokens=st.integers(8, 300), share=st.floats(0, 1))
+def test_chunking_counts_the_text_only_when_exact(
+    text: str, chunk_tokens: int, share: float
+) -> None:
+    overlap = int(share * (chunk_tokens // 2))
+    chunks, tokens = chunk_and_count(text, chunk_tokens, overlap)
+    assert chunks == chunk_text(text, chunk_tokens, overlap)
+    if tokens is not None:
+        assert tokens == count_tokens(text, get_counter("tiktoken:o200k_base"))
+
+
+def test_a_text_of_one_chunk_comes_with_its_count() -> None:
+    text = PROSE[:300]
+    chunks, tokens = chunk_and_count(text, 256, 32)
+    assert [(c.start, c.end) for c in chunks] == [(0, len(text))]
+    assert tokens == _tokens(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "cuts"),
+    [
+        (PROSE, []),
+        ("a" * 1000, []),
+        ("a" * 2500, [1000, 2000]),
+        ("x " + " " * 1500 + "y", [1001]),
+        ("word " * 500 + "中" * 1001, [3500]),
+    ],
+)
+def test_run_cuts_fall_only_inside_long_runs(text: str, cuts: list[int]) -> None:
+    assert run_cuts(text) == cuts
+
+
+@SETTINGS
+@given(text=_TEXTS | st.text(max_size=200))
+def test_token_offsets_are_tiktokens(text: str) -> None:
+    tokens = _encoding().encode_ordinary(text)
+    assert _offsets(tokens, _encoding()) == _encoding().decode_with_offsets(tokens)[1]
