@@ -4,7 +4,8 @@
 provably fits the model, with a report of every passage kept or dropped.
 """
 
-from ctxasm import testing
+from typing import TYPE_CHECKING
+
 from ctxasm.assembler import Assembler, assemble
 from ctxasm.builder import BuiltContext, ContextBuilder, context_for_chat
 from ctxasm.caches import clear_caches
@@ -38,6 +39,9 @@ from ctxasm.registry import register
 from ctxasm.retrieval import Retriever
 from ctxasm.schema import parse_request
 from ctxasm.strategy import ParamError, Strategy
+
+if TYPE_CHECKING:
+    from ctxasm import testing
 
 __version__ = "0.1.0"
 
@@ -83,3 +87,13 @@ __all__ = [
     "register",
     "testing",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # ctxasm.testing (the strategy contract checks) is imported on first use: plain
+    # `import ctxasm` stays cheap, and `ctxasm.testing` still works after it.
+    if name == "testing":
+        import importlib
+
+        return importlib.import_module("ctxasm.testing")
+    raise AttributeError(f"module 'ctxasm' has no attribute {name!r}")

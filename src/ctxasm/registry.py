@@ -23,8 +23,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from importlib import metadata
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxasm.data import StrategySpec
 from ctxasm.errors import ConfigError, PluginError, RequestError, UnknownStrategyError
@@ -36,6 +35,9 @@ from ctxasm.strategy import (
     require_int,
     require_number,
 )
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -175,6 +177,8 @@ def _plugin_setting() -> str:
 
 
 def _discover(setting: str) -> dict[str, dict[str, metadata.EntryPoint]]:
+    from importlib import metadata  # only when a strategy is first looked up: import stays cheap
+
     found: dict[str, dict[str, metadata.EntryPoint]] = {slot: {} for slot in SLOTS}
     builtins = 0
     for point in metadata.entry_points(group=ENTRY_POINT_GROUP):
