@@ -473,7 +473,7 @@ class Compression:
 
 @dataclass(frozen=True, slots=True)
 class Report:
-    """Every decision of one assembly, in the shape of DESIGN.md's result JSON."""
+    """Every decision of one assembly, in the shape of the result JSON (docs/request.md)."""
 
     model: str
     tokenizer: str
@@ -528,7 +528,7 @@ class Assembly:
     passages: tuple[Candidate, ...] = field(default=(), repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The result JSON of DESIGN.md."""
+        """The result JSON, as documented in docs/request.md."""
         return {
             "messages": [dict(message) for message in self.messages],
             "system": self.system,

@@ -1,6 +1,6 @@
 """The HTTP service: the same JSON contract as the CLI, over FastAPI.
 
-``POST /v1/assemble`` takes the request JSON of DESIGN.md and returns the result JSON;
+``POST /v1/assemble`` takes the request JSON of docs/request.md and returns the result JSON;
 ``POST /v1/check-citations`` takes ``{"answer", "result"}``; ``GET /v1/models`` lists the
 registry; ``GET /healthz`` says the service is up; ``GET /metrics`` is Prometheus text; the
 OpenAPI schema is at ``/openapi.json`` and interactive docs at ``/docs``.
