@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import socket
 import statistics
 import subprocess
@@ -49,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from service_load import TIKTOKEN_CACHE, _requests  # the same normal requests
+from service_load import TIKTOKEN_CACHE, _requests, start_server  # same normal requests
 
 NORMAL_THREADS = 24
 HOSTILE_THREADS = 8
@@ -258,27 +257,11 @@ def main() -> int:
     args = parser.parse_args()
     if TIKTOKEN_CACHE.is_dir():
         os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
-    command = [script] if script else [sys.executable, "-m", "ctxasm"]
     config = Path(tempfile.mkdtemp()) / "ctxasm.toml"
     config.write_text(SERVICE_CONFIG, encoding="utf-8")
-    server = subprocess.Popen(
-        [*command, "serve", "--port", str(port), "--config", str(config)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={k: v for k, v in os.environ.items() if k != "CTXASM_API_KEY"},
-    )
-    base = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if k != "CTXASM_API_KEY"}
+    server, base = start_server("--config", str(config), env=env)
     try:
-        for _ in range(150):
-            try:
-                with urllib.request.urlopen(f"{base}/healthz", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.2)
         bodies = _requests(64)
         _post(base, bodies[0], args.timeout)  # warm up: tokenizer and strategies loaded
         print(f"service on {base}; {NORMAL_THREADS} normal + {HOSTILE_THREADS} hostile threads")

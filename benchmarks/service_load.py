@@ -112,6 +112,32 @@ def _phase(base: str, bodies: list[bytes], concurrency: int, seconds: float) -> 
     }
 
 
+def start_server(
+    *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``ctxasm serve`` on a free loopback port with ``args``, once ``/healthz`` answers (or
+    after 30 s): the process and its base URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    server = subprocess.Popen(
+        [*command, "serve", "--port", str(port), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(150):
+        try:
+            with urllib.request.urlopen(f"{base}/healthz", timeout=1):
+                break
+        except OSError:
+            time.sleep(0.2)
+    return server, base
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=8.0)
@@ -122,24 +148,8 @@ def main() -> int:
         os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE))
     import psutil
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
-    command = [script] if script else [sys.executable, "-m", "ctxasm"]
-    server = subprocess.Popen(
-        [*command, "serve", "--port", str(port), "--workers", str(args.workers)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
+    server, base = start_server("--workers", str(args.workers))
     try:
-        for _ in range(150):
-            try:
-                with urllib.request.urlopen(f"{base}/healthz", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.2)
         bodies = _requests(64)
         _post(base, bodies[0])  # warm up: tokenizer and strategies loaded
         print(f"service on {base}, {args.workers} worker(s); requests of 50 passages")

@@ -10,9 +10,11 @@ import atexit
 import itertools
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,3 +74,42 @@ def postgres_url(postgres_server: str) -> str:
     base, _, query = postgres_server.partition("?")
     head = base.rsplit("/", 1)[0]
     return f"{head}/{name}?{query}" if query else f"{head}/{name}"
+
+
+@pytest.fixture
+def fresh_encodings() -> Iterator[None]:
+    """Forget every loaded encoding (ctxasm's and tiktoken's) and restore them afterwards."""
+    import tiktoken.registry
+
+    from ctxasm.tokens import tiktoken_source
+
+    saved_ours = dict(tiktoken_source._LOADED)
+    saved_theirs = dict(tiktoken.registry.ENCODINGS)
+    tiktoken_source._LOADED.clear()
+    tiktoken.registry.ENCODINGS.clear()
+    try:
+        yield
+    finally:
+        tiktoken_source._LOADED.clear()
+        tiktoken_source._LOADED.update(saved_ours)
+        tiktoken.registry.ENCODINGS.clear()
+        tiktoken.registry.ENCODINGS.update(saved_theirs)
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every attempt to open a connection fails and is recorded in the returned list."""
+    attempts: list[Any] = []
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        attempts.append(args)
+        raise OSError("network access is blocked in this test")
+
+    for owner, name in [
+        (socket.socket, "connect"),
+        (socket.socket, "connect_ex"),
+        (socket, "getaddrinfo"),
+        (socket, "create_connection"),
+    ]:
+        monkeypatch.setattr(owner, name, refuse)
+    return attempts

@@ -6,10 +6,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,40 +18,6 @@ from ctxasm.tokens import tiktoken_source
 from ctxasm.tokens.tiktoken_source import BUNDLED_RANKS, OFFICIAL_RANKS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def fresh_encodings() -> Iterator[None]:
-    """Forget every loaded encoding (ctxasm's and tiktoken's) and restore them afterwards."""
-    saved_ours = dict(tiktoken_source._LOADED)
-    saved_theirs = dict(tiktoken.registry.ENCODINGS)
-    tiktoken_source._LOADED.clear()
-    tiktoken.registry.ENCODINGS.clear()
-    try:
-        yield
-    finally:
-        tiktoken_source._LOADED.clear()
-        tiktoken_source._LOADED.update(saved_ours)
-        tiktoken.registry.ENCODINGS.clear()
-        tiktoken.registry.ENCODINGS.update(saved_theirs)
-
-
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    attempts: list[Any] = []
-
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        attempts.append(args)
-        raise OSError("network access is blocked in this test")
-
-    for owner, name in [
-        (socket.socket, "connect"),
-        (socket.socket, "connect_ex"),
-        (socket, "getaddrinfo"),
-        (socket, "create_connection"),
-    ]:
-        monkeypatch.setattr(owner, name, refuse)
-    return attempts
 
 
 def test_the_shipped_files_are_the_official_ones() -> None:

@@ -21,15 +21,12 @@ from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from ctxasm.data import Budget, Exclusion, HistoryPolicy, Message, Reason
-from ctxasm.schema import parse_history_policy
 
 __all__ = [
     "GivenBack",
     "HistoryPlan",
-    "HistoryPolicy",
     "HistoryStep",
     "Summarizer",
-    "parse_history_policy",
     "trim_history",
 ]
 

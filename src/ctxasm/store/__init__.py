@@ -16,7 +16,7 @@ from typing import Protocol
 
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError
-from ctxasm.store.chunking import Chunk, _pieces, chunk_and_count, chunk_text
+from ctxasm.store.chunking import Chunk, chunk_and_count, chunk_text, count_tokens_batch
 from ctxasm.store.documents import SUFFIXES, Document, read_documents
 from ctxasm.store.records import StoreStats
 from ctxasm.store.scoped import PrincipalRetriever
@@ -157,15 +157,14 @@ class _Batch:
 
     def __init__(self, store: Store, report: IndexReport, encoding: str) -> None:
         self.store, self.report, self.encoding = store, report, encoding
-        self.items: list[tuple[str, Document, list[Chunk]]] = []
-        self.tokens: list[int | None] = []  # of each item, when chunking counted them on the way
+        # (where, document, chunks, tokens): tokens when chunking counted them on the way
+        self.items: list[tuple[str, Document, list[Chunk], int | None]] = []
         self.chunks = 0
 
     def add(
         self, where: str, document: Document, chunks: list[Chunk], tokens: int | None = None
     ) -> None:
-        self.items.append((where, document, chunks))
-        self.tokens.append(tokens)
+        self.items.append((where, document, chunks, tokens))
         self.chunks += len(chunks)
         if self.chunks >= BATCH_CHUNKS:
             self.flush()
@@ -174,15 +173,16 @@ class _Batch:
         """Write the waiting documents in one transaction; if that fails, one by one, so the
         failure is recorded against the document that caused it."""
         items, self.items, self.chunks = self.items, [], 0
-        counted, self.tokens = self.tokens, []
         if not items:
             return
         try:
             outcomes: list[str | None] = list(_upsert_many(self.store, items))
         except Exception:
-            outcomes = [self._alone(where, document, chunks) for where, document, chunks in items]
+            outcomes = [
+                self._alone(where, document, chunks) for where, document, chunks, _ in items
+            ]
         written = []
-        for (_, document, chunks), outcome, tokens in zip(items, outcomes, counted, strict=True):
+        for (_, document, chunks, tokens), outcome in zip(items, outcomes, strict=True):
             if outcome is None:
                 continue
             setattr(self.report, outcome, getattr(self.report, outcome) + 1)
@@ -194,7 +194,7 @@ class _Batch:
                     written.append(document.text)
                 else:
                     self.report.tokens += tokens
-        self.report.tokens += _count_tokens(written, self.encoding)
+        self.report.tokens += count_tokens_batch(written, self.encoding)
 
     def _alone(self, where: str, document: Document, chunks: list[Chunk]) -> str | None:
         try:
@@ -207,24 +207,14 @@ class _Batch:
         return None
 
 
-def _upsert_many(store: Store, items: list[tuple[str, Document, list[Chunk]]]) -> list[str]:
-    pairs = [(document, chunks) for _, document, chunks in items]
+def _upsert_many(
+    store: Store, items: list[tuple[str, Document, list[Chunk], int | None]]
+) -> list[str]:
+    pairs = [(document, chunks) for _, document, chunks, _ in items]
     upsert_many = getattr(store, "upsert_many", None)
     if upsert_many is None:
         return [store.upsert(document, chunks) for document, chunks in pairs]
     return list(upsert_many(pairs))
-
-
-def _count_tokens(texts: list[str], encoding: str) -> int:
-    """Tokens in ``texts``, tokenized together (tiktoken spreads a batch over threads). Each
-    text is counted in the pieces between its long unbroken runs (see
-    :func:`ctxasm.store.chunking.count_tokens`), so the time stays linear in its length."""
-    from ctxasm.tokens.tiktoken_source import load_encoding
-
-    pieces = [text[begin:end] for text in texts for begin, end in _pieces(text)]
-    if not pieces:
-        return 0
-    return sum(len(tokens) for tokens in load_encoding(encoding).encode_ordinary_batch(pieces))
 
 
 def index_paths(

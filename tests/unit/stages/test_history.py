@@ -9,7 +9,8 @@ import tiktoken
 
 import ctxasm
 from ctxasm import Message, RequestError
-from ctxasm.stages.history import HistoryPolicy, trim_history
+from ctxasm.data import HistoryPolicy
+from ctxasm.stages.history import trim_history
 
 O200K = tiktoken.get_encoding("o200k_base")
 PASSAGES = [{"id": f"p{i}", "text": f"The Danube passes city number {i}. " * 6} for i in range(8)]

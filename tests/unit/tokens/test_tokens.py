@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -284,38 +282,7 @@ def test_hf_tokenizer_invalid_file(tmp_path: Path) -> None:
     assert "is not a valid tokenizer.json" in caught.value.message
 
 
-# --- offline rank files ------------------------------------------------------------------------
-
-
-@pytest.fixture
-def fresh_encodings() -> Iterator[None]:
-    """Forget every loaded encoding (ctxasm's and tiktoken's) and restore them afterwards."""
-    saved_ours = dict(tiktoken_source._LOADED)
-    saved_theirs = dict(tiktoken.registry.ENCODINGS)
-    tiktoken_source._LOADED.clear()
-    tiktoken.registry.ENCODINGS.clear()
-    try:
-        yield
-    finally:
-        tiktoken_source._LOADED.clear()
-        tiktoken_source._LOADED.update(saved_ours)
-        tiktoken.registry.ENCODINGS.clear()
-        tiktoken.registry.ENCODINGS.update(saved_theirs)
-
-
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    attempts: list[Any] = []
-
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        attempts.append(args)
-        raise OSError("network access is blocked in this test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    return attempts
+# --- offline rank files (fixtures fresh_encodings and no_network: tests/conftest.py) ---------
 
 
 @pytest.mark.usefixtures("fresh_encodings")
