@@ -36,26 +36,25 @@ class Evidence:
         self.terms = query_terms(query)
         query_entities = entities(query)
         self.phrases = sorted(query_entities - set(self.terms))
-        self.keys = [f" {phrase_key(_titled(c))} " for c in candidates]
-        vocabularies = [set(key.split()) for key in self.keys]
-        count = len(candidates)
-        self.weight: dict[str, float] = {}
-        for term in self.terms:
-            df = sum(1 for vocabulary in vocabularies if term in vocabulary)
-            self.weight[term] = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
-        for phrase in self.phrases:
-            df = sum(1 for key in self.keys if f" {phrase} " in key)
-            self.weight[phrase] = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
-        total = sum(self.weight.values()) or 1.0
-        self.weight = {element: w / total for element, w in self.weight.items()}
-        self.covers = [
-            frozenset(t for t in self.terms if t in vocabulary)
-            | frozenset(p for p in self.phrases if f" {p} " in key)
-            for vocabulary, key in zip(vocabularies, self.keys, strict=True)
-        ]
         self.titles = [title_key(c.passage.title) for c in candidates]
         # The text alone: a title that repeats another title is not a link between them.
         self.texts = [f" {phrase_key(c.text)} " for c in candidates]
+        # Title and text together, as phrase_key(f"{title}\n{text}") would give them: words
+        # never span the line break, so the two keys join with one space.
+        keys = [
+            _with_title(c.passage.title, text)
+            for c, text in zip(candidates, self.texts, strict=True)
+        ]
+        count = len(candidates)
+        self.weight: dict[str, float] = {}
+        # A query word or phrase is in a key when it occurs between spaces (keys are padded).
+        for element in (*self.terms, *self.phrases):
+            df = sum(1 for key in keys if f" {element} " in key)
+            self.weight[element] = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+        total = sum(self.weight.values()) or 1.0
+        self.weight = {element: w / total for element, w in self.weight.items()}
+        elements = [(e, f" {e} ") for e in (*self.terms, *self.phrases)]
+        self.covers = [frozenset(e for e, padded in elements if padded in key) for key in keys]
         self.introduced = [entities(c.text) - query_entities for c in candidates]
 
     def new_coverage(self, index: int, covered: set[str]) -> float:
@@ -63,9 +62,12 @@ class Evidence:
         return sum(self.weight[e] for e in self.covers[index] if e not in covered)
 
 
-def _titled(candidate: Candidate) -> str:
-    title = candidate.passage.title
-    return f"{title}\n{candidate.text}" if title else candidate.text
+def _with_title(title: str | None, padded_text: str) -> str:
+    """The padded phrase key of a passage's title and text (``padded_text`` is the text's)."""
+    head = phrase_key(title) if title else ""
+    if not head:
+        return padded_text
+    return f" {head}{padded_text}" if padded_text != "  " else f" {head} "
 
 
 @dataclass(frozen=True)
