@@ -207,6 +207,7 @@ class BridgeSelection(Strategy):
         for i, found in enumerate(evidence.introduced):
             for entity in found:
                 mentions.setdefault(entity, []).append(i)
+        padded_titles = [f" {title} " if title else "" for title in evidence.titles]
         bridged = [False] * len(pool)  # a kept passage names its title
         linked = [False] * len(pool)  # it names a kept passage's title
         shared = [0] * len(pool)  # entities it shares with kept passages
@@ -231,15 +232,18 @@ class BridgeSelection(Strategy):
                     if shared[i] < 3:
                         shared[i] += 1
                         value[i] += self.entities / 3
-            text, title = evidence.texts[pick], evidence.titles[pick]
+            text = evidence.texts[pick]
             for i in open_:
-                own = evidence.titles[i]
-                if not bridged[i] and own and f" {own} " in text:
+                own = padded_titles[i]
+                if own and not bridged[i] and own in text:
                     bridged[i] = True
                     value[i] += self.bridge
-                if not linked[i] and title and f" {title} " in evidence.texts[i]:
-                    linked[i] = True
-                    value[i] += self.backlink
+            title = padded_titles[pick]
+            if title:
+                for i in open_:
+                    if not linked[i] and title in evidence.texts[i]:
+                        linked[i] = True
+                        value[i] += self.backlink
         offer_in_order(rest, packing)
 
 
