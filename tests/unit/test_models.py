@@ -29,7 +29,7 @@ FAMILIES = {
         "claude-haiku-4-5",
     ],
     "llama": ["llama-3.1-8b-instruct", "llama-3.1-70b-instruct", "llama-3.3-70b-instruct"],
-    "mistral": ["mistral-large", "mistral-small"],
+    "mistral": ["mistral-large", "mistral-small", "mistral-7b-instruct", "mixtral-8x7b-instruct"],
     "qwen": ["qwen2.5-7b-instruct", "qwen2.5-72b-instruct", "qwen3-8b", "qwen3-32b"],
     "gemini": ["gemini-2.0-flash", "gemini-2.5-pro", "gemini-2.5-flash"],
 }
@@ -60,6 +60,42 @@ def test_models_without_public_tokenizer_are_estimates() -> None:
     registry = default_registry()
     for name in FAMILIES["claude"] + FAMILIES["gemini"]:
         assert registry.get(name).tokenizer.startswith("estimate:"), name
+    estimated = sorted(s.provider for s in registry if s.tokenizer.startswith("estimate:"))
+    assert set(estimated) == {"anthropic", "google"}
+
+
+def test_open_weight_models_count_with_their_pinned_tokenizer() -> None:
+    registry = default_registry()
+    pinned = {
+        spec.name: (spec.tokenizer, spec.tokens_per_message, spec.reply_priming)
+        for spec in registry
+        if spec.provider in ("meta", "mistral", "qwen")
+    }
+    llama, qwen25, qwen3 = (
+        ("pinned:llama-3", 4, 25),
+        ("pinned:qwen2.5", 4, 3),
+        ("pinned:qwen3", 4, 3),
+    )
+    assert pinned == {
+        "llama-3.1-8b-instruct": llama,
+        "llama-3.1-70b-instruct": llama,
+        "llama-3.1-405b-instruct": llama,
+        "llama-3.2-1b-instruct": llama,
+        "llama-3.2-3b-instruct": llama,
+        "llama-3.3-70b-instruct": llama,
+        "mistral-large": ("pinned:mistral-v7", 1, 1),
+        "mistral-small": ("pinned:mistral-tekken", 1, 3),
+        "mistral-7b-instruct": ("pinned:mistral-v3", 1, 4),
+        "mixtral-8x7b-instruct": ("pinned:mistral-v1", 3, 5),
+        "qwen2.5-7b-instruct": qwen25,
+        "qwen2.5-72b-instruct": qwen25,
+        "qwen3-8b": qwen3,
+        "qwen3-32b": qwen3,
+        "qwen3-235b-a22b": qwen3,
+    }
+    result = ctxasm.assemble("q", PASSAGES, model="llama-3.3-70b-instruct")
+    assert (result.report.tokenizer, result.report.exact_count) == ("pinned:llama-3", True)
+    assert result.report.budget.margin == 0
 
 
 def test_every_model_has_a_working_tokenizer_spec() -> None:

@@ -263,7 +263,10 @@ class ModelInfo(_Closed):
     provider: str
     context_window: int
     max_output: int
-    tokenizer: str = Field(description="tiktoken:<encoding>, hf:<path> or estimate:...")
+    tokenizer: str = Field(
+        description="tiktoken:<encoding>, pinned:<name>, hf:<path>, sentencepiece:<path>, "
+        "tekken:<path> or estimate:<encoding>*<factor>"
+    )
     tokens_per_message: int
     reply_priming: int
     input_price: float | None = Field(description="USD per 1M input tokens.")

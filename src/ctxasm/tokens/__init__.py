@@ -4,10 +4,19 @@ A tokenizer is named by a spec string:
 
 ``tiktoken:o200k_base``
     an OpenAI encoding (exact);
+``pinned:llama-3``
+    an open-weight family's official tokenizer file, read from the package that ships it and
+    checked against the SHA-256 pinned in :mod:`ctxasm.tokens.pinned` (exact); ``@<path>``
+    after the name reads a copy of that file instead;
 ``hf:/path/to/tokenizer.json``
     a Hugging Face tokenizer file on disk (exact, needs the ``hf`` extra);
+``sentencepiece:/path/to/tokenizer.model``, ``tekken:/path/to/tekken.json``
+    a SentencePiece model or a Mistral Tekken file on disk (exact);
 ``estimate:o200k_base*1.2``
     a proxy encoding's count times a factor (an estimate).
+
+A file spec may end with ``#sha256=<64 hex digits>``: the file is then read only if its hash
+matches.
 
 :func:`get_counter` returns a shared, cached :class:`TokenCounter` for a spec.
 """
@@ -18,16 +27,25 @@ import threading
 
 from ctxasm.errors import TokenizerError
 from ctxasm.tokens.base import TokenCounter, Tokenizer
+from ctxasm.tokens.bpe import BpeEncoding, BpeTokenizer
 from ctxasm.tokens.estimate import EstimateTokenizer
+from ctxasm.tokens.files import TokenizerFile
 from ctxasm.tokens.hf import HuggingFaceTokenizer
+from ctxasm.tokens.pinned import PINNED, pinned_tokenizer
+from ctxasm.tokens.sentencepiece_source import SentencePieceTokenizer
 from ctxasm.tokens.tiktoken_source import TiktokenTokenizer
 
 __all__ = [
+    "PINNED",
+    "BpeEncoding",
+    "BpeTokenizer",
     "EstimateTokenizer",
     "HuggingFaceTokenizer",
+    "SentencePieceTokenizer",
     "TiktokenTokenizer",
     "TokenCounter",
     "Tokenizer",
+    "TokenizerFile",
     "get_counter",
     "make_tokenizer",
 ]
@@ -41,8 +59,15 @@ def make_tokenizer(spec: str) -> Tokenizer:
     kind, _, rest = spec.partition(":")
     if kind == "tiktoken" and rest:
         return TiktokenTokenizer(rest)
-    if kind == "hf" and rest:
-        return HuggingFaceTokenizer(rest)
+    if kind == "pinned" and rest:
+        return pinned_tokenizer(spec, rest)
+    if kind in ("hf", "sentencepiece", "tekken") and rest:
+        file = _file(spec, rest)
+        if kind == "hf":
+            return HuggingFaceTokenizer(file)
+        if kind == "sentencepiece":
+            return SentencePieceTokenizer(f"sentencepiece:{file.path}", file)
+        return BpeTokenizer(f"tekken:{file.path}", BpeEncoding(file, "tekken"))
     if kind == "estimate" and rest:
         encoding, _, factor_text = rest.partition("*")
         try:
@@ -55,8 +80,20 @@ def make_tokenizer(spec: str) -> Tokenizer:
             raise TokenizerError(f"invalid tokenizer spec {spec!r}: {exc}") from None
     raise TokenizerError(
         f"invalid tokenizer spec {spec!r}; expected 'tiktoken:<encoding>', "
-        "'hf:<path to tokenizer.json>' or 'estimate:<encoding>*<factor>'"
+        "'pinned:<name>', 'hf:<path to tokenizer.json>', 'sentencepiece:<path to "
+        "tokenizer.model>', 'tekken:<path to tekken.json>' or 'estimate:<encoding>*<factor>'"
     )
+
+
+def _file(spec: str, rest: str) -> TokenizerFile:
+    """The local file a spec names, with the hash after ``#sha256=`` when it pins one."""
+    path, marker, sha256 = rest.partition("#sha256=")
+    if not path or (marker and not sha256):
+        raise TokenizerError(
+            f"invalid tokenizer spec {spec!r}; expected a path, optionally followed by "
+            "'#sha256=<64 hex digits>'"
+        )
+    return TokenizerFile(path, sha256 or None)
 
 
 def get_counter(spec: str) -> TokenCounter:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxasm.errors import TokenizerError
+from ctxasm.tokens.files import TokenizerFile
 
 __all__ = ["HuggingFaceTokenizer"]
 
@@ -14,16 +15,19 @@ __all__ = ["HuggingFaceTokenizer"]
 class HuggingFaceTokenizer:
     """Counts with the ``tokenizers`` library from a local ``tokenizer.json``.
 
-    Nothing is downloaded: point ``path`` at the file that ships with the model's weights.
-    Special tokens the chat template adds are not counted here; the model registry's
-    per-message overhead covers them.
+    Nothing is downloaded: point ``path`` at the file that ships with the model's weights, and
+    pin its SHA-256 (``hf:<path>#sha256=<hex>``) to have it checked when it loads. Special
+    tokens written in a text (``<|eot_id|>``) are counted as the plain text they are; other
+    added tokens are matched as the tokenizer matches them. The special tokens the chat template
+    adds are the model registry's per-message overhead, not counted here.
     """
 
     exact = True
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.name = f"hf:{self.path}"
+    def __init__(self, path: str | Path | TokenizerFile) -> None:
+        self.file = path if isinstance(path, TokenizerFile) else TokenizerFile(str(path))
+        self.path = Path(self.file.path)
+        self.name = f"hf:{self.file.path}"
         self._tokenizer: Any = None
         self._lock = threading.Lock()
 
@@ -37,17 +41,20 @@ class HuggingFaceTokenizer:
                         "counting with a tokenizer.json needs the tokenizers library: "
                         "pip install 'ctxasm[hf]'"
                     ) from None
-                if not self.path.is_file():
+                if self.file.distribution is None and not self.path.is_file():
                     raise TokenizerError(
                         f"tokenizer file {self.path} does not exist; give the path of the "
                         "model's tokenizer.json"
                     )
+                data = self.file.read()
                 try:
-                    self._tokenizer = Tokenizer.from_file(str(self.path))
+                    tokenizer = Tokenizer.from_str(data.decode("utf-8"))
                 except Exception as exc:  # the Rust core raises a bare Exception
                     raise TokenizerError(
-                        f"{self.path} is not a valid tokenizer.json: {exc}"
+                        f"{self.file.label} is not a valid tokenizer.json: {exc}"
                     ) from None
+                tokenizer.encode_special_tokens = True  # control tokens in a text are text
+                self._tokenizer = tokenizer
             return self._tokenizer
 
     def count(self, text: str) -> int:

@@ -36,8 +36,10 @@ __all__ = [
     "OFFICIAL_RANKS",
     "RankFile",
     "TiktokenTokenizer",
+    "count_upto_at_spaces",
     "find_rank_file",
     "load_encoding",
+    "space_lower_bound",
 ]
 
 
@@ -205,37 +207,51 @@ class TiktokenTokenizer:
             ) from None
 
     def lower_bound(self, text: str) -> int:
-        """Tokens never span two pre-tokenizer pieces, and in o200k and cl100k a space that
-        follows a non-whitespace character always starts a new piece. Counting spaces, minus
-        two per double space (so a run of spaces adds at most one), minus every space that
-        follows other whitespace, never exceeds the pieces; a token also covers at most 128
-        bytes of UTF-8. Both cost a few string scans, no tokenizing."""
-        spaces = text.count(" ") - 2 * text.count("  ")
-        for other in _ASCII_SPACE_NEIGHBOURS:
-            spaces -= text.count(other)
-        if not text.isascii():
-            for other in _UNICODE_SPACES:
-                if other in text:  # rare: pay for the pair count only when the space is there
-                    spaces -= text.count(other + " ")
-        if spaces * _MAX_TOKEN_BYTES >= 4 * len(text):
-            return spaces  # at most 4 bytes a character: the byte bound cannot be larger
-        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        return max(spaces, -(-size // _MAX_TOKEN_BYTES))
+        """See :func:`space_lower_bound` (the longest token of both encodings covers 128 bytes)."""
+        return space_lower_bound(text, _MAX_TOKEN_BYTES)
 
     def count_upto(self, text: str, limit: int) -> int:
-        """The exact count when it is at most ``limit``; otherwise some count above ``limit``
-        (never above the exact one), found by tokenizing only a prefix.
+        """See :func:`count_upto_at_spaces`."""
+        return count_upto_at_spaces(self.count, text, limit)
 
-        The prefix ends before a space that follows a non-whitespace character, which always
-        starts a new pre-tokenizer piece, so ``count(text) == count(head) + count(tail)``.
-        """
-        start = (limit + 1) * _PREFIX_CHARS_PER_TOKEN
-        if len(text) <= start:
-            return self.count(text)
-        cut = text.find(" ", start)
-        while cut != -1 and text[cut - 1].isspace():
-            cut = text.find(" ", cut + 1)
-        if cut == -1:
-            return self.count(text)
-        head = self.count(text[:cut])
-        return head if head > limit else head + self.count(text[cut:])
+
+def space_lower_bound(text: str, max_token_bytes: int) -> int:
+    """A count ``text`` is never below, for an encoding whose pattern always starts a new
+    pre-tokenizer piece at a space that follows a non-whitespace character (o200k, cl100k and
+    the open-weight encodings of :mod:`ctxasm.tokens.bpe`).
+
+    Tokens never span two pieces. Counting spaces, minus two per double space (so a run of
+    spaces adds at most one), minus every space that follows other whitespace, never exceeds
+    the pieces; a token also covers at most ``max_token_bytes`` bytes of UTF-8. Both cost a
+    few string scans, no tokenizing."""
+    spaces = text.count(" ") - 2 * text.count("  ")
+    for other in _ASCII_SPACE_NEIGHBOURS:
+        spaces -= text.count(other)
+    if not text.isascii():
+        for other in _UNICODE_SPACES:
+            if other in text:  # rare: pay for the pair count only when the space is there
+                spaces -= text.count(other + " ")
+    if spaces * max_token_bytes >= 4 * len(text):
+        return spaces  # at most 4 bytes a character: the byte bound cannot be larger
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    return max(spaces, -(-size // max_token_bytes))
+
+
+def count_upto_at_spaces(count: Callable[[str], int], text: str, limit: int) -> int:
+    """``count(text)`` when it is at most ``limit``; otherwise some count above ``limit``
+    (never above the exact one), found by counting only a prefix.
+
+    For encodings like those of :func:`space_lower_bound`: the prefix ends before a space that
+    follows a non-whitespace character, which always starts a new pre-tokenizer piece, so
+    ``count(text) == count(head) + count(tail)``.
+    """
+    start = (limit + 1) * _PREFIX_CHARS_PER_TOKEN
+    if len(text) <= start:
+        return count(text)
+    cut = text.find(" ", start)
+    while cut != -1 and text[cut - 1].isspace():
+        cut = text.find(" ", cut + 1)
+    if cut == -1:
+        return count(text)
+    head = count(text[:cut])
+    return head if head > limit else head + count(text[cut:])

@@ -1,0 +1,118 @@
+"""Tokenizer files on disk, found without a network and checked against a pinned SHA-256.
+
+An open-weight model's tokenizer is a file: Meta's ``tokenizer.model``, Mistral's
+``tekken.json``, a Hugging Face ``tokenizer.json``. A :class:`TokenizerFile` says where one comes
+from: a path the user gives, or a path inside an installed Python distribution (read in place,
+never imported, never downloaded). A file with a pinned hash is read only when its SHA-256
+matches, so a corrupt or substituted file cannot silently change every count.
+
+A file shipped by a distribution is looked up in this order:
+
+1. ``$CTXASM_TOKENIZER_DIR/<file name>`` (a folder you fill yourself, e.g. in a container image);
+2. the installed distribution, e.g. ``llama-models`` for ``llama_models/llama3/tokenizer.model``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ctxasm.errors import TokenizerError
+
+__all__ = ["TOKENIZER_DIR_VARIABLE", "TokenizerFile", "check_sha256"]
+
+TOKENIZER_DIR_VARIABLE = "CTXASM_TOKENIZER_DIR"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerFile:
+    """One tokenizer file: a local ``path``, or ``path`` inside the installed ``distribution``,
+    with the SHA-256 it must have (``None``: not checked).
+
+    ``extra`` names the ctxasm extra that installs the distribution, for error messages.
+    """
+
+    path: str
+    sha256: str | None = None
+    distribution: str | None = None
+    extra: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.sha256 is not None and not _is_sha256(self.sha256):
+            raise TokenizerError(
+                f"invalid SHA-256 {self.sha256!r} for {self.path}: expected 64 hexadecimal digits"
+            )
+
+    @property
+    def name(self) -> str:
+        """The file name, e.g. ``tokenizer.model``."""
+        return PurePosixPath(self.path).name
+
+    @property
+    def label(self) -> str:
+        """How messages name the file: ``<distribution>:<path>`` or the local path."""
+        return self.path if self.distribution is None else f"{self.distribution}:{self.path}"
+
+    def locate(self) -> Path:
+        """The file on disk; a :class:`TokenizerError` that says how to provide it if absent."""
+        if self.distribution is None:
+            local = Path(self.path).expanduser()
+            if local.is_file():
+                return local
+            raise TokenizerError(f"tokenizer file {local} does not exist; give the file's path")
+        if own := os.environ.get(TOKENIZER_DIR_VARIABLE):
+            candidate = Path(own) / self.name
+            if candidate.is_file():
+                return candidate
+        installed = _installed_file(self.distribution, self.path)
+        if installed is not None:
+            return installed
+        install = (
+            f"pip install 'ctxasm[{self.extra}]'"
+            if self.extra
+            else (f"pip install {self.distribution}")
+        )
+        raise TokenizerError(
+            f"the tokenizer file {self.path} ships with the {self.distribution} package, which "
+            f"is not installed: {install}, or put a copy of {self.name} (SHA-256 {self.sha256}) "
+            f"in a folder named by {TOKENIZER_DIR_VARIABLE}"
+        )
+
+    def read(self) -> bytes:
+        """The file's bytes, after checking its SHA-256 when one is pinned."""
+        path = self.locate()
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise TokenizerError(f"cannot read tokenizer file {path}: {exc}") from None
+        if self.sha256 is not None:
+            check_sha256(path, data, self.sha256)
+        return data
+
+
+def check_sha256(path: Path, data: bytes, expected: str) -> None:
+    """Raise a :class:`TokenizerError` naming ``path`` and both hashes unless they match."""
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected.lower():
+        raise TokenizerError(
+            f"{path} is not the expected tokenizer file: its SHA-256 is {actual}, expected "
+            f"{expected.lower()}. Replace it with the official file, or fix the pinned hash."
+        )
+
+
+def _is_sha256(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def _installed_file(distribution: str, path: str) -> Path | None:
+    """``path`` inside the installed ``distribution``, found from its metadata (no import)."""
+    from importlib import metadata
+
+    try:
+        found = metadata.distribution(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+    located = Path(str(found.locate_file(path)))
+    return located if located.is_file() else None
