@@ -181,9 +181,13 @@ def _discover(setting: str) -> dict[str, dict[str, metadata.EntryPoint]]:
 
     found: dict[str, dict[str, metadata.EntryPoint]] = {slot: {} for slot in SLOTS}
     builtins = 0
+    # A distribution's points share one object, whose name parses its metadata on every read.
+    distributions: dict[int, str | None] = {}
     for point in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        distribution = point.dist.name if point.dist is not None else None
-        builtin = distribution == _BUILTIN_DISTRIBUTION
+        key = id(point.dist)
+        if key not in distributions:
+            distributions[key] = point.dist.name if point.dist is not None else None
+        builtin = distributions[key] == _BUILTIN_DISTRIBUTION
         builtins += builtin
         if setting == "builtin" and not builtin:
             continue

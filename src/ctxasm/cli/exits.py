@@ -1,24 +1,66 @@
-"""Exit codes and the one-line error exit every command shares."""
+"""Exit codes, the one-line error exit every command shares, and the echo they print with.
+
+Nothing here imports Typer: ``ctxasm assemble`` runs without it (see
+:mod:`ctxasm.cli.assemble_cmd`), and its output and errors must be the same either way.
+"""
 
 from __future__ import annotations
 
+import codecs
+import re
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
-
-import typer
 
 from ctxasm.errors import EXIT_BAD_INPUT, EXIT_FAILED
 
 if TYPE_CHECKING:
     from ctxasm.errors import CtxasmError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "error_line", "fail", "fail_with"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "echo", "error_line", "fail", "fail_with"]
+
+# The escape sequences Click strips from output that is not a terminal.
+_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+
+
+def echo(message: str, *, err: bool = False) -> None:
+    """Write ``message`` and a newline to stdout (stderr with ``err``) and flush, as
+    ``typer.echo`` does: escape sequences are dropped unless the stream is a terminal, and a
+    stream whose encoding is ASCII is written as UTF-8 (unencodable characters replaced)."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:  # no stream to write to (pythonw)
+        return
+    text = message + "\n"
+    if not _is_terminal(stream):
+        text = _ANSI.sub("", text)
+    binary = getattr(stream, "buffer", None)
+    if binary is not None and _is_ascii(getattr(stream, "encoding", None) or "ascii"):
+        stream.flush()
+        binary.write(text.encode("utf-8", "replace"))
+        binary.flush()
+        return
+    stream.write(text)
+    stream.flush()
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except Exception:  # a closed or unusual stream: treat it as a file, as Click does
+        return False
+
+
+def _is_ascii(encoding: str) -> bool:
+    try:
+        return codecs.lookup(encoding).name == "ascii"
+    except LookupError:
+        return False
 
 
 def fail(message: str, code: int) -> NoReturn:
     """Print ``ctxasm: error: message`` on stderr and exit with ``code``."""
-    typer.echo(f"ctxasm: error: {message}", err=True)
-    raise typer.Exit(code)
+    echo(f"ctxasm: error: {message}", err=True)
+    raise SystemExit(code)
 
 
 def error_line(error: Mapping[str, Any]) -> str:

@@ -1,338 +1,83 @@
-"""``ctxasm``: assemble prompts from the command line.
+"""``ctxasm``: assemble prompts from the command line (the console script's entry point).
 
-Exit codes are listed in :mod:`ctxasm.cli.exits`; every command exits through it.
-Library imports happen inside the commands so that ``ctxasm --help`` stays fast.
+A plain ``ctxasm assemble`` runs without building the Typer app (see
+:mod:`ctxasm.cli.assemble_cmd`); every other command line, help and usage errors included,
+goes to the app in :mod:`ctxasm.cli.app`, which ``app`` here names as well. Exit codes are
+listed in :mod:`ctxasm.cli.exits`; every command exits through it.
 """
 
 from __future__ import annotations
 
-import json
+import errno
 import os
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import typer
-
-from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
-from ctxasm.cli.exits import fail as _fail
-from ctxasm.cli.exits import fail_with as _fail_with
-from ctxasm.cli.help import WordsCommand
-from ctxasm.cli.options import (
-    DEFAULT_MAX_BYTES,
-    FORMATS,
-    ConfigOption,
-    MaxBytesOption,
-    ProgressOption,
-)
+from ctxasm.cli.assemble_cmd import AssembleOptions, assemble, plain_options
+from ctxasm.cli.exits import EXIT_FAILED, echo
+from ctxasm.cli.request_input import HITS_HINT
 
 if TYPE_CHECKING:
-    from ctxasm.assembler import Assembler
+    from ctxasm.cli.app import app
 
-__all__ = ["app", "run"]
-
-app = typer.Typer(
-    name="ctxasm",
-    help="The context assembler for RAG: turn retrieved passages into a prompt that fits.",
-    no_args_is_help=True,
-    add_completion=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+__all__ = ["HITS_HINT", "app", "run"]
 
 
-def _assembler(config: Path | None) -> Assembler:
-    from ctxasm.assembler import Assembler
+def __getattr__(name: str) -> Any:
+    # The Typer app is built on first use: a plain `ctxasm assemble` never needs it.
+    if name == "app":
+        from ctxasm.cli.app import app
 
-    source = config if config is not None else os.environ.get("CTXASM_CONFIG") or None
-    return Assembler(source)
-
-
-def _read_input(source: str, max_bytes: int) -> bytes:
-    """At most ``max_bytes`` of the input; over that, an error stating the input's real size."""
-    try:
-        if source == "-":
-            stream = sys.stdin.buffer
-            data = stream.read(max_bytes + 1)
-            size = len(data) + _drain(stream) if len(data) > max_bytes else len(data)
-        else:
-            with Path(source).open("rb") as handle:
-                data = handle.read(max_bytes + 1)
-                size = os.fstat(handle.fileno()).st_size
-    except OSError as exc:
-        _fail(f"cannot read {source}: {exc.strerror}", EXIT_BAD_INPUT)
-    if len(data) > max_bytes:
-        from ctxasm.jsonio import too_large
-
-        error = too_large(max_bytes, size=max(size, len(data)))
-        _fail(f"{error.message} [request]", EXIT_BAD_INPUT)
-    return data
-
-
-def _drain(stream: BinaryIO) -> int:
-    """Bytes left in ``stream``, read and dropped (a pipe has no size to ask for)."""
-    total = 0
-    while chunk := stream.read(1 << 20):
-        total += len(chunk)
-    return total
-
-
-HITS_HINT = "for a list of retriever hits, give the question with --query"
-
-
-def _request(raw: bytes, overrides: dict[str, Any]) -> dict[str, Any]:
-    """The request object, or one built from a bare list of hits and ``--query``; the options
-    given on the command line replace the request's fields."""
-    from ctxasm.errors import InvalidJSONError
-    from ctxasm.hits import passages_from_hits
-    from ctxasm.jsonio import decode_json, decode_object
-
-    value = decode_json(raw)
-    if isinstance(value, list):
-        if "query" not in overrides:
-            raise InvalidJSONError(
-                f"the request must be a JSON object, got an array; {HITS_HINT}", field="request"
-            )
-        value = {"passages": passages_from_hits(value)}
-    elif not isinstance(value, dict):
-        decode_object(raw)  # the message every entry point gives for a JSON value of this kind
-    return {**value, **overrides}
-
-
-RequestArgument = Annotated[
-    str,
-    typer.Argument(
-        metavar="FILE",
-        help="Request JSON, or a JSON list of retriever hits (with --query); - for standard input.",
-        show_default=False,
-    ),
-]
-QueryOption = Annotated[
-    str | None,
-    typer.Option(
-        "--query",
-        metavar="QUESTION",
-        help="The question (replaces the request's query; required for a list of hits).",
-        show_default=False,
-    ),
-]
-ModelOption = Annotated[
-    str | None,
-    typer.Option(
-        "--model", metavar="NAME", help="Target model (replaces the request's).", show_default=False
-    ),
-]
-FormatOption = Annotated[
-    str | None,
-    typer.Option(
-        "--format",
-        metavar="|".join(FORMATS),
-        help="Output format (replaces the request's).",
-        show_default=False,
-    ),
-]
-MaxContextOption = Annotated[
-    int | None,
-    typer.Option(
-        "--max-context-tokens",
-        min=1,
-        metavar="N",
-        help="Most tokens for the sources (replaces the request's).",
-        show_default=False,
-    ),
-]
-ReportOption = Annotated[
-    bool, typer.Option("--report", help="Print a readable budget and passage table to stderr.")
-]
-IndentOption = Annotated[
-    int | None,
-    typer.Option(
-        "--indent", metavar="N", help="Indent the result JSON by N spaces (default: one line)."
-    ),
-]
-
-
-@app.command(cls=WordsCommand)
-def assemble(
-    source: RequestArgument = "-",
-    query: QueryOption = None,
-    model: ModelOption = None,
-    fmt: FormatOption = None,
-    max_context_tokens: MaxContextOption = None,
-    report: ReportOption = False,
-    indent: IndentOption = None,
-    config: ConfigOption = None,
-    max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
-) -> None:
-    """Assemble one request (JSON in, result JSON on stdout)."""
-    from ctxasm.errors import CtxasmError
-    from ctxasm.schema import request_envelope
-
-    given = {"query": query, "model": model, "format": fmt}
-    overrides: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
-    if max_context_tokens is not None:
-        overrides["max_context_tokens"] = max_context_tokens
-    try:
-        assembler = _assembler(config)
-        data = _request(_read_input(source, max_bytes), overrides)
-        result = assembler.assemble(data)
-        output = {**request_envelope(data), **result.to_dict()}
-    except CtxasmError as error:
-        _fail_with(error)
-    typer.echo(json.dumps(output, ensure_ascii=False, indent=indent))
-    if report:
-        from ctxasm.cli.report_view import print_report
-
-        print_report(result.report)
-
-
-@app.command(cls=WordsCommand)
-def batch(
-    source: Annotated[
-        str,
-        typer.Argument(metavar="IN", help="Input JSONL (one request per line), or - for stdin."),
-    ],
-    target: Annotated[
-        str,
-        typer.Argument(metavar="OUT", help="Output JSONL (one result per line), or - for stdout."),
-    ],
-    progress: ProgressOption = None,
-    config: ConfigOption = None,
-    max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
-    engine: Annotated[
-        str,
-        typer.Option(
-            "--engine",
-            metavar="local|ray",
-            help="local (streaming, one process) or ray (Ray tasks; JSONL or Parquet; "
-            "joins $RAY_ADDRESS when set).",
-        ),
-    ] = "local",
-) -> None:
-    """Assemble every line of a JSONL file, streaming; bad lines get error records."""
-    from ctxasm.cli.batch_run import (
-        BatchInterruptedError,
-        exit_code,
-        interrupted_message,
-        run_batch,
-    )
-    from ctxasm.cli.progress import shown
-    from ctxasm.errors import CtxasmError
-
-    if engine not in ("local", "ray"):
-        _fail(f"--engine must be local or ray, got {engine!r}", EXIT_BAD_INPUT)
-    if engine == "ray":
-        _batch_on_ray(source, target, config, max_bytes)
-        return
-
-    try:
-        assembler = _assembler(config)
-    except CtxasmError as error:
-        _fail_with(error)
-    try:
-        stats = run_batch(source, target, assembler, max_bytes=max_bytes, progress=shown(progress))
-    except OSError as exc:
-        _fail(f"{exc.filename or source}: {exc.strerror}", EXIT_BAD_INPUT)
-    except BatchInterruptedError as interrupted:
-        typer.echo(interrupted_message(interrupted, target), err=True)
-        raise typer.Exit(exit_code(interrupted)) from None
-    typer.echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
-    if stats.failed:
-        raise typer.Exit(EXIT_FAILED)
-
-
-def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int) -> None:
-    try:
-        from ctxasm.batch.ray_engine import run_batch as run_on_ray
-    except ImportError:
-        _fail("--engine ray needs Ray: pip install 'ctxasm[ray]'", EXIT_BAD_INPUT)
-    from ctxasm.errors import CtxasmError
-
-    if source == "-" or target == "-":
-        _fail("--engine ray reads and writes files, not standard input/output", EXIT_BAD_INPUT)
-    if not Path(source).exists():
-        _fail(f"cannot read {source}: no such file", EXIT_BAD_INPUT)
-    try:
-        _assembler(config)  # a bad config fails here, once
-        setting = str(config) if config is not None else os.environ.get("CTXASM_CONFIG")
-        stats = run_on_ray(source, target, setting, max_bytes=max_bytes)
-    except CtxasmError as error:
-        _fail_with(error)
-    typer.echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
-    if stats.failed:
-        raise typer.Exit(EXIT_FAILED)
-
-
-@app.command(cls=WordsCommand)
-def models(
-    as_json: Annotated[bool, typer.Option("--json", help="Print the registry as JSON.")] = False,
-    config: ConfigOption = None,
-) -> None:
-    """List the model registry: windows, tokenizers, prices."""
-    from ctxasm.errors import CtxasmError
-
-    try:
-        registry = _assembler(config).config.models
-    except CtxasmError as error:
-        _fail_with(error)
-    specs = list(registry)
-    if as_json:
-        typer.echo(json.dumps([spec.to_dict() for spec in specs], indent=2))
-        return
-    from ctxasm.cli.report_view import print_models
-
-    print_models(specs)
-
-
-def _register_commands() -> None:
-    from ctxasm.cli.citations_cmd import check_citations_command
-    from ctxasm.cli.eval_cmd import eval_command
-    from ctxasm.cli.serve_cmd import serve_command
-    from ctxasm.cli.store_cmds import ask_command, delete_command, index_command
-
-    app.command("eval", cls=WordsCommand)(eval_command)
-    app.command("check-citations", cls=WordsCommand)(check_citations_command)
-    app.command("index", cls=WordsCommand)(index_command)
-    app.command("delete", cls=WordsCommand)(delete_command)
-    app.command("ask", cls=WordsCommand)(ask_command)
-    app.command("serve", cls=WordsCommand)(serve_command)
-
-
-_register_commands()
-
-
-def _version(value: bool) -> None:
-    if value:
-        from ctxasm import __version__
-
-        typer.echo(f"ctxasm {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def main(
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
-    ] = False,
-) -> None:
-    """The context assembler for RAG."""
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def run() -> Any:
     """Console-script entry point."""
     try:
+        options = plain_options(sys.argv[1:])
+        if options is not None:
+            _run_plain(options)
+        from ctxasm.cli.app import app
+
         return app(standalone_mode=True)
     except KeyboardInterrupt:
-        typer.echo("ctxasm: interrupted", err=True)
+        echo("ctxasm: interrupted", err=True)
         raise SystemExit(130) from None
     except Exception as exc:  # a bug, not a user mistake: one line, traceback on request
         if os.environ.get("CTXASM_DEBUG"):
             raise
-        typer.echo(
+        echo(
             f"ctxasm: internal error: {type(exc).__name__}: {exc} "
             "(set CTXASM_DEBUG=1 for the traceback, and please report it)",
             err=True,
         )
         raise SystemExit(EXIT_FAILED) from None
+
+
+def _run_plain(options: AssembleOptions) -> NoReturn:
+    """Run ``assemble`` and end the way a Typer command ends in standalone mode."""
+    try:
+        assemble(options)
+    except EOFError:
+        echo("", err=True)
+        echo("Aborted!", err=True)
+        raise SystemExit(1) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        # The reader went away (`| head`): exit 1 without a second error when Python flushes
+        # stdout on the way out.
+        _discard_stdout()
+        raise SystemExit(1) from None
+    raise SystemExit(0)
+
+
+def _discard_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no file descriptor behind stdout
+        pass

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from ctxasm.cli.request_input import DEFAULT_MAX_BYTES
+
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "FORMATS",
@@ -15,7 +17,6 @@ __all__ = [
     "ProgressOption",
 ]
 
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 FORMATS = ("openai", "anthropic", "markdown", "text")
 
 ConfigOption = Annotated[

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ctxasm.data import Report
-from ctxasm.evaluation.runner import EvalRow
-from ctxasm.models import ModelSpec
+if TYPE_CHECKING:
+    from ctxasm.data import Report
+    from ctxasm.evaluation.runner import EvalRow
+    from ctxasm.models import ModelSpec
 
 __all__ = ["print_eval", "print_models", "print_report"]
 

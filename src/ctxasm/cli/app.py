@@ -1,0 +1,255 @@
+"""The ``ctxasm`` Typer app: every command, its options and its help.
+
+:func:`ctxasm.cli.main.run` (the console script) builds it for every command line but a plain
+``ctxasm assemble``, which runs without Typer (see :mod:`ctxasm.cli.assemble_cmd`). Library
+imports happen inside the commands so that ``ctxasm --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ctxasm.cli.assemble_cmd import AssembleOptions
+from ctxasm.cli.assemble_cmd import assemble as run_assemble
+from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
+from ctxasm.cli.exits import fail as _fail
+from ctxasm.cli.exits import fail_with as _fail_with
+from ctxasm.cli.help import WordsCommand
+from ctxasm.cli.options import (
+    DEFAULT_MAX_BYTES,
+    FORMATS,
+    ConfigOption,
+    MaxBytesOption,
+    ProgressOption,
+)
+from ctxasm.cli.request_input import open_assembler
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    name="ctxasm",
+    help="The context assembler for RAG: turn retrieved passages into a prompt that fits.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+RequestArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="FILE",
+        help="Request JSON, or a JSON list of retriever hits (with --query); - for standard input.",
+        show_default=False,
+    ),
+]
+QueryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--query",
+        metavar="QUESTION",
+        help="The question (replaces the request's query; required for a list of hits).",
+        show_default=False,
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model", metavar="NAME", help="Target model (replaces the request's).", show_default=False
+    ),
+]
+FormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        metavar="|".join(FORMATS),
+        help="Output format (replaces the request's).",
+        show_default=False,
+    ),
+]
+MaxContextOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-context-tokens",
+        min=1,
+        metavar="N",
+        help="Most tokens for the sources (replaces the request's).",
+        show_default=False,
+    ),
+]
+ReportOption = Annotated[
+    bool, typer.Option("--report", help="Print a readable budget and passage table to stderr.")
+]
+IndentOption = Annotated[
+    int | None,
+    typer.Option(
+        "--indent", metavar="N", help="Indent the result JSON by N spaces (default: one line)."
+    ),
+]
+
+
+@app.command(cls=WordsCommand)
+def assemble(
+    source: RequestArgument = "-",
+    query: QueryOption = None,
+    model: ModelOption = None,
+    fmt: FormatOption = None,
+    max_context_tokens: MaxContextOption = None,
+    report: ReportOption = False,
+    indent: IndentOption = None,
+    config: ConfigOption = None,
+    max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+) -> None:
+    """Assemble one request (JSON in, result JSON on stdout)."""
+    options = AssembleOptions(
+        source=source,
+        query=query,
+        model=model,
+        fmt=fmt,
+        max_context_tokens=max_context_tokens,
+        report=report,
+        indent=indent,
+        config=config,
+        max_bytes=max_bytes,
+    )
+    run_assemble(options)
+
+
+@app.command(cls=WordsCommand)
+def batch(
+    source: Annotated[
+        str,
+        typer.Argument(metavar="IN", help="Input JSONL (one request per line), or - for stdin."),
+    ],
+    target: Annotated[
+        str,
+        typer.Argument(metavar="OUT", help="Output JSONL (one result per line), or - for stdout."),
+    ],
+    progress: ProgressOption = None,
+    config: ConfigOption = None,
+    max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            metavar="local|ray",
+            help="local (streaming, one process) or ray (Ray tasks; JSONL or Parquet; "
+            "joins $RAY_ADDRESS when set).",
+        ),
+    ] = "local",
+) -> None:
+    """Assemble every line of a JSONL file, streaming; bad lines get error records."""
+    from ctxasm.cli.batch_run import (
+        BatchInterruptedError,
+        exit_code,
+        interrupted_message,
+        run_batch,
+    )
+    from ctxasm.cli.progress import shown
+    from ctxasm.errors import CtxasmError
+
+    if engine not in ("local", "ray"):
+        _fail(f"--engine must be local or ray, got {engine!r}", EXIT_BAD_INPUT)
+    if engine == "ray":
+        _batch_on_ray(source, target, config, max_bytes)
+        return
+
+    try:
+        assembler = open_assembler(config)
+    except CtxasmError as error:
+        _fail_with(error)
+    try:
+        stats = run_batch(source, target, assembler, max_bytes=max_bytes, progress=shown(progress))
+    except OSError as exc:
+        _fail(f"{exc.filename or source}: {exc.strerror}", EXIT_BAD_INPUT)
+    except BatchInterruptedError as interrupted:
+        typer.echo(interrupted_message(interrupted, target), err=True)
+        raise typer.Exit(exit_code(interrupted)) from None
+    typer.echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
+    if stats.failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int) -> None:
+    try:
+        from ctxasm.batch.ray_engine import run_batch as run_on_ray
+    except ImportError:
+        _fail("--engine ray needs Ray: pip install 'ctxasm[ray]'", EXIT_BAD_INPUT)
+    from ctxasm.errors import CtxasmError
+
+    if source == "-" or target == "-":
+        _fail("--engine ray reads and writes files, not standard input/output", EXIT_BAD_INPUT)
+    if not Path(source).exists():
+        _fail(f"cannot read {source}: no such file", EXIT_BAD_INPUT)
+    try:
+        open_assembler(config)  # a bad config fails here, once
+        setting = str(config) if config is not None else os.environ.get("CTXASM_CONFIG")
+        stats = run_on_ray(source, target, setting, max_bytes=max_bytes)
+    except CtxasmError as error:
+        _fail_with(error)
+    typer.echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
+    if stats.failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command(cls=WordsCommand)
+def models(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the registry as JSON.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """List the model registry: windows, tokenizers, prices."""
+    from ctxasm.errors import CtxasmError
+
+    try:
+        registry = open_assembler(config).config.models
+    except CtxasmError as error:
+        _fail_with(error)
+    specs = list(registry)
+    if as_json:
+        typer.echo(json.dumps([spec.to_dict() for spec in specs], indent=2))
+        return
+    from ctxasm.cli.report_view import print_models
+
+    print_models(specs)
+
+
+def _register_commands() -> None:
+    from ctxasm.cli.citations_cmd import check_citations_command
+    from ctxasm.cli.eval_cmd import eval_command
+    from ctxasm.cli.serve_cmd import serve_command
+    from ctxasm.cli.store_cmds import ask_command, delete_command, index_command
+
+    app.command("eval", cls=WordsCommand)(eval_command)
+    app.command("check-citations", cls=WordsCommand)(check_citations_command)
+    app.command("index", cls=WordsCommand)(index_command)
+    app.command("delete", cls=WordsCommand)(delete_command)
+    app.command("ask", cls=WordsCommand)(ask_command)
+    app.command("serve", cls=WordsCommand)(serve_command)
+
+
+_register_commands()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from ctxasm import __version__
+
+        typer.echo(f"ctxasm {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """The context assembler for RAG."""

@@ -1,0 +1,80 @@
+"""Where a command's requests and configuration come from: a file or standard input (never
+more than ``--max-bytes`` of it), a bare list of retriever hits, and ``--config`` or
+``$CTXASM_CONFIG``.
+
+Nothing here imports Typer (see :mod:`ctxasm.cli.assemble_cmd`); library modules are imported
+by the functions that need them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from ctxasm.cli.exits import EXIT_BAD_INPUT, fail
+
+if TYPE_CHECKING:
+    from ctxasm.assembler import Assembler
+
+__all__ = ["DEFAULT_MAX_BYTES", "HITS_HINT", "open_assembler", "read_input", "request_fields"]
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+HITS_HINT = "for a list of retriever hits, give the question with --query"
+
+
+def open_assembler(config: Path | None) -> Assembler:
+    """The assembler of ``config``, else of ``$CTXASM_CONFIG``, else of the built-in defaults."""
+    from ctxasm.assembler import Assembler
+
+    source = config if config is not None else os.environ.get("CTXASM_CONFIG") or None
+    return Assembler(source)
+
+
+def read_input(source: str, max_bytes: int) -> bytes:
+    """At most ``max_bytes`` of the input; over that, an error stating the input's real size."""
+    try:
+        if source == "-":
+            stream = sys.stdin.buffer
+            data = stream.read(max_bytes + 1)
+            size = len(data) + _drain(stream) if len(data) > max_bytes else len(data)
+        else:
+            with Path(source).open("rb") as handle:
+                data = handle.read(max_bytes + 1)
+                size = os.fstat(handle.fileno()).st_size
+    except OSError as exc:
+        fail(f"cannot read {source}: {exc.strerror}", EXIT_BAD_INPUT)
+    if len(data) > max_bytes:
+        from ctxasm.jsonio import too_large
+
+        error = too_large(max_bytes, size=max(size, len(data)))
+        fail(f"{error.message} [request]", EXIT_BAD_INPUT)
+    return data
+
+
+def _drain(stream: BinaryIO) -> int:
+    """Bytes left in ``stream``, read and dropped (a pipe has no size to ask for)."""
+    total = 0
+    while chunk := stream.read(1 << 20):
+        total += len(chunk)
+    return total
+
+
+def request_fields(raw: bytes, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The request object, or one built from a bare list of hits and ``--query``; the options
+    given on the command line replace the request's fields."""
+    from ctxasm.errors import InvalidJSONError
+    from ctxasm.hits import passages_from_hits
+    from ctxasm.jsonio import decode_json, decode_object
+
+    value = decode_json(raw)
+    if isinstance(value, list):
+        if "query" not in overrides:
+            raise InvalidJSONError(
+                f"the request must be a JSON object, got an array; {HITS_HINT}", field="request"
+            )
+        value = {"passages": passages_from_hits(value)}
+    elif not isinstance(value, dict):
+        decode_object(raw)  # the message every entry point gives for a JSON value of this kind
+    return {**value, **overrides}
