@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
-import simplemma
-
 from ctxasm.data import Candidate, Compressed, Reason
 from ctxasm.lexical import (
     entities,
@@ -46,7 +44,10 @@ ELISION = "[…]"
 @lru_cache(maxsize=65536)
 def lemma(word: str) -> str:
     """The dictionary form of a lower-case English word ("taught" -> "teach", "rivers" ->
-    "river"); a word the dictionary does not know comes back as it is."""
+    "river"); a word the dictionary does not know comes back as it is. simplemma is imported
+    here, on the first lemma asked for: a request that compresses nothing never pays for it."""
+    import simplemma
+
     return simplemma.lemmatize(word, lang="en").lower()
 
 
