@@ -124,6 +124,53 @@ def _check_passage(passage: Passage) -> None:
         _set(passage, "metadata", dict(metadata))  # a copy: the caller's dict may change
 
 
+def passage_from_checked(
+    id: str,
+    text: str,
+    score: float | None,
+    title: str | None,
+    source: str | None,
+    url: str | None,
+    doc_id: str | None,
+    start: int | None,
+    end: int | None,
+    metadata: dict[str, Any],
+) -> Passage:
+    """A :class:`Passage` of values the caller has checked by the rules of
+    :func:`_check_passage` (strings valid Unicode, ``score`` a finite float, offsets in order,
+    ``metadata`` a dict of the passage's own), built without checking them again: plain
+    attribute stores on a :class:`_PassageSlots` that then becomes a Passage, a third of the
+    cost of the frozen constructor, which sets each field through ``object.__setattr__``.
+    :func:`ctxasm.schema.parse_request` uses it for passages in the common, plain form."""
+    built: Any = _PassageSlots()  # typed Any: mypy cannot see slots copied from Passage
+    built.id = id
+    built.text = text
+    built.score = score
+    built.title = title
+    built.source = source
+    built.url = url
+    built.doc_id = doc_id
+    built.start = start
+    built.end = end
+    built.timestamp = None
+    built.authority = None
+    built.graph_distance = None
+    built.priority = None
+    built.embedding = None
+    built.tenant = None
+    built.readers = None
+    built.metadata = metadata
+    built.__class__ = Passage
+    return built  # type: ignore[no-any-return]
+
+
+class _PassageSlots:
+    """Passage's slots without its frozen ``__setattr__`` (the same slots, so Python allows
+    turning one into a :class:`Passage` by setting ``__class__``)."""
+
+    __slots__ = Passage.__slots__
+
+
 def _check_offsets(passage: Passage) -> None:
     start = integer(passage.start, "passage.start", minimum=0)
     end = integer(passage.end, "passage.end", minimum=0)

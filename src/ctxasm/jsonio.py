@@ -22,6 +22,15 @@ accept and refuse the same inputs with the same message. What is accepted:
 Every refusal is an :class:`~ctxasm.errors.InvalidJSONError` (code ``invalid_json``) or a
 :class:`~ctxasm.errors.RequestTooLargeError` (code ``too_large``), with ``field`` set to what
 was read (``request`` unless the caller says ``result``).
+
+**Two readers, one answer.** Where the ``jiter`` package is installed, input is first read by
+it in one pass of compiled code, which itself refuses invalid UTF-8, lone surrogates, ``NaN``,
+``Infinity`` and repeated keys; what it cannot see (the nesting limit, a float that overflowed,
+a number literal over the length limit) is then checked in one linear pass. Anything that
+fails there, for whatever reason, is read again by the standard library's parser with a check
+per object and per number, which gives every error message. So the fast reader only ever
+accepts what the careful one accepts, with the same value (the tests hold the two to that);
+without ``jiter`` the careful one reads everything.
 """
 
 from __future__ import annotations
@@ -33,6 +42,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ctxasm.errors import InvalidJSONError, RequestTooLargeError
+
+try:
+    import jiter
+except ImportError:  # the careful reader alone: slower, the same answers
+    jiter = None  # type: ignore[assignment]
 
 __all__ = [
     "MAX_DEPTH",
@@ -79,6 +93,110 @@ def decode_json(raw: bytes, *, what: str = "request", max_bytes: int | None = No
     """The JSON value in ``raw``; refusals are described in the module docstring."""
     if max_bytes is not None and len(raw) > max_bytes:
         raise too_large(max_bytes, what, size=len(raw))
+    value = _read_plain(raw)
+    return _read_checked(raw, what) if value is _NOT_PLAIN else value
+
+
+_JITER_OPTIONS: dict[str, Any] = {
+    "allow_inf_nan": False,
+    "catch_duplicate_keys": True,
+    "cache_mode": "keys",
+}
+_NOT_PLAIN: Any = object()
+# Bytes that can be part of a number literal, all mapped to b"0" (other bytes keep their value,
+# and none of them is b"0").
+_NUMBER_BYTES = bytes.maketrans(b"123456789+-.eE", b"0" * 14)
+_LONG_NUMBER = b"0" * (MAX_NUMBER_CHARS + 1)
+# A literal over MAX_NUMBER_CHARS covers at least three consecutive multiples of this stride.
+_STRIDE = (MAX_NUMBER_CHARS + 1) // 3
+
+
+def _jiter_as_needed() -> bool:
+    """Whether the installed ``jiter`` takes the options this module relies on and, with them,
+    refuses what the fast reader leaves to it; otherwise it is left unused."""
+    if jiter is None:
+        return False
+    try:
+        if jiter.from_json(b'{"a": [1, 2.5, "\\u00e9"]}', **_JITER_OPTIONS) != {"a": [1, 2.5, "é"]}:
+            return False
+    except (TypeError, ValueError):  # a release without these options
+        return False
+    for refused in (b'{"a": 1, "a": 2}', b'["\\ud800"]', b"[NaN]", b'["\xff"]'):
+        try:
+            jiter.from_json(refused, **_JITER_OPTIONS)
+        except ValueError:
+            continue
+        return False
+    return True
+
+
+_USE_JITER = _jiter_as_needed()
+
+
+def _read_plain(raw: bytes) -> Any:
+    """The value of ``raw`` as ``jiter`` reads it; ``_NOT_PLAIN`` where jiter is missing, or
+    refuses the input, or the value needs a check only the careful reader makes (see the module
+    docstring). Never raises for bad input."""
+    if not _USE_JITER or type(raw) is not bytes:
+        return _NOT_PLAIN
+    if b"\x00" in raw[:4] or raw[:2] in (b"\xfe\xff", b"\xff\xfe"):
+        return _NOT_PLAIN  # a wide encoding: the careful reader names it
+    if raw.startswith(_UTF8_BOM):
+        raw = raw[len(_UTF8_BOM) :]
+    try:
+        value = jiter.from_json(raw, **_JITER_OPTIONS)
+    except ValueError:
+        return _NOT_PLAIN
+    if _may_hold_a_long_number(raw) or not _within_limits(value):
+        return _NOT_PLAIN
+    return value
+
+
+def _may_hold_a_long_number(raw: bytes) -> bool:
+    """False when ``raw`` surely holds no number literal longer than MAX_NUMBER_CHARS: no run
+    of that many bytes that can make up a number (digits, sign, point, exponent). Such a run
+    covers three consecutive bytes of a sample taken every ``_STRIDE`` bytes, so only around
+    those (rare in text) is the run measured: linear, and a few percent of reading the input."""
+    sample = raw[::_STRIDE].translate(_NUMBER_BYTES)
+    at = sample.find(b"000")
+    while at >= 0:
+        start = at * _STRIDE
+        window = raw[max(0, start - MAX_NUMBER_CHARS) : start + 2 * _STRIDE + MAX_NUMBER_CHARS + 1]
+        if _LONG_NUMBER in window.translate(_NUMBER_BYTES):
+            return True
+        at = sample.find(b"000", at + 1)
+    return False
+
+
+def _within_limits(value: Any) -> bool:
+    """Whether ``value`` nests at most MAX_DEPTH levels and its floats are finite (a literal
+    such as ``1e999`` overflows to infinity), checked level by level without recursion."""
+    if type(value) is float:
+        return value - value == 0.0
+    level = [value] if type(value) is dict or type(value) is list else []
+    depth = 1
+    while level:
+        if depth > MAX_DEPTH:
+            return False
+        nested: list[Any] = []
+        add = nested.append
+        for node in level:
+            for child in node.values() if type(node) is dict else node:
+                kind = type(child)
+                if kind is str:
+                    continue
+                if kind is dict or kind is list:
+                    add(child)
+                elif kind is float and child - child != 0.0:  # inf - inf is NaN
+                    return False
+        level = nested
+        depth += 1
+    return True
+
+
+def _read_checked(raw: bytes, what: str) -> Any:
+    """The standard library's reader with a check per object and per number: the reader of
+    record, whose refusals are the messages every entry point gives."""
     text = _text(raw, what)
     try:
         value = json.loads(
