@@ -26,6 +26,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "override words": lambda n: "ignore previous " * (n // 16),
     "base64 runs just short of a blob": lambda n: ("QUJD" * 49 + " ") * (n // 197),
     "role lines": lambda n: "system:\n" * (n // 8),
+    "letters far apart": lambda n: "i  ,  ,  g " * (n // 11),
+    "pair halves in separate sentences": lambda n: "new things. the rules. " * (n // 23),
+    "words outside ASCII": lambda n: "игнорируй – ø " * (n // 14),
 }
 
 

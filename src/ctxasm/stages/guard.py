@@ -25,10 +25,12 @@ checks whose evidence carried it over ``threshold``:
   ``someone@example.com`` / ``https://...``".
 
 Matching reads folded text (``stages.guard_text``: NFKC, case, accents, invisible characters,
-look-alike letters, leetspeak) against the tables of ``stages.guard_lexicon``. Every rule that
-fires adds its weight; a passage is flagged when the sum within one scan window reaches
-``threshold`` (1.0 by default): strong signals (a chat-template token, "ignore all previous
-instructions") reach it alone, weak ones ("system", "ignore", "your answer") need corroboration.
+look-alike letters, leetspeak) against the tables of ``stages.guard_lexicon``; text whose
+words cannot make up any rule (most prose) is known as such from the set of its words and is
+not walked word by word (``stages.guard_phrases.may_fire``). Every rule that fires adds its
+weight; a passage is flagged when the sum within one scan window reaches ``threshold`` (1.0 by
+default): strong signals (a chat-template token, "ignore all previous instructions") reach it
+alone, weak ones ("system", "ignore", "your answer") need corroboration.
 Text is scanned in windows of ``SCAN_WINDOW`` characters overlapping by ``SCAN_OVERLAP``; every
 step is linear in the length, so a scan's time is too.
 
@@ -45,8 +47,16 @@ from functools import lru_cache
 from typing import ClassVar
 
 from ctxasm.stages.guard_markers import blob_hits, hidden_hits, line_hits, link_hits, token_hits
-from ctxasm.stages.guard_phrases import Hit, clear_word_cache, concept_events, score_events
-from ctxasm.stages.guard_text import decoded_payloads, fold, long_words
+from ctxasm.stages.guard_phrases import (
+    Hit,
+    ciphers,
+    clear_word_cache,
+    concept_events,
+    may_fire,
+    score_events,
+    spell,
+)
+from ctxasm.stages.guard_text import clear_text_cache, decoded_payloads, encoded_runs, fold
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
 
 __all__ = ["CHECKS", "SCAN_OVERLAP", "SCAN_WINDOW", "InjectionScanGuard", "clear_caches"]
@@ -93,12 +103,13 @@ def clear_caches() -> None:
     """Forget cached scan results and looked-up words (for cold-start measurements)."""
     _scan.cache_clear()
     clear_word_cache()
+    clear_text_cache()
 
 
 @lru_cache(maxsize=16384)
 def _scan(text: str, min_blob_chars: int, threshold: float) -> tuple[str, ...]:
     found: set[str] = set()
-    runs = long_words(text)
+    runs = encoded_runs(text)
     for hit in (*hidden_hits(text), *blob_hits(text, min_blob_chars, runs)):
         found.add(hit.check)
     if len(text) <= SCAN_WINDOW:
@@ -119,22 +130,26 @@ def _windows(text: str) -> Iterable[str]:
 
 
 def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set[str]:
-    checks = _flagged(_hits(window), threshold)
-    for payload in decoded_payloads(window, runs):
-        decoded = _flagged(_hits(payload), threshold)
+    folded = fold(window)
+    spelled = spell(folded)
+    checks = _flagged(_hits(window, folded, spelled), threshold)
+    for payload in decoded_payloads(window, runs, ciphers(spelled)):
+        decoded = _flagged(_text_hits(payload), threshold)
         if decoded:
             checks |= decoded | {"encoded_blob"}
     return checks
 
 
-def _hits(text: str) -> list[Hit]:
+def _text_hits(text: str) -> list[Hit]:
     folded = fold(text)
-    return [
-        *score_events(concept_events(folded)),
-        *token_hits(folded),
-        *line_hits(text, folded),
-        *link_hits(text, folded),
-    ]
+    return _hits(text, folded, spell(folded))
+
+
+def _hits(text: str, folded: str, spelled: int | None) -> list[Hit]:
+    """The rules that fire on ``text`` (``folded`` as matched, ``spelled`` what its words may
+    spell: the concept walk is skipped where no rule can fire)."""
+    phrases = score_events(concept_events(folded)) if may_fire(folded, spelled) else []
+    return [*phrases, *token_hits(folded), *line_hits(text, folded), *link_hits(text, folded)]
 
 
 def _flagged(hits: list[Hit], threshold: float) -> set[str]:
@@ -149,7 +164,7 @@ def _flagged(hits: list[Hit], threshold: float) -> set[str]:
 
 def explain(text: str) -> list[Hit]:
     """The rules that fire on ``text`` (its first window), for tuning and debugging."""
-    return _hits(text[:SCAN_WINDOW])
+    return _text_hits(text[:SCAN_WINDOW])
 
 
 InjectionScan = InjectionScanGuard  # former name, kept importable

@@ -9,9 +9,9 @@ bounded repetition, so a match attempt reads a bounded span and a scan is linear
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from ctxasm.stages.guard_phrases import Hit
+from ctxasm.stages.guard_text import outside_ascii
 
 __all__ = ["blob_hits", "hidden_hits", "line_hits", "link_hits", "token_hits"]
 
@@ -59,37 +59,39 @@ _SPACELESS = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
 _ALNUM_RUN = re.compile(r"[A-Za-z0-9+/]+")
 
 _WEAK_ROLES = frozenset(("user", "ai", "bot", "model"))  # common in transcripts
-# A sentence, shouted or mid-line role names one of these (folded).
-_MIDLINE_WORDS = ("system", "assistant", "developer", "human", "admin")
+# A sentence, shouted or mid-line role names one of "system", "assistant", "developer",
+# "human", "admin" (folded).
 
 
-def token_hits(folded: str) -> Iterator[Hit]:
+def token_hits(folded: str) -> list[Hit]:
     """Chat-template tokens, tags imitating a prompt's structure, tool and role JSON."""
-    if "<" in folded or "[inst" in folded:
+    hits = []
+    if "<" in folded or ("[" in folded and "[inst" in folded):
         if any(token in folded for token in _TEMPLATE_TOKENS) or _ANY_TEMPLATE_TOKEN.search(folded):
-            yield Hit("template_token", 1.0, "role_marker")
+            hits.append(Hit("template_token", 1.0, "role_marker"))
         if _TAG.search(folded):
-            yield Hit("structure_tag", 1.0, "role_marker")
+            hits.append(Hit("structure_tag", 1.0, "role_marker"))
         if "</s>" in folded:
-            yield Hit("end_of_sequence", 0.6, "role_marker")
+            hits.append(Hit("end_of_sequence", 0.6, "role_marker"))
         if _has_comment(folded):
-            yield Hit("html_comment", 0.3, "hidden_text")
-    # Each alternative of _TOOL_JSON contains one of these strings (cheaper to look for).
+            hits.append(Hit("html_comment", 0.3, "hidden_text"))
+    # Each alternative of _TOOL_JSON contains one of these strings (cheaper to look for; a
+    # character first, found at C speed, where the string needs it).
+    quoted = '"' in folded or "'" in folded
     hinted = (
-        "tool_" in folded
-        or "function_call" in folded
-        or "<function=" in folded
-        or 'name"' in folded
-        or "name'" in folded
+        ("_" in folded and ("tool_" in folded or "function_call" in folded))
+        or ("<" in folded and "<function=" in folded)
+        or (quoted and ('name"' in folded or "name'" in folded))
     )
     if hinted and _TOOL_JSON.search(folded):
-        yield Hit("tool_json", 1.0, "tool_call")
-    if 'role"' in folded or "role'" in folded:
+        hits.append(Hit("tool_json", 1.0, "tool_call"))
+    if quoted and ('role"' in folded or "role'" in folded):
         roles = {match.group(1) for match in _ROLE_JSON.finditer(folded)}
         if roles - {"user"}:
-            yield Hit("role_json", 1.0, "tool_call")
+            hits.append(Hit("role_json", 1.0, "tool_call"))
         elif roles:
-            yield Hit("user_role_json", 0.6, "tool_call")
+            hits.append(Hit("user_role_json", 0.6, "tool_call"))
+    return hits
 
 
 def _has_comment(folded: str) -> bool:
@@ -106,12 +108,13 @@ def _has_comment(folded: str) -> bool:
     return False
 
 
-def line_hits(text: str, folded: str) -> Iterator[Hit]:
+def line_hits(text: str, folded: str) -> list[Hit]:
     """Role lines ("system:", "User:"), instruction headings and source-label look-alikes;
     ``text`` is the original (for shouted markers), ``folded`` as matched."""
+    hits = []
     label = "source" in folded or "src" in folded or "quelle" in folded or "fuente" in folded
     if label and _LABEL.search(folded.translate(_LABEL_FOLD)):
-        yield Hit("source_label", 1.0, "role_marker")
+        hits.append(Hit("source_label", 1.0, "role_marker"))
     if ":" in folded or "：" in folded:
         strongest = 0.0
         for line in folded.splitlines():
@@ -119,39 +122,49 @@ def line_hits(text: str, folded: str) -> Iterator[Hit]:
             if match is not None:
                 strongest = max(strongest, 1.0 if match.group(1) not in _WEAK_ROLES else 0.5)
         if strongest:
-            yield Hit("role_line", strongest, "role_marker")
+            hits.append(Hit("role_line", strongest, "role_marker"))
         if "):" in folded and _ROLE_LABEL.search(folded):
-            yield Hit("role_label", 0.5, "role_marker")
-        if not any(role in folded for role in _MIDLINE_WORDS):
+            hits.append(Hit("role_label", 0.5, "role_marker"))
+        if not (
+            "system" in folded
+            or "assistant" in folded
+            or "developer" in folded
+            or "human" in folded
+            or "admin" in folded
+        ):
             pass  # none of the three patterns below can match
         elif _SENTENCE_ROLE.search(folded):
-            yield Hit("sentence_role", 1.0, "role_marker")
+            hits.append(Hit("sentence_role", 1.0, "role_marker"))
         elif _SHOUTED_ROLE.search(text):
-            yield Hit("shouted_role", 0.7, "role_marker")
+            hits.append(Hit("shouted_role", 0.7, "role_marker"))
         elif _MIDLINE_ROLE.search(folded):
-            yield Hit("midline_role", 0.4, "role_marker")
+            hits.append(Hit("midline_role", 0.4, "role_marker"))
     if "#" in folded and any(_HEADING.match(line) for line in folded.splitlines()):
-        yield Hit("instruction_heading", 1.0, "role_marker")
+        hits.append(Hit("instruction_heading", 1.0, "role_marker"))
+    return hits
 
 
-def link_hits(text: str, folded: str) -> Iterator[Hit]:
+def link_hits(text: str, folded: str) -> list[Hit]:
     """Markdown images and links, and ``<img src>``, whose url carries data; ``text`` is the
     original (urls keep their case), ``folded`` as matched."""
-    if "](" in text:
+    hits = []
+    if "]" in text and "](" in text:
         for match in _LINK_TARGET.finditer(text):
             url = match.group(1)
             image = text.rfind("![", max(0, match.start() - 500), match.start()) != -1
             weight = _url_weight(url, image)
             if weight:
-                yield Hit("image_url" if image else "link_url", weight, "exfiltration_link")
-    start = folded.find("<img")
+                hits.append(Hit("image_url" if image else "link_url", weight, "exfiltration_link"))
+    start = folded.find("<img") if "<" in folded else -1
     while start != -1:  # each tag is read up to the next "<": linear in all
         following = folded.find("<", start + 1)
         end = following if following != -1 else len(folded)
         src = _IMG_SRC.search(folded, start, min(end, start + _MAX_TAG))
         if src is not None:
-            yield Hit("img_src", max(0.5, _url_weight(src.group(1), True)), "exfiltration_link")
+            weight = max(0.5, _url_weight(src.group(1), True))
+            hits.append(Hit("img_src", weight, "exfiltration_link"))
         start = folded.find("<img", start + 1)
+    return hits
 
 
 def _url_weight(url: str, image: bool) -> float:
@@ -169,24 +182,26 @@ def _url_weight(url: str, image: bool) -> float:
     return 0.0
 
 
-def hidden_hits(text: str) -> Iterator[Hit]:
+def hidden_hits(text: str) -> list[Hit]:
     """Invisible characters that hide text from a reader but not from a model; the zero-width
     space is exempt in text written in a script that separates words with it (Thai, Lao,
     Khmer, Myanmar)."""
-    if text.isascii():
-        return
+    if text.isascii() or not any(map(_HIDDEN.match, outside_ascii(text))):
+        return []
     if _HIDDEN_NOT_ZWSP.search(text) or ("\u200b" in text and not _SPACELESS.search(text)):
-        yield Hit("hidden_characters", 1.0, "hidden_text")
+        return [Hit("hidden_characters", 1.0, "hidden_text")]
+    return []
 
 
-def blob_hits(text: str, min_blob_chars: int, runs: list[str] | None = None) -> Iterator[Hit]:
+def blob_hits(text: str, min_blob_chars: int, runs: list[str] | None = None) -> list[Hit]:
     """A base64 or hex run of ``min_blob_chars`` or more (hex is a subset of base64);
-    ``runs`` is ``guard_text.long_words(text)`` when known (a run has no spaces, so it lies
+    ``runs`` is ``guard_text.encoded_runs(text)`` when known (a run has no spaces, so it lies
     in one of them)."""
-    if len(text) < min_blob_chars:
-        return
+    if len(text) < min_blob_chars or runs == []:
+        return []
     if runs is not None:
         text = " ".join(run for run in runs if len(run) >= min_blob_chars)
     # Runs are found whole (no bounded repeat that would rescan), then measured.
     if max(map(len, _ALNUM_RUN.findall(text)), default=0) >= min_blob_chars:
-        yield Hit("long_encoded_run", 1.0, "encoded_blob")
+        return [Hit("long_encoded_run", 1.0, "encoded_blob")]
+    return []

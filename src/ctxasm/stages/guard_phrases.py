@@ -5,15 +5,21 @@ stems (bounded by the longest stem), as written, with look-alike letters folded 
 with leetspeak digits read as letters; letters spelled out one at a time (``i g n o r e``) are
 read as one word. Chinese and Japanese terms are found as substrings. ``score_events`` sweeps
 the events once, remembering where each concept was last seen. Both are linear in the text.
+
+Most text cannot fire any rule, and ``spell`` and ``may_fire`` prove it at C speed from the set
+of its words, before any walk (see "Proving that no rule can fire" below): the walk is then
+skipped, as its result would be empty.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache
-from itertools import compress, count, repeat
+from functools import cache, reduce
+from itertools import combinations, compress, count, repeat
+from operator import itemgetter, or_
+from typing import Any
 
 from ctxasm.stages.guard_lexicon import (
     CJK_LANGUAGES,
@@ -22,9 +28,23 @@ from ctxasm.stages.guard_lexicon import (
     SINGLE_RULES,
     WINDOW,
 )
-from ctxasm.stages.guard_text import CONFUSABLES, LEET
+from ctxasm.stages.guard_text import (
+    CONFUSABLES,
+    LEET,
+    REVERSED_WORDS,
+    ROT13_WORDS,
+    outside_ascii,
+)
 
-__all__ = ["Hit", "clear_word_cache", "concept_events", "score_events"]
+__all__ = [
+    "Hit",
+    "ciphers",
+    "clear_word_cache",
+    "concept_events",
+    "may_fire",
+    "score_events",
+    "spell",
+]
 
 # Words (letters, digits and the combining marks that \\w leaves out, such as Indic vowel
 # signs), sentence ends, "://" and "@": one pass, no rescanning.
@@ -133,7 +153,7 @@ def _words(text: str) -> list[str]:
     return tokens  # the common case: nothing to split or join
 
 
-def _letter_pairs(tokens: list[str]) -> bool:
+def _letter_pairs(tokens: Sequence[str] | Sequence[bytes]) -> bool:
     """Whether two single letters follow each other in ``tokens`` (found at C speed)."""
     try:
         lengths = bytes(map(len, tokens))
@@ -193,6 +213,8 @@ _MAX_CACHED_WORD = 64  # characters; longer words are looked up every time
 def clear_word_cache() -> None:
     """Forget the looked-up words (for cold-start measurements)."""
     _WORD_CACHE.clear()
+    _SEEN.clear()
+    _VERDICTS.clear()
 
 
 def _entry(word: str, index: _Index) -> Entry:
@@ -301,3 +323,389 @@ def score_events(events: Iterable[Event]) -> list[Hit]:
                 fired.setdefault(hit.rule, hit)
         last[concept] = offset
     return list(fired.values())
+
+
+# Proving that no rule can fire
+# -----------------------------
+# A rule fires only where its concept occurs (a single rule) or both its concepts occur in
+# one sentence (a pair rule). ``spell`` reads, per sentence, which words of the tables a text
+# holds, as bits: the concepts of its one-word terms and stems, the words of multi-word terms,
+# cipher signal words, single letters. A word stands for every spelling the walk tries
+# (leetspeak digits read as letters, apostrophes and hyphens dropped, on both sides; a stem
+# matches any word it starts). ``may_fire`` adds a multi-word term's concept where all its words
+# are present (in any order, at any distance) and says whether the concepts so found satisfy a
+# rule: where none can, the walk would fire nothing and is skipped (most prose). Text with
+# letters the terms use outside ASCII (Cyrillic, Arabic, CJK ...) is always walked.
+#
+# The words are found in one pass: by an Aho-Corasick automaton over the words padded with
+# spaces (pyahocorasick, when installed), else by ``bytes.split`` and a dictionary look-up per
+# word, remembering which words start a stem.
+
+# Words by how common they are, most common first: a multi-word term is looked for by its
+# rarest word (a speed choice only). The automaton does not look for the commonest that only
+# stand in multi-word terms, and takes them as present: fewer matches, as many terms found.
+_COMMON = (
+    "the of and to a in is was for on as with by he at from his it an are were which be this"
+    " that or has had have not but its also after all one their first who new two they been"
+    " her she more when there can other up out into about than only most some over such these"
+    " would them will so no could what any each then here those our now end use run do you your"
+    " my me we us i if de la le les el en et y un une des del il di per que se"
+).split()
+_PRUNE = frozenset("the of in was as it an he is and by at his that which".split())
+_RANK = {word: rank for rank, word in enumerate(reversed(_COMMON), start=1)}
+_IN_WORD = b"'-"  # dropped: inside a word the walk keeps them, at its ends it drops them
+_APOSTROPHE = "\u2019"  # the same, outside ASCII
+_WORD_CHAR = re.compile(r"[^\W\u0900-\u0963\u0966-\u0dff\u064b-\u065f\u0670]")
+_CONFUSABLE_CHARS = frozenset(map(chr, CONFUSABLES))
+# ASCII letters and digits as the tables spell them (lower case, leetspeak digits as letters),
+# sentence ends as ".", every other byte separates words.
+_WORD_BYTES = bytes(
+    ord(chr(c).lower().translate(LEET) if chr(c).isalnum() else "." if chr(c) in ".!?;" else " ")
+    if c < 128
+    else ord(" ")
+    for c in range(256)
+)
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_SPECIAL_CONCEPTS = ("URL", "MAIL", "TOOL")
+_LETTER_GAPS = tuple(" " * n for n in range(1, 7))  # between two one-letter words
+_WIDE_GAP = b" " * 7  # wider gaps (rare): looked for without the automaton
+_VALUE = itemgetter(1)
+
+
+@dataclass(frozen=True)
+class _Presence:
+    """The tables of ``spell`` and ``may_fire``: a bit per concept, per word of a multi-word
+    term, per cipher signal word and per letter, and flags."""
+
+    bits: dict[str, int]  # concept -> its bit
+    concepts: int  # all concept bits
+    words: dict[bytes, int]  # a word of the tables -> its bits (stems included)
+    stems: dict[bytes, int]  # a stem (or the first of a term of stems only) -> its concepts
+    stem_lengths: tuple[int, ...]  # ascending
+    gate: frozenset[bytes]  # the first bytes of every stem, as many as the shortest has
+    anchors: int  # the bits of the rarest words of multi-word terms
+    terms: dict[int, tuple[tuple[int, int], ...]]  # rarest word -> (concept, bits of all words)
+    assumed: int  # the bits of common words the automaton takes as present
+    single: int  # the concepts that fire alone
+    pairs: tuple[int, ...]  # the two concepts of each pair rule
+    rot13: int  # the bits of ROT13_WORDS
+    backwards: int  # the bits of REVERSED_WORDS
+    characters: frozenset[str]  # the characters of all terms
+    whole_only: int  # a flag: not sentence by sentence (letters spelled out were joined)
+    wide_gap: int  # a flag of the automaton: _WIDE_GAP before a letter
+    letter_pair: int  # a flag: two one-letter words in a row
+    letters: dict[bytes, int]  # a letter -> its bit (set with ``letter_pair``)
+    spellable: frozenset[frozenset[int]]  # the letters of each word and stem (two or more)
+    everywhere: int  # the concepts of "://", "@" and "_", which are no words of ``spell``
+
+
+@cache
+def _presence() -> _Presence:
+    concepts = sorted({c for language in LEXICON.values() for c in language})
+    bits = {c: 1 << n for n, c in enumerate([*concepts, *_SPECIAL_CONCEPTS])}
+    next_bit = 1 << len(bits)
+    words: dict[bytes, int] = {}
+    word_bits: dict[bytes, int] = {}
+
+    def word_bit(word: bytes) -> int:
+        nonlocal next_bit
+        if word not in word_bits:
+            word_bits[word] = next_bit
+            words[word] = words.get(word, 0) | next_bit
+            next_bit <<= 1
+        return word_bits[word]
+
+    stems: dict[bytes, int] = {}
+    terms: dict[int, list[tuple[int, int]]] = {}
+    always = 0
+    for language, table in LEXICON.items():
+        if language in CJK_LANGUAGES:
+            continue  # substrings of words outside ASCII
+        for concept, spelled in table.items():
+            for term in spelled.split():
+                parts = _term_parts(term)
+                if parts is None:
+                    continue  # a word outside ASCII: no word of ASCII text spells it
+                exact, prefixes = parts
+                bit = bits[concept]
+                if exact and len(exact) + len(prefixes) > 1:
+                    anchor = min(exact, key=lambda w: (_RANK.get(w.decode(), 0), -len(w), w))
+                    all_words = reduce(or_, map(word_bit, exact))
+                    terms.setdefault(word_bit(anchor), []).append((bit, all_words))
+                elif exact:
+                    words[exact[0]] = words.get(exact[0], 0) | bit
+                elif prefixes:
+                    stems[prefixes[0]] = stems.get(prefixes[0], 0) | bit
+                else:
+                    always |= bit  # no letter or digit: in every text (none today)
+    rot13 = reduce(or_, (word_bit(w.strip().encode()) for w in ROT13_WORDS))
+    backwards = reduce(or_, (word_bit(w.strip().encode()) for w in REVERSED_WORDS))
+    gate_length = min(map(len, stems), default=2)
+    if gate_length < 2:  # a run of letters cut by a letter no term holds is then not seen
+        raise ValueError(f"a stem of one letter ({min(stems, key=len)!r}) cannot be looked for")
+    stem_lengths = tuple(sorted(set(map(len, stems))))
+    gate = frozenset(stem[:gate_length] for stem in stems)
+    for word in words:
+        words[word] |= _stem_concepts(word, stems, stem_lengths, gate)
+    # Common words that only stand in multi-word terms are not looked for, but taken as present.
+    concept_mask = (1 << len(bits)) - 1
+    kept = concept_mask | rot13 | backwards
+    assumed = always
+    for word, found in words.items():
+        if word.decode() in _PRUNE and not found & kept:
+            assumed |= found
+    return _Presence(
+        bits=bits,
+        concepts=concept_mask,
+        words=words,
+        stems=stems,
+        stem_lengths=stem_lengths,
+        gate=gate,
+        anchors=reduce(or_, terms, 0),
+        terms={anchor: tuple(entries) for anchor, entries in terms.items()},
+        assumed=assumed,
+        single=sum({bits[c] for c, _, _ in SINGLE_RULES}),
+        pairs=tuple(bits[a] | bits[b] for a, b, _, _ in PAIR_RULES),
+        rot13=rot13,
+        backwards=backwards,
+        characters=frozenset("".join(t for lang in LEXICON.values() for t in lang.values())),
+        whole_only=next_bit,
+        wide_gap=next_bit << 1,
+        letter_pair=next_bit << 2,
+        letters={letter.encode(): next_bit << (3 + n) for n, letter in enumerate(_LETTERS)},
+        spellable=frozenset(frozenset(word) for word in [*words, *stems] if len(word) > 1),
+        everywhere=bits["URL"] | bits["MAIL"] | bits["TOOL"],
+    )
+
+
+def _term_parts(term: str) -> tuple[list[bytes], list[bytes]] | None:
+    """The words a text must hold where ``term`` occurs, as ``spell`` reads them: whole words,
+    and stems that the text's words start with; ``None`` for a term with a word outside ASCII
+    (whose letters no ASCII word spells)."""
+    exact: list[bytes] = []
+    prefixes: list[bytes] = []
+    for word in term.split("_"):
+        body = word.rstrip("*").replace(_APOSTROPHE, "")
+        if not body.isascii():
+            return None
+        pieces = body.encode().translate(_WORD_BYTES, _IN_WORD).replace(b".", b" ").split()
+        if pieces and word.endswith("*"):
+            prefixes.append(pieces.pop())
+        exact.extend(pieces)
+    return exact, prefixes
+
+
+def _stem_concepts(
+    word: bytes, stems: dict[bytes, int], lengths: tuple[int, ...], gate: frozenset[bytes]
+) -> int:
+    """The concepts of the stems ``word`` starts with."""
+    found = 0
+    if word[: lengths[0]] in gate:
+        for length in lengths:
+            if length > len(word):
+                break
+            found |= stems.get(word[:length], 0)
+    return found
+
+
+@cache
+def _automaton() -> Any:
+    """An Aho-Corasick automaton over the tables' words padded with spaces (a stem on its left
+    only), valued by their bits, over two one-letter words in a row (one to six spaces apart),
+    valued by the flag ``letter_pair`` and their letters, and over ``_WIDE_GAP`` before a
+    letter, valued by the flag ``wide_gap``; ``None`` without pyahocorasick."""
+    try:
+        import ahocorasick  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    except ImportError:
+        return None
+    table = _presence()
+    needles: dict[str, int] = {}
+    for word, found in table.words.items():
+        if found & ~table.assumed:
+            needles[f" {word.decode()} "] = found
+    for stem, found in table.stems.items():
+        needles[f" {stem.decode()}"] = needles.get(f" {stem.decode()}", 0) | found
+    for first, first_bit in table.letters.items():
+        for second, second_bit in table.letters.items():
+            for gap in _LETTER_GAPS:
+                needle = f" {first.decode()}{gap}{second.decode()} "
+                needles[needle] = table.letter_pair | first_bit | second_bit
+    for letter in table.letters:  # one match per wide gap, not one per space in it
+        needles[f"{_WIDE_GAP.decode()}{letter.decode()}"] = table.wide_gap
+    automaton = ahocorasick.Automaton()
+    for needle, found in needles.items():
+        automaton.add_word(needle, found)
+    automaton.make_automaton()
+    return automaton
+
+
+# The words looked up without the automaton (the tables' own to start with), kept across texts
+# like _WORD_CACHE and cleared with it; and the verdicts by concepts found.
+_SEEN: dict[bytes, int] = {}
+_VERDICTS: dict[int, bool] = {}
+_CHAR_KINDS: dict[str, str] = {}  # see _char_kind
+
+
+def spell(text: str) -> int | None:
+    """What folded ``text`` may hold, as bits (see above): the concepts its words may spell,
+    the words of multi-word terms and cipher signal words in it; ``None`` for text with
+    letters the terms use outside ASCII."""
+    data = _word_bytes(text)
+    if data is None:
+        return None
+    table = _presence()
+    spaced = data.replace(b".", b" . ") if b"." in data else data
+    found = _bits(spaced, table)
+    if found & table.wide_gap and _letter_pairs(spaced.split()):
+        # one-letter words further apart than the automaton sees: any letters
+        found |= table.letter_pair | reduce(or_, table.letters.values())
+    if found & table.letter_pair and _spells(found, table):
+        # Letters spelled one at a time, which may spell a word of the tables: the walk's own
+        # words too, runs joined.
+        words = " ".join(_words(text)).replace(_APOSTROPHE, "").encode()
+        spaced = words.translate(_WORD_BYTES, _IN_WORD).replace(b".", b" ")
+        found |= _bits(spaced, table) | table.whole_only
+    if ":" in text and "://" in text:
+        found |= table.bits["URL"]
+    if "@" in text:
+        found |= table.bits["MAIL"]
+    if "_" in text:
+        found |= table.bits["TOOL"]
+    return found
+
+
+def may_fire(text: str, spelled: int | None) -> bool:
+    """Whether some rule can fire on folded ``text``, which ``spell`` read as ``spelled``: the
+    concepts of the whole text first, then, for a pair rule, of each sentence."""
+    if spelled is None:
+        return True
+    table = _presence()
+    concepts = _with_terms(spelled, table)
+    if not _satisfied(concepts, table):
+        return False
+    if concepts & table.single or spelled & table.whole_only:
+        return True
+    data = _word_bytes(text) or b""
+    if b"." not in data:
+        return True  # one sentence: as read already
+    everywhere = spelled & table.everywhere
+    return any(
+        _satisfied(_with_terms(_bits(sentence, table) | everywhere, table), table)
+        for sentence in data.split(b".")
+    )
+
+
+def _bits(spaced: bytes, table: _Presence) -> int:
+    """The bits of the words of ``spaced`` (as the tables spell them, sentence ends apart),
+    and the flag ``letter_pair`` (with the letters) where one-letter words follow each other."""
+    automaton = _automaton()
+    if automaton is not None:
+        return reduce(or_, map(_VALUE, automaton.iter(f" {spaced.decode()} ")), table.assumed)
+    seen = _SEEN or _seed(table)
+    pieces = spaced.split()
+    known = list(map(seen.get, pieces))
+    found = reduce(or_, filter(None, known), table.assumed)
+    if None in known:
+        found |= _learn({piece for piece, bits in zip(pieces, known, strict=True) if bits is None})
+    if _letter_pairs(pieces):  # however far apart
+        found |= table.letter_pair | reduce(or_, table.letters.values())
+    return found
+
+
+def ciphers(spelled: int | None) -> tuple[bool, bool] | None:
+    """Whether a text that ``spell`` read as ``spelled`` may hold two of ``ROT13_WORDS``, and
+    two of ``REVERSED_WORDS``, as words (``None``: not known)."""
+    if spelled is None:
+        return None
+    table = _presence()
+    return (spelled & table.rot13).bit_count() >= 2, (spelled & table.backwards).bit_count() >= 2
+
+
+def _word_bytes(text: str) -> bytes | None:
+    """``text`` with its ASCII words as the tables spell them, sentence ends as "." and other
+    characters as spaces; ``None`` where characters the terms use remain outside ASCII."""
+    if not text.isascii():
+        for char in outside_ascii(text):
+            kind = _CHAR_KINDS.get(char)
+            if kind is None:
+                if len(_CHAR_KINDS) >= _MAX_CACHED_WORDS:
+                    _CHAR_KINDS.clear()
+                kind = _CHAR_KINDS[char] = _char_kind(char)
+            if kind == char:
+                return None
+            text = text.replace(char, kind)
+    return text.encode().translate(_WORD_BYTES, _IN_WORD)
+
+
+def _char_kind(char: str) -> str:
+    """How ``spell`` reads a character outside ASCII: dropped like an apostrophe (""), as a
+    space, or as itself (the text is walked). A space stands for what separates words, and
+    for a letter that no term holds: no word with it is a term's word, and only its part before
+    that letter can start with a stem (``_presence`` checks that stems have two letters or
+    more, so that a run of single letters so cut is still seen)."""
+    if char == _APOSTROPHE:
+        return ""
+    if char in _SPECIAL_WORDS or char in _presence().characters or _CJK.match(char):
+        return char
+    if not _TOKEN.match(char):
+        return " "  # in no word: the walk skips it too
+    return " " if _WORD_CHAR.match(char) and char not in _CONFUSABLE_CHARS else char
+
+
+def _with_terms(found: int, table: _Presence) -> int:
+    """The concepts in ``found``, with those of the multi-word terms whose words all are."""
+    concepts = found & table.concepts
+    anchors = found & table.anchors
+    while anchors:
+        anchor = anchors & -anchors
+        anchors ^= anchor
+        for bit, words in table.terms[anchor]:
+            if found & words == words:
+                concepts |= bit
+    return concepts
+
+
+def _satisfied(concepts: int, table: _Presence) -> bool:
+    """Whether ``concepts`` satisfy some rule (cached)."""
+    verdict = _VERDICTS.get(concepts)
+    if verdict is None:
+        verdict = bool(concepts & table.single) or any(
+            concepts & pair == pair for pair in table.pairs
+        )
+        if len(_VERDICTS) >= _MAX_CACHED_WORDS:
+            _VERDICTS.clear()
+        _VERDICTS[concepts] = verdict
+    return verdict
+
+
+def _seed(table: _Presence) -> dict[bytes, int]:
+    _SEEN.update(table.words)
+    return _SEEN
+
+
+def _learn(words: set[bytes]) -> int:
+    """The bits of ``words`` (not seen before, or forgotten since), kept for the next texts."""
+    table = _presence()
+    if len(_SEEN) + len(words) > _MAX_CACHED_WORDS:
+        _SEEN.clear()
+        _seed(table)
+    found = 0
+    for word in words:
+        bits = table.words.get(word, 0) | _stem_concepts(
+            word, table.stems, table.stem_lengths, table.gate
+        )
+        found |= bits
+        if len(word) <= _MAX_CACHED_WORD:
+            _SEEN[word] = bits
+    return found
+
+
+def _spells(found: int, table: _Presence) -> bool:
+    """Whether the letters in ``found`` (of one-letter words in a row) can spell a word or a
+    stem of the tables, each subset of them looked up (more than eight are taken to)."""
+    letters = frozenset(letter for letter, bit in table.letters.items() if found & bit)
+    return len(letters) > 8 or any(
+        frozenset(b"".join(chosen)) in table.spellable
+        for size in range(1, len(letters) + 1)
+        for chosen in combinations(sorted(letters), size)
+    )

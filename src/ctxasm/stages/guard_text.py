@@ -16,11 +16,25 @@ import base64
 import binascii
 import re
 import unicodedata
+from collections.abc import Iterator
+from functools import cache
 from itertools import compress, repeat
 from operator import le
 from urllib.parse import unquote
 
-__all__ = ["CONFUSABLES", "LEET", "decoded_payloads", "fold", "long_words", "tag_text"]
+__all__ = [
+    "CONFUSABLES",
+    "LEET",
+    "REVERSED_WORDS",
+    "ROT13_WORDS",
+    "clear_text_cache",
+    "decoded_payloads",
+    "encoded_runs",
+    "fold",
+    "long_words",
+    "outside_ascii",
+    "tag_text",
+]
 
 # Characters removed before matching: invisible, or used to split a word for the eye only.
 _INVISIBLE = re.compile(
@@ -48,6 +62,7 @@ LEET = str.maketrans("013457@$8", "oieastasb")
 
 # Unicode tag characters spell ASCII invisibly (U+E0020..U+E007E mirror ' '..'~').
 _TAGS = re.compile("[\U000e0020-\U000e007e]+")
+_FIRST_TAG = "\U000e0020"
 
 # A failed match reads at most MIN_ENCODED_CHARS characters: the scan stays linear.
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
@@ -61,8 +76,8 @@ _ROT13 = str.maketrans(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
     "nopqrstuvwxyzabcdefghijklmNOPQRSTUVWXYZABCDEFGHIJKLM",
 )
-_ROT13_WORDS = (" gur ", " naq ", " lbhe ", " lbh ", " nyy ", " bs ", " vafgehpgvbaf ", " vtaber ")
-_REVERSED_WORDS = (
+ROT13_WORDS = (" gur ", " naq ", " lbhe ", " lbh ", " nyy ", " bs ", " vafgehpgvbaf ", " vtaber ")
+REVERSED_WORDS = (
     " eht ",
     " dna ",
     " ruoy ",
@@ -86,6 +101,8 @@ _DIGIT = re.compile("[0-9]")
 _BASE64_ONLY = re.compile(r"[A-Za-z0-9+/=_-]*")
 
 MIN_ENCODED_CHARS = 16  # shorter runs are not decoded
+_PRINTABLE = bytes(ord("x" if 0x21 <= c <= 0x7E else " ") for c in range(256))
+_ENCODED = b"x" * MIN_ENCODED_CHARS
 MAX_PAYLOADS = 64  # decoded segments per text, and ...
 MAX_PAYLOAD_CHARS = 65_536  # ... characters of decoded text per text
 
@@ -94,6 +111,20 @@ def fold(text: str) -> str:
     """``text`` as matched: lower case, NFKC, no Latin accents, no invisible characters."""
     if text.isascii():
         return text.lower()
+    others = outside_ascii(text)
+    table = _simple_folds()
+    if not others <= table.keys():
+        return _fold(text)
+    # Common prose: each character folds on its own (and the folded text's characters outside
+    # ASCII are known).
+    for char in others:
+        text = text.replace(char, table[char])
+    text = text.lower()
+    _remember(text, frozenset(c for char in others for c in table[char] if not c.isascii()))
+    return text
+
+
+def _fold(text: str) -> str:
     if _INVISIBLE_BMP.search(text) or _INVISIBLE_TAG.search(text):
         text = _INVISIBLE.sub("", text)
     text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
@@ -103,15 +134,69 @@ def fold(text: str) -> str:
     return text.translate(_UNDOTTED) if "ı" in text or "đ" in text else text
 
 
+# Letters and punctuation (Latin, Greek, Cyrillic, general punctuation) that fold one at a
+# time: not invisible, not combining, not composing with a neighbour (no script here composes
+# two starters), decomposing to a starter first, folding to characters that fold to
+# themselves. In a text of ASCII and these only, folding is a replacement per character.
+_SIMPLE_RANGES = ((0x80, 0x24F), (0x370, 0x4FF), (0x1E00, 0x1EFF), (0x2010, 0x205E))
+_OUTSIDE_ASCII_RUNS = re.compile("[^\x00-\x7f]+")
+
+
+@cache
+def _simple_folds() -> dict[str, str]:
+    table = {}
+    for low, high in _SIMPLE_RANGES:
+        for char in map(chr, range(low, high + 1)):
+            if _INVISIBLE.search(char) or unicodedata.category(char) in ("Cc", "Cn", "Co"):
+                continue
+            folded = _fold(char)
+            starts = (
+                unicodedata.normalize("NFKD", char),
+                unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", char).casefold()),
+            )
+            if (
+                unicodedata.combining(char) == 0
+                and all(start and unicodedata.combining(start[0]) == 0 for start in starts)
+                and folded.lower() == folded
+                and all(c.isascii() or _fold(c) == c for c in folded)
+            ):
+                table[char] = folded
+    return table
+
+
 def _latin_marks(match: re.Match[str]) -> str:
     """The combining marks of ``match`` removed when they follow a Latin letter."""
     start = match.start()
     return "" if start and "a" <= match.string[start - 1] <= "z" else match.group()
 
 
+def outside_ascii(text: str) -> frozenset[str]:
+    """The characters of ``text`` outside ASCII (kept for the last few texts: the checks of a
+    text share them)."""
+    found = _OUTSIDE.get(text)
+    if found is None:
+        found = frozenset("".join(_OUTSIDE_ASCII_RUNS.findall(text)))
+        _remember(text, found)
+    return found
+
+
+_OUTSIDE: dict[str, frozenset[str]] = {}
+
+
+def clear_text_cache() -> None:
+    """Forget the characters outside ASCII of the last texts (for cold-start measurements)."""
+    _OUTSIDE.clear()
+
+
+def _remember(text: str, outside: frozenset[str]) -> None:
+    if len(_OUTSIDE) >= 8:
+        _OUTSIDE.clear()
+    _OUTSIDE[text] = outside
+
+
 def tag_text(text: str) -> str:
     """The ASCII that Unicode tag characters in ``text`` spell (empty if none)."""
-    if text.isascii():
+    if text.isascii() or max(outside_ascii(text)) < _FIRST_TAG:
         return ""
     return " ".join(
         "".join(chr(ord(ch) - 0xE0000) for ch in match.group()) for match in _TAGS.finditer(text)
@@ -125,48 +210,63 @@ def long_words(text: str) -> list[str]:
     return list(compress(parts, map(le, repeat(MIN_ENCODED_CHARS), map(len, parts))))
 
 
-def decoded_payloads(text: str, runs: list[str] | None = None) -> list[str]:
+def encoded_runs(text: str) -> list[str]:
+    """``long_words(text)``, or ``[]`` where none of them can hold an encoded run: base64,
+    base32, hex, ascii85 and base85 are ``MIN_ENCODED_CHARS`` or more printable ASCII
+    characters in a row, found at C speed in the bytes of ``text``."""
+    if _ENCODED not in text.encode("utf-8", "surrogatepass").translate(_PRINTABLE):
+        return []
+    return long_words(text)
+
+
+def decoded_payloads(
+    text: str, runs: list[str] | None = None, ciphers: tuple[bool, bool] | None = None
+) -> list[str]:
     """Readable text hidden in ``text`` as base64/base32, hex, binary, percent- or
     backslash-escapes, or tag characters, up to ``MAX_PAYLOADS`` segments; ``runs`` is
-    ``long_words(text)`` when already known."""
+    ``encoded_runs(text)`` when already known, ``ciphers`` whether ``text`` may hold two of
+    ``ROT13_WORDS`` and two of ``REVERSED_WORDS`` as words (``None``: look)."""
     found: list[str] = []
-    budget = [MAX_PAYLOAD_CHARS]
+    budget = MAX_PAYLOAD_CHARS
+    for decoded in _decodings(text, encoded_runs(text) if runs is None else runs, ciphers):
+        if decoded and len(found) < MAX_PAYLOADS and budget > 0 and _readable(decoded):
+            found.append(decoded[:budget])
+            budget -= len(decoded)
+    return found
 
-    def keep(decoded: str | None) -> None:
-        if decoded and len(found) < MAX_PAYLOADS and budget[0] > 0 and _readable(decoded):
-            found.append(decoded[: budget[0]])
-            budget[0] -= len(decoded)
 
-    keep(tag_text(text))
-    if runs is None:
-        runs = long_words(text)
+def _decodings(
+    text: str, runs: list[str], ciphers: tuple[bool, bool] | None
+) -> Iterator[str | None]:
+    """Every decoding ``decoded_payloads`` tries, in order (``None`` or empty where one fails)."""
+    yield tag_text(text)
     if runs:  # base64 and hex runs have no spaces: they are found in the long words only
         spaced = " ".join(runs)
         for run in _BASE64_RUN.findall(spaced):
             if _looks_encoded(run):
-                keep(_from_base64(run) or _from_base32(run))
+                yield _from_base64(run) or _from_base32(run)
         for run in _HEX_RUN.findall(spaced):
-            keep(_bytes_text(binascii.unhexlify(run)))
+            yield _bytes_text(binascii.unhexlify(run))
     if text.count("0") + text.count("1") >= 16:  # two bytes of bits at least
         for match in _BINARY_RUN.finditer(text):
             bits = match.group().replace(" ", "")
-            keep(_bytes_text(bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits), 8))))
+            yield _bytes_text(bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits), 8)))
     if runs:  # ascii85 and base85 runs have no spaces either
         for run in runs:
-            keep(_from_base85(run))
+            yield _from_base85(run)
     if text.isascii():
-        lowered = f" {text.lower()} "
-        if sum(word in lowered for word in _ROT13_WORDS) >= 2:
-            keep(text.translate(_ROT13))
-        if sum(word in lowered for word in _REVERSED_WORDS) >= 2:
-            keep(text[::-1])
+        rot13, backwards = (True, True) if ciphers is None else ciphers
+        lowered = f" {text.lower()} " if rot13 or backwards else ""
+        if rot13 and sum(word in lowered for word in ROT13_WORDS) >= 2:
+            yield text.translate(_ROT13)
+        if backwards and sum(word in lowered for word in REVERSED_WORDS) >= 2:
+            yield text[::-1]
         if text.count("-") + text.count(".") >= 16 and _MORSE_RUN.search(text):
-            keep(_from_morse(text))
-    if text.count("%") >= 3:
-        keep(unquote(text))
-    if "\\u" in text or "\\x" in text:
-        keep(_ESCAPES.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text))
-    return found
+            yield _from_morse(text)
+    if "%" in text and text.count("%") >= 3:
+        yield unquote(text)
+    if "\\" in text and ("\\u" in text or "\\x" in text):
+        yield _ESCAPES.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
 
 
 def _from_base85(run: str) -> str | None:
