@@ -96,6 +96,8 @@ def test_a_plain_assemble_loads_no_cli_framework_and_no_unused_package() -> None
         "numpy",
         "jinja2",
         "datasketch",
+        "simplemma",
+        "fastokens",
         "ctxasm.cli.app",
         "ctxasm.service",
         "ctxasm.store",

@@ -32,8 +32,16 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# Commands that live long enough to win back fastokens' slower load (see docs/tokenizers.md);
+# every other command counts with tiktoken unless CTXASM_BPE_BACKEND says otherwise.
+_LONG_LIVED = frozenset({"serve", "batch"})
+
+
 def run() -> Any:
     """Console-script entry point."""
+    command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    if command not in _LONG_LIVED:
+        os.environ.setdefault("CTXASM_BPE_BACKEND", "tiktoken")
     try:
         options = plain_options(sys.argv[1:])
         if options is not None:

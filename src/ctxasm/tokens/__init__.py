@@ -18,6 +18,10 @@ A tokenizer is named by a spec string:
 A file spec may end with ``#sha256=<64 hex digits>``: the file is then read only if its hash
 matches.
 
+tiktoken-format encodings count with tiktoken or with the faster fastokens (same counts, same
+names): ``$CTXASM_BPE_BACKEND`` or :func:`set_bpe_backend` chooses, see
+:mod:`ctxasm.tokens.fastokens_source`.
+
 :func:`get_counter` returns a shared, cached :class:`TokenCounter` for a spec.
 """
 
@@ -29,6 +33,7 @@ from ctxasm.errors import TokenizerError
 from ctxasm.tokens.base import TokenCounter, Tokenizer
 from ctxasm.tokens.bpe import BpeEncoding, BpeTokenizer
 from ctxasm.tokens.estimate import EstimateTokenizer
+from ctxasm.tokens.fastokens_source import bpe_backend, set_bpe_backend
 from ctxasm.tokens.files import TokenizerFile
 from ctxasm.tokens.hf import HuggingFaceTokenizer
 from ctxasm.tokens.pinned import PINNED, pinned_tokenizer
@@ -46,8 +51,10 @@ __all__ = [
     "TokenCounter",
     "Tokenizer",
     "TokenizerFile",
+    "bpe_backend",
     "get_counter",
     "make_tokenizer",
+    "set_bpe_backend",
 ]
 
 _COUNTERS: dict[str, TokenCounter] = {}

@@ -1,4 +1,5 @@
-"""Exact counts for open-weight byte-level BPE tokenizers, with tiktoken as the engine.
+"""Exact counts for open-weight byte-level BPE tokenizers, with tiktoken as the engine
+(or fastokens, for files whose fastokens counts are checked: see ``fastokens_parity``).
 
 Meta's Llama 3 ``tokenizer.model`` and Qwen's ``qwen.tiktoken`` are tiktoken rank files; Mistral's
 ``tekken.json`` holds the same ranks in JSON with its pre-tokenizer pattern. A
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ctxasm.errors import TokenizerError
+from ctxasm.tokens.fastokens_source import FastBpe, FastBpeSource, fast_bpe
 from ctxasm.tokens.files import TokenizerFile
 from ctxasm.tokens.tiktoken_source import count_upto_at_spaces, space_lower_bound
 
@@ -39,6 +41,9 @@ class BpeEncoding:
     part by part: a space after a non-whitespace character, and a backtick after a newline,
     always start a new pre-tokenizer piece (true of every pattern pinned in
     :mod:`ctxasm.tokens.pinned`; leave it false for a pattern nobody checked).
+    ``fastokens_parity`` lets fastokens count when it is the backend
+    (:mod:`ctxasm.tokens.fastokens_source`): set it only for a pinned file whose fastokens
+    counts the test suite compares with tiktoken's.
     """
 
     file: TokenizerFile
@@ -47,10 +52,16 @@ class BpeEncoding:
     normalization: Literal["NFC"] | None = None
     text_tokens: tuple[str, ...] = ()
     seams: bool = False
+    fastokens_parity: bool = False
 
     def __post_init__(self) -> None:
         if self.pattern is None and self.format != "tekken":
             raise TokenizerError(f"{self.file.label}: a tiktoken rank file needs a pattern")
+        if self.fastokens_parity and self.file.sha256 is None:
+            raise TokenizerError(
+                f"{self.file.label}: fastokens parity is only checked for a file with a "
+                "pinned SHA-256"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +81,8 @@ class BpeTokenizer:
         self.encoding = encoding
         self.splits_before_fence = encoding.seams
         self.splits_at_spaces = encoding.seams
+        # One fastokens load per file and pattern: Qwen 2.5 and 3 share theirs.
+        self._fast_key = f"bpe:{encoding.file.sha256}:{encoding.pattern}"
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
 
@@ -96,7 +109,27 @@ class BpeTokenizer:
             return 0
         if self.encoding.normalization is not None and not text.isascii():
             text = unicodedata.normalize(self.encoding.normalization, text)
+        fast = self._fast()
+        if fast is not None:
+            counted = fast.count(text)
+            if counted is not None:
+                return counted
         return len(loaded.encoding.encode_ordinary(text))
+
+    def _fast(self) -> FastBpe | None:
+        if not self.encoding.fastokens_parity:
+            return None
+        return fast_bpe(self._fast_key, self._fast_source)
+
+    def _fast_source(self) -> FastBpeSource:
+        """The checked file's ranks in tiktoken format, the only one fastokens reads."""
+        file = self.encoding.file
+        data = file.read()
+        pattern = self.encoding.pattern
+        if self.encoding.format == "tekken":
+            ranks, pattern = _tekken_ranks(file, data, pattern)
+            data = b"".join(b"%s %d\n" % (base64.b64encode(t), r) for t, r in ranks.items())
+        return FastBpeSource(file.label, data, pattern=pattern)
 
     def lower_bound(self, text: str) -> int:
         if not self.encoding.seams:

@@ -91,11 +91,20 @@ def _bpe(
     format: Literal["tiktoken", "tekken"] = "tiktoken",
     normalization: Literal["NFC"] | None = None,
     text_tokens: tuple[str, ...] = (),
+    fastokens_parity: bool = True,
 ) -> Callable[[str, TokenizerFile], Tokenizer]:
     def build(name: str, file: TokenizerFile) -> Tokenizer:
         # seams: each pattern above starts a piece at a space after a non-space character and
         # at a backtick after a newline (docs/tokenizers.md), so counts add up across both.
-        encoding = BpeEncoding(file, format, pattern, normalization, text_tokens, seams=True)
+        encoding = BpeEncoding(
+            file,
+            format,
+            pattern,
+            normalization,
+            text_tokens,
+            seams=True,
+            fastokens_parity=fastokens_parity,
+        )
         return BpeTokenizer(name, encoding)
 
     return build
@@ -105,7 +114,8 @@ PINNED: dict[str, PinnedTokenizer] = {
     "llama-3": PinnedTokenizer(
         _LLAMA3_FILE,
         "Meta Llama 3, 3.1, 3.2 and 3.3 (Meta's tokenizer.model, shipped by llama-models)",
-        _bpe(LLAMA3_PATTERN),
+        # fastokens refuses these ranks: some tokens are not the merge of two others.
+        _bpe(LLAMA3_PATTERN, fastokens_parity=False),
     ),
     "qwen2.5": PinnedTokenizer(
         _QWEN_FILE,

@@ -13,6 +13,10 @@ A file that is found must match the SHA-256 that OpenAI publishes for it, or loa
 :class:`~ctxasm.errors.TokenizerError` (a corrupt or substituted file would silently change every
 count). Only when no file is found (an install that lost its package data) does tiktoken try to
 download.
+
+Counts come from fastokens instead when it is the backend (see
+:mod:`ctxasm.tokens.fastokens_source`), built from the same checked file; tiktoken stays the
+reference and counts whatever fastokens refuses.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ctxasm.errors import TokenizerError, UntokenizableError
+from ctxasm.tokens.fastokens_source import FastBpeSource, fast_bpe
 
 if TYPE_CHECKING:
     import tiktoken
@@ -98,14 +103,17 @@ def find_rank_file(name: str) -> Path | None:
     return next((place for place in places if place.is_file()), None)
 
 
-def _verify(name: str, path: Path) -> None:
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+def _verify(name: str, path: Path) -> bytes:
+    """The bytes of ``path``, once their SHA-256 is the official one for ``name``."""
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
     expected = OFFICIAL_RANKS[name].sha256
     if digest != expected:
         raise TokenizerError(
             f"{path} is not the official {name} rank file: its SHA-256 is {digest}, "
             f"expected {expected}. Replace it with the file published by OpenAI."
         )
+    return data
 
 
 def _load_from(name: str, path: Path) -> tiktoken.Encoding:
@@ -174,7 +182,9 @@ def _download(name: str) -> tiktoken.Encoding:
 
 
 class TiktokenTokenizer:
-    """Exact counts with one of OpenAI's tiktoken encodings (loaded on first use)."""
+    """Exact counts with one of OpenAI's tiktoken encodings (loaded on first use), by the
+    backend :mod:`ctxasm.tokens.fastokens_source` chooses; the name, the counts and the
+    properties below are the encoding's, whatever the backend."""
 
     exact = True
     # In o200k and cl100k no pre-tokenizer piece contains a newline followed by a backtick: a
@@ -195,6 +205,11 @@ class TiktokenTokenizer:
 
     def count(self, text: str) -> int:
         # Passage text is data: special-token strings in it are counted as plain text.
+        fast = fast_bpe(self.name, self._fast_source)
+        if fast is not None:
+            counted = fast.count(text)
+            if counted is not None:
+                return counted
         encoding = load_encoding(self.encoding)
         try:
             return len(encoding.encode_ordinary(text))
@@ -205,6 +220,13 @@ class TiktokenTokenizer:
                 f"a text of {len(text):,} characters could not be tokenized with {self.encoding} "
                 f"({type(exc).__name__})"
             ) from None
+
+    def _fast_source(self) -> FastBpeSource | None:
+        path = find_rank_file(self.encoding)
+        if path is None:
+            return None  # tiktoken downloads it
+        ranks = _verify(self.encoding, path)
+        return FastBpeSource(str(path), ranks, preset=self.encoding)
 
     def lower_bound(self, text: str) -> int:
         """See :func:`space_lower_bound` (the longest token of both encodings covers 128 bytes)."""
