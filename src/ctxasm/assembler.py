@@ -283,13 +283,13 @@ class _TimedDedup:
 
 
 class _TurnCost:
-    """A history turn's tokens: its role and content, and the model's per-message framing."""
+    """A history turn's tokens, as the model's chat template frames it."""
 
     def __init__(self, model: ModelSpec, counter: TokenCounter) -> None:
-        self.per_message, self.counter = model.tokens_per_message, counter
+        self.template, self.counter = model.chat_template, counter
 
     def __call__(self, turn: Message) -> int:
-        return self.per_message + self.counter.count(turn.role) + self.counter.count(turn.content)
+        return self.template.turn(turn.role, turn.content, self.counter.count)
 
 
 class _RequestCounter:

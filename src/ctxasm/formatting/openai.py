@@ -16,9 +16,10 @@ __all__ = ["OpenAIChatFormat"]
 class OpenAIChatFormat:
     """``messages`` for the Chat Completions API.
 
-    Counted with OpenAI's published method: every message costs ``tokens_per_message`` plus its
-    role and content, and the reply is primed with ``reply_priming`` tokens (3 and 3 for current
-    OpenAI models; the registry holds the values for each model).
+    Counted with the model's chat template (:mod:`ctxasm.models.chat`): OpenAI's published
+    method (every message costs ``tokens_per_message`` plus its role and content, and the reply
+    is primed with ``reply_priming`` tokens) unless the registry names the template an
+    open-weight model's server applies, which is counted exactly.
     """
 
     name = "openai"
@@ -33,8 +34,4 @@ class OpenAIChatFormat:
         return Rendered(tuple(messages), None, None)
 
     def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:
-        total = model.reply_priming
-        for message in rendered.messages:
-            total += model.tokens_per_message
-            total += counter.count(message["role"]) + counter.count(message["content"])
-        return total
+        return model.chat_template.count(rendered.messages, counter.count)

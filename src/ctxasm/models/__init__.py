@@ -15,17 +15,24 @@ from importlib import resources
 from typing import Any
 
 from ctxasm.errors import ConfigError, UnknownModelError
+from ctxasm.models.chat import ChatTemplate, chat_template, check_chat_name
 
 __all__ = ["ModelRegistry", "ModelSpec", "default_registry"]
 
 _INT_FIELDS = ("context_window", "max_output", "tokens_per_message", "reply_priming")
 _PRICE_FIELDS = ("input_price", "output_price")
-_KNOWN_FIELDS = {*_INT_FIELDS, *_PRICE_FIELDS, "provider", "tokenizer", "aliases"}
+_KNOWN_FIELDS = {*_INT_FIELDS, *_PRICE_FIELDS, "provider", "tokenizer", "chat", "aliases"}
 
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    """One model: its window, its tokenizer spec, its chat overhead and prices per 1M tokens."""
+    """One model: its window, its tokenizer spec, its chat overhead and prices per 1M tokens.
+
+    ``chat`` names the template a chat request is counted with (:mod:`ctxasm.models.chat`):
+    ``openai`` adds ``tokens_per_message`` per message and ``reply_priming`` before the reply;
+    with any other template, ``tokens_per_message`` is only what the budget allows for the
+    framing of one history turn before the exact recount.
+    """
 
     name: str
     provider: str
@@ -34,9 +41,18 @@ class ModelSpec:
     tokenizer: str
     tokens_per_message: int = 3
     reply_priming: int = 3
+    chat: str = "openai"
     input_price: float | None = None
     output_price: float | None = None
     aliases: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        check_chat_name(self.chat, f"models.{self.name}.chat")
+
+    @property
+    def chat_template(self) -> ChatTemplate:
+        """The template that counts a chat request for this model."""
+        return chat_template(self.chat, self.tokens_per_message, self.reply_priming)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +63,7 @@ class ModelSpec:
             "tokenizer": self.tokenizer,
             "tokens_per_message": self.tokens_per_message,
             "reply_priming": self.reply_priming,
+            "chat": self.chat,
             "input_price": self.input_price,
             "output_price": self.output_price,
             "aliases": list(self.aliases),
@@ -79,7 +96,7 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
             or value < 0
         ):
             raise ConfigError(f"{where}.{key} must be a price >= 0 or null, got {value!r}")
-    for key in ("provider", "tokenizer"):
+    for key in ("provider", "tokenizer", "chat"):
         if key in entry and not isinstance(entry[key], str):
             raise ConfigError(f"{where}.{key} must be a string, got {entry[key]!r}")
     if "aliases" in entry:
@@ -95,6 +112,16 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
                 "(or name an existing model to override it)"
             )
     return checked
+
+
+def _check_priming(spec: ModelSpec, entry: Mapping[str, Any]) -> None:
+    """Refuse a ``reply_priming`` that a chat template would leave unused."""
+    if "reply_priming" in entry and spec.chat != "openai":
+        raise ConfigError(
+            f"models.{spec.name}.reply_priming is only used with chat = 'openai', and "
+            f"{spec.name} is counted with the {spec.chat!r} template; set chat = 'openai' too "
+            "to count with tokens_per_message and reply_priming (docs/models.md#chat-overhead)"
+        )
 
 
 class ModelRegistry:
@@ -135,6 +162,7 @@ class ModelRegistry:
                 checked = _check_entry(name, entry, partial=False)
                 checked.setdefault("provider", "custom")
                 models[name] = ModelSpec(name=name, **checked)
+            _check_priming(models[existing or name], entry)
         return ModelRegistry(models)
 
     def get(self, name: str) -> ModelSpec:

@@ -1,42 +1,49 @@
-"""The registry's chat overhead for open-weight families, against their chat templates.
+"""The chat templates of the open-weight families, against their servers' own encodings.
 
-A request is budgeted as ``reply_priming + sum(tokens_per_message + count(role) +
-count(content))`` (formatting/openai.py). For Llama 3 and Qwen that sum must equal the tokens
-of the conversation rendered with the family's template, special tokens parsed as the server
-parses them; for Mistral, whose formats do not add a fixed amount per message, it must never be
-below what mistral-common encodes.
+A chat request is counted with its model's template (``ctxasm.models.chat``, applied by
+``OpenAIChatFormat.count``, which the budget and the verify recount use). The count must equal
+the tokens of the conversation as the family's server encodes it: Llama 3 rendered with Hugging
+Face's chat template and Qwen with ChatML, control tokens parsed, and Mistral by
+mistral-common's ``encode_chat_completion`` (a request ending with a user turn ends with
+``[/INST]``: Mistral writes nothing more before the reply).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import date, timedelta
+from typing import Any
 
 import pytest
 from open_weight_corpus import SPECIAL_LOOKING, corpus, hf_reference
 
+import ctxasm
 from ctxasm import default_registry
+from ctxasm.formatting import Rendered
+from ctxasm.formatting.openai import OpenAIChatFormat
 from ctxasm.models import ModelSpec
+from ctxasm.models.chat import LLAMA3_DATE_LINES
 from ctxasm.tokens import get_counter, pinned
 from ctxasm.tokens.bpe import _tiktoken_ranks
 
 Conversation = list[tuple[str, str]]  # (role, content)
 
-# The system prompt Hugging Face's Llama 3.1 to 3.3 templates open with (date_string defaults to
-# "26 Jul 2024"; the 3.2 template writes today's date).
-LLAMA_PREAMBLE = "Cutting Knowledge Date: December 2023\nToday Date: {date}\n\n"
+
+def _contents(*, trimmed: bool = False) -> list[str]:
+    """Texts without control-looking strings (a server parses those as control tokens; ctxasm
+    counts them as text, more); white space at either end is kept unless ``trimmed``."""
+    texts = corpus(4000, seed=7)
+    if trimmed:
+        texts = [t.strip() for t in texts]
+    return [t for t in texts if t.strip() and not any(token in t for token in SPECIAL_LOOKING)]
 
 
-def _contents() -> list[str]:
-    """Texts as templates receive them: trimmed (Llama's template trims), no control-looking
-    strings (a server parses those as control tokens; ctxasm counts them as text, more)."""
-    texts = [t.strip() for t in corpus(4000, seed=7)]
-    return [t for t in texts if t and not any(token in t for token in SPECIAL_LOOKING)]
-
-
-def _conversations(count: int = 300) -> list[Conversation]:
+def _conversations(count: int = 300, *, trimmed: bool = False) -> list[Conversation]:
+    """What ctxasm renders: a system message, alternating history turns, the question."""
     rng = random.Random(11)
-    contents = _contents()
+    contents = _contents(trimmed=trimmed)
     conversations = []
     for _ in range(count):
         messages = [("system", rng.choice(contents))]
@@ -47,17 +54,26 @@ def _conversations(count: int = 300) -> list[Conversation]:
     return conversations
 
 
-def _budgeted(spec: ModelSpec, messages: Conversation) -> int:
-    counter = get_counter(spec.tokenizer)
-    per_message = (
-        spec.tokens_per_message + counter.count(r) + counter.count(c) for r, c in messages
-    )
-    return spec.reply_priming + sum(per_message)
+def _counted(spec: ModelSpec, messages: Conversation) -> int:
+    """The count the budget and the verify recount take."""
+    rendered = Rendered(tuple({"role": r, "content": c} for r, c in messages), None, None)
+    return OpenAIChatFormat().count(rendered, get_counter(spec.tokenizer), spec)
 
 
 def _family(prefix: str) -> list[ModelSpec]:
     found = [spec for spec in default_registry() if spec.name.startswith(prefix)]
     assert found
+    return found
+
+
+def _mismatches(
+    conversations: list[Conversation], spec: ModelSpec, reference: Callable[[Conversation], int]
+) -> list[tuple[int, int, Conversation]]:
+    found = []
+    for messages in conversations:
+        expected, counted = reference(messages), _counted(spec, messages)
+        if expected != counted:
+            found.append((expected, counted, messages))
     return found
 
 
@@ -67,55 +83,63 @@ def _family(prefix: str) -> list[ModelSpec]:
 def _llama_hf_template(messages: Conversation, day: str = "26 Jul 2024") -> str:
     """Hugging Face's chat_template of Llama 3.1 to 3.3, without tools."""
     (_, system), *rest = messages
+    preamble = LLAMA3_DATE_LINES.replace("26 Jul 2024", day)
     text = "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
-    text += LLAMA_PREAMBLE.format(date=day) + system.strip() + "<|eot_id|>"
+    text += preamble + system.strip() + "<|eot_id|>"
     for role, content in rest:
         text += f"<|start_header_id|>{role}<|end_header_id|>\n\n{content.strip()}<|eot_id|>"
     return text + "<|start_header_id|>assistant<|end_header_id|>\n\n"
 
 
-def test_llama3_overhead_equals_hugging_faces_template() -> None:
+def _meta_tokenizer() -> Any:
     from llama_models.llama3.tokenizer import Tokenizer
 
-    meta = Tokenizer(pinned.PINNED["llama-3"].file.locate())
+    return Tokenizer(pinned.PINNED["llama-3"].file.locate())
+
+
+def _llama_reference() -> Callable[[Conversation], int]:
+    meta = _meta_tokenizer()
+
+    def encoded(messages: Conversation) -> int:
+        text = _llama_hf_template(messages)
+        return len(meta.encode(text, bos=False, eos=False, allowed_special="all"))
+
+    return encoded
+
+
+def test_llama3_count_equals_hugging_faces_template() -> None:
     for spec in _family("llama-3"):
-        assert (spec.tokenizer, spec.tokens_per_message, spec.reply_priming) == (
-            "pinned:llama-3",
-            4,
-            25,
-        )
+        assert (spec.tokenizer, spec.chat) == ("pinned:llama-3", "llama3")
     spec = _family("llama-3")[0]
-    wrong = []
-    for messages in _conversations():
-        rendered = meta.encode(
-            _llama_hf_template(messages), bos=False, eos=False, allowed_special="all"
-        )
-        if len(rendered) != _budgeted(spec, messages):
-            wrong.append(messages)
-    assert wrong == []
+    # contents keep their white space: the template trims it, and so does the count
+    assert _mismatches(_conversations(), spec, _llama_reference()) == []
 
 
-def test_llama3_overhead_is_metas_chat_format_plus_the_date_lines() -> None:
+def test_metas_chat_format_is_openais_method_with_four_and_five() -> None:
+    """docs/models.md: a server that uses Meta's own chat format (no date lines, nothing
+    trimmed) is counted exactly with chat = "openai", 4 a message and 5 before the reply."""
     from llama_models.datatypes import RawMessage
     from llama_models.llama3.chat_format import ChatFormat
-    from llama_models.llama3.tokenizer import Tokenizer
 
-    chat = ChatFormat(Tokenizer(pinned.PINNED["llama-3"].file.locate()))
-    spec = _family("llama-3")[0]
-    wrong = []
-    for messages in _conversations(100):
+    chat = ChatFormat(_meta_tokenizer())
+
+    def meta(messages: Conversation) -> int:
         raw = [RawMessage(role=role, content=content) for role, content in messages]
-        tokens = chat.encode_dialog_prompt(raw).tokens
-        if len(tokens) + 20 != _budgeted(spec, messages):
-            wrong.append(messages)
-    assert wrong == []
+        return len(chat.encode_dialog_prompt(raw).tokens)
+
+    spec = default_registry().with_overrides(
+        {"llama-3.1-8b-instruct": {"chat": "openai", "reply_priming": 5}}
+    )
+    assert _mismatches(_conversations(100), spec.get("llama-3.1-8b-instruct"), meta) == []
 
 
 def test_llama_date_lines_are_twenty_tokens_on_any_day() -> None:
     counter = get_counter("pinned:llama-3")
     day, lengths = date(2024, 1, 1), set()
     while day < date(2031, 1, 1):
-        lengths.add(counter.count(LLAMA_PREAMBLE.format(date=day.strftime("%d %b %Y"))))
+        lengths.add(
+            counter.count(LLAMA3_DATE_LINES.replace("26 Jul 2024", day.strftime("%d %b %Y")))
+        )
         day += timedelta(days=1)
     assert lengths == {20}
 
@@ -129,8 +153,7 @@ def _chatml(messages: Conversation) -> str:
     return text + "<|im_start|>assistant\n"
 
 
-@pytest.mark.parametrize(("prefix", "name"), [("qwen2.5", "qwen2.5"), ("qwen3", "qwen3")])
-def test_qwen_overhead_equals_chatml(prefix: str, name: str) -> None:
+def _qwen_reference(name: str, after_reply_prompt: str = "") -> Callable[[Conversation], int]:
     ranks = _tiktoken_ranks(pinned.PINNED[name].file, pinned.PINNED[name].file.read())
     text_tokens = pinned.QWEN3_TEXT_TOKENS if name == "qwen3" else pinned.QWEN25_TEXT_TOKENS
     server = hf_reference(
@@ -141,50 +164,189 @@ def test_qwen_overhead_equals_chatml(prefix: str, name: str) -> None:
         control_tokens=["<|im_start|>", "<|im_end|>", "<|endoftext|>"],
     )
     server.encode_special_tokens = False  # the server parses the template's control tokens
+
+    def encoded(messages: Conversation) -> int:
+        text = _chatml(messages) + after_reply_prompt
+        return len(server.encode(text, add_special_tokens=False).ids)
+
+    return encoded
+
+
+@pytest.mark.parametrize(("prefix", "name"), [("qwen2.5", "qwen2.5"), ("qwen3", "qwen3")])
+def test_qwen_count_equals_chatml(prefix: str, name: str) -> None:
     for spec in _family(prefix):
-        assert (spec.tokenizer, spec.tokens_per_message, spec.reply_priming) == (
-            f"pinned:{name}",
-            4,
-            3,
-        )
+        assert (spec.tokenizer, spec.chat) == (f"pinned:{name}", "chatml")
     spec = _family(prefix)[0]
-    wrong = []
-    for messages in _conversations():
-        rendered = server.encode(_chatml(messages), add_special_tokens=False)
-        if len(rendered.ids) != _budgeted(spec, messages):
-            wrong.append(messages)
-    assert wrong == []
+    # contents keep their white space, line breaks that merge with ChatML's newline included
+    assert _mismatches(_conversations(), spec, _qwen_reference(name)) == []
+
+
+def test_qwen3_without_thinking_is_openais_method_with_four_and_seven() -> None:
+    """docs/models.md: Qwen 3 called with enable_thinking=False writes <think>\n\n</think>\n\n
+    before the reply; chat = "openai" with 4 and 7 counts it exactly when no message opens
+    with a line break."""
+    server = _qwen_reference("qwen3", after_reply_prompt="<think>\n\n</think>\n\n")
+    spec = default_registry().with_overrides({"qwen3-8b": {"chat": "openai", "reply_priming": 7}})
+    conversations = _conversations(100, trimmed=True)
+    assert _mismatches(conversations, spec.get("qwen3-8b"), server) == []
 
 
 # --- Mistral ------------------------------------------------------------------------------------
 
 MISTRAL = {
-    "mixtral-8x7b-instruct": "mistral-v1",
-    "mistral-7b-instruct": "mistral-v3",
-    "mistral-large": "mistral-v7",
-    "mistral-small": "mistral-tekken",
+    "mixtral-8x7b-instruct": ("mistral-v1", "mistral-v1"),
+    "mistral-7b-instruct": ("mistral-v3", "mistral-v3"),
+    "mistral-large": ("mistral-v7", "mistral-v7"),
+    "mistral-small": ("mistral-tekken", "mistral-v3"),
 }
 
 
-@pytest.mark.parametrize("model", sorted(MISTRAL))
-def test_mistral_overhead_is_an_upper_bound_of_mistral_common(model: str) -> None:
+def _mistral_conversations(count: int = 400, seed: int = 13) -> list[Conversation]:
+    """A system prompt or none, 1 to 6 user turns alternating with assistant turns, the last a
+    user turn; a user turn may be empty, and one in eight conversations repeats a role (the
+    server joins such turns)."""
+    rng = random.Random(seed)
+    contents = _contents()
+    conversations = []
+    for _ in range(count):
+        messages = [("system", rng.choice(contents))] if rng.random() < 0.8 else []
+        for turn in range(rng.randint(1, 6)):
+            if turn:
+                messages.append(("assistant", rng.choice(contents)))
+            messages.append(("user", "" if rng.random() < 0.05 else rng.choice(contents)))
+        if rng.random() < 0.125:
+            at = rng.randrange(len(messages))
+            messages.insert(at, (messages[at][0], rng.choice(contents)))
+        # mistral-common refuses an assistant turn with no text
+        messages = [(r, c) for r, c in messages if r != "assistant" or c.rstrip(" ")]
+        conversations.append(messages)
+    return conversations
+
+
+def _mistral_reference(official: Any) -> Callable[[Conversation], int]:
     from mistral_common.protocol.instruct.messages import (
         AssistantMessage,
         SystemMessage,
         UserMessage,
     )
     from mistral_common.protocol.instruct.request import ChatCompletionRequest
+
+    kinds: dict[str, Any] = {
+        "system": SystemMessage,
+        "user": UserMessage,
+        "assistant": AssistantMessage,
+    }
+
+    def encoded(messages: Conversation) -> int:
+        request = ChatCompletionRequest(messages=[kinds[r](content=c) for r, c in messages])
+        return len(official.encode_chat_completion(request).tokens)
+
+    return encoded
+
+
+def _official(path: str, version: str | None = None) -> Any:
+    """mistral-common's tokenizer for a file, with the instruct version it declares or
+    ``version``."""
     from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
 
+    official = MistralTokenizer.from_file(path)
+    if version is None:
+        return official
+    from mistral_common.protocol.instruct.normalize import get_normalizer
+    from mistral_common.protocol.instruct.validator import ValidationMode, get_validator
+    from mistral_common.tokens.tokenizers.base import TokenizerVersion
+    from mistral_common.tokens.tokenizers.instruct import InstructTokenizerV7
+
+    assert version == "v7"
+    return MistralTokenizer(
+        InstructTokenizerV7(official.instruct_tokenizer.tokenizer),
+        get_validator(TokenizerVersion.v7, mode=ValidationMode.test),
+        get_normalizer(TokenizerVersion.v7, None),
+    )
+
+
+@pytest.mark.parametrize("model", sorted(MISTRAL))
+def test_mistral_count_equals_mistral_common(model: str) -> None:
+    file, chat = MISTRAL[model]
     spec = default_registry().get(model)
-    assert spec.tokenizer == f"pinned:{MISTRAL[model]}"
-    official = MistralTokenizer.from_file(str(pinned.PINNED[MISTRAL[model]].file.locate()))
-    kinds = {"system": SystemMessage, "user": UserMessage, "assistant": AssistantMessage}
-    slack: dict[int, list[int]] = {}  # budgeted minus encoded, by number of messages
-    for messages in _conversations(600):
-        request = ChatCompletionRequest(messages=[kinds[r](content=c) for r, c in messages])
-        encoded = len(official.encode_chat_completion(request).tokens)
-        slack.setdefault(len(messages), []).append(_budgeted(spec, messages) - encoded)
-    assert min(min(values) for values in slack.values()) >= 0
-    # ...and not by much for a system prompt and one question, ctxasm's usual request
-    assert max(slack[2]) <= spec.tokens_per_message + 4
+    assert (spec.tokenizer, spec.chat) == (f"pinned:{file}", chat)
+    official = _official(str(pinned.PINNED[file].file.locate()))
+    conversations = _mistral_conversations()
+    assert _mismatches(conversations, spec, _mistral_reference(official)) == []
+    # ...and ctxasm's own requests, alternating, always with a system prompt
+    assert _mismatches(_conversations(), spec, _mistral_reference(official)) == []
+
+
+def test_mistral_v7_rules_hold_for_tekken() -> None:
+    """Mistral Small 3 and later: a Tekken file of their own, the v7 instruct format."""
+    path = str(pinned.PINNED["mistral-tekken"].file.locate())
+    spec = replace(default_registry().get("mistral-small"), chat="mistral-v7")
+    reference = _mistral_reference(_official(path, "v7"))
+    assert _mismatches(_mistral_conversations(200, seed=17), spec, reference) == []
+
+
+def test_mistral_v2_file_counts_with_the_v3_rules() -> None:
+    from importlib import resources
+
+    path = resources.files("mistral_common") / "data" / "mistral_instruct_tokenizer_240216.model.v2"
+    spec = replace(default_registry().get("mistral-7b-instruct"), tokenizer=f"sentencepiece:{path}")
+    reference = _mistral_reference(_official(str(path)))
+    assert _mismatches(_mistral_conversations(200, seed=19), spec, reference) == []
+
+
+# --- Whole assemblies ---------------------------------------------------------------------------
+
+
+def _reference_for(spec: ModelSpec) -> Callable[[Conversation], int]:
+    if spec.chat == "llama3":
+        return _llama_reference()
+    if spec.chat == "chatml":
+        return _qwen_reference(spec.tokenizer.removeprefix("pinned:"))
+    file = spec.tokenizer.removeprefix("pinned:")
+    return _mistral_reference(_official(str(pinned.PINNED[file].file.locate())))
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "llama-3.1-8b-instruct",
+        "qwen2.5-7b-instruct",
+        "qwen3-8b",
+        "mixtral-8x7b-instruct",
+        "mistral-7b-instruct",
+        "mistral-large",
+        "mistral-small",
+    ],
+)
+def test_assembled_requests_are_counted_as_the_server_counts_them(model: str) -> None:
+    """The total a report gives is the server's count of the messages it returns, and within
+    the request's limit, with history kept and passages dropped by the exact recount."""
+    spec = default_registry().get(model)
+    reference = _reference_for(spec)
+    rng = random.Random(23)
+    contents = _contents(trimmed=True)
+    seen = []
+    for _ in range(12):
+        passages = [
+            {"id": f"p{i}", "text": rng.choice(contents), "score": rng.random()} for i in range(20)
+        ]
+        history = []
+        for _ in range(rng.randint(0, 2)):
+            history += [
+                {"role": "user", "content": rng.choice(contents)},
+                {"role": "assistant", "content": rng.choice(contents)},
+            ]
+        result = ctxasm.assemble(
+            query=rng.choice(contents)[:200],
+            passages=passages,
+            model=model,
+            history=history,
+            context_window=rng.randint(1500, 3000),
+            reserve_output_tokens=256,
+        )
+        report = result.report
+        messages = [(m["role"], m["content"]) for m in result.messages]
+        seen.append((reference(messages), report.total_tokens))
+        assert report.total_tokens <= report.budget.prompt_limit
+        assert report.included
+    assert [server for server, _ in seen] == [total for _, total in seen]
