@@ -16,16 +16,20 @@ too long to fit can still be chosen in its place.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+import math
+import sys
+from array import array
+from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain, islice
 from typing import Any, ClassVar, Protocol
 
 import xxhash
 
 from ctxasm.data import Candidate
-from ctxasm.lexical import words
+from ctxasm.lexical import phrase_key
 from ctxasm.strategy import Strategy, require_int, require_number
 
 __all__ = [
@@ -126,13 +130,12 @@ def _document_key(candidate: Candidate) -> str | None:
     return None
 
 
-def _has_offsets(candidate: Candidate) -> bool:
-    # Offsets are only trusted when they describe this very text.
-    return (
-        candidate.start is not None
-        and candidate.end is not None
-        and candidate.end - candidate.start == len(candidate.text)
-    )
+def _span(candidate: Candidate) -> tuple[int, int] | None:
+    """``(start, end)``, when the offsets describe this very text (only then are they trusted)."""
+    start, end = candidate.start, candidate.end
+    if start is None or end is None or end - start != len(candidate.text):
+        return None
+    return start, end
 
 
 # Kept windows of one document a new window is compared with (the most recent ones).
@@ -162,25 +165,39 @@ class StitchWindowsDedup(Strategy):
         return _StitchSession(self.min_overlap_chars)
 
 
+# A kept window with what placement tests first: its span (when its offsets are trusted) and
+# its first ``min_overlap_chars`` characters.
+_Window = tuple[Candidate, tuple[int, int] | None, str]
+
+
 class _StitchSession:
     def __init__(self, min_overlap: int) -> None:
         self.min_overlap = min_overlap
-        self.by_document: dict[str, list[Candidate]] = {}
+        self.by_document: dict[str, list[_Window]] = {}
 
     def verdict(self, candidate: Candidate) -> Verdict:
         return None
 
     def placement(self, candidate: Candidate) -> Verdict:
         key = _document_key(candidate)
-        if key is None:
+        windows = None if key is None else self.by_document.get(key)
+        if not windows:
             return None
+        span, text = _span(candidate), candidate.text
+        head = text[: self.min_overlap]
         # The most recent windows only: many windows of one document (or one title) would
-        # otherwise make every placement compare with all of them.
-        for kept in self.by_document.get(key, [])[-_MAX_WINDOWS:]:
-            if _has_offsets(kept) and _has_offsets(candidate):
+        # otherwise make every placement compare with all of them. The cheap tests first:
+        # windows whose offsets do not overlap, and texts neither of whose starts lies inside
+        # the other (every text relation needs one), are unrelated.
+        for kept, kept_span, kept_head in windows[-_MAX_WINDOWS:]:
+            if span is not None and kept_span is not None:
+                if kept_span[1] <= span[0] or span[1] <= kept_span[0]:
+                    continue
                 found = self._by_offsets(kept, candidate)
-            else:
+            elif head in kept.text or kept_head in text:
                 found = self._by_text(kept, candidate)
+            else:
+                continue
             if found is not None:
                 return found
         return None
@@ -229,11 +246,12 @@ class _StitchSession:
         key = _document_key(candidate)
         if key is None:
             return
+        window = (candidate, _span(candidate), candidate.text[: self.min_overlap])
         windows = self.by_document.setdefault(key, [])
         if replaced is not None:
-            windows[:] = [candidate if w.id == replaced.id else w for w in windows]
+            windows[:] = [window if w[0].id == replaced.id else w for w in windows]
         else:
-            windows.append(candidate)
+            windows.append(window)
 
 
 @lru_cache(maxsize=65536)
@@ -272,14 +290,10 @@ def _suffix_prefix_overlap(first: str, second: str, minimum: int) -> int:
 
 
 @lru_cache(maxsize=8192)
-def _words(text: str) -> tuple[str, ...]:
-    # Exact and near dedup both need a candidate's words; compute them once.
-    return tuple(words(text))
-
-
-@lru_cache(maxsize=8192)
 def _normalized_key(text: str) -> int:
-    return xxhash.xxh3_128_intdigest(" ".join(_words(text)).encode("utf-8", "surrogatepass"))
+    # The phrase key is the text's words joined by single spaces (and is usually cached
+    # already: selection and relevance key every candidate the same way).
+    return xxhash.xxh3_128_intdigest(phrase_key(text).encode("utf-8", "surrogatepass"))
 
 
 @dataclass(frozen=True)
@@ -311,37 +325,54 @@ class _ExactSession:
         self.seen.setdefault(_normalized_key(candidate.text), candidate.id)
 
 
-@lru_cache(maxsize=65536)
-def _word_hash(word: str) -> int:
-    return xxhash.xxh32_intdigest(word.encode("utf-8", "surrogatepass"))
-
-
 _MIX = 0x9E3779B1  # an odd 32-bit multiplier: shingle hash = polynomial of its word hashes
+# The hashes of all of a text's shingles come from one multiplication of Python integers: one
+# holds every word hash in a lane of 96 bits, the other the polynomial's coefficients, so lane
+# ``i`` of the product is the polynomial of the words ending at ``i``. A lane receives fewer
+# than 2**32 products below 2**64 each, so nothing ever carries into the next one.
+_LANE_WORDS = 3  # 32-bit array items per lane
+_LANE_BITS = 32 * _LANE_WORDS
+_U32 = next(code for code in "IL" if array(code).itemsize == 4)  # "I" on every common platform
+_SWAP = sys.byteorder == "big"  # lanes are packed into the integers little-endian
 
 
 @lru_cache(maxsize=8192)
 def shingles(text: str, size: int) -> frozenset[int]:
     """32-bit hashes of the word ``size``-grams of ``text`` (its words, when it is shorter).
 
-    Words are hashed once (and cached across passages); a shingle's hash combines its words'
-    hashes, so no shingle string is ever built. Results are cached by text, like token counts:
-    retrieval returns the same chunks again and again.
+    A shingle's hash is ``(h1 * M**(size-1) + h2 * M**(size-2) + ... + h_size) mod 2**32`` with
+    ``h`` the xxh32 hashes of its words and ``M`` a fixed odd multiplier, so no shingle string
+    is ever built. The set is built in text order (its iteration order decides which kept
+    passage a verdict meets first, and so names on a tie). Results are cached by text, like
+    token counts: retrieval returns the same chunks again and again.
     """
-    hashes = [_word_hash(word) for word in _words(text)]
-    if len(hashes) < size:
+    words = phrase_key(text).encode("utf-8", "surrogatepass").split()
+    hashes = list(map(xxhash.xxh32_intdigest, words))
+    if size == 1 or len(hashes) < size:
         return frozenset(hashes)
-    if size == 3:  # the default, in one pass
-        square = _MIX * _MIX
-        return frozenset(
-            (a * square + b * _MIX + c) & 0xFFFFFFFF
-            for a, b, c in zip(hashes, hashes[1:], hashes[2:], strict=False)
-        )
-    combined = hashes[: len(hashes) - size + 1]
-    for offset in range(1, size):
-        combined = [
-            (value * _MIX + hashes[i + offset]) & 0xFFFFFFFF for i, value in enumerate(combined)
-        ]
-    return frozenset(combined)
+    return frozenset(_polynomials(hashes, size))
+
+
+def _polynomials(hashes: list[int], size: int) -> array[int]:
+    """``(hashes[i] * M**(size-1) + ... + hashes[i+size-1]) mod 2**32`` for every start ``i``,
+    in order, with ``M = _MIX`` (all at once: see ``_LANE_BITS``)."""
+    count = len(hashes)
+    lanes = array(_U32, bytes(4 * _LANE_WORDS * count))
+    lanes[::_LANE_WORDS] = array(_U32, hashes)
+    if _SWAP:
+        lanes.byteswap()
+    product = int.from_bytes(lanes, "little") * _coefficients(size)
+    result = array(_U32, product.to_bytes(4 * _LANE_WORDS * (count + size - 1), "little"))
+    if _SWAP:
+        result.byteswap()
+    # a lane's low 32 bits are its value mod 2**32
+    return result[_LANE_WORDS * (size - 1) : _LANE_WORDS * count : _LANE_WORDS]
+
+
+@lru_cache(maxsize=64)
+def _coefficients(size: int) -> int:
+    """``M**d mod 2**32`` in lane ``d``, for ``d < size``."""
+    return sum(pow(_MIX, d, 1 << 32) << (_LANE_BITS * d) for d in range(size))
 
 
 @dataclass(frozen=True)
@@ -352,10 +383,11 @@ class NearDuplicateDedup(Strategy):
     least ``threshold``, or when at least ``containment`` of its own shingles already appear in
     one (a chunk inside a longer passage).
 
-    With a few kept passages (up to 32) a candidate's shingle set is intersected with each;
-    up to ``lsh_after`` kept passages, an inverted index from shingle to kept passages finds
-    every kept passage sharing a shingle and the exact counts, in time proportional to the
-    candidate's own shingles. Beyond that, a MinHash LSH index (datasketch) proposes the few
+    With a few kept passages (up to 32) a candidate's shingle set is intersected with each
+    that has one of a few of its shingles (every near-duplicate has one); up to ``lsh_after``
+    kept passages, an inverted index from shingle to kept passages finds every kept passage
+    sharing a shingle and the exact counts, in time proportional to the candidate's own
+    shingles. Beyond that, a MinHash LSH index (datasketch) proposes the few
     worth comparing, so thousands of kept passages stay fast; proposals are then checked
     exactly (containment is only checked on what LSH proposes). Use when chunks overlap or
     sources copy each other.
@@ -395,8 +427,10 @@ class _NearSession:
     def __init__(self, config: NearDuplicateDedup) -> None:
         self.config = config
         self.kept: dict[str, frozenset[int]] = {}
-        # shingle -> kept ids (at most _MAX_OWNERS), until LSH takes over
-        self.postings: defaultdict[int, list[str]] = defaultdict(list)
+        # shingle -> kept ids (at most _MAX_OWNERS), until LSH takes over. Most shingles have
+        # one owner: a tuple shared by all of its shingles holds it, as thousands of one-item
+        # lists would make the garbage collector run more often and take longer.
+        self.postings: dict[int, tuple[str] | list[str]] = {}
         self.lsh: _BoundedLSH | None = None
 
     def placement(self, candidate: Candidate) -> Verdict:
@@ -428,35 +462,64 @@ class _NearSession:
         )
 
     def _overlaps(self, own: frozenset[int]) -> dict[str, int]:
-        """Kept passages sharing at least one shingle with ``own``, and how many they share
-        (a bounded number of them: see ``_MAX_OWNERS``)."""
+        """Kept passages that may be near-duplicates of ``own`` (every one that is, among a
+        bounded number: see ``_MAX_OWNERS``), with the number of shingles each shares with it,
+        in the order the verdict breaks ties by."""
         if self.lsh is not None:
-            proposed = self.lsh.query(self._minhash(own))
-            return {kept_id: len(own & self.kept[kept_id]) for kept_id in proposed}
+            return self._shared(own, self.lsh.query(self._minhash(own)))
         if len(self.kept) <= _DIRECT_UPTO:
-            # A few kept passages: set intersections in C beat maintaining an index.
-            found = {kept_id: len(own & values) for kept_id, values in self.kept.items()}
-            return {kept_id: n for kept_id, n in found.items() if n}
+            # A few kept passages: set intersections in C beat maintaining an index, and the
+            # probe rules most of them out in a fraction of an intersection's time.
+            probe = self._probe(own)
+            return {
+                kept_id: len(own & values)
+                for kept_id, values in self.kept.items()
+                if not values.isdisjoint(probe)
+            }
         if not self.postings:
             for kept_id, values in self.kept.items():
                 self._post(kept_id, values)
-        shared: dict[str, int] = {}
-        capped = False
-        for shingle in own:
-            owners = self.postings.get(shingle, ())
-            capped = capped or len(owners) >= _MAX_OWNERS
-            for kept_id in owners:
-                shared[kept_id] = shared.get(kept_id, 0) + 1
-        if not capped:
-            return shared  # every count is exact
-        likely = sorted(shared, key=lambda kept_id: -shared[kept_id])[:_MAX_PROPOSALS]
-        return {kept_id: len(own & self.kept[kept_id]) for kept_id in likely}
+        # Counted in the order the candidate's shingles and their owners come (ties go to
+        # the passage met first).
+        lists = list(filter(None, map(self.postings.get, own)))
+        counts = Counter(chain.from_iterable(lists))
+        if max(map(len, lists), default=0) < _MAX_OWNERS:
+            return counts  # every count is exact
+        return self._shared(own, [kept_id for kept_id, _ in counts.most_common(_MAX_PROPOSALS)])
+
+    def _least_shared(self, size: int) -> int:
+        """The fewest shingles a kept passage must share with a candidate of ``size`` shingles
+        to be its near-duplicate: ``n`` shared make a share ``n / size`` of the candidate's,
+        and its Jaccard similarity is never above that share, so it must reach the lower
+        threshold (0 with a threshold of 0)."""
+        share = min(self.config.threshold, self.config.containment)
+        return 0 if share <= 0 else _least_count(size, share)
+
+    def _probe(self, own: frozenset[int]) -> Collection[int]:
+        """Some of ``own``'s shingles, one of which every kept near-duplicate has: it lacks at
+        most ``len(own) - least`` of them, so any ``len(own) - least + 1`` include one. (With
+        ``least`` 0 or 1, all of them: sharing one makes a kept passage worth counting.)"""
+        least = self._least_shared(len(own))
+        return own if least <= 1 else tuple(islice(own, len(own) - least + 1))
+
+    def _shared(self, own: frozenset[int], ids: Sequence[str]) -> dict[str, int]:
+        """How many shingles ``own`` shares with each of the kept passages ``ids`` (those that
+        share too few to be near-duplicates left out)."""
+        least = self._least_shared(len(own))
+        shared = map(len, map(own.intersection, map(self.kept.__getitem__, ids)))
+        return {kept_id: n for kept_id, n in zip(ids, shared, strict=True) if n >= least}
 
     def _post(self, kept_id: str, values: frozenset[int]) -> None:
         postings = self.postings
+        get = postings.get
+        alone = (kept_id,)  # one tuple for every shingle it is the first to have
         for shingle in values:
-            owners = postings[shingle]
-            if len(owners) < _MAX_OWNERS:
+            owners = get(shingle)
+            if owners is None:
+                postings[shingle] = alone
+            elif isinstance(owners, tuple):
+                postings[shingle] = [*owners, kept_id]
+            elif len(owners) < _MAX_OWNERS:
                 owners.append(kept_id)
 
     def _minhash(self, values: frozenset[int]) -> Any:
@@ -494,10 +557,12 @@ class _NearSession:
             return
         for shingle in old:
             owners = self.postings.get(shingle)
-            if owners is not None and kept_id in owners:
+            if owners is None or kept_id not in owners:
+                continue
+            if isinstance(owners, list) and len(owners) > 1:
                 owners.remove(kept_id)
-                if not owners:
-                    del self.postings[shingle]
+            else:
+                del self.postings[shingle]
 
     def _build_index(self) -> None:
         # A lower LSH threshold than the decision threshold keeps recall high; every proposal
@@ -507,6 +572,17 @@ class _NearSession:
         for kept_id, values in self.kept.items():
             self.lsh.insert(kept_id, self._minhash(values))
         self.postings.clear()
+
+
+@lru_cache(maxsize=4096)
+def _least_count(size: int, share: float) -> int:
+    """The smallest ``n >= 1`` with ``n / size >= share``, as Python's division has it."""
+    n = max(1, math.ceil(share * size))
+    while n > 1 and (n - 1) / size >= share:
+        n -= 1
+    while n / size < share:
+        n += 1
+    return n
 
 
 class _BoundedLSH:
@@ -521,7 +597,10 @@ class _BoundedLSH:
 
     def _keys(self, signature: Any) -> list[tuple[int, bytes]]:
         values = signature.hashvalues
-        return [(band, values[low:high].tobytes()) for band, (low, high) in enumerate(self.ranges)]
+        raw, width = values.tobytes(), values.itemsize  # one copy, sliced per band
+        return [
+            (band, raw[low * width : high * width]) for band, (low, high) in enumerate(self.ranges)
+        ]
 
     def insert(self, kept_id: str, signature: Any) -> None:
         placed = []
@@ -565,8 +644,9 @@ def _lsh_bands(threshold: float) -> tuple[int, int]:
 
 
 def clear_caches() -> None:
-    """Forget cached words, keys, shingles and text relations (for cold-start measurements)."""
-    for cached in (_words, _word_hash, _normalized_key, shingles, _text_relation):
+    """Forget cached keys, shingles and text relations (for cold-start measurements; the words
+    they are made of are cached by :func:`ctxasm.lexical.clear_caches`)."""
+    for cached in (_normalized_key, shingles, _text_relation):
         cached.cache_clear()
 
 
