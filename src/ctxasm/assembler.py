@@ -281,9 +281,6 @@ class _TimedDedup:
         self.chain.accept(candidate, replaced)
         self.ms["dedup"] += (time.perf_counter() - started) * 1000
 
-    def may_merge(self, candidate: Candidate) -> bool:
-        return self.chain.may_merge(candidate)
-
 
 class _TurnCost:
     """A history turn's tokens, as the model's chat template frames it."""

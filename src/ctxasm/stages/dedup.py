@@ -118,18 +118,6 @@ class DedupChain:
         for session in self.sessions:
             session.accept(candidate, replaced)
 
-    def may_merge(self, candidate: Candidate) -> bool:
-        """Whether a placement could ever stitch ``candidate`` into a kept passage, given what
-        is kept now (a session that does not say is assumed to)."""
-        return any(may_merge(session, candidate) for session in self.sessions)
-
-
-def may_merge(session: object, candidate: Candidate) -> bool:
-    """``session.may_merge(candidate)``, or ``True`` for a session without that method: a
-    plugin's session might stitch anything. Selection stops early only when nothing can."""
-    check = getattr(session, "may_merge", None)
-    return True if check is None else bool(check(candidate))
-
 
 def _document_key(candidate: Candidate) -> str | None:
     passage = candidate.passage
@@ -189,10 +177,6 @@ class _StitchSession:
 
     def verdict(self, candidate: Candidate) -> Verdict:
         return None
-
-    def may_merge(self, candidate: Candidate) -> bool:
-        key = _document_key(candidate)
-        return key is not None and bool(self.by_document.get(key))
 
     def placement(self, candidate: Candidate) -> Verdict:
         key = _document_key(candidate)
@@ -331,9 +315,6 @@ class _ExactSession:
     def placement(self, candidate: Candidate) -> Verdict:
         return None
 
-    def may_merge(self, candidate: Candidate) -> bool:
-        return False
-
     def verdict(self, candidate: Candidate) -> Verdict:
         owner = self.seen.get(_normalized_key(candidate.text))
         if owner is None:
@@ -454,9 +435,6 @@ class _NearSession:
 
     def placement(self, candidate: Candidate) -> Verdict:
         return None
-
-    def may_merge(self, candidate: Candidate) -> bool:
-        return False
 
     def _shingles(self, candidate: Candidate) -> frozenset[int]:
         return shingles(candidate.text, self.config.shingle_size)

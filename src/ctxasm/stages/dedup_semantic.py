@@ -112,9 +112,6 @@ class _SemanticSession:
     def placement(self, candidate: Candidate) -> Verdict:
         return None
 
-    def may_merge(self, candidate: Candidate) -> bool:
-        return False
-
     def verdict(self, candidate: Candidate) -> Verdict:
         found = self._vector(candidate)
         if found is None:

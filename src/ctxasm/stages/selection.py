@@ -40,63 +40,12 @@ class SelectionStrategy(Protocol):
 
 
 def offer_in_order(candidates: Sequence[Candidate], packing: Packing) -> None:
-    """Offer ``candidates`` in the given order; once the budget is full, exclude the rest, and
-    once nothing left could fit, refuse the rest without offering them (see :class:`_Tail`)."""
-    tail = _Tail(candidates, packing)
+    """Offer ``candidates`` in the given order; once the budget is full, exclude the rest."""
     for position, candidate in enumerate(candidates):
         if packing.full:
             packing.exclude(candidates[position:], Reason.OVER_BUDGET, "the budget is full")
             return
-        if tail.settled(position):
-            packing.refuse_too_big(candidates[position:])
-            return
-        if packing.offer(candidate) is Offer.TOO_BIG:
-            tail.bound(position + 1)
-
-
-# A tail shorter than this is walked: bounding it costs about what offering it does.
-_MIN_TAIL = 32
-
-
-class _Tail:
-    """When every candidate from some position on is certain to be refused as too big.
-
-    An offer refuses a candidate unseen when its lower bound (no tokenizing) exceeds the budget
-    left, unless dedup places it first, by stitching it into a kept passage. So once the least
-    lower bound of the rest is above the budget left and no kept passage could take one of
-    them in, nothing more can be kept, the budget left no longer changes, and every remaining
-    offer would end in the same refusal: :meth:`Packing.refuse_too_big` records exactly those.
-    The bounds are taken once, after the first refusal for size with at least ``_MIN_TAIL``
-    candidates left; each later check is a look-up, and the search for a candidate that could
-    still be stitched goes forward only, so the whole walk stays linear.
-    """
-
-    def __init__(self, candidates: Sequence[Candidate], packing: Packing) -> None:
-        self.candidates, self.packing = candidates, packing
-        self.start = -1  # where the bounds begin (-1: not taken)
-        self.least: list[int] = []  # least[i]: the least lower bound from start + i on
-        self.open_until = -1  # a candidate at or before this position may still be stitched
-
-    def bound(self, start: int) -> None:
-        if self.start >= 0 or len(self.candidates) - start < _MIN_TAIL:
-            return
-        lower_bound = self.packing.meter.lower_bound
-        least = [lower_bound(c) for c in self.candidates[start:]]
-        for i in range(len(least) - 2, -1, -1):
-            least[i] = min(least[i], least[i + 1])
-        self.start, self.least = start, least
-
-    def settled(self, position: int) -> bool:
-        if self.start < 0 or position < self.start or position <= self.open_until:
-            return False
-        if self.least[position - self.start] <= self.packing.remaining:
-            return False
-        may_merge = self.packing.may_merge
-        for index in range(max(position, self.open_until + 1), len(self.candidates)):
-            if may_merge(self.candidates[index]):
-                self.open_until = index
-                return False
-        return True
+        packing.offer(candidate)
 
 
 def scaled_scores(candidates: Sequence[Candidate]) -> list[float]:

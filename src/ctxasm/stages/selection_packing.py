@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ctxasm.data import Candidate, Exclusion, Reason
-from ctxasm.stages.dedup import DedupSession, may_merge
+from ctxasm.stages.dedup import DedupSession
 from ctxasm.stages.selection_admission import (
     SELECTION,
     Admission,
@@ -27,7 +27,6 @@ from ctxasm.stages.selection_admission import (
     Refuse,
     Room,
     Stitch,
-    too_big,
 )
 
 __all__ = ["Guard", "Meter", "Offer", "Packed", "Packing", "SelectionContext"]
@@ -170,17 +169,6 @@ class Packing:
         else:
             del self.excluded[before:]
         return outcome
-
-    def may_merge(self, candidate: Candidate) -> bool:
-        """Whether dedup could still stitch ``candidate`` into a kept passage."""
-        return may_merge(self.dedup, candidate)
-
-    def refuse_too_big(self, candidates: Sequence[Candidate]) -> None:
-        """Record ``candidates`` as over budget, each exactly as an offer refused by its lower
-        bound would (the caller knows every one is above the budget left and none can be
-        stitched)."""
-        room = Room(self.budget, self.used)
-        self.excluded.extend(too_big(c, room).exclusion for c in candidates)
 
     def exclude(self, candidates: Sequence[Candidate], reason: Reason, detail: str) -> None:
         """Record ``candidates`` as excluded by the selection stage without offering them."""
