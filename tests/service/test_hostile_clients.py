@@ -192,24 +192,27 @@ def test_allowed_request_templates_are_bounded(start_service: Start) -> None:
 
 def test_healthz_answers_while_an_assembly_runs(served: Any) -> None:
     base, _ = served
-    salt = uuid.uuid4().hex[:6]  # new words: no token count is cached from an earlier run
-    words = " ".join(f"{salt}{i}" for i in range(200))
-    heavy = {
-        "query": f"{salt}1 {salt}2",
-        "passages": [{"id": f"p{i}", "text": f"{words} {i}"} for i in range(1200)],
-    }
-    finished: dict[str, float] = {}
+    finished: list[tuple[float, int]] = []
 
-    def send() -> None:
+    def send(round_: int) -> None:
+        salt = uuid.uuid4().hex[:6]  # new words: no token count is cached from an earlier run
+        words = " ".join(f"{salt}{i}" for i in range(180))
+        # near-identical passages keep near-duplicate detection busy (a few tenths of a second
+        # each; the four requests share the interpreter, so together they run for a while)
+        heavy = {
+            "query": f"{salt}1 {salt}2",
+            "passages": [{"id": f"p{i}", "text": f"{words} {round_} {i}"} for i in range(2000)],
+        }
         status, _ = _post(base, heavy)
-        finished["heavy"] = time.monotonic()
-        finished["status"] = status
+        finished.append((time.monotonic(), status))
 
-    sender = threading.Thread(target=send)
-    sender.start()
-    time.sleep(0.5)  # the heavy request (about 2 s of assembly) is being parsed and assembled
+    senders = [threading.Thread(target=send, args=(i,)) for i in range(4)]
+    for sender in senders:
+        sender.start()
+    time.sleep(0.3)  # the heavy requests are being parsed and assembled
     assert _get(base, "/healthz") == (200, '{"status":"ok"}')
     health = time.monotonic()
-    sender.join(timeout=120)
-    assert finished["status"] == 200
-    assert health < finished["heavy"]  # answered while the assembly was still running
+    for sender in senders:
+        sender.join(timeout=120)
+    assert [status for _, status in finished] == [200] * 4
+    assert health < max(at for at, _ in finished)  # answered while assemblies were still running
