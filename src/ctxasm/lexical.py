@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Sequence
 from functools import lru_cache
 
 __all__ = [
+    "PARTIAL",
     "STOPWORDS",
     "clear_caches",
     "entities",
@@ -19,7 +21,10 @@ __all__ = [
     "query_terms",
     "sentence_spans",
     "sentence_words",
+    "term_forms",
+    "title_aliases",
     "title_key",
+    "title_links",
     "words",
 ]
 
@@ -95,6 +100,143 @@ def title_key(title: str | None) -> str:
     if len(key) < 3 or all(word in STOPWORDS for word in key.split()):
         return ""
     return key
+
+
+PARTIAL = 0.5  # the strength of a link made by a shorter name of a title
+
+
+def title_aliases(titles: Sequence[str | None]) -> list[list[tuple[str, float]]]:
+    """The phrases that name each title in a text, with their strength: the title's key (1.0),
+    and, at ``PARTIAL``, the place before a comma ("Hoosick" for "Hoosick, New York"), a
+    person's family name ("Nixon" for "Richard Nixon") and the first two words of a longer
+    name ("Iowa State" for "Iowa State Cyclones football"). A shorter name that more than one
+    title would get is dropped: it cannot say which passage a text means."""
+    found: list[list[tuple[str, float]]] = []
+    counts: dict[str, int] = {}
+    for title in titles:
+        key = title_key(title)
+        aliases = [(key, 1.0)] if key else []
+        if key and title:
+            for short in _short_names(_QUALIFIER.sub("", title)):
+                if short != key and short not in (a for a, _ in aliases):
+                    aliases.append((short, PARTIAL))
+                    counts[short] = counts.get(short, 0) + 1
+        found.append(aliases)
+    return [[(a, s) for a, s in aliases if s == 1.0 or counts[a] == 1] for aliases in found]
+
+
+# Words a passage uses to state a relation a question asks about in other words ("Who is the
+# spouse of X?" is answered by "X married Y"). General English, for the relations questions
+# over encyclopedic text ask most; inflections are found by term_forms, not listed here.
+_RELATIONS: dict[str, tuple[str, ...]] = {
+    "spouse": ("married", "marry", "wife", "husband", "widow", "widower"),
+    "wife": ("married", "spouse", "widow"),
+    "husband": ("married", "spouse", "widower"),
+    "married": ("spouse", "wife", "husband"),
+    "born": ("birth",),
+    "birth": ("born",),
+    "birthplace": ("born",),
+    "died": ("death",),
+    "death": ("died",),
+    "father": ("son", "daughter"),
+    "mother": ("son", "daughter"),
+    "parent": ("son", "daughter"),
+    "child": ("son", "daughter", "children"),
+    "children": ("son", "daughter"),
+    "son": ("father", "mother"),
+    "daughter": ("father", "mother"),
+    "sibling": ("brother", "sister"),
+    "performer": ("singer", "band", "musician", "artist", "rapper", "recorded"),
+    "singer": ("vocalist", "sang", "performed"),
+    "author": ("written", "wrote", "writer", "novelist"),
+    "writer": ("written", "wrote", "author"),
+    "wrote": ("written", "author", "writer"),
+    "founded": ("established", "formed"),
+    "headquarters": ("headquartered", "based"),
+    "located": ("situated", "lies", "based"),
+    "location": ("located", "situated", "based"),
+    "owner": ("owned", "owns", "subsidiary"),
+    "employer": ("worked", "employed"),
+    "educated": ("attended", "graduated", "studied", "alumnus"),
+    "attended": ("graduated", "studied", "educated", "alumnus"),
+    "nationality": ("citizen",),
+    "citizenship": ("citizen",),
+}
+# Inflections and derivations tried on a word's stem ("directed": director, directing, ...).
+_SUFFIXES = ("ed", "er", "ers", "or", "ors", "ing", "ion", "ions", "es", "s", "e")
+
+
+@lru_cache(maxsize=4096)
+def term_forms(term: str) -> tuple[str, ...]:
+    """The words that state a query ``term`` in a passage: the term, its inflections and
+    agent nouns ("directed", "director"), and the relation words that answer it ("spouse":
+    "married", "wife", ...). Cached: queries repeat their terms."""
+    forms = dict.fromkeys([term])
+    stem = term
+    for suffix in ("ations", "ation", *sorted(_SUFFIXES, key=len, reverse=True)):
+        if term.endswith(suffix) and len(term) - len(suffix) >= 4:
+            stem = term[: -len(suffix)]
+            break
+    if len(stem) >= 4 and term.isalpha():
+        forms.update(dict.fromkeys([stem, *(stem + suffix for suffix in _SUFFIXES)]))
+    forms.update(dict.fromkeys(_RELATIONS.get(term, ())))
+    return tuple(forms)
+
+
+def title_links(
+    titles: Sequence[str | None], texts: Sequence[str], *, aligned: bool = True
+) -> list[dict[int, float]]:
+    """For each text, the indexes of the titles it names, with the link's strength (see
+    :func:`title_aliases`): a text names a title when it contains one of its names as a whole
+    phrase (a shorter name only where the text writes it capitalised, as a name). When
+    ``aligned`` (``titles[i]`` is the title of ``texts[i]``) a text never links to its own
+    title. Found through an index of the texts' words, so the cost follows
+    the matches, not the number of pairs."""
+    keys = [f" {phrase_key(text)} " for text in texts]
+    holders: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        for word in set(key.split()):
+            holders.setdefault(word, []).append(i)
+    capitalised: list[set[str] | None] = [None] * len(texts)
+    found: list[dict[int, float]] = [{} for _ in texts]
+    for j, aliases in enumerate(title_aliases(titles)):
+        for alias, strength in aliases:
+            padded = f" {alias} "
+            alias_words = alias.split()
+            rarest = min(alias_words, key=lambda word: len(holders.get(word, ())))
+            for i in holders.get(rarest, ()):
+                if aligned and i == j:
+                    continue
+                if strength <= found[i].get(j, 0.0) or padded not in keys[i]:
+                    continue
+                if strength < 1.0:
+                    names = capitalised[i]
+                    if names is None:
+                        names = capitalised[i] = {w for e in entities(texts[i]) for w in e.split()}
+                    if not names.issuperset(alias_words):
+                        continue
+                found[i][j] = strength
+    return found
+
+
+def _short_names(title: str) -> list[str]:
+    """Shorter names of a title (qualifier removed), as phrase keys."""
+    names = []
+    head, comma, _ = title.partition(",")
+    if comma:
+        names.append(phrase_key(head))
+    parts = head.split()
+    capital = [w[:1].isupper() for w in parts]
+    if 2 <= len(parts) <= 4 and all(capital):
+        names.append(phrase_key(parts[-1]))
+    if len(parts) >= 3 and capital[0] and capital[1]:
+        names.append(phrase_key(" ".join(parts[:2])))
+    lead = 0
+    while lead < len(parts) and capital[lead]:
+        lead += 1
+    if 0 < lead < len(parts):  # "Bantu" for "Bantu peoples"
+        names.append(phrase_key(" ".join(parts[:lead])))
+    return [n for n in names if len(n) >= 4 and not all(w in STOPWORDS for w in n.split())]
 
 
 @lru_cache(maxsize=8192)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ctxasm.data import Passage
-from ctxasm.lexical import phrase_key, query_terms, title_key
+from ctxasm.lexical import phrase_key, query_terms, title_key, title_links
 from ctxasm.stages.relevance import Scores, bm25
 from ctxasm.strategy import Strategy, require_int, require_number
 
@@ -85,14 +85,14 @@ class UtilityRelevance(Strategy):
         raw = bm25(terms, texts, self.k1, self.b) if terms else [0.0] * len(passages)
         best = max(raw)
         lexical = [r / best for r in raw] if best > 0 else raw
-        titles = [title_match(query_key, p.title) for p in passages]
+        titles = _specific_titles(query_key, passages)
         given = _scaled([p.score for p in passages])
         fresh = self._freshness(passages)
         links = self._links(passages, lexical, titles)
         values = []
         for i, passage in enumerate(passages):
             scored = passage.score is not None and self.w_score > 0
-            if not scored and lexical[i] == 0.0 and titles[i] == 0.0 and not links[i]:
+            if not scored and lexical[i] == 0.0 and titles[i] == 0.0 and links[i] == 0.0:
                 values.append(0.0)
                 continue
             graph = 0.0 if passage.graph_distance is None else 1.0 / (1 + passage.graph_distance)
@@ -111,21 +111,27 @@ class UtilityRelevance(Strategy):
 
     def _links(
         self, passages: Sequence[Passage], lexical: list[float], titles: list[float]
-    ) -> list[bool]:
-        """Whether a relevant passage names this passage's title: the second hop of a
-        multi-hop question often shares no word with the query, but the first hop names it."""
-        links = [False] * len(passages)
+    ) -> list[float]:
+        """How strongly a relevant passage names this passage's title (1 for the whole title,
+        less for a shorter name; see :func:`ctxasm.lexical.title_links`), for passages the
+        query itself does not reach: the second hop of a multi-hop question often shares no
+        word with the query, but the first hop names it."""
+        links = [0.0] * len(passages)
         if self.w_link == 0:
             return links
-        relevant = [
-            f" {phrase_key(p.text)} "
+        sources = [
+            p.text
             for p, lex, title in zip(passages, lexical, titles, strict=True)
             if lex > 0 or title > 0
         ][: self.max_link_sources]
-        for i, passage in enumerate(passages):
-            key = title_key(passage.title)
-            if key and lexical[i] == 0.0 and titles[i] == 0.0:
-                links[i] = any(f" {key} " in text for text in relevant)
+        targets = [i for i in range(len(passages)) if lexical[i] == 0.0 and titles[i] == 0.0]
+        if not sources or not targets:
+            return links
+        found = title_links([passages[i].title for i in targets], sources, aligned=False)
+        for named in found:
+            for position, strength in named.items():
+                index = targets[position]
+                links[index] = max(links[index], strength)
         return links
 
     def _freshness(self, passages: Sequence[Passage]) -> list[float]:
@@ -141,6 +147,24 @@ class UtilityRelevance(Strategy):
         newest = max(known)
         half_life = self.half_life_days * _SECONDS_PER_DAY
         return [0.0 if s is None else 0.5 ** ((newest - s) / half_life) for s in stamps]
+
+
+def _specific_titles(query_key: str, passages: Sequence[Passage]) -> list[float]:
+    """``title_match`` for each passage, halved when the title the query names is part of a
+    longer title the query also names ("Peter Pan" when it names "Peter Pan Live!"): the
+    longer match is the more specific evidence."""
+    keys = [title_key(p.title) for p in passages]
+    padded_query = f" {query_key} "
+    named = {key for key in keys if key and f" {key} " in padded_query}
+    values = []
+    for key in keys:
+        if key not in named:
+            values.append(0.0)
+        elif any(other != key and f" {key} " in f" {other} " for other in named):
+            values.append(0.5)
+        else:
+            values.append(1.0)
+    return values
 
 
 def _scaled(scores: Sequence[float | None]) -> list[float]:

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ctxasm.data import Candidate, Reason
-from ctxasm.lexical import entities, phrase_key, query_terms, title_key
+from ctxasm.lexical import (
+    entities,
+    phrase_key,
+    query_terms,
+    term_forms,
+    title_key,
+    title_links,
+)
 from ctxasm.stages.selection import offer_in_order, scaled_scores
 from ctxasm.stages.selection_packing import Offer, Packing
 from ctxasm.strategy import Strategy, require_int, require_number
@@ -45,16 +52,24 @@ class Evidence:
             _with_title(c.passage.title, text)
             for c, text in zip(candidates, self.texts, strict=True)
         ]
+        # A query word is in a passage when one of its forms is (see term_forms: "married"
+        # states "spouse"); a named phrase when it occurs between spaces (keys are padded).
+        vocabulary = [frozenset(key.split()) for key in keys]
+        forms = {term: term_forms(term) for term in self.terms}
+        self.covers = [
+            frozenset(
+                [t for t in self.terms if not words.isdisjoint(forms[t])]
+                + [p for p in self.phrases if f" {p} " in key]
+            )
+            for words, key in zip(vocabulary, keys, strict=True)
+        ]
         count = len(candidates)
         self.weight: dict[str, float] = {}
-        # A query word or phrase is in a key when it occurs between spaces (keys are padded).
         for element in (*self.terms, *self.phrases):
-            df = sum(1 for key in keys if f" {element} " in key)
+            df = sum(1 for covered in self.covers if element in covered)
             self.weight[element] = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
         total = sum(self.weight.values()) or 1.0
         self.weight = {element: w / total for element, w in self.weight.items()}
-        elements = [(e, f" {e} ") for e in (*self.terms, *self.phrases)]
-        self.covers = [frozenset(e for e, padded in elements if padded in key) for key in keys]
         self.introduced = [entities(c.text) - query_entities for c in candidates]
 
     def new_coverage(self, index: int, covered: set[str]) -> float:
@@ -183,10 +198,11 @@ class BridgeSelection(Strategy):
     bridge: float = 1.0
     backlink: float = 0.25
     entities: float = 0.3
+    lookahead: float = 1.0
     max_candidates: int = 50
 
     def __post_init__(self) -> None:
-        for weight in ("relevance", "coverage", "bridge", "backlink", "entities"):
+        for weight in ("relevance", "coverage", "bridge", "backlink", "entities", "lookahead"):
             require_number(weight, getattr(self, weight), low=0.0, high=100.0)
         require_int("max_candidates", self.max_candidates, low=1)
 
@@ -207,18 +223,35 @@ class BridgeSelection(Strategy):
         for i, found in enumerate(evidence.introduced):
             for entity in found:
                 mentions.setdefault(entity, []).append(i)
-        padded_titles = [f" {title} " if title else "" for title in evidence.titles]
-        bridged = [False] * len(pool)  # a kept passage names its title
+        links = title_links([c.passage.title for c in pool], [c.text for c in pool])
+        backlinks: list[dict[int, float]] = [{} for _ in pool]  # j -> strength, j names i
+        for i, out in enumerate(links):
+            for j, strength in out.items():
+                backlinks[j][i] = strength
+        bridged = [0.0] * len(pool)  # the strongest link to it from a kept passage
         linked = [False] * len(pool)  # it names a kept passage's title
         shared = [0] * len(pool)  # entities it shares with kept passages
         covered: set[str] = set()
         introduced: set[str] = set()  # entities of kept passages the query does not name
         open_ = list(range(len(pool)))  # in rank order, so max() breaks ties by rank
+        is_open = [True] * len(pool)
+
+        def ahead(i: int) -> float:
+            """Its value, plus what the best open next hop from it would add to coverage."""
+            best = 0.0
+            if links[i]:
+                have = covered | evidence.covers[i]
+                for j, strength in links[i].items():
+                    if is_open[j]:
+                        best = max(best, strength * evidence.new_coverage(j, have))
+            return value[i] + self.lookahead * best
+
         while open_:
             if packing.full:
                 packing.exclude([pool[i] for i in open_], Reason.OVER_BUDGET, "the budget is full")
                 break
-            pick = max(open_, key=value.__getitem__)
+            pick = max(open_, key=ahead)
+            is_open[pick] = False
             open_.remove(pick)
             if packing.offer(pool[pick]) not in _KEPT:
                 continue
@@ -232,18 +265,14 @@ class BridgeSelection(Strategy):
                     if shared[i] < 3:
                         shared[i] += 1
                         value[i] += self.entities / 3
-            text = evidence.texts[pick]
-            for i in open_:
-                own = padded_titles[i]
-                if own and not bridged[i] and own in text:
-                    bridged[i] = True
-                    value[i] += self.bridge
-            title = padded_titles[pick]
-            if title:
-                for i in open_:
-                    if not linked[i] and title in evidence.texts[i]:
-                        linked[i] = True
-                        value[i] += self.backlink
+            for j, strength in links[pick].items():
+                if strength > bridged[j]:
+                    value[j] += self.bridge * (strength - bridged[j])
+                    bridged[j] = strength
+            for i, strength in backlinks[pick].items():
+                if not linked[i]:
+                    linked[i] = True
+                    value[i] += self.backlink * strength
         offer_in_order(rest, packing)
 
 

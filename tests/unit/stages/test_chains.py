@@ -1,0 +1,102 @@
+"""Multi-hop chains: title links (whole and shorter names), relation words, and the bridge
+planner's look-ahead to the hop that completes a chain."""
+
+from __future__ import annotations
+
+import ctxasm
+from ctxasm.lexical import PARTIAL, term_forms, title_aliases, title_links
+
+
+def test_title_aliases_give_shorter_names_at_partial_strength() -> None:
+    aliases = title_aliases(["Hoosick, New York", "Richard Nixon", "Bantu peoples", None])
+    assert aliases[0] == [("hoosick new york", 1.0), ("hoosick", PARTIAL)]
+    assert ("nixon", PARTIAL) in aliases[1]
+    assert ("bantu", PARTIAL) in aliases[2]
+    assert aliases[3] == []
+
+
+def test_a_shorter_name_two_titles_share_is_dropped() -> None:
+    aliases = title_aliases(["Richard Nixon", "Pat Nixon"])
+    assert all(alias != "nixon" for names in aliases for alias, _ in names)
+
+
+def test_title_links_whole_and_capitalised_shorter_names() -> None:
+    titles = ["Roger Egeberg", "Richard Nixon", "Bantu peoples"]
+    texts = [
+        "Egeberg served in the Nixon administration.",
+        "Richard Nixon was the 37th president.",
+        "The word nixon in lower case is not a name; Bantu languages spread widely.",
+    ]
+    links = title_links(titles, texts)
+    assert links[0] == {1: PARTIAL}
+    assert links[1] == {}
+    assert links[2] == {}  # "nixon" is not written as a name; "Bantu" is the text's own title
+
+
+def test_title_links_never_link_a_text_to_its_own_title() -> None:
+    assert title_links(["Danube"], ["The Danube flows east."]) == [{}]
+    assert title_links(["Danube"], ["The Danube flows east."], aligned=False) == [{0: 1.0}]
+
+
+def test_term_forms_cover_inflections_and_relation_words() -> None:
+    assert {"director", "directed"} <= set(term_forms("directed"))
+    assert {"married", "wife", "husband"} <= set(term_forms("spouse"))
+    assert "founder" in term_forms("founded")
+
+
+_GREEN = [
+    {
+        "id": "al-green",
+        "title": "Al Green",
+        "text": "Al Green is an American singer and performer of soul music, famous for "
+        "Let's Stay Together. Green was born in Arkansas and is a pastor.",
+    },
+    {
+        "id": "rem-green",
+        "title": "Green (R.E.M. album)",
+        "text": "Green is the sixth studio album by the American rock band R.E.M., released "
+        "in 1988 on Warner Bros. Records.",
+    },
+    {
+        "id": "hillage-green",
+        "title": "Green (Steve Hillage album)",
+        "text": "Green is the fourth studio album by the British guitarist Steve Hillage, "
+        "recorded in 1977 and released in 1978.",
+    },
+    {
+        "id": "rem",
+        "title": "R.E.M.",
+        "text": "R.E.M. was an American rock band formed in Athens, Georgia, in 1980 by "
+        "drummer Bill Berry, guitarist Peter Buck and singer Michael Stipe.",
+    },
+    {
+        "id": "hillage",
+        "title": "Steve Hillage",
+        "text": "Stephen Simpson Hillage is an English musician. He has worked for decades "
+        "with Miquette Giraudy, whom he married; together they lead the band System 7.",
+    },
+    {
+        "id": "spouse-word",
+        "title": "Spouse",
+        "text": "A spouse is a significant other in a marriage, civil union or common-law "
+        "marriage. The word spouse is gender-neutral.",
+    },
+    {
+        "id": "green-performer",
+        "title": "Green Party performers",
+        "text": "The Green Party has staged concerts where performers and the spouse of "
+        "a candidate appeared on stage together.",
+    },
+]
+
+
+def test_the_bridge_planner_completes_a_chain_the_question_never_names() -> None:
+    result = ctxasm.assemble(
+        "Who is the spouse of the Green performer?",
+        _GREEN,
+        model="gpt-4o",
+        max_context_tokens=150,
+        strategy={"compression": None},
+    )
+    kept = {passage.id for passage in result.report.included}
+    assert {"hillage-green", "hillage"} <= kept
