@@ -156,15 +156,16 @@ def _specific_titles(query_key: str, passages: Sequence[Passage]) -> list[float]
     keys = [title_key(p.title) for p in passages]
     padded_query = f" {query_key} "
     named = {key for key in keys if key and f" {key} " in padded_query}
-    values = []
-    for key in keys:
-        if key not in named:
-            values.append(0.0)
-        elif any(other != key and f" {key} " in f" {other} " for other in named):
-            values.append(0.5)
-        else:
-            values.append(1.0)
-    return values
+    # Every shorter phrase inside a named title (titles of up to 32 words: a longer one is no
+    # name, and this stays linear in the titles' length).
+    inside: set[str] = set()
+    for key in named:
+        parts = key.split()
+        if len(parts) <= 32:
+            for width in range(1, len(parts)):
+                for start in range(len(parts) - width + 1):
+                    inside.add(" ".join(parts[start : start + width]))
+    return [0.0 if key not in named else 0.5 if key in inside else 1.0 for key in keys]
 
 
 def _scaled(scores: Sequence[float | None]) -> list[float]:
