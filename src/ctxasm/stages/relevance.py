@@ -24,9 +24,12 @@ __all__ = [
     "Scores",
     "bm25",
     "rank",
+    "rank_agreement",
 ]
 
 STAGE = "relevance"
+# The fewest passages whose scores' agreement with the query's words is worth measuring.
+_MIN_AGREEMENT = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +41,7 @@ class Scores:
     floor: float | None
     method: str
     why_irrelevant: str = "no query term in the text"
+    note: str = ""
 
 
 class RelevanceStrategy(Protocol):
@@ -121,30 +125,123 @@ def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> lis
 
 @dataclass(frozen=True)
 class AutoRelevance(Strategy):
-    """Given scores when every passage has one; otherwise the ``utility`` strategy with its
-    default weights (BM25 over title and text, a title the query names, authority, freshness,
-    graph distance, links from relevant passages), using ``k1`` and ``b`` for BM25. The
-    default. Scores are not mixed: one missing score switches the whole set to utility, since
-    retriever scores and BM25 are on different scales."""
+    """The default: the ``utility`` strategy (BM25 over title and text, a title the query
+    names, authority, freshness, graph distance, links from relevant passages), with the
+    retriever's scores added in proportion to how much they agree with it.
+
+    When every passage has a score, their agreement with the utility of the same passages is
+    measured (Spearman's rank correlation, over at most ``sample`` of them: the best by score
+    and an even spread of the rest). Scores that agree (a BM25, dense or reranker score of the
+    same query) are trusted: the scaled score takes the place of BM25 in the utility for a
+    share ``min(1, w_score * trust)``, and no passage is dropped as irrelevant, since the
+    retriever judged them. Scores that merely repeat the query's words then change little,
+    and informative ones move the ranking. Scores
+    that do not agree (random, or distances where lower is better) get no weight, and the
+    passages are ranked as if no scores had been given. With a missing score the scores are
+    not used (they would not be comparable). Beyond ``sample`` passages the trusted scores
+    rank alone, as the retriever's order, and the planners combine them with their own
+    evidence on the best ``max_candidates``."""
 
     name: ClassVar[str] = "auto"
     slot: ClassVar[str] = "relevance"
     k1: float = 1.2
     b: float = 0.75
+    w_score: float = 1.0
+    sample: int = 128
 
     def __post_init__(self) -> None:
         BM25Relevance(self.k1, self.b)  # validates the parameters
+        require_number("w_score", self.w_score, low=0.0, high=100.0)
+        if isinstance(self.sample, bool) or not isinstance(self.sample, int) or self.sample < 8:
+            from ctxasm.strategy import ParamError
+
+            raise ParamError("sample", f"must be an integer of at least 8, got {self.sample!r}")
 
     def score(self, query: str, passages: Sequence[Passage]) -> Scores:
-        if all(p.score is not None for p in passages):
-            return Scores([p.score or 0.0 for p in passages], None, "given")
+        utility = self._utility()
+        if not passages or any(p.score is None for p in passages):
+            return utility.score(query, passages)
+        given = [p.score or 0.0 for p in passages]
+        sampled = _sample(given, self.sample)
+        own = utility.score(query, [passages[i] for i in sampled])
+        if len(sampled) < _MIN_AGREEMENT or len(set(own.values)) < 2:
+            # Too few passages, or the query's words tell none apart: the retriever's order is
+            # all there is to go by.
+            return Scores(given, None, "given", note="given scores used: nothing to check them by")
+        trust = max(0.0, rank_agreement([given[i] for i in sampled], own.values))
+        if trust == 0.0:
+            if len(sampled) < len(passages):
+                own = utility.score(query, passages)
+            # Ranked by utility, but nothing is dropped: the retriever did judge them relevant.
+            return Scores(
+                own.values,
+                None,
+                "utility",
+                own.why_irrelevant,
+                f"given scores ignored: they do not agree with the query's words ({trust:.2f})",
+            )
+        if len(sampled) < len(passages):
+            return Scores(given, None, "given", note=f"given scores trusted {trust:.2f}")
+        # The given score stands in for BM25, in proportion to the trust: scores that only
+        # repeat the query's words change nothing, informative ones move the ranking.
+        share = min(1.0, self.w_score * trust)
+        mixed = self._utility(w_score=share, w_lexical=1.0 - share).score(query, passages)
+        return Scores(mixed.values, None, "utility+given", note=f"given scores trusted {trust:.2f}")
+
+    def _utility(self, w_score: float = 0.0, w_lexical: float = 1.0) -> RelevanceStrategy:
         # By name, through the registry: utility builds on this module's BM25, so importing it
         # here would make the two modules import each other.
         from ctxasm.registry import build
 
-        params = {"name": "utility", "w_score": 0.0, "k1": self.k1, "b": self.b}
+        params = {
+            "name": "utility",
+            "w_score": w_score,
+            "w_lexical": w_lexical,
+            "k1": self.k1,
+            "b": self.b,
+        }
         utility: RelevanceStrategy = build("relevance", params, "strategy.relevance")
-        return utility.score(query, passages)
+        return utility
+
+
+def _sample(values: Sequence[float], size: int) -> list[int]:
+    """Indexes of at most ``size`` values: the best half by value, then an even spread of the
+    rest (deterministic)."""
+    if len(values) <= size:
+        return list(range(len(values)))
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    head, rest = order[: size // 2], order[size // 2 :]
+    step = len(rest) / (size - len(head))
+    return head + [rest[int(k * step)] for k in range(size - len(head))]
+
+
+def rank_agreement(first: Sequence[float], second: Sequence[float]) -> float:
+    """Spearman's rank correlation of two score lists (ties share their mean rank); 0 when
+    either is constant or there are fewer than three."""
+    if len(first) < 3:
+        return 0.0
+    a, b = _ranks(first), _ranks(second)
+    mean = (len(a) + 1) / 2
+    cov = sum((x - mean) * (y - mean) for x, y in zip(a, b, strict=True))
+    var_a = sum((x - mean) ** 2 for x in a)
+    var_b = sum((y - mean) ** 2 for y in b)
+    if var_a == 0 or var_b == 0:
+        return 0.0
+    return cov / math.sqrt(var_a * var_b)
+
+
+def _ranks(values: Sequence[float]) -> list[float]:
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for k in range(start, end + 1):
+            ranks[order[k]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
 
 
 def rank(

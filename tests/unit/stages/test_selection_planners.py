@@ -165,7 +165,7 @@ def _fallback_run(selection: str, budget: int) -> ctxasm.Assembly:
         FALLBACK_QUERY,
         FALLBACK_PASSAGES,
         max_context_tokens=budget,
-        strategy={**PLAIN, "selection": selection},
+        strategy={**PLAIN, "relevance": "given", "selection": selection},
     )
 
 
