@@ -24,6 +24,7 @@ from ctxasm.lexical import (
     title_key,
     title_links,
 )
+from ctxasm.stages.relevance import rank_agreement
 from ctxasm.stages.selection import offer_in_order, scaled_scores
 from ctxasm.stages.selection_packing import Offer, Packing
 from ctxasm.strategy import Strategy, require_int, require_number
@@ -199,10 +200,19 @@ class BridgeSelection(Strategy):
     backlink: float = 0.25
     entities: float = 0.3
     lookahead: float = 1.0
+    trust: float = 4.0
     max_candidates: int = 50
 
     def __post_init__(self) -> None:
-        for weight in ("relevance", "coverage", "bridge", "backlink", "entities", "lookahead"):
+        for weight in (
+            "relevance",
+            "coverage",
+            "bridge",
+            "backlink",
+            "entities",
+            "lookahead",
+            "trust",
+        ):
             require_number(weight, getattr(self, weight), low=0.0, high=100.0)
         require_int("max_candidates", self.max_candidates, low=1)
 
@@ -211,9 +221,10 @@ class BridgeSelection(Strategy):
         evidence = Evidence(packing.context.query, pool)
         # Values are kept current incrementally: a pick changes only the candidates that share
         # a query element or an entity with it, or that it links to.
+        coverage = [evidence.new_coverage(i, set()) for i in range(len(pool))]
+        relevance = self.relevance * (1.0 + self.trust * _retriever_trust(pool, coverage))
         value = [
-            self.relevance * v + self.coverage * evidence.new_coverage(i, set())
-            for i, v in enumerate(scaled_scores(pool))
+            relevance * v + self.coverage * coverage[i] for i, v in enumerate(scaled_scores(pool))
         ]
         holders: dict[str, list[int]] = {}  # query element -> candidates covering it
         for i, elements in enumerate(evidence.covers):
@@ -274,6 +285,15 @@ class BridgeSelection(Strategy):
                     linked[i] = True
                     value[i] += self.backlink * strength
         offer_in_order(rest, packing)
+
+
+def _retriever_trust(pool: Sequence[Candidate], coverage: Sequence[float]) -> float:
+    """How far the retriever's scores, where they rank the candidates as given, agree with
+    the query coverage the planner measures itself (rank correlation, 0 when they do not
+    agree or when the ranking is not the retriever's)."""
+    if len(pool) < 5 or any(c.score != c.passage.score for c in pool):
+        return 0.0
+    return max(0.0, rank_agreement([c.score for c in pool], coverage))
 
 
 _DEFAULT_ROUTES: dict[str, Any] = {
