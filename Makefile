@@ -12,7 +12,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 
-.PHONY: demo test lint typecheck contracts unit bench clean
+.PHONY: demo test lint typecheck contracts unit bench clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,7 +44,13 @@ typecheck: $(VENV)/.installed-dev
 contracts: $(VENV)/.installed-dev
 	$(BIN)/lint-imports
 
-unit: $(VENV)/.installed-dev
+# The headless browser of tests/browser: Debian's chromium, installed with apt-get when it is
+# missing and this runs as root (as CI does); elsewhere those tests skip and say how to get it.
+browser:
+	@test -x /usr/bin/chromium || ! command -v apt-get >/dev/null || [ "$$(id -u)" != 0 ] || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+unit: $(VENV)/.installed-dev browser
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest -q
 
 test: lint typecheck contracts unit

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from ctxasm.cache_state import CacheReport, CacheState
 from ctxasm.errors import RequestError
 from ctxasm.validation import check_text, integer, invalid, name, names, number, string, timestamp
 
@@ -21,6 +22,7 @@ __all__ = [
     "Assembly",
     "Budget",
     "Candidate",
+    "Chosen",
     "Compressed",
     "Compression",
     "Exclusion",
@@ -331,6 +333,8 @@ class Request:
     query_class: str | None = None
     template: str | None = None
     history_policy: HistoryPolicy = HistoryPolicy()
+    # The previous turn's cache state (docs/caching.md); None: not planning for the cache.
+    previous: CacheState | None = None
 
     def __post_init__(self) -> None:
         _check_request(self)
@@ -364,6 +368,12 @@ def _check_request(request: Request) -> None:
     if not isinstance(request.strategy, Strategies):
         raise invalid("strategy", "a ctxasm.data.Strategies", request.strategy)
     string(request.query_class, "query_class", optional=True)
+    if request.previous is not None and not isinstance(request.previous, CacheState):
+        raise invalid(
+            "previous",
+            "a ctxasm.cache_state.CacheState (in request JSON: a prior result or its cache state)",
+            request.previous,
+        )
 
 
 def _items(value: object, field: str, kind: type) -> tuple[Any, ...]:
@@ -398,6 +408,8 @@ class Candidate(NamedTuple):
     end: int | None = None
     # The guard's findings on ``text`` (see ctxasm.stages.guard); shown in the header.
     flags: tuple[str, ...] = ()
+    # Why selection kept it, where the strategy says (see Chosen).
+    chosen: Chosen | None = None
 
     @property
     def id(self) -> str:
@@ -462,6 +474,39 @@ class Budget:
         }
 
 
+CHOSEN_BY = ("score", "query", "link", "fill")
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """Why selection kept a passage: ``by`` is the signal that decided, one of
+    :data:`CHOSEN_BY`:
+
+    - ``score``: the retriever's given score;
+    - ``query``: the query's words and named phrases it covers (``terms``);
+    - ``link``: a link to a passage kept before it, ``linked_from`` (that passage's id), ``via``
+      the title that links them (the first hop names the second's title, or the other way);
+    - ``fill``: budget that was left after the planned picks, taken in rank order.
+
+    ``terms`` lists the query terms it covers in any case, and ``given_score`` the retriever's
+    score when there was one, so the chain a planner followed can be read from the report."""
+
+    by: str
+    terms: tuple[str, ...] = ()
+    linked_from: str | None = None
+    via: str | None = None
+    given_score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "by": self.by,
+            "terms": list(self.terms),
+            "linked_from": self.linked_from,
+            "via": self.via,
+            "given_score": self.given_score,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Included:
     """A passage that made it into the prompt."""
@@ -475,6 +520,7 @@ class Included:
     url: str | None
     compression: Compression | None = None
     flags: tuple[str, ...] = ()
+    chosen: Chosen | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -487,6 +533,7 @@ class Included:
             "url": self.url,
             "compression": None if self.compression is None else self.compression.to_dict(),
             "flags": list(self.flags),
+            "chosen": None if self.chosen is None else self.chosen.to_dict(),
         }
 
 
@@ -537,9 +584,11 @@ class Report:
     timings_ms: Mapping[str, float]
     query_class: str | None = None
     history: Mapping[str, Any] | None = None
+    # Only when the assembly planned for the prompt cache (docs/caching.md).
+    cache: CacheReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        found = {
             "model": self.model,
             "tokenizer": self.tokenizer,
             "exact_count": self.exact_count,
@@ -556,6 +605,9 @@ class Report:
             "query_class": self.query_class,
             "history": None if self.history is None else dict(self.history),
         }
+        if self.cache is not None:
+            found["cache"] = self.cache.to_dict()
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -566,7 +618,7 @@ class Assembly:
     text formats fill ``text`` and leave ``messages`` empty.
     """
 
-    messages: tuple[Mapping[str, str], ...]
+    messages: tuple[Mapping[str, Any], ...]
     system: str | None
     text: str | None
     report: Report

@@ -16,6 +16,7 @@ __all__ = [
     "STOPWORDS",
     "clear_caches",
     "entities",
+    "key_words",
     "normalize",
     "phrase_key",
     "query_terms",
@@ -88,6 +89,12 @@ def phrase_key(text: str) -> str:
     in a text when ``f" {phrase_key(p)} "`` is in ``f" {phrase_key(t)} "``. Cached, like token
     counts: passages seen again (a service, a batch) are not normalised again."""
     return " ".join(normalize(text).split())
+
+
+@lru_cache(maxsize=16384)
+def key_words(text: str) -> frozenset[str]:
+    """The distinct words of ``text`` (of its phrase key). Cached, like :func:`phrase_key`."""
+    return frozenset(phrase_key(text).split())
 
 
 def title_key(title: str | None) -> str:
@@ -190,22 +197,27 @@ def title_links(
     :func:`title_aliases`): a text names a title when it contains one of its names as a whole
     phrase (a shorter name only where the text writes it capitalised, as a name). When
     ``aligned`` (``titles[i]`` is the title of ``texts[i]``) a text never links to its own
-    title. Found through an index of the texts' words, so the cost follows
-    the matches, not the number of pairs."""
+    title, nor through a name its own title shares ("Green" in the text of "Green (Steve
+    Hillage album)" is the passage naming itself, not "Green (R.E.M. album)"). Found through
+    an index of the texts' words, so the cost follows the matches, not the number of pairs."""
+    every = title_aliases(titles)
     keys = [f" {phrase_key(text)} " for text in texts]
+    # Which texts hold each word of a name (only those words: a set intersection per text).
+    needed = {word for aliases in every for alias, _ in aliases for word in alias.split()}
     holders: dict[str, list[int]] = {}
-    for i, key in enumerate(keys):
-        for word in set(key.split()):
+    for i, text in enumerate(texts):
+        for word in needed.intersection(key_words(text)):
             holders.setdefault(word, []).append(i)
     capitalised: list[set[str] | None] = [None] * len(texts)
     found: list[dict[int, float]] = [{} for _ in texts]
-    for j, aliases in enumerate(title_aliases(titles)):
+    own = [{alias for alias, _ in aliases} for aliases in every] if aligned else []
+    for j, aliases in enumerate(every):
         for alias, strength in aliases:
             padded = f" {alias} "
             alias_words = alias.split()
             rarest = min(alias_words, key=lambda word: len(holders.get(word, ())))
             for i in holders.get(rarest, ()):
-                if aligned and i == j:
+                if aligned and (i == j or alias in own[i]):
                     continue
                 if strength <= found[i].get(j, 0.0) or padded not in keys[i]:
                     continue
@@ -256,7 +268,7 @@ def entities(text: str, min_chars: int = 4) -> frozenset[str]:
 
 def clear_caches() -> None:
     """Forget cached keys, entities and sentence splits (for cold-start measurements)."""
-    for cached in (phrase_key, entities, sentence_spans, sentence_words):
+    for cached in (phrase_key, key_words, entities, sentence_spans, sentence_words):
         cached.cache_clear()
 
 

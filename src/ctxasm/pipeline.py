@@ -29,6 +29,8 @@ from enum import Enum
 from types import MappingProxyType
 from typing import ClassVar, Protocol, TypeVar
 
+from ctxasm import prompt_cache
+from ctxasm.cache_state import CacheState
 from ctxasm.data import (
     Assembly,
     Budget,
@@ -51,7 +53,7 @@ from ctxasm.stages.access import filter_readable
 from ctxasm.stages.budget import plan_budget
 from ctxasm.stages.dedup import DedupSession, DedupStrategy
 from ctxasm.stages.history import SUMMARY_HEADING, HistoryPlan, HistoryStep
-from ctxasm.stages.ordering import OrderingStrategy
+from ctxasm.stages.ordering import CacheStableOrdering, OrderingStrategy
 from ctxasm.stages.relevance import RelevanceStrategy, rank
 from ctxasm.stages.selection import SelectionStrategy
 from ctxasm.stages.selection_admission import Guard, Meter
@@ -144,6 +146,15 @@ class Setup:
     strategies: ResolvedStrategies
     history: HistoryStep
 
+    @property
+    def previous(self) -> CacheState | None:
+        """The previous turn's cache state when the assembly plans for the prompt cache
+        (``previous`` given, or the ``cache_stable`` ordering); else ``None``."""
+        given = self.request.previous
+        if given is None and isinstance(self.strategies.ordering, CacheStableOrdering):
+            return CacheState()
+        return given
+
 
 @dataclass(frozen=True, slots=True)
 class Readable:
@@ -190,6 +201,8 @@ class Ordered:
     compressed: Mapping[str, Compressed]
     query_class: str
     no_relevant_context: bool
+    # Label numbers by passage id, kept across turns when planning for the prompt cache.
+    labels: Mapping[str, int] | None = None
 
 
 class RequestCount(Protocol):
@@ -211,6 +224,7 @@ class Rendering:
     parts: PromptParts
     note: str  # the context when no passage is left
     count: RequestCount
+    labels: Mapping[str, int] | None = None  # label numbers by id (None: in prompt order)
 
     @property
     def block(self) -> SourcesBlock:
@@ -218,14 +232,15 @@ class Rendering:
 
     def context(self, kept: Sequence[Candidate]) -> str:
         """The sources block of ``kept``, or the note saying there is none."""
-        return self.block.render(kept) if kept else self.note
+        return self.block.render(kept, self.labels) if kept else self.note
 
     def context_tokens(self, kept: Sequence[Candidate]) -> int:
         return self.counter.count(self.context(kept))
 
     def request(self, kept: Sequence[Candidate], parts: PromptParts | None = None) -> Rendered:
         """The request with ``kept`` as its sources (and ``parts``, else the planned ones)."""
-        return self.fmt.render(self.parts if parts is None else parts, self.context(kept), kept)
+        parts = replace(self.parts if parts is None else parts, labels=self.labels)
+        return self.fmt.render(parts, self.context(kept), kept)
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +281,9 @@ def plan(setup: Setup) -> Planned:
     history = setup.history.plan(bare.prompt_limit - bare.system - bare.query - bare.overhead)
     if history.summary:
         system = f"{system}\n\n{SUMMARY_HEADING}\n{history.summary}"
-    parts = PromptParts(system, history.turns, request.query)
+    parts = PromptParts(
+        system, history.turns, request.query, sources_first=setup.previous is not None
+    )
     measured = MeasuredPrompt(fmt, parts, counter, model)
     return Planned(history, parts, plan_budget(request, model, counter, measured))
 
@@ -316,7 +333,8 @@ def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) 
     (dedup placement, size bound, guard, price, dedup verdict: see
     :mod:`ctxasm.stages.selection_admission`) against ``dedup``, the assembly's dedup chain."""
     request, counter, block = setup.request, setup.counter, setup.fmt.block
-    worst_label = max(1, len(ranked.candidates))
+    previous = setup.previous  # stable labels may run past the number of candidates
+    worst_label = max(1, len(ranked.candidates)) + (previous.next_label - 1 if previous else 0)
     meter = Meter(counter, lambda c: block.pricing(c, worst_label))
     heading = counter.count(block.heading) + _BLOCK_SEAM
     context = SelectionContext(request.query, request.query_class or classify(request.query))
@@ -345,14 +363,24 @@ def compress_to_fill(setup: Setup, selected: Selected) -> Selected:
 
 def order(setup: Setup, selected: Selected) -> Ordered:
     """Ordering: place the kept passages."""
-    packed = selected.packed
-    ordered = setup.strategies.ordering.order(packed.kept)
+    packed, ordering, previous = selected.packed, setup.strategies.ordering, setup.previous
+    labels = None
+    if previous is None:
+        ordered = ordering.order(packed.kept)
+    else:  # planning for the prompt cache: what is unchanged first, labels kept
+        if isinstance(ordering, CacheStableOrdering):
+            stable = prompt_cache.stable_ids(previous, packed.kept, setup.fmt.block)
+            ordered = ordering.order_after(packed.kept, stable)
+        else:
+            ordered = ordering.order(packed.kept)
+        labels = MappingProxyType(prompt_cache.assign_labels(previous, ordered))
     return Ordered(
         tuple(ordered),
         selected.ranked.excluded + packed.excluded,
         selected.compressed,
         packed.context.query_class,
         not selected.ranked.candidates,
+        labels,
     )
 
 
@@ -360,7 +388,7 @@ def render(setup: Setup, planned: Planned, ordered: Ordered, count: RequestCount
     """Format: the renderer of the request in the request's format, around the sources block
     or, when no passage is left, the note saying why."""
     note = NO_CONTEXT_NOTE if ordered.no_relevant_context else NO_SOURCES_NOTE
-    return Rendering(setup.fmt, setup.counter, planned.parts, note, count)
+    return Rendering(setup.fmt, setup.counter, planned.parts, note, count, ordered.labels)
 
 
 def verify(rendering: Rendering, ordered: Ordered, planned: Planned) -> Verified:
@@ -385,7 +413,7 @@ def give_back(setup: Setup, rendering: Rendering, verified: Verified) -> Verifie
     parts, kept = rendering.parts, list(verified.kept)
 
     def with_turns(turns: tuple[Message, ...]) -> Rendered:
-        return rendering.request(kept, PromptParts(parts.system, turns, parts.query))
+        return rendering.request(kept, replace(parts, history=turns))
 
     back = setup.history.give_back(
         verified.history,
@@ -434,8 +462,22 @@ def report(
             "dropped": list(history.dropped),
             "summary_tokens": counter.count(history.summary) if history.summary else 0,
         },
+        labels=ordered.labels,
     )
-    rendered = verified.rendered
+    rendered, previous = verified.rendered, setup.previous
+    if previous is not None and ordered.labels is not None:
+        cache, rendered = prompt_cache.plan(
+            model=setup.model,
+            fmt=setup.fmt,
+            counter=counter,
+            parts=rendering.parts,
+            previous=previous,
+            kept=verified.kept,
+            labels=ordered.labels,
+            rendered=rendered,
+            total_tokens=verified.total,
+        )
+        built = replace(built, cache=cache)
     return Assembly(rendered.messages, rendered.system, rendered.text, built, verified.kept)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from ctxasm.data import (
     Budget,
     Candidate,
+    Chosen,
     Compressed,
     Compression,
     Exclusion,
@@ -54,6 +55,7 @@ def build_report(
     block: SourcesBlock | None = None,
     history: Mapping[str, Any] | None = None,
     exact_count: bool | None = None,
+    labels: Mapping[str, int] | None = None,
 ) -> Report:
     """The report for passages ``ordered`` as rendered; exclusions sorted by request position.
 
@@ -61,7 +63,7 @@ def build_report(
     line before it (the heading, for the first) and its fenced text, so the shares plus the
     final closing fence add up to ``context_tokens`` for the OpenAI encodings.
     """
-    included = _included(counter, ordered, compressed or {}, block or FencedBlock())
+    included = _included(counter, ordered, compressed or {}, block or FencedBlock(), labels)
     return Report(
         model=model.name,
         tokenizer=counter.name,
@@ -86,8 +88,10 @@ def _included(
     ordered: Sequence[Candidate],
     compressed: Mapping[str, Compressed],
     block: SourcesBlock,
+    labels: Mapping[str, int] | None = None,
 ) -> tuple[Included, ...]:
-    """One entry per rendered passage, in prompt order, with its exact share of the block."""
+    """One entry per rendered passage, in prompt order, with its exact share of the block
+    (labelled by ``labels``, passage id to number, where labels are kept across turns)."""
 
     def compression(candidate: Candidate, fenced: str) -> Compression | None:
         found = compressed.get(candidate.id)
@@ -105,7 +109,7 @@ def _included(
     return tuple(
         Included(
             id=c.id,
-            label=label(number),
+            label=label(number if labels is None else labels[c.id]),
             tokens=counter.count(opening) + counter.count(fenced),
             score=c.score,
             position=number,
@@ -113,8 +117,21 @@ def _included(
             url=c.passage.url,
             compression=compression(c, fenced),
             flags=c.flags,
+            chosen=_chosen(c, compressed),
         )
         for number, (c, (opening, fenced)) in enumerate(
-            zip(ordered, block.parts(ordered), strict=True), start=1
+            zip(ordered, block.parts(ordered, labels), strict=True), start=1
         )
     )
+
+
+def _chosen(candidate: Candidate, compressed: Mapping[str, Compressed]) -> Chosen:
+    """Why ``candidate`` was kept: as its selection strategy recorded it; else a passage
+    compressed into the room left was a ``fill``, and one kept in rank order was chosen by the
+    retriever's score where it had one (the query's relevance otherwise)."""
+    if candidate.chosen is not None:
+        return candidate.chosen
+    given = candidate.passage.score
+    if candidate.id in compressed:
+        return Chosen("fill", given_score=given)
+    return Chosen("score" if given is not None else "query", given_score=given)

@@ -13,7 +13,9 @@ from itertools import count, repeat
 from operator import attrgetter, is_
 from typing import Any
 
+from ctxasm.cache_state import CacheState, parse_previous
 from ctxasm.data import (
+    Assembly,
     HistoryPolicy,
     Message,
     Passage,
@@ -382,6 +384,8 @@ def parse_request(
         if data in _VALIDATED:
             return data
         data = {name: getattr(data, name) for name in REQUEST_FIELDS}
+        if data["previous"] is None:
+            del data["previous"]  # not planning for the cache (None here is not JSON's null)
     if type(data) is not dict and not isinstance(data, Mapping):
         raise _fail("request", "a JSON object", data)
     unknown = [key for key in data if key not in _REQUEST_KEYS]
@@ -428,9 +432,42 @@ def parse_request(
         query_class=None if query_class == "auto" else query_class,
         template=data.get("template"),
         history_policy=parse_history_policy(data.get("history_policy")),
+        previous=_parse_previous(data),
     )
+    if request.previous is not None and not _chose_ordering(data.get("strategy")):
+        request = dataclasses.replace(
+            request, strategy=dataclasses.replace(request.strategy, ordering=_CACHE_STABLE)
+        )
     _VALIDATED.add(request)
     return request
+
+
+_CACHE_STABLE = StrategySpec("cache_stable")
+
+
+def _parse_previous(data: Mapping[str, Any]) -> CacheState | None:
+    """``previous``: absent, not planning for the cache; ``null``, a session's first turn;
+    else the previous turn's cache state, given as a prior result (an :class:`Assembly` or its
+    JSON), its ``report.cache`` or the state itself."""
+    if "previous" not in data:
+        return None
+    value = data["previous"]
+    if isinstance(value, Assembly):
+        if value.report.cache is None:
+            raise RequestError(
+                "previous is a result that did not plan for the cache; send previous=None for "
+                'a first turn, or use strategy.ordering "cache_stable"',
+                field="previous",
+            )
+        return value.report.cache.state
+    return parse_previous(value)
+
+
+def _chose_ordering(strategy: object) -> bool:
+    """Whether the request named its ordering (else a previous state selects cache_stable)."""
+    if isinstance(strategy, Strategies):
+        return strategy.ordering != _DEFAULT_STRATEGIES.ordering
+    return isinstance(strategy, Mapping) and "ordering" in strategy
 
 
 def request_envelope(data: Mapping[str, Any]) -> dict[str, Any]:

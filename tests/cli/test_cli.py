@@ -189,6 +189,22 @@ def test_batch_all_good_exits_0_and_writes_stdout(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["report"]["selected"] == 3
 
 
+def test_batch_summary_totals_the_prompt_cache_when_requests_plan_for_it(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    lines = [request(), request(previous=None), request(previous=None, model="gpt-4o")]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = ctxasm("batch", str(source), str(tmp_path / "out.jsonl"), "--no-progress")
+    assert done.returncode == 0, done.stderr.decode()
+    summary = done.stderr.decode().splitlines()
+    assert summary[0] == "ctxasm: 3 assembled, 0 failed"
+    assert summary[1].startswith("ctxasm: prompt cache: ")
+    assert "over 2 requests" in summary[1]
+    source.write_text(json.dumps(request()) + "\n")
+    plain = ctxasm("batch", str(source), "-", "--no-progress")
+    assert plain.returncode == 0, plain.stderr.decode()
+    assert "prompt cache" not in plain.stderr.decode()
+
+
 def test_batch_keeps_an_existing_output_when_the_input_is_missing(tmp_path: Path) -> None:
     target = tmp_path / "out.jsonl"
     target.write_text("precious\n")
@@ -239,6 +255,7 @@ def test_help_and_version() -> None:
         "assemble",
         "batch",
         "models",
+        "report",
         "eval",
         "check-citations",
         "index",

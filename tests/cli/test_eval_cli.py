@@ -249,3 +249,113 @@ def test_eval_with_a_config_names_the_row_after_the_file(dataset: Path, tmp_path
     done = ctxasm("eval", str(dataset), "--budget", "512", "--config", str(config), "--json")
     assert done.returncode == 0, done.stderr
     assert [row["strategy"] for row in json.loads(done.stdout)["results"]] == ["mine"]
+
+
+def _fullwiki_like(tmp_path: Path) -> Path:
+    """RECORDS plus a question whose distractors pad the bridge question q1."""
+    padding = {
+        "id": "q4",
+        "question": "Which film about a voyage won a prize?",
+        "answers": ["Drift"],
+        "passages": [
+            _passage("q4#0", "Drift (film)", "Drift is a film about a voyage.", True, True),
+            _passage("q4#1", "Born at Sea", "A director was born at sea in 1961.", False, False),
+            _passage("q4#2", "Starfall", "Starfall is a director's word for voyage.", False, False),
+        ],
+        "gold_pids": ["q4#0"],
+        "meta": {"type": "bridge", "all_gold_in_candidates": True},
+    }
+    path = tmp_path / "fullwiki.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*RECORDS, padding]), encoding="utf-8")
+    return path
+
+
+def test_eval_hard_subset_is_built_saved_and_rerun(tmp_path: Path) -> None:
+    data = _fullwiki_like(tmp_path)
+    saved = tmp_path / "hard.jsonl"
+    args = ["--budget", "512", "--strategy", "oracle", "--json", "--no-progress"]
+    done = ctxasm("eval", str(data), "--subset", "hard", "--save-subset", str(saved), *args)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["results"]
+    # q1 (Marten Kollwitz unnamed) and q4 (Drift unnamed) qualify; q2 compares, q3 lacks gold
+    assert [(r["n"], r["n_gold"], r["all_gold"]) for r in rows] == [(2, 2, 1.0)]
+    records = [json.loads(line) for line in saved.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in records] == ["q1", "q4"]
+    assert sorted(p["pid"] for p in records[0]["passages"]) == [
+        "q1#0",
+        "q1#1",
+        "q1#2",
+        "q4#1",
+        "q4#2",
+    ]
+    again = ctxasm("eval", str(saved), *args)
+    assert again.returncode == 0, again.stderr
+    assert [{**r, "ms_per_question": 0} for r in json.loads(again.stdout)["results"]] == [
+        {**r, "ms_per_question": 0} for r in rows
+    ]
+
+
+def test_eval_hard_subset_table_names_the_subset(tmp_path: Path) -> None:
+    done = ctxasm(
+        "eval", str(_fullwiki_like(tmp_path)), "--subset", "hard", "--budget", "512", "--limit", "1"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "fullwiki.jsonl (hard subset): 1 questions" in done.stdout
+
+
+def test_eval_hard_subset_needs_full_wiki_style_data(tmp_path: Path) -> None:
+    path = tmp_path / "plain.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS[1:]), encoding="utf-8")
+    _one_line_error(ctxasm("eval", str(path), "--subset", "hard"), "full-wiki style", "[subset]")
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--subset", "easy"), ("--scores", "bm26"), ("--scores", "")]
+)
+def test_eval_bad_subset_or_scores(dataset: Path, option: str, value: str) -> None:
+    done = ctxasm("eval", str(dataset), option, value)
+    _one_line_error(done, option, repr(value), f"[{option[2:]}]")
+
+
+def test_eval_save_subset_needs_a_subset(dataset: Path, tmp_path: Path) -> None:
+    done = ctxasm("eval", str(dataset), "--save-subset", str(tmp_path / "x.jsonl"))
+    _one_line_error(done, "--save-subset needs --subset", "[save_subset]")
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize("kind", ["bm25", "dense", "noisy-oracle", "random"])
+def test_eval_scores(dataset: Path, kind: str) -> None:
+    args = ["eval", str(dataset), "--budget", "512", "--scores", kind, "--json"]
+    done = ctxasm(*args, "--strategy", "default", "--strategy", "oracle")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["results"]
+    assert [r["strategy"] for r in rows] == ["default", "oracle"]
+    assert rows[1]["all_gold"] == 1.0  # the oracle keeps its own scores
+    again = ctxasm(*args, "--strategy", "default")
+    assert {**json.loads(again.stdout)["results"][0], "ms_per_question": 0} == {
+        **rows[0],
+        "ms_per_question": 0,
+    }
+
+
+def test_eval_bad_embedder(dataset: Path) -> None:
+    done = ctxasm("eval", str(dataset), "--scores", "dense", "--embedder", "word2vec")
+    _one_line_error(done, "unknown embedder 'word2vec'", "[embedder]")
+
+
+def test_eval_html_writes_one_self_contained_page(dataset: Path, tmp_path: Path) -> None:
+    page = tmp_path / "eval.html"
+    done = ctxasm("eval", str(dataset), "--budget", "256,512", "--html", str(page), "--json")
+    assert done.returncode == 0, done.stderr
+    html = page.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") or html.lower().startswith("<!doctype html>")
+    assert "<svg" in html  # the recall-versus-budget curves, drawn inline
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in html
+
+
+def test_eval_html_to_an_unwritable_path(dataset: Path, tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "eval.html"
+    _one_line_error(
+        ctxasm("eval", str(dataset), "--budget", "512", "--html", str(target)), "[html]"
+    )

@@ -17,6 +17,7 @@ COMMANDS = (
     "assemble",
     "batch",
     "models",
+    "report",
     "eval",
     "check-citations",
     "index",

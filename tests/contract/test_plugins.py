@@ -31,7 +31,7 @@ PASSAGES = [
     {"id": "c", "text": "The Don ends in the Sea of Azov.", "score": 0.7},
 ]
 QUERY = "Which rivers end in the Black Sea?"
-BUILTIN_ORDERINGS = ["chronological", "primacy_recency", "retrieval", "score", "source"]
+BUILTIN_ORDERINGS = ["cache_stable", "chronological", "primacy_recency", "retrieval", "score", "source"]
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_an_installed_plugin_is_used_by_name_from_a_request(
 ) -> None:
     _on_path(monkeypatch, plugin_site)
     monkeypatch.delenv(registry.PLUGINS_ENV, raising=False)
-    assert registry.names("ordering") == [*BUILTIN_ORDERINGS[:3], "reverse_retrieval", "score",
+    assert registry.names("ordering") == [*BUILTIN_ORDERINGS[:4], "reverse_retrieval", "score",
                                           "source"]  # fmt: skip
     request = {"query": QUERY, "passages": PASSAGES, "strategy": {"ordering": "reverse_retrieval"}}
     result = ctxasm.Assembler().assemble(request)
@@ -197,4 +197,4 @@ def test_the_builtin_strategies_are_entry_points_of_ctxasm() -> None:
     ours = sorted(p.name for p in points if p.dist is not None and p.dist.name == "ctxasm")
     declared = sorted(f"{slot}.{name}" for slot in registry.SLOTS for name in registry.names(slot))
     assert ours == declared
-    assert len(ours) == 23
+    assert len(ours) == 24

@@ -51,6 +51,7 @@ def test_registered_names_are_the_documented_ones() -> None:
         "utility_per_token",
     ]
     assert registry.names("ordering") == [
+        "cache_stable",
         "chronological",
         "primacy_recency",
         "retrieval",

@@ -119,6 +119,11 @@ def test_gpt_4o_entry() -> None:
         "input_price": 2.5,
         "output_price": 10.0,
         "aliases": ["gpt-4o-2024-11-20", "gpt-4o-2024-08-06", "chatgpt-4o-latest"],
+        "cache": "automatic",
+        "cached_input_price": 1.25,
+        "cache_write_price": None,
+        "cache_min_tokens": 1024,
+        "cache_increment": 128,
     }
 
 

@@ -108,6 +108,7 @@ def test_the_defaults_are_the_ones_typer_declares() -> None:
         "fmt": None,
         "max_context_tokens": None,
         "report": False,
+        "html": None,
         "indent": None,
         "config": None,
         "max_bytes": DEFAULT_MAX_BYTES,

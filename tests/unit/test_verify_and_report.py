@@ -146,7 +146,9 @@ def test_result_fields_are_exactly_those_of_design() -> None:
     }
     assert report["included"]
     for item in report["included"]:
-        # plus the documented extension: what compression kept (null when uncompressed)
+        # plus the documented extensions: what compression kept (null when uncompressed) and
+        # why selection chose it
+        assert set(item["chosen"]) == {"by", "terms", "linked_from", "via", "given_score"}
         assert set(item) == {
             "id",
             "label",
@@ -157,6 +159,7 @@ def test_result_fields_are_exactly_those_of_design() -> None:
             "url",
             "compression",
             "flags",
+            "chosen",
         }
     assert report["excluded"]
     for item in report["excluded"]:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from ctxasm.assembler import Assembler
+from ctxasm.cache_state import CacheTotals
+from ctxasm.data import Assembly
 from ctxasm.errors import CtxasmError
 from ctxasm.jsonio import decode_object, too_large
 from ctxasm.schema import request_envelope
@@ -32,11 +34,17 @@ class BatchStats:
     ok: int = 0
     failed: int = 0
     skipped: int = 0
+    # Prompt-cache totals over the results that planned for it (docs/caching.md).
+    cache: CacheTotals = field(default_factory=CacheTotals)
 
     @property
     def written(self) -> int:
         """Output lines written: one per request that was not blank."""
         return self.ok + self.failed
+
+    def add(self, result: Assembly) -> None:
+        """Count ``result``'s prompt-cache figures into :attr:`cache` (when it planned)."""
+        self.cache.add(result.report.cache, result.report.total_tokens)
 
 
 def read_lines(
@@ -76,11 +84,13 @@ def assemble_lines(
     """
     stats = BatchStats() if stats is None else stats
     for number, (raw, size) in enumerate(lines, start=1):
-        outcome, line = assemble_line(
+        outcome, line, result = _assemble(
             raw, number, assembler, max_line_bytes=max_line_bytes, size=size
         )
         if line is not None:
             write(line + "\n")
+        if result is not None:
+            stats.add(result)
         setattr(stats, outcome, getattr(stats, outcome) + 1)
         if on_request is not None:
             on_request(outcome)
@@ -98,15 +108,25 @@ def assemble_line(
     """One input line: (``"ok"``, ``"failed"`` or ``"skipped"``, the output JSON line without
     its newline, or ``None`` for a blank line). ``size`` is the line's real length when ``raw``
     was cut short. Every engine writes exactly these lines."""
+    outcome, line, _ = _assemble(raw, number, assembler, max_line_bytes=max_line_bytes, size=size)
+    return outcome, line
+
+
+def _assemble(
+    raw: bytes, number: int, assembler: Assembler, *, max_line_bytes: int, size: int | None
+) -> tuple[str, str | None, Assembly | None]:
+    """:func:`assemble_line`, with the assembly when there is one."""
     if not raw.strip():
-        return "skipped", None
+        return "skipped", None, None
     envelope: dict[str, Any] = {}
+    result = None
     try:
         if size is not None and size > max_line_bytes:
             raise too_large(max_line_bytes, size=size)
         data = decode_object(raw, max_bytes=max_line_bytes)
         envelope = request_envelope(data)
-        record = {**envelope, **assembler.assemble(data).to_dict()}
+        result = assembler.assemble(data)
+        record = {**envelope, **result.to_dict()}
         outcome = "ok"
     except CtxasmError as exc:
         record = {"error": exc.to_dict(), "line": number, **envelope}
@@ -116,4 +136,4 @@ def assemble_line(
         error = {"code": "internal_error", "message": message, "field": None}
         record = {"error": error, "line": number, **envelope}
         outcome = "failed"
-    return outcome, json.dumps(record, ensure_ascii=False)
+    return outcome, json.dumps(record, ensure_ascii=False), result if outcome == "ok" else None

@@ -128,5 +128,9 @@ def run_batch(
 def _count(stats: BatchStats, line: str) -> None:
     if line.startswith('{"error"'):  # error records put the error first; results never do
         stats.failed += 1
-    else:
-        stats.ok += 1
+        return
+    stats.ok += 1
+    if '"cache":' in line:  # only results that planned for the prompt cache carry one
+        report = json.loads(line).get("report") or {}
+        if isinstance(report.get("cache"), dict):
+            stats.cache.add_section(report["cache"], int(report.get("total_tokens") or 0))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,6 +28,9 @@ from ctxasm.cli.options import (
     ProgressOption,
 )
 from ctxasm.cli.request_input import open_assembler
+
+if TYPE_CHECKING:
+    from ctxasm.batch.jsonl import BatchStats
 
 __all__ = ["app"]
 
@@ -87,6 +90,15 @@ MaxContextOption = Annotated[
 ReportOption = Annotated[
     bool, typer.Option("--report", help="Print a readable budget and passage table to stderr.")
 ]
+HtmlOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--html",
+        metavar="FILE",
+        help="Write the report as one self-contained HTML page (opens from disk, offline).",
+        show_default=False,
+    ),
+]
 IndentOption = Annotated[
     int | None,
     typer.Option(
@@ -103,6 +115,7 @@ def assemble(
     fmt: FormatOption = None,
     max_context_tokens: MaxContextOption = None,
     report: ReportOption = False,
+    html: HtmlOption = None,
     indent: IndentOption = None,
     config: ConfigOption = None,
     max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
@@ -115,6 +128,7 @@ def assemble(
         fmt=fmt,
         max_context_tokens=max_context_tokens,
         report=report,
+        html=html,
         indent=indent,
         config=config,
         max_bytes=max_bytes,
@@ -172,7 +186,16 @@ def batch(
     except BatchInterruptedError as interrupted:
         typer.echo(interrupted_message(interrupted, target), err=True)
         raise typer.Exit(exit_code(interrupted)) from None
+    _summary(stats)
+
+
+def _summary(stats: BatchStats) -> None:
+    """The batch's last words on stderr: the counts, the prompt-cache totals when any request
+    planned for the cache; exit 1 when a request failed."""
     typer.echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
+    cache = stats.cache.summary()
+    if cache is not None:
+        typer.echo(f"ctxasm: {cache}", err=True)
     if stats.failed:
         raise typer.Exit(EXIT_FAILED)
 
@@ -194,9 +217,7 @@ def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int)
         stats = run_on_ray(source, target, setting, max_bytes=max_bytes)
     except CtxasmError as error:
         _fail_with(error)
-    typer.echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
-    if stats.failed:
-        raise typer.Exit(EXIT_FAILED)
+    _summary(stats)
 
 
 @app.command(cls=WordsCommand)
@@ -218,6 +239,40 @@ def models(
     from ctxasm.cli.report_view import print_models
 
     print_models(specs)
+
+
+@app.command("report", cls=WordsCommand)
+def report_command(
+    source: Annotated[
+        str,
+        typer.Argument(
+            metavar="RESULT",
+            help="A result JSON (from assemble, ask --json or the service); - for standard input.",
+            show_default=False,
+        ),
+    ],
+    html: HtmlOption = None,
+    max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+) -> None:
+    """Show a saved result's report: tables on stdout, or an HTML page with --html."""
+    from ctxasm.cli.report_view import print_report, write_html
+    from ctxasm.cli.request_input import read_input
+    from ctxasm.errors import CtxasmError
+    from ctxasm.html import result_of
+    from ctxasm.jsonio import decode_json
+
+    try:
+        result = result_of(decode_json(read_input(source, max_bytes)))
+    except CtxasmError as error:
+        _fail_with(error)
+    if html is not None:
+        write_html(result, html)
+        typer.echo(f"ctxasm: wrote {html}", err=True)
+        return
+    try:
+        print_report(result["report"], stderr=False)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        _fail(f"{source} is not a report ctxasm can print: {exc!r}", EXIT_BAD_INPUT)
 
 
 def _register_commands() -> None:

@@ -36,6 +36,7 @@ class AssembleOptions:
     fmt: str | None = None
     max_context_tokens: int | None = None
     report: bool = False
+    html: Path | None = None
     indent: int | None = None
     config: Path | None = None
     max_bytes: int = DEFAULT_MAX_BYTES
@@ -68,6 +69,7 @@ FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "--model": ("model", _text),
     "--format": ("fmt", _text),
     "--max-context-tokens": ("max_context_tokens", _count(1)),
+    "--html": ("html", _path),
     "--indent": ("indent", _count(0)),
     "--config": ("config", _path),
     "--max-bytes": ("max_bytes", _count(1)),
@@ -114,7 +116,8 @@ def _completing() -> bool:
 
 def assemble(options: AssembleOptions) -> None:
     """Assemble one request: JSON in, the result JSON on stdout, the report table on stderr
-    with ``report``; a ctxasm error exits with its code and one line on stderr."""
+    with ``report``, the HTML report in a file with ``html``; a ctxasm error exits with its
+    code and one line on stderr."""
     from ctxasm.errors import CtxasmError
     from ctxasm.schema import request_envelope
 
@@ -129,8 +132,12 @@ def assemble(options: AssembleOptions) -> None:
         output = {**request_envelope(data), **result.to_dict()}
     except CtxasmError as error:
         fail_with(error)
+    if options.html is not None:
+        from ctxasm.cli.report_view import write_html
+
+        write_html(output, options.html)
     echo(json.dumps(output, ensure_ascii=False, indent=options.indent))
     if options.report:
         from ctxasm.cli.report_view import print_report
 
-        print_report(result.report)
+        print_report(output["report"])

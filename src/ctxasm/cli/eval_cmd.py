@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 __all__ = ["eval_command"]
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+# The names --subset and --scores take; checked before the dataset is read (ctxasm.evaluation
+# holds the same lists as SUBSETS and SCORE_KINDS; importing it here would slow --help).
+SUBSET_NAMES = ("hard",)
+SCORE_NAMES = ("bm25", "dense", "noisy-oracle", "random")
 
 BudgetOption = Annotated[
     str,
@@ -51,10 +55,61 @@ LimitOption = Annotated[
     int | None,
     typer.Option("--limit", min=1, metavar="N", help="Only the first N questions."),
 ]
+SubsetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--subset",
+        metavar="NAME",
+        help="Evaluate on a subset built from DATASET: 'hard' (bridge questions padded to 20 "
+        "candidates with look-alike distractors; needs full-wiki style data).",
+        show_default=False,
+    ),
+]
+SaveSubsetOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--save-subset",
+        metavar="FILE",
+        help="Also write the --subset questions to FILE (JSONL, the unified format).",
+        show_default=False,
+    ),
+]
+ScoresOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scores",
+        metavar="KIND",
+        help="Give every candidate a retriever score first: bm25, dense, noisy-oracle or "
+        "random (default: no scores).",
+        show_default=False,
+    ),
+]
+EmbedderOption = Annotated[
+    str,
+    typer.Option(
+        "--embedder",
+        metavar="SPEC",
+        help="Embedder of --scores dense: 'hashing' or 'sentence-transformers:/path'.",
+    ),
+]
+SeedOption = Annotated[
+    int,
+    typer.Option("--seed", min=0, metavar="N", help="Seed of --subset and the random --scores."),
+]
 PlotOption = Annotated[
     Path | None,
     typer.Option(
         "--plot", metavar="FILE", help="Save recall-versus-budget curves (.png, .svg, .pdf)."
+    ),
+]
+HtmlOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--html",
+        metavar="FILE",
+        help="Also write the tables and recall-versus-budget curves as one self-contained "
+        "HTML page.",
+        show_default=False,
     ),
 ]
 
@@ -73,6 +128,12 @@ def eval_command(
         bool, typer.Option("--by-type", help="Also print the rates per question type.")
     ] = False,
     plot: PlotOption = None,
+    html: HtmlOption = None,
+    subset: SubsetOption = None,
+    save_subset: SaveSubsetOption = None,
+    scores: ScoresOption = None,
+    embedder: EmbedderOption = "hashing",
+    seed: SeedOption = 0,
     progress: ProgressOption = None,
 ) -> None:
     """Measure how much gold evidence each strategy keeps per budget on a QA dataset."""
@@ -82,20 +143,58 @@ def eval_command(
     if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
         allowed = ", ".join(PLOT_SUFFIXES)
         fail(f"--plot must end in one of {allowed}, got {plot.name!r} [plot]", EXIT_BAD_INPUT)
-    try:
-        questions, rows, model = _run(
-            dataset, budgets, strategy or [], config, model, limit, progress
+    _check_choice("--subset", subset, SUBSET_NAMES)
+    _check_choice("--scores", scores, SCORE_NAMES)
+    if save_subset is not None and subset is None:
+        fail(
+            "--save-subset needs --subset NAME (the subset to write) [save_subset]",
+            EXIT_BAD_INPUT,
         )
+    try:
+        questions = _questions(dataset, subset, save_subset, scores, embedder, seed, limit)
+        rows, model = _run(questions, budgets, strategy or [], config, model, progress)
         if plot is not None:
             from ctxasm.evaluation.plot import plot_rows
 
-            plot_rows(rows, plot, title=f"{Path(dataset).name} ({model})")
+            plot_rows(rows, plot, title=f"{_label(dataset, subset, scores)} ({model})")
     except CtxasmError as error:
         fail_with(error)
+    if html is not None:
+        _write_html(html, rows, f"{_label(dataset, subset, scores)} ({model})")
     if as_json:
         typer.echo(json.dumps({"results": [row.to_dict() for row in rows]}, indent=2))
     else:
-        _print_table(dataset, questions, rows, model, by_type=by_type)
+        _print_table(_label(dataset, subset, scores), questions, rows, model, by_type=by_type)
+
+
+def _write_html(path: Path, rows: list[EvalRow], title: str) -> None:
+    """The evaluation page at ``path``; a path that cannot be written exits 2 naming it."""
+    from ctxasm.html import render_eval_html
+
+    page = render_eval_html([row.to_dict() for row in rows], title=title)
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror} [html]", EXIT_BAD_INPUT)
+
+
+def _check_choice(option: str, value: str | None, allowed: tuple[str, ...]) -> None:
+    if value is not None and value not in allowed:
+        field = option.removeprefix("--")
+        fail(
+            f"{option} must be one of {', '.join(allowed)}, got {value!r} [{field}]",
+            EXIT_BAD_INPUT,
+        )
+
+
+def _label(dataset: str, subset: str | None, scores: str | None) -> str:
+    """The dataset's name, with the subset and the scores it was evaluated with."""
+    label = Path(dataset).name
+    if subset is not None:
+        label += f" ({subset} subset)"
+    if scores is not None:
+        label += f", {scores} scores"
+    return label
 
 
 def _budgets(raw: str) -> list[int]:
@@ -108,42 +207,65 @@ def _budgets(raw: str) -> list[int]:
     return values
 
 
-def _run(
+def _questions(
     dataset: str,
+    subset: str | None,
+    save_subset: Path | None,
+    scores: str | None,
+    embedder: str,
+    seed: int,
+    limit: int | None,
+) -> list[EvalQuestion]:
+    """The questions to evaluate: the dataset's, or the subset built from all of them (written
+    whole to ``save_subset``), the first ``limit`` of them, with ``scores`` attached."""
+    from ctxasm.evaluation import attach_scores, hard_subset, load_dataset, write_dataset
+
+    if subset is None:
+        questions = load_dataset(dataset, limit=limit)
+    else:
+        questions = hard_subset(load_dataset(dataset), seed=seed)
+        if save_subset is not None:
+            write_dataset(questions, save_subset)
+        questions = questions[:limit] if limit is not None else questions
+    if scores is not None:
+        questions = attach_scores(questions, scores, seed=seed, embedder=embedder)
+    return questions
+
+
+def _run(
+    questions: list[EvalQuestion],
     budgets: list[int],
     requested: list[str],
     config: Path | None,
     model: str | None,
-    limit: int | None,
     progress: bool | None,
-) -> tuple[list[EvalQuestion], list[EvalRow], str]:
-    """The questions, the result rows and the model they were measured with."""
+) -> tuple[list[EvalRow], str]:
+    """The result rows and the model they were measured with."""
     from ctxasm.assembler import Assembler
     from ctxasm.cli.progress import progress_bar, shown
-    from ctxasm.evaluation import choose_model, choose_strategies, evaluate, load_dataset
+    from ctxasm.evaluation import choose_model, choose_strategies, evaluate
 
     # --config, else $CTXASM_CONFIG: the configuration whose own strategy runs by default.
     source = os.environ.get("CTXASM_CONFIG") if config is None else str(config)
     assembler = Assembler(config if config is not None else source or None)
     chosen = choose_strategies(requested, config_source=source)
     model = choose_model(model, assembler.config.defaults)
-    questions = load_dataset(dataset, limit=limit)
     total = len(questions) * len(budgets) * len(chosen)
     with progress_bar("evaluating", show=shown(progress), total=total) as bar:
         rows = evaluate(
             questions, chosen, budgets, model=model, config=assembler.config, progress=bar.advance
         )
-    return questions, rows, model
+    return rows, model
 
 
 def _print_table(
-    dataset: str, questions: list[EvalQuestion], rows: list[EvalRow], model: str, *, by_type: bool
+    label: str, questions: list[EvalQuestion], rows: list[EvalRow], model: str, *, by_type: bool
 ) -> None:
     from ctxasm.cli.report_view import print_eval
 
     gold = rows[0].n_gold if rows else 0
     title = (
-        f"{Path(dataset).name}: {len(questions)} questions ({gold} with all gold passages "
+        f"{label}: {len(questions)} questions ({gold} with all gold passages "
         f"among the candidates, over which the gold rates are), {model}"
     )
     print_eval(rows, title=title, by_type=by_type)

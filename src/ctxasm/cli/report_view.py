@@ -1,72 +1,122 @@
-"""Readable tables for ``--report`` and ``ctxasm models`` (on stderr / stdout with rich)."""
+"""Readable views of a report: tables for ``--report``, ``ctxasm report`` and ``ctxasm models``
+(with rich), and the self-contained HTML page of ``--html``.
+
+Both draw from the report's JSON (``Report.to_dict()``, the ``report`` of a result file), so a
+live assembly and a saved result look the same.
+"""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ctxasm.cli.exits import EXIT_BAD_INPUT, fail
+
 if TYPE_CHECKING:
-    from ctxasm.data import Report
     from ctxasm.evaluation.runner import EvalRow
     from ctxasm.models import ModelSpec
 
-__all__ = ["print_eval", "print_models", "print_report"]
+__all__ = ["print_eval", "print_models", "print_report", "why_chosen", "write_html"]
 
 
-def print_report(report: Report, *, hidden: str | None = None) -> None:
-    """The budget breakdown, the included and the excluded passages, on stderr; ``hidden``
-    replaces the no-relevant-context line (``ask``: matches exist that the asker may not read)."""
-    console = Console(stderr=True)
-    budget = report.budget
-    exactness = "exact" if report.exact_count else "ESTIMATED"
-    table = Table(title=f"Budget: {report.model} ({report.tokenizer}, {exactness} count)")
+def print_report(
+    report: Mapping[str, Any], *, hidden: str | None = None, stderr: bool = True
+) -> None:
+    """The budget breakdown, the included and the excluded passages of a report's JSON, on
+    stderr (stdout without ``stderr``); ``hidden`` replaces the no-relevant-context line
+    (``ask``: matches exist that the asker may not read)."""
+    console = Console(stderr=stderr)
+    exactness = "exact" if report["exact_count"] else "ESTIMATED"
+    table = Table(title=f"Budget: {report['model']} ({report['tokenizer']}, {exactness} count)")
     table.add_column("section")
     table.add_column("tokens", justify="right")
-    for name, value in budget.to_dict().items():
+    for name, value in report["budget"].items():
         table.add_row(name, f"{value:,}")
-    table.add_row("[b]context used[/b]", f"{report.context_tokens:,}")
-    table.add_row("[b]total request[/b]", f"{report.total_tokens:,}")
+    table.add_row("[b]context used[/b]", f"{report['context_tokens']:,}")
+    table.add_row("[b]total request[/b]", f"{report['total_tokens']:,}")
     console.print(table)
 
-    included = Table(title=f"Included: {report.selected} of {report.considered}")
-    for column in ("pos", "label", "id", "tokens", "score", "source"):
+    included = Table(title=f"Included: {report['selected']} of {report['considered']}")
+    labels = {item["id"]: item["label"] for item in report["included"]}
+    for column in ("pos", "label", "id", "tokens", "score", "why chosen", "source"):
         included.add_column(column, justify="right" if column in ("pos", "tokens") else "left")
-    for item in report.included:
-        source = item.source or item.url or ""
-        tokens = str(item.tokens)
-        if item.compression is not None:
-            kept = item.compression
+    for item in report["included"]:
+        source = escape(item.get("source") or item.get("url") or "")
+        tokens = str(item["tokens"])
+        kept = item.get("compression")
+        if kept is not None:
             tokens += (
-                f" (cut: {kept.kept_sentences}/{kept.sentences} sentences, "
-                f"{kept.kept_tokens}/{kept.original_tokens} tokens)"
+                f" (cut: {kept['kept_sentences']}/{kept['sentences']} sentences, "
+                f"{kept['kept_tokens']}/{kept['original_tokens']} tokens)"
             )
         included.add_row(
-            str(item.position), item.label, item.id, tokens, f"{item.score:.4g}", source
+            str(item["position"]),
+            escape(item["label"]),
+            escape(item["id"]),
+            tokens,
+            f"{item['score']:.4g}",
+            escape(why_chosen(item.get("chosen"), labels)),
+            source,
         )
     console.print(included)
 
-    if report.excluded:
-        excluded = Table(title=f"Excluded: {len(report.excluded)}")
+    if report["excluded"]:
+        excluded = Table(title=f"Excluded: {len(report['excluded'])}")
         for column in ("id", "stage", "reason", "detail"):
             excluded.add_column(column, overflow="fold")
-        for exclusion in report.excluded:
+        for exclusion in report["excluded"]:
             excluded.add_row(
-                exclusion.candidate_id, exclusion.stage, exclusion.reason.value, exclusion.detail
+                *(escape(exclusion[key]) for key in ("id", "stage", "reason", "detail"))
             )
         console.print(excluded)
     if hidden is not None:
         console.print(f"[yellow]{escape(hidden[:1].upper() + hidden[1:])}[/yellow]")
-    elif report.no_relevant_context:
+    elif report["no_relevant_context"]:
         console.print("[yellow]No relevant context: the prompt tells the model so.[/yellow]")
-    cost = "n/a" if report.cost_usd is None else f"${report.cost_usd:.6f}"
-    timings = ", ".join(f"{k} {v:.1f}" for k, v in report.timings_ms.items())
-    kind = f"query class {report.query_class}; " if report.query_class else ""
+    cost = "n/a" if report["cost_usd"] is None else f"${report['cost_usd']:.6f}"
+    timings = ", ".join(f"{k} {v:.1f}" for k, v in report["timings_ms"].items())
+    kind = f"query class {report['query_class']}; " if report.get("query_class") else ""
     console.print(f"{kind}input cost {cost}; timings (ms): {timings}")
+
+
+def write_html(result: Mapping[str, Any], path: Path) -> None:
+    """Write the self-contained HTML report of ``result`` (a result's JSON) to ``path``; a path
+    that cannot be written exits 2 with one line naming it."""
+    from ctxasm.html import render_report_html
+
+    page = render_report_html(result)
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror}", EXIT_BAD_INPUT)
+
+
+def why_chosen(chosen: Mapping[str, Any] | None, labels: Mapping[str, str]) -> str:
+    """A report's ``chosen`` record in a few words: the signal that decided and what backs it
+    ("link from Source 2 via 'Plato'", "query: spouse, green", "retriever score 0.91")."""
+    if not chosen:
+        return ""
+    by, terms = chosen.get("by"), chosen.get("terms") or []
+    given = chosen.get("given_score")
+    if by == "link" and chosen.get("linked_from"):
+        source = labels.get(chosen["linked_from"], chosen["linked_from"])
+        via = f" via {chosen['via']!r}" if chosen.get("via") else ""
+        found = f"link from {source}{via}"
+    elif by == "score" and given is not None:
+        found = f"retriever score {given:.4g}"
+    elif by == "fill":
+        found = "fill (budget left)"
+    else:
+        found = "query"
+    if terms and by != "score":
+        found += ": " + ", ".join(terms) if found == "query" else f" (covers {', '.join(terms)})"
+    return found
 
 
 def print_models(specs: Sequence[ModelSpec]) -> None:

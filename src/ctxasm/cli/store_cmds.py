@@ -197,6 +197,15 @@ AskJsonOption = Annotated[
     bool,
     typer.Option("--json", help="Print one JSON object: the result (and answer, citations)."),
 ]
+AskHtmlOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--html",
+        metavar="FILE",
+        help="Write the report as one self-contained HTML page (opens from disk, offline).",
+        show_default=False,
+    ),
+]
 QuietOption = Annotated[
     bool,
     typer.Option(
@@ -218,6 +227,7 @@ def ask_command(
     allow_public: AllowPublicOption = False,
     config: ConfigOption = None,
     as_json: AskJsonOption = False,
+    html: AskHtmlOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Retrieve what the principal may read, assemble the prompt, and (with a model endpoint
@@ -234,6 +244,10 @@ def ask_command(
         config=config,
         fields={name: value for name, value in fields.items() if value is not None},
     )
+    if html is not None:
+        from ctxasm.cli.report_view import write_html
+
+        write_html(result.to_dict(), html)
     if not as_json:
         notice = _hidden_notice(principal is not None, allow_public) if hidden else None
         _print_prompt(result, quiet=quiet, hidden=notice)
@@ -317,7 +331,7 @@ def _print_prompt(result: Any, *, quiet: bool, hidden: str | None = None) -> Non
     if not quiet:
         from ctxasm.cli.report_view import print_report
 
-        print_report(result.report, hidden=hidden)
+        print_report(result.report.to_dict(), hidden=hidden)
     elif hidden is not None:
         typer.echo(f"ctxasm: {hidden}", err=True)
 

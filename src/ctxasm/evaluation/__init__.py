@@ -4,9 +4,16 @@
 >>> rows = evaluate(load_dataset(path), [resolve_strategy("default")], [512])  # doctest: +SKIP
 """
 
-from ctxasm.evaluation.dataset import EvalPassage, EvalQuestion, load_dataset, read_dataset
+from ctxasm.evaluation.dataset import (
+    EvalPassage,
+    EvalQuestion,
+    load_dataset,
+    read_dataset,
+    write_dataset,
+)
 from ctxasm.evaluation.metrics import QuestionScore, score_question
 from ctxasm.evaluation.runner import EvalRow, evaluate
+from ctxasm.evaluation.scores import NOISY_ORACLE, SCORE_KINDS, attach_scores
 from ctxasm.evaluation.strategies import (
     PRESETS,
     EvalStrategy,
@@ -14,19 +21,27 @@ from ctxasm.evaluation.strategies import (
     choose_strategies,
     resolve_strategy,
 )
+from ctxasm.evaluation.subsets import SUBSETS, bridge_titles, hard_subset
 
 __all__ = [
+    "NOISY_ORACLE",
     "PRESETS",
+    "SCORE_KINDS",
+    "SUBSETS",
     "EvalPassage",
     "EvalQuestion",
     "EvalRow",
     "EvalStrategy",
     "QuestionScore",
+    "attach_scores",
+    "bridge_titles",
     "choose_model",
     "choose_strategies",
     "evaluate",
+    "hard_subset",
     "load_dataset",
     "read_dataset",
     "resolve_strategy",
     "score_question",
+    "write_dataset",
 ]

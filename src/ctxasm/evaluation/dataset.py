@@ -20,7 +20,7 @@ from typing import Any
 
 from ctxasm.errors import RequestError
 
-__all__ = ["EvalPassage", "EvalQuestion", "load_dataset", "read_dataset"]
+__all__ = ["EvalPassage", "EvalQuestion", "load_dataset", "read_dataset", "write_dataset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +34,26 @@ class EvalPassage:
     has_answer: bool | None
     # The supporting sentences of a gold passage (empty when the data names none).
     supporting: tuple[str, ...] = ()
+    # The data's sentence split of ``text`` (empty when it gives none).
+    sentences: tuple[str, ...] = ()
+    # A retriever's score, attached by :func:`~ctxasm.evaluation.attach_scores` (None: none).
+    score: float | None = None
 
     def request_passage(self) -> dict[str, Any]:
-        """The passage as the assembler sees it: no labels, no scores."""
-        return {"id": self.pid, "title": self.title, "text": self.text}
+        """The passage as the assembler sees it: no labels; its score when one is attached."""
+        passage: dict[str, Any] = {"id": self.pid, "title": self.title, "text": self.text}
+        if self.score is not None:
+            passage["score"] = self.score
+        return passage
+
+    def to_record(self) -> dict[str, Any]:
+        """The passage in the unified format (scores are not part of it)."""
+        record: dict[str, Any] = {"pid": self.pid, "title": self.title, "text": self.text}
+        if self.sentences:
+            record["sentences"] = list(self.sentences)
+        record["is_gold"] = self.is_gold
+        record["has_answer"] = self.has_answer
+        return record
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +71,29 @@ class EvalQuestion:
     @property
     def has_sentence_labels(self) -> bool:
         return any(p.supporting for p in self.passages if p.is_gold)
+
+    def to_record(self) -> dict[str, Any]:
+        """The question in the unified format: :func:`parse_question` reads it back equal
+        (less attached scores)."""
+        facts = [
+            [p.title, index]
+            for p in self.passages
+            if p.is_gold and p.supporting
+            for index, sentence in enumerate(p.sentences)
+            if sentence in p.supporting
+        ]
+        return {
+            "id": self.id,
+            "question": self.question,
+            "answers": list(self.answers),
+            "passages": [p.to_record() for p in self.passages],
+            "gold_pids": list(self.gold_pids),
+            "meta": {
+                "type": self.type,
+                "all_gold_in_candidates": self.all_gold_in_candidates,
+                "supporting_facts": facts,
+            },
+        }
 
 
 def _need(record: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -144,14 +183,13 @@ def _passage(raw: Any, at: str, gold: set[str], support: Mapping[str, set[int]])
     if has_answer is not None and not isinstance(has_answer, bool):
         raise RequestError(f"{at}.has_answer must be true, false or null", field=f"{at}.has_answer")
     sentences = raw.get("sentences")
+    split: tuple[str, ...] = ()
+    if sentences is not None:
+        split = _strings(sentences, f"{at}.sentences")
     supporting: tuple[str, ...] = ()
-    if is_gold and title in support and isinstance(sentences, list):
-        supporting = tuple(
-            sentences[i]
-            for i in sorted(support[title])
-            if 0 <= i < len(sentences) and isinstance(sentences[i], str)
-        )
-    return EvalPassage(pid, title, text, is_gold, has_answer, supporting)
+    if is_gold and title in support:
+        supporting = tuple(split[i] for i in sorted(support[title]) if 0 <= i < len(split))
+    return EvalPassage(pid, title, text, is_gold, has_answer, supporting, split)
 
 
 def _flag(meta: Mapping[str, Any], key: str, default: bool, where: str) -> bool:
@@ -191,3 +229,15 @@ def load_dataset(path: str | Path, limit: int | None = None) -> list[EvalQuestio
         raise RequestError(f"{path} is not UTF-8 text", field="dataset") from None
     questions = read_dataset(lines, path.name)
     return questions[:limit] if limit is not None else questions
+
+
+def write_dataset(questions: Sequence[EvalQuestion], path: str | Path) -> None:
+    """Write ``questions`` to ``path`` as JSONL in the unified format (UTF-8), so
+    :func:`load_dataset` reads them back (attached scores are not written)."""
+    path = Path(path)
+    try:
+        with path.open("w", encoding="utf-8") as handle:
+            for question in questions:
+                handle.write(json.dumps(question.to_record(), ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise RequestError(f"cannot write {path}: {exc.strerror}", field="output") from None

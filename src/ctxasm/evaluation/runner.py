@@ -1,7 +1,8 @@
 """Running strategies over a dataset at several budgets, through the real assembler.
 
-Every question becomes an ordinary request (question, passages with id, title and text, no
-scores; ``max_context_tokens`` = the budget) and goes through :meth:`Assembler.assemble`, so
+Every question becomes an ordinary request (question, passages with id, title and text, and a
+score only where :func:`~ctxasm.evaluation.attach_scores` gave one; ``max_context_tokens`` = the
+budget) and goes through :meth:`Assembler.assemble`, so
 what is measured is the pipeline users run, with the model's real tokenizer. Token caches are
 cleared before each strategy and budget, so times include tokenization.
 """

@@ -16,12 +16,18 @@ forge an element: the block always parses as XML and holds exactly one ``documen
 included passage. Anthropic publishes no tokenizer for its current models, so counts are the
 registry's estimate (``exact_count: false``) with the safety margin the budget keeps for
 estimates.
+
+Planning for the prompt cache (``PromptParts.sources_first``), the sources come first, as a
+user message of text blocks, one per document (the heading in the first, the closing tag
+last), so that ``cache_control`` breakpoints can sit between documents (docs/caching.md); the
+history and the question follow.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ctxasm.data import Candidate
 from ctxasm.formatting.base import PromptParts, Rendered, user_content
@@ -68,19 +74,21 @@ class XmlBlock:
     def pricing(self, candidate: Candidate, number: int) -> tuple[str, str]:
         return self._opening(candidate, number), self.body(candidate)
 
-    def parts(self, ordered: Sequence[Candidate]) -> list[tuple[str, str]]:
+    def parts(
+        self, ordered: Sequence[Candidate], labels: Mapping[str, int] | None = None
+    ) -> list[tuple[str, str]]:
         found = []
         for number, candidate in enumerate(ordered, start=1):
-            opening = self._opening(candidate, number)
+            opening = self._opening(candidate, number if labels is None else labels[candidate.id])
             if number == 1:
                 opening = HEADING + opening
             found.append((opening, self.body(candidate)))
         return found
 
-    def render(self, ordered: Sequence[Candidate]) -> str:
+    def render(self, ordered: Sequence[Candidate], labels: Mapping[str, int] | None = None) -> str:
         if not ordered:
             return HEADING + CLOSING
-        return "".join(o + b for o, b in self.parts(ordered)) + CLOSING
+        return "".join(o + b for o, b in self.parts(ordered, labels)) + CLOSING
 
 
 class AnthropicFormat:
@@ -96,13 +104,31 @@ class AnthropicFormat:
     def render(
         self, parts: PromptParts, context: str, sources: Sequence[Candidate] = ()
     ) -> Rendered:
-        messages = [{"role": turn.role, "content": turn.content} for turn in parts.history]
-        messages.append({"role": "user", "content": user_content(context, parts.query)})
-        return Rendered(tuple(messages), parts.system, None)
+        history = [{"role": turn.role, "content": turn.content} for turn in parts.history]
+        if not parts.sources_first:
+            question = {"role": "user", "content": user_content(context, parts.query)}
+            return Rendered((*history, question), parts.system, None)
+        first = {"role": "user", "content": self._blocks(context, sources, parts.labels)}
+        last = {"role": "user", "content": user_content("", parts.query)}
+        return Rendered((first, *history, last), parts.system, None)
+
+    def _blocks(
+        self, context: str, sources: Sequence[Candidate], labels: Mapping[str, int] | None
+    ) -> list[dict[str, Any]] | str:
+        """The sources as text blocks, one per document and the closing tag (or the note)."""
+        if not sources:
+            return context
+        texts = [opening + body for opening, body in self.block.parts(sources, labels)]
+        texts.append(CLOSING)
+        return [{"type": "text", "text": text} for text in texts]
 
     def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:
         total = model.reply_priming + counter.count(rendered.system or "")
         for message in rendered.messages:
-            total += model.tokens_per_message
-            total += counter.count(message["role"]) + counter.count(message["content"])
+            total += model.tokens_per_message + counter.count(message["role"])
+            content = message["content"]
+            if isinstance(content, str):
+                total += counter.count(content)
+            else:
+                total += sum(counter.count(block["text"]) for block in content)
         return total

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ctxasm.data import Candidate, Message
 from ctxasm.formatting.blocks import SourcesBlock
@@ -16,18 +16,26 @@ __all__ = ["Format", "PromptParts", "Rendered"]
 
 @dataclass(frozen=True, slots=True)
 class PromptParts:
-    """Everything in a prompt except the sources block."""
+    """Everything in a prompt except the sources block.
+
+    ``sources_first``: the sources come right after the system prompt, before the history and
+    the question, so that a prompt cache can reuse them across turns (docs/caching.md);
+    ``labels``: each source's label number by passage id, where labels are kept across turns
+    (``None``: sources are numbered in prompt order).
+    """
 
     system: str
     history: tuple[Message, ...]
     query: str
+    sources_first: bool = False
+    labels: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
     """A rendered request: chat messages (and a separate system prompt), or one text."""
 
-    messages: tuple[Mapping[str, str], ...]
+    messages: tuple[Mapping[str, Any], ...]
     system: str | None
     text: str | None
 

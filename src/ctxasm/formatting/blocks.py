@@ -22,7 +22,7 @@ spend tokens.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Protocol
 
@@ -116,8 +116,11 @@ def pricing(candidate: Candidate, number: int) -> tuple[str, str]:
     return f"```{SEPARATOR}{_header(candidate, number)}\n", body(candidate)
 
 
-def rendered_parts(ordered: Sequence[Candidate]) -> list[tuple[str, str]]:
-    """Each passage's share of the block, in order: (opening, body).
+def rendered_parts(
+    ordered: Sequence[Candidate], labels: Mapping[str, int] | None = None
+) -> list[tuple[str, str]]:
+    """Each passage's share of the block, in order: (opening, body); ``labels`` gives each
+    passage's label number by id (else they are numbered in order).
 
     The opening is the previous passage's closing fence and the separator (or the heading, for
     the first), then the header line. Every part but the first starts with a backtick right
@@ -127,16 +130,18 @@ def rendered_parts(ordered: Sequence[Candidate]) -> list[tuple[str, str]]:
     previous: Candidate | None = None
     parts = []
     for number, candidate in enumerate(ordered, start=1):
-        parts.append((_opening(candidate, number, previous), body(candidate)))
+        shown = number if labels is None else labels[candidate.id]
+        parts.append((_opening(candidate, shown, previous), body(candidate)))
         previous = candidate
     return parts
 
 
-def render_block(ordered: Sequence[Candidate]) -> str:
-    """The sources block for passages in their final order (labels follow that order)."""
+def render_block(ordered: Sequence[Candidate], labels: Mapping[str, int] | None = None) -> str:
+    """The sources block for passages in their final order (labels follow that order, unless
+    ``labels`` gives each passage's number by id)."""
     if not ordered:
         return HEADING.rstrip()
-    text = "".join(opening + fenced for opening, fenced in rendered_parts(ordered))
+    text = "".join(opening + fenced for opening, fenced in rendered_parts(ordered, labels))
     return text + fence_for(ordered[-1].text)
 
 
@@ -154,9 +159,15 @@ class SourcesBlock(Protocol):
         is known (an upper bound on the label's length)."""
         ...
 
-    def parts(self, ordered: Sequence[Candidate]) -> list[tuple[str, str]]: ...
+    def parts(
+        self, ordered: Sequence[Candidate], labels: Mapping[str, int] | None = None
+    ) -> list[tuple[str, str]]:
+        """Each passage's (opening, body), numbered in order or by ``labels`` (id to number)."""
+        ...
 
-    def render(self, ordered: Sequence[Candidate]) -> str: ...
+    def render(self, ordered: Sequence[Candidate], labels: Mapping[str, int] | None = None) -> str:
+        """The whole block; the parts joined, then the closing."""
+        ...
 
     def body(self, candidate: Candidate) -> str:
         """The candidate's text as the block carries it (escaped, fenced)."""
@@ -172,11 +183,13 @@ class FencedBlock:
     def pricing(self, candidate: Candidate, number: int) -> tuple[str, str]:
         return pricing(candidate, number)
 
-    def parts(self, ordered: Sequence[Candidate]) -> list[tuple[str, str]]:
-        return rendered_parts(ordered)
+    def parts(
+        self, ordered: Sequence[Candidate], labels: Mapping[str, int] | None = None
+    ) -> list[tuple[str, str]]:
+        return rendered_parts(ordered, labels)
 
-    def render(self, ordered: Sequence[Candidate]) -> str:
-        return render_block(ordered)
+    def render(self, ordered: Sequence[Candidate], labels: Mapping[str, int] | None = None) -> str:
+        return render_block(ordered, labels)
 
     def body(self, candidate: Candidate) -> str:
         return body(candidate)

@@ -30,10 +30,12 @@ class MarkdownFormat:
         self, parts: PromptParts, context: str, sources: Sequence[Candidate] = ()
     ) -> Rendered:
         sections = [f"## Instructions\n\n{parts.system}"]
+        if context and parts.sources_first:  # planning for the prompt cache: stable part first
+            sections.append(context)
         if parts.history:
             turns = "\n\n".join(f"**{_SPEAKERS[t.role]}:** {t.content}" for t in parts.history)
             sections.append(f"## Conversation so far\n\n{turns}")
-        if context:
+        if context and not parts.sources_first:
             sections.append(context)  # the block opens with its own "Sources:" line
         sections.append(f"## Question\n\n{parts.query}")
         sections.append("## Answer\n")

@@ -1,4 +1,6 @@
-"""OpenAI chat messages: a system message, the history, and one user message with the sources."""
+"""OpenAI chat messages: a system message, the history, and one user message with the sources
+and the question (or, planning for the prompt cache, the sources in a user message of their own
+right after the system message, then the history and the question)."""
 
 from __future__ import annotations
 
@@ -29,8 +31,13 @@ class OpenAIChatFormat:
         self, parts: PromptParts, context: str, sources: Sequence[Candidate] = ()
     ) -> Rendered:
         messages = [{"role": "system", "content": parts.system}]
-        messages += [{"role": turn.role, "content": turn.content} for turn in parts.history]
-        messages.append({"role": "user", "content": user_content(context, parts.query)})
+        history = [{"role": turn.role, "content": turn.content} for turn in parts.history]
+        if parts.sources_first:  # planning for the prompt cache: what changes comes last
+            messages += [{"role": "user", "content": context}, *history]
+            messages.append({"role": "user", "content": user_content("", parts.query)})
+        else:
+            messages += history
+            messages.append({"role": "user", "content": user_content(context, parts.query)})
         return Rendered(tuple(messages), None, None)
 
     def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:

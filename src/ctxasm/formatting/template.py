@@ -108,7 +108,10 @@ class TemplateFormat:
             "rules": RULES,
             "history": [{"role": t.role, "content": t.content} for t in parts.history],
             "query": parts.query,
-            "sources": [_source(c, n) for n, c in enumerate(sources, start=1)],
+            "sources": [
+                _source(c, n if parts.labels is None else parts.labels[c.id])
+                for n, c in enumerate(sources, start=1)
+            ],
             "sources_block": context,
             "has_sources": bool(sources),
         }

@@ -28,10 +28,12 @@ class TextFormat:
         self, parts: PromptParts, context: str, sources: Sequence[Candidate] = ()
     ) -> Rendered:
         sections = [parts.system]
+        if parts.sources_first:  # planning for the prompt cache: what changes comes last
+            sections.append(context)
         if parts.history:
             turns = "\n".join(f"{_SPEAKERS[t.role]}: {t.content}" for t in parts.history)
             sections.append(f"Conversation so far:\n{turns}")
-        sections.append(user_content(context, parts.query))
+        sections.append(user_content("" if parts.sources_first else context, parts.query))
         sections.append("Answer:")
         return Rendered((), None, "\n\n".join(sections))
 

@@ -17,11 +17,30 @@ from typing import Any
 from ctxasm.errors import ConfigError, UnknownModelError
 from ctxasm.models.chat import ChatTemplate, chat_template, check_chat_name
 
-__all__ = ["ModelRegistry", "ModelSpec", "default_registry"]
+__all__ = ["CACHE_KINDS", "ModelRegistry", "ModelSpec", "default_registry"]
 
-_INT_FIELDS = ("context_window", "max_output", "tokens_per_message", "reply_priming")
-_PRICE_FIELDS = ("input_price", "output_price")
-_KNOWN_FIELDS = {*_INT_FIELDS, *_PRICE_FIELDS, "provider", "tokenizer", "chat", "aliases"}
+_INT_FIELDS = (
+    "context_window",
+    "max_output",
+    "tokens_per_message",
+    "reply_priming",
+    "cache_min_tokens",
+    "cache_increment",
+)
+_PRICE_FIELDS = ("input_price", "output_price", "cached_input_price", "cache_write_price")
+_KNOWN_FIELDS = {
+    *_INT_FIELDS,
+    *_PRICE_FIELDS,
+    "provider",
+    "tokenizer",
+    "chat",
+    "aliases",
+    "cache",
+}
+# How a provider caches prompt prefixes (docs/caching.md): "automatic" (every request's prefix,
+# OpenAI and Gemini 2.5's implicit caching), "breakpoints" (Anthropic's cache_control), or
+# "explicit" (a cache object the caller creates: no automatic reuse). Absent: no caching.
+CACHE_KINDS = ("automatic", "breakpoints", "explicit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +64,24 @@ class ModelSpec:
     input_price: float | None = None
     output_price: float | None = None
     aliases: tuple[str, ...] = field(default=())
+    cache: str | None = None
+    cached_input_price: float | None = None
+    cache_write_price: float | None = None
+    cache_min_tokens: int = 0
+    cache_increment: int = 1
 
     def __post_init__(self) -> None:
         check_chat_name(self.chat, f"models.{self.name}.chat")
+        if self.cache is not None and self.cache not in CACHE_KINDS:
+            raise ConfigError(
+                f"models.{self.name}.cache must be one of {', '.join(CACHE_KINDS)} (or left "
+                f"out for no caching), got {self.cache!r}"
+            )
+        if self.cache_increment < 1:
+            raise ConfigError(
+                f"models.{self.name}.cache_increment must be an integer >= 1, "
+                f"got {self.cache_increment!r}"
+            )
 
     @property
     def chat_template(self) -> ChatTemplate:
@@ -67,6 +101,11 @@ class ModelSpec:
             "input_price": self.input_price,
             "output_price": self.output_price,
             "aliases": list(self.aliases),
+            "cache": self.cache,
+            "cached_input_price": self.cached_input_price,
+            "cache_write_price": self.cache_write_price,
+            "cache_min_tokens": self.cache_min_tokens,
+            "cache_increment": self.cache_increment,
         }
 
 
@@ -84,7 +123,7 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
     for key in _INT_FIELDS:
         if key in entry:
             value = entry[key]
-            minimum = 1 if key in ("context_window", "max_output") else 0
+            minimum = 1 if key in ("context_window", "max_output", "cache_increment") else 0
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ConfigError(f"{where}.{key} must be an integer >= {minimum}, got {value!r}")
     for key in _PRICE_FIELDS:
@@ -96,7 +135,7 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
             or value < 0
         ):
             raise ConfigError(f"{where}.{key} must be a price >= 0 or null, got {value!r}")
-    for key in ("provider", "tokenizer", "chat"):
+    for key in ("provider", "tokenizer", "chat", "cache"):
         if key in entry and not isinstance(entry[key], str):
             raise ConfigError(f"{where}.{key} must be a string, got {entry[key]!r}")
     if "aliases" in entry:

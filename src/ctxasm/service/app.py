@@ -1,9 +1,12 @@
 """The HTTP service: the same JSON contract as the CLI, over FastAPI.
 
-``POST /v1/assemble`` takes the request JSON of docs/request.md and returns the result JSON;
+``POST /v1/assemble`` takes the request JSON of docs/request.md and returns the result JSON
+(with ``session_id``, the service keeps the prompt-cache state between a session's turns:
+:mod:`ctxasm.service.sessions`);
 ``POST /v1/check-citations`` takes ``{"answer", "result"}``; ``GET /v1/models`` lists the
 registry; ``GET /healthz`` says the service is up; ``GET /metrics`` is Prometheus text; the
-OpenAPI schema is at ``/openapi.json`` and interactive docs at ``/docs``.
+OpenAPI schema is at ``/openapi.json``, interactive docs at ``/docs`` and the playground at
+``/ui`` (both pages load nothing from outside the service).
 
 Bodies are read by :mod:`ctxasm.jsonio`, the parser the CLI and batch use, so every input gets
 the same decision and message everywhere. Errors are JSON ``{"error": {"code", "message",
@@ -42,10 +45,12 @@ from ctxasm.service.middleware import GuardSettings, ServiceGuard, request_id
 from ctxasm.service.openapi import (
     EXAMPLE_CITATIONS,
     EXAMPLE_REQUEST,
+    add_pages,
     contract,
     errors_for,
     request_body,
 )
+from ctxasm.service.sessions import SessionStore
 
 __all__ = ["ALLOW_TEMPLATES_ENV", "create_app", "create_app_from_env"]
 
@@ -93,6 +98,7 @@ class _Endpoints:
         self.assembler = assembler
         self.limits = assembler.config.service_limits
         self.allow_request_templates = allow_request_templates
+        self.sessions = SessionStore()
 
     def assemble(self, raw: bytes, request_id: str) -> Response:
         try:
@@ -105,7 +111,11 @@ class _Endpoints:
                     "ctxasm serve --allow-request-templates, or set one in [defaults]",
                     field="template",
                 )
-            return _json(self.assembler.assemble(data).to_dict())
+            session = self.sessions.prepare(data)
+            result = self.assembler.assemble(data)
+            if session is not None:
+                self.sessions.remember(session, result)
+            return _json(result.to_dict())
         except CtxasmError as error:
             return _failure(error, request_id)
 
@@ -163,12 +173,15 @@ def create_app(
         title="ctxasm",
         summary="The context assembler for RAG: prompts that fit, with a full report.",
         version=_version(),
+        docs_url=None,  # served by add_pages with local assets, not a CDN's
+        redoc_url=None,
     )
     app.openapi = lambda: contract(app, secured=api_key is not None)  # type: ignore[method-assign]
     _add_error_handlers(app)
     _add_middleware(app, work, settings, api_key=api_key, observe=metrics.observe)
     _add_work_routes(app, work)
     _add_info_routes(app, assembler, metrics)
+    add_pages(app, key_required=api_key is not None)
     app.state.service_settings = dict(settings)
     return app
 

@@ -5,19 +5,36 @@ request bodies; each POST route names its body model here instead, and :func:`co
 those models to ``components/schemas``. Every documented error answer uses ``ErrorResponse``
 and carries the ``x-request-id`` header. With an API key, the ``/v1/`` operations declare it,
 so the ``Authorize`` button of ``/docs`` sends it with every request tried there.
+
+:func:`add_pages` serves the two pages for people: ``/docs`` (Swagger UI, its script and style
+served from the ``swagger-ui-bundle-v2`` package, never a CDN, so it works offline) and ``/ui``,
+the playground, which picks from :data:`PLAYGROUND_EXAMPLES` and draws the answer of
+``/v1/assemble`` with the view of the HTML report.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse, Response
+from starlette.exceptions import HTTPException
 
 from ctxasm.service import schemas
 
-__all__ = ["EXAMPLE_CITATIONS", "EXAMPLE_REQUEST", "contract", "errors_for", "request_body"]
+__all__ = [
+    "EXAMPLE_CITATIONS",
+    "EXAMPLE_REQUEST",
+    "PLAYGROUND_EXAMPLES",
+    "add_pages",
+    "contract",
+    "errors_for",
+    "request_body",
+]
 
 EXAMPLE_REQUEST: dict[str, Any] = {
     "query": "Where did Aristotle teach?",
@@ -27,6 +44,84 @@ EXAMPLE_REQUEST: dict[str, Any] = {
         {"id": "b1", "text": "Bananas are rich in potassium.", "score": 0.1},
     ],
     "min_score": 0.3,
+}
+_LYCEUM = "Aristotle taught at the Lyceum in Athens, which he founded after leaving the Academy."
+PLAYGROUND_EXAMPLES: dict[str, dict[str, Any]] = {
+    "A relevance threshold": EXAMPLE_REQUEST,
+    "Near duplicates": {
+        "query": "Where did Aristotle teach, and who was his most famous student?",
+        "model": "gpt-4o-mini",
+        "passages": [
+            {"id": "lyceum", "title": "Aristotle", "text": _LYCEUM, "score": 0.82},
+            {"id": "lyceum-copy", "title": "Aristotle (mirror)", "text": _LYCEUM, "score": 0.8},
+            {
+                "id": "alexander",
+                "title": "Alexander the Great",
+                "url": "https://en.wikipedia.org/wiki/Alexander_the_Great",
+                "text": "Alexander the Great was tutored by Aristotle until the age of 16.",
+                "score": 0.77,
+            },
+            {
+                "id": "alexander-2",
+                "title": "Alexander the Great",
+                "text": "Alexander the great was tutored by Aristotle until the age of 16!",
+                "score": 0.75,
+            },
+        ],
+    },
+    "A tight budget": {
+        "query": "Which rivers flow through Vienna and Budapest?",
+        "model": "gpt-4o-mini",
+        "max_context_tokens": 60,
+        "passages": [
+            {
+                "id": f"danube-{n}",
+                "title": "Danube",
+                "text": f"Part {n}: the Danube flows through Vienna, Bratislava, Budapest and "
+                "Belgrade before it reaches the Black Sea in a wide delta.",
+                "score": round(0.9 - n / 20, 2),
+            }
+            for n in range(1, 6)
+        ],
+    },
+    "Access control": {
+        "query": "What is the travel budget for 2026?",
+        "model": "gpt-4o-mini",
+        "principal": {"id": "ann", "tenant": "acme", "groups": ["group:staff"]},
+        "passages": [
+            {
+                "id": "travel",
+                "text": "The 2026 travel budget is 40,000 euros for the whole team.",
+                "tenant": "acme",
+                "readers": ["group:staff"],
+                "score": 0.9,
+            },
+            {
+                "id": "salaries",
+                "text": "The 2026 salary budget, travel excluded, is confidential.",
+                "tenant": "acme",
+                "readers": ["group:finance"],
+                "score": 0.7,
+            },
+        ],
+    },
+    "A conversation": {
+        "query": "And who taught Aristotle?",
+        "model": "claude-sonnet-4-5",
+        "format": "anthropic",
+        "history": [
+            {"role": "user", "content": "Who tutored Alexander the Great?"},
+            {"role": "assistant", "content": "Aristotle tutored him [Source 1]."},
+        ],
+        "passages": [
+            {
+                "id": "plato",
+                "title": "Plato",
+                "text": "Plato taught Aristotle at the Academy in Athens for twenty years.",
+                "score": 0.8,
+            }
+        ],
+    },
 }
 EXAMPLE_CITATIONS: dict[str, Any] = {
     "answer": "He taught at the Lyceum [Source 1].",
@@ -108,3 +203,58 @@ def contract(app: FastAPI, *, secured: bool) -> dict[str, Any]:
 
 def _operations(document: dict[str, Any]) -> list[dict[str, Any]]:
     return [operation for item in document["paths"].values() for operation in item.values()]
+
+
+_SWAGGER_ASSETS = {
+    "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
+    "swagger-ui.css": "text/css; charset=utf-8",
+    "favicon-32x32.png": "image/png",
+}
+
+
+@cache
+def _swagger_asset(name: str) -> bytes:
+    """A Swagger UI file shipped by ``swagger-ui-bundle-v2`` (read once; names are fixed)."""
+    from swagger_ui_bundle import swagger_ui_path
+
+    found: bytes = (swagger_ui_path / name).read_bytes()
+    return found
+
+
+def add_pages(app: FastAPI, *, key_required: bool) -> None:
+    """``GET /docs`` with its assets under ``/docs/assets/``, and ``GET /ui``, the playground
+    (left out of the OpenAPI document: they are pages, not the contract)."""
+    playground: list[str] = []
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title}: API docs",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/docs/assets/favicon-32x32.png",
+        )
+
+    @app.get("/docs/assets/{name}", include_in_schema=False)
+    async def docs_asset(name: str) -> Response:
+        kind = _SWAGGER_ASSETS.get(name)
+        if kind is None:
+            raise HTTPException(404)
+        headers = {"cache-control": "public, max-age=86400"}
+        return Response(_swagger_asset(name), media_type=kind, headers=headers)
+
+    @app.get("/ui", include_in_schema=False)
+    async def ui() -> HTMLResponse:
+        from ctxasm.html import render_playground_html
+
+        if not playground:
+            playground.append(
+                render_playground_html(
+                    PLAYGROUND_EXAMPLES, key_required=key_required, endpoint="v1/assemble"
+                )
+            )
+        # The page's own policy (a meta tag) forbids loading anything; this adds what a meta
+        # tag cannot say: no other site may frame it.
+        headers = {"content-security-policy": "frame-ancestors 'none'"}
+        return HTMLResponse(playground[0], headers=headers)

@@ -135,6 +135,13 @@ class AssembleRequest(_Closed):
         None, description="Jinja2 source for format template (only if the operator allows it)."
     )
     history_policy: HistoryPolicy | None = Field(None, description="History's share.")
+    previous: dict[str, Any] | None = Field(
+        None,
+        description="The previous turn's result, its report.cache or report.cache.state (null: "
+        "a session's first turn); plans the prompt for the cache (docs/caching.md). The "
+        "service also takes session_id (8 to 128 of A-Z a-z 0-9 . _ : -) and then keeps the "
+        "state itself between turns.",
+    )
 
 
 class CheckCitationsRequest(_Closed):
@@ -171,6 +178,20 @@ class Compression(_Closed):
     kept_sentences: int
 
 
+class Chosen(_Closed):
+    """Why selection kept a passage: the signal that decided, the query terms it covers, the
+    kept passage that links to it and the title that links them, and the retriever's score."""
+
+    by: Literal["score", "query", "link", "fill"] = Field(
+        description="score: the retriever's score; query: the query terms it covers; link: a "
+        "link to a passage kept before it; fill: budget left after the planned picks."
+    )
+    terms: list[str] = Field(default_factory=list)
+    linked_from: str | None = None
+    via: str | None = None
+    given_score: float | None = None
+
+
 class Included(_Closed):
     """A passage in the prompt."""
 
@@ -183,6 +204,7 @@ class Included(_Closed):
     url: str | None
     compression: Compression | None = None
     flags: list[str] = Field(default_factory=list, description="Guard flags, if any.")
+    chosen: Chosen | None = Field(None, description="Why selection kept it.")
 
 
 class Excluded(_Closed):
@@ -204,6 +226,29 @@ class HistoryReport(_Closed):
     summary_tokens: int
 
 
+class CacheBreakpoint(_Closed):
+    """A cache_control breakpoint the anthropic format placed."""
+
+    after_sources: int = Field(description="After this many sources of the prompt.")
+    tokens: int = Field(description="Tokens of the prompt up to it.")
+    reason: str
+
+
+class CacheReport(_Closed):
+    """The prompt cache: what is identical to the previous turn, what it costs."""
+
+    prefix_tokens: int = Field(description="Tokens from the start identical to the last turn.")
+    prefix_sources: int = Field(description="Sources in that identical prefix.")
+    reused_context_tokens: int = Field(description="The sources block's share of them.")
+    cached_tokens: int = Field(description="Expected read from the provider's cache.")
+    written_tokens: int = Field(description="Expected written to it (Anthropic).")
+    cost_usd: float | None = Field(description="Input cost with caching.")
+    cost_usd_uncached: float | None = Field(description="Input cost without caching.")
+    rule: str = Field(description="The provider rule applied, in a sentence.")
+    breakpoints: list[CacheBreakpoint]
+    state: dict[str, Any] = Field(description="Send it back as previous on the next turn.")
+
+
 class Report(_Closed):
     """Every decision of one assembly."""
 
@@ -222,12 +267,20 @@ class Report(_Closed):
     timings_ms: dict[str, float]
     query_class: str | None = None
     history: HistoryReport | None = None
+    cache: CacheReport | None = Field(
+        None,
+        description="Only when the assembly planned for the prompt cache (absent otherwise).",
+        exclude_if=lambda value: value is None,
+    )
 
 
 class AssembleResult(_Closed):
     """The prompt to send and the report that explains it."""
 
-    messages: list[dict[str, str]] = Field(description="Chat messages (chat formats).")
+    messages: list[dict[str, Any]] = Field(
+        description="Chat messages (chat formats); content is a string, or with format "
+        "anthropic planning for the cache a list of text blocks."
+    )
     system: str | None = Field(description="A separate system prompt (anthropic).")
     text: str | None = Field(description="The prompt (text formats).")
     report: Report
@@ -276,6 +329,13 @@ class ModelInfo(_Closed):
     input_price: float | None = Field(description="USD per 1M input tokens.")
     output_price: float | None = Field(description="USD per 1M output tokens.")
     aliases: list[str]
+    cache: Literal["automatic", "breakpoints", "explicit"] | None = Field(
+        description="How the provider caches prompt prefixes (null: it does not)."
+    )
+    cached_input_price: float | None = Field(description="USD per 1M cached input tokens.")
+    cache_write_price: float | None = Field(description="USD per 1M tokens written (Anthropic).")
+    cache_min_tokens: int = Field(description="The shortest prefix the provider caches.")
+    cache_increment: int = Field(description="Cached prefixes grow in steps of this many tokens.")
 
 
 class Health(_Closed):

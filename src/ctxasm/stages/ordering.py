@@ -5,6 +5,7 @@ Every strategy returns a permutation of its input; ties always fall back to requ
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -12,11 +13,12 @@ from typing import Any, ClassVar, Protocol
 
 from ctxasm.data import Candidate
 from ctxasm.schema import parse_timestamp
-from ctxasm.strategy import Strategy
+from ctxasm.strategy import Strategy, require_number
 
 __all__ = [
     "ByScoreOrdering",
     "BySourceOrdering",
+    "CacheStableOrdering",
     "ChronologicalOrdering",
     "OrderingStrategy",
     "PrimacyRecencyOrdering",
@@ -117,6 +119,40 @@ class PrimacyRecencyOrdering(Strategy):
         ranked = _by_score(kept)
         front, back = ranked[0::2], ranked[1::2]
         return front + back[::-1]
+
+
+@dataclass(frozen=True)
+class CacheStableOrdering(Strategy):
+    """For the prompt cache: the passages of the previous turn that are still kept come first,
+    in the previous turn's order; the new ones follow, best first and second best last
+    (primacy/recency within the new tail). Without a previous turn it is ``primacy_recency``.
+
+    ``attention`` (0 to 1) trades cache reuse for attention: the share of those previous
+    passages given up to attention ordering. The first ``ceil((1 - attention) * s)`` of the
+    ``s`` previous passages still kept stay in place; the rest join the new ones in the
+    primacy/recency tail. 0 (the default) keeps them all in place; 1 gives the
+    ``primacy_recency`` order. docs/caching.md gives the measured effect.
+    """
+
+    name: ClassVar[str] = "cache_stable"
+    slot: ClassVar[str] = "ordering"
+    attention: float = 0.0
+
+    def __post_init__(self) -> None:
+        require_number("attention", self.attention, low=0.0, high=1.0)
+
+    def order(self, kept: Sequence[Candidate]) -> list[Candidate]:
+        return self.order_after(kept, ())
+
+    def order_after(self, kept: Sequence[Candidate], stable: Sequence[str]) -> list[Candidate]:
+        """``kept`` ordered after a previous turn whose sources, still unchanged, were
+        ``stable`` (passage ids in their previous order; ids not kept are skipped)."""
+        by_id = {c.id: c for c in kept}
+        still = [by_id[i] for i in stable if i in by_id]
+        prefix = still[: math.ceil((1 - self.attention) * len(still))]
+        placed = {c.id for c in prefix}
+        tail = [c for c in _by_score(kept) if c.id not in placed]
+        return prefix + tail[0::2] + tail[1::2][::-1]
 
 
 ByScore = ByScoreOrdering  # former name, kept importable

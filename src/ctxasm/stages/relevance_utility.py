@@ -61,6 +61,7 @@ class UtilityRelevance(Strategy):
     w_graph: float = 0.2
     w_link: float = 0.1
     max_link_sources: int = 50
+    max_hops: int = 3
     half_life_days: float = 365.0
     k1: float = 1.2
     b: float = 0.75
@@ -70,6 +71,7 @@ class UtilityRelevance(Strategy):
         for weight in (*weights, "w_link"):
             require_number(weight, getattr(self, weight), low=0.0, high=100.0)
         require_int("max_link_sources", self.max_link_sources, low=0)
+        require_int("max_hops", self.max_hops, low=1)
         require_number("half_life_days", self.half_life_days, low=1e-6)
         require_number("k1", self.k1, low=0.0, high=10.0)
         require_number("b", self.b, low=0.0, high=1.0)
@@ -112,26 +114,38 @@ class UtilityRelevance(Strategy):
     def _links(
         self, passages: Sequence[Passage], lexical: list[float], titles: list[float]
     ) -> list[float]:
-        """How strongly a relevant passage names this passage's title (1 for the whole title,
-        less for a shorter name; see :func:`ctxasm.lexical.title_links`), for passages the
-        query itself does not reach: the second hop of a multi-hop question often shares no
-        word with the query, but the first hop names it."""
+        """How strongly a chain from the query reaches this passage's title, for passages the
+        query itself does not reach: a relevant passage naming it gives the link's strength (1
+        for the whole title, less for a shorter name; see :func:`ctxasm.lexical.title_links`),
+        a passage reached that way naming it half that, and so on for ``max_hops`` hops. The
+        second hop of a multi-hop question often shares no word with the query, but the
+        first hop names it; the third is named by the second."""
         links = [0.0] * len(passages)
         if self.w_link == 0:
             return links
         sources = [
-            p.text
-            for p, lex, title in zip(passages, lexical, titles, strict=True)
-            if lex > 0 or title > 0
+            i for i, (lex, title) in enumerate(zip(lexical, titles, strict=True)) if lex or title
         ][: self.max_link_sources]
         targets = [i for i in range(len(passages)) if lexical[i] == 0.0 and titles[i] == 0.0]
-        if not sources or not targets:
-            return links
-        found = title_links([passages[i].title for i in targets], sources, aligned=False)
-        for named in found:
-            for position, strength in named.items():
-                index = targets[position]
-                links[index] = max(links[index], strength)
+        weight = 1.0
+        for _ in range(self.max_hops):
+            if not sources or not targets:
+                break
+            found = title_links(
+                [passages[i].title for i in targets],
+                [passages[i].text for i in sources],
+                aligned=False,
+            )
+            reached: dict[int, float] = {}
+            for named in found:
+                for position, strength in named.items():
+                    index = targets[position]
+                    reached[index] = max(reached.get(index, 0.0), weight * strength)
+            for index, strength in reached.items():
+                links[index] = strength
+            targets = [i for i in targets if i not in reached]
+            sources = sorted(reached)[: self.max_link_sources]
+            weight /= 2
         return links
 
     def _freshness(self, passages: Sequence[Passage]) -> list[float]:

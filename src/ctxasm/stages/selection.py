@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from ctxasm.data import Candidate, Reason
+from ctxasm.data import Candidate, Chosen, Reason
 from ctxasm.lexical import words
 from ctxasm.stages.selection_packing import Offer, Packing
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
@@ -39,13 +39,16 @@ class SelectionStrategy(Protocol):
     def to_config(self) -> dict[str, Any]: ...
 
 
-def offer_in_order(candidates: Sequence[Candidate], packing: Packing) -> None:
-    """Offer ``candidates`` in the given order; once the budget is full, exclude the rest."""
+def offer_in_order(
+    candidates: Sequence[Candidate], packing: Packing, chosen: Chosen | None = None
+) -> None:
+    """Offer ``candidates`` in the given order (each kept one recorded as ``chosen``, when
+    given); once the budget is full, exclude the rest."""
     for position, candidate in enumerate(candidates):
         if packing.full:
             packing.exclude(candidates[position:], Reason.OVER_BUDGET, "the budget is full")
             return
-        packing.offer(candidate)
+        packing.offer(candidate, chosen)
 
 
 def scaled_scores(candidates: Sequence[Candidate]) -> list[float]:

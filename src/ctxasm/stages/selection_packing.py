@@ -12,10 +12,10 @@ step that offers more (compression in ``fill`` placement) resumes it with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from ctxasm.data import Candidate, Exclusion, Reason
+from ctxasm.data import Candidate, Chosen, Exclusion, Reason
 from ctxasm.stages.dedup import DedupSession
 from ctxasm.stages.selection_admission import (
     SELECTION,
@@ -56,6 +56,8 @@ class Packed:
     costs: Mapping[str, int]
     used: int
     excluded: tuple[Exclusion, ...]
+    # Stitched-away id -> the id of the kept passage it became part of.
+    merged_into: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -78,6 +80,7 @@ class Packing:
         self.costs: dict[str, int] = {}
         self.used = 0
         self.excluded: list[Exclusion] = []
+        self.merged_into: dict[str, str] = {}
 
     @classmethod
     def resume(cls, packed: Packed) -> Packing:
@@ -90,19 +93,32 @@ class Packing:
         packing.costs = dict(packed.costs)
         packing.used = packed.used
         packing.excluded = list(packed.excluded)
+        packing.merged_into = dict(packed.merged_into)
         return packing
 
     def snapshot(self) -> Packed:
-        """The packing as it stands, frozen."""
+        """The packing as it stands, frozen; a kept passage's ``chosen.linked_from`` names the
+        passage that stayed when the one it named was stitched into another."""
         return Packed(
             self.budget,
             self.admission,
             self.context,
-            tuple(self.kept),
+            tuple(self._resolved(c) for c in self.kept),
             MappingProxyType(dict(self.costs)),
             self.used,
             tuple(self.excluded),
+            MappingProxyType(dict(self.merged_into)),
         )
+
+    def _resolved(self, candidate: Candidate) -> Candidate:
+        chosen = candidate.chosen
+        if chosen is None or chosen.linked_from not in self.merged_into:
+            return candidate
+        target, seen = chosen.linked_from, set()
+        while target in self.merged_into and target not in seen:
+            seen.add(target)
+            target = self.merged_into[target]
+        return candidate._replace(chosen=replace(chosen, linked_from=target))
 
     @property
     def remaining(self) -> int:
@@ -113,9 +129,12 @@ class Packing:
         """Whether not even the smallest passage could be added any more."""
         return self.remaining <= self.meter.floor
 
-    def offer(self, candidate: Candidate) -> Offer:
+    def offer(self, candidate: Candidate, chosen: Chosen | None = None) -> Offer:
         """Add ``candidate`` if admission keeps it (see :mod:`ctxasm.stages.selection_admission`
-        for the order of the checks); otherwise record why not."""
+        for the order of the checks); otherwise record why not. ``chosen`` says why the
+        strategy offers it, for the report."""
+        if chosen is not None:
+            candidate = candidate._replace(chosen=chosen)
         decision = self.admission.admit(candidate, Room(self.budget, self.used), self.costs)
         if isinstance(decision, Refuse):
             self.excluded.append(decision.exclusion)
@@ -140,6 +159,7 @@ class Packing:
         self.costs[into.id] = decision.cost
         self.admission.accept(decision)
         self.excluded.append(decision.exclusion)
+        self.merged_into[decision.exclusion.candidate_id] = decision.merge.merged.id
 
     def price(self, candidates: Sequence[Candidate]) -> list[tuple[Candidate, int]]:
         """The candidates that could fit the whole remaining budget, with their exact costs;

@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ctxasm.data import Candidate, Reason
+from ctxasm.data import Candidate, Chosen, Reason
 from ctxasm.lexical import (
     entities,
+    key_words,
     phrase_key,
     query_terms,
     term_forms,
@@ -33,6 +34,8 @@ __all__ = ["AutoSelection", "BridgeSelection", "CoverageSelection", "Evidence"]
 
 # Outcomes of an offer that keep the candidate (whole, or stitched into a kept passage).
 _KEPT = (Offer.ADDED, Offer.MERGED)
+# Candidates offered in rank order in the budget the plan left.
+_FILL = Chosen("fill")
 
 
 class Evidence:
@@ -55,7 +58,10 @@ class Evidence:
         ]
         # A query word is in a passage when one of its forms is (see term_forms: "married"
         # states "spouse"); a named phrase when it occurs between spaces (keys are padded).
-        vocabulary = [frozenset(key.split()) for key in keys]
+        vocabulary = [
+            key_words(c.text) | key_words(c.passage.title) if c.passage.title else key_words(c.text)
+            for c in candidates
+        ]
         forms = {term: term_forms(term) for term in self.terms}
         self.covers = [
             frozenset(
@@ -72,6 +78,24 @@ class Evidence:
         total = sum(self.weight.values()) or 1.0
         self.weight = {element: w / total for element, w in self.weight.items()}
         self.introduced = [entities(c.text) - query_entities for c in candidates]
+
+    def next_hop(
+        self, index: int, links: Mapping[int, float], is_open: Sequence[bool], covered: set[str]
+    ) -> float:
+        """The most query coverage an open candidate that ``index`` links to would add to what
+        is ``covered`` and what ``index`` covers, times the link's strength."""
+        best = 0.0
+        if links:
+            have = covered | self.covers[index]
+            for j, strength in links.items():
+                if is_open[j]:
+                    best = max(best, strength * self.new_coverage(j, have))
+        return best
+
+    def terms_of(self, index: int) -> tuple[str, ...]:
+        """The query's words and named phrases candidate ``index`` covers, in query order."""
+        covers = self.covers[index]
+        return tuple(e for e in (*self.terms, *self.phrases) if e in covers)
 
     def new_coverage(self, index: int, covered: set[str]) -> float:
         """The weight of the query elements candidate ``index`` covers that nothing kept does."""
@@ -223,24 +247,16 @@ class BridgeSelection(Strategy):
         # a query element or an entity with it, or that it links to.
         coverage = [evidence.new_coverage(i, set()) for i in range(len(pool))]
         relevance = self.relevance * (1.0 + self.trust * _retriever_trust(pool, coverage))
-        value = [
-            relevance * v + self.coverage * coverage[i] for i, v in enumerate(scaled_scores(pool))
-        ]
-        holders: dict[str, list[int]] = {}  # query element -> candidates covering it
-        for i, elements in enumerate(evidence.covers):
-            for element in elements:
-                holders.setdefault(element, []).append(i)
-        mentions: dict[str, list[int]] = {}  # entity -> candidates introducing it
-        for i, found in enumerate(evidence.introduced):
-            for entity in found:
-                mentions.setdefault(entity, []).append(i)
+        scaled = scaled_scores(pool)
+        value = [relevance * v + self.coverage * coverage[i] for i, v in enumerate(scaled)]
+        holders = _holders(evidence.covers)  # query element -> candidates covering it
+        mentions = _holders(evidence.introduced)  # entity -> candidates introducing it
         links = title_links([c.passage.title for c in pool], [c.text for c in pool])
-        backlinks: list[dict[int, float]] = [{} for _ in pool]  # j -> strength, j names i
-        for i, out in enumerate(links):
-            for j, strength in out.items():
-                backlinks[j][i] = strength
+        backlinks = _reverse(links)  # for each candidate, those that name its title
         bridged = [0.0] * len(pool)  # the strongest link to it from a kept passage
         linked = [False] * len(pool)  # it names a kept passage's title
+        # The kept passage whose link counts most for a candidate, and whose title links them.
+        link_source: dict[int, tuple[int, int]] = {}
         shared = [0] * len(pool)  # entities it shares with kept passages
         covered: set[str] = set()
         introduced: set[str] = set()  # entities of kept passages the query does not name
@@ -249,13 +265,7 @@ class BridgeSelection(Strategy):
 
         def ahead(i: int) -> float:
             """Its value, plus what the best open next hop from it would add to coverage."""
-            best = 0.0
-            if links[i]:
-                have = covered | evidence.covers[i]
-                for j, strength in links[i].items():
-                    if is_open[j]:
-                        best = max(best, strength * evidence.new_coverage(j, have))
-            return value[i] + self.lookahead * best
+            return value[i] + self.lookahead * evidence.next_hop(i, links[i], is_open, covered)
 
         while open_:
             if packing.full:
@@ -264,7 +274,9 @@ class BridgeSelection(Strategy):
             pick = max(open_, key=ahead)
             is_open[pick] = False
             open_.remove(pick)
-            if packing.offer(pool[pick]) not in _KEPT:
+            parts = (relevance * scaled[pick], self.coverage * evidence.new_coverage(pick, covered))
+            why = self._chosen(pool, pick, evidence, (*parts, value[pick]), link_source.get(pick))
+            if packing.offer(pool[pick], why) not in _KEPT:
                 continue
             for element in evidence.covers[pick] - covered:
                 covered.add(element)
@@ -280,11 +292,66 @@ class BridgeSelection(Strategy):
                 if strength > bridged[j]:
                     value[j] += self.bridge * (strength - bridged[j])
                     bridged[j] = strength
+                    link_source[j] = (pick, j)
             for i, strength in backlinks[pick].items():
                 if not linked[i]:
                     linked[i] = True
                     value[i] += self.backlink * strength
-        offer_in_order(rest, packing)
+                    link_source.setdefault(i, (pick, pick))
+        offer_in_order(rest, packing, _FILL)
+
+    @staticmethod
+    def _chosen(
+        pool: Sequence[Candidate],
+        pick: int,
+        evidence: Evidence,
+        parts: tuple[float, float, float],
+        source: tuple[int, int] | None,
+    ) -> Chosen:
+        """Why ``pick`` is offered: the largest part of its value (``parts``: its relevance,
+        its new query coverage and its whole value, the rest of which came from links to kept
+        passages)."""
+        candidate = pool[pick]
+        relevance, coverage, value = parts
+        retriever = candidate.score == candidate.passage.score  # ranked by the given score
+        by = max(
+            (
+                (value - relevance - coverage, "link"),
+                (relevance, "score" if retriever else "query"),
+                (coverage, "query"),
+            ),
+            key=lambda part: part[0],
+        )[1]
+        if by == "link" and source is None:
+            by = "query"  # entities shared with kept passages, no title link
+        linked_from = via = None
+        if source is not None:
+            linked_from, via = pool[source[0]].id, pool[source[1]].passage.title
+        return Chosen(
+            by,
+            evidence.terms_of(pick),
+            linked_from,
+            via,
+            candidate.passage.score,
+        )
+
+
+def _reverse(links: Sequence[dict[int, float]]) -> list[dict[int, float]]:
+    """The links the other way: for each index, the indexes that link to it, and how strongly."""
+    reverse: list[dict[int, float]] = [{} for _ in links]
+    for i, out in enumerate(links):
+        for j, strength in out.items():
+            reverse[j][i] = strength
+    return reverse
+
+
+def _holders(found: Sequence[frozenset[str]]) -> dict[str, list[int]]:
+    """For each element, the indexes of the sets that hold it."""
+    holders: dict[str, list[int]] = {}
+    for i, elements in enumerate(found):
+        for element in elements:
+            holders.setdefault(element, []).append(i)
+    return holders
 
 
 def _retriever_trust(pool: Sequence[Candidate], coverage: Sequence[float]) -> float:

@@ -100,3 +100,79 @@ def test_the_bridge_planner_completes_a_chain_the_question_never_names() -> None
     )
     kept = {passage.id for passage in result.report.included}
     assert {"hillage-green", "hillage"} <= kept
+
+
+def test_the_report_says_why_each_passage_was_chosen() -> None:
+    result = ctxasm.assemble(
+        "Who is the spouse of the Green performer?",
+        _GREEN,
+        model="gpt-4o",
+        max_context_tokens=150,
+        strategy={"compression": None},
+    )
+    chosen = {item.id: item.chosen for item in result.report.included}
+    hop = chosen["hillage"]
+    assert hop is not None
+    assert (hop.by, hop.linked_from, hop.via) == ("link", "hillage-green", "Steve Hillage")
+    assert "spouse" in hop.terms  # "married" states it
+    first = chosen["hillage-green"]
+    assert first is not None and first.by == "query" and "green" in first.terms
+    assert result.report.to_dict()["included"][0]["chosen"]["by"] in {"query", "link"}
+
+
+def test_given_scores_that_decide_are_named_in_the_report() -> None:
+    passages = [
+        {"id": f"p{i}", "text": f"Note {i} on the Danube river and its cities.", "score": s}
+        for i, s in enumerate([0.9, 0.8, 0.7, 0.6, 0.5, 0.4])
+    ]
+    result = ctxasm.assemble(
+        "Danube river cities",
+        passages,
+        max_context_tokens=60,
+        strategy={"relevance": "given", "selection": "greedy_by_score", "compression": None},
+    )
+    first = result.report.included[0].chosen
+    assert first is not None and first.by == "score" and first.given_score == 0.9
+
+
+_THREE_HOPS = [
+    {
+        "id": "suite",
+        "title": "Velora Suite",
+        "text": "The Velora Suite is an orchestral work in four movements by Anton Marek.",
+    },
+    {
+        "id": "marek",
+        "title": "Anton Marek",
+        "text": "Anton Marek was a Czech conductor and teacher, a native of Kestrel.",
+    },
+    {
+        "id": "kestrel",
+        "title": "Kestrel",
+        "text": "Kestrel is a market town on the banks of the Lune, with a stone bridge.",
+    },
+    {
+        "id": "river-list",
+        "title": "List of rivers",
+        "text": "A river runs to the sea; many a city was built where a river runs slowly.",
+    },
+    {
+        "id": "composer",
+        "title": "Composer",
+        "text": "A composer writes music; a city orchestra may play what a composer writes.",
+    },
+]
+
+
+def test_a_third_hop_the_query_never_names_is_not_dropped() -> None:
+    result = ctxasm.assemble(
+        "What river runs through the city where the composer of the Velora Suite was born?",
+        _THREE_HOPS,
+        model="gpt-4o",
+        max_context_tokens=120,
+        strategy={"compression": None},
+    )
+    kept = {item.id: item.chosen for item in result.report.included}
+    assert {"suite", "marek", "kestrel"} <= set(kept)
+    third = kept["kestrel"]
+    assert third is not None and (third.by, third.linked_from) == ("link", "marek")

@@ -1,0 +1,317 @@
+"""Planning for the providers' prompt caches: stable labels, the identical prefix, breakpoints
+and the expected cost (docs/caching.md).
+
+Providers bill a prompt prefix they have seen recently at a fraction of the input price. The
+pipeline plans for it when a request carries the previous turn's :class:`CacheState`
+(``previous``) or orders with ``cache_stable``:
+
+- :func:`assign_labels` keeps each passage's ``[Source N]`` number across the session; new
+  passages get the next free numbers;
+- :func:`stable_ids` lists the previous turn's passages whose rendered share is byte-identical
+  now, in their previous order, for the ordering to put first;
+- :func:`plan` measures the prefix identical to the previous turn, applies the model's cache
+  rules (automatic prefixes, or Anthropic's ``cache_control`` breakpoints, which it places in
+  the rendered request), prices the request with and without caching, and returns the state
+  for the next turn.
+
+Every step is one pass over the kept passages; each passage's share is rendered and counted
+once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ctxasm.cache_state import (
+    DIGEST_CHARS,
+    MAX_BREAKPOINTS,
+    MAX_LABELS,
+    Breakpoint,
+    CacheReport,
+    CacheState,
+)
+from ctxasm.data import Candidate
+from ctxasm.formatting import Format, PromptParts, Rendered
+from ctxasm.formatting.blocks import SourcesBlock
+from ctxasm.models import ModelSpec
+from ctxasm.tokens import TokenCounter
+
+__all__ = ["assign_labels", "fingerprint", "head_digest", "plan", "stable_ids"]
+
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def _digest(*texts: str) -> str:
+    hasher = hashlib.blake2b(digest_size=DIGEST_CHARS // 2)
+    for text in texts:
+        hasher.update(text.encode("utf-8", "surrogatepass"))
+        hasher.update(b"\x00")
+    return hasher.hexdigest()
+
+
+def head_digest(model: ModelSpec, fmt: Format, system: str) -> str:
+    """A digest of everything before the sources: the model, the format, the system prompt."""
+    return _digest(model.name, fmt.name, system)
+
+
+def fingerprint(block: SourcesBlock, candidate: Candidate, number: int) -> str:
+    """A digest of ``candidate``'s rendered share of the block with label ``number``: equal
+    digests of the passages, in the same order, mean byte-identical blocks up to them (a
+    share's lead depends only on the passage before it)."""
+    opening, body = block.parts([candidate], {candidate.id: number})[0]
+    return _digest(opening, body)
+
+
+def assign_labels(previous: CacheState, ordered: Sequence[Candidate]) -> dict[str, int]:
+    """Each passage's label number: the one it had earlier in the session, else the next
+    free one, in prompt order."""
+    labels: dict[str, int] = {}
+    following = previous.next_label
+    for candidate in ordered:
+        number = previous.labels.get(candidate.id)
+        if number is None:
+            number, following = following, following + 1
+        labels[candidate.id] = number
+    return labels
+
+
+def stable_ids(previous: CacheState, kept: Sequence[Candidate], block: SourcesBlock) -> list[str]:
+    """The previous turn's passages that are kept and render byte-identically now (same
+    label, same text, same flags), in their previous order."""
+    by_id = {c.id: c for c in kept}
+    found = []
+    for passage_id, digest in previous.sources:
+        candidate = by_id.get(passage_id)
+        number = previous.labels.get(passage_id)
+        if candidate is None or number is None:
+            continue
+        if fingerprint(block, candidate, number) == digest:
+            found.append(passage_id)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Prefix:
+    """Token positions of the prompt: ``through[k]`` is the tokens up to the end of the
+    ``k``-th source (``through[0]``: everything before the sources)."""
+
+    through: tuple[int, ...]
+    identical: int  # sources in the prefix identical to the previous turn
+    same_head: bool
+
+    @property
+    def tokens(self) -> int:
+        return self.through[self.identical] if self.same_head else 0
+
+
+def plan(
+    *,
+    model: ModelSpec,
+    fmt: Format,
+    counter: TokenCounter,
+    parts: PromptParts,
+    previous: CacheState,
+    kept: Sequence[Candidate],
+    labels: Mapping[str, int],
+    rendered: Rendered,
+    total_tokens: int,
+) -> tuple[CacheReport, Rendered]:
+    """The cache section of the report and the request with any breakpoints placed."""
+    block = fmt.block
+    prints = [fingerprint(block, c, labels[c.id]) for c in kept]
+    head = head_digest(model, fmt, parts.system)
+    prefix = _measure(model, fmt, counter, parts, previous, kept, labels, prints, head)
+    if model.cache == "breakpoints" and fmt.name == "anthropic" and kept:
+        placed, read = _breakpoints(model, previous, prefix, len(kept))
+        rendered = _with_breakpoints(rendered, placed)
+        written = placed[-1].tokens - read if placed else 0
+        rule = _anthropic_rule(model, read, placed)
+    else:
+        placed, written = (), 0
+        read, rule = _automatic(model, fmt, prefix.tokens)
+    state = CacheState(
+        model=model.name,
+        format=fmt.name,
+        head=head,
+        sources=tuple(zip([c.id for c in kept], prints, strict=True)),
+        labels=_session_labels(previous, kept, labels),
+        next_label=max([previous.next_label, *(labels[c.id] + 1 for c in kept)]),
+        breakpoints=tuple(b.after_sources for b in placed),
+    )
+    report = CacheReport(
+        prefix_tokens=prefix.tokens,
+        prefix_sources=prefix.identical if prefix.same_head else 0,
+        reused_context_tokens=prefix.tokens - prefix.through[0] if prefix.same_head else 0,
+        cached_tokens=read,
+        written_tokens=written,
+        cost_usd=_cost(model, total_tokens, read, written),
+        cost_usd_uncached=_cost(model, total_tokens, 0, 0),
+        rule=rule,
+        breakpoints=tuple(placed),
+        state=state,
+    )
+    return report, rendered
+
+
+def _measure(
+    model: ModelSpec,
+    fmt: Format,
+    counter: TokenCounter,
+    parts: PromptParts,
+    previous: CacheState,
+    kept: Sequence[Candidate],
+    labels: Mapping[str, int],
+    prints: Sequence[str],
+    head: str,
+) -> _Prefix:
+    """Where the prompt stops being identical to the previous turn's, in tokens."""
+    through = [_head_tokens(model, fmt, counter, parts)]
+    for opening, body in fmt.block.parts(kept, labels):
+        # the shares of the block add up to its count (docs/report.md, included[].tokens)
+        through.append(through[-1] + counter.count(opening) + counter.count(body))
+    # a template lays the prompt out itself: nothing before its sources is known to be stable
+    same_head = bool(previous.head) and previous.head == head and fmt.name != "template"
+    identical = 0
+    if same_head:
+        limit = min(len(kept), len(previous.sources))
+        while (
+            identical < limit
+            and previous.sources[identical][0] == kept[identical].id
+            and previous.sources[identical][1] == prints[identical]
+        ):
+            identical += 1
+    return _Prefix(tuple(through), identical, same_head)
+
+
+def _head_tokens(model: ModelSpec, fmt: Format, counter: TokenCounter, parts: PromptParts) -> int:
+    """Tokens before the sources block when the sources come first: the system prompt and the
+    framing of the messages up to the sources (per the format)."""
+    system = counter.count(parts.system)
+    if fmt.name == "openai":
+        return system + 2 * model.tokens_per_message + counter.count("system" + "user")
+    if fmt.name == "anthropic":
+        return system + model.tokens_per_message + counter.count("user")
+    if fmt.name == "markdown":
+        return counter.count(f"## Instructions\n\n{parts.system}\n\n")
+    return counter.count(f"{parts.system}\n\n")
+
+
+def _automatic(model: ModelSpec, fmt: Format, prefix: int) -> tuple[int, str]:
+    """Tokens an automatic prefix cache is expected to read, and the rule in a sentence."""
+    if fmt.name == "template":
+        return 0, "a template lays out the prompt itself, so its identical prefix is not measured"
+    if model.cache is None:
+        return 0, f"{model.name} has no prompt caching in the registry"
+    if model.cache == "explicit":
+        return 0, (
+            f"{model.name} caches only explicitly (a cache object you create), so nothing is "
+            "reused automatically"
+        )
+    if model.cache == "breakpoints":
+        return 0, (
+            f"{model.name} caches only up to cache_control breakpoints, which the "
+            f"{fmt.name} format does not carry; use format anthropic to have them placed"
+        )
+    least, step = model.cache_min_tokens, model.cache_increment
+    if prefix < least:
+        return 0, (
+            f"automatic prefix caching from {least:,} tokens; the prefix identical to the "
+            f"previous turn has {prefix:,}"
+        )
+    cached = least + (prefix - least) // step * step
+    steps = f" in steps of {step:,}" if step > 1 else ""
+    return cached, (
+        f"automatic prefix caching from {least:,} tokens{steps}: {cached:,} of the "
+        f"{prefix:,} tokens identical to the previous turn"
+    )
+
+
+def _breakpoints(
+    model: ModelSpec, previous: CacheState, prefix: _Prefix, count: int
+) -> tuple[tuple[Breakpoint, ...], int]:
+    """Up to four breakpoints after sources, each at a prefix of at least the model's minimum,
+    and the tokens expected to be read from the cache (at the furthest breakpoint the previous
+    turn placed within the identical prefix)."""
+    least, through = model.cache_min_tokens, prefix.through
+    reasons: dict[int, str] = {}
+    read = 0
+    if prefix.same_head:
+        hits = [b for b in previous.breakpoints if b <= prefix.identical and through[b] >= least]
+        if hits:
+            read = through[hits[-1]]
+            reasons[hits[-1]] = "the previous turn cached the prompt up to here: read"
+    stable = prefix.identical if prefix.same_head else 0
+    wanted = [
+        (stable, "end of the sources identical to the previous turn: cached for the next"),
+        (count, "end of the sources: the next turn reads it if it keeps them all"),
+        (
+            (stable + count + 1) // 2,
+            "halfway through the new sources: the next turn reads it "
+            "if it keeps the sources before it",
+        ),
+    ]
+    for after, reason in wanted:
+        if after > 0 and after not in reasons and through[after] >= least:
+            reasons[after] = reason
+    chosen = sorted(reasons)[-MAX_BREAKPOINTS:]
+    return tuple(Breakpoint(a, through[a], reasons[a]) for a in chosen), read
+
+
+def _anthropic_rule(model: ModelSpec, read: int, placed: Sequence[Breakpoint]) -> str:
+    least = model.cache_min_tokens
+    if not placed:
+        return (
+            f"cache_control breakpoints need a prefix of at least {least:,} tokens; the "
+            "sources do not reach it, so none was placed"
+        )
+    return (
+        f"{len(placed)} cache_control breakpoint(s) at prefixes of at least {least:,} tokens; "
+        f"{read:,} tokens expected read from the cache, the rest up to the last breakpoint "
+        "written to it"
+    )
+
+
+def _with_breakpoints(rendered: Rendered, placed: Sequence[Breakpoint]) -> Rendered:
+    """``rendered`` with ``cache_control`` on the text block that ends each breakpoint's
+    source (the anthropic format's first message, one block per source)."""
+    if not placed or not rendered.messages:
+        return rendered
+    first = rendered.messages[0]
+    content = first["content"]
+    if isinstance(content, str):
+        return rendered
+    marked = {b.after_sources - 1 for b in placed}
+    blocks = [
+        {**block, "cache_control": dict(_EPHEMERAL)} if i in marked else block
+        for i, block in enumerate(content)
+    ]
+    messages = ({**first, "content": blocks}, *rendered.messages[1:])
+    return Rendered(messages, rendered.system, rendered.text)
+
+
+def _session_labels(
+    previous: CacheState, kept: Sequence[Candidate], labels: Mapping[str, int]
+) -> dict[str, int]:
+    """Every label of the session, the oldest forgotten beyond :data:`MAX_LABELS` (never a
+    label of this prompt; a forgotten number is never given again)."""
+    merged = dict(previous.labels)
+    for candidate in kept:
+        merged.pop(candidate.id, None)
+    current = {c.id: labels[c.id] for c in kept}
+    room = max(0, MAX_LABELS - len(current))
+    older = list(merged.items())[-room:] if room else []
+    return {**dict(older), **current}
+
+
+def _cost(model: ModelSpec, total: int, read: int, written: int) -> float | None:
+    """The input cost of ``total`` tokens, ``read`` of them from the cache and ``written`` to
+    it, at the registry's prices (``None`` when the model has no input price)."""
+    price = model.input_price
+    if price is None:
+        return None
+    cached = price if model.cached_input_price is None else model.cached_input_price
+    write = price if model.cache_write_price is None else model.cache_write_price
+    usd = (read * cached + written * write + (total - read - written) * price) / 1_000_000
+    return round(usd, 8)

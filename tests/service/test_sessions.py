@@ -1,0 +1,129 @@
+"""Prompt-cache sessions: the store (ctxasm.service.sessions) and ``session_id`` over HTTP on
+a real ``ctxasm serve``."""
+
+from __future__ import annotations
+
+import json
+import random
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+import pytest
+
+import ctxasm
+from ctxasm.errors import RequestError
+from ctxasm.service.sessions import SessionStore
+
+WORDS = "river bank city king queen war peace music art science data model sea old".split()
+
+
+def _passages(count: int, start: int = 0) -> list[dict[str, Any]]:
+    found = []
+    for i in range(start, start + count):
+        pick = random.Random(i)
+        text = " ".join(f"{pick.choice(WORDS)} {pick.randrange(1000)}" for _ in range(60))
+        found.append({"id": f"p{i}", "text": text, "score": 1 - i / 50, "title": f"T{i}"})
+    return found
+
+
+def _result(previous: object = None) -> ctxasm.Assembly:
+    return ctxasm.assemble("river?", _passages(3), previous=previous)
+
+
+def test_prepare_puts_in_the_sessions_state_and_remember_keeps_the_new_one() -> None:
+    store = SessionStore()
+    data: dict[str, Any] = {"query": "q", "passages": [], "session_id": "session-1"}
+    key = store.prepare(data)
+    assert key == ("None", "None", "session-1")
+    assert data == {"query": "q", "passages": [], "previous": None}
+    result = _result()
+    store.remember(key, result)
+    again: dict[str, Any] = {"query": "q", "passages": [], "session_id": "session-1"}
+    store.prepare(again)
+    assert result.report.cache is not None
+    assert again["previous"] == result.report.cache.state.to_dict()
+
+
+def test_a_principal_cannot_continue_another_principals_session() -> None:
+    store = SessionStore()
+    mine = {"session_id": "shared-id", "principal": {"id": "ann"}}
+    key = store.prepare(mine)
+    assert key is not None
+    store.remember(key, _result())
+    theirs: dict[str, Any] = {"session_id": "shared-id", "principal": {"id": "bob"}}
+    store.prepare(theirs)
+    assert theirs["previous"] is None
+
+
+def test_sessions_are_bounded_and_expire() -> None:
+    now = [0.0]
+    store = SessionStore(max_sessions=2, ttl_seconds=10, clock=lambda: now[0])
+    result = _result()
+    for name in ("aaaaaaaa", "bbbbbbbb", "cccccccc"):
+        store.remember(("", "", name), result)
+    assert len(store) == 2
+    assert store.get(("", "", "aaaaaaaa")) is None  # the least recently used went first
+    now[0] = 11.0
+    assert store.get(("", "", "cccccccc")) is None
+    tiny = SessionStore(max_bytes=1)
+    tiny.remember(("", "", "dddddddd"), result)
+    assert len(tiny) == 0
+
+
+@pytest.mark.parametrize("session", ["short", "x" * 129, "has space!", 12345678, None])
+def test_a_bad_session_id_is_refused(session: object) -> None:
+    with pytest.raises(RequestError, match="session_id must be 8 to 128") as caught:
+        SessionStore().prepare({"session_id": session})
+    assert caught.value.field == "session_id"
+
+
+@pytest.fixture(scope="module")
+def base(
+    start_service: Callable[..., AbstractContextManager[tuple[str, int]]],
+) -> Iterator[str]:
+    with start_service() as (url, _):
+        yield url
+
+
+def _post(base: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(
+        f"{base}/v1/assemble",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_the_service_keeps_the_state_of_a_session(base: str) -> None:
+    body = {"query": "river?", "passages": _passages(8), "session_id": "test-session-1"}
+    status, first = _post(base, body)
+    assert status == 200
+    assert first["report"]["cache"]["prefix_sources"] == 0
+    status, second = _post(base, {**body, "query": "river bank?"})
+    assert status == 200
+    cache = second["report"]["cache"]
+    assert cache["prefix_sources"] == 8
+    assert cache["cached_tokens"] > 0
+    assert [i["label"] for i in second["report"]["included"]] == [
+        i["label"] for i in first["report"]["included"]
+    ]
+
+
+def test_the_service_refuses_a_bad_session_id(base: str) -> None:
+    status, body = _post(base, {"query": "q", "passages": [], "session_id": "no"})
+    assert status == 422
+    assert body["error"]["field"] == "session_id"
+
+
+def test_a_state_with_long_passage_ids_is_read_back() -> None:
+    passages = [{"id": "x" * 5_000, "title": "River", "text": "The river has a bank."}]
+    first = ctxasm.assemble("river?", passages, previous=None)
+    second = ctxasm.assemble("river?", passages, previous=first.to_dict())
+    assert second.report.cache is not None and second.report.cache.prefix_sources == 1

@@ -1,0 +1,265 @@
+"""Planning for the prompt cache (ctxasm.prompt_cache, ctxasm.cache_state): stable labels, the
+stable prefix first, the cache rules and prices, breakpoints, and strict ``previous`` input."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+import ctxasm
+from ctxasm.cache_state import MAX_BREAKPOINTS, CacheState, parse_previous
+from ctxasm.citations import check_citations
+from ctxasm.data import Candidate, Passage
+from ctxasm.errors import RequestError
+from ctxasm.models import default_registry
+from ctxasm.stages.ordering import CacheStableOrdering, PrimacyRecencyOrdering
+
+WORDS = "river bank city king queen war peace music art science data model sea old".split()
+KW: dict[str, Any] = {"max_context_tokens": 3000, "strategy": {"compression": None}}
+
+
+def _passages(count: int, start: int = 0) -> list[dict[str, Any]]:
+    found = []
+    for i in range(start, start + count):
+        pick = random.Random(i)
+        text = " ".join(f"{pick.choice(WORDS)} {pick.randrange(1000)}" for _ in range(60))
+        found.append({"id": f"p{i}", "text": text + ".", "score": 1 - i / 50, "title": f"T{i}"})
+    return found
+
+
+def _labels(result: ctxasm.Assembly) -> dict[str, str]:
+    return {item.id: item.label for item in result.report.included}
+
+
+def test_without_previous_the_report_has_no_cache_section() -> None:
+    result = ctxasm.assemble("river?", _passages(3), **KW)
+    assert result.report.cache is None
+    assert "cache" not in result.to_dict()["report"]
+
+
+def test_previous_selects_cache_stable_and_keeps_labels() -> None:
+    first = ctxasm.assemble("river?", _passages(5), previous=None, **KW)
+    assert _labels(first) == {f"p{i}": f"Source {n}" for n, i in enumerate([0, 2, 4, 3, 1], 1)}
+    second = ctxasm.assemble("king?", _passages(5, start=2), previous=first.to_dict(), **KW)
+    # p2, p3, p4 keep their numbers; p5 and p6 get the next free ones
+    assert _labels(second) == {
+        "p2": "Source 2",
+        "p4": "Source 3",
+        "p3": "Source 4",
+        "p5": "Source 6",
+        "p6": "Source 7",
+    }
+    # the stable passages come first, in the previous turn's order
+    assert [item.id for item in second.report.included] == ["p2", "p4", "p3", "p5", "p6"]
+    cache = second.report.cache
+    assert cache is not None and cache.state.next_label == 8
+    # citations of the earlier answer still name the same passage
+    assert check_citations("It is [Source 2].", second.to_dict()).cited_ids == ("p2",)
+    assert check_citations("It is [Source 2].", first.to_dict()).cited_ids == ("p2",)
+
+
+def test_the_same_request_again_reuses_the_whole_prompt_but_the_question() -> None:
+    passages = _passages(6)
+    first = ctxasm.assemble("river?", passages, previous=None, **KW)
+    second = ctxasm.assemble("river bank?", passages, previous=first, **KW)
+    cache = second.report.cache
+    assert cache is not None
+    assert cache.prefix_sources == 6
+    assert cache.reused_context_tokens == second.report.context_tokens - 1  # closing fence
+    assert cache.prefix_tokens > 1024
+    # gpt-4o: from 1,024 tokens in steps of 128
+    assert cache.cached_tokens == 1024 + (cache.prefix_tokens - 1024) // 128 * 128
+    assert cache.cost_usd_uncached == second.report.cost_usd
+    expected = (
+        cache.cached_tokens * 1.25 + (second.report.total_tokens - cache.cached_tokens) * 2.5
+    ) / 1e6
+    assert cache.cost_usd == pytest.approx(expected)
+
+
+def test_sources_come_before_the_history_and_the_question() -> None:
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    result = ctxasm.assemble("river?", _passages(2), previous=None, history=history, **KW)
+    roles = [m["role"] for m in result.messages]
+    assert roles == ["system", "user", "user", "assistant", "user"]
+    assert result.messages[1]["content"].startswith("Sources:")
+    assert result.messages[-1]["content"] == "Question: river?"
+
+
+def test_attention_one_is_the_default_order() -> None:
+    passages = _passages(7)
+    first = ctxasm.assemble("river?", passages[:4], previous=None, **KW)
+    plain = ctxasm.assemble("king?", passages, **KW)
+    attentive = ctxasm.assemble(
+        "king?",
+        passages,
+        previous=first,
+        **{
+            **KW,
+            "strategy": {"compression": None, "ordering": {"name": "cache_stable", "attention": 1}},
+        },
+    )
+    assert [i.id for i in attentive.report.included] == [i.id for i in plain.report.included]
+    assert attentive.report.cache is not None and attentive.report.cache.prefix_sources == 0
+
+
+def test_anthropic_breakpoints_are_placed_and_do_not_change_the_count() -> None:
+    options = {**KW, "model": "claude-sonnet-4-5", "format": "anthropic"}
+    first = ctxasm.assemble("river?", _passages(8), previous=None, **options)
+    second = ctxasm.assemble("king?", _passages(10), previous=first, **options)
+    cache = second.report.cache
+    assert cache is not None and 0 < len(cache.breakpoints) <= MAX_BREAKPOINTS
+    blocks = second.messages[0]["content"]
+    marked = [i + 1 for i, block in enumerate(blocks) if "cache_control" in block]
+    assert marked == [b.after_sources for b in cache.breakpoints]
+    assert all(b.tokens >= 1024 for b in cache.breakpoints)
+    # the previous turn placed one at its end (8 sources): it is read now
+    assert cache.cached_tokens == cache.breakpoints[0].tokens
+    assert cache.breakpoints[0].after_sources == 8
+    assert cache.written_tokens == cache.breakpoints[-1].tokens - cache.cached_tokens
+    assert cache.cost_usd is not None and cache.cost_usd_uncached is not None
+    assert cache.cost_usd < cache.cost_usd_uncached
+    budget = second.report.budget
+    assert second.report.total_tokens <= budget.prompt_limit
+
+
+def test_every_passage_is_accounted_for_once() -> None:
+    first = ctxasm.assemble("river?", _passages(8), previous=None, **KW)
+    second = ctxasm.assemble("king?", _passages(12), previous=first, max_context_tokens=900)
+    ids = [i.id for i in second.report.included] + [e.id for e in second.report.excluded]
+    assert sorted(ids) == sorted(f"p{i}" for i in range(12))
+
+
+@pytest.mark.parametrize(
+    ("previous", "field", "message"),
+    [
+        ("x", "previous", "must be a prior result"),
+        ({"sources": []}, "previous.version", "is required"),
+        ({**CacheState().to_dict(), "extra": 1}, "previous.extra", "unknown field"),
+        ({**CacheState().to_dict(), "head": "zz"}, "previous.head", "32 lowercase hex"),
+        (
+            {**CacheState().to_dict(), "labels": {"a": 1, "b": 1}, "next_label": 3},
+            "previous.labels",
+            "repeats label 1",
+        ),
+        (
+            {**CacheState().to_dict(), "sources": [{"id": "a", "digest": "0" * 32}]},
+            "previous.sources[0].id",
+            "has no label",
+        ),
+        ({"report": {"included": [], "cache": None}}, "previous.report.cache", "is null"),
+        ({"report": {"included": []}}, "previous.report", "no cache section"),
+        (
+            {**CacheState().to_dict(), "next_label": 10**10},
+            "previous.next_label",
+            "an integer from 1",
+        ),
+    ],
+)
+def test_bad_previous_names_the_field(previous: Any, field: str, message: str) -> None:
+    with pytest.raises(RequestError, match=message) as caught:
+        ctxasm.assemble("river?", _passages(1), previous=previous)
+    assert caught.value.field == field
+
+
+def test_previous_takes_a_result_its_cache_section_or_the_state() -> None:
+    first = ctxasm.assemble("river?", _passages(3), previous=None, **KW)
+    data = first.to_dict()
+    state = parse_previous(data)
+    assert parse_previous(data["report"]["cache"]) == state
+    assert parse_previous(data["report"]["cache"]["state"]) == state
+    assert state.to_dict() == data["report"]["cache"]["state"]
+
+
+def test_a_result_that_did_not_plan_for_the_cache_is_refused_as_previous() -> None:
+    plain = ctxasm.assemble("river?", _passages(2))
+    with pytest.raises(RequestError, match="did not plan for the cache") as caught:
+        ctxasm.assemble("river?", _passages(2), previous=plain)
+    assert caught.value.field == "previous"
+
+
+def test_registry_cache_prices() -> None:
+    models = default_registry()
+    assert models.get("gpt-4o").cached_input_price == 1.25
+    assert models.get("gpt-4.1").cached_input_price == 0.5
+    sonnet = models.get("claude-sonnet-4-5")
+    assert (sonnet.cache, sonnet.cache_write_price, sonnet.cached_input_price) == (
+        "breakpoints",
+        3.75,
+        0.3,
+    )
+    assert models.get("claude-3-5-haiku").cache_min_tokens == 2048
+    assert models.get("gpt-4").cache is None
+    overridden = models.with_overrides({"gpt-4o": {"cached_input_price": 1.0}})
+    assert overridden.get("gpt-4o").cached_input_price == 1.0
+
+
+def test_an_unknown_cache_kind_is_refused() -> None:
+    with pytest.raises(ctxasm.errors.ConfigError, match="cache must be one of"):
+        default_registry().with_overrides({"gpt-4o": {"cache": "sometimes"}})
+
+
+def test_a_result_planned_for_the_cache_validates_against_the_http_contract() -> None:
+    from ctxasm.service.schemas import AssembleResult
+
+    options = {**KW, "model": "claude-sonnet-4-5", "format": "anthropic"}
+    first = ctxasm.assemble("river?", _passages(8), previous=None, **options)
+    second = ctxasm.assemble("king?", _passages(10), previous=first, **options).to_dict()
+    assert AssembleResult.model_validate(second).model_dump(mode="json") == second
+
+
+def test_a_batch_totals_the_prompt_cache() -> None:
+    import io
+    import json
+
+    from ctxasm.assembler import Assembler
+    from ctxasm.batch.jsonl import assemble_lines, read_lines
+
+    first = ctxasm.assemble("river?", _passages(6), previous=None, **KW)
+    lines = [
+        {"query": "river?", "passages": _passages(6), **KW},
+        {"query": "river bank?", "passages": _passages(6), "previous": first.to_dict(), **KW},
+    ]
+    stream = io.BytesIO(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    written: list[str] = []
+    stats = assemble_lines(read_lines(stream), written.append, Assembler())
+    second = json.loads(written[1])["report"]
+    assert (stats.ok, stats.cache.planned) == (2, 1)
+    assert stats.cache.cached_tokens == second["cache"]["cached_tokens"] > 0
+    assert stats.cache.cost_usd == pytest.approx(second["cache"]["cost_usd"])
+    summary = stats.cache.summary()
+    assert summary is not None and summary.startswith("prompt cache: ")
+
+
+def _candidates(scores: dict[str, float]) -> list[Candidate]:
+    return [
+        Candidate.of(Passage(id=name, text=name), index, score)
+        for index, (name, score) in enumerate(scores.items())
+    ]
+
+
+def test_cache_stable_keeps_the_previous_order_then_orders_the_new_for_attention() -> None:
+    kept = _candidates({"a": 0.1, "b": 0.9, "c": 0.5, "n1": 0.8, "n2": 0.7, "n3": 0.2})
+    ordering = CacheStableOrdering()
+    # c, a, b were shown in that order; gone is no longer kept
+    ordered = ordering.order_after(kept, ["c", "gone", "a", "b"])
+    assert [c.id for c in ordered] == ["c", "a", "b", "n1", "n3", "n2"]
+    assert [c.id for c in ordering.order(kept)] == ["b", "n2", "n3", "a", "c", "n1"]
+
+
+def test_attention_gives_up_the_end_of_the_stable_prefix() -> None:
+    kept = _candidates({"a": 0.1, "b": 0.9, "c": 0.5, "n1": 0.8})
+    half = CacheStableOrdering(attention=0.5).order_after(kept, ["c", "a", "b"])
+    # ceil(0.5 * 3) = 2 stay in place; b joins the new ones: best first, second best last
+    assert [c.id for c in half] == ["c", "a", "b", "n1"]
+    everything = CacheStableOrdering(attention=1.0).order_after(kept, ["c", "a", "b"])
+    assert [c.id for c in everything] == [c.id for c in PrimacyRecencyOrdering().order(kept)]
+
+
+def test_attention_must_be_a_share() -> None:
+    with pytest.raises(RequestError, match="attention") as caught:
+        ctxasm.assemble(
+            "river?", _passages(1), strategy={"ordering": {"name": "cache_stable", "attention": 2}}
+        )
+    assert caught.value.field == "strategy.ordering.attention"
