@@ -146,8 +146,8 @@ class AutoRelevance(Strategy):
     slot: ClassVar[str] = "relevance"
     k1: float = 1.2
     b: float = 0.75
-    w_score: float = 1.0
-    sample: int = 128
+    w_score: float = 0.75
+    sample: int = 64
 
     def __post_init__(self) -> None:
         BM25Relevance(self.k1, self.b)  # validates the parameters
@@ -163,30 +163,37 @@ class AutoRelevance(Strategy):
             return utility.score(query, passages)
         given = [p.score or 0.0 for p in passages]
         sampled = _sample(given, self.sample)
-        own = utility.score(query, [passages[i] for i in sampled])
+        whole = len(sampled) == len(passages)
+        own = utility.score(query, passages if whole else [passages[i] for i in sampled])
         if len(sampled) < _MIN_AGREEMENT or len(set(own.values)) < 2:
             # Too few passages, or the query's words tell none apart: the retriever's order is
             # all there is to go by.
             return Scores(given, None, "given", note="given scores used: nothing to check them by")
         trust = max(0.0, rank_agreement([given[i] for i in sampled], own.values))
         if trust == 0.0:
-            if len(sampled) < len(passages):
-                own = utility.score(query, passages)
+            ranked = own if whole else utility.score(query, passages)
             # Ranked by utility, but nothing is dropped: the retriever did judge them relevant.
             return Scores(
-                own.values,
+                ranked.values,
                 None,
                 "utility",
-                own.why_irrelevant,
+                ranked.why_irrelevant,
                 f"given scores ignored: they do not agree with the query's words ({trust:.2f})",
             )
-        if len(sampled) < len(passages):
+        if not whole:
             return Scores(given, None, "given", note=f"given scores trusted {trust:.2f}")
         # The given score stands in for BM25, in proportion to the trust: scores that only
-        # repeat the query's words change nothing, informative ones move the ranking.
+        # repeat the query's words change little, informative ones move the ranking.
         share = min(1.0, self.w_score * trust)
-        mixed = self._utility(w_score=share, w_lexical=1.0 - share).score(query, passages)
-        return Scores(mixed.values, None, "utility+given", note=f"given scores trusted {trust:.2f}")
+        terms = query_terms(query)
+        raw = bm25(terms, [_document(p) for p in passages], self.k1, self.b)
+        best = max(raw)
+        lexical = [r / best for r in raw] if best > 0 else raw
+        values = [
+            u + share * (g - lex) if u > 0 else share * g
+            for u, g, lex in zip(own.values, _unit(given), lexical, strict=True)
+        ]
+        return Scores(values, None, "utility+given", note=f"given scores trusted {trust:.2f}")
 
     def _utility(self, w_score: float = 0.0, w_lexical: float = 1.0) -> RelevanceStrategy:
         # By name, through the registry: utility builds on this module's BM25, so importing it
@@ -202,6 +209,22 @@ class AutoRelevance(Strategy):
         }
         utility: RelevanceStrategy = build("relevance", params, "strategy.relevance")
         return utility
+
+
+def _document(passage: Passage) -> str:
+    """What BM25 reads of a passage: its title and text."""
+    return f"{passage.title}\n{passage.text}" if passage.title else passage.text
+
+
+def _unit(values: Sequence[float]) -> list[float]:
+    """``values`` scaled to 0..1 as BM25 is: divided by the best when none is negative (ratios
+    kept), else min-max, halving before subtracting so values near the float limit do not
+    overflow (all 1 when they are equal)."""
+    low, high = min(values), max(values)
+    if low >= 0:
+        return [v / high for v in values] if high > 0 else [1.0] * len(values)
+    span = high / 2 - low / 2
+    return [(v / 2 - low / 2) / span if span > 0 else 1.0 for v in values]
 
 
 def _sample(values: Sequence[float], size: int) -> list[int]:
@@ -251,8 +274,12 @@ def rank(
     *,
     min_score: float | None,
     top_k: int | None,
+    keep: frozenset[str] = frozenset(),
 ) -> tuple[list[Candidate], list[Exclusion]]:
-    """Candidates ranked best first (ties in request order), and what the cuts excluded."""
+    """Candidates ranked best first (ties in request order), and what the cuts excluded.
+
+    Passages whose id is in ``keep`` are exempt from the score floor and ``min_score`` (the
+    previous turn's sources, when planning for the prompt cache); ``top_k`` still applies."""
     excluded: list[Exclusion] = []
     live: list[tuple[int, Passage]] = []
     for index, passage in readable:
@@ -274,9 +301,10 @@ def rank(
     kept: list[Candidate] = []
     relevant = 0  # rank among the candidates that passed the thresholds
     for candidate in ranked:
-        if scores.floor is not None and candidate.score <= scores.floor:
+        judged = candidate.id not in keep
+        if judged and scores.floor is not None and candidate.score <= scores.floor:
             detail = f"{scores.method} score {candidate.score:.4g}: {scores.why_irrelevant}"
-        elif min_score is not None and candidate.score < min_score:
+        elif judged and min_score is not None and candidate.score < min_score:
             detail = f"{scores.method} score {candidate.score:.4g} < min_score {min_score:g}"
         elif top_k is not None and len(kept) >= top_k:
             relevant += 1

@@ -52,7 +52,7 @@ def test_scores_that_disagree_with_the_query_are_ignored() -> None:
 
 def test_scores_that_agree_move_the_ranking() -> None:
     # A retriever that agrees with the words overall but ranks p3 over p1.
-    agreeing = [0.95, 0.5, 0.9, 0.6, 0.1, 0.05, 0.02, 0.01]
+    agreeing = [0.95, 0.3, 0.9, 0.85, 0.1, 0.05, 0.02, 0.01]
     scores = AutoRelevance().score(QUERY, _passages(agreeing))
     assert scores.method == "utility+given"
     assert "trusted" in scores.note
