@@ -64,7 +64,7 @@ Q1: dict[str, Any] = {
             "Marten Kollwitz",
             [
                 "Marten Kollwitz is a Dutch filmmaker from Utrecht.",
-                "His birth year is 1961, and he studied painting in Ghent.",
+                "In 1961 he went to Ghent, where he studied painting.",
             ],
             gold=True,
             answer=True,
@@ -222,7 +222,7 @@ def test_load_dataset(questions: list[EvalQuestion]) -> None:
     assert q1.has_sentence_labels is True
     assert [p.supporting for p in q1.passages[:2]] == [
         (" Its director is Marten Kollwitz, who also wrote the script.",),
-        (" His birth year is 1961, and he studied painting in Ghent.",),
+        (" In 1961 he went to Ghent, where he studied painting.",),
     ]
     assert all(p.supporting == () for p in q1.passages[2:])
     assert q3.all_gold_in_candidates is False

@@ -352,8 +352,8 @@ def test_compressed_windows_of_one_document_still_stitch() -> None:
     )
     assert [item.id for item in result.report.included] == ["w1"]
     assert [(e.id, e.reason.value) for e in result.report.excluded] == [("w2", "merged")]
-    # "A flood in 1921 damaged one pier" only repeats "pier", which the rebuilt sentence has
     assert [p.text for p in result.passages] == [
         f"The Velora bridge crosses the Tamsin river. {ELISION} The bridge opened in 1887 after "
-        f"nine years. {ELISION} Masons rebuilt the pier in 1922. {ELISION}"
+        f"nine years. {ELISION} A flood in 1921 damaged one pier. Masons rebuilt the pier in "
+        f"1922. {ELISION}"
     ]

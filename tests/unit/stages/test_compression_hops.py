@@ -1,0 +1,190 @@
+"""Sentence-level evidence: which sentences carry a hop, and how many fit the budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import tiktoken
+
+import ctxasm
+from ctxasm.data import Candidate
+from ctxasm.stages.compression import ELISION, Hops, SentenceCompression
+
+O200K = tiktoken.get_encoding("o200k_base")
+
+QUERY = "Where does the river that the Velora bridge crosses rise?"
+BRIDGE = {
+    "id": "a",
+    "title": "Velora bridge",
+    "score": 0.9,
+    "text": "The Velora bridge crosses the Tamsin river. It opened in 1887.",
+}
+HILLS = {
+    "id": "b",
+    "title": "Orlen hills",
+    "score": 0.8,
+    "text": "The Orlen hills rise north of Velora. Shepherds graze sheep on their slopes every "
+    "summer. A bridge of rope once crossed the gorge there. Snow covers the peaks in winter.",
+}
+RIVER = {
+    "id": "c",
+    "title": "Tamsin river",
+    "score": 0.7,
+    "text": "The Tamsin river rises in the Orlen hills. Otters and herons live along its banks. "
+    "Velora bridge crosses it near the old mill. The river floods most springs.",
+}
+
+
+def _candidates(*passages: dict[str, Any]) -> list[Candidate]:
+    return [
+        Candidate.of(ctxasm.Passage(**passage), index, float(passage.get("score", 1.0)))
+        for index, passage in enumerate(passages)
+    ]
+
+
+def _fill(budget: int) -> ctxasm.Assembly:
+    return ctxasm.assemble(
+        QUERY,
+        [BRIDGE, HILLS, RIVER],
+        max_context_tokens=budget,
+        strategy={
+            "selection": "greedy_by_score",
+            "compression": {"name": "sentences", "mode": "fill"},
+            "ordering": "score",
+            "dedup": "none",
+        },
+    )
+
+
+def test_a_sentence_stating_the_relation_asked_is_kept() -> None:
+    passage = {
+        "id": "p",
+        "title": "Ada Velora",
+        "text": "Ada Velora was a painter from Orlen. She studied in Paris for six years. "
+        "In 1931 she married the sculptor Tomas Brel. Her studio burned down in 1950.",
+    }
+    result = ctxasm.assemble(
+        "Who was the spouse of Ada Velora?",
+        [passage],
+        max_context_tokens=4000,
+        strategy={"compression": {"name": "sentences", "mode": "all"}},
+    )
+    # "married" states "spouse" (see term_forms); the other sentences carry nothing asked
+    assert [p.text for p in result.passages] == [
+        f"Ada Velora was a painter from Orlen. {ELISION} In 1931 she married the sculptor Tomas "
+        f"Brel. {ELISION}"
+    ]
+
+
+def test_hops_carry_query_words_in_any_form_and_named_phrases() -> None:
+    hops = Hops.of("Which drummer of Rush entered the Modern Drummer Hall of Fame?")
+    words = ("he", "was", "inducted", "into", "the", "modern", "drummer", "hall", "of", "fame")
+    assert hops.carried(words, frozenset(words)) == {
+        "drummer",
+        "modern",
+        "hall",
+        "fame",
+        "modern drummer hall of fame",
+    }
+    assert hops.carried(("drummers",), frozenset({"drummers", "drummer"})) == {"drummer"}
+    assert hops.carried(("a", "band"), frozenset({"a", "band"})) == set()
+
+
+def test_a_sentence_naming_another_passage_is_kept_and_one_naming_its_own_title_is_not() -> None:
+    strategy = SentenceCompression()
+    river = _candidates(RIVER)[0]
+    found = strategy.compress(river, ["otters"], ["velora bridge", "tamsin river"])
+    assert found is not None
+    # the lead, the otters, the bridge named; "The river floods" names no other passage
+    assert found.candidate.text == (
+        "The Tamsin river rises in the Orlen hills. Otters and herons live along its banks. "
+        f"Velora bridge crosses it near the old mill. {ELISION}"
+    )
+    only_own = strategy.compress(river, ["otters"], ["tamsin river"])
+    assert only_own is not None
+    assert only_own.candidate.text == (
+        "The Tamsin river rises in the Orlen hills. Otters and herons live along its banks. "
+        f"{ELISION}"
+    )
+
+
+def test_before_selection_cuts_each_passage_to_a_share_of_the_budget() -> None:
+    strategy = SentenceCompression(mode="all")
+    ranked = _candidates(BRIDGE, HILLS, RIVER)
+    roomy, _ = strategy.before_selection(QUERY, ranked)
+    tight, done = strategy.before_selection(QUERY, ranked, budget=24)
+    assert [c.text for c in roomy][2] == (
+        f"The Tamsin river rises in the Orlen hills. {ELISION} Velora bridge crosses it near "
+        f"the old mill. {ELISION}"
+    )
+    # about 24 / fit_passages = 12 tokens each: the best sentence alone, lead or not
+    assert [c.text for c in tight] == [
+        f"The Velora bridge crosses the Tamsin river. {ELISION}",
+        f"The Orlen hills rise north of Velora. {ELISION}",
+        f"{ELISION} Velora bridge crosses it near the old mill. {ELISION}",
+    ]
+    assert sorted(done) == ["a", "b", "c"]
+    assert [(d.sentences, d.kept_sentences) for d in done.values()] == [(2, 1), (4, 1), (4, 1)]
+    wider, _ = SentenceCompression(mode="all", fit_passages=1.0).before_selection(
+        QUERY, ranked, budget=24
+    )
+    assert wider[2].text == roomy[2].text
+
+
+def test_fill_offers_the_passage_a_kept_one_names_before_a_better_ranked_one() -> None:
+    result = _fill(80)
+    assert [item.id for item in result.report.included] == ["a", "c"]
+    assert [(e.id, e.reason.value) for e in result.report.excluded] == [("b", "over_budget")]
+    assert [p.text for p in result.passages] == [
+        BRIDGE["text"],
+        f"The Tamsin river rises in the Orlen hills. {ELISION} Velora bridge crosses it near "
+        f"the old mill. {ELISION}",
+    ]
+
+
+@pytest.mark.parametrize("budget", range(50, 160, 5))
+def test_fill_cuts_a_passage_to_the_room_left_within_the_budget(budget: int) -> None:
+    result = _fill(budget)
+    recount = sum(
+        3 + len(O200K.encode(m["role"])) + len(O200K.encode(str(m["content"])))
+        for m in result.messages
+    )
+    assert result.report.total_tokens == recount + 3
+    assert result.report.context_tokens <= budget
+    assert result.passages[0].text == BRIDGE["text"]
+
+
+def test_fill_keeps_the_best_sentence_when_only_one_fits() -> None:
+    result = _fill(70)
+    assert [p.text for p in result.passages] == [
+        BRIDGE["text"],
+        f"{ELISION} Velora bridge crosses it near the old mill. {ELISION}",
+    ]
+    compressed = result.report.included[1].compression
+    assert compressed is not None
+    assert (compressed.sentences, compressed.kept_sentences) == (4, 1)
+
+
+def test_fit_passages_is_validated() -> None:
+    with pytest.raises(ctxasm.RequestError) as caught:
+        _fill_with({"name": "sentences", "fit_passages": 0.5})
+    assert caught.value.field == "strategy.compression.fit_passages"
+
+
+def _fill_with(compression: dict[str, Any]) -> ctxasm.Assembly:
+    return ctxasm.assemble(QUERY, [BRIDGE], strategy={"compression": compression})
+
+
+def test_a_long_passage_compresses_in_linear_time() -> None:
+    # thousands of sentences, each carrying a query word: ranked once, fitted in a few counts
+    text = " ".join(f"The Tamsin river rises near mill {i}." for i in range(5000))
+    long = {"id": "long", "title": "Tamsin river", "text": text, "score": 0.1}
+    result = ctxasm.assemble(
+        QUERY,
+        [BRIDGE, long],
+        max_context_tokens=120,
+        strategy={"selection": "greedy_by_score", "compression": {"name": "sentences"}},
+    )
+    assert [item.id for item in result.report.included] == ["a", "long"]
+    assert result.passages[1].text == f"The Tamsin river rises near mill 0. {ELISION}"
