@@ -109,7 +109,7 @@ class Assembler:
         placement = _compression_placement(setup, ranked, planned, clock)
         if placement is Placement.BEFORE_SELECTION:
             with clock.stage("compression"):
-                ranked = pipeline.compress(setup, ranked)
+                ranked = pipeline.compress(setup, ranked, planned)
         with clock.stage("selection"):
             selected = pipeline.select(setup, ranked, planned, _timed_dedup(setup, clock))
         if placement is Placement.AFTER_SELECTION:

@@ -106,7 +106,7 @@ class CompressionStrategy(Protocol):
     def mode_for(self, ranked: Sequence[Candidate], budget: int) -> str: ...
 
     def before_selection(
-        self, query: str, ranked: Sequence[Candidate]
+        self, query: str, ranked: Sequence[Candidate], budget: int | None = None
     ) -> tuple[list[Candidate], dict[str, Compressed]]: ...
 
     def after_selection(
@@ -154,6 +154,18 @@ class Setup:
         if given is None and isinstance(self.strategies.ordering, CacheStableOrdering):
             return CacheState()
         return given
+
+    @property
+    def stickiness(self) -> float:
+        """How far selection favours the previous turn's passages: ``cache_stable``'s
+        ``stickiness`` times the share of the input price a cached token saves (0 without a
+        previous turn, with another ordering, or when the model and format cache nothing)."""
+        ordering, previous = self.strategies.ordering, self.previous
+        if previous is None or not previous.sources:
+            return 0.0
+        if not isinstance(ordering, CacheStableOrdering):
+            return 0.0
+        return ordering.stickiness * prompt_cache.cache_discount(self.model, self.fmt)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,14 +301,19 @@ def plan(setup: Setup) -> Planned:
 
 
 def relevance(setup: Setup, readable: Readable) -> Ranked:
-    """Relevance: score, drop what is below the thresholds, keep the top k, best first."""
-    request = setup.request
+    """Relevance: score, drop what is below the thresholds, keep the top k, best first.
+
+    When planning for the prompt cache, the previous turn's sources are never dropped as
+    irrelevant (a follow-up may share no word with them, yet they are part of the conversation
+    and cheap to send again, from the cache); ``top_k`` and the budget still apply."""
+    request, previous = setup.request, setup.previous
     ranked, cut = rank(
         request.query,
         readable.passages,
         setup.strategies.relevance,
         min_score=request.min_score,
         top_k=request.top_k,
+        keep=frozenset(i for i, _ in previous.sources) if previous else frozenset(),
     )
     return Ranked(tuple(ranked), readable.excluded + tuple(cut), MappingProxyType({}))
 
@@ -319,11 +336,12 @@ def compression_placement(setup: Setup, ranked: Ranked, planned: Planned) -> Pla
         ) from None
 
 
-def compress(setup: Setup, ranked: Ranked) -> Ranked:
-    """Compression before selection: the best candidates compressed, so more fit."""
+def compress(setup: Setup, ranked: Ranked, planned: Planned) -> Ranked:
+    """Compression before selection: the best candidates compressed, so more fit (each to a
+    share of the sources block's budget)."""
     assert setup.strategies.compression is not None
     shorter, done = setup.strategies.compression.before_selection(
-        setup.request.query, ranked.candidates
+        setup.request.query, ranked.candidates, planned.budget.context
     )
     return Ranked(tuple(shorter), ranked.excluded, MappingProxyType({**ranked.compressed, **done}))
 
@@ -331,7 +349,11 @@ def compress(setup: Setup, ranked: Ranked) -> Ranked:
 def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) -> Selected:
     """Selection: the strategy offers candidates in its order; each offer is one admission
     (dedup placement, size bound, guard, price, dedup verdict: see
-    :mod:`ctxasm.stages.selection_admission`) against ``dedup``, the assembly's dedup chain."""
+    :mod:`ctxasm.stages.selection_admission`) against ``dedup``, the assembly's dedup chain.
+
+    With :attr:`Setup.stickiness`, the strategy sees the previous turn's passages with raised
+    scores (:func:`ctxasm.prompt_cache.prefer_previous`); the kept ones get their relevance
+    scores back."""
     request, counter, block = setup.request, setup.counter, setup.fmt.block
     previous = setup.previous  # stable labels may run past the number of candidates
     worst_label = max(1, len(ranked.candidates)) + (previous.next_label - 1 if previous else 0)
@@ -345,8 +367,21 @@ def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) 
         context,
         setup.strategies.guard,
     )
-    setup.strategies.selection.select(ranked.candidates, packing)
-    return Selected(ranked, packing.snapshot(), ranked.compressed)
+    weight, previous = setup.stickiness, setup.previous
+    candidates = ranked.candidates
+    if weight > 0 and previous is not None:
+        candidates = tuple(prompt_cache.prefer_previous(candidates, previous, weight))
+    setup.strategies.selection.select(candidates, packing)
+    return Selected(ranked, _relevance_scores(setup, packing, ranked), ranked.compressed)
+
+
+def _relevance_scores(setup: Setup, packing: Packing, ranked: Ranked) -> Packed:
+    """The packing, its kept passages with their relevance scores (undoing any stickiness)."""
+    packed = packing.snapshot()
+    if setup.stickiness <= 0:
+        return packed
+    kept = prompt_cache.relevance_scores(packed.kept, ranked.candidates, packed.merged_into)
+    return replace(packed, kept=tuple(kept))
 
 
 def compress_to_fill(setup: Setup, selected: Selected) -> Selected:
@@ -358,7 +393,8 @@ def compress_to_fill(setup: Setup, selected: Selected) -> Selected:
         setup.request.query, selected.ranked.candidates, packing
     )
     compressed = MappingProxyType({**selected.compressed, **done})
-    return Selected(selected.ranked, packing.snapshot(), compressed)
+    packed = _relevance_scores(setup, packing, selected.ranked)
+    return Selected(selected.ranked, packed, compressed)
 
 
 def order(setup: Setup, selected: Selected) -> Ordered:

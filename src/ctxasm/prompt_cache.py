@@ -5,6 +5,9 @@ Providers bill a prompt prefix they have seen recently at a fraction of the inpu
 pipeline plans for it when a request carries the previous turn's :class:`CacheState`
 (``previous``) or orders with ``cache_stable``:
 
+- :func:`prefer_previous` raises the scores the selection sees of the previous turn's
+  passages, in proportion to what reading them from the cache saves (:func:`cache_discount`),
+  and :func:`relevance_scores` puts the relevance scores back after selection;
 - :func:`assign_labels` keeps each passage's ``[Source N]`` number across the session; new
   passages get the next free numbers;
 - :func:`stable_ids` lists the previous turn's passages whose rendered share is byte-identical
@@ -21,8 +24,9 @@ once.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ctxasm.cache_state import (
     DIGEST_CHARS,
@@ -38,7 +42,16 @@ from ctxasm.formatting.blocks import SourcesBlock
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 
-__all__ = ["assign_labels", "fingerprint", "head_digest", "plan", "stable_ids"]
+__all__ = [
+    "assign_labels",
+    "cache_discount",
+    "fingerprint",
+    "head_digest",
+    "plan",
+    "prefer_previous",
+    "relevance_scores",
+    "stable_ids",
+]
 
 _EPHEMERAL = {"type": "ephemeral"}
 
@@ -62,6 +75,65 @@ def fingerprint(block: SourcesBlock, candidate: Candidate, number: int) -> str:
     share's lead depends only on the passage before it)."""
     opening, body = block.parts([candidate], {candidate.id: number})[0]
     return _digest(opening, body)
+
+
+def cache_discount(model: ModelSpec, fmt: Format) -> float:
+    """The share of the input price saved on a token read from the cache (0 to 1): 0 when this
+    model and format cache nothing on their own (no caching, explicit caches, breakpoints
+    outside the anthropic format, a template's own layout) or a price is missing."""
+    price, cached = model.input_price, model.cached_input_price
+    automatic = model.cache == "automatic" and fmt.name != "template"
+    placed = model.cache == "breakpoints" and fmt.name == "anthropic"
+    if not (automatic or placed) or not price or cached is None:
+        return 0.0
+    return min(1.0, max(0.0, 1.0 - cached / price))
+
+
+def prefer_previous(
+    ranked: Sequence[Candidate], previous: CacheState, weight: float
+) -> list[Candidate]:
+    """``ranked`` (best first) with the previous turn's passages raised by ``weight`` times
+    the scores' scale (the best score, or the spread when some are negative), best first
+    again (ties keep their order).
+
+    An added amount rather than a factor: the passages a follow-up shares no word with score 0,
+    and they save as much per token as any other. A given score the candidate carries as its
+    own (``passage.score``) is raised with it, so planners that trust the retriever's order
+    still recognise it."""
+    ids = {passage_id for passage_id, _ in previous.sources}
+    if weight <= 0 or not ranked or not ids:
+        return list(ranked)
+    scores = [c.score for c in ranked]
+    low = min(scores)
+    # Halved before subtracting, so scores near the float limit do not overflow.
+    half = max(scores) / 2 - min(low, 0.0) / 2
+    lift = weight * (2 * half if half > 0 else 1.0)
+
+    def raise_(candidate: Candidate) -> Candidate:
+        if candidate.id not in ids:
+            return candidate
+        score, passage = min(candidate.score + lift, sys.float_info.max), candidate.passage
+        if passage.score == candidate.score:
+            passage = replace(passage, score=score)
+        return candidate._replace(score=score, passage=passage)
+
+    return sorted(map(raise_, ranked), key=lambda c: -c.score)
+
+
+def relevance_scores(
+    kept: Sequence[Candidate], ranked: Sequence[Candidate], merged_into: Mapping[str, str]
+) -> list[Candidate]:
+    """``kept`` with the scores and passages of ``ranked`` (what relevance gave them, before
+    :func:`prefer_previous`); a passage others were stitched into keeps the best of theirs."""
+    original = {c.id: c for c in ranked}
+    best = {c.id: c.score for c in ranked}
+    for gone, into in merged_into.items():
+        if gone in best and into in best:
+            best[into] = max(best[into], best[gone])
+    return [
+        c._replace(score=best[c.id], passage=original[c.id].passage) if c.id in original else c
+        for c in kept
+    ]
 
 
 def assign_labels(previous: CacheState, ordered: Sequence[Candidate]) -> dict[str, int]:

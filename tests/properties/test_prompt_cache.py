@@ -1,6 +1,7 @@
 """Over random multi-turn sessions planned for the prompt cache: the stable part of each turn
 is byte for byte the start of the previous turn's prompt, the budget holds under the exact
-recount, every passage is accounted for once, and labels never change within a session."""
+recount, every passage is accounted for once, labels never change within a session, and the
+previous turn's passages are never dropped as irrelevant."""
 
 from __future__ import annotations
 
@@ -68,14 +69,21 @@ def _stable_part(result: ctxasm.Assembly, fmt: str, count: int) -> str:
     turns=st.lists(st.tuples(st.integers(0, 14), st.integers(3, 10)), min_size=2, max_size=4),
     budget=st.integers(200, 2500),
     attention=st.sampled_from([0.0, 0.0, 0.5]),
+    stickiness=st.sampled_from([0.0, 0.5, 10.0]),
 )
 def test_the_stable_part_is_a_byte_prefix_of_the_previous_turn(
-    seed: int, fmt: str, turns: list[tuple[int, int]], budget: int, attention: float
+    seed: int,
+    fmt: str,
+    turns: list[tuple[int, int]],
+    budget: int,
+    attention: float,
+    stickiness: float,
 ) -> None:
     corpus = _corpus(seed, 25)
     previous: ctxasm.Assembly | None = None
     labels: dict[str, str] = {}
-    strategy = {"ordering": {"name": "cache_stable", "attention": attention}}
+    ordering = {"name": "cache_stable", "attention": attention, "stickiness": stickiness}
+    strategy = {"ordering": ordering}
     model = "claude-sonnet-4-5" if fmt == "anthropic" else "gpt-4o"
     for turn, (start, size) in enumerate(turns):
         passages = corpus[start : start + size]
@@ -107,4 +115,8 @@ def test_the_stable_part_is_a_byte_prefix_of_the_previous_turn(
             if attention == 0.0 and set(kept_before) <= set(kept_now):
                 # every passage of the previous turn still selected: all of them stay in front
                 assert kept_now[: len(kept_before)] == kept_before
+            irrelevant = {
+                e.id for e in report.excluded if e.reason is ctxasm.Reason.BELOW_THRESHOLD
+            }
+            assert irrelevant.isdisjoint(kept_before)
         previous = result

@@ -116,6 +116,26 @@ def test_the_service_keeps_the_state_of_a_session(base: str) -> None:
     ]
 
 
+def test_a_follow_up_keeps_the_sources_it_shares_no_word_with(base: str) -> None:
+    passages = [{k: v for k, v in p.items() if k != "score"} for p in _passages(4)]
+    passages.append({"id": "z", "text": "zebra stripes 12."})
+    body = {"query": "river?", "passages": passages[:4], "session_id": "test-session-2"}
+    status, first = _post(base, body)
+    assert status == 200
+    status, second = _post(base, {**body, "query": "zebra?", "passages": passages})
+    assert status == 200
+    shown = [i["id"] for i in first["report"]["included"]]
+    assert [i["id"] for i in second["report"]["included"]] == [*shown, "z"]
+    assert second["report"]["cache"]["prefix_sources"] == len(shown)
+
+
+def test_the_service_refuses_a_stickiness_out_of_range(base: str) -> None:
+    ordering = {"name": "cache_stable", "stickiness": 11}
+    status, body = _post(base, {"query": "q", "passages": [], "strategy": {"ordering": ordering}})
+    assert status == 422
+    assert body["error"]["field"] == "strategy.ordering.stickiness"
+
+
 def test_the_service_refuses_a_bad_session_id(base: str) -> None:
     status, body = _post(base, {"query": "q", "passages": [], "session_id": "no"})
     assert status == 422

@@ -40,9 +40,10 @@ def test_without_previous_the_report_has_no_cache_section() -> None:
 
 
 def test_previous_selects_cache_stable_and_keeps_labels() -> None:
-    first = ctxasm.assemble("river?", _passages(5), previous=None, **KW)
+    given = {**KW, "strategy": {"compression": None, "relevance": "given"}}  # ranked p0, p1, ...
+    first = ctxasm.assemble("river?", _passages(5), previous=None, **given)
     assert _labels(first) == {f"p{i}": f"Source {n}" for n, i in enumerate([0, 2, 4, 3, 1], 1)}
-    second = ctxasm.assemble("king?", _passages(5, start=2), previous=first.to_dict(), **KW)
+    second = ctxasm.assemble("king?", _passages(5, start=2), previous=first.to_dict(), **given)
     # p2, p3, p4 keep their numbers; p5 and p6 get the next free ones
     assert _labels(second) == {
         "p2": "Source 2",
@@ -263,3 +264,137 @@ def test_attention_must_be_a_share() -> None:
             "river?", _passages(1), strategy={"ordering": {"name": "cache_stable", "attention": 2}}
         )
     assert caught.value.field == "strategy.ordering.attention"
+
+
+def _unscored(count: int) -> list[dict[str, Any]]:
+    return [{k: v for k, v in p.items() if k != "score"} for p in _passages(count)]
+
+
+def test_previous_passages_stay_candidates_when_the_follow_up_shares_no_word() -> None:
+    passages = [*_unscored(6), {"id": "z", "text": "zebra stripes 12."}]
+    first = ctxasm.assemble("river bank?", passages[:6], previous=None, **KW)
+    shown = [item.id for item in first.report.included]
+    follow_up = ctxasm.assemble("zebra?", passages, previous=first, **KW)
+    cache = follow_up.report.cache
+    assert cache is not None and cache.prefix_sources == len(shown)
+    assert [item.id for item in follow_up.report.included] == [*shown, "z"]
+    # without a previous turn, the same passages are irrelevant to the follow-up
+    plain = ctxasm.assemble("zebra?", passages, **KW)
+    assert [item.id for item in plain.report.included] == ["z"]
+    dropped = {e.id: e.reason for e in plain.report.excluded}
+    assert all(dropped[i] is ctxasm.Reason.BELOW_THRESHOLD for i in shown)
+
+
+def test_top_k_still_applies_to_previous_passages() -> None:
+    passages = [*_unscored(6), {"id": "z", "text": "zebra stripes 12."}]
+    first = ctxasm.assemble("river bank?", passages[:6], previous=None, **KW)
+    follow_up = ctxasm.assemble("zebra?", passages, previous=first, top_k=1, **KW)
+    assert [item.id for item in follow_up.report.included] == ["z"]
+    reasons = {e.id: e.reason for e in follow_up.report.excluded}
+    assert {reasons[item.id] for item in first.report.included} == {ctxasm.Reason.TOP_K}
+
+
+def test_rank_keeps_the_given_ids_below_the_floor_and_min_score() -> None:
+    from ctxasm.stages.relevance import BM25Relevance, rank
+
+    readable = [
+        (0, Passage("a", "river bank")),
+        (1, Passage("b", "king")),
+        (2, Passage("c", "sea")),
+    ]
+    kept, cut = rank(
+        "river", readable, BM25Relevance(), min_score=0.5, top_k=None, keep=frozenset({"b"})
+    )
+    assert [(c.id, c.score) for c in kept] == [("a", 1.0), ("b", 0.0)]
+    assert [(e.candidate_id, e.reason) for e in cut] == [("c", ctxasm.Reason.BELOW_THRESHOLD)]
+
+
+def _with_stickiness(stickiness: float) -> dict[str, Any]:
+    ordering = {"name": "cache_stable", "stickiness": stickiness}
+    return {"max_context_tokens": 900, "strategy": {"compression": None, "ordering": ordering}}
+
+
+def test_stickiness_keeps_the_previous_passages_under_a_tight_budget() -> None:
+    passages = _unscored(10)
+    tight = {"max_context_tokens": 900, "strategy": {"compression": None}}
+    first = ctxasm.assemble("river bank?", passages, previous=None, **tight)
+    shown = [item.id for item in first.report.included]
+    plain = ctxasm.assemble("king queen?", passages, **tight)
+    loose = ctxasm.assemble("king queen?", passages, previous=first, **_with_stickiness(0))
+    sticky = ctxasm.assemble("king queen?", passages, previous=first, **_with_stickiness(2))
+    # 0: the follow-up's own selection (in the cache-stable order); 2: the previous passages
+    assert {i.id for i in loose.report.included} == {i.id for i in plain.report.included}
+    assert [i.id for i in sticky.report.included] == shown
+    assert loose.report.cache is not None and loose.report.cache.prefix_sources == 0
+    assert sticky.report.cache is not None and sticky.report.cache.prefix_sources == len(shown)
+    # the report gives the relevance scores, not the raised ones the selection saw
+    scores = {i.id: i.score for i in ctxasm.assemble("king queen?", passages, **KW).report.included}
+    assert [i.score for i in sticky.report.included] == [scores[i] for i in shown]
+
+
+def test_stickiness_is_priced_by_the_cache_discount() -> None:
+    from ctxasm.formatting import get_format
+    from ctxasm.prompt_cache import cache_discount
+
+    models = default_registry()
+    openai, anthropic = get_format("openai"), get_format("anthropic")
+    template = get_format("template", "{{ context }}")
+    assert cache_discount(models.get("gpt-4o"), openai) == 0.5
+    assert cache_discount(models.get("gpt-4.1"), openai) == 0.75
+    assert cache_discount(models.get("claude-sonnet-4-5"), anthropic) == pytest.approx(0.9)
+    # nothing is cached: breakpoints outside the anthropic format, a template, no caching
+    assert cache_discount(models.get("claude-sonnet-4-5"), openai) == 0.0
+    assert cache_discount(models.get("gpt-4o"), template) == 0.0
+    assert cache_discount(models.get("gpt-4"), openai) == 0.0
+
+
+def test_prefer_previous_raises_the_previous_passages_and_relevance_scores_undoes_it() -> None:
+    from ctxasm.prompt_cache import prefer_previous, relevance_scores
+
+    ranked = [
+        Candidate.of(Passage("new", "x", score=0.8), 0, 0.8),
+        Candidate.of(Passage("old", "y", score=0.5), 1, 0.5),
+        Candidate.of(Passage("quiet", "z"), 2, 0.0),
+    ]
+    previous = CacheState(sources=(("old", "0" * 32), ("quiet", "0" * 32)), labels={}, next_label=3)
+    raised = prefer_previous(ranked, previous, 0.45)
+    # raised by 0.45 times the best score; a given score the candidate carries is raised with it
+    assert [(c.id, round(c.score, 2)) for c in raised] == [
+        ("old", 0.86),
+        ("new", 0.8),
+        ("quiet", 0.36),
+    ]
+    assert raised[0].passage.score == raised[0].score and raised[2].passage.score is None
+    merged = raised[2]._replace(score=0.9)  # "new" was stitched into "quiet"
+    restored = relevance_scores([raised[0], merged], ranked, {"new": "quiet"})
+    assert [(c.id, c.score, c.passage) for c in restored] == [
+        ("old", 0.5, ranked[1].passage),
+        ("quiet", 0.8, ranked[2].passage),
+    ]
+    assert prefer_previous(ranked, previous, 0.0) == ranked
+
+
+def test_stickiness_must_be_in_range() -> None:
+    with pytest.raises(RequestError, match="stickiness") as caught:
+        ctxasm.assemble(
+            "river?",
+            _passages(1),
+            strategy={"ordering": {"name": "cache_stable", "stickiness": -1}},
+        )
+    assert caught.value.field == "strategy.ordering.stickiness"
+
+
+def test_the_models_table_shows_the_cached_input_price(capsys: pytest.CaptureFixture[str]) -> None:
+    from ctxasm.cli.report_view import print_models
+
+    models = default_registry()
+    print_models([models.get("gpt-5"), models.get("claude-sonnet-4-5"), models.get("gpt-4")])
+    lines = capsys.readouterr().out.splitlines()
+    header = next([c.strip() for c in line.split("┃")[1:-1]] for line in lines if "┃" in line)
+    assert header[-3:] == ["input", "cached input", "output"]
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if "│" in line]
+    assert {row[0]: row[-3:] for row in rows} == {
+        "gpt-5": ["1.25", "0.125", "10"],
+        "claude-sonnet-4-5": ["3", "0.3", "15"],
+        "gpt-4": ["30", "-", "60"],  # no prompt caching
+    }

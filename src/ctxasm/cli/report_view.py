@@ -120,9 +120,11 @@ def why_chosen(chosen: Mapping[str, Any] | None, labels: Mapping[str, str]) -> s
 
 
 def print_models(specs: Sequence[ModelSpec]) -> None:
-    """The model registry as a table on stdout."""
+    """The model registry as a table on stdout (``cached input``: the price of input tokens
+    read from the provider's prompt cache, see docs/caching.md)."""
     table = Table(title="Model registry (prices: USD per 1M tokens)")
-    for column in ("model", "provider", "window", "max output", "tokenizer", "input", "output"):
+    columns = ("model", "provider", "window", "max output", "tokenizer", "input", "cached input")
+    for column in (*columns, "output"):
         table.add_column(
             column, justify="right" if column in ("window", "max output") else "left", no_wrap=True
         )
@@ -134,6 +136,7 @@ def print_models(specs: Sequence[ModelSpec]) -> None:
             f"{spec.max_output:,}",
             spec.tokenizer,
             "-" if spec.input_price is None else f"{spec.input_price:g}",
+            "-" if spec.cached_input_price is None else f"{spec.cached_input_price:g}",
             "-" if spec.output_price is None else f"{spec.output_price:g}",
         )
     # Piped output keeps full names (for grep) instead of squeezing into 80 columns.

@@ -131,15 +131,24 @@ class CacheStableOrdering(Strategy):
     passages given up to attention ordering. The first ``ceil((1 - attention) * s)`` of the
     ``s`` previous passages still kept stay in place; the rest join the new ones in the
     primacy/recency tail. 0 (the default) keeps them all in place; 1 gives the
-    ``primacy_recency`` order. docs/caching.md gives the measured effect.
+    ``primacy_recency`` order.
+
+    ``stickiness`` (0 to 10, default 0.5) is read by the pipeline's selection step, not by
+    this ordering: with a previous turn, selection sees the previous passages' scores raised
+    by ``stickiness`` times the share of the input price a cached token saves, times the
+    scores' scale (see :func:`ctxasm.prompt_cache.prefer_previous`), so it keeps them unless
+    new passages are clearly better. 0: selection does not favour them. docs/caching.md gives
+    the measured effect of both parameters.
     """
 
     name: ClassVar[str] = "cache_stable"
     slot: ClassVar[str] = "ordering"
     attention: float = 0.0
+    stickiness: float = 0.5
 
     def __post_init__(self) -> None:
         require_number("attention", self.attention, low=0.0, high=1.0)
+        require_number("stickiness", self.stickiness, low=0.0, high=10.0)
 
     def order(self, kept: Sequence[Candidate]) -> list[Candidate]:
         return self.order_after(kept, ())
