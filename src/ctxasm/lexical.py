@@ -231,8 +231,10 @@ def title_links(
     return found
 
 
-def _short_names(title: str) -> list[str]:
-    """Shorter names of a title (qualifier removed), as phrase keys."""
+@lru_cache(maxsize=16384)
+def _short_names(title: str) -> tuple[str, ...]:
+    """Shorter names of a title (qualifier removed), as phrase keys. Cached: the relevance
+    stage and the planner both ask for the same titles."""
     names = []
     head, comma, _ = title.partition(",")
     if comma:
@@ -248,7 +250,7 @@ def _short_names(title: str) -> list[str]:
         lead += 1
     if 0 < lead < len(parts):  # "Bantu" for "Bantu peoples"
         names.append(phrase_key(" ".join(parts[:lead])))
-    return [n for n in names if len(n) >= 4 and not all(w in STOPWORDS for w in n.split())]
+    return tuple(n for n in names if len(n) >= 4 and not all(w in STOPWORDS for w in n.split()))
 
 
 @lru_cache(maxsize=8192)
@@ -268,7 +270,7 @@ def entities(text: str, min_chars: int = 4) -> frozenset[str]:
 
 def clear_caches() -> None:
     """Forget cached keys, entities and sentence splits (for cold-start measurements)."""
-    for cached in (phrase_key, key_words, entities, sentence_spans, sentence_words):
+    for cached in (phrase_key, key_words, _short_names, entities, sentence_spans, sentence_words):
         cached.cache_clear()
 
 
