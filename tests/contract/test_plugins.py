@@ -31,7 +31,14 @@ PASSAGES = [
     {"id": "c", "text": "The Don ends in the Sea of Azov.", "score": 0.7},
 ]
 QUERY = "Which rivers end in the Black Sea?"
-BUILTIN_ORDERINGS = ["cache_stable", "chronological", "primacy_recency", "retrieval", "score", "source"]
+BUILTIN_ORDERINGS = [
+    "cache_stable",
+    "chronological",
+    "primacy_recency",
+    "retrieval",
+    "score",
+    "source",
+]
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,14 @@ SCORED = [
 
 
 def test_registered_orderings() -> None:
-    assert names("ordering") == ["cache_stable", "chronological", "primacy_recency", "retrieval", "score", "source"]
+    assert names("ordering") == [
+        "cache_stable",
+        "chronological",
+        "primacy_recency",
+        "retrieval",
+        "score",
+        "source",
+    ]
 
 
 def test_by_score_with_ties_in_request_order() -> None:
