@@ -97,10 +97,12 @@ def key_words(text: str) -> frozenset[str]:
     return frozenset(phrase_key(text).split())
 
 
+@lru_cache(maxsize=16384)
 def title_key(title: str | None) -> str:
     """The phrase a title names, without a trailing parenthetical qualifier; "" for no title
     and for titles too common to link on (only stopwords, or under three characters, like "It"
-    or "Up"), which would otherwise match nearly any text."""
+    or "Up"), which would otherwise match nearly any text. Cached: every stage that links
+    passages asks for the same titles."""
     if not title:
         return ""
     key = phrase_key(_QUALIFIER.sub("", title))
@@ -270,7 +272,15 @@ def entities(text: str, min_chars: int = 4) -> frozenset[str]:
 
 def clear_caches() -> None:
     """Forget cached keys, entities and sentence splits (for cold-start measurements)."""
-    for cached in (phrase_key, key_words, _short_names, entities, sentence_spans, sentence_words):
+    for cached in (
+        phrase_key,
+        key_words,
+        title_key,
+        _short_names,
+        entities,
+        sentence_spans,
+        sentence_words,
+    ):
         cached.cache_clear()
 
 
