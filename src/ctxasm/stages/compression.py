@@ -349,6 +349,10 @@ class SentenceCompression(Strategy):
         exact count says they do not fit, the least useful goes (at most ``_FIT_TRIES``
         times, so a long passage costs a few counts, not one per sentence)."""
         spans = sentence_spans(candidate.text)
+        text, counter = candidate.text, packing.meter.counter
+        least = min(counter.lower_bound(text[start:end]) for start, end in spans)
+        if least + packing.meter.floor > packing.remaining:
+            return None  # not even its smallest sentence could fit: no need to rank them
         ranked = _ranked(candidate, hops, bridges, self.lead_sentences)
         room = (packing.remaining - packing.meter.floor) * _CHARS_PER_TOKEN
         keep = _within(ranked, spans, room)

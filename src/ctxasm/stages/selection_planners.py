@@ -50,26 +50,26 @@ class Evidence:
         self.titles = [title_key(c.passage.title) for c in candidates]
         # The text alone: a title that repeats another title is not a link between them.
         self.texts = [f" {phrase_key(c.text)} " for c in candidates]
-        # Title and text together, as phrase_key(f"{title}\n{text}") would give them: words
-        # never span the line break, so the two keys join with one space.
-        keys = [
-            _with_title(c.passage.title, text)
-            for c, text in zip(candidates, self.texts, strict=True)
-        ]
-        # A query word is in a passage when one of its forms is (see term_forms: "married"
-        # states "spouse"); a named phrase when it occurs between spaces (keys are padded).
-        vocabulary = [
-            key_words(c.text) | key_words(c.passage.title) if c.passage.title else key_words(c.text)
+        # A query word is in a passage when one of its forms is in the title or the text (see
+        # term_forms: "married" states "spouse").
+        forms = {term: term_forms(term) for term in self.terms}
+        covers = [
+            [t for t in self.terms if not key_words(c.text).isdisjoint(forms[t])]
             for c in candidates
         ]
-        forms = {term: term_forms(term) for term in self.terms}
-        self.covers = [
-            frozenset(
-                [t for t in self.terms if not words.isdisjoint(forms[t])]
-                + [p for p in self.phrases if f" {p} " in key]
-            )
-            for words, key in zip(vocabulary, keys, strict=True)
-        ]
+        for found, c in zip(covers, candidates, strict=True):
+            if c.passage.title:
+                named = key_words(c.passage.title)
+                found += [
+                    t for t in self.terms if t not in found and not named.isdisjoint(forms[t])
+                ]
+        # A named phrase when it occurs between spaces in title and text together, as
+        # phrase_key(f"{title}\n{text}") would give them (words never span the line break).
+        if self.phrases:
+            for found, c, text in zip(covers, candidates, self.texts, strict=True):
+                key = _with_title(c.passage.title, text)
+                found += [p for p in self.phrases if f" {p} " in key]
+        self.covers = [frozenset(found) for found in covers]
         count = len(candidates)
         self.weight: dict[str, float] = {}
         for element in (*self.terms, *self.phrases):
