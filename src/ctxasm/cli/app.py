@@ -24,6 +24,7 @@ from ctxasm.cli.options import (
     DEFAULT_MAX_BYTES,
     FORMATS,
     ConfigOption,
+    HtmlOption,
     MaxBytesOption,
     ProgressOption,
 )
@@ -89,15 +90,6 @@ MaxContextOption = Annotated[
 ]
 ReportOption = Annotated[
     bool, typer.Option("--report", help="Print a readable budget and passage table to stderr.")
-]
-HtmlOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--html",
-        metavar="FILE",
-        help="Write the report as one self-contained HTML page (opens from disk, offline).",
-        show_default=False,
-    ),
 ]
 IndentOption = Annotated[
     int | None,

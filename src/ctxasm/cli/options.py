@@ -13,6 +13,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "FORMATS",
     "ConfigOption",
+    "HtmlOption",
     "MaxBytesOption",
     "ProgressOption",
 ]
@@ -42,6 +43,16 @@ ProgressOption = Annotated[
     typer.Option(
         "--progress/--no-progress",
         help="Progress bar on standard error (default: on a terminal).",
+        show_default=False,
+    ),
+]
+
+HtmlOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--html",
+        metavar="FILE",
+        help="Write the report as one self-contained HTML page (opens from disk, offline).",
         show_default=False,
     ),
 ]

@@ -17,7 +17,7 @@ import typer
 from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from ctxasm.cli.exits import fail as _fail
 from ctxasm.cli.exits import fail_with as _fail_with
-from ctxasm.cli.options import FORMATS, ConfigOption, ProgressOption
+from ctxasm.cli.options import FORMATS, ConfigOption, HtmlOption, ProgressOption
 
 if TYPE_CHECKING:
     from ctxasm.store import IndexReport
@@ -197,15 +197,6 @@ AskJsonOption = Annotated[
     bool,
     typer.Option("--json", help="Print one JSON object: the result (and answer, citations)."),
 ]
-AskHtmlOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--html",
-        metavar="FILE",
-        help="Write the report as one self-contained HTML page (opens from disk, offline).",
-        show_default=False,
-    ),
-]
 QuietOption = Annotated[
     bool,
     typer.Option(
@@ -227,7 +218,7 @@ def ask_command(
     allow_public: AllowPublicOption = False,
     config: ConfigOption = None,
     as_json: AskJsonOption = False,
-    html: AskHtmlOption = None,
+    html: HtmlOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Retrieve what the principal may read, assemble the prompt, and (with a model endpoint
