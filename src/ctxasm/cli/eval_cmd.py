@@ -169,13 +169,10 @@ def eval_command(
 
 def _write_html(path: Path, rows: list[EvalRow], title: str) -> None:
     """The evaluation page at ``path``; a path that cannot be written exits 2 naming it."""
+    from ctxasm.cli.report_view import write_page
     from ctxasm.html import render_eval_html
 
-    page = render_eval_html([row.to_dict() for row in rows], title=title)
-    try:
-        path.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        fail(f"cannot write {path}: {exc.strerror} [html]", EXIT_BAD_INPUT)
+    write_page(render_eval_html([row.to_dict() for row in rows], title=title), path, "html")
 
 
 def _check_choice(option: str, value: str | None, allowed: tuple[str, ...]) -> None:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ctxasm.evaluation.runner import EvalRow
     from ctxasm.models import ModelSpec
 
-__all__ = ["print_eval", "print_models", "print_report", "why_chosen", "write_html"]
+__all__ = ["print_eval", "print_models", "print_report", "why_chosen", "write_html", "write_page"]
 
 
 def print_report(
@@ -90,11 +90,17 @@ def write_html(result: Mapping[str, Any], path: Path) -> None:
     that cannot be written exits 2 with one line naming it."""
     from ctxasm.html import render_report_html
 
-    page = render_report_html(result)
+    write_page(render_report_html(result), path)
+
+
+def write_page(page: str, path: Path, field: str | None = None) -> None:
+    """Write an HTML ``page`` to ``path``; a path that cannot be written exits 2 with one line
+    naming it (and the option ``field``, when given)."""
     try:
         path.write_text(page, encoding="utf-8")
     except OSError as exc:
-        fail(f"cannot write {path}: {exc.strerror}", EXIT_BAD_INPUT)
+        where = f" [{field}]" if field else ""
+        fail(f"cannot write {path}: {exc.strerror}{where}", EXIT_BAD_INPUT)
 
 
 def why_chosen(chosen: Mapping[str, Any] | None, labels: Mapping[str, str]) -> str:

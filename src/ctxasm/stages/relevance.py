@@ -25,6 +25,7 @@ __all__ = [
     "bm25",
     "rank",
     "rank_agreement",
+    "unit_scaled",
 ]
 
 STAGE = "relevance"
@@ -42,6 +43,8 @@ class Scores:
     method: str
     why_irrelevant: str = "no query term in the text"
     note: str = ""
+    # The BM25 part of each value (scaled so the best is 1), where the strategy has one.
+    lexical: list[float] | None = None
 
 
 class RelevanceStrategy(Protocol):
@@ -185,13 +188,10 @@ class AutoRelevance(Strategy):
         # The given score stands in for BM25, in proportion to the trust: scores that only
         # repeat the query's words change little, informative ones move the ranking.
         share = min(1.0, self.w_score * trust)
-        terms = query_terms(query)
-        raw = bm25(terms, [_document(p) for p in passages], self.k1, self.b)
-        best = max(raw)
-        lexical = [r / best for r in raw] if best > 0 else raw
+        lexical = own.lexical or [0.0] * len(passages)
         values = [
             u + share * (g - lex) if u > 0 else share * g
-            for u, g, lex in zip(own.values, _unit(given), lexical, strict=True)
+            for u, g, lex in zip(own.values, unit_scaled(given), lexical, strict=True)
         ]
         return Scores(values, None, "utility+given", note=f"given scores trusted {trust:.2f}")
 
@@ -211,20 +211,17 @@ class AutoRelevance(Strategy):
         return utility
 
 
-def _document(passage: Passage) -> str:
-    """What BM25 reads of a passage: its title and text."""
-    return f"{passage.title}\n{passage.text}" if passage.title else passage.text
-
-
-def _unit(values: Sequence[float]) -> list[float]:
-    """``values`` scaled to 0..1 as BM25 is: divided by the best when none is negative (ratios
-    kept), else min-max, halving before subtracting so values near the float limit do not
-    overflow (all 1 when they are equal)."""
+def unit_scaled(values: Sequence[float]) -> list[float]:
+    """``values`` in 0..1: divided by the best when none is negative (ratios kept, as BM25 is
+    scaled), else shifted and scaled (all 1 when they are equal). Halving before subtracting
+    keeps values near the float limit from overflowing."""
+    if not values:
+        return []
     low, high = min(values), max(values)
     if low >= 0:
-        return [v / high for v in values] if high > 0 else [1.0] * len(values)
+        return [v / high for v in values] if high > 0 else [0.0] * len(values)
     span = high / 2 - low / 2
-    return [(v / 2 - low / 2) / span if span > 0 else 1.0 for v in values]
+    return [(v / 2 - low / 2) / span for v in values] if span > 0 else [1.0] * len(values)
 
 
 def _sample(values: Sequence[float], size: int) -> list[int]:

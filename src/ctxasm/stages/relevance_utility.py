@@ -109,7 +109,7 @@ class UtilityRelevance(Strategy):
             )
             if values[-1] <= 0.0:  # 0 is the irrelevance floor; a relevant passage stays above
                 values[-1] = 1e-9
-        return Scores(values, 0.0, "utility", "no query term in the title or text")
+        return Scores(values, 0.0, "utility", "no query term in the title or text", lexical=lexical)
 
     def _links(
         self, passages: Sequence[Passage], lexical: list[float], titles: list[float]

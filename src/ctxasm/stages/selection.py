@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Protocol
 
 from ctxasm.data import Candidate, Chosen, Reason
 from ctxasm.lexical import words
+from ctxasm.stages.relevance import unit_scaled
 from ctxasm.stages.selection_packing import Offer, Packing
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
 
@@ -55,15 +56,7 @@ def scaled_scores(candidates: Sequence[Candidate]) -> list[float]:
     """Scores as values in (0, 1]: divided by the best when none is negative (ratios kept),
     else shifted and scaled; never zero, so a passage that fits is always worth taking.
     Halving before subtracting keeps scores near the float limit from overflowing."""
-    scores = [c.score for c in candidates]
-    if not scores:
-        return []
-    low, high = min(scores), max(scores)
-    if low >= 0:
-        scaled = [s / high for s in scores] if high > 0 else [0.0] * len(scores)
-    else:
-        span = high / 2 - low / 2
-        scaled = [(s / 2 - low / 2) / span for s in scores] if span > 0 else [1.0] * len(scores)
+    scaled = unit_scaled([c.score for c in candidates])
     return [max(value, 1e-6) for value in scaled]
 
 

@@ -53,16 +53,16 @@ class Evidence:
         # A query word is in a passage when one of its forms is in the title or the text (see
         # term_forms: "married" states "spouse").
         forms = {term: term_forms(term) for term in self.terms}
-        covers = [
-            [t for t in self.terms if not key_words(c.text).isdisjoint(forms[t])]
-            for c in candidates
-        ]
-        for found, c in zip(covers, candidates, strict=True):
-            if c.passage.title:
-                named = key_words(c.passage.title)
-                found += [
-                    t for t in self.terms if t not in found and not named.isdisjoint(forms[t])
+        covers = []
+        for c in candidates:
+            in_text, in_title = key_words(c.text), key_words(c.passage.title or "")
+            covers.append(
+                [
+                    t
+                    for t in self.terms
+                    if not (in_text.isdisjoint(forms[t]) and in_title.isdisjoint(forms[t]))
                 ]
+            )
         # A named phrase when it occurs between spaces in title and text together, as
         # phrase_key(f"{title}\n{text}") would give them (words never span the line break).
         if self.phrases:
