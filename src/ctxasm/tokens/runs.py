@@ -83,24 +83,31 @@ def _ranges(categories: tuple[str, ...]) -> str:
 
 
 @functools.cache
-def _patterns(limit: int) -> tuple[re.Pattern[str], tuple[tuple[str, re.Pattern[str]], ...]]:
-    """A quick screen for runs of non-white-space or of white space longer than ``limit``, and
-    one pattern per kind matching its whole runs longer than that. Each run is entered only at
-    its first character (the look-behinds), so every scan is linear."""
+def _screen(limit: int) -> re.Pattern[str]:
+    """A quick screen for runs of non-white-space or of white space longer than ``limit``
+    (the ``space`` group). Each run is entered only at its first character (the look-behind),
+    so the scan is linear. Cheap to build: prose never needs more than this."""
+    space = f"[{_WHITE_SPACE}]"
+    solid = f"[^{_WHITE_SPACE}]"
+    return re.compile(
+        f"(?<!{solid}){solid}{{{limit + 1}}}|(?P<space>(?<!{space}){space}{{{limit + 1},}})"
+    )
+
+
+@functools.cache
+def _precise(limit: int) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """One pattern per kind, matching its whole runs longer than ``limit``, each entered at its
+    first character only. Building the letter-like and symbol-like classes walks the Unicode
+    tables (about 0.1 s), so it waits for the first text the screen does not clear."""
     breaks = {
         "letter-like": _WHITE_SPACE + _ranges(_NOT_LETTER_LIKE),
         "symbol-like": _WHITE_SPACE + _ranges(_NOT_SYMBOL_LIKE),
     }
     kinds = {name: f"[^{body}]" for name, body in breaks.items()}
-    kinds["white-space"] = space = f"[{_WHITE_SPACE}]"
-    solid = f"[^{_WHITE_SPACE}]"
-    screen = re.compile(
-        f"(?<!{solid}){solid}{{{limit + 1}}}|(?P<space>(?<!{space}){space}{{{limit + 1},}})"
-    )
-    precise = tuple(
+    kinds["white-space"] = f"[{_WHITE_SPACE}]"
+    return tuple(
         (name, re.compile(f"(?<!{chars}){chars}{{{limit + 1},}}")) for name, chars in kinds.items()
     )
-    return screen, precise
 
 
 def find_long_run(text: str, limit: int = MAX_RUN_CHARS) -> LongRun | None:
@@ -111,13 +118,12 @@ def find_long_run(text: str, limit: int = MAX_RUN_CHARS) -> LongRun | None:
     """
     if len(text) <= limit:
         return None
-    screen, precise = _patterns(limit)
-    found = screen.search(text)
+    found = _screen(limit).search(text)
     if found is None:
         return None
     if found.lastgroup == "space":
         return LongRun(found.start(), found.end() - found.start(), "white-space")
-    for kind, pattern in precise:
+    for kind, pattern in _precise(limit):
         found = pattern.search(text)
         if found is not None:
             return LongRun(found.start(), found.end() - found.start(), kind)
@@ -131,7 +137,7 @@ def long_runs(text: str, limit: int = MAX_RUN_CHARS) -> list[LongRun]:
         return []
     found = [
         LongRun(match.start(), match.end() - match.start(), kind)
-        for kind, pattern in _patterns(limit)[1]
+        for kind, pattern in _precise(limit)
         for match in pattern.finditer(text)
     ]
     return sorted(found, key=lambda run: (run.start, run.kind))
