@@ -32,9 +32,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# Commands that live long enough to win back fastokens' slower load (see docs/tokenizers.md);
-# every other command counts with tiktoken unless CTXASM_BPE_BACKEND says otherwise.
-_LONG_LIVED = frozenset({"serve", "batch"})
+# Commands that live long enough to win back fastokens' slower load (see docs/tokenizers.md):
+# a service, and the thousands of assemblies of a batch or an evaluation. Every other command
+# counts with tiktoken unless CTXASM_BPE_BACKEND says otherwise.
+_LONG_LIVED = frozenset({"serve", "batch", "eval"})
 
 
 def run() -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from statistics import fmean
+from statistics import fmean, median
 from typing import Any
 
 from ctxasm import clear_caches
@@ -46,6 +46,7 @@ class EvalRow:
     n: int
     n_gold: int = 0
     by_type: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    ms_median: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +60,7 @@ class EvalRow:
             "dup_tokens": self.dup_tokens,
             "density": self.density,
             "ms_per_question": self.ms_per_question,
+            "ms_median": self.ms_median,
             "n": self.n,
             "n_gold": self.n_gold,
             "by_type": {k: dict(v) for k, v in self.by_type.items()},
@@ -97,6 +99,7 @@ def _row(name: str, budget: int, scores: Sequence[QuestionScore]) -> EvalRow:
         # Gold passages kept per 1,000 context tokens: evidence per token.
         density=round(1000 * sum(s.gold_kept for s in scores) / tokens, 3) if tokens else 0.0,
         ms_per_question=round(fmean(s.ms for s in scores), 3),
+        ms_median=round(median(s.ms for s in scores), 3),
         n=len(scores),
         n_gold=sum(1 for s in scores if s.all_gold is not None),
         by_type=(

@@ -189,6 +189,7 @@ ROW_KEYS = {
     "dup_tokens",
     "density",
     "ms_per_question",
+    "ms_median",
     "n",
     "n_gold",
     "by_type",
