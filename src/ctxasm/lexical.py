@@ -22,6 +22,7 @@ __all__ = [
     "query_terms",
     "sentence_spans",
     "sentence_words",
+    "term_counts",
     "term_forms",
     "title_aliases",
     "title_key",
@@ -60,6 +61,35 @@ def normalize(text: str) -> str:
 def words(text: str) -> list[str]:
     """The words of ``text`` in order."""
     return normalize(text).split()
+
+
+def term_counts(terms: Sequence[str], text: str) -> list[int]:
+    """How often each of ``terms`` (words, as :func:`words` gives them) occurs in ``text`` as a
+    whole word: the number of times it is a word of ``words(text)``, found without building
+    them. A word is a longest run of word characters (``str.isalnum`` or ``_``: what ``\\w``
+    and :func:`normalize` mean) of the lower-cased text, so an occurrence counts when no word
+    character touches it on either side. Costs one lower-casing and a substring search per
+    term, less than splitting a long text into words."""
+    low = text.lower()
+    size = len(low)
+    found = []
+    for term in terms:
+        count = 0
+        width = len(term)
+        at = low.find(term) if term else -1
+        while at >= 0:
+            end = at + width
+            if (at == 0 or not _word_char(low[at - 1])) and (
+                end == size or not _word_char(low[end])
+            ):
+                count += 1
+            at = low.find(term, at + 1)
+        found.append(count)
+    return found
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def query_terms(query: str) -> list[str]:

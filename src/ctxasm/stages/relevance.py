@@ -12,7 +12,7 @@ from operator import attrgetter
 from typing import ClassVar, Protocol
 
 from ctxasm.data import Candidate, Exclusion, Passage, Reason
-from ctxasm.lexical import phrase_key, query_terms
+from ctxasm.lexical import query_terms, term_counts
 from ctxasm.strategy import Strategy, require_number
 
 __all__ = [
@@ -108,10 +108,7 @@ def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> lis
     frequencies and the average length (in characters) taken from ``texts`` themselves."""
     if not texts:
         return []
-    needles = [f" {term} " for term in terms]
-    # Doubling the spaces keeps adjacent words from sharing the space a match consumes.
-    padded = ["  " + phrase_key(text).replace(" ", "  ") + "  " for text in texts]
-    frequencies = [[text.count(needle) for needle in needles] for text in padded]
+    frequencies = [term_counts(terms, text) for text in texts]
     lengths = [len(text) for text in texts]
     average = (sum(lengths) / len(lengths)) or 1.0
     count = len(texts)

@@ -1,0 +1,35 @@
+"""``lexical.term_counts`` counts whole words exactly as splitting the text into words does."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxasm.lexical import term_counts, words
+
+# Letters whose lower case is longer or changes class, marks, digits, underscores, apostrophes,
+# CJK, and separators: the characters where a shortcut would count differently from words().
+ALPHABET = "aAbB_1 \n\t-.,'’İiıßẞΣσςé\u0301\u0307中文Ⅳ²٣"
+
+
+def _by_words(terms: list[str], text: str) -> list[int]:
+    found = words(text)
+    return [found.count(term) for term in terms]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=ALPHABET, max_size=40), st.lists(st.text(alphabet=ALPHABET, max_size=4)))
+def test_term_counts_equal_the_counts_of_the_words(text: str, extra: list[str]) -> None:
+    # The terms a query gives are words; any word of the text, and some that are not in it.
+    terms = list(dict.fromkeys([*words(text), *(w for e in extra for w in words(e))]))
+    assert term_counts(terms, text) == _by_words(terms, text)
+
+
+def test_term_counts_on_prose() -> None:
+    text = "The river's source: a spring. Rivers, riverside and river-river; RIVER_1 river"
+    terms = ["river", "rivers", "s", "spring", "river_1", "riv"]
+    assert term_counts(terms, text) == _by_words(terms, text) == [4, 1, 1, 1, 1, 0]
+
+
+def test_an_empty_term_counts_nothing() -> None:
+    assert term_counts(["", "a"], "a a") == [0, 2]
