@@ -36,6 +36,8 @@ __all__ = ["AutoSelection", "BridgeSelection", "CoverageSelection", "Evidence"]
 _KEPT = (Offer.ADDED, Offer.MERGED)
 # Candidates offered in rank order in the budget the plan left.
 _FILL = Chosen("fill")
+# Less than this of a value is rounding left by incremental updates, not a part of it.
+_RESIDUE = 1e-9
 
 
 class Evidence:
@@ -70,6 +72,9 @@ class Evidence:
                 key = _with_title(c.passage.title, text)
                 found += [p for p in self.phrases if f" {p} " in key]
         self.covers = [frozenset(found) for found in covers]
+        elements = (*self.terms, *self.phrases)
+        # The same, in query order: what the report lists, and the order values are summed in.
+        self.ordered = [tuple(e for e in elements if e in found) for found in self.covers]
         count = len(candidates)
         self.weight: dict[str, float] = {}
         for element in (*self.terms, *self.phrases):
@@ -94,12 +99,12 @@ class Evidence:
 
     def terms_of(self, index: int) -> tuple[str, ...]:
         """The query's words and named phrases candidate ``index`` covers, in query order."""
-        covers = self.covers[index]
-        return tuple(e for e in (*self.terms, *self.phrases) if e in covers)
+        return self.ordered[index]
 
     def new_coverage(self, index: int, covered: set[str]) -> float:
-        """The weight of the query elements candidate ``index`` covers that nothing kept does."""
-        return sum(self.weight[e] for e in self.covers[index] if e not in covered)
+        """The weight of the query elements candidate ``index`` covers that nothing kept does
+        (summed in query order, so the value does not depend on how a set iterates)."""
+        return sum(self.weight[e] for e in self.terms_of(index) if e not in covered)
 
 
 def _with_title(title: str | None, padded_text: str) -> str:
@@ -278,11 +283,14 @@ class BridgeSelection(Strategy):
             why = self._chosen(pool, pick, evidence, (*parts, value[pick]), link_source.get(pick))
             if packing.offer(pool[pick], why) not in _KEPT:
                 continue
-            for element in evidence.covers[pick] - covered:
+            # In query order and sorted: float sums must not depend on how a set iterates.
+            for element in evidence.terms_of(pick):
+                if element in covered:
+                    continue
                 covered.add(element)
                 for i in holders[element]:
                     value[i] -= self.coverage * evidence.weight[element]
-            for entity in evidence.introduced[pick] - introduced:
+            for entity in sorted(evidence.introduced[pick] - introduced):
                 introduced.add(entity)
                 for i in mentions[entity]:
                     if shared[i] < 3:
@@ -314,9 +322,10 @@ class BridgeSelection(Strategy):
         candidate = pool[pick]
         relevance, coverage, value = parts
         retriever = candidate.score == candidate.passage.score  # ranked by the given score
+        link = value - relevance - coverage  # what links and shared entities added
         by = max(
             (
-                (value - relevance - coverage, "link"),
+                (link if link > _RESIDUE else 0.0, "link"),
                 (relevance, "score" if retriever else "query"),
                 (coverage, "query"),
             ),
