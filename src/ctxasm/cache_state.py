@@ -2,13 +2,15 @@
 
 A :class:`CacheState` records the previous turn's prompt compactly: a digest of everything
 before the sources, its sources in prompt order with a digest of each one's rendered share,
-the ``[Source N]`` label of every source labelled so far in the session, and where the
-Anthropic breakpoints went. A request carries it as ``previous``
+the ``[Source N]`` label of every source labelled so far in the session, where the
+Anthropic breakpoints went, and which sentences of a compressed source were shown (so the next
+turn can show it in the same form). A request carries it as ``previous``
 (:func:`parse_previous` also takes a whole prior result, or its ``report.cache``); the report
 returns the next one as ``report.cache.state`` (:class:`CacheReport`).
 
 Hostile input cannot make a state large or slow: every list and map has a bound
-(:data:`MAX_LABELS`), every check is one pass, and the digests are fixed-length hex.
+(:data:`MAX_LABELS`, :data:`MAX_KEPT_SENTENCES`), every check is one pass, and the digests are
+fixed-length hex.
 This module is data: it imports only the errors and the validators.
 """
 
@@ -25,6 +27,7 @@ from ctxasm.validation import invalid
 __all__ = [
     "DIGEST_CHARS",
     "MAX_BREAKPOINTS",
+    "MAX_KEPT_SENTENCES",
     "MAX_LABEL",
     "MAX_LABELS",
     "Breakpoint",
@@ -45,6 +48,8 @@ MAX_LABEL = 999_999_999
 _MAX_NEXT_LABEL = 900_000_000
 # Anthropic's limit of cache_control breakpoints per request.
 MAX_BREAKPOINTS = 4
+# Sentence indexes a state may list for its compressed sources, all together.
+MAX_KEPT_SENTENCES = 100_000
 DIGEST_CHARS = 32
 _MAX_NAME_CHARS = 1_000
 # Passage ids have no length limit of their own (the request's size bounds them), so a state
@@ -52,7 +57,7 @@ _MAX_NAME_CHARS = 1_000
 _MAX_ID_CHARS = 2**31
 _HEX = re.compile(f"[0-9a-f]{{{DIGEST_CHARS}}}")
 _STATE_KEYS = ("version", "model", "format", "head", "sources", "labels", "next_label")
-_OPTIONAL_KEYS = ("breakpoints",)
+_OPTIONAL_KEYS = ("breakpoints", "compressed")
 VERSION = 1
 
 
@@ -64,8 +69,10 @@ class CacheState:
     are the previous prompt's passages in order as ``(id, digest of its rendered share)``;
     ``labels`` maps every passage labelled in the session to its number, and ``next_label`` is
     the number the next new passage gets; ``breakpoints`` are the source counts after which
-    the previous turn put a ``cache_control`` breakpoint. ``CacheState()`` is a session's first
-    turn: nothing to reuse yet.
+    the previous turn put a ``cache_control`` breakpoint; ``compressed`` maps each source shown
+    compressed to the indexes of the sentences it kept (of its text's
+    :func:`ctxasm.lexical.sentence_spans`). ``CacheState()`` is a session's first turn: nothing
+    to reuse yet.
     """
 
     model: str = ""
@@ -75,6 +82,7 @@ class CacheState:
     labels: Mapping[str, int] = field(default_factory=dict)
     next_label: int = 1
     breakpoints: tuple[int, ...] = ()
+    compressed: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +94,7 @@ class CacheState:
             "labels": dict(self.labels),
             "next_label": self.next_label,
             "breakpoints": list(self.breakpoints),
+            "compressed": {i: list(kept) for i, kept in self.compressed.items()},
         }
 
 
@@ -271,6 +280,7 @@ def parse_cache_state(value: object, where: str = "previous") -> CacheState:
         labels=labels,
         next_label=next_label,
         breakpoints=_breakpoints(value.get("breakpoints", []), f"{where}.breakpoints", sources),
+        compressed=_compressed(value.get("compressed", {}), f"{where}.compressed", sources),
     )
 
 
@@ -355,3 +365,28 @@ def _breakpoints(value: object, where: str, sources: tuple[Any, ...]) -> tuple[i
     if checked != sorted(set(checked)):
         raise RequestError(f"{where} must be increasing source counts; got {checked}", field=where)
     return tuple(checked)
+
+
+def _compressed(
+    value: object, where: str, sources: tuple[tuple[str, str], ...]
+) -> dict[str, tuple[int, ...]]:
+    if not isinstance(value, Mapping):
+        raise invalid(where, "an object of source id to the indexes of its kept sentences", value)
+    ids = {ident for ident, _ in sources}
+    found: dict[str, tuple[int, ...]] = {}
+    total = 0
+    for key, kept in value.items():
+        at = f"{where}[{key!r}]"
+        if key not in ids:
+            raise RequestError(f"{at}: {key!r} is not one of the sources", field=at)
+        items = _bounded_list(kept, at, MAX_KEPT_SENTENCES)
+        total += len(items)
+        if total > MAX_KEPT_SENTENCES:
+            raise RequestError(
+                f"{where} lists more than {MAX_KEPT_SENTENCES:,} sentences", field=where
+            )
+        indexes = [_count(v, f"{at}[{i}]", 0, _MAX_ID_CHARS) for i, v in enumerate(items)]
+        if not indexes or indexes != sorted(set(indexes)):
+            raise RequestError(f"{at} must be increasing sentence indexes; got {indexes}", field=at)
+        found[key] = tuple(indexes)
+    return found

@@ -352,7 +352,8 @@ def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) 
     :mod:`ctxasm.stages.selection_admission`) against ``dedup``, the assembly's dedup chain.
 
     With :attr:`Setup.stickiness`, the strategy sees the previous turn's passages with raised
-    scores (:func:`ctxasm.prompt_cache.prefer_previous`); the kept ones get their relevance
+    scores (:func:`ctxasm.prompt_cache.prefer_previous`), those it showed compressed in the
+    same form (:func:`ctxasm.prompt_cache.previous_forms`); the kept ones get their relevance
     scores back."""
     request, counter, block = setup.request, setup.counter, setup.fmt.block
     previous = setup.previous  # stable labels may run past the number of candidates
@@ -368,11 +369,20 @@ def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) 
         setup.strategies.guard,
     )
     weight, previous = setup.stickiness, setup.previous
-    candidates = ranked.candidates
+    candidates, forms = ranked.candidates, {}
     if weight > 0 and previous is not None:
+        # a source shown compressed is offered as it was shown, so it stays byte-identical
+        forms = prompt_cache.previous_forms(previous, candidates, block)
+        candidates = tuple(forms[c.id].candidate if c.id in forms else c for c in candidates)
         candidates = tuple(prompt_cache.prefer_previous(candidates, previous, weight))
     setup.strategies.selection.select(candidates, packing)
-    return Selected(ranked, _relevance_scores(setup, packing, ranked), ranked.compressed)
+    packed = _relevance_scores(setup, packing, ranked)
+    reused = {
+        c.id: forms[c.id]
+        for c in packed.kept
+        if c.id in forms and c.text == forms[c.id].candidate.text
+    }
+    return Selected(ranked, packed, MappingProxyType({**ranked.compressed, **reused}))
 
 
 def _relevance_scores(setup: Setup, packing: Packing, ranked: Ranked) -> Packed:

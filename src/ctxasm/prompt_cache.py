@@ -10,6 +10,9 @@ pipeline plans for it when a request carries the previous turn's :class:`CacheSt
   and :func:`relevance_scores` puts the relevance scores back after selection;
 - :func:`assign_labels` keeps each passage's ``[Source N]`` number across the session; new
   passages get the next free numbers;
+- :func:`previous_forms` gives the previous turn's compressed sources the sentences they
+  showed then (:func:`kept_sentences` reads them back for the state), so they stay
+  byte-identical;
 - :func:`stable_ids` lists the previous turn's passages whose rendered share is byte-identical
   now, in their previous order, for the ordering to put first;
 - :func:`plan` measures the prefix identical to the previous turn, applies the model's cache
@@ -24,8 +27,7 @@ once.
 from __future__ import annotations
 
 import hashlib
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ctxasm.cache_state import (
@@ -36,10 +38,12 @@ from ctxasm.cache_state import (
     CacheReport,
     CacheState,
 )
-from ctxasm.data import Candidate
+from ctxasm.data import Candidate, Compressed
 from ctxasm.formatting import Format, PromptParts, Rendered
 from ctxasm.formatting.blocks import SourcesBlock
+from ctxasm.lexical import sentence_spans
 from ctxasm.models import ModelSpec
+from ctxasm.stages.compression import ELISION
 from ctxasm.tokens import TokenCounter
 
 __all__ = [
@@ -47,8 +51,10 @@ __all__ = [
     "cache_discount",
     "fingerprint",
     "head_digest",
+    "kept_sentences",
     "plan",
     "prefer_previous",
+    "previous_forms",
     "relevance_scores",
     "stable_ids",
 ]
@@ -92,27 +98,39 @@ def cache_discount(model: ModelSpec, fmt: Format) -> float:
 def prefer_previous(
     ranked: Sequence[Candidate], previous: CacheState, weight: float
 ) -> list[Candidate]:
-    """``ranked`` (best first) with the previous turn's passages raised by ``weight`` times
-    the scores' scale (the best score, or the spread when some are negative), best first
-    again (ties keep their order).
+    """``ranked`` (best first) with the previous turn's passages raised, best first again
+    (ties keep their order).
+
+    The ``k``-th of the previous turn's ``s`` sources (from 0) is raised by ``weight`` times
+    the scores' scale (the best score, or the spread when some are negative) times
+    ``1/2 + (s - k)/s``: from 1.5 for the first down to just over 0.5 for the last, 1 on
+    average. Half of a passage's worth is its own tokens, read from the cache; the other half
+    is the identical prefix after it, which ends where a passage is left out, so the earlier
+    it sits the more it takes with it. No score is raised past the best: a previous passage
+    competes with the best new one but never outranks it, and the scale planners divide
+    scores by stays the scale of relevance (raised past it, it would shrink every other
+    passage's share of a planner's value).
 
     An added amount rather than a factor: the passages a follow-up shares no word with score 0,
     and they save as much per token as any other. A given score the candidate carries as its
     own (``passage.score``) is raised with it, so planners that trust the retriever's order
     still recognise it."""
-    ids = {passage_id for passage_id, _ in previous.sources}
-    if weight <= 0 or not ranked or not ids:
+    order = {passage_id: k for k, (passage_id, _) in enumerate(previous.sources)}
+    if weight <= 0 or not ranked or not order:
         return list(ranked)
     scores = [c.score for c in ranked]
-    low = min(scores)
+    low, high, count = min(scores), max(scores), len(order)
     # Halved before subtracting, so scores near the float limit do not overflow.
-    half = max(scores) / 2 - min(low, 0.0) / 2
+    half = high / 2 - min(low, 0.0) / 2
     lift = weight * (2 * half if half > 0 else 1.0)
 
     def raise_(candidate: Candidate) -> Candidate:
-        if candidate.id not in ids:
+        k = order.get(candidate.id)
+        if k is None:
             return candidate
-        score, passage = min(candidate.score + lift, sys.float_info.max), candidate.passage
+        share = 0.5 + (count - k) / count
+        score = max(candidate.score, min(candidate.score + lift * share, high))
+        passage = candidate.passage
         if passage.score == candidate.score:
             passage = replace(passage, score=score)
         return candidate._replace(score=score, passage=passage)
@@ -134,6 +152,69 @@ def relevance_scores(
         c._replace(score=best[c.id], passage=original[c.id].passage) if c.id in original else c
         for c in kept
     ]
+
+
+def previous_forms(
+    previous: CacheState, ranked: Sequence[Candidate], block: SourcesBlock
+) -> dict[str, Compressed]:
+    """The previous turn's compressed sources among ``ranked`` as they were shown then (the
+    same sentences), by id: offered in that form rather than whole or cut anew for this
+    query, a kept one stays in the identical prefix. Only those whose share of the block is
+    byte-identical to the previous turn's (same label, same text, same flags)."""
+    digests = dict(previous.sources)
+    found: dict[str, Compressed] = {}
+    for candidate in ranked:
+        kept = previous.compressed.get(candidate.id)
+        number = previous.labels.get(candidate.id)
+        if kept is None or number is None:
+            continue
+        original = candidate.passage.text
+        text = _cut_text(original, kept)
+        if text is None:
+            continue
+        shown = candidate._replace(text=text, start=None, end=None)
+        if fingerprint(block, shown, number) == digests.get(candidate.id):
+            sentences = len(sentence_spans(original))
+            found[candidate.id] = Compressed(shown, original, len(kept), sentences)
+    return found
+
+
+def _cut_text(original: str, kept: Sequence[int]) -> str | None:
+    """``original`` with only the sentences ``kept`` (increasing indexes), every gap marked
+    as compression marks it (:mod:`ctxasm.stages.compression`); ``None`` when an index is
+    past its sentences."""
+    spans = sentence_spans(original)
+    if not kept or kept[-1] >= len(spans):
+        return None
+    pieces: list[str] = []
+    before = -1
+    for index in kept:
+        if index != before + 1:
+            pieces.append(ELISION)
+        start, end = spans[index]
+        pieces.append(original[start:end].strip())
+        before = index
+    if before != len(spans) - 1:
+        pieces.append(ELISION)
+    return " ".join(pieces)
+
+
+def kept_sentences(original: str, text: str) -> tuple[int, ...] | None:
+    """The indexes of the sentences of ``original`` that ``text``, a compression of it,
+    kept; ``None`` when ``text`` is not such a cut (a stitched or rewritten text)."""
+    spans = sentence_spans(original)
+    kept: list[int] = []
+    at = 0
+    for index, (start, end) in enumerate(spans):
+        piece = original[start:end].strip()
+        for lead in ("", f"{ELISION} "):
+            if text.startswith(lead + piece, at):
+                kept.append(index)
+                at += len(lead) + len(piece) + 1
+                break
+    if not kept or len(kept) == len(spans) or _cut_text(original, kept) != text:
+        return None
+    return tuple(kept)
 
 
 def assign_labels(previous: CacheState, ordered: Sequence[Candidate]) -> dict[str, int]:
@@ -203,6 +284,12 @@ def plan(
     else:
         placed, written = (), 0
         read, rule = _automatic(model, fmt, prefix.tokens)
+    compressed: dict[str, tuple[int, ...]] = {}
+    for candidate in kept:
+        if candidate.text != candidate.passage.text:
+            cut = kept_sentences(candidate.passage.text, candidate.text)
+            if cut is not None:
+                compressed[candidate.id] = cut
     state = CacheState(
         model=model.name,
         format=fmt.name,
@@ -211,6 +298,7 @@ def plan(
         labels=_session_labels(previous, kept, labels),
         next_label=max([previous.next_label, *(labels[c.id] + 1 for c in kept)]),
         breakpoints=tuple(b.after_sources for b in placed),
+        compressed=compressed,
     )
     report = CacheReport(
         prefix_tokens=prefix.tokens,
@@ -305,30 +393,47 @@ def _breakpoints(
 ) -> tuple[tuple[Breakpoint, ...], int]:
     """Up to four breakpoints after sources, each at a prefix of at least the model's minimum,
     and the tokens expected to be read from the cache (at the furthest breakpoint the previous
-    turn placed within the identical prefix)."""
+    turn placed within the identical prefix).
+
+    The last, at the end of the sources, sets this turn's cost: the tokens from the read up
+    to it are written, once, whatever lies between (Anthropic bills each input token once:
+    read, written or plain). The others are for the next turn, which reads at the furthest
+    breakpoint of this one that its identical prefix still reaches: the read one, the end of
+    the sources identical to the previous turn, the previous turn's other breakpoints within
+    the identical prefix (found in the cache, so kept fresh), then, while there is room, the
+    source boundary in the written part furthest from any breakpoint."""
     least, through = model.cache_min_tokens, prefix.through
-    reasons: dict[int, str] = {}
-    read = 0
-    if prefix.same_head:
-        hits = [b for b in previous.breakpoints if b <= prefix.identical and through[b] >= least]
-        if hits:
-            read = through[hits[-1]]
-            reasons[hits[-1]] = "the previous turn cached the prompt up to here: read"
     stable = prefix.identical if prefix.same_head else 0
-    wanted = [
-        (stable, "end of the sources identical to the previous turn: cached for the next"),
-        (count, "end of the sources: the next turn reads it if it keeps them all"),
-        (
-            (stable + count + 1) // 2,
-            "halfway through the new sources: the next turn reads it "
-            "if it keeps the sources before it",
-        ),
-    ]
-    for after, reason in wanted:
-        if after > 0 and after not in reasons and through[after] >= least:
-            reasons[after] = reason
-    chosen = sorted(reasons)[-MAX_BREAKPOINTS:]
+    hits = [b for b in previous.breakpoints if b <= stable and through[b] >= least]
+    read = through[hits[-1]] if hits else 0
+    if through[count] < least:
+        return (), read
+    reasons = {count: "end of the sources: the next turn reads it if it keeps them all"}
+    if hits:
+        reasons.setdefault(hits[-1], "the previous turn cached the prompt up to here: read")
+    if stable and through[stable] >= least:
+        reasons.setdefault(
+            stable, "end of the sources identical to the previous turn: cached for the next"
+        )
+    for hit in reversed(hits[:-1]):
+        if len(reasons) < MAX_BREAKPOINTS:
+            reasons[hit] = "a breakpoint of the previous turn: found in the cache, so kept fresh"
+    written = hits[-1] if hits else 0
+    hedges = [k for k in range(written + 1, count) if through[k] >= least and k not in reasons]
+    while hedges and len(reasons) < MAX_BREAKPOINTS:
+        best = max(hedges, key=lambda k: _distance(through, reasons, k))
+        hedges.remove(best)
+        reasons[best] = (
+            "in the written sources, far from the other breakpoints: the next turn reads up "
+            "to here if it keeps the sources before it"
+        )
+    chosen = sorted(reasons)
     return tuple(Breakpoint(a, through[a], reasons[a]) for a in chosen), read
+
+
+def _distance(through: Sequence[int], marks: Iterable[int], k: int) -> int:
+    """Tokens from the end of source ``k`` to the nearest of ``marks`` (or the start)."""
+    return min(abs(through[k] - through[m]) for m in (0, *marks))
 
 
 def _anthropic_rule(model: ModelSpec, read: int, placed: Sequence[Breakpoint]) -> str:

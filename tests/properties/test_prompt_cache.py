@@ -120,3 +120,71 @@ def test_the_stable_part_is_a_byte_prefix_of_the_previous_turn(
             }
             assert irrelevant.isdisjoint(kept_before)
         previous = result
+
+
+def _sentence_corpus(seed: int, size: int) -> list[dict[str, Any]]:
+    """Passages of two to six sentences, so that compression cuts some of them."""
+    import random
+
+    pick = random.Random(seed)
+    words = ["river", "bank", "city", "king", "queen", "war", "sea", "old", "art", "data"]
+
+    def sentence() -> str:
+        said = " ".join(
+            f"{pick.choice(words)} {pick.randrange(1000)}" for _ in range(pick.randrange(4, 12))
+        )
+        return said.capitalize() + "."
+
+    return [
+        {
+            "id": f"d{i}",
+            "text": " ".join(sentence() for _ in range(pick.randrange(2, 7))),
+            "title": f"Doc {i}",
+        }
+        for i in range(size)
+    ]
+
+
+@SETTINGS
+@given(
+    seed=st.integers(0, 10_000),
+    fmt=st.sampled_from(FORMAT_NAMES),
+    turns=st.lists(st.tuples(st.integers(0, 3), st.integers(4, 10)), min_size=2, max_size=4),
+    budget=st.integers(400, 1000),
+)
+def test_compressed_sources_keep_the_prefix_byte_identical(
+    seed: int, fmt: str, turns: list[tuple[int, int]], budget: int
+) -> None:
+    """Sessions where compression cuts passages: a source shown compressed is offered in that
+    form again; the stable part is still a byte prefix of the previous turn, the budget holds
+    and every passage is accounted for once."""
+    from ctxasm.cache_state import parse_previous
+
+    corpus = _sentence_corpus(seed, 16)
+    previous: ctxasm.Assembly | None = None
+    model = "claude-sonnet-4-5" if fmt == "anthropic" else "gpt-4.1"
+    for turn, (start, size) in enumerate(turns):
+        passages = corpus[start : start + size]
+        result = ctxasm.assemble(
+            ["river king", "sea war", "bank city queen"][turn % 3],
+            passages,
+            model=model,
+            format=fmt,
+            max_context_tokens=budget,
+            previous=previous.to_dict() if previous is not None else None,
+        )
+        report, cache = result.report, result.report.cache
+        assert cache is not None
+        assert report.total_tokens <= report.budget.prompt_limit
+        accounted = [i.id for i in report.included] + [e.id for e in report.excluded]
+        assert sorted(accounted) == sorted(p["id"] for p in passages)
+        assert parse_previous(cache.state.to_dict()) == cache.state
+        # the state records the sentences of every source shown compressed
+        assert set(cache.state.compressed) == {
+            i.id for i in report.included if i.compression is not None
+        }
+        if previous is not None and cache.prefix_sources:
+            count = cache.prefix_sources
+            now, then = _stable_part(result, fmt, count), _stable_part(previous, fmt, count)
+            assert now == then
+        previous = result

@@ -4,6 +4,7 @@ stable prefix first, the cache rules and prices, breakpoints, and strict ``previ
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -115,14 +116,34 @@ def test_anthropic_breakpoints_are_placed_and_do_not_change_the_count() -> None:
     marked = [i + 1 for i, block in enumerate(blocks) if "cache_control" in block]
     assert marked == [b.after_sources for b in cache.breakpoints]
     assert all(b.tokens >= 1024 for b in cache.breakpoints)
-    # the previous turn placed one at its end (8 sources): it is read now
-    assert cache.cached_tokens == cache.breakpoints[0].tokens
-    assert cache.breakpoints[0].after_sources == 8
+    # the first turn wrote its 8 sources with breakpoints after 4, 6, 5 (hedges, the
+    # furthest from the others first) and 8 (the end); the second keeps them all and reads
+    # up to 8, placing it again with two of the hedges, and writes up to its end
+    assert [b.after_sources for b in first.report.cache.breakpoints] == [4, 5, 6, 8]
+    assert [b.after_sources for b in cache.breakpoints] == [5, 6, 8, 10]
+    assert cache.cached_tokens == cache.breakpoints[2].tokens
     assert cache.written_tokens == cache.breakpoints[-1].tokens - cache.cached_tokens
     assert cache.cost_usd is not None and cache.cost_usd_uncached is not None
     assert cache.cost_usd < cache.cost_usd_uncached
     budget = second.report.budget
     assert second.report.total_tokens <= budget.prompt_limit
+
+
+def test_a_turn_that_leaves_out_a_source_reads_up_to_the_breakpoint_before_it() -> None:
+    options = {**KW, "model": "claude-sonnet-4-5", "format": "anthropic"}
+    passages = _passages(8)
+    first = ctxasm.assemble("river?", passages, previous=None, **options)
+    shown = [item.id for item in first.report.included]
+    assert first.report.cache is not None
+    assert [b.after_sources for b in first.report.cache.breakpoints] == [4, 5, 6, 8]
+    # the seventh source is gone: the identical prefix ends after six, where a hedge was
+    rest = [p for p in passages if p["id"] != shown[6]]
+    second = ctxasm.assemble("river?", rest, previous=first, **options)
+    cache = second.report.cache
+    assert cache is not None and cache.prefix_sources == 6
+    assert [b.after_sources for b in cache.breakpoints] == [4, 5, 6, 7]
+    assert cache.cached_tokens == first.report.cache.breakpoints[2].tokens
+    assert cache.written_tokens == cache.breakpoints[-1].tokens - cache.cached_tokens
 
 
 def test_every_passage_is_accounted_for_once() -> None:
@@ -322,14 +343,18 @@ def test_stickiness_keeps_the_previous_passages_under_a_tight_budget() -> None:
     plain = ctxasm.assemble("king queen?", passages, **tight)
     loose = ctxasm.assemble("king queen?", passages, previous=first, **_with_stickiness(0))
     sticky = ctxasm.assemble("king queen?", passages, previous=first, **_with_stickiness(2))
-    # 0: the follow-up's own selection (in the cache-stable order); 2: the previous passages
+    # 0: the follow-up's own selection (in the cache-stable order); 2: the previous passages,
+    # but the last, whose room goes to the follow-up's best passage (a previous passage is
+    # never raised past the best score)
     assert {i.id for i in loose.report.included} == {i.id for i in plain.report.included}
-    assert [i.id for i in sticky.report.included] == shown
+    best = plain.report.included[0].id
+    assert [i.id for i in sticky.report.included] == [*shown[:-1], best]
     assert loose.report.cache is not None and loose.report.cache.prefix_sources == 0
-    assert sticky.report.cache is not None and sticky.report.cache.prefix_sources == len(shown)
+    assert sticky.report.cache is not None
+    assert sticky.report.cache.prefix_sources == len(shown) - 1
     # the report gives the relevance scores, not the raised ones the selection saw
     scores = {i.id: i.score for i in ctxasm.assemble("king queen?", passages, **KW).report.included}
-    assert [i.score for i in sticky.report.included] == [scores[i] for i in shown]
+    assert [i.score for i in sticky.report.included] == [scores[i] for i in [*shown[:-1], best]]
 
 
 def test_stickiness_is_priced_by_the_cache_discount() -> None:
@@ -357,19 +382,27 @@ def test_prefer_previous_raises_the_previous_passages_and_relevance_scores_undoe
         Candidate.of(Passage("quiet", "z"), 2, 0.0),
     ]
     previous = CacheState(sources=(("old", "0" * 32), ("quiet", "0" * 32)), labels={}, next_label=3)
-    raised = prefer_previous(ranked, previous, 0.45)
-    # raised by 0.45 times the best score; a given score the candidate carries is raised with it
+    raised = prefer_previous(ranked, previous, 0.2)
+    # raised by 0.2 times the best score (0.16), times 1.5 for the first of the two previous
+    # sources and 1 for the second; a given score the candidate carries is raised with it
     assert [(c.id, round(c.score, 2)) for c in raised] == [
-        ("old", 0.86),
         ("new", 0.8),
-        ("quiet", 0.36),
+        ("old", 0.74),
+        ("quiet", 0.16),
     ]
-    assert raised[0].passage.score == raised[0].score and raised[2].passage.score is None
+    assert raised[1].passage.score == raised[1].score and raised[2].passage.score is None
     merged = raised[2]._replace(score=0.9)  # "new" was stitched into "quiet"
-    restored = relevance_scores([raised[0], merged], ranked, {"new": "quiet"})
+    restored = relevance_scores([raised[1], merged], ranked, {"new": "quiet"})
     assert [(c.id, c.score, c.passage) for c in restored] == [
         ("old", 0.5, ranked[1].passage),
         ("quiet", 0.8, ranked[2].passage),
+    ]
+    # never past the best: with 0.45, "old" would reach 1.04; it ties with "new" at 0.8
+    capped = prefer_previous(ranked, previous, 0.45)
+    assert [(c.id, round(c.score, 2)) for c in capped] == [
+        ("new", 0.8),
+        ("old", 0.8),
+        ("quiet", 0.36),
     ]
     assert prefer_previous(ranked, previous, 0.0) == ranked
 
@@ -398,3 +431,119 @@ def test_the_models_table_shows_the_cached_input_price(capsys: pytest.CaptureFix
         "claude-sonnet-4-5": ["3", "0.3", "15"],
         "gpt-4": ["30", "-", "60"],  # no prompt caching
     }
+
+
+def test_prefer_previous_raises_earlier_sources_more_never_past_the_best() -> None:
+    from ctxasm.prompt_cache import prefer_previous
+
+    ranked = [
+        Candidate.of(Passage("top", "w"), 0, 1.0),
+        Candidate.of(Passage("a", "x"), 1, 0.9),
+        Candidate.of(Passage("b", "y"), 2, 0.0),
+        Candidate.of(Passage("c", "z"), 3, 0.0),
+    ]
+    digest = "0" * 32
+    previous = CacheState(
+        sources=(("a", digest), ("b", digest), ("c", digest)),
+        labels={"a": 1, "b": 2, "c": 3},
+        next_label=4,
+    )
+    raised = prefer_previous(ranked, previous, 0.5)
+    # a lift of 0.5 (0.5 times the best score) times 1/2 + (3 - k)/3 for the k-th previous
+    # source: 1.5, 1.17, 0.83; "a" stops at the best score (ties keep the ranked order)
+    assert [(c.id, round(c.score, 3)) for c in raised] == [
+        ("top", 1.0),
+        ("a", 1.0),
+        ("b", 0.583),
+        ("c", 0.417),
+    ]
+
+
+def _sentences(count: int) -> list[dict[str, Any]]:
+    found = []
+    for i in range(count):
+        pick = random.Random(i)
+        sentences = [
+            " ".join(f"{pick.choice(WORDS)} {pick.randrange(1000)}" for _ in range(12)).capitalize()
+            + "."
+            for _ in range(5)
+        ]
+        found.append({"id": f"p{i}", "title": f"T{i}", "text": " ".join(sentences)})
+    return found
+
+
+def test_a_source_shown_compressed_is_shown_the_same_way_again() -> None:
+    passages, options = _sentences(8), {"max_context_tokens": 900, "model": "gpt-4.1"}
+    first = ctxasm.assemble("river king?", passages, previous=None, **options)
+    cut = [(i.id, i.compression) for i in first.report.included if i.compression is not None]
+    assert [(name, c.kept_sentences, c.sentences) for name, c in cut] == [("p3", 2, 5)]
+    assert first.report.cache is not None
+    assert first.report.cache.state.compressed == {"p3": (0, 1)}
+    second = ctxasm.assemble("queen sea?", passages, previous=first, **options)
+    # p3 is offered as it was shown (its first two sentences), so it stays byte-identical and
+    # the whole previous prompt stays in the identical prefix
+    assert [i.id for i in second.report.included] == [i.id for i in first.report.included]
+    assert second.report.cache is not None and second.report.cache.prefix_sources == 5
+    shown = {p.id: p.text for p in second.passages}
+    assert shown["p3"] == {p.id: p.text for p in first.passages}["p3"]
+    # without the state's record of it, p3 is offered whole, and the prefix ends before it
+    state = {**first.report.cache.state.to_dict(), "compressed": {}}
+    whole = ctxasm.assemble("queen sea?", passages, previous=state, **options)
+    assert whole.report.cache is not None and whole.report.cache.prefix_sources == 2
+
+
+def test_kept_sentences_reads_back_what_compression_cut() -> None:
+    from ctxasm.formatting import get_format
+    from ctxasm.prompt_cache import fingerprint, kept_sentences, previous_forms
+    from ctxasm.stages.compression import SentenceCompression
+
+    text = "Alpha river one. Beta king two. Gamma sea three. Delta river four. Epsilon five."
+    candidate = Candidate.of(Passage("a", text), 0, 1.0)
+    found = SentenceCompression().compress(candidate, ["sea"], [])
+    assert found is not None
+    assert found.candidate.text == "Alpha river one. […] Gamma sea three. […]"
+    assert kept_sentences(text, found.candidate.text) == (0, 2)
+    assert kept_sentences(text, text) is None  # nothing was cut
+    assert kept_sentences(text, "Alpha river one. Gamma sea three. […]") is None  # no gap mark
+    block = get_format("openai").block
+    state = CacheState(
+        sources=(("a", fingerprint(block, found.candidate, 1)),),
+        labels={"a": 1},
+        next_label=2,
+        compressed={"a": (0, 2)},
+    )
+    forms = previous_forms(state, [candidate], block)
+    assert forms["a"].candidate.text == found.candidate.text
+    assert (forms["a"].kept_sentences, forms["a"].sentences) == (2, 5)
+    # a different text (or label) renders differently: not offered in the old form
+    changed = Candidate.of(Passage("a", text.replace("Gamma", "Zeta")), 0, 1.0)
+    assert previous_forms(state, [changed], block) == {}
+    assert previous_forms(replace(state, labels={"a": 7}, next_label=8), [candidate], block) == {}
+
+
+@pytest.mark.parametrize(
+    ("compressed", "field", "message"),
+    [
+        ({"b": [0]}, "previous.compressed['b']", "not one of the sources"),
+        ({"a": [2, 1]}, "previous.compressed['a']", "increasing sentence indexes"),
+        ({"a": []}, "previous.compressed['a']", "increasing sentence indexes"),
+        ({"a": [-1]}, "previous.compressed['a'][0]", "an integer from 0"),
+        ({"a": "0"}, "previous.compressed['a']", "a list"),
+        ([], "previous.compressed", "an object of source id"),
+    ],
+)
+def test_a_bad_compressed_record_names_the_field(compressed: Any, field: str, message: str) -> None:
+    state = CacheState(sources=(("a", "0" * 32),), labels={"a": 1}, next_label=2).to_dict()
+    with pytest.raises(RequestError, match=message) as caught:
+        parse_previous({**state, "compressed": compressed})
+    assert caught.value.field == field
+
+
+def test_a_state_with_compressed_sources_round_trips() -> None:
+    state = CacheState(
+        sources=(("a", "0" * 32),), labels={"a": 1}, next_label=2, compressed={"a": (0, 3)}
+    )
+    assert state.to_dict()["compressed"] == {"a": [0, 3]}
+    assert parse_previous(state.to_dict()) == state
+    older = {k: v for k, v in state.to_dict().items() if k != "compressed"}
+    assert parse_previous(older) == replace(state, compressed={})

@@ -35,10 +35,12 @@ Key = tuple[str, str, str]
 
 
 def _size(key: Key, state: CacheState) -> int:
-    """About the bytes a session holds: its key, the state's ids and digests, and a fixed
-    cost per entry."""
+    """About the bytes a session holds: its key, the state's ids and digests, the sentence
+    numbers of its compressed sources (8 bytes each), and a fixed cost per entry."""
     ids = sum(len(i) for i in state.labels) + sum(len(i) + len(d) for i, d in state.sources)
-    return 256 + sum(map(len, key)) + ids + 64 * (len(state.labels) + len(state.sources))
+    kept = sum(8 * len(sentences) for sentences in state.compressed.values())
+    entries = len(state.labels) + len(state.sources) + len(state.compressed)
+    return 256 + sum(map(len, key)) + ids + kept + 64 * entries
 
 
 class SessionStore:

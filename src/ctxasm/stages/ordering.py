@@ -136,9 +136,10 @@ class CacheStableOrdering(Strategy):
     ``stickiness`` (0 to 10, default 0.5) is read by the pipeline's selection step, not by
     this ordering: with a previous turn, selection sees the previous passages' scores raised
     by ``stickiness`` times the share of the input price a cached token saves, times the
-    scores' scale (see :func:`ctxasm.prompt_cache.prefer_previous`), so it keeps them unless
-    new passages are clearly better. 0: selection does not favour them. docs/caching.md gives
-    the measured effect of both parameters.
+    scores' scale, the earlier ones in the previous prompt more, none past the best score (see
+    :func:`ctxasm.prompt_cache.prefer_previous`), so it keeps them unless new passages are
+    clearly better. 0: selection does not favour them. docs/caching.md gives the measured
+    effect of both parameters.
     """
 
     name: ClassVar[str] = "cache_stable"
