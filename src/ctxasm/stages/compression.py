@@ -270,7 +270,10 @@ class SentenceCompression(Strategy):
             keep = _within(keep, spans, max_chars)
         if len(keep) == len(spans) or not keep:
             return None
-        return _cut(candidate, sorted(keep))
+        found = _cut(candidate, sorted(keep))
+        if len(found.candidate.text) >= len(text):
+            return None  # only marks in place of what it drops ("." for "[…]"): no shorter
+        return found
 
     def mode_for(self, ranked: Sequence[Candidate], budget: int) -> str:
         """The placement this configuration asks for, which the assembler applies: ``all``

@@ -205,6 +205,25 @@ def test_a_one_sentence_passage_is_never_compressed() -> None:
     assert result.passages[0].text == long_sentence["text"]
 
 
+def test_a_cut_no_shorter_than_the_passage_is_not_made() -> None:
+    # Dropping only "." leaves the passage no shorter once "[…]" marks the gap: it stays whole.
+    text = ". Question: which river" + " river" * 50
+    request = {
+        "query": "river",
+        "passages": [{"id": "p0", "text": text}],
+        "model": "gpt-4",
+        "strategy": {
+            "selection": "greedy_by_score",
+            "compression": {"name": "sentences", "mode": "all"},
+        },
+        "context_window": 300,
+    }
+    assembly = ctxasm.Assembler().assemble(request)
+    [included] = assembly.report.included
+    assert included.compression is None
+    assert assembly.passages[0].text == text
+
+
 def test_the_source_header_is_kept_for_every_compressed_passage() -> None:
     for budget, kept in ((60, ["a"]), (100, ["a", "b"]), (120, ["a", "b"])):
         result = _run({"name": "sentences", "mode": "all"}, budget)
