@@ -336,6 +336,10 @@ def compression_placement(setup: Setup, ranked: Ranked, planned: Planned) -> Pla
         ) from None
 
 
+# A cut that saves this many characters surely saves tokens too (see compress).
+_SURE_SAVING_CHARS = 256
+
+
 def compress(setup: Setup, ranked: Ranked, planned: Planned) -> Ranked:
     """Compression before selection: the best candidates compressed, so more fit (each to a
     share of the sources block's budget)."""
@@ -343,6 +347,20 @@ def compress(setup: Setup, ranked: Ranked, planned: Planned) -> Ranked:
     shorter, done = setup.strategies.compression.before_selection(
         setup.request.query, ranked.candidates, planned.budget.context
     )
+    # A cut that saves few characters may save no tokens (a short sentence dropped, a mark in
+    # its place): such a cut is counted, and undone unless its fenced text is shorter.
+    body, count = setup.fmt.block.body, setup.counter.count
+    undone = {
+        c.id
+        for c in shorter
+        if (found := done.get(c.id)) is not None
+        and len(found.original) - len(c.text) < _SURE_SAVING_CHARS
+        and count(body(c)) >= count(body(c._replace(text=found.original)))
+    }
+    if undone:
+        originals = {c.id: c for c in ranked.candidates}
+        shorter = [originals[c.id] if c.id in undone else c for c in shorter]
+        done = {i: found for i, found in done.items() if i not in undone}
     return Ranked(tuple(shorter), ranked.excluded, MappingProxyType({**ranked.compressed, **done}))
 
 
