@@ -13,7 +13,9 @@ principals: one who sees 1/12 of the chunks (one tenant, one group) and one who 
 tenant, all four groups). The 20 questions are the first 20 HotpotQA questions.
 
 For each store and size it prints: the write rate (``upsert_many``, batches of 5,000 chunks,
-chunking excluded), then per principal the p50 / p95 of ``retrieve`` (k=50), of ask (retrieve
+chunking excluded) with the CPU time it took per chunk, in this process and (PostgreSQL) in
+the server's processes, which a busy machine does not inflate as it does the rate; then per
+principal the p50 / p95 of ``retrieve`` (k=50), of ask (retrieve
 plus ``ctxasm.assemble`` within 2,000 context tokens), and of the bare database query on the
 same data in the same run (SQLite: FTS5 ``bm25()`` on the store's own FTS5 table; PostgreSQL:
 ``ts_rank`` over a plain table of the same chunks with a GIN-indexed ``tsvector``; each filtered
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import random
 import sqlite3
@@ -95,20 +98,55 @@ def _rss_mb() -> float:
     return 0.0
 
 
-def _load(store: Any, size: int, sentences: list[str]) -> float:
-    """Write the corpus in batches; chunks per second."""
-    batch: list[tuple[Any, list[Any]]] = []
+def _load(
+    store: Any, size: int, sentences: list[str], server: Callable[[], float] | None = None
+) -> dict[str, float]:
+    """Write the corpus in batches (made before the clock starts): chunks per second, and CPU
+    microseconds per chunk in this process and in the ``server`` (None: no server)."""
+    batches: list[list[tuple[Any, list[Any]]]] = [[]]
     chunks = 0
-    started = time.perf_counter()
     for document, pieces in corpus(size, sentences):
-        batch.append((document, pieces))
+        batches[-1].append((document, pieces))
         chunks += len(pieces)
         if chunks >= BATCH_CHUNKS:
+            batches.append([])
+            chunks = 0
+    started, cpu = time.perf_counter(), time.process_time()
+    server_cpu = server() if server else 0.0
+    for batch in batches:
+        if batch:
             store.upsert_many(batch)
-            batch, chunks = [], 0
-    if batch:
-        store.upsert_many(batch)
-    return size / (time.perf_counter() - started)
+    return {
+        "chunks_per_s": size / (time.perf_counter() - started),
+        "client_us": (time.process_time() - cpu) / size * 1e6,
+        "server_us": (server() - server_cpu) / size * 1e6 if server else float("nan"),
+    }
+
+
+def _server_cpu(pgdata: Path) -> Callable[[], float]:
+    """CPU seconds used so far by the PostgreSQL server in ``pgdata``: the postmaster, its
+    children and its children that have exited (Linux ``/proc``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def stat(pid: int) -> list[str]:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as found:
+            return found.read().rsplit(")", 1)[1].split()
+
+    def used() -> float:
+        postmaster = int((pgdata / "postmaster.pid").read_text(encoding="ascii").split()[0])
+        own = stat(postmaster)
+        total = sum(int(own[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    fields = stat(int(entry.name))
+                except OSError:
+                    continue
+                if int(fields[1]) == postmaster:
+                    total += int(fields[11]) + int(fields[12])
+        return total / tick
+
+    return used
 
 
 def _sqlite_bare(path: Path) -> Callable[[list[str], str, tuple[str, ...]], list[Any]]:
@@ -211,7 +249,7 @@ def _run(kind: str, size: int, folder: Path, data: dict[str, Any]) -> dict[str, 
     else:
         url = data["postgres"](f"scale_{size}")
         store = open_store(url)
-        rate = _load(store, size, data["sentences"])
+        rate = _load(store, size, data["sentences"], _server_cpu(folder / "pg"))
         import psycopg
 
         with psycopg.connect(url, autocommit=True) as db:
@@ -220,13 +258,7 @@ def _run(kind: str, size: int, folder: Path, data: dict[str, Any]) -> dict[str, 
         bare = _postgres_bare(url)
     rows = _measure(store, bare, data["questions"], data["repeats"])
     store.close()
-    return {
-        "store": kind,
-        "size": size,
-        "chunks_per_s": rate,
-        "disk_mb": disk / 2**20,
-        "rows": rows,
-    }
+    return {"store": kind, "size": size, **rate, "disk_mb": disk / 2**20, "rows": rows}
 
 
 def _vectors(size: int, folder: Path, data: dict[str, Any]) -> None:
@@ -240,7 +272,7 @@ def _vectors(size: int, folder: Path, data: dict[str, Any]) -> None:
 
     path = folder / f"vectors-{size}.db"
     store = open_store(f"sqlite:///{path}?embedder=hashing")
-    rate = _load(store, size, data["sentences"])
+    rate = _load(store, size, data["sentences"])["chunks_per_s"]
     embedder = store.embedder  # type: ignore[attr-defined]
     db = sqlite3.connect(path)
     print(f"\nsqlite + hashing vectors, {size:,} chunks (written at {rate:,.0f} chunks/s)")
@@ -297,9 +329,11 @@ def _size(text: str) -> int:
 
 
 def _print(result: dict[str, Any]) -> None:
+    server = "" if math.isnan(result["server_us"]) else f", server {result['server_us']:,.0f}"
     print(
         f"\n{result['store']} {result['size']:,} chunks: written at {result['chunks_per_s']:,.0f} "
-        f"chunks/s, {result['disk_mb']:,.0f} MB on disk"
+        f"chunks/s (CPU per chunk: client {result['client_us']:,.0f}{server} us), "
+        f"{result['disk_mb']:,.0f} MB on disk"
     )
     print("  sees  retrieve p50/p95 ms  ask p50/p95 ms  bare p50/p95 ms  retrieve/bare  RSS +MB")
     for row in result["rows"]:

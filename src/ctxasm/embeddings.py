@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
+import operator
 import sys
 import threading
 from collections import Counter
@@ -97,38 +98,68 @@ class HashingEmbedder:
         return f"HashingEmbedder(dimension={self.dimension}, ngram={self.ngram})"
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        return self.embed_words([words(text) for text in texts])
+
+    def embed_words(self, texts: Sequence[list[str]]) -> Vectors:
+        """:meth:`embed` for texts already split by :func:`ctxasm.lexical.words`."""
         import numpy as np
 
         result = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for row, text in enumerate(texts):
-            result[row] = self._vector(text)
+        for start in range(0, len(texts), _EMBED_SLICE):
+            part = texts[start : start + _EMBED_SLICE]
+            result[start : start + len(part)] = self._unit_rows(part)
         return result
 
-    def _vector(self, text: str) -> Any:
+    def _unit_rows(self, texts: Sequence[list[str]]) -> Any:
+        """The texts' vectors (float64), summed in numpy: each n-gram's signed weight is added
+        to its bucket in the order the n-grams first occur, as one text at a time would, so the
+        rows are the same to the last bit."""
         import numpy as np
 
-        vector = np.zeros(self.dimension, dtype=np.float64)
-        for gram, count in self._ngrams(words(text)).items():
-            bucket, sign = _bucket(gram, self.dimension)
-            vector[bucket] += sign * (1.0 + math.log(count))
-        norm = float(np.linalg.norm(vector))
-        if norm > 0.0:
-            vector /= norm
-        return vector
+        digests: list[int] = []
+        counts: list[int] = []
+        lengths: list[int] = []
+        for tokens in texts:
+            grams = self._ngrams(tokens)
+            digests.extend(map(xxhash.xxh3_64_intdigest, map(_UTF8, grams)))
+            counts.extend(grams.values())
+            lengths.append(len(grams))
+        found = np.array(digests, dtype=np.uint64)
+        starts = np.arange(len(texts), dtype=np.int64) * self.dimension
+        cells = (found % np.uint64(self.dimension)).astype(np.int64) + np.repeat(starts, lengths)
+        seen = np.array(counts, dtype=np.int64)
+        weights = np.ones(len(seen))
+        repeated = seen > 1  # 1 + log(1) is 1.0; the rest from math.log, as one by one
+        weights[repeated] = [_weight(count) for count in seen[repeated].tolist()]
+        values = np.where(found >> np.uint64(63), -weights, weights)
+        size = len(texts) * self.dimension
+        rows: Any = np.bincount(cells, weights=values, minlength=size).reshape(len(texts), -1)
+        for row in range(len(texts)):
+            norm = float(np.linalg.norm(rows[row]))
+            if norm > 0.0:
+                rows[row] /= norm
+        return rows
 
     def _ngrams(self, tokens: list[str]) -> Counter[str]:
         # Words never contain spaces, so a space-joined bigram cannot collide with a unigram.
         low, high = self.ngram
         grams: Counter[str] = Counter()
         for n in range(low, high + 1):
-            grams.update(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+            if n == 1:
+                grams.update(tokens)
+            else:
+                grams.update(map(" ".join, zip(*(tokens[i:] for i in range(n)), strict=False)))
         return grams
 
 
-@lru_cache(maxsize=65536)
-def _bucket(gram: str, dimension: int) -> tuple[int, float]:
-    digest = xxhash.xxh3_64_intdigest(gram.encode("utf-8", "surrogatepass"))
-    return digest % dimension, (-1.0 if digest >> 63 else 1.0)
+_EMBED_SLICE = 1024  # texts summed at once: bounds the float64 scratch array
+_UTF8 = operator.methodcaller("encode", "utf-8", "surrogatepass")
+
+
+@lru_cache(maxsize=1024)
+def _weight(count: int) -> float:
+    """An n-gram seen ``count`` times weighs ``1 + log(count)`` (``math.log``, as always)."""
+    return 1.0 + math.log(count)
 
 
 class SentenceTransformerEmbedder:

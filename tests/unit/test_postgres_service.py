@@ -91,18 +91,72 @@ def test_a_version_1_store_is_upgraded_and_a_newer_one_refused(postgres_url: str
     store = open_store(postgres_url)
     found = store.retrieve("river birds", WHO)
     assert [(p.id, p.readers) for p in found] == [("a#0", ("g",))]
-    assert _sql(postgres_url, "SELECT version FROM ctxasm_schema") == [(2,)]
-    assert _sql(postgres_url, "SELECT terms, counts FROM chunks") == [
-        (["birds", "delta", "home", "is", "many", "river", "the", "to", " class 1"], [1] * 8 + [0])
+    assert _sql(postgres_url, "SELECT version FROM ctxasm_schema") == [(3,)]
+    assert _sql(postgres_url, "SELECT terms FROM chunks") == [
+        (["the", "river", "delta", "is", "home", "to", "many", "birds", " class 1"],)
     ]
+    assert _sql(postgres_url, "SELECT id, class_id, generation FROM chunk_vectors") == [(1, 1, 1)]
     store.close()
-    _sql(postgres_url, "UPDATE ctxasm_schema SET version = 3")
+    _sql(postgres_url, "UPDATE ctxasm_schema SET version = 4")
     with pytest.raises(ConfigError) as caught:
         open_store(postgres_url)
     assert caught.value.message == (
-        "the PostgreSQL store has schema version 3, written by a newer ctxasm; this one reads "
-        "versions up to 2: upgrade ctxasm"
+        "the PostgreSQL store has schema version 4, written by a newer ctxasm; this one reads "
+        "versions up to 3: upgrade ctxasm"
     )
+
+
+V2 = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE ctxasm_schema (version INTEGER NOT NULL);
+INSERT INTO ctxasm_schema VALUES (2);
+CREATE TABLE access_classes (id BIGSERIAL PRIMARY KEY, key TEXT NOT NULL UNIQUE, tenant TEXT,
+    readers TEXT[], chunks BIGINT NOT NULL DEFAULT 0, words BIGINT NOT NULL DEFAULT 0);
+INSERT INTO access_classes (key, tenant, readers, chunks, words) VALUES ('k', 't', '{g}', 1, 8);
+CREATE TABLE class_terms (term TEXT NOT NULL, class_id BIGINT NOT NULL
+    REFERENCES access_classes(id), df BIGINT NOT NULL, PRIMARY KEY (term, class_id));
+INSERT INTO class_terms SELECT unnest('{birds,delta,home,is,many,river,the,to}'::text[]), 1, 1;
+CREATE TABLE documents (doc_id TEXT PRIMARY KEY, title TEXT, url TEXT, tenant TEXT,
+    has_readers BOOLEAN NOT NULL, timestamp TEXT, authority DOUBLE PRECISION,
+    metadata JSONB NOT NULL DEFAULT '{}', content_hash TEXT NOT NULL);
+CREATE TABLE readers (doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    reader TEXT NOT NULL, PRIMARY KEY (doc_id, reader));
+CREATE TABLE chunks (id BIGSERIAL PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE,
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE, seq INTEGER NOT NULL,
+    start INTEGER NOT NULL, "end" INTEGER NOT NULL, words INTEGER NOT NULL, text TEXT NOT NULL,
+    terms TEXT[] NOT NULL, counts INTEGER[] NOT NULL,
+    class_id BIGINT NOT NULL REFERENCES access_classes(id), embedding vector(256) NOT NULL);
+CREATE INDEX chunks_terms ON chunks USING GIN (terms);
+CREATE INDEX chunks_embedding ON chunks USING hnsw (embedding vector_cosine_ops);
+INSERT INTO documents VALUES ('a', NULL, NULL, 't', true, NULL, NULL, '{}', 'old');
+INSERT INTO readers VALUES ('a', 'g');
+INSERT INTO chunks (chunk_id, doc_id, seq, start, "end", words, text, terms, counts, class_id,
+    embedding)
+    VALUES ('a#0', 'a', 0, 0, 38, 8, 'The river delta is home to many birds.',
+            '{birds,delta,home,is,many,river,the,to," class 1"}', '{1,1,1,1,1,1,1,1,0}', 1,
+            array_fill(0.1, ARRAY[256])::vector);
+"""
+
+
+def test_a_version_2_store_moves_its_vectors_and_gets_bound_vectors(postgres_url: str) -> None:
+    _sql(postgres_url, V2)
+    store = open_store(postgres_url)
+    found = store.retrieve("river birds", WHO)
+    assert [(p.id, p.readers) for p in found] == [("a#0", ("g",))]
+    store.close()
+    assert _sql(postgres_url, "SELECT version FROM ctxasm_schema") == [(3,)]
+    assert _sql(postgres_url, "SELECT id, class_id, generation FROM chunk_vectors") == [(1, 1, 1)]
+    assert _sql(postgres_url, "SELECT bound IS NOT NULL, words FROM chunks") == [(True, 8)]
+    assert _sql(postgres_url, "SELECT reference_words, generation FROM store_state") == [(8.0, 0)]
+    columns = _sql(
+        postgres_url,
+        "SELECT column_name FROM information_schema.columns "
+        "WHERE table_name = 'chunks' AND column_name IN ('counts', 'embedding')",
+    )
+    indexes = _sql(
+        postgres_url, "SELECT indexname FROM pg_indexes WHERE indexname LIKE '%embedding'"
+    )
+    assert (columns, indexes) == ([], [])
 
 
 def _pg_ctl(server: Any, *args: str) -> None:

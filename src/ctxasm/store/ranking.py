@@ -35,10 +35,12 @@ __all__ = [
     "bm25_score",
     "chunk_words",
     "count_into",
+    "exact_best",
     "fts_form",
     "fused",
     "only_hidden",
     "rescored",
+    "saturation",
 ]
 
 K1 = 1.2
@@ -73,12 +75,16 @@ class ClassDelta:
         """Count (``sign`` 1) or uncount (``sign`` -1) chunks with these texts."""
         for text in texts:
             found = chunk_words(text)
-            self.chunks += sign
-            self.words += sign * len(found)
-            if sign > 0:
-                self.terms.update(set(found))
-            else:
-                self.terms.subtract(set(found))
+            self.add_words(set(found), len(found), sign)
+
+    def add_words(self, distinct: Collection[str], length: int, sign: int = 1) -> None:
+        """:meth:`add` for one chunk already split: its ``distinct`` words and its length."""
+        self.chunks += sign
+        self.words += sign * length
+        if sign > 0:
+            self.terms.update(distinct)
+        else:
+            self.terms.subtract(distinct)
 
     def term_rows(self, class_id: int) -> list[tuple[int, str, int]]:
         """``(class_id, term, change)`` for every term whose count changed, sorted (so that
@@ -113,6 +119,13 @@ class VisibleStats:
         """``(term, idf)`` of the query terms that some visible chunk holds."""
         return [(t, self.idf(t)) for t in terms if self.frequencies.get(t, 0) > 0]
 
+    def ceiling(self, reference: float) -> float:
+        """How many times its :func:`saturation` sum at the ``reference`` average length a
+        visible chunk's BM25 can be, at most: each term's share grows by at most
+        ``average / reference`` (as the chunk grows long) and never when ``reference`` is
+        the larger."""
+        return max(1.0, self.average / reference)
+
     def sql_parameters(self) -> dict[str, float]:
         """The constants of the BM25 sum as the stores write it in SQL, per term
         ``idf * tf * k1p1 / (tf + norm0 + norm1 * words)``, which is :func:`bm25_score`'s."""
@@ -123,13 +136,20 @@ def bm25_score(text: str, length: int, terms: Sequence[str], stats: VisibleStats
     """Okapi BM25 of ``terms`` in one chunk (``length`` words long), with the document
     frequencies, chunk count and average length of the chunks the principal may see."""
     found = chunk_words(text)
+    present = set(found)  # count only the terms the chunk holds: most query terms are absent
     norm = K1 * (1.0 - B + B * length / stats.average)
     score = 0.0
     for term in terms:
-        tf = found.count(term)
-        if tf:
+        if term in present:
+            tf = found.count(term)
             score += stats.idf(term) * tf * (K1 + 1.0) / (tf + norm)
     return score
+
+
+def saturation(tf: int, length: int, average: float) -> float:
+    """A term's BM25 share before its idf, in a chunk ``length`` words long among chunks
+    ``average`` words long on average (``tf`` > 0)."""
+    return tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average))
 
 
 def rescored(
@@ -139,6 +159,22 @@ def rescored(
     scored = [(bm25_score(row.text, row.words, terms, stats), row) for row in rows]
     scored.sort(key=lambda item: (-item[0], item[1].chunk_id))
     return scored
+
+
+def exact_best(
+    rows: Iterable[Row],
+    terms: Sequence[str],
+    stats: VisibleStats,
+    count: int,
+    ceiling: float | None,
+) -> list[tuple[float, Row]] | None:
+    """The ``count`` best chunks by exact BM25 (as :func:`rescored`), from candidates that
+    include every chunk scoring above ``ceiling`` (``None``: every chunk that matches), or
+    None when a chunk left out might still rank among them (read more candidates)."""
+    scored = rescored(rows, terms, stats)
+    if ceiling is not None and (len(scored) < count or scored[count - 1][0] <= ceiling):
+        return None
+    return scored[:count]
 
 
 def fused(lexical: Sequence[tuple[float, Row]], near: Sequence[Row]) -> list[tuple[float, Row]]:

@@ -88,7 +88,8 @@ def document_row(document: Document, digest: str) -> tuple[Any, ...]:
 @dataclass(frozen=True, slots=True)
 class Pending:
     """One document about to be written, with what was computed before any SQL: its content
-    hash and a vector per chunk (in the store's own form; ``None`` without an embedder)."""
+    hash and a vector per chunk (in the store's own form; ``None`` without an embedder, or
+    where the store makes them later)."""
 
     document: Document
     chunks: Sequence[Chunk]

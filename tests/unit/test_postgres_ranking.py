@@ -1,0 +1,182 @@
+"""The PostgreSQL store's two shortcuts, against a real server: BM25 candidates read by bound
+vectors give exactly the ranking of every visible chunk scored in Python (however far the
+reference length is from the visible average, with chunks that have no bound vector, and
+over as many rounds as it takes), and vectors written outside the HNSW index are found all
+the same, while the index is rebuilt, generation by generation, as the tail grows."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from ctxasm.data import Principal
+from ctxasm.lexical import query_terms
+from ctxasm.store import Chunk, Document, open_store
+from ctxasm.store import postgres as pg
+from ctxasm.store.ranking import rescored
+
+WORDS = "river bridge harbour lantern meadow orchard quarry willow falcon copper".split()
+FILLER = [f"filler{n}" for n in range(400)]
+QUERIES = ["river bridge", "lantern meadow orchard river", "falcon", "copper quarry willow"]
+ALICE = Principal("alice", "t1", ("g1",))
+
+
+def _sql(url: str, statement: str, *params: object) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as db:
+        cursor = db.execute(statement, params or None)
+        return cursor.fetchall() if cursor.description else []
+
+
+def _document(number: int, length: int, rng: random.Random, tenant: str) -> tuple[Document, Any]:
+    words = [rng.choice(WORDS if rng.random() < 0.3 else FILLER) for _ in range(length)]
+    text = " ".join(words) + "."
+    return Document(f"d{number}", text, tenant=tenant, readers=("g1",)), [Chunk(0, len(text), text)]
+
+
+def _brute_force(url: str, store: Any, query: str) -> tuple[list[tuple[float, str]], Any]:
+    """Every visible chunk holding a query term, scored in Python: the top 100, and the
+    store's answer with the number of candidates it read."""
+    terms = query_terms(query)
+    params = {"tenant": "t1", "names": ["alice", "g1"], "public": False, "terms": terms}
+    with store._connection() as db:
+        classes, stats, reference, _ = pg._statistics(db, params)
+        lexical = pg._Lexical(classes, stats, terms, reference, 100)
+        found = lexical.best(db, lexical.candidates(db))
+        rows = db.execute(
+            f"WITH found AS (SELECT id, 0 AS key FROM chunks WHERE class_id = ANY(%(classes)s) "
+            f"AND terms && %(terms)s::text[]){pg._ROWS}",
+            {"classes": classes, "terms": terms},
+        ).fetchall()
+    expected = rescored([pg.PostgresRow(*row[1:]) for row in rows], terms, stats)[:100]
+    answer = [(score, row.chunk_id) for score, row in found]
+    return [(score, row.chunk_id) for score, row in expected], (answer, lexical._params["fetch"])
+
+
+# the reference length far below the visible average, far above it, and near it
+@pytest.mark.parametrize("first_length", [3, 400, None])
+def test_bound_candidates_give_the_exact_bm25_ranking(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, first_length: int | None
+) -> None:
+    monkeypatch.setattr(pg, "BOUND_MAX_WORDS", 195)  # the long chunks below get no bound vector
+    rng = random.Random(first_length or 0)
+    store = open_store(postgres_url)
+    try:
+        # the first batch sets the reference length the bound vectors assume
+        first = 20 if first_length else 500
+        store.upsert_many(  # type: ignore[attr-defined]
+            [_document(n, first_length or rng.randint(1, 300), rng, "t1") for n in range(first)]
+        )
+        store.upsert_many(  # type: ignore[attr-defined]
+            [
+                _document(n, rng.randint(1, 300), rng, rng.choice(["t1", "t2"]))
+                for n in range(first, 2000)
+            ]
+        )
+        # long chunks, dense in query words, past BOUND_MAX_WORDS: among the best, unbounded
+        for n, word in enumerate(WORDS):
+            text = " ".join([*FILLER[:200], *[word, "river"] * 80])
+            store.upsert(
+                Document(f"long{n}", text, tenant="t1", readers=("g1",)),
+                [Chunk(0, len(text), text)],
+            )
+        unbounded = _sql(postgres_url, "SELECT doc_id FROM chunks WHERE bound IS NULL")
+        assert {f"long{n}" for n in range(len(WORDS))} <= {doc_id for (doc_id,) in unbounded}
+        fetched = []
+        for query in QUERIES:
+            expected, (found, fetch) = _brute_force(postgres_url, store, query)
+            assert found == expected
+            assert len(found) == 100
+            fetched.append(fetch)
+        # more than one round (the words repeat, so the scores are close); with the reference
+        # near the average, far fewer than every match
+        assert max(fetched) > 125
+        assert first_length or max(fetched) <= 500
+    finally:
+        store.close()
+
+
+def test_retrieval_ignores_how_far_the_reference_is(postgres_url: str) -> None:
+    """The same documents give the same passages and scores whichever batch came first."""
+    rng = random.Random(5)
+    documents = [_document(n, rng.randint(1, 200), rng, "t1") for n in range(300)]
+    found = []
+    for order in (documents, sorted(documents, key=lambda d: len(d[0].text))):
+        store = open_store(postgres_url)
+        try:
+            _sql(postgres_url, "TRUNCATE documents, class_terms, access_classes CASCADE")
+            _sql(postgres_url, "UPDATE store_state SET reference_words = NULL")
+            store.upsert_many(order[:10])  # type: ignore[attr-defined]
+            store.upsert_many(order[10:])  # type: ignore[attr-defined]
+            found.append([[(p.id, p.score) for p in store.retrieve(q, ALICE, 50)] for q in QUERIES])
+        finally:
+            store.close()
+    assert found[0] == found[1]
+
+
+def _generations(url: str) -> tuple[int, list[str], dict[int, int]]:
+    generation = _sql(url, "SELECT generation FROM store_state")[0][0]
+    indexes = [
+        name
+        for (name,) in _sql(
+            url,
+            "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'chunk_vectors_hnsw_%%' "
+            "ORDER BY 1",
+        )
+    ]
+    rows = dict(_sql(url, "SELECT generation, count(*)::int FROM chunk_vectors GROUP BY 1"))
+    return generation, indexes, rows
+
+
+def _nearest_finds_every_chunk(url: str, store: Any) -> None:
+    """Each chunk's own vector finds it first, in the index or in the tail."""
+    vectors = _sql(
+        url, "SELECT c.chunk_id, v.embedding::text FROM chunks c JOIN chunk_vectors v USING (id)"
+    )
+    generation = _sql(url, "SELECT generation FROM store_state")[0][0]
+    classes = [row[0] for row in _sql(url, "SELECT id FROM access_classes")]
+    with store._connection() as db:
+        for chunk_id, vector in vectors:
+            found = db.execute(
+                pg._NEAREST.format(generation=generation),
+                {"vector": vector, "distance": 0.95, "k": 5, "classes": classes},
+            ).fetchall()
+            assert min(found)[1] == chunk_id  # (distance, chunk_id, ...)
+
+
+def test_vectors_are_found_in_the_tail_and_after_each_rebuild(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg, "TAIL_MIN", 30)
+    monkeypatch.setattr(pg, "TAIL_MAX", 50)
+    rng = random.Random(3)
+    store = open_store(postgres_url)
+    seen = []
+    try:
+        for batch in range(7):
+            store.upsert_many(  # type: ignore[attr-defined]
+                [
+                    _document(n, rng.randint(5, 40), rng, "t1")
+                    for n in range(20 * batch, 20 * batch + 20)
+                ]
+            )
+            seen.append(_generations(postgres_url))
+            _nearest_finds_every_chunk(postgres_url, store)
+        # a rewrite of indexed documents: its new vectors go to the tail
+        store.upsert_many([(Document("d0", "A new text."), [Chunk(0, 11, "A new text.")])])  # type: ignore[attr-defined]
+        _nearest_finds_every_chunk(postgres_url, store)
+    finally:
+        store.close()
+    assert seen == [
+        (0, [], {1: 20}),  # under TAIL_MIN: the tail alone, searched exactly
+        (1, ["chunk_vectors_hnsw_1"], {1: 40}),  # 40 >= 30 and >= 0 indexed: built
+        (1, ["chunk_vectors_hnsw_1"], {1: 40, 2: 20}),  # 20 < 40: the tail
+        (2, ["chunk_vectors_hnsw_2"], {1: 40, 2: 40}),  # 40 >= 40: rebuilt, the old one dropped
+        (2, ["chunk_vectors_hnsw_2"], {1: 40, 2: 40, 3: 20}),
+        (2, ["chunk_vectors_hnsw_2"], {1: 40, 2: 40, 3: 40}),
+        # 60 would pass TAIL_MAX while under the 80 indexed: into the index, row by row
+        (2, ["chunk_vectors_hnsw_2"], {1: 40, 2: 60, 3: 40}),
+    ]
