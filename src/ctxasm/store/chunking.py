@@ -14,6 +14,10 @@ An unbroken run of more than 1,000 letters, symbols or white-space characters (s
 such runs, every 1,000 characters, and the pieces between cuts are chunked one by one (chunks
 touch at a cut instead of overlapping). No chunk then holds a run longer than that, and
 chunking stays linear in the length of the document.
+
+Each piece is tokenized once, in parts whose counts add up (see ``_SpanCounter``): the counts
+of its sentences and candidate chunks are read from those parts, and chunking counts the whole
+text on the way.
 """
 
 from __future__ import annotations
@@ -44,35 +48,155 @@ class Chunk:
 _CONTINUATION = bytes(range(0x80, 0xC0))  # UTF-8 bytes that continue a character
 
 
-def _offsets(tokens: list[int], encoding: Any) -> list[int]:
+def _offsets(tokens: list[int], encoding: Any, skip: int = 0) -> list[int]:
     """The character offset of each token: ``encoding.decode_with_offsets(tokens)[1]``, without
-    decoding the text (a token that starts inside a character is at that character)."""
+    decoding the text (a token that starts inside a character is at that character); with
+    ``skip``, of the tokens after the first ``skip`` only."""
     offsets = []
-    length = 0
-    for piece in encoding.decode_tokens_bytes(tokens):
+    length = len(encoding.decode_bytes(tokens[:skip]).translate(None, _CONTINUATION))
+    for piece in encoding.decode_tokens_bytes(tokens[skip:]):
         offsets.append(max(0, length - (0x80 <= piece[0] < 0xC0)))
         length += len(piece.translate(None, _CONTINUATION))
     return offsets
 
 
+class _SpanCounter:
+    """Exact token counts of spans of one text, which is tokenized once, piece by piece.
+
+    In o200k and cl100k a space that follows a character other than white space always starts
+    a pre-tokenizer piece, and tokens never cross pieces (see
+    :attr:`~ctxasm.tokens.tiktoken_source.TiktokenTokenizer.splits_at_spaces`): the tokens
+    of a text are those of the text before such a space (a *cut*) followed by those of the
+    text from it. The text is tokenized in parts between *anchors*, the first and the last cut
+    of each sentence, so the tokens before every anchor are known. A span then has the tokens
+    of its head (up to its first anchor, tokenized alone), those between its first and its
+    last anchor, and those of its tail (from its last anchor, tokenized alone). A span without
+    an anchor is tokenized alone, and so is every span of a text that cannot be tokenized as it
+    is (a lone surrogate, which tiktoken replaces) or that tiktoken fails on.
+    """
+
+    def __init__(self, text: str, encoding: Any, sentences: Sequence[tuple[int, int]]) -> None:
+        self.text = text
+        self.encoding = encoding
+        self._short = _short_counts(encoding)
+        self._anchors = _anchors(text, sentences)
+        self._before: list[int] = []  # the tokens of text[:anchor], for each anchor
+        self.total: int | None = None  # the tokens of the text (None: every span alone)
+        self._heads: dict[int, int] = {}  # span start -> tokens up to its first anchor
+        self._tails: dict[int, int] = {}  # span end -> tokens from its last anchor
+        try:
+            if not text.isascii():
+                text.encode("utf-8")
+            self._tokenize()
+        except UnicodeEncodeError:
+            self._anchors = []
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException:  # a Rust panic: each span then fails, or not, as it does alone
+            self._anchors = []
+
+    def _tokenize(self) -> None:
+        text, anchors = self.text, self._anchors
+        if not anchors:
+            self.total = self._alone(text)
+            return
+        parts = [text[: anchors[0]]]
+        parts.extend(text[start:stop] for start, stop in itertools.pairwise(anchors))
+        self._before = list(itertools.accumulate(map(self._alone, parts)))
+        self.total = self._before[-1] + self._alone(text[anchors[-1] :])
+
+    def count(self, begin: int, end: int) -> int:
+        """The tokens of ``text[begin:end]``, as tiktoken counts that text alone."""
+        if self.total is None:
+            return len(self.encoding.encode_ordinary(self.text[begin:end]))
+        if begin == 0 and end == len(self.text):
+            return self.total
+        first = bisect.bisect_right(self._anchors, begin)  # anchors after begin
+        last = bisect.bisect_left(self._anchors, end) - 1  # and before end
+        if first > last:
+            return self._alone(self.text[begin:end])
+        head = self._heads.get(begin)
+        if head is None:
+            head = self._heads[begin] = self._alone(self.text[begin : self._anchors[first]])
+        tail = self._tails.get(end)
+        if tail is None:
+            tail = self._tails[end] = self._alone(self.text[self._anchors[last] : end])
+        return head + self._before[last] - self._before[first] + tail
+
+    def _alone(self, text: str) -> int:
+        """The tokens of ``text`` tokenized alone; a short one (most heads are a first word,
+        most tails a space) is counted once per process."""
+        if len(text) > _SHORT_CHARS:
+            return len(self.encoding.encode_ordinary(text))
+        return self._short[text]
+
+
+def _anchors(text: str, sentences: Sequence[tuple[int, int]]) -> list[int]:
+    """The first and the last cut (a space after a character other than white space) inside
+    each sentence, in order."""
+    anchors = []
+    for begin, end in sentences:
+        first = text.find(" ", begin + 1, end)
+        while first != -1 and text[first - 1].isspace():
+            first = text.find(" ", first + 1, end)
+        if first == -1:
+            continue
+        anchors.append(first)
+        last = text.rfind(" ", first + 1, end)
+        while last != -1 and text[last - 1].isspace():
+            last = text.rfind(" ", first + 1, last)
+        if last != -1:
+            anchors.append(last)
+    return anchors
+
+
+class _ShortCounts(dict[str, int]):
+    """Token counts of short texts in one encoding, counted on first use (at most
+    ``_SHORT_TEXTS`` of them are kept)."""
+
+    def __init__(self, encoding: Any) -> None:
+        super().__init__()
+        self._encode = encoding.encode_ordinary
+
+    def __missing__(self, text: str) -> int:
+        if len(self) >= _SHORT_TEXTS:
+            self.clear()
+        tokens = self[text] = len(self._encode(text))
+        return tokens
+
+
+_SHORT_CHARS = 32
+_SHORT_TEXTS = 65_536
+_SHORT: dict[str, _ShortCounts] = {}
+
+
+def _short_counts(encoding: Any) -> _ShortCounts:
+    """The short-text counts of ``encoding``, kept for the process."""
+    counts = _SHORT.get(encoding.name)
+    if counts is None:
+        counts = _SHORT[encoding.name] = _ShortCounts(encoding)
+    return counts
+
+
 def _units(
-    text: str, limit: int, encoding: Any
-) -> tuple[list[tuple[int, int, int]], dict[int, list[int]]]:
+    text: str, sentences: Sequence[tuple[int, int]], limit: int, spans: _SpanCounter
+) -> tuple[list[tuple[int, int, int]], set[int]]:
     """``(start, end, tokens)`` of each sentence of ``text``; a sentence over ``limit`` tokens
     is cut into pieces of at most ``limit`` at token boundaries that are also character
-    boundaries (a multi-byte character split over tokens is never cut). Also the tokens of each
-    unit that is a whole sentence, by unit index (its ``tokens`` is then an exact count of its
+    boundaries (a multi-byte character split over tokens is never cut). Also the indexes of
+    the units that are whole sentences (their ``tokens`` is then an exact count of their
     text)."""
     units: list[tuple[int, int, int]] = []
-    whole: dict[int, list[int]] = {}
-    encode = encoding.encode_ordinary
-    for begin, end in sentence_spans(text):
-        sentence = text[begin:end]
-        tokens = encode(sentence)
-        if len(tokens) <= limit:
-            whole[len(units)] = tokens
-            units.append((begin, end, len(tokens)))
+    whole: set[int] = set()
+    encoding = spans.encoding
+    for begin, end in sentences:
+        counted = spans.count(begin, end)
+        if counted <= limit:
+            whole.add(len(units))
+            units.append((begin, end, counted))
             continue
+        sentence = text[begin:end]
+        tokens = encoding.encode_ordinary(sentence)
         offsets = _offsets(tokens, encoding)
         cuts = [i for i in range(len(tokens)) if i == 0 or offsets[i] > offsets[i - 1]]
         # cut between words where possible: at a token that starts with white space
@@ -144,9 +268,9 @@ def chunk_text(
 def chunk_and_count(
     text: str, chunk_tokens: int, overlap: int, encoding_name: str = "o200k_base"
 ) -> tuple[list[Chunk], int | None]:
-    """:func:`chunk_text`, and :func:`count_tokens` of ``text`` when chunking counted it on the
-    way (every piece between run cuts was counted whole, as when it makes one chunk), else
-    ``None``."""
+    """:func:`chunk_text`, and :func:`count_tokens` of ``text``, which chunking counts on the
+    way; ``None`` for blank text, and when a piece between run cuts could not be tokenized
+    whole as it is (a lone surrogate) and did not make one chunk."""
     if chunk_tokens < 8:
         raise RequestError("chunk_tokens must be at least 8", field="chunk_tokens")
     if not 0 <= overlap <= chunk_tokens // 2:
@@ -170,22 +294,23 @@ def _chunk_piece(
     text: str, chunk_tokens: int, overlap: int, encoding_name: str
 ) -> tuple[list[Chunk], int | None]:
     """Overlapping chunks of a text without long runs, and its token count if it was counted
-    whole on the way."""
+    whole on the way (always, unless it cannot be tokenized whole as it is)."""
     from ctxasm.tokens.tiktoken_source import load_encoding
 
-    if not text.strip():
-        return [], None
     encoding = load_encoding(encoding_name)
-    units, whole = _units(text, chunk_tokens, encoding)
-    encode = encoding.encode_ordinary
-    # Exact counts of the spans counted so far: each candidate chunk is tokenized once, and a
-    # whole sentence not at all (its count is exact already).
+    if not text.strip():
+        return [], len(encoding.encode_ordinary(text))
+    sentences = sentence_spans(text)
+    spans = _SpanCounter(text, encoding, sentences)
+    units, whole = _units(text, sentences, chunk_tokens, spans)
+    # Exact counts of the spans counted so far: each candidate chunk is counted once, and a
+    # whole sentence not again (its count is exact already).
     counted = {(units[i][0], units[i][1]): units[i][2] for i in whole}
 
     def count(begin: int, end: int) -> int:
         tokens = counted.get((begin, end))
         if tokens is None:
-            tokens = counted[begin, end] = len(encode(text[begin:end]))
+            tokens = counted[begin, end] = spans.count(begin, end)
         return tokens
 
     chunks: list[Chunk] = []
@@ -217,15 +342,14 @@ def _chunk_piece(
             chunks.append(Chunk(begin, end, text[begin:end]))
         if last + 1 >= len(units):
             break
-        begin, first, lead = _next_start(text, units, whole, first, last, overlap, encoding)
+        begin, first, lead = _next_start(text, units, first, last, overlap, encoding)
         fresh = last + 1
-    return chunks, counted.get((0, len(text)))
+    return chunks, spans.total if spans.total is not None else counted.get((0, len(text)))
 
 
 def _next_start(
     text: str,
     units: list[tuple[int, int, int]],
-    whole: dict[int, list[int]],
     first: int,
     last: int,
     overlap: int,
@@ -242,13 +366,12 @@ def _next_start(
     if start < following or overlap == 0:
         return units[start][0], start, 0
     begin, end, _ = units[last]
-    tokens = whole.get(last)
-    if tokens is None:
-        tokens = encoding.encode_ordinary(text[begin:end])
-    offsets = _offsets(tokens, encoding)
+    tokens = encoding.encode_ordinary(text[begin:end])
+    skip = max(0, len(tokens) - overlap - 1)  # only the offsets of the last tokens are read
+    offsets = _offsets(tokens, encoding, skip)
     for index in range(max(1, len(tokens) - overlap), len(tokens)):
-        at = offsets[index]
-        char_boundary = offsets[index] > offsets[index - 1]
+        at = offsets[index - skip]
+        char_boundary = at > offsets[index - 1 - skip]
         if char_boundary and text[begin + at].isspace():
             return begin + at, following, len(tokens) - index
     return units[following][0], following, 0

@@ -154,6 +154,11 @@ ORDER BY sum(w.value * v.tf * :k1p1 / (v.tf + :norm0 + :norm1 * c.words)) DESC, 
 LIMIT :pool
 """
 _FTS_TERM = re.compile(r"\w+", re.UNICODE)
+# Chunks are written through this table (see SQLiteStore._insert_chunks); it lives in the
+# connection's temporary database and is empty between writes.
+_CHUNK_FIELDS = 'chunk_id, doc_id, seq, start, "end", words, text, embedding, class_id'
+_MARKS = ", ".join("?" for _ in _CHUNK_FIELDS.split(","))
+_STAGED_CHUNKS = f"CREATE TEMP TABLE IF NOT EXISTS staged_chunks ({_CHUNK_FIELDS})"
 
 
 SCORE_DIGITS = 6  # a passage's score is rounded to this many decimals
@@ -292,42 +297,45 @@ class SQLiteStore:
         db = self._db
         deltas: dict[int, ClassDelta] = {}
         self._uncount(replaced, deltas)
-        db.executemany("DELETE FROM documents WHERE doc_id = ?", [(d,) for d in replaced])
+        if replaced:  # one statement: FTS5 flushes its pending index data after each one
+            db.execute(
+                "DELETE FROM documents WHERE doc_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(replaced, ensure_ascii=False),),
+            )
+        classes: dict[tuple[str | None, tuple[str, ...] | None], int] = {}
         documents: list[tuple[Any, ...]] = []
         readers: list[tuple[str, str]] = []
         chunks: list[tuple[Any, ...]] = []
         for item in batch:
             document = item.document
-            class_id = self._class_id(document)
-            count_into(deltas, class_id, (c.text for c in item.chunks))
+            access = (document.tenant, document.readers)
+            class_id = classes.get(access)
+            if class_id is None:
+                class_id = classes[access] = self._class_id(document)
             documents.append(document_row(document, item.digest))
             readers.extend((document.doc_id, r) for r in reader_names(document))
-            chunks.extend(
-                (
-                    f"{document.doc_id}#{seq}",
-                    document.doc_id,
-                    seq,
-                    chunk.start,
-                    chunk.end,
-                    len(chunk_words(chunk.text)),
-                    chunk.text,
-                    item.vectors[seq],
-                    class_id,
-                )
-                for seq, chunk in enumerate(item.chunks)
-            )
+            chunks.extend(_chunk_rows(item, class_id, deltas.setdefault(class_id, ClassDelta())))
         db.executemany(
             "INSERT INTO documents (doc_id, title, url, tenant, has_readers, timestamp, "
             "authority, metadata, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             documents,
         )
         db.executemany("INSERT INTO readers (doc_id, reader) VALUES (?, ?)", readers)
-        db.executemany(
-            'INSERT INTO chunks (chunk_id, doc_id, seq, start, "end", words, text, embedding, '
-            "class_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            chunks,
-        )
+        self._insert_chunks(chunks)
         self._apply(deltas)
+
+    def _insert_chunks(self, rows: list[tuple[Any, ...]]) -> None:
+        """Insert chunk rows in one statement, through a temporary table: FTS5 flushes its
+        pending index data after every statement, so a row at a time (``executemany``) writes
+        and merges index segments thousands of times per batch (twice the time in all)."""
+        db = self._db
+        db.execute(_STAGED_CHUNKS)
+        db.executemany(f"INSERT INTO temp.staged_chunks ({_CHUNK_FIELDS}) VALUES ({_MARKS})", rows)
+        db.execute(
+            f"INSERT INTO chunks ({_CHUNK_FIELDS}) SELECT {_CHUNK_FIELDS} FROM "
+            "temp.staged_chunks ORDER BY rowid"
+        )
+        db.execute("DELETE FROM temp.staged_chunks")
 
     def _class_id(self, document: Document) -> int:
         """The id of the document's access class, created (with its readers) if new."""
@@ -538,6 +546,30 @@ class SQLiteStore:
         ):
             found.setdefault(doc_id, []).append(reader)
         return {doc_id: tuple(names) for doc_id, names in found.items()}
+
+
+def _chunk_rows(item: Pending, class_id: int, delta: ClassDelta) -> list[tuple[Any, ...]]:
+    """The ``chunks`` rows of one document (see :data:`_CHUNK_FIELDS`), each chunk counted
+    into its class's ``delta`` on the way (its words are found once, for both)."""
+    doc_id = item.document.doc_id
+    rows = []
+    for seq, chunk in enumerate(item.chunks):
+        found = chunk_words(chunk.text)
+        delta.add_words(set(found), len(found))
+        rows.append(
+            (
+                f"{doc_id}#{seq}",
+                doc_id,
+                seq,
+                chunk.start,
+                chunk.end,
+                len(found),
+                chunk.text,
+                item.vectors[seq],
+                class_id,
+            )
+        )
+    return rows
 
 
 def _statements(script: str) -> list[str]:
