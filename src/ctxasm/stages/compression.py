@@ -234,7 +234,7 @@ class SentenceCompression(Strategy):
     slot: ClassVar[str] = "compression"
     mode: str = "auto"
     lead_sentences: int = 1
-    max_candidates: int = 16
+    max_candidates: int = 10
     min_whole_passages: float = 2.5
     fit_passages: float = 2.0
 
