@@ -43,7 +43,7 @@ from ctxasm.formatting import Format, PromptParts, Rendered
 from ctxasm.formatting.blocks import SourcesBlock
 from ctxasm.lexical import sentence_spans
 from ctxasm.models import ModelSpec
-from ctxasm.stages.compression import ELISION
+from ctxasm.stages.compression import ELISION, cut_text
 from ctxasm.tokens import TokenCounter
 
 __all__ = [
@@ -183,20 +183,9 @@ def _cut_text(original: str, kept: Sequence[int]) -> str | None:
     """``original`` with only the sentences ``kept`` (increasing indexes), every gap marked
     as compression marks it (:mod:`ctxasm.stages.compression`); ``None`` when an index is
     past its sentences."""
-    spans = sentence_spans(original)
-    if not kept or kept[-1] >= len(spans):
+    if not kept or kept[-1] >= len(sentence_spans(original)):
         return None
-    pieces: list[str] = []
-    before = -1
-    for index in kept:
-        if index != before + 1:
-            pieces.append(ELISION)
-        start, end = spans[index]
-        pieces.append(original[start:end].strip())
-        before = index
-    if before != len(spans) - 1:
-        pieces.append(ELISION)
-    return " ".join(pieces)
+    return cut_text(original, kept)
 
 
 def kept_sentences(original: str, text: str) -> tuple[int, ...] | None:

@@ -51,6 +51,7 @@ __all__ = [
     "Hops",
     "Phrases",
     "SentenceCompression",
+    "cut_text",
     "lemma",
     "sentence_lemmas",
 ]
@@ -198,9 +199,10 @@ def _within(ranked: Sequence[int], spans: Sequence[tuple[int, int]], max_chars: 
     return keep
 
 
-def _cut(candidate: Candidate, keep: Sequence[int]) -> Compressed:
-    """``candidate`` with only the sentences ``keep`` (indexes in order), gaps marked."""
-    text = candidate.text
+def cut_text(text: str, keep: Sequence[int]) -> str:
+    """``text`` with only its sentences ``keep`` (increasing indexes of
+    :func:`ctxasm.lexical.sentence_spans`), joined by spaces, every gap marked with
+    :data:`ELISION`."""
     spans = sentence_spans(text)
     pieces: list[str] = []
     previous = -1
@@ -212,8 +214,14 @@ def _cut(candidate: Candidate, keep: Sequence[int]) -> Compressed:
         previous = index
     if previous != len(spans) - 1:
         pieces.append(ELISION)
-    shorter = candidate._replace(text=" ".join(pieces), start=None, end=None)
-    return Compressed(shorter, text, len(keep), len(spans))
+    return " ".join(pieces)
+
+
+def _cut(candidate: Candidate, keep: Sequence[int]) -> Compressed:
+    """``candidate`` with only the sentences ``keep`` (indexes in order), gaps marked."""
+    text = candidate.text
+    shorter = candidate._replace(text=cut_text(text, keep), start=None, end=None)
+    return Compressed(shorter, text, len(keep), len(sentence_spans(text)))
 
 
 @dataclass(frozen=True)
