@@ -13,7 +13,7 @@ import pytest
 
 from ctxasm.data import Principal
 from ctxasm.lexical import query_terms
-from ctxasm.store import Chunk, Document, open_store
+from ctxasm.store import Chunk, Document, open_store, postgres_rows, postgres_schema
 from ctxasm.store import postgres as pg
 from ctxasm.store.ranking import rescored
 
@@ -61,7 +61,8 @@ def _brute_force(url: str, store: Any, query: str) -> tuple[list[tuple[float, st
 def test_bound_candidates_give_the_exact_bm25_ranking(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch, first_length: int | None
 ) -> None:
-    monkeypatch.setattr(pg, "BOUND_MAX_WORDS", 195)  # the long chunks below get no bound vector
+    # the long chunks below get no bound vector
+    monkeypatch.setattr(postgres_rows, "BOUND_MAX_WORDS", 195)
     rng = random.Random(first_length or 0)
     store = open_store(postgres_url)
     try:
@@ -150,8 +151,8 @@ def _nearest_finds_every_chunk(url: str, store: Any) -> None:
 def test_vectors_are_found_in_the_tail_and_after_each_rebuild(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pg, "TAIL_MIN", 30)
-    monkeypatch.setattr(pg, "TAIL_MAX", 50)
+    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
+    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
     rng = random.Random(3)
     store = open_store(postgres_url)
     seen = []

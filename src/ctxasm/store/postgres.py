@@ -35,17 +35,11 @@ is kept in ``ctxasm_schema``: an older store is upgraded when opened, a newer on
 
 from __future__ import annotations
 
-import math
-import struct
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
-
-import xxhash
 
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, StoreUnavailableError
@@ -53,19 +47,38 @@ from ctxasm.lexical import query_terms
 from ctxasm.store.arguments import check_no_nul, checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
-from ctxasm.store.ranking import (
-    ClassDelta,
-    VisibleStats,
-    chunk_words,
-    count_into,
-    exact_best,
-    fused,
-    only_hidden,
-    saturation,
+from ctxasm.store.postgres_rows import (
+    _VECTOR,
+    BOUND_DIMENSION,
+    DIMENSION,
+    _apply,
+    _bound,
+    _chunk_rows,
+    _reference,
+    _terms,
 )
+from ctxasm.store.postgres_schema import (
+    _SCHEMA,
+    _STORAGE,
+    SCHEMA_VERSION,
+    TAIL_MIN,
+    _drop_stale_indexes,
+    _Plan,
+    _plan,
+    _rebuild,
+    _schema_version,
+)
+from ctxasm.store.postgres_search import (
+    _HOLDING,
+    _NEAREST,
+    _ROWS,  # noqa: F401 - re-exported for the tests
+    PostgresRow,
+    _Lexical,
+    _statistics,
+    _vector,
+)
+from ctxasm.store.ranking import ClassDelta, chunk_words, count_into, fused, only_hidden
 from ctxasm.store.records import (
-    CHUNK_COLUMNS,
-    ChunkRow,
     Pending,
     StoreStats,
     batches,
@@ -79,176 +92,9 @@ from ctxasm.store.scoped import PrincipalRetriever
 
 __all__ = ["SCHEMA_VERSION", "PostgresRow", "PostgresStore"]
 
-DIMENSION = 256
-SCHEMA_VERSION = 3
 # Vector neighbours further than this (cosine distance) share nothing with the query.
 MAX_DISTANCE = 0.95
-# Bound vectors: a word's bucket is its xxh3 hash modulo pgvector's largest sparsevec dimension
-# (words sharing a bucket add up: the bound only grows); a share is rounded up to 1/1024. A
-# chunk with more distinct words than a sparsevec holds has none, and is always scored exactly.
-BOUND_DIMENSION = 1_000_000_000
-BOUND_SCALE = 1024
-BOUND_MAX_WORDS = 16_000
-# The HNSW index is first built once a store has TAIL_MIN vectors (an exact search over fewer
-# takes about as long as the index's), and the tail outside it never passes TAIL_MAX rows.
-TAIL_MIN = 20_000
-TAIL_MAX = 50_000
-HNSW = "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 48)"
-
-_SCHEMA = f"""
-CREATE EXTENSION IF NOT EXISTS vector;
-CREATE TABLE IF NOT EXISTS ctxasm_schema (version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS access_classes (
-    id BIGSERIAL PRIMARY KEY,
-    key TEXT NOT NULL UNIQUE,
-    tenant TEXT,
-    readers TEXT[],
-    chunks BIGINT NOT NULL DEFAULT 0,
-    words BIGINT NOT NULL DEFAULT 0
-);
--- class_id names an access class; no foreign key: a write changes about 24 rows here per
--- chunk, and checking each would cost a third of their upkeep
-CREATE TABLE IF NOT EXISTS class_terms (
-    term TEXT COLLATE "C" NOT NULL,
-    class_id BIGINT NOT NULL,
-    df BIGINT NOT NULL,
-    PRIMARY KEY (term, class_id)
-);
-CREATE TABLE IF NOT EXISTS documents (
-    doc_id TEXT PRIMARY KEY,
-    title TEXT,
-    url TEXT,
-    tenant TEXT,
-    has_readers BOOLEAN NOT NULL,
-    timestamp TEXT,
-    authority DOUBLE PRECISION,
-    metadata JSONB NOT NULL DEFAULT '{{}}',
-    content_hash TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS readers (
-    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
-    reader TEXT NOT NULL,
-    PRIMARY KEY (doc_id, reader)
-);
-CREATE INDEX IF NOT EXISTS readers_by_name ON readers(reader, doc_id);
-CREATE TABLE IF NOT EXISTS chunks (
-    id BIGSERIAL PRIMARY KEY,
-    chunk_id TEXT NOT NULL UNIQUE,
-    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL,
-    start INTEGER NOT NULL,
-    "end" INTEGER NOT NULL,
-    words INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    terms TEXT[] COLLATE "C" NOT NULL,
-    class_id BIGINT NOT NULL REFERENCES access_classes(id),
-    bound sparsevec({BOUND_DIMENSION})
-);
-CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id, seq);
-CREATE INDEX IF NOT EXISTS chunks_terms ON chunks USING GIN (terms);
-CREATE TABLE IF NOT EXISTS chunk_vectors (
-    id BIGINT PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
-    class_id BIGINT NOT NULL,
-    generation INTEGER NOT NULL,
-    embedding vector({DIMENSION}) NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunk_vectors_by_class ON chunk_vectors(class_id, generation);
-CREATE INDEX IF NOT EXISTS chunk_vectors_by_generation ON chunk_vectors(generation);
-CREATE TABLE IF NOT EXISTS store_state (
-    singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
-    reference_words DOUBLE PRECISION,
-    generation INTEGER NOT NULL DEFAULT 0
-);
-INSERT INTO store_state DEFAULT VALUES ON CONFLICT DO NOTHING;
-"""
-# Stored inline and uncompressed where they fit: scanning the matches reads them for every
-# row (the text is compressed or moved out first), and the vectors' table stays narrow.
-_STORAGE = """
-ALTER TABLE chunks ALTER COLUMN terms SET STORAGE MAIN, ALTER COLUMN bound SET STORAGE MAIN;
-ALTER TABLE chunk_vectors ALTER COLUMN embedding SET STORAGE PLAIN;
-"""
-
-_VISIBLE_CLASSES = """
-    SELECT id, chunks, words FROM access_classes
-    WHERE (tenant IS NULL OR tenant = %(tenant)s)
-    AND (readers IS NULL OR readers && %(names)s::text[])
-    AND (tenant IS NOT NULL OR readers IS NOT NULL OR %(public)s)
-"""
-# The visible classes, their summed statistics and the store's state, in one round trip.
-_STATISTICS = f"""
-WITH visible AS ({_VISIBLE_CLASSES})
-SELECT
-    (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM visible),
-    (SELECT coalesce(sum(chunks), 0) FROM visible),
-    (SELECT coalesce(sum(words), 0) FROM visible),
-    (SELECT coalesce(json_object_agg(term, df), '{{}}') FROM (
-        SELECT term, sum(df) AS df FROM class_terms
-        WHERE term = ANY(%(terms)s) AND class_id IN (SELECT id FROM visible) GROUP BY term
-    ) AS found),
-    (SELECT reference_words FROM store_state),
-    (SELECT generation FROM store_state)
-"""
-# The visible classes and the classes holding a query term, for hidden_matches.
-_HOLDING = f"""
-SELECT
-    (SELECT coalesce(array_agg(id), '{{}}') FROM ({_VISIBLE_CLASSES}) AS visible),
-    (SELECT coalesce(array_agg(DISTINCT class_id), '{{}}') FROM class_terms
-     WHERE term = ANY(%(terms)s) AND df > 0)
-"""
-# A chunk read back: its columns and its document's readers (``found``: the ids found first).
-_ROWS = f"""
-SELECT found.key, {CHUNK_COLUMNS}, (SELECT array_agg(r.reader ORDER BY r.reader)
-    FROM readers r WHERE r.doc_id = c.doc_id)
-FROM found JOIN chunks c ON c.id = found.id JOIN documents d ON d.doc_id = c.doc_id
-"""
-# The visible chunks holding a query term, best bound first (bound vectors give ``-bound``).
-_CANDIDATES = f"""
-WITH found AS (
-    SELECT c.id, c.bound <#> %(weights)s::sparsevec AS key FROM chunks c
-    WHERE c.terms && %(terms)s::text[] AND c.terms && %(markers)s::text[]
-    AND c.class_id = ANY(%(classes)s)
-    ORDER BY key NULLS FIRST LIMIT %(fetch)s
-){_ROWS}"""
-# The nearest visible vectors: through the HNSW index up to the store's generation, exactly in
-# the tail after it (``{{generation}}`` is written in, so the partial index applies).
-_NEAREST = f"""
-WITH found AS (
-    (SELECT v.id, v.embedding <=> %(vector)s::vector AS key FROM chunk_vectors v
-     WHERE v.generation <= {{generation}} AND v.class_id = ANY(%(classes)s)
-     AND (v.embedding <=> %(vector)s::vector) < %(distance)s
-     ORDER BY v.embedding <=> %(vector)s::vector LIMIT %(k)s)
-    UNION ALL
-    (SELECT v.id, v.embedding <=> %(vector)s::vector AS key FROM chunk_vectors v
-     WHERE v.generation > {{generation}} AND v.class_id = ANY(%(classes)s)
-     AND (v.embedding <=> %(vector)s::vector) < %(distance)s
-     ORDER BY key LIMIT %(k)s)
-){_ROWS}"""
-
-_VECTOR = struct.pack(">hh", DIMENSION, 0)  # pgvector's binary form: this, then big-endian floats
-_QUERY_VECTOR = "[" + ",".join(["%.9g"] * DIMENSION) + "]"  # float32 to the last bit
-
-
-def _vector(values: Any) -> str:
-    return _QUERY_VECTOR % tuple(values.tolist())
-
-
 SCORE_DIGITS = 8  # a passage's score is rounded to this many decimals
-
-
-@dataclass(frozen=True, slots=True)
-class PostgresRow(ChunkRow):
-    """A chunk read back, with its document's readers (sorted; ``None`` for none)."""
-
-    readers: list[str] | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """Where a write puts its vectors: the generation it gives them, and whether the HNSW
-    index is rebuilt over everything (as ``rebuild``, the new generation) before it commits."""
-
-    generation: int
-    rebuild: int | None = None
 
 
 def _unavailable(exc: Exception) -> StoreUnavailableError:
@@ -627,60 +473,6 @@ class PostgresStore:
         return PrincipalRetriever(self, principal, allow_public)
 
 
-class _Lexical:
-    """One question's exact BM25 top ``pool`` over the visible chunks, read by bound: the
-    first ``5 pool / 4`` candidates, then four times as many each time until the last kept
-    beats every bound left out."""
-
-    def __init__(
-        self,
-        classes: list[int],
-        stats: VisibleStats,
-        terms: list[str],
-        reference: float | None,
-        pool: int,
-    ) -> None:
-        self._stats = stats
-        self._terms = terms
-        self._pool = pool
-        self._weights = stats.weights(terms)
-        # one float32 product and sum per term in pgvector: this much relative error at most
-        self._margin = 1e-3 + 2.4e-7 * len(self._weights)
-        self._factor = None if reference is None else stats.ceiling(reference) / BOUND_SCALE
-        self._params: dict[str, Any] = {
-            "weights": _query_bound(self._weights),
-            "terms": [t for t, _ in self._weights],
-            "classes": classes,
-            "markers": [_marker(c) for c in classes],
-            "fetch": pool + pool // 4 if reference is not None else None,
-        }
-
-    def candidates(self, db: Any) -> Any:
-        """A cursor over the next candidates (None when no visible chunk holds a term)."""
-        if not self._weights:
-            return None
-        return db.cursor().execute(_CANDIDATES, self._params)
-
-    def best(self, db: Any, cursor: Any) -> list[tuple[float, PostgresRow]]:
-        """The exact top, from the candidates of ``cursor`` and more where needed."""
-        while cursor is not None:
-            found = cursor.fetchall()
-            fetch = self._params["fetch"]
-            ceiling = None
-            if fetch is not None and len(found) >= fetch:
-                bounds = [key for key, *_ in found if key is not None]
-                ceiling = math.inf
-                if self._factor is not None and bounds:
-                    ceiling = -max(bounds) * self._factor * (1.0 + self._margin)
-            rows = [PostgresRow(*row) for _, *row in found]
-            best = exact_best(rows, self._terms, self._stats, self._pool, ceiling)
-            if best is not None:
-                return best
-            self._params["fetch"] = 4 * fetch
-            cursor = self.candidates(db)
-        return []
-
-
 def _pool(url: str, size: int, statement_timeout_ms: int) -> Any:
     """A closed pool of at most ``size`` connections, each checked before it is lent (one a
     database restart broke is replaced) and set up with the statement timeout and iterative
@@ -702,243 +494,3 @@ def _pool(url: str, size: int, statement_timeout_ms: int) -> Any:
         reconnect_timeout=60.0,
         open=False,
     )
-
-
-def _schema_version(db: Any) -> int | None:
-    """The store's schema version: None for an empty database, 1 for ctxasm 0.1's tables."""
-    tables = {
-        name
-        for (name,) in db.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-            "AND tablename IN ('documents', 'ctxasm_schema')"
-        )
-    }
-    if "ctxasm_schema" in tables:
-        row = db.execute("SELECT max(version) FROM ctxasm_schema").fetchone()
-        if row[0] is not None:
-            return int(row[0])
-    return 1 if "documents" in tables else None
-
-
-def _marker(class_id: int) -> str:
-    """The element of ``terms`` that names a chunk's access class (no word has a space), so
-    one GIN index scan finds the chunks that hold a query term *and* are visible."""
-    return f" class {class_id}"
-
-
-def _terms(counts: Counter[str], class_id: int) -> list[str]:
-    """A chunk's distinct words (in the order they first occur), then its class marker."""
-    return [*counts, _marker(class_id)]
-
-
-def _text_array(items: list[str]) -> str:
-    """``items`` as a PostgreSQL array literal, every element quoted (``COPY`` takes it as
-    text, which psycopg would otherwise scan element by element)."""
-    plain = "".join(items)
-    if "\\" in plain or '"' in plain:
-        items = [t.replace("\\", "\\\\").replace('"', '\\"') for t in items]
-    return '{"' + '","'.join(items) + '"}' if items else "{}"
-
-
-def _int_array(items: list[int]) -> str:
-    return "{" + ",".join(map(str, items)) + "}"
-
-
-@lru_cache(maxsize=65536)
-def _bucket(term: str) -> int:
-    """A word's bound-vector index (pgvector's text form counts from 1)."""
-    return xxhash.xxh3_64_intdigest(term.encode("utf-8", "surrogatepass")) % BOUND_DIMENSION + 1
-
-
-def _bound(counts: Counter[str], length: int, reference: float) -> str | None:
-    """A chunk's bound vector: each word's :func:`~ctxasm.store.ranking.saturation` at the
-    ``reference`` average length, rounded up to ``1 / BOUND_SCALE``, in its bucket (pgvector
-    sorts the entries; words that share a bucket are added up)."""
-    if len(counts) > BOUND_MAX_WORDS:
-        return None
-    keys = list(map(_bucket_key, counts))
-    shares = _shares(counts.values(), length, reference)
-    if len(set(keys)) < len(keys):
-        merged: dict[str, int] = {}
-        for key, share in zip(keys, shares, strict=True):
-            merged[key] = merged.get(key, 0) + int(share)
-        keys, shares = list(merged), [str(share) for share in merged.values()]
-    return "{" + ",".join(map(str.__add__, keys, shares)) + f"}}/{BOUND_DIMENSION}"
-
-
-def _shares(tfs: Iterable[int], length: int, reference: float) -> list[str]:
-    """Each term's bound share, as text (most words occur once: computed once for them)."""
-    once = str(math.ceil(saturation(1, length, reference) * BOUND_SCALE))
-    return [
-        once if tf == 1 else str(math.ceil(saturation(tf, length, reference) * BOUND_SCALE))
-        for tf in tfs
-    ]
-
-
-@lru_cache(maxsize=65536)
-def _bucket_key(term: str) -> str:
-    """``"bucket:"``, the start of a word's entry in a bound vector."""
-    return f"{_bucket(term)}:"
-
-
-def _query_bound(weights: list[tuple[str, float]]) -> str:
-    """The query's bound vector: each term's idf in its bucket (summed where they share one)."""
-    buckets: dict[int, float] = {}
-    for term, idf in weights:
-        bucket = _bucket(term)
-        buckets[bucket] = buckets.get(bucket, 0.0) + idf
-    entries = ",".join(f"{b}:{buckets[b]!r}" for b in sorted(buckets))
-    return f"{{{entries}}}/{BOUND_DIMENSION}"
-
-
-def _reference(db: Any, batch: list[Pending]) -> float:
-    """The store's reference chunk length for bound vectors: set by its first write (the
-    average of that batch), never changed."""
-    row = db.execute("SELECT reference_words FROM store_state").fetchone()
-    if row[0] is not None:
-        return float(row[0])
-    lengths = [len(chunk_words(c.text)) for item in batch for c in item.chunks]
-    average = sum(lengths) / len(lengths) if lengths else 1.0
-    db.execute(
-        "UPDATE store_state SET reference_words = %s WHERE reference_words IS NULL",
-        (max(average, 1.0),),
-    )
-    return float(db.execute("SELECT reference_words FROM store_state").fetchone()[0])
-
-
-def _plan(db: Any, rows: int) -> _Plan:
-    """Where a write of ``rows`` vectors goes (inside its transaction): the index, rebuilt
-    over everything, once the tail would be as large as what the index holds (and at least
-    ``TAIL_MIN``); else the tail while it stays under ``TAIL_MAX`` rows; else the index, row
-    by row. A rebuild first locks out other writers (who would deadlock later) and decides
-    again once it holds the lock (another may have rebuilt meanwhile)."""
-    locked = False
-    while True:
-        generation = int(db.execute("SELECT generation FROM store_state").fetchone()[0])
-        tail = _count(db, f"generation > {generation}") + rows
-        if tail >= TAIL_MIN and tail >= _count(db, f"generation <= {generation}"):
-            if locked:
-                return _Plan(generation + 1, rebuild=generation + 1)
-            db.execute("LOCK TABLE chunk_vectors IN SHARE ROW EXCLUSIVE MODE")
-            locked = True
-            continue
-        return _Plan(generation + 1 if tail <= TAIL_MAX else generation)
-
-
-def _count(db: Any, condition: str) -> int:
-    return int(db.execute(f"SELECT count(*) FROM chunk_vectors WHERE {condition}").fetchone()[0])
-
-
-def _rebuild(db: Any, generation: int, rows: int | None = None) -> None:
-    """Build the HNSW index over every vector up to ``generation`` (inside the write's
-    transaction: readers go on with the previous index until it commits), with the memory
-    its graph needs, up to 1 GB, so that it is built in one pass."""
-    if rows is None:
-        rows = _count(db, f"generation <= {generation}")
-    needed = min(max(rows * 2, 64 * 1024), 1024 * 1024)  # kB: about 2 kB a vector
-    current = db.execute(
-        "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
-    ).fetchone()[0]
-    if needed > current:
-        db.execute(f"SET LOCAL maintenance_work_mem = '{needed}kB'")
-    db.execute(
-        f"CREATE INDEX chunk_vectors_hnsw_{generation} ON chunk_vectors {HNSW} "
-        f"WHERE generation <= {generation}"
-    )
-    db.execute("UPDATE store_state SET generation = %s", (generation,))
-
-
-def _drop_stale_indexes(db: Any, generation: int) -> None:
-    """Drop the HNSW indexes of earlier generations (after the rebuild committed, without
-    blocking readers). Nothing reads them any more: one left by a failure here, or by a
-    killed process, is dropped after the next rebuild, and the write still succeeds."""
-    import psycopg
-
-    try:
-        for (name,) in db.execute(
-            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
-            "AND tablename = 'chunk_vectors' AND indexname LIKE 'chunk_vectors_hnsw_%%' "
-            "AND indexname <> %s",
-            (f"chunk_vectors_hnsw_{generation}",),
-        ).fetchall():
-            db.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
-    except psycopg.Error:
-        pass
-
-
-def _chunk_rows(
-    batch: list[Pending],
-    classes: list[int],
-    reference: float,
-    deltas: dict[int, ClassDelta],
-    words: list[list[str]],
-) -> Iterator[tuple[Any, ...]]:
-    """The ``chunks`` rows of ``batch`` (all but their ids), counted into ``deltas`` as they
-    are made, each chunk's words added to ``words``."""
-    for item, class_id in zip(batch, classes, strict=True):
-        delta = deltas.setdefault(class_id, ClassDelta())
-        for seq, chunk in enumerate(item.chunks):
-            found = chunk_words(chunk.text)
-            words.append(found)
-            counts = Counter(found)
-            delta.add_words(counts.keys(), len(found))
-            yield (
-                f"{item.document.doc_id}#{seq}",
-                item.document.doc_id,
-                seq,
-                chunk.start,
-                chunk.end,
-                len(found),
-                chunk.text,
-                _text_array(_terms(counts, class_id)),
-                class_id,
-                _bound(counts, len(found), reference),
-            )
-
-
-def _apply(db: Any, deltas: dict[int, ClassDelta]) -> None:
-    """Add the changes to the classes' statistics: rows in one order (class, then term, sorted
-    by the database), so concurrent writers never deadlock; the term changes in one statement,
-    which the server reads at once (a pipeline then goes on while it runs)."""
-    terms: list[str] = []
-    owners: list[int] = []
-    changes: list[int] = []
-    for class_id, delta in sorted(deltas.items()):
-        db.execute(
-            "UPDATE access_classes SET chunks = chunks + %s, words = words + %s WHERE id = %s",
-            (delta.chunks, delta.words, class_id),
-        )
-        for term, change in delta.terms.items():
-            if change:
-                terms.append(term)
-                owners.append(class_id)
-                changes.append(change)
-    if not terms:
-        return
-    columns = (_text_array(terms), _int_array(owners), _int_array(changes))
-    db.execute(
-        "INSERT INTO class_terms (term, class_id, df) "
-        "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) "
-        "AS change(term, class_id, df) ORDER BY class_id, term "
-        "ON CONFLICT (term, class_id) DO UPDATE SET df = class_terms.df + excluded.df",
-        columns,
-    )
-    if min(changes) < 0:
-        db.execute(
-            "DELETE FROM class_terms WHERE (term, class_id) IN (SELECT term, class_id FROM "
-            "unnest(%s::text[], %s::bigint[], %s::bigint[]) AS change(term, class_id, df) "
-            "WHERE df < 0) AND df <= 0",
-            columns,
-        )
-
-
-def _statistics(
-    db: Any, params: dict[str, Any]
-) -> tuple[list[int], VisibleStats, float | None, int]:
-    """The visible classes; chunk count, word count and term frequencies summed over them;
-    the store's reference length for bound vectors and its index generation."""
-    row = db.execute(_STATISTICS, params).fetchone()
-    classes, total, words, frequencies, reference, generation = row
-    found = {term: int(df) for term, df in frequencies.items()}
-    stats = VisibleStats(int(total), int(words), found)
-    return list(classes), stats, None if reference is None else float(reference), int(generation)

@@ -1,0 +1,176 @@
+"""A PostgreSQL store's tables and their upkeep: the schema, the version a store was written
+with, and where a write puts its vectors: the tail outside the HNSW index, or the index,
+rebuilt over everything in one pass once the tail is as large as what it covers (see
+:mod:`ctxasm.store.postgres`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ctxasm.store.postgres_rows import BOUND_DIMENSION, DIMENSION
+
+SCHEMA_VERSION = 3
+# The HNSW index is first built once a store has TAIL_MIN vectors (an exact search over fewer
+# takes about as long as the index's), and the tail outside it never passes TAIL_MAX rows.
+TAIL_MIN = 20_000
+TAIL_MAX = 50_000
+HNSW = "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 48)"
+
+_SCHEMA = f"""
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS ctxasm_schema (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS access_classes (
+    id BIGSERIAL PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    tenant TEXT,
+    readers TEXT[],
+    chunks BIGINT NOT NULL DEFAULT 0,
+    words BIGINT NOT NULL DEFAULT 0
+);
+-- class_id names an access class; no foreign key: a write changes about 24 rows here per
+-- chunk, and checking each would cost a third of their upkeep
+CREATE TABLE IF NOT EXISTS class_terms (
+    term TEXT COLLATE "C" NOT NULL,
+    class_id BIGINT NOT NULL,
+    df BIGINT NOT NULL,
+    PRIMARY KEY (term, class_id)
+);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    title TEXT,
+    url TEXT,
+    tenant TEXT,
+    has_readers BOOLEAN NOT NULL,
+    timestamp TEXT,
+    authority DOUBLE PRECISION,
+    metadata JSONB NOT NULL DEFAULT '{{}}',
+    content_hash TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS readers (
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    reader TEXT NOT NULL,
+    PRIMARY KEY (doc_id, reader)
+);
+CREATE INDEX IF NOT EXISTS readers_by_name ON readers(reader, doc_id);
+CREATE TABLE IF NOT EXISTS chunks (
+    id BIGSERIAL PRIMARY KEY,
+    chunk_id TEXT NOT NULL UNIQUE,
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    "end" INTEGER NOT NULL,
+    words INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    terms TEXT[] COLLATE "C" NOT NULL,
+    class_id BIGINT NOT NULL REFERENCES access_classes(id),
+    bound sparsevec({BOUND_DIMENSION})
+);
+CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id, seq);
+CREATE INDEX IF NOT EXISTS chunks_terms ON chunks USING GIN (terms);
+CREATE TABLE IF NOT EXISTS chunk_vectors (
+    id BIGINT PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+    class_id BIGINT NOT NULL,
+    generation INTEGER NOT NULL,
+    embedding vector({DIMENSION}) NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunk_vectors_by_class ON chunk_vectors(class_id, generation);
+CREATE INDEX IF NOT EXISTS chunk_vectors_by_generation ON chunk_vectors(generation);
+CREATE TABLE IF NOT EXISTS store_state (
+    singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
+    reference_words DOUBLE PRECISION,
+    generation INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO store_state DEFAULT VALUES ON CONFLICT DO NOTHING;
+"""
+# Stored inline and uncompressed where they fit: scanning the matches reads them for every
+# row (the text is compressed or moved out first), and the vectors' table stays narrow.
+_STORAGE = """
+ALTER TABLE chunks ALTER COLUMN terms SET STORAGE MAIN, ALTER COLUMN bound SET STORAGE MAIN;
+ALTER TABLE chunk_vectors ALTER COLUMN embedding SET STORAGE PLAIN;
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Where a write puts its vectors: the generation it gives them, and whether the HNSW
+    index is rebuilt over everything (as ``rebuild``, the new generation) before it commits."""
+
+    generation: int
+    rebuild: int | None = None
+
+
+def _schema_version(db: Any) -> int | None:
+    """The store's schema version: None for an empty database, 1 for ctxasm 0.1's tables."""
+    tables = {
+        name
+        for (name,) in db.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+            "AND tablename IN ('documents', 'ctxasm_schema')"
+        )
+    }
+    if "ctxasm_schema" in tables:
+        row = db.execute("SELECT max(version) FROM ctxasm_schema").fetchone()
+        if row[0] is not None:
+            return int(row[0])
+    return 1 if "documents" in tables else None
+
+
+def _plan(db: Any, rows: int) -> _Plan:
+    """Where a write of ``rows`` vectors goes (inside its transaction): the index, rebuilt
+    over everything, once the tail would be as large as what the index holds (and at least
+    ``TAIL_MIN``); else the tail while it stays under ``TAIL_MAX`` rows; else the index, row
+    by row. A rebuild first locks out other writers (who would deadlock later) and decides
+    again once it holds the lock (another may have rebuilt meanwhile)."""
+    locked = False
+    while True:
+        generation = int(db.execute("SELECT generation FROM store_state").fetchone()[0])
+        tail = _count(db, f"generation > {generation}") + rows
+        if tail >= TAIL_MIN and tail >= _count(db, f"generation <= {generation}"):
+            if locked:
+                return _Plan(generation + 1, rebuild=generation + 1)
+            db.execute("LOCK TABLE chunk_vectors IN SHARE ROW EXCLUSIVE MODE")
+            locked = True
+            continue
+        return _Plan(generation + 1 if tail <= TAIL_MAX else generation)
+
+
+def _count(db: Any, condition: str) -> int:
+    return int(db.execute(f"SELECT count(*) FROM chunk_vectors WHERE {condition}").fetchone()[0])
+
+
+def _rebuild(db: Any, generation: int, rows: int | None = None) -> None:
+    """Build the HNSW index over every vector up to ``generation`` (inside the write's
+    transaction: readers go on with the previous index until it commits), with the memory
+    its graph needs, up to 1 GB, so that it is built in one pass."""
+    if rows is None:
+        rows = _count(db, f"generation <= {generation}")
+    needed = min(max(rows * 2, 64 * 1024), 1024 * 1024)  # kB: about 2 kB a vector
+    current = db.execute(
+        "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
+    ).fetchone()[0]
+    if needed > current:
+        db.execute(f"SET LOCAL maintenance_work_mem = '{needed}kB'")
+    db.execute(
+        f"CREATE INDEX chunk_vectors_hnsw_{generation} ON chunk_vectors {HNSW} "
+        f"WHERE generation <= {generation}"
+    )
+    db.execute("UPDATE store_state SET generation = %s", (generation,))
+
+
+def _drop_stale_indexes(db: Any, generation: int) -> None:
+    """Drop the HNSW indexes of earlier generations (after the rebuild committed, without
+    blocking readers). Nothing reads them any more: one left by a failure here, or by a
+    killed process, is dropped after the next rebuild, and the write still succeeds."""
+    import psycopg
+
+    try:
+        for (name,) in db.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+            "AND tablename = 'chunk_vectors' AND indexname LIKE 'chunk_vectors_hnsw_%%' "
+            "AND indexname <> %s",
+            (f"chunk_vectors_hnsw_{generation}",),
+        ).fetchall():
+            db.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
+    except psycopg.Error:
+        pass

@@ -1,0 +1,149 @@
+"""How a PostgreSQL store finds the chunks a principal may read: the visible access classes
+and their statistics in one round trip, the candidates of BM25 read best bound first and scored
+exactly (:class:`_Lexical`), and the nearest vectors, in the HNSW index and in the tail outside
+it, read back with their documents' readers (see :mod:`ctxasm.store.postgres`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ctxasm.store.postgres_rows import BOUND_SCALE, DIMENSION, _marker, _query_bound
+from ctxasm.store.ranking import VisibleStats, exact_best
+from ctxasm.store.records import CHUNK_COLUMNS, ChunkRow
+
+_VISIBLE_CLASSES = """
+    SELECT id, chunks, words FROM access_classes
+    WHERE (tenant IS NULL OR tenant = %(tenant)s)
+    AND (readers IS NULL OR readers && %(names)s::text[])
+    AND (tenant IS NOT NULL OR readers IS NOT NULL OR %(public)s)
+"""
+# The visible classes, their summed statistics and the store's state, in one round trip.
+_STATISTICS = f"""
+WITH visible AS ({_VISIBLE_CLASSES})
+SELECT
+    (SELECT coalesce(array_agg(id ORDER BY id), '{{}}') FROM visible),
+    (SELECT coalesce(sum(chunks), 0) FROM visible),
+    (SELECT coalesce(sum(words), 0) FROM visible),
+    (SELECT coalesce(json_object_agg(term, df), '{{}}') FROM (
+        SELECT term, sum(df) AS df FROM class_terms
+        WHERE term = ANY(%(terms)s) AND class_id IN (SELECT id FROM visible) GROUP BY term
+    ) AS found),
+    (SELECT reference_words FROM store_state),
+    (SELECT generation FROM store_state)
+"""
+# The visible classes and the classes holding a query term, for hidden_matches.
+_HOLDING = f"""
+SELECT
+    (SELECT coalesce(array_agg(id), '{{}}') FROM ({_VISIBLE_CLASSES}) AS visible),
+    (SELECT coalesce(array_agg(DISTINCT class_id), '{{}}') FROM class_terms
+     WHERE term = ANY(%(terms)s) AND df > 0)
+"""
+# A chunk read back: its columns and its document's readers (``found``: the ids found first).
+_ROWS = f"""
+SELECT found.key, {CHUNK_COLUMNS}, (SELECT array_agg(r.reader ORDER BY r.reader)
+    FROM readers r WHERE r.doc_id = c.doc_id)
+FROM found JOIN chunks c ON c.id = found.id JOIN documents d ON d.doc_id = c.doc_id
+"""
+# The visible chunks holding a query term, best bound first (bound vectors give ``-bound``).
+_CANDIDATES = f"""
+WITH found AS (
+    SELECT c.id, c.bound <#> %(weights)s::sparsevec AS key FROM chunks c
+    WHERE c.terms && %(terms)s::text[] AND c.terms && %(markers)s::text[]
+    AND c.class_id = ANY(%(classes)s)
+    ORDER BY key NULLS FIRST LIMIT %(fetch)s
+){_ROWS}"""
+# The nearest visible vectors: through the HNSW index up to the store's generation, exactly in
+# the tail after it (``{{generation}}`` is written in, so the partial index applies).
+_NEAREST = f"""
+WITH found AS (
+    (SELECT v.id, v.embedding <=> %(vector)s::vector AS key FROM chunk_vectors v
+     WHERE v.generation <= {{generation}} AND v.class_id = ANY(%(classes)s)
+     AND (v.embedding <=> %(vector)s::vector) < %(distance)s
+     ORDER BY v.embedding <=> %(vector)s::vector LIMIT %(k)s)
+    UNION ALL
+    (SELECT v.id, v.embedding <=> %(vector)s::vector AS key FROM chunk_vectors v
+     WHERE v.generation > {{generation}} AND v.class_id = ANY(%(classes)s)
+     AND (v.embedding <=> %(vector)s::vector) < %(distance)s
+     ORDER BY key LIMIT %(k)s)
+){_ROWS}"""
+
+_QUERY_VECTOR = "[" + ",".join(["%.9g"] * DIMENSION) + "]"  # float32 to the last bit
+
+
+def _vector(values: Any) -> str:
+    return _QUERY_VECTOR % tuple(values.tolist())
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresRow(ChunkRow):
+    """A chunk read back, with its document's readers (sorted; ``None`` for none)."""
+
+    readers: list[str] | None
+
+
+class _Lexical:
+    """One question's exact BM25 top ``pool`` over the visible chunks, read by bound: the
+    first ``5 pool / 4`` candidates, then four times as many each time until the last kept
+    beats every bound left out."""
+
+    def __init__(
+        self,
+        classes: list[int],
+        stats: VisibleStats,
+        terms: list[str],
+        reference: float | None,
+        pool: int,
+    ) -> None:
+        self._stats = stats
+        self._terms = terms
+        self._pool = pool
+        self._weights = stats.weights(terms)
+        # one float32 product and sum per term in pgvector: this much relative error at most
+        self._margin = 1e-3 + 2.4e-7 * len(self._weights)
+        self._factor = None if reference is None else stats.ceiling(reference) / BOUND_SCALE
+        self._params: dict[str, Any] = {
+            "weights": _query_bound(self._weights),
+            "terms": [t for t, _ in self._weights],
+            "classes": classes,
+            "markers": [_marker(c) for c in classes],
+            "fetch": pool + pool // 4 if reference is not None else None,
+        }
+
+    def candidates(self, db: Any) -> Any:
+        """A cursor over the next candidates (None when no visible chunk holds a term)."""
+        if not self._weights:
+            return None
+        return db.cursor().execute(_CANDIDATES, self._params)
+
+    def best(self, db: Any, cursor: Any) -> list[tuple[float, PostgresRow]]:
+        """The exact top, from the candidates of ``cursor`` and more where needed."""
+        while cursor is not None:
+            found = cursor.fetchall()
+            fetch = self._params["fetch"]
+            ceiling = None
+            if fetch is not None and len(found) >= fetch:
+                bounds = [key for key, *_ in found if key is not None]
+                ceiling = math.inf
+                if self._factor is not None and bounds:
+                    ceiling = -max(bounds) * self._factor * (1.0 + self._margin)
+            rows = [PostgresRow(*row) for _, *row in found]
+            best = exact_best(rows, self._terms, self._stats, self._pool, ceiling)
+            if best is not None:
+                return best
+            self._params["fetch"] = 4 * fetch
+            cursor = self.candidates(db)
+        return []
+
+
+def _statistics(
+    db: Any, params: dict[str, Any]
+) -> tuple[list[int], VisibleStats, float | None, int]:
+    """The visible classes; chunk count, word count and term frequencies summed over them;
+    the store's reference length for bound vectors and its index generation."""
+    row = db.execute(_STATISTICS, params).fetchone()
+    classes, total, words, frequencies, reference, generation = row
+    found = {term: int(df) for term, df in frequencies.items()}
+    stats = VisibleStats(int(total), int(words), found)
+    return list(classes), stats, None if reference is None else float(reference), int(generation)
