@@ -5,58 +5,34 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import ctxasm
+from serving import free_port
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "request.json"
 KEY = "s3cret"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def service(
+    tmp_path_factory: pytest.TempPathFactory,
+    start_service: Callable[..., AbstractContextManager[tuple[str, int]]],
+) -> Iterator[str]:
     config = tmp_path_factory.mktemp("service") / "ctxasm.toml"
     config.write_text("[limits]\nmax_passages = 20\nmax_body_bytes = 200000\n", encoding="utf-8")
-    port = _free_port()
-    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
-    command = [script] if script else [sys.executable, "-m", "ctxasm"]
-    process = subprocess.Popen(
-        [*command, "serve", "--port", str(port), "--config", str(config)],
-        env={**os.environ, "CTXASM_API_KEY": KEY},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"{base}/healthz", timeout=1):
-                break
-        except OSError:
-            if process.poll() is not None or time.time() > deadline:
-                process.kill()
-                output = process.stdout.read().decode() if process.stdout else ""
-                pytest.fail(f"the service did not start: {output}")
-            time.sleep(0.2)
-    yield base
-    process.terminate()
-    process.wait(timeout=30)
+    with start_service(config, env={"CTXASM_API_KEY": KEY}) as (base, _):
+        yield base
 
 
 def _call(
@@ -151,7 +127,7 @@ def test_requests_in_flight_finish_on_shutdown(tmp_path: Path) -> None:
     import signal
     import threading
 
-    port = _free_port()
+    port = free_port()
     script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
     command = [script] if script else [sys.executable, "-m", "ctxasm"]
     process = subprocess.Popen(
