@@ -1,7 +1,8 @@
 """Words as BM25 and deduplication see them: lower-case runs of letters, digits and underscores.
 
-These run over every candidate's text, so they lean on C-speed string methods: ASCII text is
-mapped through a byte table, other text through one regular expression.
+These run over every candidate's text, so they lean on C-speed string methods: text is mapped
+through a byte table as UTF-8, and only the few distinct characters outside ASCII are looked at
+one by one.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ __all__ = [
 ]
 
 _WORD_BYTES = (string.ascii_letters + string.digits + "_").encode()
-_ASCII_TABLE = bytes(
-    byte if byte in _WORD_BYTES else ord(" ") for byte in range(256)
-)  # every ASCII byte that is not part of a word becomes a space
-_NON_WORD = re.compile(r"[\W]+")
+# Every ASCII byte that is not part of a word becomes a space; the bytes of characters outside
+# ASCII (all 0x80 and over in UTF-8) stay as they are.
+_UTF8_TABLE = bytes(
+    byte if byte in _WORD_BYTES or byte >= 0x80 else ord(" ") for byte in range(256)
+)
+_OUTSIDE_ASCII = re.compile(r"[^\x00-\x7f]")
 
 # Function words that carry no evidence of relevance; a query made only of these matches nothing.
 STOPWORDS = frozenset(
@@ -52,10 +55,19 @@ STOPWORDS = frozenset(
 
 
 def normalize(text: str) -> str:
-    """Lower-case ``text`` with every non-word character turned into a space."""
-    if text.isascii():
-        return text.encode("ascii").translate(_ASCII_TABLE).decode("ascii").lower()
-    return _NON_WORD.sub(" ", text.lower())
+    """Lower-case ``text`` with every non-word character turned into a space: one character
+    for one, so where lower-casing keeps the length, positions in the result are those of
+    ``text``. A word character is what ``\\w`` matches: ``str.isalnum`` or ``_``."""
+    low = text.lower()
+    if low.isascii():
+        return low.encode("ascii").translate(_UTF8_TABLE).decode("ascii")
+    # Lone surrogates (from JSON escapes) pass through the bytes and are found below.
+    out = low.encode("utf-8", "surrogatepass").translate(_UTF8_TABLE)
+    out_text = out.decode("utf-8", "surrogatepass")
+    for char in set(_OUTSIDE_ASCII.findall(out_text)):
+        if not char.isalnum():
+            out_text = out_text.replace(char, " ")
+    return out_text
 
 
 def words(text: str) -> list[str]:

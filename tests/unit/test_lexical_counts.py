@@ -1,11 +1,14 @@
-"""``lexical.term_counts`` counts whole words exactly as splitting the text into words does."""
+"""``lexical.term_counts`` counts whole words exactly as splitting the text into words does, and
+``lexical.normalize`` finds the words a regular expression's ``\\w`` finds."""
 
 from __future__ import annotations
+
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxasm.lexical import term_counts, words
+from ctxasm.lexical import normalize, term_counts, words
 
 # Letters whose lower case is longer or changes class, marks, digits, underscores, apostrophes,
 # CJK, and separators: the characters where a shortcut would count differently from words().
@@ -33,3 +36,19 @@ def test_term_counts_on_prose() -> None:
 
 def test_an_empty_term_counts_nothing() -> None:
     assert term_counts(["", "a"], "a a") == [0, 2]
+
+
+_NON_WORD = re.compile(r"\W")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=ALPHABET + "\u00a0\u3000\u2013\u201c\ufb01\U0001f600\ud800", max_size=40))
+def test_normalize_maps_each_non_word_character_to_a_space(text: str) -> None:
+    # A lone surrogate (JSON can carry one) is no word character either.
+    assert normalize(text) == _NON_WORD.sub(" ", text.lower())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40))
+def test_normalize_on_any_code_point(text: str) -> None:
+    assert normalize(text) == _NON_WORD.sub(" ", text.lower())
