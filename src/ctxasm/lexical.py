@@ -162,18 +162,28 @@ def title_aliases(titles: Sequence[str | None]) -> list[list[tuple[str, float]]]
     person's family name ("Nixon" for "Richard Nixon") and the first two words of a longer
     name ("Iowa State" for "Iowa State Cyclones football"). A shorter name that more than one
     title would get is dropped: it cannot say which passage a text means."""
-    found: list[list[tuple[str, float]]] = []
+    names = [_names(title) for title in titles]
     counts: dict[str, int] = {}
-    for title in titles:
-        key = title_key(title)
-        aliases = [(key, 1.0)] if key else []
-        if key and title:
-            for short in _short_names(_QUALIFIER.sub("", title)):
-                if short != key and short not in (a for a, _ in aliases):
-                    aliases.append((short, PARTIAL))
-                    counts[short] = counts.get(short, 0) + 1
-        found.append(aliases)
-    return [[(a, s) for a, s in aliases if s == 1.0 or counts[a] == 1] for aliases in found]
+    for _, shorter in names:
+        for short in shorter:
+            counts[short] = counts.get(short, 0) + 1
+    return [
+        [*([(key, 1.0)] if key else ()), *((s, PARTIAL) for s in shorter if counts[s] == 1)]
+        for key, shorter in names
+    ]
+
+
+@lru_cache(maxsize=16384)
+def _names(title: str | None) -> tuple[str, tuple[str, ...]]:
+    """A title's key and its distinct shorter names other than the key (see
+    :func:`title_aliases`). Cached: relevance, selection and compression ask for the same
+    titles."""
+    key = title_key(title)
+    if not key or not title:
+        return key, ()
+    shorter = dict.fromkeys(_short_names(_QUALIFIER.sub("", title)))
+    shorter.pop(key, None)
+    return key, tuple(shorter)
 
 
 # Words a passage uses to state a relation a question asks about in other words ("Who is the
@@ -316,6 +326,7 @@ def clear_caches() -> None:
     """Forget cached keys, entities and sentence splits (for cold-start measurements)."""
     for cached in (
         phrase_key,
+        _names,
         key_words,
         title_key,
         _short_names,

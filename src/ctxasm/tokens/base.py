@@ -56,6 +56,7 @@ class TokenCounter:
         self.max_run = max_run
         self._counts: dict[int, int] = {}
         self._at_least: dict[int, int] = {}  # lower bounds from counts that stopped early
+        self._bounds: dict[int, int] = {}  # the tokenizer's lower_bound, by content
         self._lock = threading.Lock()
         self._splittable = bool(getattr(tokenizer, "splits_before_fence", False))
         self._spaces_split = bool(getattr(tokenizer, "splits_at_spaces", False))
@@ -186,13 +187,26 @@ class TokenCounter:
         return self._lookup(text)[1]
 
     def lower_bound(self, text: str) -> int:
-        """A count that ``count(text)`` is never below, computed without tokenizing."""
-        return self.tokenizer.lower_bound(text) if text else 0
+        """A count that ``count(text)`` is never below, computed without tokenizing (the
+        tokenizer's bound, cached by content: a candidate that does not fit is refused on it
+        in every assembly that offers it, and hashing is cheaper than recomputing)."""
+        if not text:
+            return 0
+        key = self._key(text)
+        bound = self._bounds.get(key)
+        if bound is None:
+            bound = self.tokenizer.lower_bound(text)
+            with self._lock:
+                if len(self._bounds) >= self.max_entries:
+                    self._bounds.clear()
+                self._bounds[key] = bound
+        return bound
 
     def clear(self) -> None:
         with self._lock:
             self._counts.clear()
             self._at_least.clear()
+            self._bounds.clear()
 
     def __len__(self) -> int:
         return len(self._counts)

@@ -155,6 +155,34 @@ def test_cache_evicts_the_oldest_half_when_full() -> None:
     assert fake.calls == ["a", "b", "c", "d", "e", "a"]
 
 
+class _BoundingTokenizer(_CountingTokenizer):
+    """Counts words; its lower bound is the number of spaces, and it records each request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bounded: list[str] = []
+
+    def lower_bound(self, text: str) -> int:
+        self.bounded.append(text)
+        return text.count(" ")
+
+
+def test_lower_bounds_are_cached_by_content_and_bounded() -> None:
+    fake = _BoundingTokenizer()
+    counter = TokenCounter(fake, max_entries=2)
+    assert counter.lower_bound("one two three") == 2
+    assert counter.lower_bound("".join(["one two", " three"])) == 2  # same content: cached
+    assert counter.lower_bound("") == 0
+    assert fake.bounded == ["one two three"]
+    counter.lower_bound("a b")
+    counter.lower_bound("c d")  # a third text: the full cache starts over
+    counter.lower_bound("one two three")
+    assert fake.bounded == ["one two three", "a b", "c d", "one two three"]
+    counter.clear()
+    counter.lower_bound("a b")
+    assert fake.bounded[-1] == "a b" and len(fake.bounded) == 5
+
+
 def test_real_counter_caches() -> None:
     counter = get_counter("tiktoken:o200k_base")
     text = SAMPLE + " cache probe"
