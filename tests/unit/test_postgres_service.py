@@ -91,18 +91,18 @@ def test_a_version_1_store_is_upgraded_and_a_newer_one_refused(postgres_url: str
     store = open_store(postgres_url)
     found = store.retrieve("river birds", WHO)
     assert [(p.id, p.readers) for p in found] == [("a#0", ("g",))]
-    assert _sql(postgres_url, "SELECT version FROM ctxasm_schema") == [(3,)]
+    assert _sql(postgres_url, "SELECT version FROM ctxasm_schema") == [(4,)]
     assert _sql(postgres_url, "SELECT terms FROM chunks") == [
         (["the", "river", "delta", "is", "home", "to", "many", "birds", " class 1"],)
     ]
     assert _sql(postgres_url, "SELECT id, class_id, generation FROM chunk_vectors") == [(1, 1, 1)]
     store.close()
-    _sql(postgres_url, "UPDATE ctxasm_schema SET version = 4")
+    _sql(postgres_url, "UPDATE ctxasm_schema SET version = 5")
     with pytest.raises(ConfigError) as caught:
         open_store(postgres_url)
     assert caught.value.message == (
-        "the PostgreSQL store has schema version 4, written by a newer ctxasm; this one reads "
-        "versions up to 3: upgrade ctxasm"
+        "the PostgreSQL store has schema version 5, written by a newer ctxasm; this one reads "
+        "versions up to 4: upgrade ctxasm"
     )
 
 
@@ -144,7 +144,7 @@ def test_a_version_2_store_moves_its_vectors_and_gets_bound_vectors(postgres_url
     found = store.retrieve("river birds", WHO)
     assert [(p.id, p.readers) for p in found] == [("a#0", ("g",))]
     store.close()
-    assert _sql(postgres_url, "SELECT version FROM ctxasm_schema") == [(3,)]
+    assert _sql(postgres_url, "SELECT version FROM ctxasm_schema") == [(4,)]
     assert _sql(postgres_url, "SELECT id, class_id, generation FROM chunk_vectors") == [(1, 1, 1)]
     assert _sql(postgres_url, "SELECT bound IS NOT NULL, words FROM chunks") == [(True, 8)]
     assert _sql(postgres_url, "SELECT reference_words, generation FROM store_state") == [(8.0, 0)]

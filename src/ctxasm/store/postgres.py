@@ -24,7 +24,9 @@ are found:
 
 The two rankings are fused by reciprocal rank fusion (:func:`ctxasm.store.ranking.fused`),
 whose score the passages carry. Documents are written in batches (``COPY``), one transaction per
-batch, an index rebuild included.
+batch, an index rebuild included; a batch's changes of the class statistics pass through a
+temporary table (where a role may not make one, its TEMPORARY privilege revoked, they go as
+array parameters instead: slower, the same rows).
 
 As a service dependency: connections come from a pool (``pool_size``), every statement runs
 under ``statement_timeout_ms``, a connection broken by a database restart is replaced on the
@@ -55,7 +57,9 @@ from ctxasm.store.postgres_rows import (
     _bound,
     _chunk_rows,
     _reference,
+    _stage,
     _terms,
+    _update,
 )
 from ctxasm.store.postgres_schema import (
     _SCHEMA,
@@ -222,7 +226,7 @@ class PostgresStore:
                     (_terms(Counter(chunk_words(text)), class_id), class_id, chunk_id),
                 )
             count_into(deltas, class_id, (text for _, text in rows))
-        _apply(db, deltas)
+        _update(db, deltas)
         db.execute("ALTER TABLE chunks ALTER COLUMN class_id SET NOT NULL")
 
     def _upgrade_to_3(self, db: Any) -> None:
@@ -356,8 +360,9 @@ class PostgresStore:
                 rows = _chunk_rows(batch, classes, reference, deltas, words)
                 for chunk_id, row in zip(ids, rows, strict=True):
                     copy.write_row((chunk_id, *row))
+            changes = _stage(db, deltas)  # a COPY: before the pipeline, which cannot hold one
             with db.pipeline():
-                _apply(db, deltas)  # sent, not awaited
+                _apply(db, changes)  # sent whole, not awaited
                 vectors = self._embedder.embed_words(words).astype(">f4")
             owners = (c for item, c in zip(batch, classes, strict=True) for _ in item.chunks)
             with cursor.copy(
@@ -397,7 +402,7 @@ class PostgresStore:
             ):
                 count_into(deltas, class_id, [text], sign=-1)
             gone = db.execute("DELETE FROM documents WHERE doc_id = %s", (doc_id,))
-            _apply(db, deltas)
+            _update(db, deltas)
         return bool(gone.rowcount > 0)
 
     def stats(self) -> StoreStats:

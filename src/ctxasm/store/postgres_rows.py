@@ -2,7 +2,8 @@
 (each word's BM25 share at the store's reference length, rounded up, in hashed buckets) of the
 chunks and of a query, the array literals of a chunk's words and class marker, the chunk rows
 of a batch, the prefix of pgvector's binary form of an embedding, and the change of the access
-classes' statistics a write makes (see :mod:`ctxasm.store.postgres`)."""
+classes' statistics a write makes, staged by ``COPY`` and applied in one statement (see
+:mod:`ctxasm.store.postgres`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import math
 import struct
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -49,10 +51,6 @@ def _text_array(items: list[str]) -> str:
     return '{"' + '","'.join(items) + '"}' if items else "{}"
 
 
-def _int_array(items: list[int]) -> str:
-    return "{" + ",".join(map(str, items)) + "}"
-
-
 @lru_cache(maxsize=65536)
 def _bucket(term: str) -> int:
     """A word's bound-vector index (pgvector's text form counts from 1)."""
@@ -66,7 +64,7 @@ def _bound(counts: Counter[str], length: int, reference: float) -> str | None:
     if len(counts) > BOUND_MAX_WORDS:
         return None
     keys = list(map(_bucket_key, counts))
-    shares = _shares(counts.values(), length, reference)
+    shares = list(map(_shares(counts.values(), length, reference).__getitem__, counts.values()))
     if len(set(keys)) < len(keys):
         merged: dict[str, int] = {}
         for key, share in zip(keys, shares, strict=True):
@@ -75,13 +73,10 @@ def _bound(counts: Counter[str], length: int, reference: float) -> str | None:
     return "{" + ",".join(map(str.__add__, keys, shares)) + f"}}/{BOUND_DIMENSION}"
 
 
-def _shares(tfs: Iterable[int], length: int, reference: float) -> list[str]:
-    """Each term's bound share, as text (most words occur once: computed once for them)."""
-    once = str(math.ceil(saturation(1, length, reference) * BOUND_SCALE))
-    return [
-        once if tf == 1 else str(math.ceil(saturation(tf, length, reference) * BOUND_SCALE))
-        for tf in tfs
-    ]
+def _shares(tfs: Iterable[int], length: int, reference: float) -> dict[int, str]:
+    """The bound share, as text, of each term frequency among ``tfs`` (a chunk has a few
+    distinct ones: most of its words occur once)."""
+    return {tf: str(math.ceil(saturation(tf, length, reference) * BOUND_SCALE)) for tf in set(tfs)}
 
 
 @lru_cache(maxsize=65536)
@@ -145,37 +140,125 @@ def _chunk_rows(
             )
 
 
-def _apply(db: Any, deltas: dict[int, ClassDelta]) -> None:
-    """Add the changes to the classes' statistics: rows in one order (class, then term, sorted
-    by the database), so concurrent writers never deadlock; the term changes in one statement,
-    which the server reads at once (a pipeline then goes on while it runs)."""
+# A write's term changes are copied into this table of the session (parsed several times faster
+# than array parameters of 100,000 elements), then added to class_terms by one statement, short
+# enough to be sent whole at once: in a pipeline, a statement with megabytes of parameters is
+# sent only in part until the pipeline next reads, and the server would wait while Python works.
+_CHANGES = (
+    'CREATE TEMP TABLE IF NOT EXISTS class_term_changes (term TEXT COLLATE "C" NOT NULL, '
+    "class_id BIGINT NOT NULL, df BIGINT NOT NULL) ON COMMIT DELETE ROWS"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Changes:
+    """A write's change of the classes' statistics, its term changes staged by :func:`_stage`:
+    ``staged`` when any term's count changes, ``falls`` when one falls. ``columns`` holds the
+    term changes as array literals (terms, classes, changes) instead, where the session may
+    not make a temporary table."""
+
+    deltas: dict[int, ClassDelta]
+    staged: bool
+    falls: bool
+    columns: tuple[str, str, str] | None = None
+
+
+def _stage(db: Any, deltas: dict[int, ClassDelta]) -> _Changes:
+    """Copy the term changes of ``deltas`` into ``class_term_changes``, inside the write's
+    transaction (the table is emptied when it commits)."""
+    from psycopg import pq
+
+    if db.info.transaction_status == pq.TransactionStatus.IDLE:
+        raise RuntimeError("class statistics change only inside the write's transaction")
+    lines: list[str] = []
+    falls = False
+    for class_id, delta in deltas.items():
+        owner = f"\t{class_id}\t"
+        lines.extend(f"{term}{owner}{change}\n" for term, change in delta.terms.items() if change)
+        falls = falls or min(delta.terms.values(), default=0) < 0
+    if lines and not _may_stage(db):
+        return _Changes(deltas, False, falls, _columns(deltas))
+    if lines:
+        text = "".join(lines)
+        if "\\" in text:  # COPY's escape (tabs and line ends are never in a word)
+            text = text.replace("\\", "\\\\")
+        db.execute(_CHANGES)
+        with db.cursor().copy("COPY class_term_changes (term, class_id, df) FROM STDIN") as copy:
+            copy.write(text)
+    return _Changes(deltas, bool(lines), falls)
+
+
+def _may_stage(db: Any) -> bool:
+    """Whether this session may make its staging table: PostgreSQL grants the TEMPORARY
+    privilege on a database to every role, unless an administrator revoked it."""
+    row = db.execute("SELECT has_database_privilege(current_database(), 'TEMPORARY')").fetchone()
+    return bool(row[0])
+
+
+def _columns(deltas: dict[int, ClassDelta]) -> tuple[str, str, str]:
+    """The term changes of ``deltas`` as array literals: terms, their classes, the changes."""
     terms: list[str] = []
-    owners: list[int] = []
-    changes: list[int] = []
-    for class_id, delta in sorted(deltas.items()):
+    owners: list[str] = []
+    changes: list[str] = []
+    for class_id, delta in deltas.items():
+        for term, change in delta.terms.items():
+            if change:
+                terms.append(term)
+                owners.append(str(class_id))
+                changes.append(str(change))
+    return _text_array(terms), "{" + ",".join(owners) + "}", "{" + ",".join(changes) + "}"
+
+
+def _apply(db: Any, changes: _Changes) -> None:
+    """Add the staged changes to the classes' statistics, in statements that a pipeline sends
+    whole. Rows change in one order (the classes by id, then the terms in their index's
+    order, sorted by the database), so concurrent writers never deadlock."""
+    for class_id, delta in sorted(changes.deltas.items()):
         db.execute(
             "UPDATE access_classes SET chunks = chunks + %s, words = words + %s WHERE id = %s",
             (delta.chunks, delta.words, class_id),
         )
-        for term, change in delta.terms.items():
-            if change:
-                terms.append(term)
-                owners.append(class_id)
-                changes.append(change)
-    if not terms:
+    if changes.columns is not None:
+        _apply_columns(db, changes.columns, changes.falls)
+    if not changes.staged:
         return
-    columns = (_text_array(terms), _int_array(owners), _int_array(changes))
     db.execute(
         "INSERT INTO class_terms (term, class_id, df) "
-        "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) "
-        "AS change(term, class_id, df) ORDER BY class_id, term "
+        "SELECT term, class_id, df FROM class_term_changes ORDER BY term, class_id "
+        "ON CONFLICT (term, class_id) DO UPDATE SET df = class_terms.df + excluded.df"
+    )
+    if changes.falls:
+        db.execute(
+            "DELETE FROM class_terms USING class_term_changes AS change "
+            "WHERE class_terms.term = change.term AND class_terms.class_id = change.class_id "
+            "AND change.df < 0 AND class_terms.df <= 0"
+        )
+
+
+# The term changes from array parameters, where no staging table may be made: slower to parse
+# for the server, the same rows changed in the same order.
+_CHANGE_ROWS = (
+    'SELECT term COLLATE "C" AS term, class_id, df '
+    "FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS change(term, class_id, df)"
+)
+
+
+def _apply_columns(db: Any, columns: tuple[str, str, str], falls: bool) -> None:
+    db.execute(
+        f"INSERT INTO class_terms (term, class_id, df) SELECT * FROM ({_CHANGE_ROWS}) AS change "
+        "ORDER BY term, class_id "
         "ON CONFLICT (term, class_id) DO UPDATE SET df = class_terms.df + excluded.df",
         columns,
     )
-    if min(changes) < 0:
+    if falls:
         db.execute(
-            "DELETE FROM class_terms WHERE (term, class_id) IN (SELECT term, class_id FROM "
-            "unnest(%s::text[], %s::bigint[], %s::bigint[]) AS change(term, class_id, df) "
-            "WHERE df < 0) AND df <= 0",
+            f"DELETE FROM class_terms USING ({_CHANGE_ROWS}) AS change "
+            "WHERE class_terms.term = change.term AND class_terms.class_id = change.class_id "
+            "AND change.df < 0 AND class_terms.df <= 0",
             columns,
         )
+
+
+def _update(db: Any, deltas: dict[int, ClassDelta]) -> None:
+    """:func:`_stage` the changes, then :func:`_apply` them."""
+    _apply(db, _stage(db, deltas))

@@ -10,7 +10,7 @@ from typing import Any
 
 from ctxasm.store.postgres_rows import BOUND_DIMENSION, DIMENSION
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # The HNSW index is first built once a store has TAIL_MIN vectors (an exact search over fewer
 # takes about as long as the index's), and the tail outside it never passes TAIL_MAX rows.
 TAIL_MIN = 20_000
@@ -84,10 +84,13 @@ CREATE TABLE IF NOT EXISTS store_state (
 INSERT INTO store_state DEFAULT VALUES ON CONFLICT DO NOTHING;
 """
 # Stored inline and uncompressed where they fit: scanning the matches reads them for every
-# row (the text is compressed or moved out first), and the vectors' table stays narrow.
+# row (the text is compressed or moved out first), and the vectors' table stays narrow. A
+# class's term counts change in place: with room left in their pages (pages filled from now
+# on, in a store upgraded), nearly every change is a heap-only update, with no new index entry.
 _STORAGE = """
 ALTER TABLE chunks ALTER COLUMN terms SET STORAGE MAIN, ALTER COLUMN bound SET STORAGE MAIN;
 ALTER TABLE chunk_vectors ALTER COLUMN embedding SET STORAGE PLAIN;
+ALTER TABLE class_terms SET (fillfactor = 70);
 """
 
 
