@@ -181,3 +181,108 @@ def test_vectors_are_found_in_the_tail_and_after_each_rebuild(
         # 60 would pass TAIL_MAX while under the 80 indexed: into the index, row by row
         (2, ["chunk_vectors_hnsw_2"], {1: 40, 2: 60, 3: 40}),
     ]
+
+
+def test_a_bulk_load_keeps_the_tail_and_builds_the_index_once_at_its_end(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
+    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
+    rng = random.Random(5)
+    store = open_store(postgres_url)
+    seen = []
+    try:
+        with store.bulk():  # type: ignore[attr-defined]
+            for batch in range(4):
+                store.upsert_many(  # type: ignore[attr-defined]
+                    [
+                        _document(n, rng.randint(5, 40), rng, "t1")
+                        for n in range(20 * batch, 20 * batch + 20)
+                    ]
+                )
+                seen.append(_generations(postgres_url))
+                _nearest_finds_every_chunk(postgres_url, store)  # the tail, searched exactly
+        seen.append(_generations(postgres_url))
+        _nearest_finds_every_chunk(postgres_url, store)
+        # a failed bulk load builds nothing: the next write decides as usual
+        with pytest.raises(RuntimeError), store.bulk():  # type: ignore[attr-defined]
+            store.upsert_many(  # type: ignore[attr-defined]
+                [_document(n, rng.randint(5, 40), rng, "t1") for n in range(80, 100)]
+            )
+            raise RuntimeError("stop")
+        seen.append(_generations(postgres_url))
+    finally:
+        store.close()
+    assert seen == [
+        (0, [], {1: 20}),
+        (0, [], {1: 40}),  # past TAIL_MIN and as large as the (empty) index: still the tail
+        (0, [], {1: 60}),  # past TAIL_MAX: still the tail
+        (0, [], {1: 80}),
+        (1, ["chunk_vectors_hnsw_1"], {1: 80}),  # built once, when the load ended
+        (1, ["chunk_vectors_hnsw_1"], {1: 80, 2: 20}),
+    ]
+
+
+def test_a_bulk_load_that_leaves_a_long_tail_rebuilds_even_under_the_index_size(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
+    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
+    rng = random.Random(6)
+    store = open_store(postgres_url)
+    try:
+        with store.bulk():  # type: ignore[attr-defined]
+            for batch in range(5):  # 100 vectors: indexed once at the end
+                store.upsert_many(  # type: ignore[attr-defined]
+                    [
+                        _document(n, rng.randint(5, 40), rng, "t1")
+                        for n in range(20 * batch, 20 * batch + 20)
+                    ]
+                )
+        assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 100})
+        with store.bulk():  # type: ignore[attr-defined]
+            for batch in range(5, 8):  # a tail of 60, past TAIL_MAX though under the 100
+                store.upsert_many(  # type: ignore[attr-defined]
+                    [
+                        _document(n, rng.randint(5, 40), rng, "t1")
+                        for n in range(20 * batch, 20 * batch + 20)
+                    ]
+                )
+        assert _generations(postgres_url) == (2, ["chunk_vectors_hnsw_2"], {1: 100, 2: 60})
+        _nearest_finds_every_chunk(postgres_url, store)
+        with store.bulk():  # type: ignore[attr-defined]
+            store.upsert_many(  # type: ignore[attr-defined]
+                [_document(n, rng.randint(5, 40), rng, "t1") for n in range(160, 180)]
+            )
+        # a tail of 20 (under TAIL_MIN): left as it is
+        assert _generations(postgres_url) == (2, ["chunk_vectors_hnsw_2"], {1: 100, 2: 60, 3: 20})
+    finally:
+        store.close()
+
+
+def test_index_paths_loads_in_bulk(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import json
+
+    from ctxasm import store as store_module
+
+    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
+    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
+    monkeypatch.setattr(store_module, "BATCH_CHUNKS", 20)  # five batches of 20 documents
+    rng = random.Random(7)
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text(
+        "".join(
+            json.dumps({"doc_id": f"d{n}", "text": _document(n, 20, rng, "t1")[0].text}) + "\n"
+            for n in range(100)
+        )
+    )
+    store = open_store(postgres_url)
+    try:
+        report = store_module.index_paths(store, [corpus], tenant="t1", readers=["g1"])
+        assert (report.added, report.chunks) == (100, 100)
+        # without the bulk block: built at 40 and rebuilt at 80 (see the test above)
+        assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 100})
+    finally:
+        store.close()

@@ -10,6 +10,7 @@ principal may read, ranked, as :class:`~ctxasm.Passage` objects ready for ``ctxa
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -242,27 +243,47 @@ def index_paths(
     report = IndexReport()
     batch = _Batch(store, report, encoding)
     files = _files(Path(p) for p in paths)
-    for number, path in enumerate(files, start=1):
-        try:
-            for document in read_documents(
-                path, tenant=tenant, readers=readers, errors=report.failed
-            ):
-                where = f"{path} ({document.doc_id})"
-                try:
-                    chunks, tokens = chunk_and_count(document.text, chunk_tokens, overlap, encoding)
-                except RequestError as exc:
-                    report.failed.append((where, exc.message))
-                    continue
-                except Exception as exc:
-                    detail = " ".join(str(exc).split())
-                    report.failed.append((where, f"{type(exc).__name__}: {detail}"))
-                    continue
-                batch.add(where, document, chunks, tokens)
-        except RequestError as exc:
-            report.failed.append((str(path), exc.message))
-        if number == len(files):
-            batch.flush()
-        if progress is not None:
-            progress(number, len(files))
-    batch.flush()
+    with _bulk(store):  # the PostgreSQL store builds its vector index once, at the end
+        for number, path in enumerate(files, start=1):
+            _index_file(path, batch, tenant, readers, chunk_tokens, overlap, encoding)
+            if number == len(files):
+                batch.flush()
+            if progress is not None:
+                progress(number, len(files))
+        batch.flush()
     return report
+
+
+def _bulk(store: Store) -> AbstractContextManager[object]:
+    """The store's bulk-load block where it has one, else nothing."""
+    bulk = getattr(store, "bulk", None)
+    return bulk() if callable(bulk) else nullcontext()
+
+
+def _index_file(
+    path: Path,
+    batch: _Batch,
+    tenant: str | None,
+    readers: Sequence[str] | None,
+    chunk_tokens: int,
+    overlap: int,
+    encoding: str,
+) -> None:
+    """Chunk the documents of one file into ``batch``; what cannot be read or chunked is
+    recorded in the report's ``failed``."""
+    failed = batch.report.failed
+    try:
+        for document in read_documents(path, tenant=tenant, readers=readers, errors=failed):
+            where = f"{path} ({document.doc_id})"
+            try:
+                chunks, tokens = chunk_and_count(document.text, chunk_tokens, overlap, encoding)
+            except RequestError as exc:
+                failed.append((where, exc.message))
+                continue
+            except Exception as exc:
+                detail = " ".join(str(exc).split())
+                failed.append((where, f"{type(exc).__name__}: {detail}"))
+                continue
+            batch.add(where, document, chunks, tokens)
+    except RequestError as exc:
+        failed.append((str(path), exc.message))

@@ -20,7 +20,9 @@ are found:
   ``generation``, the index covers those up to the store's), searched exactly beside the
   index, and the index is rebuilt over everything when the tail grows as large as what it
   covers, so a store loaded in batches builds it a few times in all. Past ``TAIL_MAX`` rows
-  of tail, writes go into the index row by row, so the exact search stays bounded.
+  of tail, writes go into the index row by row, so the exact search stays bounded; inside
+  :meth:`PostgresStore.bulk` (``ctxasm index`` opens one) they stay in the tail, and the index
+  is rebuilt once at the end.
 
 The two rankings are fused by reciprocal rank fusion (:func:`ctxasm.store.ranking.fused`),
 whose score the passages carry. Documents are written in batches (``COPY``), one transaction per
@@ -154,6 +156,8 @@ class PostgresStore:
         timeout = int(statement_timeout_ms)
         self._classes: dict[str, int] = {}
         self._classes_lock = threading.Lock()
+        self._bulk_loads = 0  # bulk() blocks open (see bulk)
+        self._bulk_lock = threading.Lock()
         from ctxasm.embeddings import HashingEmbedder
 
         self._embedder = HashingEmbedder(DIMENSION)
@@ -270,6 +274,35 @@ class PostgresStore:
     def close(self) -> None:
         self._pool.close()
 
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """A bulk load: writes inside it put their vectors in the tail outside the HNSW index,
+        however long it grows, and the index is rebuilt once when the last open ``bulk`` ends
+        (where the tail calls for it: see :func:`ctxasm.store.postgres_schema._plan`). Asks
+        meanwhile search the tail exactly: slower, never less exact. On an exception nothing is
+        rebuilt; the next write decides as usual."""
+        with self._bulk_lock:
+            self._bulk_loads += 1
+        try:
+            yield
+        finally:
+            with self._bulk_lock:
+                self._bulk_loads -= 1
+                last = self._bulk_loads == 0
+        if last:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Rebuild the index after a bulk load, if its tail calls for it."""
+        with self._connection() as db:
+            with db.transaction():
+                db.execute(f"SET LOCAL statement_timeout = {self._write_timeout}")
+                plan = _plan(db, 0, settle=True)
+                if plan.rebuild is not None:
+                    _rebuild(db, plan.rebuild)
+            if plan.rebuild is not None:
+                _drop_stale_indexes(db, plan.rebuild)
+
     def upsert(self, document: Document, chunks: Sequence[Chunk]) -> str:
         """Store ``document`` and its chunks: ``"added"``, ``"updated"`` or ``"unchanged"``."""
         return self.upsert_many([(document, chunks)])[0]
@@ -302,7 +335,7 @@ class PostgresStore:
                 fresh: dict[str, int] = {}
                 with db.transaction():
                     db.execute(f"SET LOCAL statement_timeout = {self._write_timeout}")
-                    plan = _plan(db, sum(len(p.chunks) for p in changed))
+                    plan = _plan(db, sum(len(p.chunks) for p in changed), bulk=self._bulk_loads > 0)
                     replaced = [p.document.doc_id for p in changed if p.document.doc_id in known]
                     self._replace(db, changed, replaced, plan, fresh)
                     if plan.rebuild is not None:

@@ -119,17 +119,26 @@ def _schema_version(db: Any) -> int | None:
     return 1 if "documents" in tables else None
 
 
-def _plan(db: Any, rows: int) -> _Plan:
+def _plan(db: Any, rows: int, *, bulk: bool = False, settle: bool = False) -> _Plan:
     """Where a write of ``rows`` vectors goes (inside its transaction): the index, rebuilt
     over everything, once the tail would be as large as what the index holds (and at least
     ``TAIL_MIN``); else the tail while it stays under ``TAIL_MAX`` rows; else the index, row
     by row. A rebuild first locks out other writers (who would deadlock later) and decides
-    again once it holds the lock (another may have rebuilt meanwhile)."""
+    again once it holds the lock (another may have rebuilt meanwhile).
+
+    In a ``bulk`` load the rows always join the tail, however long it grows (inserting them
+    into a large index row by row costs milliseconds each); when it ends (``settle``, no
+    rows), the index is rebuilt if the tail is past ``TAIL_MAX`` as well."""
+    if bulk:
+        generation = int(db.execute("SELECT generation FROM store_state").fetchone()[0])
+        return _Plan(generation + 1)
     locked = False
     while True:
         generation = int(db.execute("SELECT generation FROM store_state").fetchone()[0])
         tail = _count(db, f"generation > {generation}") + rows
-        if tail >= TAIL_MIN and tail >= _count(db, f"generation <= {generation}"):
+        if tail >= TAIL_MIN and (
+            (settle and tail > TAIL_MAX) or tail >= _count(db, f"generation <= {generation}")
+        ):
             if locked:
                 return _Plan(generation + 1, rebuild=generation + 1)
             db.execute("LOCK TABLE chunk_vectors IN SHARE ROW EXCLUSIVE MODE")
