@@ -118,6 +118,7 @@ class TemplateFormat:
         from ctxasm.formatting.template_sandbox import active_budget
 
         token = active_budget().set(self.budget)
+        self.budget.start()
         try:
             text = self.template.render(variables)
         except RequestError:
@@ -134,6 +135,7 @@ class TemplateFormat:
                 f"template failed: {type(exc).__name__}: {exc}", field=FIELD
             ) from None
         finally:
+            self.budget.stop()
             active_budget().reset(token)
         return Rendered((), None, text)
 

@@ -70,13 +70,25 @@ _DIGITS = re.compile(r"\d+")
 
 class RenderBudget:
     """Steps and seconds left to the renders of one request; a plain counter (not frozen)
-    because every step of the template decrements it."""
+    because every step of the template decrements it. Only rendering spends the seconds:
+    :meth:`start` and :meth:`stop` bracket each render, so the assembly between a format's
+    making and its renders (loading a tokenizer, selecting passages) is not charged to the
+    template."""
 
-    __slots__ = ("deadline", "steps_left")
+    __slots__ = ("deadline", "seconds_left", "steps_left")
 
     def __init__(self, steps: int = MAX_STEPS, seconds: float = MAX_SECONDS) -> None:
         self.steps_left = steps
+        self.seconds_left = seconds
         self.deadline = time.monotonic() + seconds
+
+    def start(self) -> None:
+        """A render begins: its seconds run from now."""
+        self.deadline = time.monotonic() + self.seconds_left
+
+    def stop(self) -> None:
+        """A render ended: what it took is spent."""
+        self.seconds_left = max(0.0, self.deadline - time.monotonic())
 
     def charge(self, steps: int = 1) -> None:
         """Spend ``steps``; a RequestError once the steps or the time are used up."""

@@ -160,6 +160,27 @@ def test_every_render_of_one_request_shares_one_budget() -> None:
     assert fresh.render(parts, "").text == "ok"
 
 
+def test_only_rendering_spends_the_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The assembly between a format's making and its renders (loading a tokenizer, on a busy
+    machine seconds) is not charged to the template; the renders together still are."""
+    from ctxasm.formatting import template_sandbox
+    from ctxasm.formatting.base import PromptParts
+    from ctxasm.formatting.template import TemplateFormat
+
+    clock = [1000.0]
+    monkeypatch.setattr(template_sandbox.time, "monotonic", lambda: clock[0])
+    fmt = TemplateFormat("{% for i in range(3) %}{{ tick(i) }}{% endfor %}ok")
+    parts = PromptParts(system="s", query="q", history=())
+    clock[0] += 60.0  # the assembly before the first render
+    fmt.template.globals["tick"] = lambda i: clock.__setitem__(0, clock[0] + 0.3) or ""
+    assert fmt.render(parts, "").text == "ok"  # 0.9 s of the 2
+    clock[0] += 60.0  # between two renders of the request
+    assert fmt.render(parts, "").text == "ok"  # 1.8 s
+    with pytest.raises(RequestError) as caught:
+        fmt.render(parts, "")
+    assert caught.value.message == TIME
+
+
 @pytest.mark.parametrize(
     "template", ["{{ 1/0 }}", "{{ [1][5] }}", "{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}"]
 )
