@@ -260,6 +260,37 @@ def test_a_bulk_load_that_leaves_a_long_tail_rebuilds_even_under_the_index_size(
         store.close()
 
 
+def test_a_long_tail_left_by_a_failed_bulk_load_waits_for_the_next_one(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
+    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
+    rng = random.Random(8)
+    store = open_store(postgres_url)
+    try:
+        with pytest.raises(RuntimeError), store.bulk():  # type: ignore[attr-defined]
+            for batch in range(3):
+                store.upsert_many(  # type: ignore[attr-defined]
+                    [
+                        _document(n, rng.randint(5, 40), rng, "t1")
+                        for n in range(20 * batch, 20 * batch + 20)
+                    ]
+                )
+            raise RuntimeError("stop")
+        assert _generations(postgres_url) == (0, [], {1: 60})
+        # an ordinary write adds to a tail past TAIL_MAX instead of rebuilding it
+        store.upsert_many(  # type: ignore[attr-defined]
+            [_document(n, rng.randint(5, 40), rng, "t1") for n in range(60, 80)]
+        )
+        assert _generations(postgres_url) == (0, [], {1: 80})
+        _nearest_finds_every_chunk(postgres_url, store)
+        with store.bulk():  # type: ignore[attr-defined]
+            pass  # the next bulk load's end builds it
+        assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 80})
+    finally:
+        store.close()
+
+
 def test_index_paths_loads_in_bulk(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:

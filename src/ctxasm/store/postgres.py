@@ -293,10 +293,11 @@ class PostgresStore:
             self._settle()
 
     def _settle(self) -> None:
-        """Rebuild the index after a bulk load, if its tail calls for it."""
+        """Rebuild the index after a bulk load, if its tail calls for it: with no statement
+        timeout (over a million vectors it takes longer than a batch's), as the load asked."""
         with self._connection() as db:
             with db.transaction():
-                db.execute(f"SET LOCAL statement_timeout = {self._write_timeout}")
+                db.execute("SET LOCAL statement_timeout = 0")
                 plan = _plan(db, 0, settle=True)
                 if plan.rebuild is not None:
                     _rebuild(db, plan.rebuild)

@@ -128,7 +128,9 @@ def _plan(db: Any, rows: int, *, bulk: bool = False, settle: bool = False) -> _P
 
     In a ``bulk`` load the rows always join the tail, however long it grows (inserting them
     into a large index row by row costs milliseconds each); when it ends (``settle``, no
-    rows), the index is rebuilt if the tail is past ``TAIL_MAX`` as well."""
+    rows), the index is rebuilt if the tail is past ``TAIL_MAX`` as well. A tail already past
+    ``TAIL_MAX`` (a bulk load that failed before its end) is left to the next one: an ordinary
+    write adds to it rather than rebuild so many vectors under its timeout."""
     if bulk:
         generation = int(db.execute("SELECT generation FROM store_state").fetchone()[0])
         return _Plan(generation + 1)
@@ -136,6 +138,8 @@ def _plan(db: Any, rows: int, *, bulk: bool = False, settle: bool = False) -> _P
     while True:
         generation = int(db.execute("SELECT generation FROM store_state").fetchone()[0])
         tail = _count(db, f"generation > {generation}") + rows
+        if not settle and tail - rows > TAIL_MAX:
+            return _Plan(generation + 1)
         if tail >= TAIL_MIN and (
             (settle and tail > TAIL_MAX) or tail >= _count(db, f"generation <= {generation}")
         ):
