@@ -37,6 +37,13 @@ def _document(number: int, length: int, rng: random.Random, tenant: str) -> tupl
     return Document(f"d{number}", text, tenant=tenant, readers=("g1",)), [Chunk(0, len(text), text)]
 
 
+def _write_batch(store: Any, batch: int, rng: random.Random) -> None:
+    """Write documents 20 * batch to 20 * batch + 19 (one chunk each) in one upsert_many."""
+    store.upsert_many(
+        [_document(n, rng.randint(5, 40), rng, "t1") for n in range(20 * batch, 20 * batch + 20)]
+    )
+
+
 def _brute_force(url: str, store: Any, query: str) -> tuple[list[tuple[float, str]], Any]:
     """Every visible chunk holding a query term, scored in Python: the top 100, and the
     store's answer with the number of candidates it read."""
@@ -158,12 +165,7 @@ def test_vectors_are_found_in_the_tail_and_after_each_rebuild(
     seen = []
     try:
         for batch in range(7):
-            store.upsert_many(  # type: ignore[attr-defined]
-                [
-                    _document(n, rng.randint(5, 40), rng, "t1")
-                    for n in range(20 * batch, 20 * batch + 20)
-                ]
-            )
+            _write_batch(store, batch, rng)
             seen.append(_generations(postgres_url))
             _nearest_finds_every_chunk(postgres_url, store)
         # a rewrite of indexed documents: its new vectors go to the tail
@@ -194,12 +196,7 @@ def test_a_bulk_load_keeps_the_tail_and_builds_the_index_once_at_its_end(
     try:
         with store.bulk():  # type: ignore[attr-defined]
             for batch in range(4):
-                store.upsert_many(  # type: ignore[attr-defined]
-                    [
-                        _document(n, rng.randint(5, 40), rng, "t1")
-                        for n in range(20 * batch, 20 * batch + 20)
-                    ]
-                )
+                _write_batch(store, batch, rng)
                 seen.append(_generations(postgres_url))
                 _nearest_finds_every_chunk(postgres_url, store)  # the tail, searched exactly
         seen.append(_generations(postgres_url))
@@ -233,21 +230,11 @@ def test_a_bulk_load_that_leaves_a_long_tail_rebuilds_even_under_the_index_size(
     try:
         with store.bulk():  # type: ignore[attr-defined]
             for batch in range(5):  # 100 vectors: indexed once at the end
-                store.upsert_many(  # type: ignore[attr-defined]
-                    [
-                        _document(n, rng.randint(5, 40), rng, "t1")
-                        for n in range(20 * batch, 20 * batch + 20)
-                    ]
-                )
+                _write_batch(store, batch, rng)
         assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 100})
         with store.bulk():  # type: ignore[attr-defined]
             for batch in range(5, 8):  # a tail of 60, past TAIL_MAX though under the 100
-                store.upsert_many(  # type: ignore[attr-defined]
-                    [
-                        _document(n, rng.randint(5, 40), rng, "t1")
-                        for n in range(20 * batch, 20 * batch + 20)
-                    ]
-                )
+                _write_batch(store, batch, rng)
         assert _generations(postgres_url) == (2, ["chunk_vectors_hnsw_2"], {1: 100, 2: 60})
         _nearest_finds_every_chunk(postgres_url, store)
         with store.bulk():  # type: ignore[attr-defined]
@@ -270,12 +257,7 @@ def test_a_long_tail_left_by_a_failed_bulk_load_waits_for_the_next_one(
     try:
         with pytest.raises(RuntimeError), store.bulk():  # type: ignore[attr-defined]
             for batch in range(3):
-                store.upsert_many(  # type: ignore[attr-defined]
-                    [
-                        _document(n, rng.randint(5, 40), rng, "t1")
-                        for n in range(20 * batch, 20 * batch + 20)
-                    ]
-                )
+                _write_batch(store, batch, rng)
             raise RuntimeError("stop")
         assert _generations(postgres_url) == (0, [], {1: 60})
         # an ordinary write adds to a tail past TAIL_MAX instead of rebuilding it
