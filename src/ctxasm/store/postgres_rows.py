@@ -170,22 +170,23 @@ def _stage(db: Any, deltas: dict[int, ClassDelta]) -> _Changes:
 
     if db.info.transaction_status == pq.TransactionStatus.IDLE:
         raise RuntimeError("class statistics change only inside the write's transaction")
-    lines: list[str] = []
-    falls = False
-    for class_id, delta in deltas.items():
-        owner = f"\t{class_id}\t"
-        lines.extend(f"{term}{owner}{change}\n" for term, change in delta.terms.items() if change)
-        falls = falls or min(delta.terms.values(), default=0) < 0
-    if lines and not _may_stage(db):
-        return _Changes(deltas, False, falls, _columns(deltas))
-    if lines:
-        text = "".join(lines)
+    rows = [
+        (term, class_id, change)
+        for class_id, delta in deltas.items()
+        for term, change in delta.terms.items()
+        if change
+    ]
+    falls = any(change < 0 for _, _, change in rows)
+    if rows and not _may_stage(db):
+        return _Changes(deltas, False, falls, _columns(rows))
+    if rows:
+        text = "".join(f"{term}\t{class_id}\t{change}\n" for term, class_id, change in rows)
         if "\\" in text:  # COPY's escape (tabs and line ends are never in a word)
             text = text.replace("\\", "\\\\")
         db.execute(_CHANGES)
         with db.cursor().copy("COPY class_term_changes (term, class_id, df) FROM STDIN") as copy:
             copy.write(text)
-    return _Changes(deltas, bool(lines), falls)
+    return _Changes(deltas, bool(rows), falls)
 
 
 def _may_stage(db: Any) -> bool:
@@ -195,18 +196,14 @@ def _may_stage(db: Any) -> bool:
     return bool(row[0])
 
 
-def _columns(deltas: dict[int, ClassDelta]) -> tuple[str, str, str]:
-    """The term changes of ``deltas`` as array literals: terms, their classes, the changes."""
-    terms: list[str] = []
-    owners: list[str] = []
-    changes: list[str] = []
-    for class_id, delta in deltas.items():
-        for term, change in delta.terms.items():
-            if change:
-                terms.append(term)
-                owners.append(str(class_id))
-                changes.append(str(change))
-    return _text_array(terms), "{" + ",".join(owners) + "}", "{" + ",".join(changes) + "}"
+def _columns(rows: list[tuple[str, int, int]]) -> tuple[str, str, str]:
+    """Term changes ``(term, class, change)`` as array literals: terms, classes, changes."""
+    terms, owners, changes = zip(*rows, strict=True)
+    return (
+        _text_array(list(terms)),
+        "{" + ",".join(map(str, owners)) + "}",
+        "{" + ",".join(map(str, changes)) + "}",
+    )
 
 
 def _apply(db: Any, changes: _Changes) -> None:
