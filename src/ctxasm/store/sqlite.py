@@ -269,11 +269,15 @@ class SQLiteStore:
         top, unclassed = db.execute(
             "SELECT max(id), count(*) - count(class_id) FROM chunks"
         ).fetchone()
-        if unclassed or (top is not None and top >= 1 << CLASS_SHIFT):
+        problem = None
+        if unclassed:
+            problem = f"{unclassed} chunks have no access class"
+        elif top is not None and top >= 1 << CLASS_SHIFT:
+            problem = f"its chunk ids reach 2**{CLASS_SHIFT}"
+        if problem is not None:
             raise ConfigError(
-                f"cannot upgrade the store {self.path}: {unclassed} chunks have no access "
-                f"class, or a chunk id reaches 2**{CLASS_SHIFT}; index the documents into a "
-                "new store",
+                f"cannot upgrade the store {self.path} to schema version 3: {problem}; index "
+                "its documents into a new store",
                 field="store",
             )
         db.execute("DROP TRIGGER IF EXISTS chunks_ai")

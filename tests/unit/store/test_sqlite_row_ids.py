@@ -114,7 +114,10 @@ def test_a_version_2_store_that_cannot_be_renumbered_is_left_as_it_was(tmp_path:
     db.close()
     with pytest.raises(ConfigError) as caught:
         SQLiteStore(tmp_path / "s.db")
-    assert "1 chunks have no access class" in caught.value.message
+    assert caught.value.message == (
+        f"cannot upgrade the store {tmp_path / 's.db'} to schema version 3: 1 chunks have no "
+        "access class; index its documents into a new store"
+    )
     db = sqlite3.connect(tmp_path / "s.db")
     assert db.execute("PRAGMA user_version").fetchone() == (2,)
     assert db.execute("SELECT max(id) FROM chunks").fetchone()[0] < 20
