@@ -398,17 +398,17 @@ class SQLiteStore:
                     field="store",
                 )
             low = class_id << CLASS_SHIFT
-            high = low + (1 << CLASS_SHIFT)
+            high = low + (1 << CLASS_SHIFT) - 1  # the class's last id (at most 2**63 - 1)
             ends = [
                 self._db.execute(
-                    f"SELECT id FROM chunks WHERE id >= ? AND id < ? ORDER BY id {way} LIMIT 1",
+                    f"SELECT id FROM chunks WHERE id BETWEEN ? AND ? ORDER BY id {way} LIMIT 1",
                     (low, high),
                 ).fetchone()
                 for way in ("DESC", "ASC")
             ]
             if ends[0] is None:
                 start = low
-            elif ends[0][0] + count < high:
+            elif ends[0][0] + count <= high:
                 start = ends[0][0] + 1
             elif ends[1] is not None and ends[1][0] - count >= low:
                 start = ends[1][0] - count

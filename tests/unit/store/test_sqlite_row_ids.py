@@ -6,6 +6,7 @@ range are used again, a full range is refused without writing anything, and a ve
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -162,4 +163,24 @@ def test_ids_freed_at_either_end_are_used_again_and_a_full_class_is_refused(
     assert ids("d") == [11]  # after its last
     _intact(store)
     assert [p.id for p in store.retrieve("cherry dogwood", READER)] == ["c#1", "d#0"]
+    store.close()
+
+
+def test_the_last_class_that_can_be_numbered_takes_chunks(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    shift = sqlite_store.CLASS_SHIFT
+    last = (1 << (63 - shift)) - 1
+    store._db.execute(  # a class numbered just before: the next one is the last
+        "INSERT INTO access_classes (id, key, tenant, has_readers) VALUES (?, 'k', 'x', 0)",
+        (last - 1,),
+    )
+    store.upsert_many([_document("a", "alder ash")])
+    ids = [i for (i,) in store._db.execute("SELECT id FROM chunks ORDER BY id")]
+    assert ids == [last << shift, (last << shift) + 1]  # the range ends at 2**63 - 1
+    assert [p.id for p in store.retrieve("ash", READER)] == ["a#1"]
+    with pytest.raises(ConfigError) as caught:
+        store._chunk_ids(Counter({last + 1: 1}))
+    assert caught.value.message == (
+        f"the store {tmp_path / 's.db'} has more access classes than it can number (2**27)"
+    )
     store.close()
