@@ -216,3 +216,19 @@ def test_requests_fail_clearly_while_the_database_restarts_then_recover(tmp_path
     finally:
         store.close()
         _pg_ctl(server, "-m", "fast", "stop")
+
+
+def test_the_memory_of_an_index_build_comes_from_the_url(postgres_url: str) -> None:
+    from ctxasm.store.postgres_schema import _rebuild
+
+    separator = "&" if "?" in postgres_url else "?"
+    store = open_store(f"{postgres_url}{separator}index_memory_mb=100")
+    assert store._index_memory_mb == 100  # type: ignore[attr-defined]
+    with store._connection() as db, db.transaction():  # type: ignore[attr-defined]
+        # a graph of 200,000 vectors would need 400 MB: the build gets the 100 allowed
+        _rebuild(db, 1, 200_000, memory_mb=store._index_memory_mb)  # type: ignore[attr-defined]
+        assert db.execute("SHOW maintenance_work_mem").fetchone() == ("100MB",)
+    store.close()
+    with pytest.raises(ConfigError) as caught:
+        open_store(f"{postgres_url}{separator}index_memory_mb=8")
+    assert caught.value.message == "index_memory_mb must be at least 64 (got 8)"

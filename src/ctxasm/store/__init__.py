@@ -74,7 +74,8 @@ def open_store(url: str, *, create: bool = True) -> Store:
     """The store at ``url``: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``
     (add ``?embedder=hashing`` or another embedder spec for vectors), or
     ``postgresql://user:password@host/database`` (needs ``pip install 'ctxasm[postgres]'``;
-    add ``?pool_size=4&statement_timeout_ms=30000`` to change the pool and the timeout)."""
+    add ``?pool_size=4&statement_timeout_ms=30000`` to change the pool and the timeout, and
+    ``index_memory_mb=1024`` the memory of an HNSW index build)."""
     if url.startswith("sqlite:///"):
         path, _, options = url.removeprefix("sqlite:///").partition("?")
         if not path or path.endswith("/"):
@@ -96,8 +97,14 @@ def open_store(url: str, *, create: bool = True) -> Store:
         return SQLiteStore(path, embedder)
     if url.startswith(("postgresql://", "postgres://")):
         from ctxasm.store.postgres import PostgresStore
+        from ctxasm.store.postgres_schema import INDEX_MEMORY_MB
 
-        defaults = {"pool_size": 4, "statement_timeout_ms": 30_000, "write_timeout_ms": 600_000}
+        defaults = {
+            "pool_size": 4,
+            "statement_timeout_ms": 30_000,
+            "write_timeout_ms": 600_000,
+            "index_memory_mb": INDEX_MEMORY_MB,
+        }
         url, settings = _store_options(url, defaults)
         return PostgresStore(url, **settings)
     raise ConfigError(

@@ -66,6 +66,7 @@ from ctxasm.store.postgres_rows import (
 from ctxasm.store.postgres_schema import (
     _SCHEMA,
     _STORAGE,
+    INDEX_MEMORY_MB,
     SCHEMA_VERSION,
     TAIL_MIN,
     _drop_stale_indexes,
@@ -130,12 +131,14 @@ class PostgresStore:
         pool_size: int = 4,
         statement_timeout_ms: int = 30_000,
         write_timeout_ms: int = 600_000,
+        index_memory_mb: int = INDEX_MEMORY_MB,
     ) -> None:
         """``pool_size`` connections at most; a query is cancelled after
         ``statement_timeout_ms``, a statement of a batch write (a ``COPY`` of thousands of
-        chunks, or an index rebuild) after ``write_timeout_ms`` (0: never). Fails with a
-        :class:`ConfigError` when the database cannot be reached or its schema is newer than
-        this ctxasm."""
+        chunks, or an index rebuild) after ``write_timeout_ms`` (0: never); an HNSW index
+        build is given up to ``index_memory_mb`` of ``maintenance_work_mem`` (about 2 kB a
+        vector keeps its graph in memory). Fails with a :class:`ConfigError` when the
+        database cannot be reached or its schema is newer than this ctxasm."""
         try:
             import psycopg
             import psycopg_pool  # noqa: F401 - checked here, used by _pool
@@ -152,7 +155,12 @@ class PostgresStore:
                 f"{write_timeout_ms})",
                 field="store",
             )
+        if index_memory_mb < 64:
+            raise ConfigError(
+                f"index_memory_mb must be at least 64 (got {index_memory_mb})", field="store"
+            )
         self._write_timeout = int(write_timeout_ms)
+        self._index_memory_mb = int(index_memory_mb)
         timeout = int(statement_timeout_ms)
         self._classes: dict[str, int] = {}
         self._classes_lock = threading.Lock()
@@ -269,7 +277,7 @@ class PostgresStore:
             )
             last = found[-1][0]
         if rows >= TAIL_MIN:
-            _rebuild(db, 1, rows)
+            _rebuild(db, 1, rows, memory_mb=self._index_memory_mb)
 
     def close(self) -> None:
         self._pool.close()
@@ -300,7 +308,7 @@ class PostgresStore:
                 db.execute("SET LOCAL statement_timeout = 0")
                 plan = _plan(db, 0, settle=True)
                 if plan.rebuild is not None:
-                    _rebuild(db, plan.rebuild)
+                    _rebuild(db, plan.rebuild, memory_mb=self._index_memory_mb)
             if plan.rebuild is not None:
                 _drop_stale_indexes(db, plan.rebuild)
 
@@ -340,7 +348,7 @@ class PostgresStore:
                     replaced = [p.document.doc_id for p in changed if p.document.doc_id in known]
                     self._replace(db, changed, replaced, plan, fresh)
                     if plan.rebuild is not None:
-                        _rebuild(db, plan.rebuild)
+                        _rebuild(db, plan.rebuild, memory_mb=self._index_memory_mb)
                 with self._classes_lock:
                     self._classes.update(fresh)
                 if plan.rebuild is not None:

@@ -155,13 +155,19 @@ def _count(db: Any, condition: str) -> int:
     return int(db.execute(f"SELECT count(*) FROM chunk_vectors WHERE {condition}").fetchone()[0])
 
 
-def _rebuild(db: Any, generation: int, rows: int | None = None) -> None:
+INDEX_MEMORY_MB = 1024  # the most memory an HNSW build is given, by default
+
+
+def _rebuild(
+    db: Any, generation: int, rows: int | None = None, *, memory_mb: int = INDEX_MEMORY_MB
+) -> None:
     """Build the HNSW index over every vector up to ``generation`` (inside the write's
     transaction: readers go on with the previous index until it commits), with the memory
-    its graph needs, up to 1 GB, so that it is built in one pass."""
+    its graph needs, up to ``memory_mb``, so that it is built in one pass (a graph larger
+    than that is finished on disk, several times slower)."""
     if rows is None:
         rows = _count(db, f"generation <= {generation}")
-    needed = min(max(rows * 2, 64 * 1024), 1024 * 1024)  # kB: about 2 kB a vector
+    needed = min(max(rows * 2, 64 * 1024), memory_mb * 1024)  # kB: about 2 kB a vector
     current = db.execute(
         "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
     ).fetchone()[0]
