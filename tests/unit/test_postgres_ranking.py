@@ -7,13 +7,14 @@ the same, while the index is rebuilt, generation by generation, as the tail grow
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from ctxasm.data import Principal
 from ctxasm.lexical import query_terms
-from ctxasm.store import Chunk, Document, open_store, postgres_rows, postgres_schema
+from ctxasm.store import Chunk, Document, Store, open_store, postgres_rows, postgres_schema
 from ctxasm.store import postgres as pg
 from ctxasm.store.ranking import rescored
 
@@ -155,24 +156,30 @@ def _nearest_finds_every_chunk(url: str, store: Any) -> None:
             assert min(found)[1] == chunk_id  # (distance, chunk_id, ...)
 
 
-def test_vectors_are_found_in_the_tail_and_after_each_rebuild(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def small_tail_store(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    """A store whose HNSW index is built from a tail of 30 vectors and kept row by row past
+    50 (instead of 20,000 and 50,000), closed after the test."""
     monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
     monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
-    rng = random.Random(3)
     store = open_store(postgres_url)
+    yield store
+    store.close()
+
+
+def test_vectors_are_found_in_the_tail_and_after_each_rebuild(
+    postgres_url: str, small_tail_store: Store
+) -> None:
+    store = small_tail_store
+    rng = random.Random(3)
     seen = []
-    try:
-        for batch in range(7):
-            _write_batch(store, batch, rng)
-            seen.append(_generations(postgres_url))
-            _nearest_finds_every_chunk(postgres_url, store)
-        # a rewrite of indexed documents: its new vectors go to the tail
-        store.upsert_many([(Document("d0", "A new text."), [Chunk(0, 11, "A new text.")])])  # type: ignore[attr-defined]
+    for batch in range(7):
+        _write_batch(store, batch, rng)
+        seen.append(_generations(postgres_url))
         _nearest_finds_every_chunk(postgres_url, store)
-    finally:
-        store.close()
+    # a rewrite of indexed documents: its new vectors go to the tail
+    store.upsert_many([(Document("d0", "A new text."), [Chunk(0, 11, "A new text.")])])  # type: ignore[attr-defined]
+    _nearest_finds_every_chunk(postgres_url, store)
     assert seen == [
         (0, [], {1: 20}),  # under TAIL_MIN: the tail alone, searched exactly
         (1, ["chunk_vectors_hnsw_1"], {1: 40}),  # 40 >= 30 and >= 0 indexed: built
@@ -186,30 +193,25 @@ def test_vectors_are_found_in_the_tail_and_after_each_rebuild(
 
 
 def test_a_bulk_load_keeps_the_tail_and_builds_the_index_once_at_its_end(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    postgres_url: str, small_tail_store: Store
 ) -> None:
-    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
-    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
+    store = small_tail_store
     rng = random.Random(5)
-    store = open_store(postgres_url)
     seen = []
-    try:
-        with store.bulk():  # type: ignore[attr-defined]
-            for batch in range(4):
-                _write_batch(store, batch, rng)
-                seen.append(_generations(postgres_url))
-                _nearest_finds_every_chunk(postgres_url, store)  # the tail, searched exactly
-        seen.append(_generations(postgres_url))
-        _nearest_finds_every_chunk(postgres_url, store)
-        # a failed bulk load builds nothing: the next write decides as usual
-        with pytest.raises(RuntimeError), store.bulk():  # type: ignore[attr-defined]
-            store.upsert_many(  # type: ignore[attr-defined]
-                [_document(n, rng.randint(5, 40), rng, "t1") for n in range(80, 100)]
-            )
-            raise RuntimeError("stop")
-        seen.append(_generations(postgres_url))
-    finally:
-        store.close()
+    with store.bulk():  # type: ignore[attr-defined]
+        for batch in range(4):
+            _write_batch(store, batch, rng)
+            seen.append(_generations(postgres_url))
+            _nearest_finds_every_chunk(postgres_url, store)  # the tail, searched exactly
+    seen.append(_generations(postgres_url))
+    _nearest_finds_every_chunk(postgres_url, store)
+    # a failed bulk load builds nothing: the next write decides as usual
+    with pytest.raises(RuntimeError), store.bulk():  # type: ignore[attr-defined]
+        store.upsert_many(  # type: ignore[attr-defined]
+            [_document(n, rng.randint(5, 40), rng, "t1") for n in range(80, 100)]
+        )
+        raise RuntimeError("stop")
+    seen.append(_generations(postgres_url))
     assert seen == [
         (0, [], {1: 20}),
         (0, [], {1: 40}),  # past TAIL_MIN and as large as the (empty) index: still the tail
@@ -221,68 +223,57 @@ def test_a_bulk_load_keeps_the_tail_and_builds_the_index_once_at_its_end(
 
 
 def test_a_bulk_load_that_leaves_a_long_tail_rebuilds_even_under_the_index_size(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    postgres_url: str, small_tail_store: Store
 ) -> None:
-    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
-    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
+    store = small_tail_store
     rng = random.Random(6)
-    store = open_store(postgres_url)
-    try:
-        with store.bulk():  # type: ignore[attr-defined]
-            for batch in range(5):  # 100 vectors: indexed once at the end
-                _write_batch(store, batch, rng)
-        assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 100})
-        with store.bulk():  # type: ignore[attr-defined]
-            for batch in range(5, 8):  # a tail of 60, past TAIL_MAX though under the 100
-                _write_batch(store, batch, rng)
-        assert _generations(postgres_url) == (2, ["chunk_vectors_hnsw_2"], {1: 100, 2: 60})
-        _nearest_finds_every_chunk(postgres_url, store)
-        with store.bulk():  # type: ignore[attr-defined]
-            store.upsert_many(  # type: ignore[attr-defined]
-                [_document(n, rng.randint(5, 40), rng, "t1") for n in range(160, 180)]
-            )
-        # a tail of 20 (under TAIL_MIN): left as it is
-        assert _generations(postgres_url) == (2, ["chunk_vectors_hnsw_2"], {1: 100, 2: 60, 3: 20})
-    finally:
-        store.close()
+    with store.bulk():  # type: ignore[attr-defined]
+        for batch in range(5):  # 100 vectors: indexed once at the end
+            _write_batch(store, batch, rng)
+    assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 100})
+    with store.bulk():  # type: ignore[attr-defined]
+        for batch in range(5, 8):  # a tail of 60, past TAIL_MAX though under the 100
+            _write_batch(store, batch, rng)
+    assert _generations(postgres_url) == (2, ["chunk_vectors_hnsw_2"], {1: 100, 2: 60})
+    _nearest_finds_every_chunk(postgres_url, store)
+    with store.bulk():  # type: ignore[attr-defined]
+        store.upsert_many(  # type: ignore[attr-defined]
+            [_document(n, rng.randint(5, 40), rng, "t1") for n in range(160, 180)]
+        )
+    # a tail of 20 (under TAIL_MIN): left as it is
+    assert _generations(postgres_url) == (2, ["chunk_vectors_hnsw_2"], {1: 100, 2: 60, 3: 20})
 
 
 def test_a_long_tail_left_by_a_failed_bulk_load_waits_for_the_next_one(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    postgres_url: str, small_tail_store: Store
 ) -> None:
-    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
-    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
+    store = small_tail_store
     rng = random.Random(8)
-    store = open_store(postgres_url)
-    try:
-        with pytest.raises(RuntimeError), store.bulk():  # type: ignore[attr-defined]
-            for batch in range(3):
-                _write_batch(store, batch, rng)
-            raise RuntimeError("stop")
-        assert _generations(postgres_url) == (0, [], {1: 60})
-        # an ordinary write adds to a tail past TAIL_MAX instead of rebuilding it
-        store.upsert_many(  # type: ignore[attr-defined]
-            [_document(n, rng.randint(5, 40), rng, "t1") for n in range(60, 80)]
-        )
-        assert _generations(postgres_url) == (0, [], {1: 80})
-        _nearest_finds_every_chunk(postgres_url, store)
-        with store.bulk():  # type: ignore[attr-defined]
-            pass  # the next bulk load's end builds it
-        assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 80})
-    finally:
-        store.close()
+    with pytest.raises(RuntimeError), store.bulk():  # type: ignore[attr-defined]
+        for batch in range(3):
+            _write_batch(store, batch, rng)
+        raise RuntimeError("stop")
+    assert _generations(postgres_url) == (0, [], {1: 60})
+    # an ordinary write adds to a tail past TAIL_MAX instead of rebuilding it
+    store.upsert_many(  # type: ignore[attr-defined]
+        [_document(n, rng.randint(5, 40), rng, "t1") for n in range(60, 80)]
+    )
+    assert _generations(postgres_url) == (0, [], {1: 80})
+    _nearest_finds_every_chunk(postgres_url, store)
+    with store.bulk():  # type: ignore[attr-defined]
+        pass  # the next bulk load's end builds it
+    assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 80})
 
 
 def test_index_paths_loads_in_bulk(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+    postgres_url: str, small_tail_store: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     import json
 
     from ctxasm import store as store_module
 
-    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
-    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
     monkeypatch.setattr(store_module, "BATCH_CHUNKS", 20)  # five batches of 20 documents
+    store = small_tail_store
     rng = random.Random(7)
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(
@@ -291,11 +282,7 @@ def test_index_paths_loads_in_bulk(
             for n in range(100)
         )
     )
-    store = open_store(postgres_url)
-    try:
-        report = store_module.index_paths(store, [corpus], tenant="t1", readers=["g1"])
-        assert (report.added, report.chunks) == (100, 100)
-        # without the bulk block: built at 40 and rebuilt at 80 (see the test above)
-        assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 100})
-    finally:
-        store.close()
+    report = store_module.index_paths(store, [corpus], tenant="t1", readers=["g1"])
+    assert (report.added, report.chunks) == (100, 100)
+    # without the bulk block: built at 40 and rebuilt at 80 (see the test above)
+    assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 100})
