@@ -253,7 +253,8 @@ def _run(kind: str, size: int, folder: Path, data: dict[str, Any]) -> dict[str, 
         disk = sum(p.stat().st_size for p in folder.glob(f"scale-{size}.db*"))
     else:
         url = data["postgres"](f"scale_{size}")
-        store = open_store(url)
+        memory = data.get("index_memory_mb")
+        store = open_store(url if memory is None else f"{url}&index_memory_mb={memory}")
         rate = _load(store, size, data["sentences"], _server_cpu(folder / "pg"))
         import psycopg
 
@@ -356,6 +357,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2, help="passes over the 20 questions")
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
     parser.add_argument(
+        "--index-memory-mb",
+        type=int,
+        help="PostgreSQL: the store URL option index_memory_mb (memory of the HNSW build)",
+    )
+    parser.add_argument(
         "--vectors", action="store_true", help="SQLite vectors: re-ranked candidates vs brute force"
     )
     args = parser.parse_args()
@@ -368,6 +374,7 @@ def main() -> int:
         "sentences": _sentences(),
         "questions": _questions(),
         "repeats": args.repeats,
+        "index_memory_mb": args.index_memory_mb,
     }
     results = []
     with tempfile.TemporaryDirectory() as name:

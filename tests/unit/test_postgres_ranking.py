@@ -286,3 +286,59 @@ def test_index_paths_loads_in_bulk(
     assert (report.added, report.chunks) == (100, 100)
     # without the bulk block: built at 40 and rebuilt at 80 (see the test above)
     assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 100})
+
+
+def _plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _plan_nodes(child)
+
+
+def test_the_index_scan_stops_at_k_and_the_distance_limit_applies_after_it(
+    postgres_url: str, small_tail_store: Store
+) -> None:
+    """Fewer than k visible neighbours within the distance limit: the HNSW scan has no
+    condition on the distance (with one, pgvector reads on to hnsw.max_scan_tuples), and the
+    rows found are those of an exact search: every visible vector within the limit."""
+    store = small_tail_store
+    rng = random.Random(11)
+    for batch in range(3):  # 60 vectors: 40 in the index, 20 in the tail
+        _write_batch(store, batch, rng)
+    generation, indexes, _ = _generations(postgres_url)
+    assert indexes == ["chunk_vectors_hnsw_1"]
+    classes = [row[0] for row in _sql(postgres_url, "SELECT id FROM access_classes")]
+    vector = _sql(postgres_url, "SELECT embedding::text FROM chunk_vectors ORDER BY id LIMIT 1")
+    exact = _sql(
+        postgres_url,
+        "SELECT id, embedding <=> %s::vector FROM chunk_vectors ORDER BY 2",
+        vector[0][0],
+    )
+    limit = (exact[3][1] + exact[4][1]) / 2  # four vectors within it, k = 10
+    params = {"vector": vector[0][0], "distance": limit, "k": 10, "classes": classes}
+    query = pg._NEAREST.format(generation=generation)
+    with store._connection() as db:
+        # the HNSW index, as a large store uses it
+        db.execute("SET enable_seqscan = off")
+        db.execute("SET enable_bitmapscan = off")
+        db.execute("SET enable_sort = off")
+        found = db.execute(query, params).fetchall()
+        (plan,) = db.execute(f"EXPLAIN (FORMAT JSON) {query}", params).fetchone()[0]
+        db.execute("RESET enable_seqscan")
+        db.execute("RESET enable_bitmapscan")
+        db.execute("RESET enable_sort")
+    scans = [
+        node
+        for node in _plan_nodes(plan["Plan"])
+        if node.get("Index Name", "").startswith("chunk_vectors_hnsw_")
+    ]
+    assert scans, [(n["Node Type"], n.get("Index Name")) for n in _plan_nodes(plan["Plan"])]
+    assert all("<=>" not in scan.get("Filter", "") for scan in scans)
+    expected = _sql(
+        postgres_url,
+        "SELECT c.chunk_id FROM chunk_vectors v JOIN chunks c USING (id) "
+        "WHERE (v.embedding <=> %s::vector) < %s",
+        vector[0][0],
+        limit,
+    )
+    assert sorted(row[1] for row in found) == sorted(row[0] for row in expected)
+    assert len(found) == 4

@@ -55,13 +55,19 @@ WITH found AS (
     ORDER BY key NULLS FIRST LIMIT %(fetch)s
 ){_ROWS}"""
 # The nearest visible vectors: through the HNSW index up to the store's generation, exactly in
-# the tail after it (``{{generation}}`` is written in, so the partial index applies).
+# the tail after it (``{{generation}}`` is written in, so the partial index applies). The index
+# scan has no distance condition: pgvector's iterative scan stops once ``k`` rows pass its
+# conditions, and where fewer than ``k`` visible neighbours are within the distance limit, a
+# scan with that condition reads on to ``hnsw.max_scan_tuples`` looking for them. So the
+# distance is filtered after the scan, outside a materialized CTE, as pgvector's documentation
+# advises: the same rows are kept.
 _NEAREST = f"""
-WITH found AS (
-    (SELECT v.id, v.embedding <=> %(vector)s::vector AS key FROM chunk_vectors v
-     WHERE v.generation <= {{generation}} AND v.class_id = ANY(%(classes)s)
-     AND (v.embedding <=> %(vector)s::vector) < %(distance)s
-     ORDER BY v.embedding <=> %(vector)s::vector LIMIT %(k)s)
+WITH indexed AS MATERIALIZED (
+    SELECT v.id, v.embedding <=> %(vector)s::vector AS key FROM chunk_vectors v
+    WHERE v.generation <= {{generation}} AND v.class_id = ANY(%(classes)s)
+    ORDER BY v.embedding <=> %(vector)s::vector LIMIT %(k)s
+), found AS (
+    (SELECT id, key FROM indexed WHERE key < %(distance)s)
     UNION ALL
     (SELECT v.id, v.embedding <=> %(vector)s::vector AS key FROM chunk_vectors v
      WHERE v.generation > {{generation}} AND v.class_id = ANY(%(classes)s)
