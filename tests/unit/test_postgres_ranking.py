@@ -7,6 +7,7 @@ the same, while the index is rebuilt, generation by generation, as the tail grow
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -342,3 +343,36 @@ def test_the_index_scan_stops_at_k_and_the_distance_limit_applies_after_it(
     )
     assert sorted(row[1] for row in found) == sorted(row[0] for row in expected)
     assert len(found) == 4
+
+
+def test_a_retrieval_gives_the_same_passages_with_one_connection_or_two(postgres_url: str) -> None:
+    """The neighbours are searched on a second connection when the pool has one free at once,
+    beside the lexical ranking on the first; with a pool of one connection, both run on it."""
+    rng = random.Random(12)
+    writer = open_store(postgres_url)
+    try:
+        writer.upsert_many(  # type: ignore[attr-defined]
+            [_document(n, rng.randint(5, 40), rng, "t1") for n in range(120)]
+        )
+    finally:
+        writer.close()
+    found = {}
+    spares = {}
+    for size in (1, 4):
+        store = open_store(f"{postgres_url}{'&' if '?' in postgres_url else '?'}pool_size={size}")
+        try:
+            for _ in range(100):  # a pool grows in the background once a request has waited
+                with (
+                    store._spare_connection() as first,  # type: ignore[attr-defined]
+                    store._spare_connection() as second,  # type: ignore[attr-defined]
+                ):
+                    spares[size] = (first is not None, second is not None)
+                if spares[size] == (True, True):
+                    break
+                time.sleep(0.02)
+            found[size] = [[(p.id, p.score) for p in store.retrieve(q, ALICE, 50)] for q in QUERIES]
+        finally:
+            store.close()
+    assert spares == {1: (True, False), 4: (True, True)}
+    assert found[1] == found[4]
+    assert all(found[1])

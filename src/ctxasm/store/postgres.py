@@ -102,6 +102,7 @@ __all__ = ["SCHEMA_VERSION", "PostgresRow", "PostgresStore"]
 # Vector neighbours further than this (cosine distance) share nothing with the query.
 MAX_DISTANCE = 0.95
 SCORE_DIGITS = 8  # a passage's score is rounded to this many decimals
+SPARE_WAIT_S = 0.005  # how long a retrieval waits for a second connection before using one
 
 
 def _unavailable(exc: Exception) -> StoreUnavailableError:
@@ -196,6 +197,22 @@ class PostgresStore:
                 yield connection
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise _unavailable(exc) from None
+
+    @contextmanager
+    def _spare_connection(self) -> Iterator[Any]:
+        """A second pooled connection if one is free at once, else ``None``: a request that
+        holds one never waits for another, so requests cannot hold each other up."""
+        from psycopg_pool import PoolTimeout
+
+        try:
+            connection = self._pool.getconn(timeout=SPARE_WAIT_S)
+        except PoolTimeout:
+            yield None
+            return
+        try:
+            yield connection
+        finally:
+            self._pool.putconn(connection)
 
     def _prepare(self, db: Any) -> None:
         """Create the tables, or upgrade a store an older ctxasm wrote (refusing a newer one);
@@ -480,14 +497,24 @@ class PostgresStore:
             if not stats.total:
                 return []
             lexical = _Lexical(classes, stats, terms, reference, pool)
-            # the first candidates and the neighbours in one round trip
-            with db.pipeline():
-                first = lexical.candidates(db)
-                near = db.cursor().execute(
-                    _NEAREST.format(generation=generation), {**near_params, "classes": classes}
-                )
-            best = lexical.best(db, first)
-            nearest = [(key, PostgresRow(*row)) for key, *row in near.fetchall()]
+            near_query = _NEAREST.format(generation=generation)
+            near_params["classes"] = classes
+            with self._spare_connection() as other:
+                if other is not None:
+                    # the neighbours on a second connection, searched while this one ranks
+                    # the words (a pipeline sends the query without waiting for its rows)
+                    with other.pipeline():
+                        near = other.cursor().execute(near_query, near_params)
+                        best = lexical.best(db, lexical.candidates(db))
+                        found = near.fetchall()
+                else:
+                    # the first candidates and the neighbours in one round trip
+                    with db.pipeline():
+                        first = lexical.candidates(db)
+                        near = db.cursor().execute(near_query, near_params)
+                    best = lexical.best(db, first)
+                    found = near.fetchall()
+            nearest = [(key, PostgresRow(*row)) for key, *row in found]
         # nearest first, ties by chunk id
         nearest.sort(key=lambda found: (found[0], found[1].chunk_id))
         ranked = fused(best, [row for _, row in nearest[:pool]])[:k]
