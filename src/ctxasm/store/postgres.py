@@ -25,10 +25,14 @@ are found:
   is rebuilt once at the end.
 
 The two rankings are fused by reciprocal rank fusion (:func:`ctxasm.store.ranking.fused`),
-whose score the passages carry. Documents are written in batches (``COPY``), one transaction per
-batch, an index rebuild included; a batch's changes of the class statistics pass through a
-temporary table (where a role may not make one, its TEMPORARY privilege revoked, they go as
-array parameters instead: slower, the same rows).
+whose score the passages carry. They are searched side by side: the vectors on a second pooled
+connection while the first ranks the words, when the pool has one free at once (a retrieval
+never waits for a second connection), else both on one connection in one round trip.
+
+Documents are written in batches (``COPY``), one transaction per batch, an index rebuild
+included; a batch's changes of the class statistics pass through a temporary table (where a
+role may not make one, its TEMPORARY privilege revoked, they go as array parameters instead:
+slower, the same rows).
 
 As a service dependency: connections come from a pool (``pool_size``), every statement runs
 under ``statement_timeout_ms``, a connection broken by a database restart is replaced on the
@@ -102,7 +106,7 @@ __all__ = ["SCHEMA_VERSION", "PostgresRow", "PostgresStore"]
 # Vector neighbours further than this (cosine distance) share nothing with the query.
 MAX_DISTANCE = 0.95
 SCORE_DIGITS = 8  # a passage's score is rounded to this many decimals
-SPARE_WAIT_S = 0.005  # how long a retrieval waits for a second connection before using one
+SPARE_WAIT_S = 0.005  # how long a retrieval waits for a second connection, else does without
 
 
 def _unavailable(exc: Exception) -> StoreUnavailableError:
