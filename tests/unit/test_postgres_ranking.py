@@ -367,7 +367,7 @@ def test_a_retrieval_gives_the_same_passages_with_one_connection_or_two(postgres
                     store._spare_connection() as second,  # type: ignore[attr-defined]
                 ):
                     spares[size] = (first is not None, second is not None)
-                if spares[size] == (True, True):
+                if size == 1 or spares[size] == (True, True):
                     break
                 time.sleep(0.02)
             found[size] = [[(p.id, p.score) for p in store.retrieve(q, ALICE, 50)] for q in QUERIES]
