@@ -504,20 +504,15 @@ class PostgresStore:
             near_query = _NEAREST.format(generation=generation)
             near_params["classes"] = classes
             with self._spare_connection() as other:
-                if other is not None:
-                    # the neighbours on a second connection, searched while this one ranks
-                    # the words (a pipeline sends the query without waiting for its rows)
-                    with other.pipeline():
-                        near = other.cursor().execute(near_query, near_params)
-                        best = lexical.best(db, lexical.candidates(db))
-                        found = near.fetchall()
-                else:
-                    # the first candidates and the neighbours in one round trip
-                    with db.pipeline():
-                        first = lexical.candidates(db)
-                        near = db.cursor().execute(near_query, near_params)
-                    best = lexical.best(db, first)
-                    found = near.fetchall()
+                # the neighbours on a second connection, searched while this one finds the
+                # first candidates (a pipeline sends a query without waiting for its rows);
+                # without one, both in one round trip on this connection
+                neighbours = db if other is None else other
+                with neighbours.pipeline():
+                    near = neighbours.cursor().execute(near_query, near_params)
+                    first = lexical.candidates(db)
+                found = near.fetchall()
+            best = lexical.best(db, first)
             nearest = [(key, PostgresRow(*row)) for key, *row in found]
         # nearest first, ties by chunk id
         nearest.sort(key=lambda found: (found[0], found[1].chunk_id))
