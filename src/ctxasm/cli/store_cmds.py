@@ -69,6 +69,16 @@ OverlapOption = Annotated[
         help="Tokens each chunk repeats from the one before (at most half a chunk).",
     ),
 ]
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        min=0,
+        metavar="N",
+        help="Processes that chunk documents while the store is written (default: 1 on a "
+        "machine with two or more CPUs; 0: chunk in this process).",
+    ),
+]
 
 
 def index_command(
@@ -79,6 +89,7 @@ def index_command(
     chunk_tokens: ChunkTokensOption = 256,
     overlap: OverlapOption = 32,
     progress: ProgressOption = None,
+    workers: WorkersOption = None,
 ) -> None:
     """Ingest documents: chunk them by tokens with overlap, keep offsets and access data."""
     from ctxasm.cli.progress import progress_bar, shown
@@ -104,6 +115,7 @@ def index_command(
                 chunk_tokens=chunk_tokens,
                 overlap=overlap,
                 progress=bar.update,
+                workers=workers,
             )
     except CtxasmError as error:
         _fail_with(error)

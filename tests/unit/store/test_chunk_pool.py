@@ -1,0 +1,264 @@
+"""Chunking beside the writer (:mod:`ctxasm.store.chunk_pool`): with a real worker process, the
+store and the report are those of chunking in process, failures stay in reading order, a worker
+that dies costs nothing but time, and both start methods work."""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxasm import RequestError
+from ctxasm.store import chunk_pool, index_paths, open_store
+from ctxasm.store.chunking import chunk_and_count
+
+WORDS = (
+    "river bridge city north south empire treaty museum island church war king century "
+    "population mountain western eastern university government Vienna Danube Budapest"
+).split()
+TABLES = ("documents", "readers", "chunks", "access_classes", "class_readers", "class_terms")
+
+
+def _sentence(rng: random.Random) -> str:
+    words = [rng.choice(WORDS) for _ in range(rng.randint(6, 18))]
+    return " ".join(words).capitalize() + "."
+
+
+def _corpus(folder: Path, documents: int = 120) -> Path:
+    """JSONL files of seeded random prose, with bad lines and a file that is not UTF-8 among
+    them, so failures of reading sit between documents."""
+    rng = random.Random(7)
+    folder.mkdir()
+    for number in range(3):
+        lines = []
+        for index in range(documents // 3):
+            doc = f"f{number}-d{index}"
+            text = " ".join(_sentence(rng) for _ in range(rng.randint(1, 40)))
+            tenant = f'"t{index % 2}"'
+            lines.append(f'{{"doc_id": "{doc}", "text": "{text}", "tenant": {tenant}}}')
+            if index % 17 == 5:
+                lines.append(f'{{"doc_id": "{doc}-bad", "text": 3}}')
+        (folder / f"part{number}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "part1.txt").write_bytes("Café".encode("latin-1"))
+    return folder
+
+
+def _snapshot(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    with sqlite3.connect(path) as db:
+        return {t: db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in TABLES}
+
+
+def _index(tmp_path: Path, corpus: Path, name: str, **options: Any) -> tuple[Any, dict[str, Any]]:
+    path = tmp_path / f"{name}.db"
+    store = open_store(f"sqlite:///{path}")
+    try:
+        options = {"readers": ["g1"], "chunk_tokens": 48, "overlap": 8, **options}
+        report = index_paths(store, [corpus], **options)
+    finally:
+        store.close()
+    return report, _snapshot(path)
+
+
+class Pools:
+    """The worker pools a run started (their start methods) and the groups sent to them."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.sent: list[Future[Any]] = []
+
+    def failures(self) -> list[BaseException | None]:
+        return [future.exception() for future in self.sent]
+
+
+@pytest.fixture()
+def pools(monkeypatch: pytest.MonkeyPatch) -> Pools:
+    """Groups of about 2,000 characters, at most 6,000 ahead: a small corpus then goes to the
+    worker in many groups, and the reader waits for it at times."""
+    monkeypatch.setattr(chunk_pool, "GROUP_CHARS", 2000)
+    monkeypatch.setattr(chunk_pool, "AHEAD_CHARS", 6000)
+    seen = Pools()
+
+    class Recorded(ProcessPoolExecutor):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            seen.started.append(kwargs["mp_context"].get_start_method())
+
+        def submit(self, *args: Any, **kwargs: Any) -> Future[Any]:
+            future: Future[Any] = super().submit(*args, **kwargs)
+            seen.sent.append(future)
+            return future
+
+    monkeypatch.setattr(chunk_pool, "ProcessPoolExecutor", Recorded)
+    return seen
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    return _corpus(tmp_path / "docs")
+
+
+@pytest.fixture()
+def in_process(tmp_path: Path, corpus: Path) -> tuple[Any, dict[str, Any]]:
+    return _index(tmp_path, corpus, "alone", workers=0)
+
+
+def test_a_worker_writes_the_store_and_report_of_chunking_in_process(
+    tmp_path: Path, corpus: Path, in_process: tuple[Any, dict[str, Any]], pools: Pools
+) -> None:
+    report, tables = _index(tmp_path, corpus, "worker", workers=1)
+    assert pools.started == ["fork"]
+    assert len(pools.sent) > 20 and pools.failures() == [None] * len(pools.sent)
+    assert (report, tables) == in_process
+    assert report.added == 120 and report.chunks > 200
+    # reading failures in file order, each where it was met
+    assert [where.rsplit("/", 1)[-1] for where, _ in report.failed] == [
+        *(f"part0.jsonl:{n}" for n in (7, 25, 43)),
+        *(f"part1.jsonl:{n}" for n in (7, 25, 43)),
+        "part1.txt",
+        *(f"part2.jsonl:{n}" for n in (7, 25, 43)),
+    ]
+
+
+def test_failures_of_chunking_come_back_in_order(
+    tmp_path: Path, corpus: Path, pools: Pools
+) -> None:
+    alone = _index(tmp_path, corpus, "alone", workers=0, chunk_tokens=4)
+    worker = _index(tmp_path, corpus, "worker", workers=1, chunk_tokens=4)
+    assert pools.started == ["fork"] and pools.failures() == [None] * len(pools.sent)
+    assert worker == alone
+    report = worker[0]
+    assert report.added == 0 and len(report.failed) == 130
+    assert report.failed[0][1] == "chunk_tokens must be at least 8"
+
+
+def test_a_worker_that_dies_leaves_its_groups_to_this_process(
+    tmp_path: Path,
+    corpus: Path,
+    in_process: tuple[Any, dict[str, Any]],
+    pools: Pools,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parent = os.getpid()
+    real = chunk_and_count
+
+    def dies_in_the_worker(*args: Any) -> Any:
+        if os.getpid() != parent:
+            os._exit(3)  # as if killed: no exception, no result
+        return real(*args)
+
+    monkeypatch.setattr(chunk_pool, "chunk_and_count", dies_in_the_worker)
+    assert _index(tmp_path, corpus, "worker", workers=1) == in_process
+    assert pools.started == ["fork"]
+    assert isinstance(pools.failures()[0], BrokenProcessPool)
+
+
+def test_with_other_threads_running_the_worker_starts_from_a_fork_server(
+    tmp_path: Path, corpus: Path, in_process: tuple[Any, dict[str, Any]], pools: Pools
+) -> None:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert _index(tmp_path, corpus, "worker", workers=1) == in_process
+    finally:
+        stop.set()
+        other.join()
+    assert pools.started == ["forkserver"]
+    assert len(pools.sent) > 20 and pools.failures() == [None] * len(pools.sent)
+
+
+def test_a_small_input_is_chunked_in_process(tmp_path: Path, corpus: Path) -> None:
+    """Under one group of text, no process is started (default group size)."""
+    started: list[object] = []
+
+    class Refused:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            started.append(args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chunk_pool, "ProcessPoolExecutor", Refused)
+        report, _ = _index(tmp_path, corpus, "small", workers=1)
+    assert report.added == 120 and started == []
+
+
+def test_the_default_is_one_worker_on_linux_with_two_cpus() -> None:
+    linux = sys.platform == "linux"
+    expected = 1 if linux and len(os.sched_getaffinity(0)) >= 2 else 0
+    assert chunk_pool.auto_workers() == expected
+
+
+@pytest.mark.parametrize("workers", [-1, True, 1.5, "2"])
+def test_workers_must_be_a_count_of_processes(
+    tmp_path: Path, corpus: Path, workers: object
+) -> None:
+    with pytest.raises(RequestError) as caught:
+        _index(tmp_path, corpus, "bad", workers=workers)
+    assert caught.value.field == "workers"
+    assert "workers must be an integer >= 0" in caught.value.message
+
+
+def test_chunker_gives_entries_back_in_order_whatever_finishes_first() -> None:
+    """Entries added after a group was sent wait for it: ``ready`` never skips ahead."""
+    from ctxasm.store.documents import Document
+
+    with chunk_pool.Chunker(48, 8, "o200k_base", 0) as chunker:
+        chunker.add("a", Document("a", "The Danube flows east. " * 12000))
+        chunker.fail("b", "unreadable")
+        chunker.add("c", Document("c", "The Rhine flows north."))
+        taken: Iterator[chunk_pool.Chunked] = chunker.ready()
+        first = [entry.where for entry in taken]
+        rest = [entry.where for entry in chunker.finish()]
+    assert first == ["a"] and rest == ["b", "c"]
+
+
+WORKER_SCRIPT = """
+import multiprocessing, sys, time
+from ctxasm.store import chunk_pool
+from ctxasm.store.documents import Document
+
+chunk_pool.GROUP_CHARS = 100
+chunker = chunk_pool.Chunker(48, 8, "o200k_base", 1)
+for n in range(3):
+    chunker.add(f"d{n}", Document(f"d{n}", "The Danube flows east through Vienna. " * 5))
+list(chunker.finish())
+print(*(child.pid for child in multiprocessing.active_children()), flush=True)
+time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited and not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the worker pool runs on Linux only")
+def test_the_worker_ends_when_the_indexing_process_is_killed(tmp_path: Path) -> None:
+    script = subprocess.Popen(
+        [sys.executable, "-c", WORKER_SCRIPT], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert script.stdout is not None
+        [worker] = map(int, script.stdout.readline().split())
+        assert _running(worker)
+    finally:
+        script.kill()  # SIGKILL: no clean-up runs in the script
+        script.wait()
+    deadline = time.monotonic() + 10
+    while _running(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(worker)
