@@ -26,7 +26,6 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
 from ctxasm.errors import RequestError
@@ -162,8 +161,8 @@ class Chunker:
         group = self._groups.popleft()
         try:
             outcomes = group.outcomes.result()
-        except BrokenProcessPool:  # the worker died: this group and the rest, in process
-            self._workers = 0
+        except Exception:  # the worker died (BrokenProcessPool) or could not take the group
+            self._workers = 0  # this group and the rest, in process
             outcomes = chunk_group(group.texts, *self._job)
         self._ahead -= group.ahead
         found = iter(outcomes)
