@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -225,6 +226,7 @@ def test_delete_removes_a_document_once(indexed: Path) -> None:
         (("--chunk-tokens", "64", "--overlap", "33"), "--overlap must be at most half"),
         (("--chunk-tokens", "7"), "--chunk-tokens"),
         (("--overlap", "-1"), "--overlap"),
+        (("--workers", "-1"), "--workers"),
     ],
 )
 def test_bad_chunk_options_exit_2(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
@@ -248,6 +250,35 @@ def test_bad_store_urls_exit_2(tmp_path: Path, store: str, message: str) -> None
     assert done.returncode == 2
     assert message in done.stderr
     assert "[store]" in done.stderr
+
+
+def test_a_large_input_is_indexed_alike_with_and_without_a_worker(tmp_path: Path) -> None:
+    """About 600 KB of text: past the first group, the default chunks in a worker process
+    where the machine allows (see ctxasm.store.chunk_pool), --workers 2 in two, and
+    --workers 0 in process: the same chunks and the same report."""
+    lines = [
+        json.dumps({"doc_id": f"d{n}", "text": f"{sentence} Item {n} of the list. " * 25})
+        for n in range(300)
+        for sentence in [list(TOPICS.values())[n % 3]]
+    ]
+    lines.insert(150, '{"doc_id": "broken", "text": 3}')
+    (tmp_path / "big.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    runs = {}
+    variants = (("default", ()), ("two", ("--workers", "2")), ("alone", ("--workers", "0")))
+    for name, extra in variants:
+        store = f"sqlite:///{name}.db"
+        done = ctxasm(
+            "index", "big.jsonl", "--store", store, "--tenant", "t1", *extra, cwd=tmp_path
+        )
+        assert done.returncode == 1, done.stderr
+        with sqlite3.connect(tmp_path / f"{name}.db") as db:
+            rows = db.execute('SELECT chunk_id, start, "end", text FROM chunks ORDER BY id')
+            runs[name] = (done.stderr, rows.fetchall())
+    assert runs["default"] == runs["two"] == runs["alone"]
+    assert runs["alone"][0].splitlines() == [
+        "ctxasm: skipped big.jsonl:151: text must be a non-empty string",
+        "ctxasm: 300 added, 0 updated, 0 unchanged (900 chunks written), 1 failed",
+    ]
 
 
 def test_a_missing_path_is_skipped_and_the_others_indexed(tmp_path: Path) -> None:
