@@ -3,30 +3,33 @@ process parses files and writes batches to the store.
 
 Chunking is CPU-bound Python (sentence splitting, token counting), and so is much of a store's
 write; in one process they take turns on the interpreter lock, so on a machine with two or more
-CPUs the chunking goes to one worker process. The results are the same as in process, in the
+CPUs the chunking goes to a worker process. The results are the same as in process, in the
 same order: documents are sent in groups of about :data:`GROUP_CHARS` characters, and their
 results are taken back in the order the documents were read, with the read errors of each file
 where they were met.
 
-The pool starts only when there is enough to chunk (past the first group) and only on Linux:
-by ``fork`` when this process runs no other thread (nothing to set up again in the worker),
-else by ``forkserver``. A worker that dies is not fatal: its groups, and all later ones, are
-chunked in process. Interrupting the run (Ctrl-C) stops the worker with it, and so does killing
-it (``kill -9``).
+The worker is a fresh interpreter running :mod:`ctxasm.store.chunk_worker`, fed through its
+standard input and output: nothing of the indexing process is copied or imported again (no
+fork of a process with threads, no second run of the calling script), and it ends when its
+input ends, so with the indexing process however that ends (Ctrl-C, ``kill -9``). It starts
+only when there is enough to chunk (past the first group). A worker that fails is not fatal:
+its groups, and all later ones, are chunked in process.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
 import os
-import signal
+import pickle
+import queue
+import subprocess
 import sys
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from typing import Any, NamedTuple
+from concurrent.futures import Future
+from pathlib import Path
+from typing import NamedTuple
 
 from ctxasm.errors import RequestError
 from ctxasm.store.chunking import Chunk, chunk_and_count
@@ -35,10 +38,14 @@ from ctxasm.store.documents import Document
 __all__ = ["GROUP_CHARS", "Chunked", "Chunker", "auto_workers", "chunk_group"]
 
 GROUP_CHARS = 256 * 1024  # document text sent to the worker at a time
-# Text sent to the worker and not yet taken back: about four write batches of prose (5,000
-# chunks take about 4 MB), so the worker keeps busy while a batch is written, and the reader
-# can run ahead while the first batch is chunked (with 8 MB it waited three times as long).
-AHEAD_CHARS = 16 * 1024 * 1024
+# Text sent to the workers and not given back yet: more than a write batch of prose (5,000
+# chunks take about 4 MB), so a worker keeps busy while a batch is written, but not all of a
+# large input, so that this process has groups left to chunk while it would wait (on the
+# HotpotQA corpus of benchmarks/store_speed.py, 4-8 MB did best; 2 and 16 did 5-10% worse).
+AHEAD_CHARS = 6 * 1024 * 1024
+# Text read and not given back yet (sent, chunked or waiting for either), past which reading
+# waits: it holds the documents in memory.
+READ_AHEAD_CHARS = 64 * 1024 * 1024
 
 # What chunking one text gives: the chunks' (start, end) and the text's token count (see
 # chunk_and_count), or why it could not be chunked.
@@ -77,46 +84,54 @@ def chunk_group(
 
 
 def auto_workers() -> int:
-    """Worker processes for chunking by default: one where the pool can start (Linux) and
-    this process may use two or more CPUs, else none."""
-    if sys.platform != "linux":
-        return 0
-    return 1 if len(os.sched_getaffinity(0)) >= 2 else 0
+    """Worker processes for chunking by default: one where this process may use two or more
+    CPUs, else none."""
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    return 1 if (len(usable) if usable is not None else os.cpu_count() or 1) >= 2 else 0
 
 
-class _Group(NamedTuple):
-    entries: list[tuple[str, Document | None, str | None]]  # (where, document, failure)
-    texts: list[str]
-    outcomes: Future[list[Outcome]]
-    ahead: int  # characters it adds to what the worker has to do (0 when done in process)
+class _Group:
+    """Documents chunked together: their entries in reading order, and the outcomes of their
+    texts (resolved by a worker, or in process)."""
+
+    def __init__(self, entries: list[tuple[str, Document | None, str | None]], texts: list[str]):
+        self.entries = entries  # (where, document, failure)
+        self.texts = texts
+        self.chars = sum(map(len, texts))
+        self.outcomes: Future[list[Outcome]] = Future()
+        self.sent = False  # to a worker
 
 
 class Chunker:
     """Chunks documents in reading order, in ``workers`` processes (0: in this one).
 
     :meth:`add` and :meth:`fail` take the run's entries in order; :meth:`ready` gives back those
-    done, in the same order, and :meth:`finish` all the rest. Use it as a context manager,
-    which stops the worker on the way out.
+    done, in the same order, and :meth:`finish` all the rest. Groups go to the workers while
+    they have less than ``AHEAD_CHARS`` to do; whenever this process would wait for one, it
+    chunks the last group not sent yet itself. Use it as a context manager, which ends the
+    workers on the way out.
     """
 
     def __init__(self, chunk_tokens: int, overlap: int, encoding: str, workers: int) -> None:
         self._job = (chunk_tokens, overlap, encoding)
         self._workers = workers
-        self._pool: Executor | None = None
+        self._started: list[_Worker] = []
         self._entries: list[tuple[str, Document | None, str | None]] = []
         self._texts: list[str] = []
         self._chars = 0  # in the group being filled
-        self._groups: deque[_Group] = deque()
-        self._ahead = 0  # characters sent and not yet taken back
-        self._sent = 0  # groups formed so far
+        self._groups: deque[_Group] = deque()  # formed, not given back yet
+        self._unsent: deque[_Group] = deque()  # formed, neither sent nor chunked yet
+        self._formed = 0  # characters formed into groups and not given back
+        self._ahead = 0  # characters sent to the workers and not given back
+        self._turn = 0  # the worker that gets the next group
 
     def __enter__(self) -> Chunker:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+    def __exit__(self, kind: object, *exc: object) -> None:
+        for worker in self._started:  # an error or Ctrl-C: no need to finish what was sent
+            worker.close(wait=kind is None)
+        self._started = []
 
     def add(self, where: str, document: Document) -> None:
         """A document to chunk."""
@@ -124,47 +139,72 @@ class Chunker:
         self._texts.append(document.text)
         self._chars += len(document.text)
         if self._chars >= GROUP_CHARS:
-            self._send()
+            self._form(full=True)
 
     def fail(self, where: str, reason: str) -> None:
         """Something that could not be read, in its place among the documents."""
         self._entries.append((where, None, reason))
 
     def ready(self) -> Iterator[Chunked]:
-        """The entries whose chunks are done, in order; waits only while too much is ahead."""
-        while self._groups and (self._ahead > AHEAD_CHARS or self._groups[0].outcomes.done()):
+        """The entries whose chunks are done, in order; waits (or chunks) only while more
+        than ``READ_AHEAD_CHARS`` wait to be given back."""
+        while self._groups and (self._groups[0].outcomes.done() or self._formed > READ_AHEAD_CHARS):
             yield from self._take()
 
     def finish(self) -> Iterator[Chunked]:
         """Every entry not given back yet, in order."""
-        self._send()
+        self._form(full=False)
         while self._groups:
             yield from self._take()
 
-    def _send(self) -> None:
+    def _form(self, *, full: bool) -> None:
+        if full and self._workers > 0 and not self._started:  # worth a process
+            self._started = [_Worker() for _ in range(self._workers)]
         if not self._entries:
             return
-        entries, texts, self._entries, self._texts = self._entries, self._texts, [], []
-        self._sent += 1
-        pool = self._start() if self._sent > 1 else None  # one group: not worth a process
-        ahead, self._chars = self._chars, 0
-        outcomes: Future[list[Outcome]]
-        if pool is None:
-            outcomes, ahead = Future(), 0
-            outcomes.set_result(chunk_group(texts, *self._job))
-        else:
-            outcomes = pool.submit(chunk_group, texts, *self._job)
-        self._ahead += ahead
-        self._groups.append(_Group(entries, texts, outcomes, ahead))
+        group = _Group(self._entries, self._texts)
+        self._entries, self._texts, self._chars = [], [], 0
+        self._groups.append(group)
+        self._unsent.append(group)
+        self._formed += group.chars
+        self._send()
+
+    def _send(self) -> None:
+        """Send the groups not sent yet to the workers while they have little to do; without
+        workers, chunk them (an input under one group is not worth a process: it is chunked
+        here when taken)."""
+        if self._workers <= 0:
+            while self._unsent:
+                self._chunk_here(self._unsent.popleft())
+            return
+        if not self._started:
+            return
+        while self._unsent and self._ahead < AHEAD_CHARS:
+            group = self._unsent.popleft()
+            group.sent = True
+            self._ahead += group.chars
+            self._started[self._turn].submit(group.texts, self._job, group.outcomes)
+            self._turn = (self._turn + 1) % len(self._started)
+
+    def _chunk_here(self, group: _Group) -> None:
+        group.outcomes.set_result(chunk_group(group.texts, *self._job))
 
     def _take(self) -> Iterator[Chunked]:
-        group = self._groups.popleft()
+        group = self._groups[0]
+        while not group.outcomes.done() and self._unsent:
+            self._chunk_here(self._unsent.pop())  # the last: the workers reach it last
+        if not group.outcomes.done() and not group.sent:
+            self._chunk_here(group)
         try:
             outcomes = group.outcomes.result()
-        except Exception:  # the worker died (BrokenProcessPool) or could not take the group
-            self._workers = 0  # this group and the rest, in process
+        except WorkerGoneError:  # this group and the rest, in process
+            self._workers = 0
             outcomes = chunk_group(group.texts, *self._job)
-        self._ahead -= group.ahead
+        self._groups.popleft()
+        self._formed -= group.chars
+        if group.sent:
+            self._ahead -= group.chars
+        self._send()
         found = iter(outcomes)
         for where, document, failure in group.entries:
             if document is None:
@@ -179,42 +219,93 @@ class Chunker:
             chunks = [Chunk(start, end, text[start:end]) for start, end in spans]
             yield Chunked(where, document, chunks, tokens, None)
 
-    def _start(self) -> Executor | None:
-        if self._pool is None and self._workers > 0:
-            context = _context()
-            if context is None:
-                self._workers = 0
-                return None
-            self._pool = ProcessPoolExecutor(
-                self._workers, mp_context=context, initializer=_in_worker
+
+class WorkerGoneError(RuntimeError):
+    """A worker process ended, or never started, before it answered."""
+
+
+class _Worker:
+    """One worker process (:mod:`ctxasm.store.chunk_worker`) and the two threads that feed it
+    groups and read back their outcomes, which it answers in the order they were sent."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        # ctxasm is imported from where this process found it
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (root, env.get("PYTHONPATH"))))
+        self._waiting: deque[Future[list[Outcome]]] = deque()
+        self._todo: queue.SimpleQueue[tuple[list[str], tuple[int, int, str]] | None]
+        self._todo = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._gone = False
+        try:
+            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [sys.executable, "-m", "ctxasm.store.chunk_worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                # out of the terminal's process group: Ctrl-C is the indexing process's
+                start_new_session=True,
             )
-        return self._pool if self._workers > 0 else None
+        except OSError:
+            self._process, self._gone = None, True
+            return
+        for loop in (self._send_loop, self._receive_loop):
+            threading.Thread(target=loop, name="ctxasm-chunk-worker", daemon=True).start()
 
+    def submit(
+        self, texts: list[str], job: tuple[int, int, str], future: Future[list[Outcome]]
+    ) -> None:
+        """Chunk ``texts``: ``future`` gets the outcomes when the worker has sent them."""
+        with self._lock:
+            if self._gone:
+                future.set_exception(WorkerGoneError("the chunking worker is gone"))
+                return
+            self._waiting.append(future)
+        self._todo.put((texts, job))
 
-def _context() -> Any:
-    """``fork`` where no other thread runs (forking a threaded process can deadlock the
-    child), else ``forkserver``; ``None`` where neither is available."""
-    methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    if "forkserver" in methods:
-        return multiprocessing.get_context("forkserver")
-    return None
+    def close(self, *, wait: bool = True) -> None:
+        """End the worker: at the end of its input once it has answered everything sent
+        (``wait``), else at once."""
+        self._todo.put(None)
+        process = self._process
+        if process is None:
+            return
+        try:
+            if not wait:
+                process.kill()
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
+    def _send_loop(self) -> None:
+        assert self._process is not None and self._process.stdin is not None
+        sink = self._process.stdin
+        try:
+            while (item := self._todo.get()) is not None:
+                pickle.dump(item, sink, protocol=pickle.HIGHEST_PROTOCOL)
+                sink.flush()
+        except OSError:  # the worker is gone: the reader fails what waits
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                sink.close()
 
-def _in_worker() -> None:
-    """The worker's setup. Ctrl-C is the indexing process's to handle (it stops the worker).
-    And the worker ends when its parent does (the indexing process, or the fork server, which
-    ends with it), even by ``kill -9``, which would otherwise leave it waiting for work."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(_WATCH_S)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="ctxasm-parent-watch", daemon=True).start()
-
-
-_WATCH_S = 0.25
+    def _receive_loop(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        source = self._process.stdout
+        try:
+            while True:
+                outcomes = pickle.load(source)
+                with self._lock:
+                    future = self._waiting.popleft()
+                future.set_result(outcomes)
+        except Exception:  # the end of its output (it ended), or an answer that makes no sense
+            pass
+        with self._lock:
+            self._gone = True
+            waiting, self._waiting = self._waiting, deque()
+        for future in waiting:
+            future.set_exception(WorkerGoneError("the chunking worker ended before it answered"))

@@ -1,19 +1,20 @@
 """Chunking beside the writer (:mod:`ctxasm.store.chunk_pool`): with a real worker process, the
 store and the report are those of chunking in process, failures stay in reading order, a worker
-that dies costs nothing but time, and both start methods work."""
+that dies (or never starts) costs nothing but time, and one left behind by a killed indexing
+process ends."""
 
 from __future__ import annotations
 
 import os
 import random
+import signal
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,6 @@ import pytest
 
 from ctxasm import RequestError
 from ctxasm.store import chunk_pool, index_paths, open_store
-from ctxasm.store.chunking import chunk_and_count
 
 WORDS = (
     "river bridge city north south empire treaty museum island church war king century "
@@ -70,36 +70,36 @@ def _index(tmp_path: Path, corpus: Path, name: str, **options: Any) -> tuple[Any
     return report, _snapshot(path)
 
 
-class Pools:
-    """The worker pools a run started (their start methods) and the groups sent to them."""
+class Workers:
+    """The worker processes a run started, and the groups sent to them."""
 
     def __init__(self) -> None:
-        self.started: list[str] = []
+        self.started: list[Any] = []
         self.sent: list[Future[Any]] = []
 
     def failures(self) -> list[BaseException | None]:
-        return [future.exception() for future in self.sent]
+        return [future.exception(timeout=30) for future in self.sent]
 
 
 @pytest.fixture()
-def pools(monkeypatch: pytest.MonkeyPatch) -> Pools:
-    """Groups of about 2,000 characters, at most 6,000 ahead: a small corpus then goes to the
-    worker in many groups, and the reader waits for it at times."""
+def workers(monkeypatch: pytest.MonkeyPatch) -> Workers:
+    """Groups of about 2,000 characters, at most 6,000 sent ahead: a small corpus then makes
+    many groups, some chunked by the worker (at least the first ones, which this process
+    waits for) and the rest here, while the worker starts or is busy."""
     monkeypatch.setattr(chunk_pool, "GROUP_CHARS", 2000)
     monkeypatch.setattr(chunk_pool, "AHEAD_CHARS", 6000)
-    seen = Pools()
+    seen = Workers()
 
-    class Recorded(ProcessPoolExecutor):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            seen.started.append(kwargs["mp_context"].get_start_method())
+    class Recorded(chunk_pool._Worker):
+        def __init__(self) -> None:
+            super().__init__()
+            seen.started.append(self)
 
-        def submit(self, *args: Any, **kwargs: Any) -> Future[Any]:
-            future: Future[Any] = super().submit(*args, **kwargs)
+        def submit(self, texts: list[str], job: Any, future: Future[Any]) -> None:
             seen.sent.append(future)
-            return future
+            super().submit(texts, job, future)
 
-    monkeypatch.setattr(chunk_pool, "ProcessPoolExecutor", Recorded)
+    monkeypatch.setattr(chunk_pool, "_Worker", Recorded)
     return seen
 
 
@@ -114,11 +114,11 @@ def in_process(tmp_path: Path, corpus: Path) -> tuple[Any, dict[str, Any]]:
 
 
 def test_a_worker_writes_the_store_and_report_of_chunking_in_process(
-    tmp_path: Path, corpus: Path, in_process: tuple[Any, dict[str, Any]], pools: Pools
+    tmp_path: Path, corpus: Path, in_process: tuple[Any, dict[str, Any]], workers: Workers
 ) -> None:
     report, tables = _index(tmp_path, corpus, "worker", workers=1)
-    assert pools.started == ["fork"]
-    assert len(pools.sent) > 20 and pools.failures() == [None] * len(pools.sent)
+    assert len(workers.started) == 1
+    assert workers.sent and workers.failures() == [None] * len(workers.sent)
     assert (report, tables) == in_process
     assert report.added == 120 and report.chunks > 200
     # reading failures in file order, each where it was met
@@ -131,11 +131,11 @@ def test_a_worker_writes_the_store_and_report_of_chunking_in_process(
 
 
 def test_failures_of_chunking_come_back_in_order(
-    tmp_path: Path, corpus: Path, pools: Pools
+    tmp_path: Path, corpus: Path, workers: Workers
 ) -> None:
     alone = _index(tmp_path, corpus, "alone", workers=0, chunk_tokens=4)
     worker = _index(tmp_path, corpus, "worker", workers=1, chunk_tokens=4)
-    assert pools.started == ["fork"] and pools.failures() == [None] * len(pools.sent)
+    assert len(workers.started) == 1 and workers.failures() == [None] * len(workers.sent)
     assert worker == alone
     report = worker[0]
     assert report.added == 0 and len(report.failed) == 130
@@ -146,26 +146,41 @@ def test_a_worker_that_dies_leaves_its_groups_to_this_process(
     tmp_path: Path,
     corpus: Path,
     in_process: tuple[Any, dict[str, Any]],
-    pools: Pools,
+    workers: Workers,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    parent = os.getpid()
-    real = chunk_and_count
+    real = chunk_pool._Worker.submit
 
-    def dies_in_the_worker(*args: Any) -> Any:
-        if os.getpid() != parent:
-            os._exit(3)  # as if killed: no exception, no result
-        return real(*args)
+    def then_dies(self: Any, texts: list[str], job: Any, future: Future[Any]) -> None:
+        real(self, texts, job, future)
+        if len(workers.sent) == 1:
+            os.kill(self._process.pid, signal.SIGKILL)  # no answer, no goodbye
 
-    monkeypatch.setattr(chunk_pool, "chunk_and_count", dies_in_the_worker)
+    monkeypatch.setattr(chunk_pool._Worker, "submit", then_dies)
     assert _index(tmp_path, corpus, "worker", workers=1) == in_process
-    assert pools.started == ["fork"]
-    assert isinstance(pools.failures()[0], BrokenProcessPool)
+    assert len(workers.started) == 1
+    assert any(isinstance(error, chunk_pool.WorkerGoneError) for error in workers.failures())
 
 
-def test_with_other_threads_running_the_worker_starts_from_a_fork_server(
-    tmp_path: Path, corpus: Path, in_process: tuple[Any, dict[str, Any]], pools: Pools
+def test_a_worker_that_cannot_start_leaves_everything_to_this_process(
+    tmp_path: Path,
+    corpus: Path,
+    in_process: tuple[Any, dict[str, Any]],
+    workers: Workers,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    assert _index(tmp_path, corpus, "worker", workers=1) == in_process
+    assert len(workers.started) == 1
+    assert workers.failures() and all(
+        isinstance(error, chunk_pool.WorkerGoneError) for error in workers.failures()
+    )
+
+
+def test_other_threads_make_no_difference(
+    tmp_path: Path, corpus: Path, in_process: tuple[Any, dict[str, Any]], workers: Workers
+) -> None:
+    """The worker is a fresh interpreter, not a fork: threads of this process do not matter."""
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
@@ -174,27 +189,22 @@ def test_with_other_threads_running_the_worker_starts_from_a_fork_server(
     finally:
         stop.set()
         other.join()
-    assert pools.started == ["forkserver"]
-    assert len(pools.sent) > 20 and pools.failures() == [None] * len(pools.sent)
+    assert len(workers.started) == 1
+    assert workers.sent and workers.failures() == [None] * len(workers.sent)
 
 
-def test_a_small_input_is_chunked_in_process(tmp_path: Path, corpus: Path) -> None:
-    """Under one group of text, no process is started (default group size)."""
+def test_a_small_input_is_chunked_in_process(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under one group of text (the default group size), no process is started."""
     started: list[object] = []
-
-    class Refused:
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            started.append(args)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(chunk_pool, "ProcessPoolExecutor", Refused)
-        report, _ = _index(tmp_path, corpus, "small", workers=1)
+    monkeypatch.setattr(chunk_pool, "_Worker", lambda: started.append(1))
+    report, _ = _index(tmp_path, corpus, "small", workers=1)
     assert report.added == 120 and started == []
 
 
-def test_the_default_is_one_worker_on_linux_with_two_cpus() -> None:
-    linux = sys.platform == "linux"
-    expected = 1 if linux and len(os.sched_getaffinity(0)) >= 2 else 0
+def test_the_default_is_one_worker_with_two_cpus() -> None:
+    expected = 1 if len(os.sched_getaffinity(0)) >= 2 else 0
     assert chunk_pool.auto_workers() == expected
 
 
@@ -223,7 +233,7 @@ def test_chunker_gives_entries_back_in_order_whatever_finishes_first() -> None:
 
 
 WORKER_SCRIPT = """
-import multiprocessing, sys, time
+import time
 from ctxasm.store import chunk_pool
 from ctxasm.store.documents import Document
 
@@ -232,7 +242,7 @@ chunker = chunk_pool.Chunker(48, 8, "o200k_base", 1)
 for n in range(3):
     chunker.add(f"d{n}", Document(f"d{n}", "The Danube flows east through Vienna. " * 5))
 list(chunker.finish())
-print(*(child.pid for child in multiprocessing.active_children()), flush=True)
+print(chunker._started[0]._process.pid, flush=True)
 time.sleep(600)
 """
 
@@ -246,7 +256,7 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="the worker pool runs on Linux only")
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the worker's state in /proc")
 def test_the_worker_ends_when_the_indexing_process_is_killed(tmp_path: Path) -> None:
     script = subprocess.Popen(
         [sys.executable, "-c", WORKER_SCRIPT], stdout=subprocess.PIPE, text=True
