@@ -27,7 +27,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from pathlib import Path
 from typing import NamedTuple
 
@@ -128,9 +128,9 @@ class Chunker:
     def __enter__(self) -> Chunker:
         return self
 
-    def __exit__(self, kind: object, *exc: object) -> None:
-        for worker in self._started:  # an error or Ctrl-C: no need to finish what was sent
-            worker.close(wait=kind is None)
+    def __exit__(self, *exc: object) -> None:
+        for worker in self._started:
+            worker.close()
         self._started = []
 
     def add(self, where: str, document: Document) -> None:
@@ -187,14 +187,16 @@ class Chunker:
             self._turn = (self._turn + 1) % len(self._started)
 
     def _chunk_here(self, group: _Group) -> None:
-        group.outcomes.set_result(chunk_group(group.texts, *self._job))
+        outcomes = chunk_group(group.texts, *self._job)
+        with contextlib.suppress(InvalidStateError):  # a worker was quicker: the same answer
+            group.outcomes.set_result(outcomes)
 
     def _take(self) -> Iterator[Chunked]:
         group = self._groups[0]
         while not group.outcomes.done() and self._unsent:
             self._chunk_here(self._unsent.pop())  # the last: the workers reach it last
-        if not group.outcomes.done() and not group.sent:
-            self._chunk_here(group)
+        if not group.outcomes.done() and not any(w.answered for w in self._started):
+            self._chunk_here(group)  # the workers are still starting: sooner here
         try:
             outcomes = group.outcomes.result()
         except WorkerGoneError:  # this group and the rest, in process
@@ -238,6 +240,7 @@ class _Worker:
         self._todo = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._gone = False
+        self.answered = 0  # groups it has sent back
         try:
             self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [sys.executable, "-m", "ctxasm.store.chunk_worker"],
@@ -265,20 +268,13 @@ class _Worker:
             self._waiting.append(future)
         self._todo.put((texts, job))
 
-    def close(self, *, wait: bool = True) -> None:
-        """End the worker: at the end of its input once it has answered everything sent
-        (``wait``), else at once."""
+    def close(self) -> None:
+        """End the worker now: what it was sent has been given back, or is not wanted (it
+        writes nothing, so nothing is lost)."""
         self._todo.put(None)
-        process = self._process
-        if process is None:
-            return
-        try:
-            if not wait:
-                process.kill()
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
 
     def _send_loop(self) -> None:
         assert self._process is not None and self._process.stdin is not None
@@ -301,11 +297,14 @@ class _Worker:
                 outcomes = pickle.load(source)
                 with self._lock:
                     future = self._waiting.popleft()
-                future.set_result(outcomes)
+                with contextlib.suppress(InvalidStateError):  # chunked in process meanwhile
+                    future.set_result(outcomes)
+                self.answered += 1
         except Exception:  # the end of its output (it ended), or an answer that makes no sense
             pass
         with self._lock:
             self._gone = True
             waiting, self._waiting = self._waiting, deque()
         for future in waiting:
-            future.set_exception(WorkerGoneError("the chunking worker ended before it answered"))
+            with contextlib.suppress(InvalidStateError):
+                future.set_exception(WorkerGoneError("the chunking worker ended early"))

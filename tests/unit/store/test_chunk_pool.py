@@ -155,6 +155,8 @@ def test_a_worker_that_dies_leaves_its_groups_to_this_process(
         real(self, texts, job, future)
         if len(workers.sent) == 1:
             os.kill(self._process.pid, signal.SIGKILL)  # no answer, no goodbye
+            self._process.wait()
+            future.exception(timeout=10)  # the worker's end is noticed
 
     monkeypatch.setattr(chunk_pool._Worker, "submit", then_dies)
     assert _index(tmp_path, corpus, "worker", workers=1) == in_process
