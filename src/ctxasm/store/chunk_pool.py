@@ -232,9 +232,11 @@ class _Worker:
 
     def __init__(self) -> None:
         env = dict(os.environ)
-        # ctxasm is imported from where this process found it
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, (root, env.get("PYTHONPATH"))))
+        # ctxasm is imported from where this process found it: an installed one from the
+        # interpreter's own site-packages, any other (a checkout) from its folder
+        root = Path(__file__).resolve().parents[2]
+        if root.name not in ("site-packages", "dist-packages"):
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(root), env.get("PYTHONPATH"))))
         self._waiting: deque[Future[list[Outcome]]] = deque()
         self._todo: queue.SimpleQueue[tuple[list[str], tuple[int, int, str]] | None]
         self._todo = queue.SimpleQueue()
