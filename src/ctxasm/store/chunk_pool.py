@@ -304,6 +304,8 @@ class _Worker:
                 self.answered += 1
         except Exception:  # the end of its output (it ended), or an answer that makes no sense
             pass
+        with contextlib.suppress(OSError):
+            source.close()
         with self._lock:
             self._gone = True
             waiting, self._waiting = self._waiting, deque()
