@@ -270,6 +270,8 @@ def test_the_worker_ends_when_the_indexing_process_is_killed(tmp_path: Path) -> 
     finally:
         script.kill()  # SIGKILL: no clean-up runs in the script
         script.wait()
+        if script.stdout is not None:
+            script.stdout.close()
     deadline = time.monotonic() + 10
     while _running(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
