@@ -226,6 +226,10 @@ class WorkerGoneError(RuntimeError):
     """A worker process ended, or never started, before it answered."""
 
 
+# The worker checks that it runs this very module (and so this ctxasm), or ends at once.
+_SELF = str(Path(__file__).resolve())
+
+
 class _Worker:
     """One worker process (:mod:`ctxasm.store.chunk_worker`) and the two threads that feed it
     groups and read back their outcomes, which it answers in the order they were sent."""
@@ -245,7 +249,7 @@ class _Worker:
         self.answered = 0  # groups it has sent back
         try:
             self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "ctxasm.store.chunk_worker"],
+                [sys.executable, "-m", "ctxasm.store.chunk_worker", _SELF],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

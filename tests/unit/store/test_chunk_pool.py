@@ -179,6 +179,21 @@ def test_a_worker_that_cannot_start_leaves_everything_to_this_process(
     )
 
 
+def test_a_worker_that_finds_another_ctxasm_ends_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As when another interpreter's ctxasm would answer: the worker is told which module
+    started it, and ends without answering when it runs another (its groups are then chunked
+    in process, as for any worker that ends)."""
+    monkeypatch.setattr(chunk_pool, "_SELF", str(tmp_path / "elsewhere" / "chunk_pool.py"))
+    worker = chunk_pool._Worker()
+    answer: Future[Any] = Future()
+    worker.submit(["The Danube flows east."], (48, 8, "o200k_base"), answer)
+    assert isinstance(answer.exception(timeout=30), chunk_pool.WorkerGoneError)
+    assert worker._process is not None and worker._process.wait(timeout=30) == 2
+    worker.close()
+
+
 def test_other_threads_make_no_difference(
     tmp_path: Path, corpus: Path, in_process: tuple[Any, dict[str, Any]], workers: Workers
 ) -> None:
