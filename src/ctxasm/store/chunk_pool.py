@@ -12,8 +12,10 @@ The worker is a fresh interpreter running :mod:`ctxasm.store.chunk_worker`, fed 
 standard input and output: nothing of the indexing process is copied or imported again (no
 fork of a process with threads, no second run of the calling script), and it ends when its
 input ends, so with the indexing process however that ends (Ctrl-C, ``kill -9``). It starts
-only when there is enough to chunk (past the first group). A worker that fails is not fatal:
-its groups, and all later ones, are chunked in process.
+only when there is enough to chunk (a first group full), and while it starts, or whenever the
+indexing process would wait for it, the indexing process chunks groups itself. A worker that
+fails, or finds another ctxasm than its parent's, is not fatal: its groups, and all later
+ones, are chunked in process.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from ctxasm.errors import RequestError
 from ctxasm.store.chunking import Chunk, chunk_and_count
 from ctxasm.store.documents import Document
 
-__all__ = ["GROUP_CHARS", "Chunked", "Chunker", "auto_workers", "chunk_group"]
+__all__ = ["GROUP_CHARS", "Chunked", "Chunker", "WorkerGoneError", "auto_workers", "chunk_group"]
 
 GROUP_CHARS = 256 * 1024  # document text sent to the worker at a time
 # Text sent to the workers and not given back yet: more than a write batch of prose (5,000
