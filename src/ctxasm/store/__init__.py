@@ -17,7 +17,7 @@ from typing import Protocol
 
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError
-from ctxasm.store.chunk_pool import Chunked, Chunker, auto_workers
+from ctxasm.store.chunk_pool import Chunked, Chunker, auto_workers, failure_reason
 from ctxasm.store.chunking import Chunk, chunk_text, count_tokens_batch
 from ctxasm.store.documents import SUFFIXES, Document, read_documents
 from ctxasm.store.records import StoreStats
@@ -208,11 +208,8 @@ class _Batch:
     def _alone(self, where: str, document: Document, chunks: list[Chunk]) -> str | None:
         try:
             return self.store.upsert(document, chunks)
-        except RequestError as exc:
-            self.report.failed.append((where, exc.message))
         except Exception as exc:
-            detail = " ".join(str(exc).split())
-            self.report.failed.append((where, f"{type(exc).__name__}: {detail}"))
+            self.report.failed.append((where, failure_reason(exc)))
         return None
 
 

@@ -37,7 +37,15 @@ from ctxasm.errors import RequestError
 from ctxasm.store.chunking import Chunk, chunk_and_count
 from ctxasm.store.documents import Document
 
-__all__ = ["GROUP_CHARS", "Chunked", "Chunker", "WorkerGoneError", "auto_workers", "chunk_group"]
+__all__ = [
+    "GROUP_CHARS",
+    "Chunked",
+    "Chunker",
+    "WorkerGoneError",
+    "auto_workers",
+    "chunk_group",
+    "failure_reason",
+]
 
 GROUP_CHARS = 256 * 1024  # document text sent to the worker at a time
 # Text sent to the workers and not given back yet: more than a write batch of prose (5,000
@@ -65,21 +73,25 @@ class Chunked(NamedTuple):
     failure: str | None
 
 
+def failure_reason(exc: Exception) -> str:
+    """Why a document could not be chunked or written, for the report: the message of a
+    :class:`RequestError`, else the exception's type and its text on one line."""
+    if isinstance(exc, RequestError):
+        return exc.message
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
 def chunk_group(
     texts: Sequence[str], chunk_tokens: int, overlap: int, encoding: str
 ) -> list[Outcome]:
     """:func:`~ctxasm.store.chunking.chunk_and_count` of each text, with a failure as its
-    message (in process or in the worker: the same function, so the same answers)."""
+    reason (in process or in the worker: the same function, so the same answers)."""
     found: list[Outcome] = []
     for text in texts:
         try:
             chunks, tokens = chunk_and_count(text, chunk_tokens, overlap, encoding)
-        except RequestError as exc:
-            found.append(exc.message)
-            continue
         except Exception as exc:
-            detail = " ".join(str(exc).split())
-            found.append(f"{type(exc).__name__}: {detail}")
+            found.append(failure_reason(exc))
             continue
         found.append(([(c.start, c.end) for c in chunks], tokens))
     return found
@@ -88,8 +100,9 @@ def chunk_group(
 def auto_workers() -> int:
     """Worker processes for chunking by default: one where this process may use two or more
     CPUs, else none."""
-    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    return 1 if (len(usable) if usable is not None else os.cpu_count() or 1) >= 2 else 0
+    usable = getattr(os, "sched_getaffinity", None)  # Linux: the CPUs this process may use
+    cpus = len(usable(0)) if usable is not None else os.cpu_count() or 1
+    return 1 if cpus >= 2 else 0
 
 
 class _Group:
