@@ -12,6 +12,8 @@ import string
 from collections.abc import Sequence
 from functools import lru_cache
 
+import xxhash
+
 __all__ = [
     "PARTIAL",
     "STOPWORDS",
@@ -81,23 +83,47 @@ def term_counts(terms: Sequence[str], text: str) -> list[int]:
     them. A word is a longest run of word characters (``str.isalnum`` or ``_``: what ``\\w``
     and :func:`normalize` mean) of the lower-cased text, so an occurrence counts when no word
     character touches it on either side. Costs one lower-casing and a substring search per
-    term, less than splitting a long text into words."""
+    term, less than splitting a long text into words. Cached by text and term, like token
+    counts: a passage ranked again (a service, a batch, the next turn) is not searched again
+    for the words already counted in it."""
+    key = xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
+    known = _TERM_COUNTS.get(key)
+    if known is not None:
+        try:
+            return [known[term] for term in terms]
+        except KeyError:
+            pass
+    if known is None or len(known) >= _MAX_TERMS_PER_TEXT:
+        if len(_TERM_COUNTS) >= _MAX_COUNTED_TEXTS:
+            _TERM_COUNTS.clear()
+        known = _TERM_COUNTS[key] = {}
     low = text.lower()
     size = len(low)
     found = []
     for term in terms:
-        count = 0
-        width = len(term)
-        at = low.find(term) if term else -1
-        while at >= 0:
-            end = at + width
-            if (at == 0 or not _word_char(low[at - 1])) and (
-                end == size or not _word_char(low[end])
-            ):
-                count += 1
-            at = low.find(term, at + 1)
+        count = known.get(term)
+        if count is None:
+            count = 0
+            width = len(term)
+            at = low.find(term) if term else -1
+            while at >= 0:
+                end = at + width
+                if (at == 0 or not _word_char(low[at - 1])) and (
+                    end == size or not _word_char(low[end])
+                ):
+                    count += 1
+                at = low.find(term, at + 1)
+            known[term] = count
         found.append(count)
     return found
+
+
+# term_counts' cache: a text's 128-bit content hash (the cache holds no text) -> term -> count.
+# Bounded in texts and in terms per text (a text asked about by many different queries starts
+# over), and cleared when full.
+_TERM_COUNTS: dict[int, dict[str, int]] = {}
+_MAX_COUNTED_TEXTS = 8192
+_MAX_TERMS_PER_TEXT = 256
 
 
 def _word_char(char: str) -> bool:
@@ -323,7 +349,8 @@ def entities(text: str, min_chars: int = 4) -> frozenset[str]:
 
 
 def clear_caches() -> None:
-    """Forget cached keys, entities and sentence splits (for cold-start measurements)."""
+    """Forget cached keys, entities, term counts and sentence splits (for cold-start
+    measurements)."""
     for cached in (
         phrase_key,
         _names,
@@ -335,6 +362,7 @@ def clear_caches() -> None:
         sentence_words,
     ):
         cached.cache_clear()
+    _TERM_COUNTS.clear()
 
 
 # A sentence ends at . ! or ? (with closing quotes or brackets) before white space and a

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxasm.lexical import normalize, term_counts, words
+from ctxasm import lexical
+from ctxasm.lexical import clear_caches, normalize, term_counts, words
 
 # Letters whose lower case is longer or changes class, marks, digits, underscores, apostrophes,
 # CJK, and separators: the characters where a shortcut would count differently from words().
@@ -36,6 +38,34 @@ def test_term_counts_on_prose() -> None:
 
 def test_an_empty_term_counts_nothing() -> None:
     assert term_counts(["", "a"], "a a") == [0, 2]
+
+
+def test_term_counts_are_remembered_by_text_and_term() -> None:
+    clear_caches()
+    text = "A river, a lake; a river."
+    assert term_counts(["river", "lake", "sea"], text) == [2, 1, 0]
+    # Known and new terms together: the known ones come from the cache, the new ones are found.
+    assert term_counts(["sea", "a", "river"], text) == [0, 3, 2]
+    (remembered,) = lexical._TERM_COUNTS.values()
+    assert remembered == {"river": 2, "lake": 1, "sea": 0, "a": 3}
+    # Another text with other counts has its own entry.
+    assert term_counts(["river"], text + " River") == [3]
+    clear_caches()
+    assert not lexical._TERM_COUNTS
+
+
+def test_the_term_count_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    clear_caches()
+    monkeypatch.setattr(lexical, "_MAX_COUNTED_TEXTS", 3)
+    monkeypatch.setattr(lexical, "_MAX_TERMS_PER_TEXT", 2)
+    for i in range(10):
+        assert term_counts(["x", str(i)], f"x {i} x") == [2, 1]
+        assert len(lexical._TERM_COUNTS) <= 3
+    text = "p q r s"
+    for term in "pqrs":
+        assert term_counts([term, "t"], text) == [1, 0]
+        assert all(len(known) <= 2 for known in lexical._TERM_COUNTS.values())
+    clear_caches()
 
 
 _NON_WORD = re.compile(r"\W")

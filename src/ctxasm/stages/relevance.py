@@ -113,13 +113,19 @@ def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> lis
     average = (sum(lengths) / len(lengths)) or 1.0
     count = len(texts)
     idf = []
-    for column in range(len(terms)):
-        df = sum(1 for row in frequencies if row[column])
+    for column in zip(*frequencies, strict=True):  # a term's counts in every text
+        df = count - column.count(0)
         idf.append(math.log(1.0 + (count - df + 0.5) / (df + 0.5)))
     raw = []
     for row, length in zip(frequencies, lengths, strict=True):
         norm = k1 * (1.0 - b + b * length / average)
-        raw.append(sum(w * tf * (k1 + 1.0) / (tf + norm) for w, tf in zip(idf, row, strict=True)))
+        # Terms a text lacks add nothing (a float plus 0.0 is itself), so they are left out.
+        raw.append(
+            sum(
+                (w * tf * (k1 + 1.0) / (tf + norm) for w, tf in zip(idf, row, strict=True) if tf),
+                0.0,
+            )
+        )
     return raw
 
 
