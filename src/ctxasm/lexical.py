@@ -26,6 +26,7 @@ __all__ = [
     "sentence_spans",
     "sentence_words",
     "term_counts",
+    "term_counts_all",
     "term_forms",
     "title_aliases",
     "title_key",
@@ -83,47 +84,54 @@ def term_counts(terms: Sequence[str], text: str) -> list[int]:
     them. A word is a longest run of word characters (``str.isalnum`` or ``_``: what ``\\w``
     and :func:`normalize` mean) of the lower-cased text, so an occurrence counts when no word
     character touches it on either side. Costs one lower-casing and a substring search per
-    term, less than splitting a long text into words. Cached by text and term, like token
-    counts: a passage ranked again (a service, a batch, the next turn) is not searched again
-    for the words already counted in it."""
-    key = xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
-    known = _TERM_COUNTS.get(key)
-    if known is not None:
-        try:
-            return [known[term] for term in terms]
-        except KeyError:
-            pass
-    if known is None or len(known) >= _MAX_TERMS_PER_TEXT:
-        if len(_TERM_COUNTS) >= _MAX_COUNTED_TEXTS:
-            _TERM_COUNTS.clear()
-        known = _TERM_COUNTS[key] = {}
+    term, less than splitting a long text into words."""
     low = text.lower()
     size = len(low)
     found = []
     for term in terms:
-        count = known.get(term)
-        if count is None:
-            count = 0
-            width = len(term)
-            at = low.find(term) if term else -1
-            while at >= 0:
-                end = at + width
-                if (at == 0 or not _word_char(low[at - 1])) and (
-                    end == size or not _word_char(low[end])
-                ):
-                    count += 1
-                at = low.find(term, at + 1)
-            known[term] = count
+        count = 0
+        width = len(term)
+        at = low.find(term) if term else -1
+        while at >= 0:
+            end = at + width
+            if (at == 0 or not _word_char(low[at - 1])) and (
+                end == size or not _word_char(low[end])
+            ):
+                count += 1
+            at = low.find(term, at + 1)
         found.append(count)
     return found
 
 
-# term_counts' cache: a text's 128-bit content hash (the cache holds no text) -> term -> count.
-# Bounded in texts and in terms per text (a text asked about by many different queries starts
-# over), and cleared when full.
-_TERM_COUNTS: dict[int, dict[str, int]] = {}
-_MAX_COUNTED_TEXTS = 8192
-_MAX_TERMS_PER_TEXT = 256
+def term_counts_all(terms: Sequence[str], texts: Sequence[str]) -> list[tuple[int, ...]]:
+    """:func:`term_counts` of ``terms`` in each of ``texts``. Cached by the terms and each
+    text's content, like token counts: the same query over passages seen before (a service,
+    a batch, a retry) does not search them again."""
+    key = tuple(terms)
+    table = _TERM_COUNTS.get(key)
+    if table is None:
+        if len(_TERM_COUNTS) >= _MAX_TERM_LISTS:
+            _TERM_COUNTS.clear()
+        table = _TERM_COUNTS[key] = {}
+    digest, known = xxhash.xxh3_128_intdigest, table.get
+    rows = []
+    for text in texts:
+        content = digest(text.encode("utf-8", "surrogatepass"))
+        counts = known(content)
+        if counts is None:
+            counts = table[content] = tuple(term_counts(key, text))
+        rows.append(counts)
+    if sum(map(len, _TERM_COUNTS.values())) > _MAX_COUNTED_TEXTS:
+        _TERM_COUNTS.clear()  # past the bound only by the texts of this one call
+    return rows
+
+
+# term_counts_all's cache: terms -> a text's 128-bit content hash (no text is kept) -> counts.
+# At most _MAX_TERM_LISTS lists of terms and _MAX_COUNTED_TEXTS counted texts in all; cleared
+# when full.
+_TERM_COUNTS: dict[tuple[str, ...], dict[int, tuple[int, ...]]] = {}
+_MAX_TERM_LISTS = 64
+_MAX_COUNTED_TEXTS = 16384
 
 
 def _word_char(char: str) -> bool:

@@ -1,16 +1,18 @@
-"""``lexical.term_counts`` counts whole words exactly as splitting the text into words does, and
-``lexical.normalize`` finds the words a regular expression's ``\\w`` finds."""
+"""``lexical.term_counts`` counts whole words exactly as splitting the text into words does (and
+``term_counts_all``, cached, for many texts), and ``lexical.normalize`` finds the words a
+regular expression's ``\\w`` finds."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxasm import lexical
-from ctxasm.lexical import clear_caches, normalize, term_counts, words
+from ctxasm.lexical import clear_caches, normalize, term_counts, term_counts_all, words
 
 # Letters whose lower case is longer or changes class, marks, digits, underscores, apostrophes,
 # CJK, and separators: the characters where a shortcut would count differently from words().
@@ -40,32 +42,46 @@ def test_an_empty_term_counts_nothing() -> None:
     assert term_counts(["", "a"], "a a") == [0, 2]
 
 
-def test_term_counts_are_remembered_by_text_and_term() -> None:
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=ALPHABET, max_size=30), max_size=6))
+def test_term_counts_of_many_texts_equal_those_of_each(texts: list[str]) -> None:
+    terms = list(dict.fromkeys(w for t in texts for w in words(t)))
+    expected = [tuple(_by_words(terms, t)) for t in texts]
+    assert term_counts_all(terms, texts) == expected
+    assert term_counts_all(terms, texts) == expected  # from the cache
+
+
+def test_term_counts_are_remembered_by_terms_and_text() -> None:
     clear_caches()
     text = "A river, a lake; a river."
-    assert term_counts(["river", "lake", "sea"], text) == [2, 1, 0]
-    # Known and new terms together: the known ones come from the cache, the new ones are found.
-    assert term_counts(["sea", "a", "river"], text) == [0, 3, 2]
-    (remembered,) = lexical._TERM_COUNTS.values()
-    assert remembered == {"river": 2, "lake": 1, "sea": 0, "a": 3}
-    # Another text with other counts has its own entry.
-    assert term_counts(["river"], text + " River") == [3]
+    assert term_counts_all(["river", "lake"], [text, "lake"]) == [(2, 1), (0, 1)]
+    remembered = {("river", "lake"): {_digest(text): (2, 1), _digest("lake"): (0, 1)}}
+    assert remembered == lexical._TERM_COUNTS
+    # Other terms are another entry; the same content in another string object is found.
+    assert term_counts_all(["a"], [text]) == [(3,)]
+    assert term_counts_all(["river", "lake"], ["".join(["A river, ", "a lake; a river."])]) == [
+        (2, 1)
+    ]
+    assert len(lexical._TERM_COUNTS) == 2
     clear_caches()
     assert not lexical._TERM_COUNTS
 
 
 def test_the_term_count_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     clear_caches()
-    monkeypatch.setattr(lexical, "_MAX_COUNTED_TEXTS", 3)
-    monkeypatch.setattr(lexical, "_MAX_TERMS_PER_TEXT", 2)
+    monkeypatch.setattr(lexical, "_MAX_TERM_LISTS", 2)
+    monkeypatch.setattr(lexical, "_MAX_COUNTED_TEXTS", 5)
     for i in range(10):
-        assert term_counts(["x", str(i)], f"x {i} x") == [2, 1]
-        assert len(lexical._TERM_COUNTS) <= 3
-    text = "p q r s"
-    for term in "pqrs":
-        assert term_counts([term, "t"], text) == [1, 0]
-        assert all(len(known) <= 2 for known in lexical._TERM_COUNTS.values())
+        assert term_counts_all([str(i)], [f"x {i}", "y"]) == [(1,), (0,)]
+        assert len(lexical._TERM_COUNTS) <= 2
+    for i in range(10):
+        assert term_counts_all(["x"], [f"x {i}", f"x x {i}"]) == [(1,), (2,)]
+        assert sum(map(len, lexical._TERM_COUNTS.values())) <= 5
     clear_caches()
+
+
+def _digest(text: str) -> int:
+    return xxhash.xxh3_128_intdigest(text.encode())
 
 
 _NON_WORD = re.compile(r"\W")

@@ -12,7 +12,7 @@ from operator import attrgetter
 from typing import ClassVar, Protocol
 
 from ctxasm.data import Candidate, Exclusion, Passage, Reason
-from ctxasm.lexical import query_terms, term_counts
+from ctxasm.lexical import query_terms, term_counts_all
 from ctxasm.strategy import Strategy, require_number
 
 __all__ = [
@@ -108,7 +108,7 @@ def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> lis
     frequencies and the average length (in characters) taken from ``texts`` themselves."""
     if not texts:
         return []
-    frequencies = [term_counts(terms, text) for text in texts]
+    frequencies = term_counts_all(terms, texts)
     lengths = [len(text) for text in texts]
     average = (sum(lengths) / len(lengths)) or 1.0
     count = len(texts)
