@@ -244,3 +244,11 @@ def test_top_k_detail_names_each_passage_rank() -> None:
         ("b", "rank 2 > top_k 1"),
         ("c", "rank 3 > top_k 1"),
     ]
+
+
+@pytest.mark.parametrize("name", ["bm25", "utility"])
+def test_k1_zero_scores_presence_and_counts_no_division_by_zero(name: str) -> None:
+    # k1 = 0 (allowed) makes a term's weight its IDF wherever it occurs at all; a text without
+    # the term once divided 0 by 0 and the request failed with a traceback.
+    result = _run(CORPUS, strategy={"relevance": {"name": name, "k1": 0}})
+    assert [item.id for item in result.report.included] == ["all3", "two", "one"]
