@@ -112,10 +112,10 @@ def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> lis
     lengths = [len(text) for text in texts]
     average = (sum(lengths) / len(lengths)) or 1.0
     count = len(texts)
-    idf = []
-    for column in zip(*frequencies, strict=True):  # a term's counts in every text
-        df = count - column.count(0)
-        idf.append(math.log(1.0 + (count - df + 0.5) / (df + 0.5)))
+    if count >= _VECTOR_TEXTS:
+        return _bm25_vector(frequencies, lengths, len(terms), k1, b, average)
+    # a term's document frequency: the texts whose counts for it are not 0
+    idf = _idf([count - column.count(0) for column in zip(*frequencies, strict=True)], count)
     raw = []
     for row, length in zip(frequencies, lengths, strict=True):
         norm = k1 * (1.0 - b + b * length / average)
@@ -127,6 +127,38 @@ def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> lis
             )
         )
     return raw
+
+
+# From this many texts BM25 is summed with numpy: the same operations in the same order, so
+# the same floats, without a Python step per text and term.
+_VECTOR_TEXTS = 128
+
+
+def _idf(frequencies: Sequence[int], count: int) -> list[float]:
+    """BM25's inverse document frequency of terms in ``frequencies`` of ``count`` texts."""
+    return [math.log(1.0 + (count - df + 0.5) / (df + 0.5)) for df in frequencies]
+
+
+def _bm25_vector(
+    frequencies: Sequence[Sequence[int]],
+    lengths: Sequence[int],
+    width: int,
+    k1: float,
+    b: float,
+    average: float,
+) -> list[float]:
+    import numpy as np
+
+    counts = np.array(frequencies, dtype=np.float64).reshape(len(lengths), width)
+    idf = _idf(np.count_nonzero(counts, axis=0).tolist(), len(lengths))
+    norm = k1 * (1.0 - b + b * np.array(lengths, dtype=np.float64) / average)
+    raw = np.zeros(len(lengths))
+    for column, w in enumerate(idf):
+        tf = counts[:, column]
+        present = tf > 0
+        # Where the term is missing nothing is added (0/0 when k1 is 0 is never computed).
+        raw += np.divide(w * tf * (k1 + 1.0), tf + norm, out=np.zeros_like(tf), where=present)
+    return list(raw.tolist())
 
 
 @dataclass(frozen=True)

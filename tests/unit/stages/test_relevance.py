@@ -7,6 +7,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ctxasm
 from ctxasm.data import Passage
@@ -252,3 +254,29 @@ def test_k1_zero_scores_presence_and_counts_no_division_by_zero(name: str) -> No
     # the term once divided 0 by 0 and the request failed with a traceback.
     result = _run(CORPUS, strategy={"relevance": {"name": name, "k1": 0}})
     assert [item.id for item in result.report.included] == ["all3", "two", "one"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["sun", "moon", "star", "sky", "Sun.", "x"]), max_size=12),
+        min_size=1,
+        max_size=12,
+    ),
+    st.lists(st.sampled_from(["sun", "moon", "star", "void"]), max_size=4, unique=True),
+    st.sampled_from([0.0, 0.5, 1.2, 3.0]),
+    st.sampled_from([0.0, 0.75, 1.0]),
+)
+def test_bm25_summed_with_numpy_gives_the_same_floats(
+    words: list[list[str]], terms: list[str], k1: float, b: float
+) -> None:
+    from ctxasm.stages import relevance
+
+    texts = [" ".join(w) for w in words]
+    by_text = relevance.bm25(terms, texts, k1, b)
+    original = relevance._VECTOR_TEXTS
+    try:
+        relevance._VECTOR_TEXTS = 1
+        assert relevance.bm25(terms, texts, k1, b) == by_text  # exactly, not approximately
+    finally:
+        relevance._VECTOR_TEXTS = original
