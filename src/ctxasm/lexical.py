@@ -108,6 +108,8 @@ def term_counts_all(terms: Sequence[str], texts: Sequence[str]) -> list[tuple[in
     text's content, like token counts: the same query over passages seen before (a service,
     a batch, a retry) does not search them again."""
     key = tuple(terms)
+    if len(key) > _MAX_CACHED_TERMS:  # a very long query: its counts would crowd the cache
+        return [tuple(term_counts(key, text)) for text in texts]
     table = _TERM_COUNTS.get(key)
     if table is None:
         if len(_TERM_COUNTS) >= _MAX_TERM_LISTS:
@@ -127,10 +129,11 @@ def term_counts_all(terms: Sequence[str], texts: Sequence[str]) -> list[tuple[in
 
 
 # term_counts_all's cache: terms -> a text's 128-bit content hash (no text is kept) -> counts.
-# At most _MAX_TERM_LISTS lists of terms and _MAX_COUNTED_TEXTS counted texts in all; cleared
-# when full.
+# At most _MAX_TERM_LISTS lists of at most _MAX_CACHED_TERMS terms, and _MAX_COUNTED_TEXTS
+# counted texts in all; cleared when full.
 _TERM_COUNTS: dict[tuple[str, ...], dict[int, tuple[int, ...]]] = {}
 _MAX_TERM_LISTS = 64
+_MAX_CACHED_TERMS = 64
 _MAX_COUNTED_TEXTS = 16384
 
 

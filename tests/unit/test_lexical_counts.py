@@ -80,6 +80,15 @@ def test_the_term_count_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> Non
     clear_caches()
 
 
+def test_a_long_list_of_terms_is_counted_but_not_cached() -> None:
+    clear_caches()
+    terms = [f"w{i}" for i in range(65)]
+    expected = [0] * 65
+    expected[3], expected[64] = 2, 1
+    assert term_counts_all(terms, ["w3 w64 w3"]) == [tuple(expected)]
+    assert not lexical._TERM_COUNTS
+
+
 def _digest(text: str) -> int:
     return xxhash.xxh3_128_intdigest(text.encode())
 
