@@ -578,7 +578,7 @@ def table(rows: Sequence[Row], info: dict[str, Any]) -> str:
         "baseline = tiktoken encode_ordinary of every candidate once; ratio = assembly / baseline",
         "langchain = exact-duplicate filter, count every page_content, drop from the end until "
         "it fits, LongContextReorder; same encoding, same rounds, same context budget",
-        "cold = token-count, word and shingle caches cleared before each run; "
+        "cold = token-count, word, term-count, scan and shingle caches cleared before each run; "
         "warm = all cached by an earlier run",
         "baseline, assembly and langchain runs alternate, so all see the same machine load "
         f"(1-min load average {info['load_average_before']} before, "
