@@ -6,6 +6,7 @@ Strategies only score; :func:`rank` applies the cuts that are the same for all o
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -112,7 +113,7 @@ def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> lis
     lengths = [len(text) for text in texts]
     average = (sum(lengths) / len(lengths)) or 1.0
     count = len(texts)
-    if count >= _VECTOR_TEXTS:
+    if count >= _VECTOR_TEXTS and "numpy" in sys.modules:
         return _bm25_vector(frequencies, lengths, len(terms), k1, b, average)
     # a term's document frequency: the texts whose counts for it are not 0
     idf = _idf([count - column.count(0) for column in zip(*frequencies, strict=True)], count)
@@ -130,13 +131,15 @@ def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> lis
 
 
 # From this many texts BM25 is summed with numpy: the same operations in the same order, so
-# the same floats, without a Python step per text and term.
+# the same floats, without a Python step per text and term. Only where numpy is loaded already
+# (a service, a batch, large dedup): importing it takes longer than it saves in one request.
 _VECTOR_TEXTS = 128
 
 
-def _idf(frequencies: Sequence[int], count: int) -> list[float]:
-    """BM25's inverse document frequency of terms in ``frequencies`` of ``count`` texts."""
-    return [math.log(1.0 + (count - df + 0.5) / (df + 0.5)) for df in frequencies]
+def _idf(document_frequencies: Sequence[int], count: int) -> list[float]:
+    """BM25's inverse document frequency of terms found in ``document_frequencies`` of
+    ``count`` texts."""
+    return [math.log(1.0 + (count - df + 0.5) / (df + 0.5)) for df in document_frequencies]
 
 
 def _bm25_vector(
@@ -158,7 +161,8 @@ def _bm25_vector(
         present = tf > 0
         # Where the term is missing nothing is added (0/0 when k1 is 0 is never computed).
         raw += np.divide(w * tf * (k1 + 1.0), tf + norm, out=np.zeros_like(tf), where=present)
-    return list(raw.tolist())
+    values: list[float] = raw.tolist()
+    return values
 
 
 @dataclass(frozen=True)

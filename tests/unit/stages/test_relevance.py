@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -270,6 +272,8 @@ def test_k1_zero_scores_presence_and_counts_no_division_by_zero(name: str) -> No
 def test_bm25_summed_with_numpy_gives_the_same_floats(
     words: list[list[str]], terms: list[str], k1: float, b: float
 ) -> None:
+    import numpy  # noqa: F401  (loaded: the numpy sum is taken)
+
     from ctxasm.stages import relevance
 
     texts = [" ".join(w) for w in words]
@@ -280,3 +284,16 @@ def test_bm25_summed_with_numpy_gives_the_same_floats(
         assert relevance.bm25(terms, texts, k1, b) == by_text  # exactly, not approximately
     finally:
         relevance._VECTOR_TEXTS = original
+
+
+def test_bm25_over_many_texts_does_not_import_numpy() -> None:
+    # A one-request process would pay more for the import than the sum saves.
+    code = (
+        "import sys\n"
+        "from ctxasm.stages.relevance import bm25\n"
+        "scores = bm25(['sun'], ['sun and moon', 'moon'] * 200, 1.2, 0.75)\n"
+        "assert len(scores) == 400 and scores[0] > 0 == scores[1]\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "False"
