@@ -291,23 +291,27 @@ def title_links(
     title, nor through a name its own title shares ("Green" in the text of "Green (Steve
     Hillage album)" is the passage naming itself, not "Green (R.E.M. album)"). Found through
     an index of the texts' words, so the cost follows the matches, not the number of pairs."""
-    every = title_aliases(titles)
+    every = [
+        [(alias, strength, alias.split()) for alias, strength in aliases]
+        for aliases in title_aliases(titles)
+    ]
     keys = [f" {phrase_key(text)} " for text in texts]
     # Which texts hold each word of a name (only those words: a set intersection per text).
-    needed = {word for aliases in every for alias, _ in aliases for word in alias.split()}
+    needed = {word for aliases in every for _, _, alias_words in aliases for word in alias_words}
     holders: dict[str, list[int]] = {}
     for i, text in enumerate(texts):
         for word in needed.intersection(key_words(text)):
             holders.setdefault(word, []).append(i)
     capitalised: list[set[str] | None] = [None] * len(texts)
     found: list[dict[int, float]] = [{} for _ in texts]
-    own = [{alias for alias, _ in aliases} for aliases in every] if aligned else []
+    own = [{alias for alias, _, _ in aliases} for aliases in every] if aligned else []
     for j, aliases in enumerate(every):
-        for alias, strength in aliases:
+        for alias, strength, alias_words in aliases:
+            if not all(map(holders.__contains__, alias_words)):
+                continue  # a word of the name is in no text: the usual case, settled at C speed
             padded = f" {alias} "
-            alias_words = alias.split()
-            rarest = min(alias_words, key=lambda word: len(holders.get(word, ())))
-            for i in holders.get(rarest, ()):
+            rarest = min(alias_words, key=lambda word: len(holders[word]))
+            for i in holders[rarest]:
                 if aligned and (i == j or alias in own[i]):
                     continue
                 if strength <= found[i].get(j, 0.0) or padded not in keys[i]:
