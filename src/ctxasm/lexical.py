@@ -291,10 +291,21 @@ def title_links(
     title, nor through a name its own title shares ("Green" in the text of "Green (Steve
     Hillage album)" is the passage naming itself, not "Green (R.E.M. album)"). Found through
     an index of the texts' words, so the cost follows the matches, not the number of pairs."""
-    every = [
-        [(alias, strength, alias.split()) for alias, strength in aliases]
-        for aliases in title_aliases(titles)
-    ]
+    named: Sequence[int] = range(len(titles))
+    if len(titles) > _MANY_TITLES:
+        # Every name of a title is made of words of its key, so a title none of whose key's
+        # words is in any text cannot be named: its names are not looked for, nor counted when
+        # shorter names shared by two titles are dropped (such a name has a word in no text
+        # either). Worth the set of the texts' words only when there are many titles.
+        words_of_texts = frozenset().union(*map(key_words, texts))
+        named = [
+            j
+            for j, title in enumerate(titles)
+            if not words_of_texts.isdisjoint(title_key(title).split())
+        ]
+    every: list[list[tuple[str, float, list[str]]]] = [[] for _ in titles]
+    for j, names_of in zip(named, title_aliases([titles[j] for j in named]), strict=True):
+        every[j] = [(alias, strength, alias.split()) for alias, strength in names_of]
     keys = [f" {phrase_key(text)} " for text in texts]
     # Which texts hold each word of a name (only those words: a set intersection per text).
     needed = {word for aliases in every for _, _, alias_words in aliases for word in alias_words}
@@ -324,6 +335,9 @@ def title_links(
                         continue
                 found[i][j] = strength
     return found
+
+
+_MANY_TITLES = 64  # from this many titles, title_links first drops those no text can name
 
 
 @lru_cache(maxsize=16384)

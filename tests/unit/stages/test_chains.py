@@ -3,6 +3,9 @@ planner's look-ahead to the hop that completes a chain."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 import ctxasm
 from ctxasm.lexical import PARTIAL, term_forms, title_aliases, title_links
 
@@ -176,3 +179,50 @@ def test_a_third_hop_the_query_never_names_is_not_dropped() -> None:
     assert {"suite", "marek", "kestrel"} <= set(kept)
     third = kept["kestrel"]
     assert third is not None and (third.by, third.linked_from) == ("link", "marek")
+
+
+_FIRST = ["Richard", "Pat", "Green", "Steve", "Iowa", "Bank", "New", "Hoosick", "Σοφία", "The"]
+_LAST = [
+    "Nixon",
+    "Hillage",
+    "State",
+    "England",
+    "York",
+    "Falls",
+    "Album",
+    "of",
+    "İzmir",
+    "Cyclones",
+]
+_TITLE = st.builds(
+    lambda words, comma, qualifier: (
+        " ".join(words) + (", New York" if comma else "") + (" (album)" if qualifier else "")
+    ),
+    st.lists(st.sampled_from(_FIRST + _LAST), min_size=1, max_size=4),
+    st.booleans(),
+    st.booleans(),
+)
+_TEXT = st.lists(
+    st.sampled_from([*_FIRST, *_LAST, "the", "nixon", "green", "x."]), max_size=30
+).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_TITLE, min_size=1, max_size=90), st.lists(_TEXT, min_size=1, max_size=12))
+def test_dropping_titles_no_text_can_name_changes_no_link(
+    titles: list[str], texts: list[str]
+) -> None:
+    # With many titles, those whose key has no word of any text are left out before names are
+    # looked for; the links must be those found with every title's names.
+    from ctxasm import lexical
+
+    original = lexical._MANY_TITLES
+    try:
+        lexical._MANY_TITLES = 10**9
+        every = title_links(titles, texts, aligned=False)
+        aligned = title_links(titles[: len(texts)], texts[: len(titles)])
+        lexical._MANY_TITLES = 0
+        assert title_links(titles, texts, aligned=False) == every
+        assert title_links(titles[: len(texts)], texts[: len(titles)]) == aligned
+    finally:
+        lexical._MANY_TITLES = original
