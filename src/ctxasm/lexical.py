@@ -298,11 +298,14 @@ def title_links(
         # shorter names shared by two titles are dropped (such a name has a word in no text
         # either). Worth the set of the texts' words only when there are many titles.
         words_of_texts = frozenset().union(*map(key_words, texts))
-        named = [
-            j
-            for j, title in enumerate(titles)
-            if not words_of_texts.isdisjoint(title_key(title).split())
-        ]
+        nameable: dict[str | None, bool] = {}  # by title: passages often share one
+        named = []
+        for j, title in enumerate(titles):
+            can = nameable.get(title)
+            if can is None:
+                can = nameable[title] = not words_of_texts.isdisjoint(title_key(title).split())
+            if can:
+                named.append(j)
     every: list[list[tuple[str, float, list[str]]]] = [[] for _ in titles]
     for j, names_of in zip(named, title_aliases([titles[j] for j in named]), strict=True):
         every[j] = [(alias, strength, alias.split()) for alias, strength in names_of]
