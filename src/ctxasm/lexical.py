@@ -12,7 +12,7 @@ import string
 from collections.abc import Sequence
 from functools import lru_cache
 
-import xxhash
+from ctxasm.keys import content_key
 
 __all__ = [
     "PARTIAL",
@@ -115,10 +115,10 @@ def term_counts_all(terms: Sequence[str], texts: Sequence[str]) -> list[tuple[in
         if len(_TERM_COUNTS) >= _MAX_TERM_LISTS:
             _TERM_COUNTS.clear()
         table = _TERM_COUNTS[key] = {}
-    digest, known = xxhash.xxh3_128_intdigest, table.get
+    known = table.get
     rows = []
     for text in texts:
-        content = digest(text.encode("utf-8", "surrogatepass"))
+        content = content_key(text)
         counts = known(content)
         if counts is None:
             counts = table[content] = tuple(term_counts(key, text))
@@ -128,7 +128,7 @@ def term_counts_all(terms: Sequence[str], texts: Sequence[str]) -> list[tuple[in
     return rows
 
 
-# term_counts_all's cache: terms -> a text's 128-bit content hash (no text is kept) -> counts.
+# term_counts_all's cache: terms -> a text's content key (ctxasm.keys; no text is kept) -> counts.
 # At most _MAX_TERM_LISTS lists of at most _MAX_CACHED_TERMS terms, and _MAX_COUNTED_TEXTS
 # counted texts in all; cleared when full.
 _TERM_COUNTS: dict[tuple[str, ...], dict[int, tuple[int, ...]]] = {}

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Protocol
 import xxhash
 
 from ctxasm.data import Candidate
+from ctxasm.keys import content_key
 from ctxasm.lexical import phrase_key
 from ctxasm.strategy import Strategy, require_int, require_number
 
@@ -293,7 +294,7 @@ def _suffix_prefix_overlap(first: str, second: str, minimum: int) -> int:
 def _normalized_key(text: str) -> int:
     # The phrase key is the text's words joined by single spaces (and is usually cached
     # already: selection and relevance key every candidate the same way).
-    return xxhash.xxh3_128_intdigest(phrase_key(text).encode("utf-8", "surrogatepass"))
+    return content_key(phrase_key(text))
 
 
 @dataclass(frozen=True)

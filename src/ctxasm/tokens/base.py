@@ -5,9 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Protocol, runtime_checkable
 
-import xxhash
-
 from ctxasm.errors import CtxasmError, UntokenizableError
+from ctxasm.keys import content_key
 from ctxasm.tokens.runs import MAX_RUN_CHARS, find_long_run
 
 __all__ = ["TokenCounter", "Tokenizer"]
@@ -171,10 +170,7 @@ class TokenCounter:
         self._store(self._key(new), counted)
         return counted
 
-    @staticmethod
-    def _key(text: str) -> int:
-        # 128-bit content hash: the cache holds no text, and collisions are out of reach.
-        return xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
+    _key = staticmethod(content_key)  # the cache holds no text
 
     def _lookup(self, text: str) -> tuple[int, int | None]:
         """The content key of ``text`` and its cached count (0 for empty text, else None)."""
