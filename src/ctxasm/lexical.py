@@ -21,6 +21,7 @@ __all__ = [
     "entities",
     "key_words",
     "normalize",
+    "outside_ascii",
     "phrase_key",
     "query_terms",
     "sentence_spans",
@@ -40,7 +41,7 @@ _WORD_BYTES = (string.ascii_letters + string.digits + "_").encode()
 _UTF8_TABLE = bytes(
     byte if byte in _WORD_BYTES or byte >= 0x80 else ord(" ") for byte in range(256)
 )
-_OUTSIDE_ASCII = re.compile(r"[^\x00-\x7f]")
+_ASCII_BYTES = bytes(range(128))
 
 # Function words that carry no evidence of relevance; a query made only of these matches nothing.
 STOPWORDS = frozenset(
@@ -67,10 +68,25 @@ def normalize(text: str) -> str:
     # Lone surrogates (from JSON escapes) pass through the bytes and are found below.
     out = low.encode("utf-8", "surrogatepass").translate(_UTF8_TABLE)
     out_text = out.decode("utf-8", "surrogatepass")
-    for char in set(_OUTSIDE_ASCII.findall(out_text)):
+    for char in _chars_of(out.translate(None, _ASCII_BYTES)):
         if not char.isalnum():
             out_text = out_text.replace(char, " ")
     return out_text
+
+
+def outside_ascii(text: str) -> frozenset[str]:
+    """The distinct characters of ``text`` outside ASCII (lone surrogates included)."""
+    if text.isascii():
+        return frozenset()
+    return _chars_of(text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES))
+
+
+def _chars_of(data: bytes) -> frozenset[str]:
+    # ``data`` is UTF-8 with its ASCII bytes deleted: every other byte belongs to a character
+    # outside ASCII and none to two, so what is left decodes to exactly those characters, in
+    # order. Deleting bytes runs at C speed, where searching the text for them character by
+    # character (a regular expression, a set of the text) cost 6x as much on prose.
+    return frozenset(data.decode("utf-8", "surrogatepass"))
 
 
 def words(text: str) -> list[str]:

@@ -22,6 +22,8 @@ from itertools import compress, repeat
 from operator import le
 from urllib.parse import unquote
 
+from ctxasm import lexical
+
 __all__ = [
     "CONFUSABLES",
     "LEET",
@@ -139,7 +141,6 @@ def _fold(text: str) -> str:
 # two starters), decomposing to a starter first, folding to characters that fold to
 # themselves. In a text of ASCII and these only, folding is a replacement per character.
 _SIMPLE_RANGES = ((0x80, 0x24F), (0x370, 0x4FF), (0x1E00, 0x1EFF), (0x2010, 0x205E))
-_OUTSIDE_ASCII_RUNS = re.compile("[^\x00-\x7f]+")
 
 
 @cache
@@ -175,7 +176,7 @@ def outside_ascii(text: str) -> frozenset[str]:
     text share them)."""
     found = _OUTSIDE.get(text)
     if found is None:
-        found = frozenset("".join(_OUTSIDE_ASCII_RUNS.findall(text)))
+        found = lexical.outside_ascii(text)
         _remember(text, found)
     return found
 
