@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from ctxasm.keys import content_key
@@ -215,15 +216,26 @@ def title_aliases(titles: Sequence[str | None]) -> list[list[tuple[str, float]]]
     person's family name ("Nixon" for "Richard Nixon") and the first two words of a longer
     name ("Iowa State" for "Iowa State Cyclones football"). A shorter name that more than one
     title would get is dropped: it cannot say which passage a text means."""
-    names = [_names(title) for title in titles]
+    aliases = _distinct_aliases(Counter(titles))
+    return [list(aliases[title]) for title in titles]
+
+
+def _distinct_aliases(
+    titles: Mapping[str | None, int],
+) -> dict[str | None, tuple[tuple[str, float], ...]]:
+    """:func:`title_aliases` of each distinct title, given how many of the titles it is (a
+    title that stands twice gets its shorter names twice: they are dropped, as for two titles
+    sharing one). Passages often share a title, so each is worked out once."""
+    names = {title: _names(title) for title in titles}
     counts: dict[str, int] = {}
-    for _, shorter in names:
+    for title, (_, shorter) in names.items():
+        times = titles[title]
         for short in shorter:
-            counts[short] = counts.get(short, 0) + 1
-    return [
-        [*([(key, 1.0)] if key else ()), *((s, PARTIAL) for s in shorter if counts[s] == 1)]
-        for key, shorter in names
-    ]
+            counts[short] = counts.get(short, 0) + times
+    return {
+        title: (*([(key, 1.0)] if key else ()), *((s, PARTIAL) for s in shorter if counts[s] == 1))
+        for title, (key, shorter) in names.items()
+    }
 
 
 @lru_cache(maxsize=16384)
@@ -307,44 +319,44 @@ def title_links(
     title, nor through a name its own title shares ("Green" in the text of "Green (Steve
     Hillage album)" is the passage naming itself, not "Green (R.E.M. album)"). Found through
     an index of the texts' words, so the cost follows the matches, not the number of pairs."""
-    named: Sequence[int] = range(len(titles))
-    if len(titles) > _MANY_TITLES:
-        # Every name of a title is made of words of its key, so a title none of whose key's
-        # words is in any text cannot be named: its names are not looked for, nor counted when
-        # shorter names shared by two titles are dropped (such a name has a word in no text
-        # either). Worth the set of the texts' words only when there are many titles.
-        words_of_texts = frozenset().union(*map(key_words, texts))
-        nameable: dict[str | None, bool] = {}  # by title: passages often share one
-        named = []
-        for j, title in enumerate(titles):
-            can = nameable.get(title)
-            if can is None:
-                can = nameable[title] = not words_of_texts.isdisjoint(title_key(title).split())
-            if can:
-                named.append(j)
-    every: list[list[tuple[str, float, list[str]]]] = [[] for _ in titles]
-    for j, names_of in zip(named, title_aliases([titles[j] for j in named]), strict=True):
-        every[j] = [(alias, strength, alias.split()) for alias, strength in names_of]
+    named = _nameable(titles, texts) if len(titles) > _MANY_TITLES else range(len(titles))
+    # Passages often share a title (windows of one document): each distinct title's names are
+    # looked for once, and the texts naming one are linked to every passage with that title.
+    sharing: dict[str | None, list[int]] = {}
+    for j in named:
+        sharing.setdefault(titles[j], []).append(j)
+    names_of = {
+        title: [(alias, strength, alias.split()) for alias, strength in aliases]
+        for title, aliases in _distinct_aliases({t: len(js) for t, js in sharing.items()}).items()
+    }
     keys = [f" {phrase_key(text)} " for text in texts]
     # Which texts hold each word of a name (only those words: a set intersection per text).
-    needed = {word for aliases in every for _, _, alias_words in aliases for word in alias_words}
+    needed = {word for aliases in names_of.values() for _, _, words_ in aliases for word in words_}
     holders: dict[str, list[int]] = {}
     for i, text in enumerate(texts):
         for word in needed.intersection(key_words(text)):
             holders.setdefault(word, []).append(i)
     capitalised: list[set[str] | None] = [None] * len(texts)
     found: list[dict[int, float]] = [{} for _ in texts]
-    own = [{alias for alias, _, _ in aliases} for aliases in every] if aligned else []
-    for j, aliases in enumerate(every):
+    if aligned:
+        own_of = {title: {alias for alias, _, _ in names} for title, names in names_of.items()}
+        own: list[set[str]] = [set() for _ in titles]
+        for j in named:
+            own[j] = own_of[titles[j]]
+    for title, aliases in names_of.items():
+        # A text names every passage of a title alike (its own excepted, when aligned, through
+        # ``own``, which holds the title's names), so the first passage's link speaks for all.
+        passages = sharing[title]
+        first = passages[0]
         for alias, strength, alias_words in aliases:
             if not all(map(holders.__contains__, alias_words)):
                 continue  # a word of the name is in no text: the usual case, settled at C speed
             padded = f" {alias} "
             rarest = min(alias_words, key=lambda word: len(holders[word]))
             for i in holders[rarest]:
-                if aligned and (i == j or alias in own[i]):
-                    continue
-                if strength <= found[i].get(j, 0.0) or padded not in keys[i]:
+                if aligned and alias in own[i]:
+                    continue  # its own title's name (the text of passage ``first`` among them)
+                if strength <= found[i].get(first, 0.0) or padded not in keys[i]:
                     continue
                 if strength < 1.0:
                     names = capitalised[i]
@@ -352,11 +364,33 @@ def title_links(
                         names = capitalised[i] = {w for e in entities(texts[i]) for w in e.split()}
                     if not names.issuperset(alias_words):
                         continue
-                found[i][j] = strength
-    return found
+                for j in passages:
+                    found[i][j] = strength
+    if len(sharing) == len(named):
+        return found  # titles were looked for in passage order
+    # Links in passage order, as if each passage's title were looked for in turn.
+    return [dict(sorted(links.items())) if len(links) > 1 else links for links in found]
 
 
 _MANY_TITLES = 64  # from this many titles, title_links first drops those no text can name
+
+
+def _nameable(titles: Sequence[str | None], texts: Sequence[str]) -> list[int]:
+    """The indexes of the titles some text may name. Every name of a title is made of words of
+    its key, so a title none of whose key's words is in any text cannot be named: its names
+    are not looked for, nor counted when shorter names shared by two titles are dropped (such
+    a name has a word in no text either). Worth the set of the texts' words only when there
+    are many titles."""
+    words_of_texts = frozenset().union(*map(key_words, texts))
+    nameable: dict[str | None, bool] = {}  # by title: passages often share one
+    named = []
+    for j, title in enumerate(titles):
+        can = nameable.get(title)
+        if can is None:
+            can = nameable[title] = not words_of_texts.isdisjoint(title_key(title).split())
+        if can:
+            named.append(j)
+    return named
 
 
 @lru_cache(maxsize=16384)

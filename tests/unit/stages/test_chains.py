@@ -226,3 +226,85 @@ def test_dropping_titles_no_text_can_name_changes_no_link(
         assert title_links(titles[: len(texts)], texts[: len(titles)]) == aligned
     finally:
         lexical._MANY_TITLES = original
+
+
+def _links_one_passage_at_a_time(
+    titles: list[str], texts: list[str], aligned: bool
+) -> list[dict[int, float]]:
+    """The plain search title_links must equal: every passage's title on its own, in order,
+    its shorter names counted once per passage (no filter of unnameable titles)."""
+    from ctxasm.lexical import _names, entities, phrase_key
+
+    names = [_names(title) for title in titles]
+    counts: dict[str, int] = {}
+    for _, shorter in names:
+        for short in shorter:
+            counts[short] = counts.get(short, 0) + 1
+    every = [
+        [(key, 1.0)] * bool(key) + [(s, PARTIAL) for s in shorter if counts[s] == 1]
+        for key, shorter in names
+    ]
+    keys = [f" {phrase_key(text)} " for text in texts]
+    found: list[dict[int, float]] = [{} for _ in texts]
+    for j, aliases in enumerate(every):
+        for alias, strength in aliases:
+            for i, key in enumerate(keys):
+                if aligned and (i == j or alias in {a for a, _ in every[i]}):
+                    continue
+                if strength <= found[i].get(j, 0.0) or f" {alias} " not in key:
+                    continue
+                capitals = {w for e in entities(texts[i]) for w in e.split()}
+                if strength < 1.0 and not capitals.issuperset(alias.split()):
+                    continue
+                found[i][j] = strength
+    return found
+
+
+_SHARED_TITLES = st.lists(_TITLE, min_size=1, max_size=6).flatmap(
+    lambda pool: st.lists(st.sampled_from(pool), min_size=1, max_size=90)
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_SHARED_TITLES, st.lists(_TEXT, min_size=1, max_size=12), st.booleans())
+def test_title_links_equal_looking_for_each_passages_title_in_turn(
+    titles: list[str], texts: list[str], many: bool
+) -> None:
+    # Passages that share a title are looked for once; the links, their strengths and their
+    # order must be those of looking for every passage's title in turn, with a shorter name of
+    # a title that stands twice dropped as for two titles sharing it.
+    from ctxasm import lexical
+
+    original = lexical._MANY_TITLES
+    try:
+        lexical._MANY_TITLES = 0 if many else 10**9
+        for aligned in (False, True):
+            got = title_links(
+                titles[: len(texts)] if aligned else titles,
+                texts[: len(titles)] if aligned else texts,
+                aligned=aligned,
+            )
+            want = _links_one_passage_at_a_time(
+                titles[: len(texts)] if aligned else titles,
+                texts[: len(titles)] if aligned else texts,
+                aligned,
+            )
+            assert [list(links.items()) for links in got] == [list(links.items()) for links in want]
+    finally:
+        lexical._MANY_TITLES = original
+
+
+def test_a_title_two_passages_share_keeps_its_key_and_loses_its_shorter_names() -> None:
+    aliases = title_aliases(["Richard Nixon", "Richard Nixon", "Bantu peoples"])
+    assert aliases[0] == aliases[1] == [("richard nixon", 1.0)]
+    assert aliases[2] == [("bantu peoples", 1.0), ("bantu", PARTIAL)]
+    titles = ["Richard Nixon", "Bantu peoples", "Richard Nixon"]
+    texts = ["Richard Nixon met Nixon.", "Nixon spoke of Bantu peoples.", "Richard Nixon again."]
+    # The key names both passages of the title; "Nixon" alone names neither (with one
+    # "Richard Nixon" it names that one at PARTIAL strength).
+    assert title_links(titles, texts, aligned=False) == [
+        {0: 1.0, 2: 1.0},
+        {1: 1.0},
+        {0: 1.0, 2: 1.0},
+    ]
+    assert title_links(titles[:2], texts[:2], aligned=False)[1] == {0: PARTIAL, 1: 1.0}
