@@ -118,12 +118,17 @@ def bm25(terms: Sequence[str], texts: Sequence[str], k1: float, b: float) -> lis
     # a term's document frequency: the texts whose counts for it are not 0
     idf = _idf([count - column.count(0) for column in zip(*frequencies, strict=True)], count)
     raw = []
+    saturation = k1 + 1.0
     for row, length in zip(frequencies, lengths, strict=True):
+        # Terms a text lacks add nothing (a float plus 0.0 is itself), so they are left out,
+        # and a text with none of them scores 0.0 (often most texts: no sum to set up).
+        if not any(row):
+            raw.append(0.0)
+            continue
         norm = k1 * (1.0 - b + b * length / average)
-        # Terms a text lacks add nothing (a float plus 0.0 is itself), so they are left out.
         raw.append(
             sum(
-                (w * tf * (k1 + 1.0) / (tf + norm) for w, tf in zip(idf, row, strict=True) if tf),
+                (w * tf * saturation / (tf + norm) for w, tf in zip(idf, row, strict=True) if tf),
                 0.0,
             )
         )
