@@ -338,14 +338,11 @@ def title_links(
             holders.setdefault(word, []).append(i)
     capitalised: list[set[str] | None] = [None] * len(texts)
     found: list[dict[int, float]] = [{} for _ in texts]
-    if aligned:
-        own_of = {title: {alias for alias, _, _ in names} for title, names in names_of.items()}
-        own: list[set[str]] = [set() for _ in titles]
-        for j in named:
-            own[j] = own_of[titles[j]]
+    # A title's own names, by title (an unnamed title has none: all its passages are unnamed).
+    own = {t: {alias for alias, _, _ in names} for t, names in names_of.items()} if aligned else {}
     for title, aliases in names_of.items():
-        # A text names every passage of a title alike (its own excepted, when aligned, through
-        # ``own``, which holds the title's names), so the first passage's link speaks for all.
+        # A text names every passage of a title alike (its own excepted, when aligned: the
+        # names of its own title), so the first passage's link speaks for all.
         passages = sharing[title]
         first = passages[0]
         for alias, strength, alias_words in aliases:
@@ -354,7 +351,7 @@ def title_links(
             padded = f" {alias} "
             rarest = min(alias_words, key=lambda word: len(holders[word]))
             for i in holders[rarest]:
-                if aligned and alias in own[i]:
+                if aligned and alias in own.get(titles[i], ()):
                     continue  # its own title's name (the text of passage ``first`` among them)
                 if strength <= found[i].get(first, 0.0) or padded not in keys[i]:
                     continue
