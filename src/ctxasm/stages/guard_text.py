@@ -101,6 +101,16 @@ _MORSE = dict(
 )
 _DIGIT = re.compile("[0-9]")
 _BASE64_ONLY = re.compile(r"[A-Za-z0-9+/=_-]*")
+# What each base85 decoder accepts: ascii85's digits "!" to "u", "z" for four zero bytes and
+# the white space it skips; base85's alphabet (RFC 1924). A run with any other character would
+# be refused, so it is not handed to the decoder (a URL reached both, slowly, on every scan).
+_BASE85_DECODERS = (
+    (bytes(range(ord("!"), ord("u") + 1)) + b"z \t\n\r\v", base64.a85decode),
+    (
+        b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~",
+        base64.b85decode,
+    ),
+)
 
 MIN_ENCODED_CHARS = 16  # shorter runs are not decoded
 _PRINTABLE = bytes(ord("x" if 0x21 <= c <= 0x7E else " ") for c in range(256))
@@ -274,12 +284,15 @@ def _from_base85(run: str) -> str | None:
     """A run in ascii85 (``<~...~>`` or bare) or base85, when it uses characters outside
     base64's (those are base64 candidates already)."""
     body = run[2:-2] if run.startswith("<~") and run.endswith("~>") else run
-    if len(body) < 20 or _BASE64_ONLY.fullmatch(body):
+    if len(body) < 20 or not body.isascii() or _BASE64_ONLY.fullmatch(body):
         return None
-    for decode in (base64.a85decode, base64.b85decode):
+    raw = body.encode("ascii")
+    for digits, decode in _BASE85_DECODERS:
+        if raw.translate(None, digits):  # a character this decoder refuses (found at C speed)
+            continue
         try:
-            decoded = _bytes_text(decode(body.encode("ascii")))
-        except (ValueError, UnicodeEncodeError):
+            decoded = _bytes_text(decode(raw))
+        except ValueError:
             continue
         if decoded:
             return decoded
