@@ -105,8 +105,10 @@ def _rss_mb() -> float:
 def _load(
     store: Any, size: int, sentences: list[str], server: Callable[[], float] | None = None
 ) -> dict[str, float]:
-    """Write the corpus in batches (made before the clock starts): chunks per second, and CPU
-    microseconds per chunk in this process and in the ``server`` (None: no server)."""
+    """Write the corpus in batches (made before the clock starts): chunks per second, CPU
+    microseconds per chunk in this process and in the ``server`` (None: no server), and the
+    seconds of the writes and of what the bulk-load block does when it ends (PostgreSQL: the
+    HNSW build)."""
     batches: list[list[tuple[Any, list[Any]]]] = [[]]
     chunks = 0
     for document, pieces in corpus(size, sentences):
@@ -123,8 +125,12 @@ def _load(
         for batch in batches:
             if batch:
                 store.upsert_many(batch)
+        written = time.perf_counter()
+    ended = time.perf_counter()
     return {
-        "chunks_per_s": size / (time.perf_counter() - started),
+        "chunks_per_s": size / (ended - started),
+        "writes_s": written - started,
+        "settle_s": ended - written,
         "client_us": (time.process_time() - cpu) / size * 1e6,
         "server_us": (server() - server_cpu) / size * 1e6 if server else float("nan"),
     }
@@ -349,7 +355,8 @@ def _print(result: dict[str, Any]) -> None:
     server = "" if math.isnan(result["server_us"]) else f", server {result['server_us']:,.0f}"
     print(
         f"\n{result['store']} {result['size']:,} chunks: written at {result['chunks_per_s']:,.0f} "
-        f"chunks/s (CPU per chunk: client {result['client_us']:,.0f}{server} us), "
+        f"chunks/s (CPU per chunk: client {result['client_us']:,.0f}{server} us; writes "
+        f"{result['writes_s']:,.1f} s, then {result['settle_s']:,.1f} s as the load ends), "
         f"{result['disk_mb']:,.0f} MB on disk"
         + (f", shared_buffers {result['shared_buffers']}" if "shared_buffers" in result else "")
     )
