@@ -334,8 +334,12 @@ def score_events(events: Iterable[Event]) -> list[Hit]:
 # (leetspeak digits read as letters, apostrophes and hyphens dropped, on both sides; a stem
 # matches any word it starts). ``may_fire`` adds a multi-word term's concept where all its words
 # are present (in any order, at any distance) and says whether the concepts so found satisfy a
-# rule: where none can, the walk would fire nothing and is skipped (most prose). Text with
-# letters the terms use outside ASCII (Cyrillic, Arabic, CJK ...) is always walked.
+# rule: where none can, the walk would fire nothing and is skipped (most prose). Where some
+# can, it asks the same of each sentence, with "://", "@" and "_" counted in the sentence that
+# holds them: the walk finds a term's words one after the other, and a pair rule's concepts in
+# one sentence, so a rule whose parts are spread over sentences (a link in the first, a
+# "secret" in the fifth) cannot fire. Text with letters the terms use outside ASCII (Cyrillic,
+# Arabic, CJK ...) is always walked.
 #
 # The words are found in one pass: by an Aho-Corasick automaton over the words padded with
 # spaces (pyahocorasick, when installed), else by ``bytes.split`` and a dictionary look-up per
@@ -365,6 +369,11 @@ _WORD_BYTES = bytes(
     else ord(" ")
     for c in range(256)
 )
+# Sentence ends as ".", and the characters of "://", "@" and "_" (which ``spell`` does not read
+# as words); every other byte is deleted. Split on ".", these are the sentences of
+# ``_word_bytes``, one for one, each with the marks it holds.
+_MARK_BYTES = bytes(ord(".") if chr(c) in ".!?;" else c for c in range(256))
+_NOT_MARKS = bytes(c for c in range(256) if chr(c) not in ".!?;:/@_")
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _SPECIAL_CONCEPTS = ("URL", "MAIL", "TOOL")
 _LETTER_GAPS = tuple(" " * n for n in range(1, 7))  # between two one-letter words
@@ -396,7 +405,6 @@ class _Presence:
     letter_pair: int  # a flag: two one-letter words in a row
     letters: dict[bytes, int]  # a letter -> its bit (set with ``letter_pair``)
     spellable: frozenset[frozenset[int]]  # the letters of each word and stem (two or more)
-    everywhere: int  # the concepts of "://", "@" and "_", which are no words of ``spell``
 
 
 @cache
@@ -474,7 +482,6 @@ def _presence() -> _Presence:
         letter_pair=next_bit << 2,
         letters={letter.encode(): next_bit << (3 + n) for n, letter in enumerate(_LETTERS)},
         spellable=frozenset(frozenset(word) for word in [*words, *stems] if len(word) > 1),
-        everywhere=bits["URL"] | bits["MAIL"] | bits["TOOL"],
     )
 
 
@@ -576,23 +583,39 @@ def spell(text: str) -> int | None:
 
 def may_fire(text: str, spelled: int | None) -> bool:
     """Whether some rule can fire on folded ``text``, which ``spell`` read as ``spelled``: the
-    concepts of the whole text first, then, for a pair rule, of each sentence."""
+    concepts of the whole text first, then of each sentence, where the walk finds the words of
+    a term (they follow each other), a pair rule's two concepts and "://", "@" or "_"."""
     if spelled is None:
         return True
     table = _presence()
     concepts = _with_terms(spelled, table)
     if not _satisfied(concepts, table):
         return False
-    if concepts & table.single or spelled & table.whole_only:
-        return True
-    data = _word_bytes(text) or b""
+    if spelled & table.concepts & table.single or spelled & table.whole_only:
+        return True  # a word that fires alone, or letters spelled out: walked
+    form = _ascii_form(text) or b""  # not None: spell read it
+    data = form.translate(_WORD_BYTES, _IN_WORD)
     if b"." not in data:
         return True  # one sentence: as read already
-    everywhere = spelled & table.everywhere
+    marks = form.translate(_MARK_BYTES, _NOT_MARKS).split(b".")
     return any(
-        _satisfied(_with_terms(_bits(sentence, table) | everywhere, table), table)
-        for sentence in data.split(b".")
+        _satisfied(_with_terms(_bits(sentence, table) | _marked(mark, table), table), table)
+        for sentence, mark in zip(data.split(b"."), marks, strict=True)
     )
+
+
+def _marked(marks: bytes, table: _Presence) -> int:
+    """The concepts of "://", "@" and "_" in one sentence's ``marks``."""
+    if not marks:
+        return 0
+    found = 0
+    if b"://" in marks:
+        found |= table.bits["URL"]
+    if b"@" in marks:
+        found |= table.bits["MAIL"]
+    if b"_" in marks:
+        found |= table.bits["TOOL"]
+    return found
 
 
 def _bits(spaced: bytes, table: _Presence) -> int:
@@ -624,6 +647,13 @@ def ciphers(spelled: int | None) -> tuple[bool, bool] | None:
 def _word_bytes(text: str) -> bytes | None:
     """``text`` with its ASCII words as the tables spell them, sentence ends as "." and other
     characters as spaces; ``None`` where characters the terms use remain outside ASCII."""
+    form = _ascii_form(text)
+    return None if form is None else form.translate(_WORD_BYTES, _IN_WORD)
+
+
+def _ascii_form(text: str) -> bytes | None:
+    """``text`` with each character outside ASCII read as ``_char_kind`` reads it (dropped, or
+    a space), as ASCII bytes; ``None`` where one is read as itself."""
     if not text.isascii():
         for char in outside_ascii(text):
             kind = _CHAR_KINDS.get(char)
@@ -634,7 +664,7 @@ def _word_bytes(text: str) -> bytes | None:
             if kind == char:
                 return None
             text = text.replace(char, kind)
-    return text.encode().translate(_WORD_BYTES, _IN_WORD)
+    return text.encode()
 
 
 def _char_kind(char: str) -> str:

@@ -277,3 +277,35 @@ def test_each_base85_alphabet_is_exactly_what_its_decoder_accepts() -> None:
             continue
         decodable.add(byte)
     assert set(rfc1924) == decodable
+
+
+# (text, whether the walk fires): a term's words, and a pair rule's concepts with "://", "@" or
+# a tool name, must share a sentence for a rule to fire, so the prefilter looks for them
+# sentence by sentence.
+SENTENCES = [
+    ("They toured every year. The future of the band was unclear.", False),
+    ("Every future reply must be in French.", True),
+    ("See https://example.org/x. The secret soldiers of Benghazi is a 2016 film.", False),
+    ("The password is at https://example.org/x. Thanks.", True),
+    ("Mail it to ops@example.org. The secret ballot was adopted in 1872.", False),
+    ("The password goes to ops@example.org. Thanks.", True),
+    ("Please call. The format_date function is documented here.", False),
+    ("Now call send_email. Thanks.", True),
+]
+
+
+@pytest.mark.parametrize(("text", "fires"), SENTENCES)
+def test_the_prefilter_reads_terms_and_links_sentence_by_sentence(
+    backend: str, text: str, fires: bool
+) -> None:
+    folded = fold(text)
+    assert (may_fire(folded, spell(folded)), _walk_fires(folded)) == (fires, fires)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("ab .\n\t\r\x00\x1b\u00ad\u2028é中")), max_size=60))
+def test_a_decoding_is_readable_by_its_definition(text: str) -> None:
+    # at least 8 characters, a space, and 95% of them printable (new lines and tabs count)
+    printable = sum(1 for c in text if c.isprintable() or c in "\n\t")
+    expected = len(text) >= 8 and " " in text and printable >= 0.95 * len(text)
+    assert guard_text._readable(text) == expected
