@@ -91,6 +91,13 @@ REVERSED_WORDS = (
 )
 # Morse code: runs of dots and dashes separated by spaces or slashes (bounded groups only).
 _MORSE_RUN = re.compile(r"(?:[.\-]{1,7}[ /]{1,5}){8,}[.\-]{0,7}")
+# Every Morse run holds 16 or more of ".- /" in a row, every binary run 8 binary digits in a
+# row: with each such character as one byte ("m", "b") and every other as "x", a text without
+# that many in a row is passed over at C speed, before a regular expression reads it.
+_MORSE_BYTES = bytes(ord("m") if chr(c) in ".- /" else ord("x") for c in range(256))
+_MORSE_SPAN = b"m" * 16
+_BINARY_BYTES = bytes(ord("b") if chr(c) in "01" else ord("x") for c in range(256))
+_BINARY_SPAN = b"b" * 8
 _MORSE = dict(
     pair.split("=")
     for pair in (
@@ -258,8 +265,8 @@ def _decodings(
                 yield _from_base64(run) or _from_base32(run)
         for run in _HEX_RUN.findall(spaced):
             yield _bytes_text(binascii.unhexlify(run))
-    if text.count("0") + text.count("1") >= 16:  # two bytes of bits at least
-        for match in _BINARY_RUN.finditer(text):
+    if text.count("0") + text.count("1") >= 16 and _has_span(text, _BINARY_BYTES, _BINARY_SPAN):
+        for match in _BINARY_RUN.finditer(text):  # two bytes of bits at least
             bits = match.group().replace(" ", "")
             yield _bytes_text(bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits), 8)))
     if runs:  # ascii85 and base85 runs have no spaces either
@@ -272,12 +279,17 @@ def _decodings(
             yield text.translate(_ROT13)
         if backwards and sum(word in lowered for word in REVERSED_WORDS) >= 2:
             yield text[::-1]
-        if text.count("-") + text.count(".") >= 16 and _MORSE_RUN.search(text):
+        if text.count("-") + text.count(".") >= 16 and _has_span(text, _MORSE_BYTES, _MORSE_SPAN):
             yield _from_morse(text)
     if "%" in text and text.count("%") >= 3:
         yield unquote(text)
     if "\\" in text and ("\\u" in text or "\\x" in text):
         yield _ESCAPES.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
+
+
+def _has_span(text: str, table: bytes, span: bytes) -> bool:
+    """Whether ``span`` occurs in the UTF-8 bytes of ``text`` mapped through ``table``."""
+    return span in text.encode("utf-8", "surrogatepass").translate(table)
 
 
 def _from_base85(run: str) -> str | None:

@@ -309,3 +309,21 @@ def test_a_decoding_is_readable_by_its_definition(text: str) -> None:
     printable = sum(1 for c in text if c.isprintable() or c in "\n\t")
     expected = len(text) >= 8 and " " in text and printable >= 0.95 * len(text)
     assert guard_text._readable(text) == expected
+
+
+_CODE_PIECES = st.sampled_from(
+    [".", "-", "..", "-.-", ".-..", " ", "/", " / ", "   ", "0", "1", "01100001", "a", "é", "\n"]
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    text=st.lists(_CODE_PIECES, max_size=40).map("".join)
+    | st.sampled_from([". " * 8, "-. " * 8, "00000000 11111111", "0000000011111111"])
+)
+def test_morse_and_binary_runs_are_never_passed_over(text: str) -> None:
+    # a text the span test passes over holds no run for the regular expression to find
+    morse = guard_text._has_span(text, guard_text._MORSE_BYTES, guard_text._MORSE_SPAN)
+    binary = guard_text._has_span(text, guard_text._BINARY_BYTES, guard_text._BINARY_SPAN)
+    assert morse or guard_text._MORSE_RUN.search(text) is None
+    assert binary or guard_text._BINARY_RUN.search(text) is None
