@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxasm.stages import guard, guard_phrases, guard_text
+from ctxasm.stages import guard, guard_markers, guard_phrases, guard_text
 from ctxasm.stages.guard import InjectionScanGuard, clear_caches, explain
 from ctxasm.stages.guard_lexicon import LEXICON
 from ctxasm.stages.guard_markers import blob_hits
@@ -302,8 +302,11 @@ def test_the_prefilter_reads_terms_and_links_sentence_by_sentence(
     assert (may_fire(folded, spell(folded)), _walk_fires(folded)) == (fires, fires)
 
 
+_DECODED_CHARS = list("ab .\n\t\r\x00\x1b\u00ad\u2028é中")
+
+
 @settings(max_examples=500, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from(list("ab .\n\t\r\x00\x1b\u00ad\u2028é中")), max_size=60))
+@given(text=st.text(alphabet=st.sampled_from(_DECODED_CHARS), max_size=60))
 def test_a_decoding_is_readable_by_its_definition(text: str) -> None:
     # at least 8 characters, a space, and 95% of them printable (new lines and tabs count)
     printable = sum(1 for c in text if c.isprintable() or c in "\n\t")
@@ -327,3 +330,36 @@ def test_morse_and_binary_runs_are_never_passed_over(text: str) -> None:
     binary = guard_text._has_span(text, guard_text._BINARY_BYTES, guard_text._BINARY_SPAN)
     assert morse or guard_text._MORSE_RUN.search(text) is None
     assert binary or guard_text._BINARY_RUN.search(text) is None
+
+
+_ROLE_PIECES = st.sampled_from(
+    [
+        *("system", "SYSTEM", "Assistant", "human", "admin", "ADMIN", "developer", "[ADMIN]"),
+        *(":", "://", "//", " ", "  ", ". ", "! ", "[", "]", "(", ")", "x", "\n", "\uff1a"),
+        "note",
+    ]
+)
+
+
+def _role_by_patterns(text: str, folded: str) -> str | None:
+    """The role hit of ``line_hits`` with every pattern tried, in its order."""
+    words = ("system", "assistant", "developer", "human", "admin")
+    if not any(word in folded for word in words):
+        return None
+    if guard_markers._SENTENCE_ROLE.search(folded):
+        return "sentence_role"
+    if guard_markers._SHOUTED_ROLE.search(text):
+        return "shouted_role"
+    if guard_markers._MIDLINE_ROLE.search(folded):
+        return "midline_role"
+    return None
+
+
+@settings(max_examples=800, deadline=None)
+@given(text=st.lists(_ROLE_PIECES, max_size=30).map("".join))
+def test_role_patterns_are_tried_only_where_they_can_match(text: str) -> None:
+    folded = fold(text)
+    roles = {"sentence_role", "shouted_role", "midline_role"}
+    found = [hit.rule for hit in guard_markers.line_hits(text, folded) if hit.rule in roles]
+    expected = _role_by_patterns(text, folded) if ":" in folded or "\uff1a" in folded else None
+    assert found == ([expected] if expected else [])
