@@ -43,20 +43,23 @@ max_body_bytes = {LIMIT}
 NESTED = "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}"
 
 
+def _serve(
+    factory: pytest.TempPathFactory, start_service: Start, config_text: str
+) -> Iterator[tuple[str, int]]:
+    config = factory.mktemp("hostile") / "ctxasm.toml"
+    config.write_text(config_text, encoding="utf-8")
+    with start_service(config) as served:
+        yield served
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, start_service: Start) -> Iterator[Any]:
-    config = tmp_path_factory.mktemp("hostile") / "ctxasm.toml"
-    config.write_text(CONFIG, encoding="utf-8")
-    with start_service(config) as (base, pid):
-        yield base, pid
+    yield from _serve(tmp_path_factory, start_service, CONFIG)
 
 
 @pytest.fixture(scope="module")
 def served_patient(tmp_path_factory: pytest.TempPathFactory, start_service: Start) -> Iterator[Any]:
-    config = tmp_path_factory.mktemp("patient") / "ctxasm.toml"
-    config.write_text(PATIENT, encoding="utf-8")
-    with start_service(config) as (base, pid):
-        yield base, pid
+    yield from _serve(tmp_path_factory, start_service, PATIENT)
 
 
 def _post(base: str, body: Any, path: str = "/v1/assemble") -> tuple[int, Any]:
