@@ -232,7 +232,7 @@ def encoded_runs(text: str) -> list[str]:
     """``long_words(text)``, or ``[]`` where none of them can hold an encoded run: base64,
     base32, hex, ascii85 and base85 are ``MIN_ENCODED_CHARS`` or more printable ASCII
     characters in a row, found at C speed in the bytes of ``text``."""
-    if _ENCODED not in text.encode("utf-8", "surrogatepass").translate(_PRINTABLE):
+    if not _has_span(text, _PRINTABLE, _ENCODED):
         return []
     return long_words(text)
 
@@ -288,7 +288,9 @@ def _decodings(
 
 
 def _has_span(text: str, table: bytes, span: bytes) -> bool:
-    """Whether ``span`` occurs in the UTF-8 bytes of ``text`` mapped through ``table``."""
+    """Whether ``span`` occurs in the UTF-8 bytes of ``text`` mapped through ``table``: with
+    ``table`` giving one byte to the characters a run is made of, whether ``text`` holds so many
+    of them in a row (found at C speed)."""
     return span in text.encode("utf-8", "surrogatepass").translate(table)
 
 
