@@ -43,6 +43,8 @@ _UTF8_TABLE = bytes(
     byte if byte in _WORD_BYTES or byte >= 0x80 else ord(" ") for byte in range(256)
 )
 _ASCII_BYTES = bytes(range(128))
+# The same, but NUL stays NUL: a separator between pieces normalised together (:func:`entities`).
+_UTF8_TABLE_KEEP_NUL = b"\x00" + _UTF8_TABLE[1:]
 
 # Function words that carry no evidence of relevance; a query made only of these matches nothing.
 STOPWORDS = frozenset(
@@ -63,11 +65,16 @@ def normalize(text: str) -> str:
     """Lower-case ``text`` with every non-word character turned into a space: one character
     for one, so where lower-casing keeps the length, positions in the result are those of
     ``text``. A word character is what ``\\w`` matches: ``str.isalnum`` or ``_``."""
+    return _normalized(text, _UTF8_TABLE)
+
+
+def _normalized(text: str, table: bytes) -> str:
+    """:func:`normalize`, with ``table`` mapping the bytes of the lower-cased text."""
     low = text.lower()
     if low.isascii():
-        return low.encode("ascii").translate(_UTF8_TABLE).decode("ascii")
+        return low.encode("ascii").translate(table).decode("ascii")
     # Lone surrogates (from JSON escapes) pass through the bytes and are found below.
-    out = low.encode("utf-8", "surrogatepass").translate(_UTF8_TABLE)
+    out = low.encode("utf-8", "surrogatepass").translate(table)
     out_text = out.decode("utf-8", "surrogatepass")
     for char in _chars_of(out.translate(None, _ASCII_BYTES)):
         if not char.isalnum():
@@ -168,11 +175,12 @@ def query_terms(query: str) -> list[str]:
 
 
 # Named things a passage can introduce: runs of capitalised words (joined by a few lower-case
-# connectives, as in "Bank of England"), numbers and years. The leading lookahead repeats what
-# the first word must start with; it changes no match, but lets the engine skip other positions
-# a quarter faster.
+# connectives, as in "Bank of England"), numbers and years. The first word is written as one
+# character class followed by what that character allows (a lookbehind tells which it was): it
+# matches as ``[A-Z][\w'’\-]*|\d[\d,.]*\d|\d`` does, but a pattern that opens with a class lets
+# the engine skip to the next position the class admits at C speed (a third faster on prose).
 _ENTITY = re.compile(
-    r"(?=[A-Z\d])(?:[A-Z][\w'’\-]*|\d[\d,.]*\d|\d)"
+    r"[A-Z\d](?:(?<=[A-Z])[\w'’\-]*|(?<=\d)(?:[\d,.]*\d)?)"
     r"(?:\s+(?:(?:of|the|de|la|del|von|van|der|and|for|du)\s+)*(?:[A-Z][\w'’\-]*|\d[\d,.]*\d|\d))*"
 )
 # A trailing parenthetical qualifier of a title, as in "Mercury (planet)".
@@ -418,9 +426,15 @@ def entities(text: str, min_chars: int = 4) -> frozenset[str]:
     introduces that a later passage may mention. Sentence-initial function words ("The") and
     keys shorter than ``min_chars`` (except numbers) are left out. Cached: planners and
     compression ask for the same passages' entities repeatedly."""
+    matches = _ENTITY.findall(text)
+    if not matches:
+        return frozenset()
+    # The matches normalised in one go, NUL between them: no match holds a NUL, and lower-casing
+    # treats one as it treats the end of a text (it is neither cased nor case-ignorable, which
+    # is all a final sigma looks at), so each piece is ``normalize(match)``.
     found = set()
-    for match in _ENTITY.findall(text):
-        key = " ".join(normalize(match).split())
+    for piece in _normalized("\x00".join(matches), _UTF8_TABLE_KEEP_NUL).split("\x00"):
+        key = " ".join(piece.split())
         if key in STOPWORDS or (len(key) < min_chars and not key.isdigit()):
             continue
         found.add(key)

@@ -1,6 +1,6 @@
 """Byte-level shortcuts of ``ctxasm.lexical`` give what a walk over the characters gives:
 ``outside_ascii`` the set of a text's characters outside ASCII, ``normalize`` every non-word
-character as a space."""
+character as a space, ``entities`` the phrase key of each capitalised run its definition finds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxasm.lexical import normalize, outside_ascii
+from ctxasm.lexical import STOPWORDS, entities, normalize, outside_ascii
 
 # Letters, digits and separators, and the characters a byte-level shortcut could get wrong:
 # lower cases of another length (İ), the capital sigma, marks, apostrophes, non-ASCII
@@ -40,3 +40,44 @@ def test_normalize_maps_every_non_word_character_to_a_space(text: str) -> None:
     expected = "".join(c if c.isalnum() or c == "_" else " " for c in low)
     assert normalize(text) == expected
     assert _NON_WORD.sub(" ", low).split() == normalize(text).split()
+
+
+# The definition of an entity: the pattern as first written (each first word as three plain
+# alternatives), each match normalised on its own.
+_ENTITY_DEFINITION = re.compile(
+    r"(?:[A-Z][\w'’\-]*|\d[\d,.]*\d|\d)"
+    r"(?:\s+(?:(?:of|the|de|la|del|von|van|der|and|for|du)\s+)*(?:[A-Z][\w'’\-]*|\d[\d,.]*\d|\d))*"
+)
+
+
+def _entities_by_definition(text: str, min_chars: int = 4) -> frozenset[str]:
+    keys = (" ".join(normalize(match).split()) for match in _ENTITY_DEFINITION.findall(text))
+    return frozenset(
+        key for key in keys if key not in STOPWORDS and (len(key) >= min_chars or key.isdigit())
+    )
+
+
+# Capitals, digits and what joins or follows them, with the characters whose lower case depends
+# on their neighbours (a final sigma) or changes length (İ).
+ENTITY_ALPHABET = "ABZ of the and 19 2,0.5 x-'’\n\tİΣΟσÉé\u0301中²١\ud800😀\x00"
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.text(alphabet=ENTITY_ALPHABET, max_size=80) | st.text(max_size=60))
+def test_entities_are_the_matches_of_their_definition(text: str) -> None:
+    entities.cache_clear()
+    assert entities(text) == _entities_by_definition(text)
+    assert entities(text, 2) == _entities_by_definition(text, 2)
+
+
+def test_entities_normalised_together_keep_each_match_apart() -> None:
+    # A final sigma stays final when the next match follows it; a NUL in the text is no match.
+    cases = {
+        "AΟΔΟΣ, Bank of England": {"aοδος", "bank of england"},
+        "AΟΔΟΣ; then Kİstanbul and Bank 1990": {"aοδος", "ki stanbul and bank 1990"},
+        "Alpha\x00Beta 2,000": {"alpha", "beta 2 000"},
+        "no capitals here": set(),
+    }
+    for text, expected in cases.items():
+        entities.cache_clear()
+        assert entities(text) == expected == _entities_by_definition(text), text
