@@ -218,6 +218,26 @@ class Assembler:
         except (RequestError, BudgetError) as error:
             raise defaults_error(error) from None
 
+    def warm_up(self) -> None:
+        """Load now what the configured default strategies otherwise load when a request first
+        uses them: the lemma dictionary of ``sentences`` compression (about 0.4 s and 27 MB)
+        and the guard's tables. A long-lived process calls it once at start (``ctxasm serve``
+        and ``ctxasm eval`` do), so that its first requests do not wait; the default model's
+        tokenizer is loaded by the constructor already."""
+        request = parse_request(self._merge({"query": "warm up", "passages": []}))
+        resolved = self._resolve(request.strategy)
+        for strategy in (
+            resolved.relevance,
+            *resolved.dedup,
+            resolved.selection,
+            resolved.compression,
+            resolved.ordering,
+            resolved.guard,
+        ):
+            prepare = getattr(strategy, "prepare", None)  # a strategy of the user's may have none
+            if callable(prepare):
+                prepare()
+
     def _merge(self, fields: Mapping[str, object]) -> dict[str, object]:
         merged = {**self.config.defaults, **fields}
         given = fields.get("strategy")

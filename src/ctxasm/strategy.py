@@ -50,6 +50,10 @@ class Strategy:
     name: ClassVar[str]
     slot: ClassVar[str]
 
+    def prepare(self) -> None:
+        """Load now what this strategy otherwise loads when a request first uses it (tables,
+        dictionaries), so that no request waits for it; most strategies load nothing."""
+
     def to_config(self) -> dict[str, Any]:
         """``{"name": ..., **params}``: what ``ctxasm.registry.build`` turns back into an equal
         strategy."""

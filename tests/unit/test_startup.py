@@ -107,3 +107,61 @@ def test_a_plain_assemble_loads_no_cli_framework_and_no_unused_package() -> None
     }
     assert "ctxasm.assembler" in loaded  # it did assemble
     assert sorted(loaded & unused) == []
+
+
+def _after_warm_up(code: str) -> dict[str, bool]:
+    """What a fresh interpreter has loaded after ``code``: simplemma's English dictionary and
+    the guard's tables (counting with tiktoken, so that no test waits for fastokens)."""
+    probe = (
+        textwrap.dedent(
+            """\
+        import json, os, sys
+        os.environ["CTXASM_BPE_BACKEND"] = "tiktoken"
+        """
+        )
+        + textwrap.dedent(code)
+        + textwrap.dedent(
+            """\
+        phrases = sys.modules.get("ctxasm.stages.guard_phrases")
+        lemmas = sys.modules.get("simplemma.strategies.dictionaries.dictionary_factory")
+        print(json.dumps({
+            "simplemma": "simplemma" in sys.modules,
+            "english": lemmas is not None
+            and lemmas.DEFAULT_DICTIONARY_FACTORY._get_dictionary.cache_info().currsize > 0,
+            "guard_tables": phrases is not None
+            and phrases._automaton.cache_info().currsize == 1
+            and phrases._index.cache_info().currsize == 1,
+        }))
+        """
+        )
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    loaded: dict[str, bool] = json.loads(done.stdout.splitlines()[-1])
+    return loaded
+
+
+def test_warm_up_loads_what_the_default_strategies_load_on_first_use() -> None:
+    # Without it, the first request that compresses loads simplemma and its dictionary (about
+    # 0.4 s) and the first scan builds the guard's tables.
+    assert _after_warm_up("import ctxasm\nctxasm.Assembler()\n") == {
+        "simplemma": False,
+        "english": False,
+        "guard_tables": False,
+    }
+    assert _after_warm_up("import ctxasm\nctxasm.Assembler().warm_up()\n") == {
+        "simplemma": True,
+        "english": True,
+        "guard_tables": True,
+    }
+
+
+def test_warm_up_loads_nothing_for_slots_the_defaults_turn_off() -> None:
+    config = {"defaults": {"strategy": {"compression": None, "guard": None}}}
+    code = f"import ctxasm\nctxasm.Assembler({config!r}).warm_up()\n"
+    assert _after_warm_up(code) == {"simplemma": False, "english": False, "guard_tables": False}
+
+
+def test_the_service_warms_up_before_it_serves() -> None:
+    code = "from ctxasm.service.app import create_app\ncreate_app()\n"
+    assert _after_warm_up(code) == {"simplemma": True, "english": True, "guard_tables": True}

@@ -164,6 +164,7 @@ def create_app(
     ``allow_request_templates`` overrides ``[service] allow_request_templates`` when given.
     """
     assembler = assembler or Assembler(config)
+    assembler.warm_up()  # no request waits for a dictionary or a table to load
     settings = assembler.config.service
     if allow_request_templates is None:
         allow_request_templates = bool(settings["allow_request_templates"])

@@ -52,11 +52,18 @@ from ctxasm.stages.guard_phrases import (
     ciphers,
     clear_word_cache,
     concept_events,
+    load_tables,
     may_fire,
     score_events,
     spell,
 )
-from ctxasm.stages.guard_text import clear_text_cache, decoded_payloads, encoded_runs, fold
+from ctxasm.stages.guard_text import (
+    clear_text_cache,
+    decoded_payloads,
+    encoded_runs,
+    fold,
+    load_fold_table,
+)
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
 
 __all__ = ["CHECKS", "SCAN_OVERLAP", "SCAN_WINDOW", "InjectionScanGuard", "clear_caches"]
@@ -93,6 +100,10 @@ class InjectionScanGuard(Strategy):
         require_choice("policy", self.policy, ("flag", "drop"))
         require_int("min_blob_chars", self.min_blob_chars, low=16)
         require_number("threshold", self.threshold, low=0.1, high=10.0)
+
+    def prepare(self) -> None:
+        load_tables()
+        load_fold_table()
 
     def scan(self, text: str) -> tuple[str, ...]:
         """The names of the checks ``text`` fails, in ``CHECKS`` order (cached by text)."""

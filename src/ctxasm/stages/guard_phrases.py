@@ -41,6 +41,7 @@ __all__ = [
     "ciphers",
     "clear_word_cache",
     "concept_events",
+    "load_tables",
     "may_fire",
     "score_events",
     "spell",
@@ -208,6 +209,15 @@ Entry = tuple[tuple[tuple[str, ...], str], ...]
 _WORD_CACHE: dict[str, Entry] = {}
 _MAX_CACHED_WORDS = 65_536
 _MAX_CACHED_WORD = 64  # characters; longer words are looked up every time
+
+
+def load_tables() -> None:
+    """Build the lexicon's tables now (each is otherwise built by the first scan that needs
+    it: tens of milliseconds in all)."""
+    _index()
+    _rules()
+    _presence()
+    _automaton()
 
 
 def clear_word_cache() -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "decoded_payloads",
     "encoded_runs",
     "fold",
+    "load_fold_table",
     "long_words",
     "outside_ascii",
     "tag_text",
@@ -158,6 +159,12 @@ def _fold(text: str) -> str:
 # two starters), decomposing to a starter first, folding to characters that fold to
 # themselves. In a text of ASCII and these only, folding is a replacement per character.
 _SIMPLE_RANGES = ((0x80, 0x24F), (0x370, 0x4FF), (0x1E00, 0x1EFF), (0x2010, 0x205E))
+
+
+def load_fold_table() -> None:
+    """Build the table of characters that fold one at a time now (otherwise built by the first
+    text outside ASCII that is folded)."""
+    _simple_folds()
 
 
 @cache
