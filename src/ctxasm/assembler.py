@@ -199,7 +199,7 @@ class Assembler:
         tokenizer (cached for the process) and plan the budget of an empty request."""
         try:
             request = parse_request(self._merge({"query": "check", "passages": []}))
-            self._resolve(request.strategy)
+            self._defaults_resolved: ResolvedStrategies = self._resolve(request.strategy)
             model = self.config.models.get(request.model)
             fmt = get_format(request.format, request.template)
         except (RequestError, BudgetError) as error:
@@ -224,8 +224,7 @@ class Assembler:
         and the guard's tables. A long-lived process calls it once at start (``ctxasm serve``
         and ``ctxasm eval`` do), so that its first requests do not wait; the default model's
         tokenizer is loaded by the constructor already."""
-        request = parse_request(self._merge({"query": "warm up", "passages": []}))
-        resolved = self._resolve(request.strategy)
+        resolved = self._defaults_resolved
         for strategy in (
             resolved.relevance,
             *resolved.dedup,

@@ -53,7 +53,6 @@ __all__ = [
     "SentenceCompression",
     "cut_text",
     "lemma",
-    "load_lemmas",
     "sentence_lemmas",
 ]
 
@@ -78,14 +77,6 @@ def lemma(word: str) -> str:
     import simplemma
 
     return simplemma.lemmatize(word, lang="en").lower()
-
-
-def load_lemmas() -> None:
-    """Load the English lemma dictionary now: :func:`lemma` loads it on its first miss, which
-    costs a process about 0.4 s and 27 MB (simplemma's import and its dictionary), once."""
-    import simplemma
-
-    simplemma.lemmatize("rivers", lang="en")
 
 
 @lru_cache(maxsize=8192)
@@ -263,7 +254,8 @@ class SentenceCompression(Strategy):
         require_number("fit_passages", self.fit_passages, low=1.0, high=1000.0)
 
     def prepare(self) -> None:
-        load_lemmas()
+        # The first lemma loads simplemma and its English dictionary: about 0.4 s and 27 MB.
+        lemma("rivers")
 
     def compress(
         self,
