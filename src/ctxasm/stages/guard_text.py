@@ -288,10 +288,15 @@ def _decodings(
             yield text[::-1]
         if text.count("-") + text.count(".") >= 16 and _has_span(text, _MORSE_BYTES, _MORSE_SPAN):
             yield _from_morse(text)
+    # Escapes decode to a text of their own only where one is valid; "100%" or a path with
+    # "\\x" left as it was is the text already read, so it is not read twice (nor named an
+    # encoded blob for what its own words say).
     if "%" in text and text.count("%") >= 3:
-        yield unquote(text)
+        unquoted = unquote(text)
+        yield unquoted if unquoted != text else None
     if "\\" in text and ("\\u" in text or "\\x" in text):
-        yield _ESCAPES.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
+        unescaped = _ESCAPES.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
+        yield unescaped if unescaped != text else None
 
 
 def _has_span(text: str, table: bytes, span: bytes) -> bool:
