@@ -11,14 +11,18 @@ turns the candidate away:
    (``over_budget``); guard flags only add tokens, so the bound holds for the flagged candidate;
 3. **readability**: its text, title and url must be tokenizable in linear time
    (``untokenizable``);
-4. **guard**: its title, url and text are scanned; with policy ``drop`` a flagged candidate is
-   refused (``injection``), otherwise it carries its flags from here on;
+4. **guard**: its id, title, url and text (all a header or a template can show) are scanned;
+   with policy ``drop`` a flagged candidate is refused (``injection``), otherwise it carries its
+   flags from here on;
 5. **price**: its exact cost, counted only as far as what is left (``over_budget`` when above);
 6. **dedup verdict**: its content is compared with what is kept (``duplicate``, or stitching).
 
 Stitching (a ``Merge`` from step 1 or 6): the grown passage is scanned again by the guard (its
-header describes the grown text), priced by the new text only, and admitted when the growth
-fits what is left; the offered candidate is recorded as ``merged``.
+header describes the grown text); with policy ``drop``, a grown text that is flagged refuses
+the offered candidate (``injection``) and the kept passage stays as it was, so a window cannot
+bring in by stitching what step 4 would refuse on its own. Otherwise the grown passage is
+priced by the new text only, and admitted when the growth fits what is left; the offered
+candidate is recorded as ``merged``.
 
 The order is for speed, and it is part of the contract: a candidate is shingled, scanned or
 tokenized only when the cheaper checks before let it through. :meth:`Admission.price` is the
@@ -185,10 +189,11 @@ Decision = Keep | Stitch | Refuse
 
 
 def _scanned(candidate: Candidate) -> str:
-    """What the guard reads of a candidate: its text, and the title and url the header shows."""
+    """What the guard reads of a candidate: every field its header or a template can show,
+    its id, title and url, and its text."""
     passage = candidate.passage
-    extra = [value for value in (passage.title, passage.url) if value]
-    return "\n".join([*extra, candidate.text]) if extra else candidate.text
+    extra = [value for value in (passage.id, passage.title, passage.url) if value]
+    return "\n".join([*extra, candidate.text])
 
 
 def too_big(candidate: Candidate, room: Room, need: str | None = None) -> Refuse:
@@ -290,8 +295,16 @@ class Admission:
     ) -> Decision:
         into = verdict.into
         if self.guard is not None:  # the grown text is what the header describes
-            merged = verdict.merged._replace(flags=self.guard.scan(_scanned(verdict.merged)))
-            verdict = Merge(into, merged, verdict.detail)
+            flags = self.guard.scan(_scanned(verdict.merged))
+            if flags and self.guard.policy == "drop":  # the window brings what step 4 refuses
+                detail = (
+                    f"stitching it into {into.id} would make text that looks like a prompt "
+                    f"injection: {', '.join(flags)}"
+                )
+                return Refuse(
+                    Offer.REFUSED, Exclusion(candidate.id, GUARD, Reason.INJECTION, detail)
+                )
+            verdict = Merge(into, verdict.merged._replace(flags=flags), verdict.detail)
         try:
             new_cost = self.meter.cost_after_merge(into, verdict.merged)
         except UntokenizableError as exc:
