@@ -3,7 +3,8 @@
 The template sees plain data only: ``system`` (your system prompt with ctxasm's rules),
 ``rules``, ``history`` (a list of ``{role, content}``), ``query``, ``sources`` (a list of
 ``{number, label, id, title, url, text, fenced, flags, warning}``; ``fenced`` is the text in a
-backtick fence it cannot close, ``text`` is raw, ``warning`` is the guard's note or empty),
+backtick fence it cannot close, ``text`` is raw, ``id``, ``title`` and ``url`` are on one line
+with no fence, bracket or label look-alike, ``warning`` is the guard's note or empty),
 ``sources_block`` (the standard fenced block, or the note saying there are no sources) and
 ``has_sources``. It runs in Jinja's immutable sandbox with strict
 undefined variables: a template that names an unknown variable or reaches for attributes outside
@@ -35,7 +36,7 @@ from ctxasm.formatting.blocks import (
     flag_note,
     label,
 )
-from ctxasm.formatting.labels import neutral_text, neutral_title, neutral_url
+from ctxasm.formatting.labels import neutral_id, neutral_text, neutral_title, neutral_url
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 
@@ -73,8 +74,8 @@ def _source(candidate: Candidate, number: int) -> dict[str, Any]:
     return {
         "number": number,
         "label": label(number),
-        "id": passage.id,
         # metadata on one line, as the standard headers show it
+        "id": neutral_id(passage.id),
         "title": None if passage.title is None else neutral_title(passage.title),
         "url": None if passage.url is None else neutral_url(passage.url),
         "text": candidate.text,
