@@ -95,6 +95,8 @@ class InjectionScanGuard(Strategy):
     policy: str = "flag"
     min_blob_chars: int = 200
     threshold: float = 1.0
+    # a text of up to this many characters is read in one window (see SCAN_WINDOW)
+    window_chars: ClassVar[int] = SCAN_WINDOW
 
     def __post_init__(self) -> None:
         require_choice("policy", self.policy, ("flag", "drop"))

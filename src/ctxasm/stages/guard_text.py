@@ -2,8 +2,10 @@
 
 Folding undoes the disguises an injection uses to slip past word lists, for matching only (the
 passage itself is never changed): NFKC (full-width and mathematical letters), case folding,
-Latin accents removed, invisible characters (zero-width space and joiners, word joiners, the
-soft hyphen, the byte-order mark, bidirectional controls, Unicode tag characters) removed.
+Latin accents removed, invisible characters (every format character: zero-width space and
+joiners, word joiners, the soft hyphen, the byte-order mark, bidirectional controls, Unicode tag
+characters...; variation selectors, fillers, and control characters other than white space)
+removed.
 Look-alike letters from other scripts (Cyrillic ``о``, Greek ``ο``) and leetspeak digits
 (``1gn0r3``) are folded per word by ``stages.guard_phrases``, where both spellings are looked up.
 
@@ -39,17 +41,27 @@ __all__ = [
     "tag_text",
 ]
 
-# Characters removed before matching: invisible, or used to split a word for the eye only.
-_INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f]+"
+# Characters removed before matching: invisible, or used to split a word for the eye only:
+# every format character (Unicode category Cf), the variation selectors, fillers, and the
+# control characters that are not white space to Unicode ("ig\x00nore" is read as "ignore";
+# the separators U+001C to U+001F are not, though Python's ``str.split`` splits at them).
+_INVISIBLE_BMP_CHARS = (
+    "\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f"
+    "\u0890\u0891\u08e2\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
 )
+_INVISIBLE_ASTRAL_CHARS = (
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e007f\U000e0100-\U000e01ef"
+)
+_INVISIBLE = re.compile(f"[{_INVISIBLE_BMP_CHARS}{_INVISIBLE_ASTRAL_CHARS}]+")
 # The same characters in two sets: a set with astral code points is slow to search for.
-_INVISIBLE_BMP = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]"
-)
-_INVISIBLE_TAG = re.compile("[\U000e0000-\U000e007f]")
+_INVISIBLE_BMP = re.compile(f"[{_INVISIBLE_BMP_CHARS}]")
+_INVISIBLE_ASTRAL = re.compile(f"[{_INVISIBLE_ASTRAL_CHARS}]")
+# ASCII text keeps only the check for its control characters (found at C speed in its bytes).
+_ASCII_CONTROLS = bytes((*range(0x09), *range(0x0E, 0x20), 0x7F))  # not \t \n \v \f \r
+_NOT_ASCII_CONTROLS = bytes(c for c in range(256) if c not in _ASCII_CONTROLS)
+_DROP_ASCII_CONTROLS = dict.fromkeys(_ASCII_CONTROLS)
 # Accents on Latin letters only: Cyrillic й and ї keep theirs.
 _MARKS = re.compile("[\u0300-\u036f]+")
 _UNDOTTED = str.maketrans("ıđ", "id")  # Turkish dotless i, Vietnamese d with stroke
@@ -130,7 +142,7 @@ MAX_PAYLOAD_CHARS = 65_536  # ... characters of decoded text per text
 def fold(text: str) -> str:
     """``text`` as matched: lower case, NFKC, no Latin accents, no invisible characters."""
     if text.isascii():
-        return text.lower()
+        return _without_controls(text.lower())
     others = outside_ascii(text)
     table = _simple_folds()
     if not others <= table.keys():
@@ -139,13 +151,20 @@ def fold(text: str) -> str:
     # ASCII are known).
     for char in others:
         text = text.replace(char, table[char])
-    text = text.lower()
+    text = _without_controls(text.lower())
     _remember(text, frozenset(c for char in others for c in table[char] if not c.isascii()))
     return text
 
 
+def _without_controls(text: str) -> str:
+    """``text`` without its ASCII control characters other than white space (NUL, DEL...)."""
+    if text.encode("utf-8", "surrogatepass").translate(None, _NOT_ASCII_CONTROLS):
+        return text.translate(_DROP_ASCII_CONTROLS)
+    return text
+
+
 def _fold(text: str) -> str:
-    if _INVISIBLE_BMP.search(text) or _INVISIBLE_TAG.search(text):
+    if _INVISIBLE_BMP.search(text) or _INVISIBLE_ASTRAL.search(text):
         text = _INVISIBLE.sub("", text)
     text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
     if _MARKS.search(text):

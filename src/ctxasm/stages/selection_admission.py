@@ -70,6 +70,12 @@ class Guard(Protocol):
     def scan(self, text: str) -> tuple[str, ...]: ...
 
 
+# A guard that reads a text of up to ``window_chars`` characters in one window (the built-in
+# scan does) may say so: a stitch that stays within it is then scanned once (see
+# ``Admission._grown_flags``).
+Flags = tuple[str, ...]
+
+
 class Meter:
     """Token prices of candidates: their fenced body plus their opening (separator and header).
 
@@ -295,7 +301,7 @@ class Admission:
     ) -> Decision:
         into = verdict.into
         if self.guard is not None:  # the grown text is what the header describes
-            flags = self.guard.scan(_scanned(verdict.merged))
+            flags = self._grown_flags(candidate, into, verdict.merged)
             if flags and self.guard.policy == "drop":  # the window brings what step 4 refuses
                 detail = (
                     f"stitching it into {into.id} would make text that looks like a prompt "
@@ -316,3 +322,16 @@ class Admission:
             )
         exclusion = Exclusion(candidate.id, DEDUP, Reason.MERGED, verdict.detail)
         return Stitch(verdict, new_cost, exclusion)
+
+    def _grown_flags(self, candidate: Candidate, into: Candidate, merged: Candidate) -> Flags:
+        """The guard's flags for ``candidate`` stitched into ``into`` (``merged``): those of the
+        grown text, and, where the guard reads it in more than one window (whose bounds fall
+        elsewhere than in either part's own scan, so that evidence one window held may be
+        split), also those of both parts: a stitch never takes away a flag."""
+        assert self.guard is not None
+        text = _scanned(merged)
+        flags = self.guard.scan(text)
+        if len(text) <= getattr(self.guard, "window_chars", 0):
+            return flags
+        parts = (*flags, *into.flags, *self.guard.scan(_scanned(candidate)))
+        return tuple(dict.fromkeys(parts))

@@ -69,12 +69,24 @@ class _Dedup:
 
 
 class _Guard:
+    window_chars = 1000  # reads every text of these tests in one window
+
     def __init__(self, log: _Log, policy: str, flags: tuple[str, ...] = ()) -> None:
         self.log, self.policy, self.flags = log, policy, flags
 
     def scan(self, text: str) -> tuple[str, ...]:
         self.log.calls.append("scan")
         return self.flags
+
+
+class _WindowedGuard(_Guard):
+    """Flags a text by what it holds, reading it in windows of ``window_chars``."""
+
+    window_chars = 12
+
+    def scan(self, text: str) -> tuple[str, ...]:
+        self.log.calls.append(f"scan {text.splitlines()[0]}")
+        return ("hidden_text",) if "!" in text else ()
 
 
 def _candidate(pid: str, text: str) -> Candidate:
@@ -185,3 +197,32 @@ def test_packing_records_decisions_and_resumes_from_a_snapshot() -> None:
     assert ([c.id for c in after.kept], after.used, len(after.excluded)) == (["a", "c"], 15, 1)
     assert [c.id for c in packed.kept] == ["a"]  # the snapshot did not change
     assert dedup.accepted == [("a", None), ("c", None)]
+
+
+@pytest.mark.parametrize(("policy", "window"), [("drop", 12), ("flag", 12), ("drop", 0)])
+def test_a_stitch_read_in_several_windows_is_judged_by_its_parts_too(
+    policy: str, window: int
+) -> None:
+    # The grown text scans clean (as when a window bound splits the evidence), the offered
+    # window alone does not: with drop it is refused, with flag the grown passage is marked.
+    # A guard that does not say how far it reads in one window is always asked about both.
+    log = _Log()
+    kept = _candidate("k", "x" * 10)
+    merged = kept._replace(text="x" * 14)
+    guard = _WindowedGuard(log, policy)
+    guard.window_chars = window
+    dedup = _Dedup(log, placement=Merge(kept, merged, "overlaps k"))
+    decision = _admission(log, dedup, guard).admit(
+        _candidate("a", "x!" * 4), Room(20, 10), {"k": 10}
+    )
+    assert log.calls[:3] == ["placement", "scan k", "scan a"]
+    if policy == "drop":
+        assert isinstance(decision, Refuse)
+        assert (decision.exclusion.candidate_id, decision.exclusion.reason) == (
+            "a",
+            Reason.INJECTION,
+        )
+        assert decision.exclusion.detail.startswith("stitching it into k would make text")
+    else:
+        assert isinstance(decision, Stitch)
+        assert decision.merge.merged.flags == ("hidden_text",)
