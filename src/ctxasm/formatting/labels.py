@@ -82,7 +82,11 @@ CITATION = re.compile(
 ITEM = re.compile(rf"({_NUMBER})(?:\s*-\s*(?:{_WORDED})?({_NUMBER}))?", re.IGNORECASE)
 """One number or range inside a marker (the word before it already consumed)."""
 _DIGITS = re.compile(r"[0-9]+")
-_LINE_START = re.compile(r"(?:^|(?<=[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]))[ \t>*-]*")
+# Where a line starts, and what markup may come before a label there: quotes, list bullets and
+# numbers ("1." "2)"), headings, table bars, emphasis and code marks.
+_LINE_START = re.compile(
+    r"(?:^|(?<=[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]))(?:[ \t>*+#|•·~_=`-]|[0-9]{1,9}[.)])*"
+)
 _WORD_RE = re.compile(_WORD, re.IGNORECASE)
 NEUTRAL_MARK = "№ "
 """What neutralisation writes before the number of a label look-alike: ``[Source 2]`` becomes

@@ -33,11 +33,18 @@ _TOOL_JSON = re.compile(
 _ROLE_JSON = re.compile(
     r"[\"']role[\"']\s{0,8}:\s{0,8}[\"'](system|developer|assistant|tool|function|user)[\"']"
 )
+# "[Source 2]" and its variants as a model would read them: plurals, lists and ranges of
+# numbers ("[Sources 2, 3-4]"), other brackets, and (with _LABEL_FOLD) the look-alike letters
+# and brackets that ctxasm.formatting.labels reads as a label too. Every repetition is bounded.
 _LABEL = re.compile(
-    r"[\[(<{]\s{0,3}(?:source|src|quelle|fuente|источник)\s{0,3}[:#.\-]?\s{0,3}\d{1,9}"
-    r"\s{0,3}\.?\s{0,3}[\])>}]"
+    r"[\[(<{]\s{0,3}(?:sources?|src|quelle|fuente|источник)\s{0,3}[:#.\-]?\s{0,3}\d{1,9}"
+    r"(?:\s{0,3}(?:[,;&\-]|and)\s{0,3}(?:sources?\s{0,3})?\d{1,9}){0,8}"
+    r"\s{0,3}[.,;:]?\s{0,3}[\])>}]"
 )
-_LABEL_FOLD = str.maketrans("【〔［「『〈《】〕］」』〉》", "[[[[[<<]]]]]>>")
+_LABEL_FOLD = str.maketrans(
+    "【〔［「『〖〘〚⟦⟨⁅❲】〕］」』〗〙〛⟧⟩⁆❳〈《〉》‐‑‒–—―−ѕꜱʂоοᴏօ๐υᴜսцμгʀᴦсϲᴄеᴇҽ",
+    "[[[[[[[[[[[[]]]]]]]]]]]]<<>>-------sssooooouuuuurrrccceee",
+)
 _ROLE_LINE = re.compile(
     r"[#>*\s\-]{0,8}\[?(system|assistant|developer|human|user|ai|bot|model|sistema|systeme"
     r"|система|系统|系統|システム|시스템)\]?\s{0,3}(?:note|message|prompt|update)?\s{0,3}[:：]"
@@ -112,8 +119,9 @@ def line_hits(text: str, folded: str) -> list[Hit]:
     """Role lines ("system:", "User:"), instruction headings and source-label look-alikes;
     ``text`` is the original (for shouted markers), ``folded`` as matched."""
     hits = []
-    label = "source" in folded or "src" in folded or "quelle" in folded or "fuente" in folded
-    if label and _LABEL.search(folded.translate(_LABEL_FOLD)):
+    probe = folded if folded.isascii() else folded.translate(_LABEL_FOLD)
+    label = "source" in probe or "src" in probe or "quelle" in probe or "fuente" in probe
+    if label and _LABEL.search(probe):
         hits.append(Hit("source_label", 1.0, "role_marker"))
     if ":" in folded or "：" in folded:
         strongest = 0.0
