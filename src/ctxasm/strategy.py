@@ -79,8 +79,12 @@ def require_number(
     return float(value)
 
 
-def require_int(param: str, value: object, *, low: int) -> int:
-    """``value`` as an int >= low, or a ParamError."""
+def require_int(param: str, value: object, *, low: int, high: int | None = None) -> int:
+    """``value`` as an int >= low (and <= high, where given), or a ParamError."""
+    if high is not None:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ParamError(param, f"must be an integer from {low} to {high:,}, got {value!r}")
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ParamError(param, f"must be an integer >= {low}, got {value!r}")
     if value > 2**53:

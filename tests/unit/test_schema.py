@@ -341,6 +341,55 @@ def test_bad_strategy_parameters(strategy: dict[str, Any], field: str) -> None:
     assert error.field == field
 
 
+@pytest.mark.parametrize(
+    ("strategy", "field", "most"),
+    [
+        (
+            {"dedup": [{"name": "near", "shingle_size": 80_000}]},
+            "strategy.dedup[0].shingle_size",
+            "32",
+        ),
+        (
+            {"selection": {"name": "mmr", "max_candidates": 10**9}},
+            "strategy.selection.max_candidates",
+            "1,000",
+        ),
+        (
+            {"selection": {"name": "knapsack", "max_candidates": 4_000}},
+            "strategy.selection.max_candidates",
+            "1,000",
+        ),
+        (
+            {"selection": {"name": "knapsack", "max_cells": 10**9}},
+            "strategy.selection.max_cells",
+            "50,000",
+        ),
+        (
+            {"selection": {"name": "coverage", "max_candidates": 501}},
+            "strategy.selection.max_candidates",
+            "500",
+        ),
+        (
+            {"selection": {"name": "bridge", "max_candidates": 10**9}},
+            "strategy.selection.max_candidates",
+            "500",
+        ),
+        (
+            {"compression": {"name": "sentences", "max_candidates": 10**6}},
+            "strategy.compression.max_candidates",
+            "1,000",
+        ),
+    ],
+)
+def test_parameters_whose_work_grows_faster_than_the_input_are_bounded(
+    strategy: dict[str, Any], field: str, most: str
+) -> None:
+    # each of these made one request of a hundred kilobytes take 4 to 15 s (or 736 MB)
+    error = _error(query="q", passages=PASSAGES, strategy=strategy)
+    assert error.field == field
+    assert f" to {most}, got " in error.message
+
+
 # --- other fields -----------------------------------------------------------------------------
 
 

@@ -250,7 +250,7 @@ class SentenceCompression(Strategy):
         require_choice("mode", self.mode, ("auto", "fill", "all"))
         require_number("min_whole_passages", self.min_whole_passages, low=0.0, high=1000.0)
         require_int("lead_sentences", self.lead_sentences, low=0)
-        require_int("max_candidates", self.max_candidates, low=1)
+        require_int("max_candidates", self.max_candidates, low=1, high=1_000)
         require_number("fit_passages", self.fit_passages, low=1.0, high=1000.0)
 
     def prepare(self) -> None:

@@ -277,17 +277,50 @@ def _text_relation(kept: str, new: str, minimum: int) -> tuple[str, int]:
     return "unrelated", 0
 
 
+# Places where the start of one text recurs in the other, compared directly (each comparison
+# reads up to the whole text) before the overlap is found in one linear pass instead.
+_DIRECT_TRIES = 16
+
+
 def _suffix_prefix_overlap(first: str, second: str, minimum: int) -> int:
-    """The longest ``n >= minimum`` with ``first[-n:] == second[:n]``, or 0."""
+    """The longest ``n >= minimum`` with ``first[-n:] == second[:n]``, or 0 (in time linear in
+    the texts: a text repeating the other's start everywhere falls to :func:`_longest_border`)."""
     if len(first) < minimum or len(second) < minimum:
         return 0
     probe = second[:minimum]
     position = first.find(probe, max(0, len(first) - len(second)))
-    while position != -1:
+    for _ in range(_DIRECT_TRIES):
+        if position == -1:
+            return 0
         if second.startswith(first[position:]):
             return len(first) - position
         position = first.find(probe, position + 1)
-    return 0
+    if position == -1:
+        return 0
+    overlap = _longest_border(first, second)
+    return overlap if overlap >= minimum else 0
+
+
+def _longest_border(first: str, second: str) -> int:
+    """The longest ``n`` with ``first[-n:] == second[:n]`` (Knuth-Morris-Pratt: the prefix
+    function of ``second``, then ``first``'s end read through it)."""
+    pattern = second[: len(first)]
+    fallback = [0] * len(pattern)
+    k = 0
+    for i in range(1, len(pattern)):
+        char = pattern[i]
+        while k and pattern[k] != char:
+            k = fallback[k - 1]
+        if pattern[k] == char:
+            k += 1
+        fallback[i] = k
+    k = 0
+    for char in first[len(first) - len(pattern) :]:
+        while k and (k == len(pattern) or pattern[k] != char):
+            k = fallback[k - 1]
+        if pattern[k] == char:
+            k += 1
+    return k
 
 
 @lru_cache(maxsize=8192)
@@ -326,6 +359,9 @@ class _ExactSession:
         self.seen.setdefault(_normalized_key(candidate.text), candidate.id)
 
 
+# Shingles of more words find no near-duplicate that fewer would miss, and the hash of a
+# shingle is a polynomial of its words: its cost grows with the size.
+MAX_SHINGLE_SIZE = 32
 _MIX = 0x9E3779B1  # an odd 32-bit multiplier: shingle hash = polynomial of its word hashes
 # The hashes of all of a text's shingles come from one multiplication of Python integers: one
 # holds every word hash in a lane of 96 bits, the other the polynomial's coefficients, so lane
@@ -404,7 +440,7 @@ class NearDuplicateDedup(Strategy):
     def __post_init__(self) -> None:
         require_number("threshold", self.threshold, low=0.0, high=1.0)
         require_number("containment", self.containment, low=0.0, high=1.0)
-        require_int("shingle_size", self.shingle_size, low=1)
+        require_int("shingle_size", self.shingle_size, low=1, high=MAX_SHINGLE_SIZE)
         require_int("lsh_after", self.lsh_after, low=1)
 
     def session(self) -> DedupSession:

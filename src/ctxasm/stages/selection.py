@@ -29,6 +29,13 @@ __all__ = [
     "scaled_scores",
 ]
 
+# The most a request may ask these strategies to weigh exactly: their work grows with the
+# square of the candidates (MMR's similarities) or with candidates x budget columns (the
+# knapsack's table), so a parameter must not turn one request into minutes and gigabytes.
+MMR_MAX_CANDIDATES = 1_000
+KNAPSACK_MAX_CANDIDATES = 1_000
+KNAPSACK_MAX_CELLS = 50_000
+
 
 class SelectionStrategy(Protocol):
     name: ClassVar[str]
@@ -155,8 +162,8 @@ class KnapsackSelection(Strategy):
     max_cells: int = 20_000
 
     def __post_init__(self) -> None:
-        require_int("max_candidates", self.max_candidates, low=1)
-        require_int("max_cells", self.max_cells, low=100)
+        require_int("max_candidates", self.max_candidates, low=1, high=KNAPSACK_MAX_CANDIDATES)
+        require_int("max_cells", self.max_cells, low=100, high=KNAPSACK_MAX_CELLS)
 
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
         pool, rest = candidates[: self.max_candidates], candidates[self.max_candidates :]
@@ -235,7 +242,7 @@ class MMRSelection(Strategy):
 
     def __post_init__(self) -> None:
         require_number("lam", self.lam, low=0.0, high=1.0)
-        require_int("max_candidates", self.max_candidates, low=1)
+        require_int("max_candidates", self.max_candidates, low=1, high=MMR_MAX_CANDIDATES)
         if self.embedder is not None:
             from ctxasm.embeddings import get_embedder
             from ctxasm.errors import CtxasmError

@@ -38,6 +38,9 @@ _KEPT = (Offer.ADDED, Offer.MERGED)
 _FILL = Chosen("fill")
 # Less than this of a value is rounding left by incremental updates, not a part of it.
 _RESIDUE = 1e-9
+# The most candidates a planner may weigh: each step compares every open candidate with what
+# was chosen, so the work grows with their square.
+PLANNER_MAX_CANDIDATES = 500
 
 
 class Evidence:
@@ -136,7 +139,7 @@ class CoverageSelection(Strategy):
 
     def __post_init__(self) -> None:
         require_number("relevance", self.relevance, low=0.0, high=100.0)
-        require_int("max_candidates", self.max_candidates, low=1)
+        require_int("max_candidates", self.max_candidates, low=1, high=PLANNER_MAX_CANDIDATES)
 
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
         pool, rest = candidates[: self.max_candidates], candidates[self.max_candidates :]
@@ -243,7 +246,7 @@ class BridgeSelection(Strategy):
             "trust",
         ):
             require_number(weight, getattr(self, weight), low=0.0, high=100.0)
-        require_int("max_candidates", self.max_candidates, low=1)
+        require_int("max_candidates", self.max_candidates, low=1, high=PLANNER_MAX_CANDIDATES)
 
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
         pool, rest = list(candidates[: self.max_candidates]), candidates[self.max_candidates :]

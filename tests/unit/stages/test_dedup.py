@@ -456,3 +456,41 @@ def test_near_dedup_finds_copies_past_the_direct_comparison_limit(kept_count: in
     assert session.verdict(Candidate.of(Passage(id="old", text=texts[-2]), 0, 1.0)) is None
     again = session.verdict(Candidate.of(Passage(id="new", text=texts[-1]), 0, 1.0))
     assert isinstance(again, Duplicate) and again.of == f"k{kept_count - 1}"
+
+
+def _overlap_by_definition(first: str, second: str, minimum: int) -> int:
+    for n in range(min(len(first), len(second)), max(minimum, 1) - 1, -1):
+        if first[-n:] == second[:n]:
+            return n
+    return 0
+
+
+def test_the_overlap_of_two_windows_is_the_longest_by_definition() -> None:
+    # Texts of two letters repeat each other's start everywhere, so most pairs go past the
+    # direct comparisons to the linear pass.
+    rng = random.Random(7)
+    passed = 0
+    for _ in range(5_000):
+        first = "".join(rng.choice("ab") for _ in range(rng.randrange(0, 80)))
+        second = "".join(rng.choice("ab") for _ in range(rng.randrange(0, 80)))
+        minimum = rng.randrange(1, 6)
+        expected = _overlap_by_definition(first, second, minimum)
+        assert dedup_module._suffix_prefix_overlap(first, second, minimum) == expected
+        passed += first.count(second[:minimum]) > dedup_module._DIRECT_TRIES
+    assert passed > 500  # the linear pass was reached
+
+
+def test_windows_repeating_one_phrase_are_compared_in_linear_work() -> None:
+    # "ab ab ab ... X" against "ab ab ab ... Y": the start of each recurs at every third
+    # character of the other. Each direct comparison reads up to the whole text, and there
+    # are a bounded number of them before the linear pass (quadratic work before: 20,000).
+    compared: list[int] = []
+    first, second = "ab " * 20_000 + "Xend.", "ab " * 20_000 + "Yend."
+
+    class Counting(str):
+        def startswith(self, prefix: Any, *args: Any) -> bool:  # type: ignore[override]
+            compared.append(len(prefix))
+            return super().startswith(prefix, *args)
+
+    assert dedup_module._suffix_prefix_overlap(first, Counting(second), 32) == 0
+    assert len(compared) == dedup_module._DIRECT_TRIES
