@@ -144,7 +144,11 @@ class CtxasmRunnable(Runnable[str | dict[str, Any], list[BaseMessage]]):
 
 class CtxasmCompressor(BaseDocumentCompressor):
     """The documents ctxasm selects for ``query``, in prompt order, each with
-    ``metadata["ctxasm_label"]`` (``Source N``) and ``metadata["ctxasm_tokens"]``."""
+    ``metadata["ctxasm_label"]`` (``Source N``), ``metadata["ctxasm_tokens"]`` and
+    ``metadata["ctxasm_flags"]`` (the guard's, empty for none). ``page_content`` is the text as
+    the prompt shows it: cut to its useful sentences where it was compressed, grown where an
+    overlapping chunk was stitched into it; what the guard read, so a sentence it never read
+    cannot come back."""
 
     model: str = "gpt-4o"
     max_context_tokens: int | None = None
@@ -164,6 +168,7 @@ class CtxasmCompressor(BaseDocumentCompressor):
             request["strategy"] = self.strategy
         assembly = Assembler().assemble(request)
         by_id = {p["id"]: d for p, d in zip(passages, documents, strict=True)}
+        shown = {candidate.id: candidate.text for candidate in assembly.passages}
         kept = []
         for item in assembly.report.included:
             original = by_id[item.id]
@@ -171,8 +176,7 @@ class CtxasmCompressor(BaseDocumentCompressor):
                 **original.metadata,
                 "ctxasm_label": item.label,
                 "ctxasm_tokens": item.tokens,
+                "ctxasm_flags": list(item.flags),
             }
-            kept.append(
-                Document(page_content=original.page_content, metadata=metadata, id=original.id)
-            )
+            kept.append(Document(page_content=shown[item.id], metadata=metadata, id=original.id))
         return kept

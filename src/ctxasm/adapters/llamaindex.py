@@ -77,7 +77,10 @@ def assemble_nodes(
 
 
 class CtxasmNodePostprocessor(BaseNodePostprocessor):
-    """The nodes ctxasm selects (deduplicated, within the budget), in prompt order."""
+    """The nodes ctxasm selects (deduplicated, within the budget), in prompt order. A node
+    whose text the prompt shows otherwise (compressed, or grown by a stitched chunk) comes
+    back as a copy with that text, what the guard read; a node the guard flagged carries its
+    flags in ``metadata["ctxasm_flags"]``."""
 
     model: str = "gpt-4o"
     max_context_tokens: int | None = None
@@ -98,4 +101,19 @@ class CtxasmNodePostprocessor(BaseNodePostprocessor):
                 fields[key] = getattr(self, key)
         _, assembly = assemble_nodes(nodes, query or " ", **fields)
         by_id = {scored.node.node_id: scored for scored in nodes}
-        return [by_id[item.id] for item in assembly.report.included]
+        shown = {candidate.id: candidate.text for candidate in assembly.passages}
+        return [
+            _as_shown(by_id[item.id], shown[item.id], item.flags)
+            for item in assembly.report.included
+        ]
+
+
+def _as_shown(scored: NodeWithScore, text: str, flags: tuple[str, ...]) -> NodeWithScore:
+    """``scored`` itself, or a copy with the text the prompt shows and the guard's flags."""
+    if text == scored.node.get_content() and not flags:
+        return scored
+    node = scored.node.model_copy(deep=True)
+    node.set_content(text)
+    if flags:
+        node.metadata["ctxasm_flags"] = list(flags)
+    return NodeWithScore(node=node, score=scored.score)
