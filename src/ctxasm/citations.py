@@ -22,9 +22,11 @@ So ``[Source 2]``, ``[2]``, ``[1, 3]``, ``[Sources 1 and 3]``, ``[2-4]``, ``[Sou
 ``[x]``, ``[note]``, ``(2)`` and ``Source 2.0`` are not. In closed code (a fenced block, or
 inline code) only worded markers count: ``x[1]`` is an index there. A fence that is never closed
 is no fence. A range cites every number in it; a reversed range (``[4-2]``) or one of more than
-:data:`MAX_RANGE` numbers is one invalid citation, never expanded. ``0``, a number past the last
-source and a number no included source carries are invalid. Every scan is linear in the length
-of the answer.
+:data:`MAX_RANGE` numbers is one invalid citation, never expanded, and so is a range once the
+answer's ranges have expanded to as many numbers as it has characters (plus :data:`MAX_RANGE`).
+``0``, a number past the last source and a number no included source carries are invalid.
+Every scan is linear in the length of the answer, and so are the report and the linked answer
+(times a url's length).
 
 Sentences: the answer is cut at line breaks, then with :func:`ctxasm.lexical.sentence_spans`.
 A marker belongs to the sentence it ends (``... in 1889 [1].`` and ``... in 1889. [1]`` both
@@ -163,14 +165,16 @@ class _Source(NamedTuple):
 
 
 class _Item(NamedTuple):
-    """One number or range of a marker; ``first == last`` for a single number."""
+    """One number or range of a marker; ``first == last`` for a single number; ``capped``
+    when the answer's ranges expanded to their limit before it (see :func:`_capped`)."""
 
     first: int
     last: int
+    capped: bool = False
 
     @property
     def expandable(self) -> bool:
-        return self.first <= self.last and self.last - self.first < MAX_RANGE
+        return self.first <= self.last and self.last - self.first < MAX_RANGE and not self.capped
 
     def label(self) -> str:
         if self.first == self.last:
@@ -324,7 +328,27 @@ def _scan(answer: str) -> tuple[str, list[_Marker]]:
             continue
         markers.append(marker)
     blanks = sorted([*code, *((m.start, m.end) for m in markers)])
-    return _blanked(answer, blanks), markers
+    return _blanked(answer, blanks), _capped(markers, len(answer) + MAX_RANGE)
+
+
+def _capped(markers: list[_Marker], limit: int) -> list[_Marker]:
+    """``markers`` with the ranges that would take the numbers their ranges expand to, in
+    order, past ``limit`` capped (one invalid citation each): ``[1-100, 1-100, ...]`` would
+    otherwise make a report and a linked answer a hundred times the answer's length."""
+    left = limit
+    out = []
+    for marker in markers:
+        items = []
+        for item in marker.items:
+            size = item.last - item.first + 1
+            if item.expandable and size > 1:
+                if size > left:
+                    items.append(item._replace(capped=True))
+                    continue
+                left -= size
+            items.append(item)
+        out.append(marker._replace(items=tuple(items)))
+    return out
 
 
 def _marker(folded: Folded, match: re.Match[str], in_code: bool) -> _Marker:

@@ -174,6 +174,21 @@ def test_reversed_and_huge_ranges_are_one_invalid_citation_each() -> None:
     ]
 
 
+def test_ranges_expand_to_at_most_as_many_numbers_as_the_answer_has_characters() -> None:
+    # 40 ranges of 100 in an answer of about 300 characters: the first ones that fit the
+    # answer's length (plus MAX_RANGE) expand, the rest are one invalid citation each, so
+    # the report and the linked answer grow with the answer, not a hundred times faster.
+    answer = "Claim [" + ", ".join([f"1-{MAX_RANGE}"] * 40) + "]."
+    report = check_citations(answer, assembly())
+    expanded = (len(answer) + MAX_RANGE) // MAX_RANGE
+    assert len(report.citations) == expanded * MAX_RANGE + (40 - expanded)
+    assert report.citations[-1] == Citation(
+        f"Source 1-{MAX_RANGE}", None, None, False, f"[{answer[7:-2]}]", "bracket"
+    )
+    assert len(link_citations(answer, assembly())) < 60 * len(answer)
+    assert labels("[1-3] [2-4]") == [(f"Source {n}", True) for n in (1, 2, 3, 2, 3, 4)]
+
+
 def test_a_range_past_the_last_source_is_valid_up_to_it() -> None:
     report = check_citations("Everything [3-6].", assembly())
     assert [(c.label, c.valid) for c in report.citations] == [
