@@ -9,7 +9,8 @@ every unit of template work is charged to one budget per request (:class:`Render
   a lazy sequence, each intercepted operator; at most :data:`MAX_STEPS`;
 - **time:** checked at every step; at most :data:`MAX_SECONDS` for all renders of a request;
 - **size:** no string built by the template (``*``, ``+``, ``~``, ``join``, ``replace``,
-  ``center``, a macro's output, a ``{% set %}`` block, the whole output) may exceed
+  ``center``, a macro's output, a ``{% set %}`` block, the whole output, a list or a dict
+  written out by ``{{ }}``, ``string`` or ``tojson``, measured before it is written) may exceed
   :data:`MAX_CHARS` characters; widths and precisions in ``%`` and ``format`` specs are at
   most :data:`MAX_WIDTH`; integer arithmetic is capped at :data:`MAX_INT_BITS` bits.
 
@@ -135,6 +136,47 @@ def _check_width(value: int, what: str) -> None:
         )
 
 
+# Filters that write their first argument out as text (a list or a dict is written whole).
+_TEXT_FILTERS = frozenset(
+    "capitalize center e escape forceescape format indent join lower replace safe string "
+    "striptags title tojson trim truncate upper urlencode wordcount xmlattr".split()
+)
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
+def _text_size(value: Any) -> int:
+    """A lower bound on the characters of ``value`` written out (``str``, ``tojson``), found
+    without writing it: the strings it holds, at any depth, and two per item. A RequestError
+    as soon as it passes :data:`MAX_CHARS`: ``[s] * 1000`` is a list of 1,000 items, but
+    writing it out with a string ``s`` of a million characters takes a gigabyte. The time
+    limit is checked as it goes (the items a template can build are bounded by its steps)."""
+    if isinstance(value, str):
+        return len(value)
+    total = 0
+    stack = [value]
+    budget = _budget()
+    visited = 0
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+            total += 2 * len(item)
+        elif isinstance(item, _CONTAINERS):
+            stack.extend(item)
+            total += 2 * len(item)
+        else:
+            total += 1
+        if total > MAX_CHARS:
+            raise _too_long(total, "a text")
+        visited += 1
+        if visited % 4096 == 0:
+            budget.charge(0)
+    return total
+
+
 def _metered(items: Iterable[Any], budget: RenderBudget) -> Iterator[Any]:
     for item in items:
         budget.charge()
@@ -145,6 +187,8 @@ def _checked_join(parts: Iterable[Any]) -> str:
     chunks: list[str] = []
     total = 0
     for part in parts:
+        if isinstance(part, _CONTAINERS) and total + _text_size(part) > MAX_CHARS:
+            raise _too_long(total + _text_size(part))
         text = part if isinstance(part, str) else str(part)
         total += len(text)
         if total > MAX_CHARS:
@@ -200,6 +244,8 @@ def _check_binop(symbol: str, left: Any, right: Any) -> None:
             raise _too_long(len(left) + len(right))
     elif symbol == "%" and isinstance(left, str):
         _check_printf(left)
+        if isinstance(right, _CONTAINERS):  # the values are written out
+            _text_size(right)
 
 
 def _check_bits(bits: int) -> None:
@@ -216,6 +262,10 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         budget = _budget()
         budget.charge()
         args = tuple(_meter_argument(name, value, budget) for value in args)
+        if name in _TEXT_FILTERS:  # a list or dict is written out whole: refused before
+            for value in (*args, *kwargs.values()):
+                if isinstance(value, _CONTAINERS):
+                    _text_size(value)
         _check_filter(name, args, kwargs)
         result = func(*args, **kwargs)
         if isinstance(result, str) and len(result) > MAX_CHARS:
@@ -285,7 +335,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
     concat = staticmethod(_checked_join)  # macro bodies, {% set %} blocks, the whole output
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+        super().__init__(finalize=_checked_output, **options)
         self.filters = _bounded_filters()
 
     @staticmethod
@@ -309,6 +359,9 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         owner = getattr(__obj, "__self__", None)
         name = getattr(__obj, "__name__", "")
         if isinstance(owner, str):
+            for value in (*args, *kwargs.values()):  # format, %: written out
+                if isinstance(value, _CONTAINERS):
+                    _text_size(value)
             if name in _SIZED_METHODS:
                 for value in args:
                     if isinstance(value, int):
@@ -325,9 +378,26 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
         wrapped = super().wrap_str_format(value)
-        if wrapped is not None:
-            _check_format_spec(value.__self__)
-        return wrapped
+        if wrapped is None:
+            return None
+        _check_format_spec(value.__self__)
+        formatter = wrapped
+
+        @wraps(formatter)
+        def checked(*args: Any, **kwargs: Any) -> str:
+            for argument in (*args, *kwargs.values()):  # written out: refused before
+                if isinstance(argument, _CONTAINERS):
+                    _text_size(argument)
+            return formatter(*args, **kwargs)
+
+        return checked
+
+
+def _checked_output(value: Any) -> Any:
+    """What ``{{ ... }}`` writes, its size checked before a list or a dict is written out."""
+    if isinstance(value, _CONTAINERS):
+        _text_size(value)
+    return value
 
 
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import tracemalloc
 
 import pytest
 
@@ -219,3 +220,42 @@ def test_templates_see_ids_on_one_line_with_no_fence_or_label() -> None:
     assert "```\n\n" not in text
     assert "[Source 2]" not in text
     assert "(Source № 2)" in text
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "{{ big }}",
+        "{{ big|string|length }}",
+        "{{ big|tojson|length }}",
+        "{{ big|join|length }}",
+        "{{ '%s'|format(big) }}",
+        "{{ '%s' % (big,) }}",
+        "{{ '{}'.format(big) }}",
+        "{{ '{b}'.format(b=big) }}",
+        "{{ 'a' ~ big }}",
+        "{{ {'a': big} }}",
+    ],
+)
+def test_a_list_too_long_to_write_out_is_refused_before_it_is_written(written: str) -> None:
+    # A list of a thousand references to one string of a million characters is small; written
+    # out it is a gigabyte, built before any size check (a MemoryError, a 500, in the service).
+    template = "{% set s = 'x' * 1000000 %}{% set big = [s] * 1000 %}" + written
+    tracemalloc.start()
+    try:
+        with pytest.raises(RequestError) as error:
+            ctxasm.assemble("q", [{"text": "Paris."}], format="template", template=template)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert error.value.field == "template"
+    assert "at most 8,000,000" in error.value.message
+    assert peak < 100 * 2**20  # megabytes, not the gigabyte of the text
+
+
+def test_lists_and_dicts_of_ordinary_size_are_written_out_as_before() -> None:
+    template = (
+        "{{ [1, 'a'] }} {{ {'k': [2]} }} {{ [3]|tojson }} {{ '{}'.format([4]) }} {{ 'x' ~ [5] }}"
+    )
+    text = ctxasm.assemble("q", [{"text": "Paris."}], format="template", template=template).text
+    assert text == "[1, 'a'] {'k': [2]} [3] [4] x[5]"
