@@ -115,6 +115,7 @@ def term_counts(terms: Sequence[str], text: str) -> list[int]:
     for term in terms:
         count = 0
         width = len(term)
+        misses = 0
         at = low.find(term) if term else -1
         while at >= 0:
             end = at + width
@@ -122,9 +123,24 @@ def term_counts(terms: Sequence[str], text: str) -> list[int]:
                 end == size or not _word_char(low[end])
             ):
                 count += 1
+            elif misses < _MISSES_ONE_BY_ONE:
+                misses += 1
+            else:
+                # Inside a longer word: so is every later place in that word (a word character
+                # is before it), so the search goes on after the word ("x" in "xxx...x" was
+                # found at every character, for every such term of a query).
+                run = _WORD_RUN.match(low, at)
+                assert run is not None  # \w* matches, if only the empty string
+                at = max(at, run.end() - 1)
             at = low.find(term, at + 1)
         found.append(count)
     return found
+
+
+# Places inside longer words passed one at a time, per term and text, before the search skips
+# to each word's end (prose has a few: "the" in "there"; a run of one letter has thousands).
+_MISSES_ONE_BY_ONE = 32
+_WORD_RUN = re.compile(r"\w*")
 
 
 def term_counts_all(terms: Sequence[str], texts: Sequence[str]) -> list[tuple[int, ...]]:

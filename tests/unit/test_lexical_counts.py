@@ -32,6 +32,38 @@ def test_term_counts_equal_the_counts_of_the_words(text: str, extra: list[str]) 
     assert term_counts(terms, text) == _by_words(terms, text)
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=ALPHABET, max_size=40), st.lists(st.text(alphabet=ALPHABET, max_size=4)))
+def test_term_counts_that_skip_to_each_words_end_equal_the_counts_of_the_words(
+    text: str, extra: list[str]
+) -> None:
+    # The same, with every place inside a longer word skipping to that word's end (what a
+    # term met thousands of times inside longer words does after the first few).
+    terms = list(dict.fromkeys([*words(text), *(w for e in extra for w in words(e))]))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lexical, "_MISSES_ONE_BY_ONE", 0)
+        assert term_counts(terms, text) == _by_words(terms, text)
+
+
+def test_terms_inside_a_long_word_are_passed_over_word_by_word() -> None:
+    # "x" ... "x" * 200 inside a word of 250,000 x's: each term's search skips to the end of
+    # the word after a few misses, rather than stopping at each of its characters.
+    terms = ["x" * n for n in range(1, 201)]
+    text = "x" * 250_000 + " x xx"
+    found: list[int] = []
+    real_match = lexical._WORD_RUN.match
+
+    class Counting:
+        def match(self, string: str, pos: int) -> re.Match[str] | None:
+            found.append(pos)
+            return real_match(string, pos)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lexical, "_WORD_RUN", Counting())
+        assert term_counts(terms, text) == [1, 1, *[0] * 198]
+    assert len(terms) <= len(found) < 2 * len(terms)  # a skip or two per term, no stop per x
+
+
 def test_term_counts_on_prose() -> None:
     text = "The river's source: a spring. Rivers, riverside and river-river; RIVER_1 river"
     terms = ["river", "rivers", "s", "spring", "river_1", "riv"]

@@ -87,18 +87,21 @@ def sentence_lemmas(text: str) -> tuple[frozenset[str], ...]:
 
 
 class Phrases:
-    """Phrase keys to look for in sentences, indexed by their first word, so a sentence is
-    checked with one dictionary lookup per word rather than one scan per phrase."""
+    """Phrase keys to look for in sentences, indexed by their first word and length, so a
+    sentence is checked with one dictionary lookup per word, and one set lookup per length of
+    the phrases that start with it, rather than one comparison per phrase (thousands of names
+    that start with one word, in a sentence that repeats it, were compared pair by pair)."""
 
     def __init__(self, phrases: Iterable[str] = ()) -> None:
-        self._by_first: dict[str, set[tuple[str, ...]]] = {}
+        self._by_first: dict[str, dict[int, set[tuple[str, ...]]]] = {}
         self.update(phrases)
 
     def update(self, phrases: Iterable[str]) -> None:
         for phrase in phrases:
             parts = tuple(phrase.split())
             if parts:
-                self._by_first.setdefault(parts[0], set()).add(parts)
+                lengths = self._by_first.setdefault(parts[0], {})
+                lengths.setdefault(len(parts), set()).add(parts)
 
     def found_in(self, sentence: Sequence[str]) -> bool:
         """Whether the word sequence ``sentence`` contains one of the phrases."""
@@ -112,8 +115,12 @@ class Phrases:
         if by_first.keys().isdisjoint(sentence):  # the usual case, settled at C speed
             return seen
         for start, word in enumerate(sentence):
-            for parts in by_first.get(word, ()):
-                if tuple(sentence[start : start + len(parts)]) == parts:
+            lengths = by_first.get(word)
+            if lengths is None:
+                continue
+            for length, phrases in lengths.items():
+                parts = tuple(sentence[start : start + length])
+                if parts in phrases:
                     seen.add(parts)
                     if first:
                         return seen

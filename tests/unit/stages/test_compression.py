@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from itertools import pairwise
 from typing import Any
 
@@ -11,7 +12,7 @@ import tiktoken
 import ctxasm
 from ctxasm.data import Compression
 from ctxasm.lexical import sentence_spans
-from ctxasm.stages.compression import ELISION
+from ctxasm.stages.compression import ELISION, Phrases
 
 O200K = tiktoken.get_encoding("o200k_base")
 
@@ -376,3 +377,28 @@ def test_compressed_windows_of_one_document_still_stitch() -> None:
         f"nine years. {ELISION} A flood in 1921 damaged one pier. Masons rebuilt the pier in "
         f"1922. {ELISION}"
     ]
+
+
+def test_phrases_are_found_as_by_their_definition() -> None:
+    rng = random.Random(5)
+    vocabulary = ["new", "york", "city", "of", "a"]
+    for _ in range(500):
+        phrases = {" ".join(rng.choices(vocabulary, k=rng.randrange(1, 4))) for _ in range(6)}
+        sentence = rng.choices(vocabulary, k=rng.randrange(0, 12))
+        expected = {
+            tuple(p.split())
+            for p in phrases
+            for start in range(len(sentence))
+            if sentence[start : start + len(p.split())] == p.split()
+        }
+        found = Phrases(phrases)
+        assert found.found(sentence) == expected
+        assert found.found_in(sentence) == bool(expected)
+
+
+def test_many_phrases_sharing_a_first_word_are_looked_up_not_compared() -> None:
+    # 4,000 names that start with "alpha", a sentence that repeats it 2,000 times: one set
+    # lookup per place (8 million tuple comparisons before).
+    phrases = Phrases(f"alpha b{i}" for i in range(4_000))
+    assert [len(lengths) for lengths in phrases._by_first.values()] == [1]
+    assert phrases.found(["alpha"] * 2_000 + ["b7"]) == {("alpha", "b7")}
