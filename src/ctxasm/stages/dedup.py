@@ -141,6 +141,11 @@ def _span(candidate: Candidate) -> tuple[int, int] | None:
 
 # Kept windows of one document a new window is compared with (the most recent ones).
 _MAX_WINDOWS = 64
+# The longest text a stitch may grow a passage to (about 8,000 tokens); a window that would
+# grow it further is a passage of its own. Every stitch rescans, reshingles and recounts the
+# grown text, so without a bound 400 chained windows of one document cost 400 times its
+# length (8 s); with it, each costs at most this much.
+MAX_STITCHED_CHARS = 32_768
 
 
 @dataclass(frozen=True)
@@ -152,7 +157,9 @@ class StitchWindowsDedup(Strategy):
     when one text ends with at least ``min_overlap_chars`` characters that the other begins
     with. A window inside a kept one is a duplicate. Use whenever chunks were cut with overlap.
     A window is compared with the last 64 kept windows of its document, so thousands of
-    passages sharing a title stay linear.
+    passages sharing a title stay linear, and a stitch grows a passage to at most
+    ``MAX_STITCHED_CHARS`` characters (a window past that is a passage of its own), so
+    hundreds of chained windows do too.
     """
 
     name: ClassVar[str] = "stitch"
@@ -216,6 +223,8 @@ class _StitchSession:
         if kept.start <= new.start and new.end <= kept.end:
             return Duplicate(kept.id, f"window {new.start}-{new.end} lies inside {kept.id}")
         start, end = min(kept.start, new.start), max(kept.end, new.end)
+        if end - start > max(MAX_STITCHED_CHARS, len(kept.text), len(new.text)):
+            return None  # grown too long: a passage of its own
         head = new.text[: max(0, kept.start - new.start)]
         tail = new.text[len(new.text) - max(0, new.end - kept.end) :] if new.end > kept.end else ""
         merged = kept._replace(
@@ -237,6 +246,10 @@ class _StitchSession:
             return Merge(kept, merged, f"stitched into {kept.id}: its text contains {kept.id}")
         if relation in ("continues", "precedes"):
             first, second = (kept, new) if relation == "continues" else (new, kept)
+            if len(first.text) + len(second.text) - overlap > max(
+                MAX_STITCHED_CHARS, len(kept.text), len(new.text)
+            ):
+                return None  # grown too long: a passage of its own
             text = first.text + second.text[overlap:]
             merged = kept._replace(text=text, score=score, start=None, end=None)
             detail = f"stitched into {kept.id}: {relation} it with {overlap} shared characters"

@@ -494,3 +494,26 @@ def test_windows_repeating_one_phrase_are_compared_in_linear_work() -> None:
 
     assert dedup_module._suffix_prefix_overlap(first, Counting(second), 32) == 0
     assert len(compared) == dedup_module._DIRECT_TRIES
+
+
+@pytest.mark.parametrize("offsets", [True, False])
+def test_a_stitch_grows_a_passage_to_a_bounded_length(offsets: bool) -> None:
+    # Chained windows of one document: each stitch rescans and recounts the grown text, so a
+    # passage grows to at most MAX_STITCHED_CHARS; the window past it starts a passage of its
+    # own (and the next windows are stitched into that one).
+    rng = random.Random(11)
+    doc = " ".join(f"w{rng.randrange(10**6)}" for _ in range(20_000))
+    step, width = 900, 1_000
+    passages = []
+    for i in range(60):
+        text = doc[i * step : i * step + width]
+        passage: dict[str, Any] = {"id": f"w{i}", "text": text, "doc_id": "D", "score": 0.9}
+        if offsets:
+            passage.update(start=i * step, end=i * step + len(text))
+        passages.append(passage)
+    strategy = {"dedup": ["stitch"], "guard": None, "compression": None}
+    result = ctxasm.assemble("w1", passages, max_context_tokens=100_000, strategy=strategy)
+    lengths = [len(candidate.text) for candidate in result.passages]
+    assert len(lengths) == 2
+    assert max(lengths) <= dedup_module.MAX_STITCHED_CHARS
+    assert sum(lengths) > 59 * step  # the whole document, in two passages
