@@ -209,8 +209,19 @@ class TokenCounter:
 
 
 def _shared_prefix(first: str, second: str) -> int:
-    """Length of the longest common prefix (C-speed comparisons, halving)."""
+    """Length of the longest common prefix (C-speed comparisons): one text extending the
+    other (text appended, the builder's case) is one comparison; otherwise windows doubling
+    from the start find where they differ, then halving inside the last one, so the work is
+    linear in the prefix rather than in the texts times their logarithm."""
+    if second.startswith(first):
+        return len(first)
+    if first.startswith(second):
+        return len(second)
     low, high = 0, min(len(first), len(second))
+    width = 64
+    while width < high and first[:width] == second[:width]:
+        low, width = width, width * 2
+    high = min(high, width)
     while low < high:
         middle = (low + high + 1) // 2
         if first[:middle] == second[:middle]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 import ctxasm
 from ctxasm import TokenizerError
 from ctxasm.tokens import TokenCounter, get_counter, make_tokenizer, tiktoken_source
+from ctxasm.tokens.base import _shared_prefix
 from ctxasm.tokens.estimate import EstimateTokenizer
 from ctxasm.tokens.hf import HuggingFaceTokenizer
 
@@ -389,3 +391,17 @@ def test_unknown_encoding() -> None:
     with pytest.raises(TokenizerError) as caught:
         tiktoken_source.load_encoding("p50k_base")
     assert "cl100k_base, o200k_base" in caught.value.message
+
+
+def test_the_shared_prefix_of_two_texts_is_the_longest_by_definition() -> None:
+    rng = random.Random(2)
+    for _ in range(3_000):
+        first = "".join(rng.choice("ab") for _ in range(rng.randrange(0, 400)))
+        cut = rng.randrange(0, len(first) + 1)
+        second = first[:cut] + "".join(rng.choice("ab") for _ in range(rng.randrange(0, 300)))
+        expected = next(
+            (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b),
+            min(len(first), len(second)),
+        )
+        assert _shared_prefix(first, second) == expected
+        assert _shared_prefix(second, first) == _shared_prefix(first, second)
