@@ -2,7 +2,8 @@
 
 :class:`ContextBuilder` is the small, direct tool next to :func:`ctxasm.assemble`: no query, no
 passages schema, no chat messages, only labelled texts joined with a separator under a token
-budget. Items are taken highest priority first (ties in the order they were added); an item is
+budget. Nothing is scanned for prompt injection or fenced as data: untrusted text belongs in
+:func:`ctxasm.assemble`, whose guard and formats do both. Items are taken highest priority first (ties in the order they were added); an item is
 kept when the joined context with it appended still counts at most ``max_tokens`` tokens with
 the model's own tokenizer, separators included.
 
