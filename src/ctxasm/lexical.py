@@ -12,6 +12,7 @@ import string
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from itertools import repeat
 
 from ctxasm.keys import content_key
 
@@ -109,6 +110,9 @@ def term_counts(terms: Sequence[str], text: str) -> list[int]:
     and :func:`normalize` mean) of the lower-cased text, so an occurrence counts when no word
     character touches it on either side. Costs one lower-casing and a substring search per
     term, less than splitting a long text into words."""
+    if len(terms) > _TERMS_BY_SEARCH:  # a long query: the text's words counted once
+        counted = Counter(words(text))
+        return list(map(counted.get, terms, repeat(0)))
     low = text.lower()
     size = len(low)
     found = []
@@ -137,6 +141,10 @@ def term_counts(terms: Sequence[str], text: str) -> list[int]:
     return found
 
 
+# Up to this many terms, each is searched for in the text (no list of its words is built);
+# beyond, the text's words are counted once and each term looked up (3,200 titles named in a
+# query, against 1,600 passages, took 3.4 s searched one by one).
+_TERMS_BY_SEARCH = 64
 # Places inside longer words passed one at a time, per term and text, before the search skips
 # to each word's end (prose has a few: "the" in "there"; a run of one letter has thousands).
 _MISSES_ONE_BY_ONE = 32

@@ -45,10 +45,22 @@ def test_term_counts_that_skip_to_each_words_end_equal_the_counts_of_the_words(
         assert term_counts(terms, text) == _by_words(terms, text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=ALPHABET, max_size=40), st.lists(st.text(alphabet=ALPHABET, max_size=4)))
+def test_term_counts_of_a_long_query_equal_the_counts_of_the_words(
+    text: str, extra: list[str]
+) -> None:
+    # The same, counted by the text's words (what a query of many terms does).
+    terms = list(dict.fromkeys([*words(text), *(w for e in extra for w in words(e)), ""]))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lexical, "_TERMS_BY_SEARCH", 0)
+        assert term_counts(terms, text) == _by_words(terms, text)
+
+
 def test_terms_inside_a_long_word_are_passed_over_word_by_word() -> None:
-    # "x" ... "x" * 200 inside a word of 250,000 x's: each term's search skips to the end of
+    # "x" ... "x" * 60 inside a word of 250,000 x's: each term's search skips to the end of
     # the word after a few misses, rather than stopping at each of its characters.
-    terms = ["x" * n for n in range(1, 201)]
+    terms = ["x" * n for n in range(1, 61)]
     text = "x" * 250_000 + " x xx"
     found: list[int] = []
     real_match = lexical._WORD_RUN.match
@@ -60,7 +72,7 @@ def test_terms_inside_a_long_word_are_passed_over_word_by_word() -> None:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(lexical, "_WORD_RUN", Counting())
-        assert term_counts(terms, text) == [1, 1, *[0] * 198]
+        assert term_counts(terms, text) == [1, 1, *[0] * 58]
     assert len(terms) <= len(found) < 2 * len(terms)  # a skip or two per term, no stop per x
 
 
