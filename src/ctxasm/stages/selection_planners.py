@@ -71,9 +71,16 @@ class Evidence:
         # A named phrase when it occurs between spaces in title and text together, as
         # phrase_key(f"{title}\n{text}") would give them (words never span the line break).
         if self.phrases:
+            # Many phrases (a long query) are looked up by their first word and length in the
+            # words of each text, rather than each searched for in it.
+            index = _phrase_index(self.phrases) if len(self.phrases) > _PHRASES_BY_SEARCH else None
             for found, c, text in zip(covers, candidates, self.texts, strict=True):
                 key = _with_title(c.passage.title, text)
-                found += [p for p in self.phrases if f" {p} " in key]
+                if index is None:
+                    found += [p for p in self.phrases if f" {p} " in key]
+                else:
+                    present = _phrases_in(key.split(), index)
+                    found += [p for p in self.phrases if p in present]
         self.covers = [frozenset(found) for found in covers]
         elements = (*self.terms, *self.phrases)
         # The same, in query order: what the report lists, and the order values are summed in.
@@ -108,6 +115,33 @@ class Evidence:
         """The weight of the query elements candidate ``index`` covers that nothing kept does
         (summed in query order, so the value does not depend on how a set iterates)."""
         return sum(self.weight[e] for e in self.terms_of(index) if e not in covered)
+
+
+# Up to this many named phrases, each is searched for in a passage's key; beyond, they are
+# looked up in its words (8,000 names in a query against 50 passages of 10 KB took 5 s).
+_PHRASES_BY_SEARCH = 32
+
+
+def _phrase_index(phrases: Sequence[str]) -> dict[str, dict[int, set[tuple[str, ...]]]]:
+    """``phrases`` (phrase keys: words joined by single spaces) by first word, then length."""
+    index: dict[str, dict[int, set[tuple[str, ...]]]] = {}
+    for phrase in phrases:
+        words = tuple(phrase.split(" "))
+        index.setdefault(words[0], {}).setdefault(len(words), set()).add(words)
+    return index
+
+
+def _phrases_in(
+    words: Sequence[str], index: dict[str, dict[int, set[tuple[str, ...]]]]
+) -> set[str]:
+    """The phrases of ``index`` that ``words`` hold, one after the other."""
+    present: set[str] = set()
+    for start, word in enumerate(words):
+        for length, shapes in index.get(word, {}).items():
+            shape = tuple(words[start : start + length])
+            if shape in shapes:
+                present.add(" ".join(shape))
+    return present
 
 
 def _with_title(title: str | None, padded_text: str) -> str:

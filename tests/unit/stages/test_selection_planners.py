@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 
 import ctxasm
+from ctxasm.data import Candidate, Passage
+from ctxasm.stages import selection_planners
+from ctxasm.stages.selection_planners import Evidence
 
 # A two-hop question: the first hop names the second, which shares no word with the query.
 BRIDGE_QUERY = "When was the director of Starfall Voyage born?"
@@ -284,3 +288,31 @@ def test_every_candidate_is_included_or_excluded_once(
     seen = _ids(result) + [e.candidate_id for e in result.report.excluded]
     assert sorted(seen) == sorted(p["id"] for p in passages)
     assert result.report.context_tokens <= budget
+
+
+def test_named_phrases_of_a_long_query_are_found_as_by_search() -> None:
+    # Past a few dozen named phrases, a passage's phrases are looked up in its words rather
+    # than searched for: the same phrases, in the same order.
+    rng = random.Random(4)
+    names = ["New York", "York", "New York City", "Ann Arbor", "Arbor Day", "City Hall", "Hall"]
+    vocabulary = [*" ".join(names).split(), "the", "of", "in"]
+    for _ in range(60):
+        query = "Where? " + ", ".join(rng.sample(names, rng.randrange(1, len(names))))
+        candidates = [
+            Candidate.of(
+                Passage(
+                    f"p{i}",
+                    " ".join(rng.choices(vocabulary, k=rng.randrange(0, 30))) + ".",
+                    title=rng.choice([None, "", *names]),
+                ),
+                i,
+                1.0,
+            )
+            for i in range(6)
+        ]
+        searched = Evidence(query, candidates)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(selection_planners, "_PHRASES_BY_SEARCH", 0)
+            looked_up = Evidence(query, candidates)
+        assert looked_up.ordered == searched.ordered
+        assert looked_up.covers == searched.covers
