@@ -290,14 +290,17 @@ def _text_relation(kept: str, new: str, minimum: int) -> tuple[str, int]:
     return "unrelated", 0
 
 
-# Places where the start of one text recurs in the other, compared directly (each comparison
-# reads up to the whole text) before the overlap is found in one linear pass instead.
+# Places where the start of one text recurs in the other that are compared (each comparison
+# reads up to the whole text, at C speed). A text that repeats the other's start more often
+# than this ("ab ab ab ...") is not stitched to it by text: it stays a passage of its own.
 _DIRECT_TRIES = 16
 
 
 def _suffix_prefix_overlap(first: str, second: str, minimum: int) -> int:
-    """The longest ``n >= minimum`` with ``first[-n:] == second[:n]``, or 0 (in time linear in
-    the texts: a text repeating the other's start everywhere falls to :func:`_longest_border`)."""
+    """The longest ``n >= minimum`` with ``first[-n:] == second[:n]``, or 0; also 0 where the
+    first ``minimum`` characters of ``second`` recur more than ``_DIRECT_TRIES`` times in the
+    end of ``first`` that could overlap (so the work is linear in the texts: windows of one
+    document, each compared with the last 64 of it, took seconds when each recurrence was)."""
     if len(first) < minimum or len(second) < minimum:
         return 0
     probe = second[:minimum]
@@ -308,32 +311,7 @@ def _suffix_prefix_overlap(first: str, second: str, minimum: int) -> int:
         if second.startswith(first[position:]):
             return len(first) - position
         position = first.find(probe, position + 1)
-    if position == -1:
-        return 0
-    overlap = _longest_border(first, second)
-    return overlap if overlap >= minimum else 0
-
-
-def _longest_border(first: str, second: str) -> int:
-    """The longest ``n`` with ``first[-n:] == second[:n]`` (Knuth-Morris-Pratt: the prefix
-    function of ``second``, then ``first``'s end read through it)."""
-    pattern = second[: len(first)]
-    fallback = [0] * len(pattern)
-    k = 0
-    for i in range(1, len(pattern)):
-        char = pattern[i]
-        while k and pattern[k] != char:
-            k = fallback[k - 1]
-        if pattern[k] == char:
-            k += 1
-        fallback[i] = k
-    k = 0
-    for char in first[len(first) - len(pattern) :]:
-        while k and (k == len(pattern) or pattern[k] != char):
-            k = fallback[k - 1]
-        if pattern[k] == char:
-            k += 1
-    return k
+    return 0
 
 
 @lru_cache(maxsize=8192)

@@ -45,6 +45,9 @@ _LABEL_FOLD = str.maketrans(
     "【〔［「『〖〘〚⟦⟨⁅❲】〕］」』〗〙〛⟧⟩⁆❳〈《〉》‐‑‒–—―−ѕꜱʂоοᴏօ๐υᴜսцμгʀᴦсϲᴄеᴇҽ",
     "[[[[[[[[[[[[]]]]]]]]]]]]<<>>-------sssooooouuuuurrrccceee",
 )
+_LABEL_CHARS = frozenset(map(chr, _LABEL_FOLD))
+_LABEL_LETTERS = frozenset("ѕꜱʂоοᴏօ๐υᴜսцμгʀᴦсϲᴄеᴇҽ")
+_LABEL_WORDS = ("source", "src", "quelle", "fuente", "источник")
 _ROLE_LINE = re.compile(
     r"[#>*\s\-]{0,8}\[?(system|assistant|developer|human|user|ai|bot|model|sistema|systeme"
     r"|система|系统|系統|システム|시스템)\]?\s{0,3}(?:note|message|prompt|update)?\s{0,3}[:：]"
@@ -119,9 +122,15 @@ def line_hits(text: str, folded: str) -> list[Hit]:
     """Role lines ("system:", "User:"), instruction headings and source-label look-alikes;
     ``text`` is the original (for shouted markers), ``folded`` as matched."""
     hits = []
-    probe = folded if folded.isascii() else folded.translate(_LABEL_FOLD)
-    label = "source" in probe or "src" in probe or "quelle" in probe or "fuente" in probe
-    if label and _LABEL.search(probe):
+    # The look-alikes are read (a slow translation) only where a label's word may be spelled
+    # with them, or is there as it is.
+    outside = frozenset() if folded.isascii() else outside_ascii(folded)
+    worded = not _LABEL_LETTERS.isdisjoint(outside) or any(w in folded for w in _LABEL_WORDS)
+    if worded and not _LABEL_CHARS.isdisjoint(outside):
+        folded_label = folded.translate(_LABEL_FOLD)
+    else:
+        folded_label = folded
+    if worded and _LABEL.search(folded_label):
         hits.append(Hit("source_label", 1.0, "role_marker"))
     if ":" in folded or "：" in folded:
         strongest = 0.0
