@@ -62,8 +62,14 @@ _INVISIBLE_ASTRAL = re.compile(f"[{_INVISIBLE_ASTRAL_CHARS}]")
 _ASCII_CONTROLS = bytes((*range(0x09), *range(0x0E, 0x20), 0x7F))  # not \t \n \v \f \r
 _NOT_ASCII_CONTROLS = bytes(c for c in range(256) if c not in _ASCII_CONTROLS)
 _DROP_ASCII_CONTROLS = dict.fromkeys(_ASCII_CONTROLS)
-# Accents on Latin letters only: Cyrillic й and ї keep theirs.
-_MARKS = re.compile("[\u0300-\u036f]+")
+# Accents on Latin letters only: Cyrillic й and ї keep theirs. Every block of combining marks
+# that can follow a letter: the diacritics and their extension and supplement, those for
+# symbols, half marks, and the musical ones ("ig\u1dc0nore" is read as "ignore").
+_MARKS = re.compile(
+    "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+    "\U0001d165-\U0001d169\U0001d16d-\U0001d172\U0001d17b-\U0001d182\U0001d185-\U0001d18b"
+    "\U0001d1aa-\U0001d1ad]+"
+)
 _UNDOTTED = str.maketrans("ıđ", "id")  # Turkish dotless i, Vietnamese d with stroke
 
 # Letters from other scripts that look like Latin ones (a compact hand-made subset of the
