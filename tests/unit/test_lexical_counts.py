@@ -151,3 +151,9 @@ def test_normalize_maps_each_non_word_character_to_a_space(text: str) -> None:
 @given(st.text(max_size=40))
 def test_normalize_on_any_code_point(text: str) -> None:
     assert normalize(text) == _NON_WORD.sub(" ", text.lower())
+
+
+def test_a_query_gives_at_most_its_first_terms() -> None:
+    query = "the " + " ".join(f"w{i}" for i in range(lexical.MAX_QUERY_TERMS + 100)) + " w0"
+    terms = lexical.query_terms(query)
+    assert terms == [f"w{i}" for i in range(lexical.MAX_QUERY_TERMS)]
