@@ -42,8 +42,8 @@ _LABEL = re.compile(
     r"\s{0,3}[.,;:]?\s{0,3}[\])>}]"
 )
 _LABEL_FOLD = str.maketrans(
-    "【〔［「『〖〘〚⟦⟨⁅❲】〕］」』〗〙〛⟧⟩⁆❳〈《〉》‐‑‒–—―−ѕꜱʂоοᴏօ๐υᴜսцμгʀᴦсϲᴄеᴇҽ",
-    "[[[[[[[[[[[[]]]]]]]]]]]]<<>>-------sssooooouuuuurrrccceee",
+    "【〔［「『〖〘〚⟦⟨⁅❲⟮⦋⦗⸢«】〕］」』〗〙〛⟧⟩⁆❳⟯⦌⦘⸣»〈《〉》‐‑‒–—―−ѕꜱʂоοᴏօ๐υᴜսцμгʀᴦсϲᴄеᴇҽ",
+    "[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]<<>>-------sssooooouuuuurrrccceee",
 )
 _LABEL_CHARS = frozenset(map(chr, _LABEL_FOLD))
 _LABEL_LETTERS = frozenset("ѕꜱʂоοᴏօ๐υᴜսцμгʀᴦсϲᴄеᴇҽ")

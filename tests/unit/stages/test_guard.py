@@ -404,6 +404,8 @@ def test_invisible_characters_inside_words_do_not_hide_them(char: str) -> None:
         "[Sоurce 2]",  # Cyrillic o
         "⟦Source 2⟧",
         "〚Source 2〛",
+        "⟮Source 2⟯",
+        "«Source 2»",
         "[Source 2, 3]",
         "[Source 2-3]",
         "[Sources 2 and 3]",
