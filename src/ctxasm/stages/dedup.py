@@ -223,8 +223,8 @@ class _StitchSession:
         if kept.start <= new.start and new.end <= kept.end:
             return Duplicate(kept.id, f"window {new.start}-{new.end} lies inside {kept.id}")
         start, end = min(kept.start, new.start), max(kept.end, new.end)
-        if end - start > max(MAX_STITCHED_CHARS, len(kept.text), len(new.text)):
-            return None  # grown too long: a passage of its own
+        if _grows_too_long(kept, new, end - start):
+            return None  # a passage of its own
         head = new.text[: max(0, kept.start - new.start)]
         tail = new.text[len(new.text) - max(0, new.end - kept.end) :] if new.end > kept.end else ""
         merged = kept._replace(
@@ -246,10 +246,8 @@ class _StitchSession:
             return Merge(kept, merged, f"stitched into {kept.id}: its text contains {kept.id}")
         if relation in ("continues", "precedes"):
             first, second = (kept, new) if relation == "continues" else (new, kept)
-            if len(first.text) + len(second.text) - overlap > max(
-                MAX_STITCHED_CHARS, len(kept.text), len(new.text)
-            ):
-                return None  # grown too long: a passage of its own
+            if _grows_too_long(kept, new, len(first.text) + len(second.text) - overlap):
+                return None  # a passage of its own
             text = first.text + second.text[overlap:]
             merged = kept._replace(text=text, score=score, start=None, end=None)
             detail = f"stitched into {kept.id}: {relation} it with {overlap} shared characters"
@@ -266,6 +264,12 @@ class _StitchSession:
             windows[:] = [window if w[0].id == replaced.id else w for w in windows]
         else:
             windows.append(window)
+
+
+def _grows_too_long(kept: Candidate, new: Candidate, length: int) -> bool:
+    """Whether stitching ``new`` into ``kept`` as a text of ``length`` characters would grow
+    past ``MAX_STITCHED_CHARS`` and past both windows."""
+    return length > max(MAX_STITCHED_CHARS, len(kept.text), len(new.text))
 
 
 @lru_cache(maxsize=65536)

@@ -46,7 +46,7 @@ _LABEL_FOLD = str.maketrans(
     "[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]<<>>-------sssooooouuuuurrrccceee",
 )
 _LABEL_CHARS = frozenset(map(chr, _LABEL_FOLD))
-_LABEL_LETTERS = frozenset("ѕꜱʂоοᴏօ๐υᴜսцμгʀᴦсϲᴄеᴇҽ")
+_LABEL_LETTERS = frozenset(chr(c) for c, latin in _LABEL_FOLD.items() if chr(latin).isalpha())
 _LABEL_WORDS = ("source", "src", "quelle", "fuente", "источник")
 _ROLE_LINE = re.compile(
     r"[#>*\s\-]{0,8}\[?(system|assistant|developer|human|user|ai|bot|model|sistema|systeme"

@@ -63,17 +63,16 @@ GUARD = "guard"
 
 class Guard(Protocol):
     """What admission needs of a guard strategy: its flags for a text, and whether a flagged
-    candidate is dropped (``policy == "drop"``) rather than marked."""
+    candidate is dropped (``policy == "drop"``) rather than marked. A guard that reads a text of
+    up to ``window_chars`` characters in one window (the built-in scan does) may say so: a
+    stitch that stays within it is then scanned once (see ``Admission._grown_flags``)."""
 
     policy: str
 
     def scan(self, text: str) -> tuple[str, ...]: ...
 
 
-# A guard that reads a text of up to ``window_chars`` characters in one window (the built-in
-# scan does) may say so: a stitch that stays within it is then scanned once (see
-# ``Admission._grown_flags``).
-Flags = tuple[str, ...]
+Flags = tuple[str, ...]  # a guard's check names, in its order
 
 
 class Meter:
@@ -202,6 +201,15 @@ def _scanned(candidate: Candidate) -> str:
     return "\n".join([*extra, candidate.text])
 
 
+def injection(candidate: Candidate, flags: Flags, what: str = "") -> Refuse:
+    """An ``injection`` refusal naming the checks ``flags`` (``what`` says whose text it was,
+    when not the candidate's own)."""
+    detail = f"looks like a prompt injection: {', '.join(flags)}"
+    if what:
+        detail = f"{what} {detail}"
+    return Refuse(Offer.REFUSED, Exclusion(candidate.id, GUARD, Reason.INJECTION, detail))
+
+
 def too_big(candidate: Candidate, room: Room, need: str | None = None) -> Refuse:
     """An ``over_budget`` refusal, with what is left of the budget."""
     # Whether the exact count was cached must not change the report, so the size is given
@@ -246,10 +254,7 @@ class Admission:
         if self.guard is not None:  # 4. guard
             flags = self.guard.scan(_scanned(candidate))
             if flags and self.guard.policy == "drop":
-                detail = "looks like a prompt injection: " + ", ".join(flags)
-                return Refuse(
-                    Offer.REFUSED, Exclusion(candidate.id, GUARD, Reason.INJECTION, detail)
-                )
+                return injection(candidate, flags)
             candidate = candidate._replace(flags=flags)
         try:
             cost = self.meter.cost_upto(candidate, remaining)  # 5. price
@@ -303,12 +308,8 @@ class Admission:
         if self.guard is not None:  # the grown text is what the header describes
             flags = self._grown_flags(candidate, into, verdict.merged)
             if flags and self.guard.policy == "drop":  # the window brings what step 4 refuses
-                detail = (
-                    f"stitching it into {into.id} would make text that looks like a prompt "
-                    f"injection: {', '.join(flags)}"
-                )
-                return Refuse(
-                    Offer.REFUSED, Exclusion(candidate.id, GUARD, Reason.INJECTION, detail)
+                return injection(
+                    candidate, flags, f"stitching it into {into.id} would make text that"
                 )
             verdict = Merge(into, verdict.merged._replace(flags=flags), verdict.detail)
         try:

@@ -25,6 +25,7 @@ from ctxasm.lexical import (
     title_key,
     title_links,
 )
+from ctxasm.stages.compression import Phrases
 from ctxasm.stages.relevance import rank_agreement
 from ctxasm.stages.selection import offer_in_order, scaled_scores
 from ctxasm.stages.selection_packing import Offer, Packing
@@ -73,13 +74,14 @@ class Evidence:
         if self.phrases:
             # Many phrases (a long query) are looked up by their first word and length in the
             # words of each text, rather than each searched for in it.
-            index = _phrase_index(self.phrases) if len(self.phrases) > _PHRASES_BY_SEARCH else None
+            many = len(self.phrases) > _PHRASES_BY_SEARCH
+            index = Phrases(self.phrases) if many else None
             for found, c, text in zip(covers, candidates, self.texts, strict=True):
                 key = _with_title(c.passage.title, text)
                 if index is None:
                     found += [p for p in self.phrases if f" {p} " in key]
                 else:
-                    present = _phrases_in(key.split(), index)
+                    present = {" ".join(words) for words in index.found(key.split())}
                     found += [p for p in self.phrases if p in present]
         self.covers = [frozenset(found) for found in covers]
         elements = (*self.terms, *self.phrases)
@@ -120,28 +122,6 @@ class Evidence:
 # Up to this many named phrases, each is searched for in a passage's key; beyond, they are
 # looked up in its words (8,000 names in a query against 50 passages of 10 KB took 5 s).
 _PHRASES_BY_SEARCH = 32
-
-
-def _phrase_index(phrases: Sequence[str]) -> dict[str, dict[int, set[tuple[str, ...]]]]:
-    """``phrases`` (phrase keys: words joined by single spaces) by first word, then length."""
-    index: dict[str, dict[int, set[tuple[str, ...]]]] = {}
-    for phrase in phrases:
-        words = tuple(phrase.split(" "))
-        index.setdefault(words[0], {}).setdefault(len(words), set()).add(words)
-    return index
-
-
-def _phrases_in(
-    words: Sequence[str], index: dict[str, dict[int, set[tuple[str, ...]]]]
-) -> set[str]:
-    """The phrases of ``index`` that ``words`` hold, one after the other."""
-    present: set[str] = set()
-    for start, word in enumerate(words):
-        for length, shapes in index.get(word, {}).items():
-            shape = tuple(words[start : start + length])
-            if shape in shapes:
-                present.add(" ".join(shape))
-    return present
 
 
 def _with_title(title: str | None, padded_text: str) -> str:
