@@ -51,6 +51,8 @@ from ctxasm.lexical import sentence_spans
 
 __all__ = [
     "FORMS",
+    "LINK_ALLOWANCE",
+    "LINK_GROWTH",
     "MAX_RANGE",
     "Citation",
     "CitationReport",
@@ -75,6 +77,11 @@ FORMS = (
 """The spellings a citation is recognised in (see :class:`Citation`)."""
 
 LINK_STYLES = ("markdown",)
+# A linked answer adds at most LINK_GROWTH times the answer's length plus LINK_ALLOWANCE
+# characters: a source's url comes from its document and may be long, and each citation of it
+# (each number of a range) repeats it.
+LINK_GROWTH = 16
+LINK_ALLOWANCE = 1 << 20
 
 _WORDED = re.compile(r"sources?", re.IGNORECASE)
 _LABEL = re.compile(r"Source ([1-9][0-9]*)")
@@ -250,7 +257,9 @@ def link_citations(
     url and urls that are neither http(s) nor relative (``javascript:``, ``file:``) are left as
     they are, so is a marker with nothing to link, a marker in code, one in parentheses or a
     bare one (``Source 2``). Markers already linked are left alone, so linking twice changes
-    nothing.
+    nothing. The links add at most :data:`LINK_GROWTH` times the answer's length plus
+    :data:`LINK_ALLOWANCE` characters (a megabyte); a marker whose links would go past that is
+    left as it is.
     """
     if style not in LINK_STYLES:
         raise RequestError(
@@ -262,21 +271,32 @@ def link_citations(
     _, markers = _scan(answer)
     parts = []
     done = 0
+    room = LINK_GROWTH * len(answer) + LINK_ALLOWANCE  # characters the links may add
     for marker in markers:
         if not marker.linkable:
             continue
+        text = answer[marker.start : marker.end]
+        linked = _linked(text, marker, urls, room + len(text))
+        if linked is None:  # past the room: this marker stays as it is
+            continue
         parts.append(answer[done : marker.start])
-        parts.append(_linked(answer[marker.start : marker.end], marker, urls))
+        parts.append(linked)
+        room -= len(linked) - len(text)
         done = marker.end
     parts.append(answer[done:])
     return "".join(parts)
 
 
-def _linked(text: str, marker: _Marker, urls: Mapping[int, str]) -> str:
+def _linked(text: str, marker: _Marker, urls: Mapping[int, str], most: int) -> str | None:
+    """``text`` (the marker) linked, or ``None`` where that takes more than ``most``
+    characters (measured as it is built, so a long range stops early)."""
     items = marker.items
     if len(items) == 1 and items[0].first == items[0].last:
         url = urls.get(items[0].first)
-        return text if url is None else f"[{text[1:-1].strip()}]({url})"
+        if url is None:
+            return text
+        label = text[1:-1].strip()
+        return f"[{label}]({url})" if len(label) + len(url) + 4 <= most else None
     if not any(
         item.expandable and any(n in urls for n in range(item.first, item.last + 1))
         for item in items
@@ -284,13 +304,18 @@ def _linked(text: str, marker: _Marker, urls: Mapping[int, str]) -> str:
         return text
     prefix = "Source " if marker.worded else ""
     parts = []
+    size = -2  # the first part has no ", " before it
     for item in items:
-        if not item.expandable:
-            parts.append(f"[{prefix}{item.first}-{item.last}]")
-            continue
-        for number in range(item.first, item.last + 1):
-            url = urls.get(number)
-            parts.append(f"[{prefix}{number}]" + ("" if url is None else f"({url})"))
+        numbers = range(item.first, item.last + 1) if item.expandable else (None,)
+        for number in numbers:
+            if number is None:
+                label, url = f"[{prefix}{item.first}-{item.last}]", None
+            else:
+                label, url = f"[{prefix}{number}]", urls.get(number)
+            size += len(label) + 2 + (0 if url is None else len(url) + 2)
+            if size > most:
+                return None
+            parts.append(label if url is None else f"{label}({url})")
     return ", ".join(parts)
 
 

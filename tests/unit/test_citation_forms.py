@@ -11,7 +11,13 @@ from functools import cache
 import pytest
 
 import ctxasm
-from ctxasm.citations import FORMS, check_citations, link_citations
+from ctxasm.citations import (
+    FORMS,
+    LINK_ALLOWANCE,
+    LINK_GROWTH,
+    check_citations,
+    link_citations,
+)
 from ctxasm.data import Assembly
 
 PASSAGES = [
@@ -193,3 +199,24 @@ def test_a_large_adversarial_answer_is_checked_in_linear_time(shape: str) -> Non
     check_citations(answer, assembly())
     # a quadratic scan of 800,000 characters takes hours; a linear one about a second
     assert time.perf_counter() - started < 20
+
+
+def test_links_grow_an_answer_by_a_bounded_amount_however_long_the_urls() -> None:
+    """A source's url comes from its document, and each citation of it repeats it: the links
+    add at most LINK_GROWTH times the answer plus LINK_ALLOWANCE characters, and a marker past
+    that stays as it is."""
+    data = assembly().to_dict()
+    url = "https://example.org/" + "/".join(f"part{j}" for j in range(10_000))  # 88 kB
+    for item in data["report"]["included"]:
+        item["url"] = url
+    answer = "Paris [Source 1-4]. " * 2_000  # 40 kB: 8,000 links, 700 MB if each were made
+    linked = link_citations(answer, data)
+    assert len(linked) <= len(answer) + LINK_GROWTH * len(answer) + LINK_ALLOWANCE
+    first = f"[Source 1]({url}), [Source 2]({url}), [Source 3]({url}), [Source 4]({url})"
+    assert linked.startswith(f"Paris {first}. ")  # the first markers are linked
+    assert linked.endswith("Paris [Source 1-4]. ")  # the last is left as it was
+    assert check_citations(linked, data).all_valid  # what was left is still a valid citation
+    # a short url is linked everywhere, as before
+    for item in data["report"]["included"]:
+        item["url"] = "https://example.org/p"
+    assert "[Source 1-4]" not in link_citations(answer, data)
