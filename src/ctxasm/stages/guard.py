@@ -62,6 +62,7 @@ from ctxasm.stages.guard_text import (
     decoded_payloads,
     encoded_runs,
     fold,
+    fold_spaced,
     load_fold_table,
 )
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
@@ -146,6 +147,9 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
     folded = fold(window)
     spelled = spell(folded)
     checks = _flagged(_hits(window, folded, spelled), threshold)
+    spaced = fold_spaced(window)  # invisible characters as spaces: each reading on its own
+    if spaced is not None and spaced != folded:
+        checks |= _flagged(_hits(window, spaced, spell(spaced)), threshold)
     for payload in decoded_payloads(window, runs, ciphers(spelled)):
         decoded = _flagged(_text_hits(payload), threshold)
         if decoded:

@@ -35,6 +35,7 @@ __all__ = [
     "decoded_payloads",
     "encoded_runs",
     "fold",
+    "fold_spaced",
     "load_fold_table",
     "long_words",
     "outside_ascii",
@@ -62,6 +63,7 @@ _INVISIBLE_ASTRAL = re.compile(f"[{_INVISIBLE_ASTRAL_CHARS}]")
 _ASCII_CONTROLS = bytes((*range(0x09), *range(0x0E, 0x20), 0x7F))  # not \t \n \v \f \r
 _NOT_ASCII_CONTROLS = bytes(c for c in range(256) if c not in _ASCII_CONTROLS)
 _DROP_ASCII_CONTROLS = dict.fromkeys(_ASCII_CONTROLS)
+_SPACE_ASCII_CONTROLS = dict.fromkeys(_ASCII_CONTROLS, " ")
 # Accents on Latin letters only: Cyrillic й and ї keep theirs. Every block of combining marks
 # that can follow a letter: the diacritics and their extension and supplement, those for
 # symbols, half marks, and the musical ones ("ig\u1dc0nore" is read as "ignore").
@@ -160,6 +162,20 @@ def fold(text: str) -> str:
     text = _without_controls(text.lower())
     _remember(text, frozenset(c for char in others for c in table[char] if not c.isascii()))
     return text
+
+
+def fold_spaced(text: str) -> str | None:
+    """``text`` folded with its invisible characters read as spaces rather than dropped, or
+    ``None`` where it has none. Dropped, one inside a word is read through ("ig\u200bnore");
+    as a space, one between two words keeps them apart ("ignore\u180eall"); which it is
+    cannot be told, so the guard reads the text both ways."""
+    if text.isascii():
+        if not text.encode("ascii").translate(None, _NOT_ASCII_CONTROLS):
+            return None
+        return fold(text.translate(_SPACE_ASCII_CONTROLS))
+    if not (_INVISIBLE_BMP.search(text) or _INVISIBLE_ASTRAL.search(text)):
+        return None
+    return fold(_INVISIBLE.sub(" ", text))
 
 
 def _without_controls(text: str) -> str:
