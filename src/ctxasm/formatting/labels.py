@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import quote, urlsplit
 
+from ctxasm.lookalikes import LABEL_LOOKALIKES
+
 __all__ = [
     "CITATION",
     "ITEM",
@@ -42,25 +44,6 @@ __all__ = [
     "neutral_url",
 ]
 
-# Look-alikes of the letters of "source" and of the delimiters; NFKC handles the rest.
-_LOOKALIKES = {
-    **dict.fromkeys("ѕꜱʂ", "s"),
-    "Ѕ": "S",
-    **dict.fromkeys("оοᴏօ๐", "o"),
-    **dict.fromkeys("ОΟ", "O"),
-    **dict.fromkeys("υᴜսцμ", "u"),
-    "Ս": "U",
-    **dict.fromkeys("гʀᴦ", "r"),
-    **dict.fromkeys("сϲᴄ", "c"),
-    **dict.fromkeys("СϹ", "C"),
-    **dict.fromkeys("еᴇҽ", "e"),
-    **dict.fromkeys("ЕΕ", "E"),
-    **dict.fromkeys("【〔〖〘〚⟦⟨〈《「『⁅❲", "["),
-    **dict.fromkeys("】〕〗〙〛⟧⟩〉》」』⁆❳", "]"),
-    **dict.fromkeys("‐‑‒–—―−﹘", "-"),
-    **dict.fromkeys("‹«", "<"),
-    **dict.fromkeys("›»", ">"),
-}
 _DROPPED = frozenset({"Cf", "Mn", "Me"})
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
@@ -108,7 +91,7 @@ def _fold_char(char: str) -> str:
         elif unicodedata.category(part) == "Zs":
             out.append(" ")
         else:
-            out.append(_LOOKALIKES.get(part, part))
+            out.append(LABEL_LOOKALIKES.get(part, part))  # NFKC did the rest
     return "".join(out)
 
 

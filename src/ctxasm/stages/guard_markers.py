@@ -11,8 +11,9 @@ from __future__ import annotations
 import html
 import re
 
+from ctxasm.lookalikes import LABEL_LOOKALIKES
 from ctxasm.stages.guard_phrases import Hit
-from ctxasm.stages.guard_text import outside_ascii
+from ctxasm.stages.guard_text import fold, outside_ascii
 
 __all__ = ["blob_hits", "hidden_hits", "line_hits", "link_hits", "token_hits"]
 
@@ -36,18 +37,22 @@ _ROLE_JSON = re.compile(
 )
 # "[Source 2]" and its variants as a model would read them: plurals, lists and ranges of
 # numbers ("[Sources 2, 3-4]"), other brackets, and (with _LABEL_FOLD) the look-alike letters
-# and brackets that ctxasm.formatting.labels reads as a label too. Every repetition is bounded.
+# and brackets of ctxasm.lookalikes, which citation checks read as a label too. Every
+# repetition is bounded.
 _LABEL = re.compile(
     r"[\[(<{]\s{0,3}(?:sources?|src|quelle|fuente|источник)\s{0,3}[:#.\-]?\s{0,3}\d{1,9}"
     r"(?:\s{0,3}(?:[,;&\-]|and)\s{0,3}(?:sources?\s{0,3})?\d{1,9}){0,8}"
     r"\s{0,3}[.,;:]?\s{0,3}[\])>}]"
 )
-_LABEL_FOLD = str.maketrans(
-    "【〔［「『〖〘〚⟦⟨⁅❲⟮⦋⦗⸢«】〕］」』〗〙〛⟧⟩⁆❳⟯⦌⦘⸣»〈《〉》‐‑‒–—―−ѕꜱʂоοᴏօ๐υᴜսцμгʀᴦсϲᴄеᴇҽ",
-    "[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]<<>>-------sssooooouuuuurrrccceee",
-)
-_LABEL_CHARS = frozenset(map(chr, _LABEL_FOLD))
-_LABEL_LETTERS = frozenset(chr(c) for c, latin in _LABEL_FOLD.items() if chr(latin).isalpha())
+# Matched on folded text: each look-alike as folding leaves it, too ("ϲ", the Greek lunate
+# sigma, folds to "σ"; "Ε" to "ε").
+_LABEL_LOOKALIKES_FOLDED = {
+    **{fold(c): latin.lower() for c, latin in LABEL_LOOKALIKES.items() if len(fold(c)) == 1},
+    **{c: latin.lower() for c, latin in LABEL_LOOKALIKES.items()},
+}
+_LABEL_FOLD = str.maketrans(_LABEL_LOOKALIKES_FOLDED)
+_LABEL_CHARS = frozenset(_LABEL_LOOKALIKES_FOLDED)
+_LABEL_LETTERS = frozenset(c for c, latin in _LABEL_LOOKALIKES_FOLDED.items() if latin.isalpha())
 _LABEL_WORDS = ("source", "src", "quelle", "fuente", "источник")
 _ROLE_LINE = re.compile(
     r"[#>*\s\-]{0,8}\[?(system|assistant|developer|human|user|ai|bot|model|sistema|systeme"

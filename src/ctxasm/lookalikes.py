@@ -1,0 +1,31 @@
+"""Characters that imitate a source label such as ``[Source 2]``: look-alikes of the letters of
+"source" from other scripts (Cyrillic ``ѕ о с е``, Greek ``ο``, small capitals) and brackets
+and dashes from other blocks, each with the ASCII character it imitates.
+
+One table, so the guard flags, rendering neutralises and citation checks read the same
+characters as a label (NFKC, applied before it, handles full-width and mathematical forms).
+"""
+
+from __future__ import annotations
+
+__all__ = ["LABEL_LOOKALIKES"]
+
+LABEL_LOOKALIKES: dict[str, str] = {
+    **dict.fromkeys("ѕꜱʂ", "s"),
+    "Ѕ": "S",
+    **dict.fromkeys("оοᴏօ๐", "o"),
+    **dict.fromkeys("ОΟ", "O"),
+    **dict.fromkeys("υᴜսцμ", "u"),
+    "Ս": "U",
+    **dict.fromkeys("гʀᴦ", "r"),
+    **dict.fromkeys("сϲᴄ", "c"),
+    **dict.fromkeys("СϹ", "C"),
+    **dict.fromkeys("еᴇҽ", "e"),
+    **dict.fromkeys("ЕΕ", "E"),
+    **dict.fromkeys("【〔〖〘〚⟦⟨〈《「『⁅❲⟮⦋⦗⸢", "["),
+    **dict.fromkeys("】〕〗〙〛⟧⟩〉》」』⁆❳⟯⦌⦘⸣", "]"),
+    **dict.fromkeys("‐‑‒–—―−﹘", "-"),
+    **dict.fromkeys("‹«", "<"),
+    **dict.fromkeys("›»", ">"),
+}
+"""Each look-alike and the ASCII character it is read as."""
