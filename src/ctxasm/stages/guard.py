@@ -56,6 +56,7 @@ from ctxasm.stages.guard_phrases import (
     may_fire,
     score_events,
     spell,
+    with_parts,
 )
 from ctxasm.stages.guard_text import (
     clear_text_cache,
@@ -145,11 +146,16 @@ def _windows(text: str) -> Iterable[str]:
 
 def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set[str]:
     folded = fold(window)
-    spelled = spell(folded)
-    checks = _flagged(_hits(window, folded, spelled), threshold)
-    spaced = fold_spaced(window)  # invisible characters as spaces: each reading on its own
+    words = with_parts(folded)  # joined words ("previous-instructions") read both ways
+    spelled = spell(words)
+    marks = _mark_hits(window, folded)
+    checks = _flagged([*_phrase_hits(words, spelled), *marks], threshold)
+    # Invisible characters, dropped by folding, read as spaces too: between two words,
+    # dropping one joins them ("ignore\u180eall"). This reading is judged with the same marks.
+    spaced = fold_spaced(window)
     if spaced is not None and spaced != folded:
-        checks |= _flagged(_hits(window, spaced, spell(spaced)), threshold)
+        spaced = with_parts(spaced)
+        checks |= _flagged([*_phrase_hits(spaced, spell(spaced)), *marks], threshold)
     for payload in decoded_payloads(window, runs, ciphers(spelled)):
         decoded = _flagged(_text_hits(payload), threshold)
         if decoded:
@@ -159,14 +165,20 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
 
 def _text_hits(text: str) -> list[Hit]:
     folded = fold(text)
-    return _hits(text, folded, spell(folded))
+    words = with_parts(folded)
+    return [*_phrase_hits(words, spell(words)), *_mark_hits(text, folded)]
 
 
-def _hits(text: str, folded: str, spelled: int | None) -> list[Hit]:
-    """The rules that fire on ``text`` (``folded`` as matched, ``spelled`` what its words may
-    spell: the concept walk is skipped where no rule can fire)."""
-    phrases = score_events(concept_events(folded)) if may_fire(folded, spelled) else []
-    return [*phrases, *token_hits(folded), *line_hits(text, folded), *link_hits(text, folded)]
+def _phrase_hits(folded: str, spelled: int | None) -> list[Hit]:
+    """The phrase rules that fire on ``folded`` text, which ``spell`` read as ``spelled`` (the
+    concept walk is skipped where no rule can fire)."""
+    return score_events(concept_events(folded)) if may_fire(folded, spelled) else []
+
+
+def _mark_hits(text: str, folded: str) -> list[Hit]:
+    """The structural rules that fire on ``text`` (``folded`` as matched): template tokens,
+    tags, role lines, labels and links."""
+    return [*token_hits(folded), *line_hits(text, folded), *link_hits(text, folded)]
 
 
 def _flagged(hits: list[Hit], threshold: float) -> set[str]:

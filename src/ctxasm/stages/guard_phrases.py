@@ -45,6 +45,7 @@ __all__ = [
     "may_fire",
     "score_events",
     "spell",
+    "with_parts",
 ]
 
 # Words (letters, digits and the combining marks that \\w leaves out, such as Indic vowel
@@ -643,6 +644,74 @@ def _bits(spaced: bytes, table: _Presence) -> int:
     if _letter_pairs(pieces):  # however far apart
         found |= table.letter_pair | reduce(or_, table.letters.values())
     return found
+
+
+# A run of hyphens or of dots that joins two words ("previous-instructions", "ignore...all",
+# "i.g.n.o.r.e"); the words either side are read from at most _JOINED_WORD letters.
+_JOINED_WORD = 64
+_LETTERS_BEFORE = re.compile(rf"[^\W\d_]{{1,{_JOINED_WORD}}}$")
+_LETTERS_AFTER = re.compile(rf"[^\W\d_]{{1,{_JOINED_WORD}}}")
+
+
+def _joins(text: str, mark: str) -> list[tuple[int, int]]:
+    """Where a run of ``mark`` lies between two letters, in order: found with ``str.find`` (a
+    pattern would read every character, several times slower)."""
+    found = []
+    if mark in text:
+        at = text.find(mark)
+        while at != -1:
+            end = at + 1
+            while end < len(text) and text[end] == mark:
+                end += 1
+            if at > 0 and end < len(text) and text[at - 1].isalpha() and text[end].isalpha():
+                found.append((at, end))
+            at = text.find(mark, end)
+    return found
+
+
+def with_parts(text: str) -> str:
+    """Folded ``text`` with the words that dots or hyphens join read apart too. Between two
+    letters a dot is no sentence end: letters joined one by one are the word they spell
+    ("i.g.n.o.r.e" is "ignore", "u.s." is "us.") and other words are read apart ("ignore...all"
+    is "ignore all"). A word joined by hyphens is kept (for "ig-nore") with its parts written
+    after it: "previous-instructions previous instructions". As it is, a joined word is one
+    word the tables do not know, or a sentence end."""
+    if "." in text:
+        text = _dots_read(text)
+    return _hyphens_read(text) if "-" in text else text
+
+
+def _dots_read(text: str) -> str:
+    pieces: list[str] = []
+    done = 0
+    for start, end in _joins(text, "."):
+        one_before = start == 1 or (start > 1 and not text[start - 2].isalpha())
+        one_after = end + 1 == len(text) or not text[end + 1].isalpha()
+        pieces.extend((text[done:start], "" if one_before and one_after else " "))
+        done = end
+    return "".join((*pieces, text[done:])) if pieces else text
+
+
+def _hyphens_read(text: str) -> str:
+    pieces: list[str] = []
+    parts: list[str] = []  # the current joined word's parts
+    word_end = -1  # where the current joined word ends
+    done = 0
+    for start, end in _joins(text, "-"):
+        before = _LETTERS_BEFORE.search(text, max(0, start - _JOINED_WORD), start)
+        after = _LETTERS_AFTER.match(text, end)
+        if before is None or after is None:  # a letter str.isalpha takes and \w does not
+            continue
+        if before.end() != word_end:  # a new joined word: the last one's parts after it
+            if parts:
+                pieces.extend((text[done:word_end], " ", " ".join(parts)))
+                done = word_end
+            parts = [before.group()]
+        parts.append(after.group())
+        word_end = after.end()
+    if not parts:
+        return text
+    return "".join((*pieces, text[done:word_end], " ", " ".join(parts), text[word_end:]))
 
 
 def ciphers(spelled: int | None) -> tuple[bool, bool] | None:
