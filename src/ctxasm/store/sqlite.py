@@ -151,7 +151,8 @@ _VISIBLE_CLASSES = """
     SELECT k.id FROM access_classes k
     WHERE (k.tenant IS NULL OR k.tenant = :tenant)
     AND (k.has_readers = 0 OR EXISTS (
-        SELECT 1 FROM class_readers r WHERE r.class_id = k.id AND r.reader IN ({names})))
+        SELECT 1 FROM class_readers r WHERE r.class_id = k.id
+        AND r.reader IN (SELECT value FROM json_each(:names))))
     AND (k.tenant IS NOT NULL OR k.has_readers = 1 OR :public)
 """
 # The best candidates by BM25 over the visible classes, computed from the FTS5 index (whose
@@ -545,12 +546,15 @@ class SQLiteStore:
 
     def _visible_classes(self, principal: Principal | None, allow_public: bool) -> list[int]:
         ids = [] if principal is None else [principal.id, *principal.groups]
-        # no principal: no reader list admits anyone (SQLite accepts an empty IN list)
-        names = ", ".join(f":n{i}" for i in range(len(ids)))
-        params: dict[str, object] = {f"n{i}": name for i, name in enumerate(ids)}
-        params["tenant"] = None if principal is None else principal.tenant
-        params["public"] = int(allow_public)
-        rows = self._db.execute(_VISIBLE_CLASSES.format(names=names), params).fetchall()
+        # The names as one JSON array: SQLite finds a named parameter by a linear search, so
+        # one per group made 40,000 groups take 9 s. No principal: no reader list admits
+        # anyone.
+        params = {
+            "names": json.dumps(ids),
+            "tenant": None if principal is None else principal.tenant,
+            "public": int(allow_public),
+        }
+        rows = self._db.execute(_VISIBLE_CLASSES, params).fetchall()
         return sorted(int(row[0]) for row in rows)
 
     def _statistics(self, classes: list[int], terms: list[str]) -> VisibleStats:
