@@ -36,13 +36,14 @@ _ROLE_JSON = re.compile(
     r"[\"']role[\"']\s{0,8}:\s{0,8}[\"'](system|developer|assistant|tool|function|user)[\"']"
 )
 # "[Source 2]" and its variants as a model would read them: plurals, lists and ranges of
-# numbers ("[Sources 2, 3-4]"), other brackets, and (with _LABEL_FOLD) the look-alike letters
-# and brackets of ctxasm.lookalikes, which citation checks read as a label too. Every
-# repetition is bounded.
+# numbers ("[Sources 2, 3-4]", "[Source 1, and source: 2]", as long as the list is), other
+# brackets, and (with _LABEL_FOLD) the look-alike letters and brackets of ctxasm.lookalikes,
+# which citation checks read as a label too. Repetitions are possessive: linear.
+_LABEL_WORD = r"(?:sources?|src|quelle|fuente|источник)"
 _LABEL = re.compile(
-    r"[\[(<{]\s{0,3}(?:sources?|src|quelle|fuente|источник)\s{0,3}[:#.\-]?\s{0,3}\d{1,9}"
-    r"(?:\s{0,3}(?:[,;&\-]|and)\s{0,3}(?:sources?\s{0,3})?\d{1,9}){0,8}"
-    r"\s{0,3}[.,;:]?\s{0,3}[\])>}]"
+    rf"[\[(<{{]\s*+{_LABEL_WORD}\s*+[:#.\-]?\s*+\d{{1,9}}"
+    rf"(?:\s*+(?:[,;&\-]\s*+(?:and\s++)?|and\s++)(?:{_LABEL_WORD}\s*+[:#]?\s*+)?\d{{1,9}})*+"
+    r"\s*+[.,;:]?\s*+[\])>}]"
 )
 # Matched on folded text: each look-alike as folding leaves it, too ("ϲ", the Greek lunate
 # sigma, folds to "σ"; "Ε" to "ε").

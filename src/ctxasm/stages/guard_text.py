@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import html
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -79,6 +80,14 @@ _UNDOTTED = str.maketrans("ıđ", "id")  # Turkish dotless i, Vietnamese d with 
 _LOOK_ALIKES = (  # pairs: look-alike letter, Latin letter
     "аa ɑa αa вb βb сc ϲc ԁd еe εe һh іi ιi ӏl Ӏl јj кk κk мm ոn ηn оo οo рp ρp"
     " ԛq ѕs тt τt սu υu νv ѵv ԝw хx χx уy ᴢz ɡg"
+    # Armenian
+    " օo հh ցg զq քp"
+    # Latin small capitals
+    " ᴀa ʙb ᴄc ᴅd ᴇe ꜰf ɢg ʜh ɪi ᴊj ᴋk ʟl ᴍm ɴn ᴏo ᴘp ʀr ꜱs ᴛt ᴜu ᴠv ᴡw ʏy"
+    # Cherokee (folding leaves its capitals as they are)
+    " Ꭺa Ᏼb Ꮯc Ꭰd Ꭼe Ꮐg Ꮋh Ꭵi Ꭻj Ꮶk Ꮮl Ꮇm Ꮲp Ꭱr Ꮪs Ꭲt Ꮩv Ꮃw Ꮓz"
+    # Lisu
+    " ꓮa ꓐb ꓚc ꓓd ꓰe ꓝf ꓖg ꓧh ꓲi ꓙj ꓗk ꓡl ꓟm ꓠn ꓳo ꓑp ꓣr ꓢs ꓔt ꓴu ꓦv ꓪw ꓫx ꓬy ꓜz"
 )
 CONFUSABLES = str.maketrans({pair[0]: pair[1] for pair in _LOOK_ALIKES.split()})
 LEET = str.maketrans("013457@$8", "oieastasb")
@@ -337,6 +346,9 @@ def _decodings(
         yield unquoted if unquoted != text else None
     if "\\" in text and ("\\u" in text or "\\x" in text):
         unescaped = _ESCAPES.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
+        yield unescaped if unescaped != text else None
+    if "&" in text and ";" in text:  # HTML character references ("ign&#111;re")
+        unescaped = html.unescape(text)
         yield unescaped if unescaped != text else None
 
 
