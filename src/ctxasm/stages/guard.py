@@ -65,6 +65,7 @@ from ctxasm.stages.guard_text import (
     fold,
     fold_spaced,
     load_fold_table,
+    without_padding,
 )
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
 
@@ -127,6 +128,8 @@ def _scan(text: str, min_blob_chars: int, threshold: float) -> tuple[str, ...]:
     runs = encoded_runs(text)
     for hit in (*hidden_hits(text), *blob_hits(text, min_blob_chars, runs)):
         found.add(hit.check)
+    if len(text) > SCAN_WINDOW:  # cut into windows where padding cannot split a phrase
+        text = without_padding(text)
     if len(text) <= SCAN_WINDOW:
         found |= _window_checks(text, threshold, runs)
     else:

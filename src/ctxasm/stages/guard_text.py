@@ -41,6 +41,7 @@ __all__ = [
     "long_words",
     "outside_ascii",
     "tag_text",
+    "without_padding",
 ]
 
 # Characters removed before matching: invisible, or used to split a word for the eye only:
@@ -171,6 +172,25 @@ def fold(text: str) -> str:
     text = _without_controls(text.lower())
     _remember(text, frozenset(c for char in others for c in table[char] if not c.isascii()))
     return text
+
+
+# A run of white space and invisible characters long enough to be padding.
+_PADDING = re.compile(f"[\\s{_INVISIBLE_BMP_CHARS}{_INVISIBLE_ASTRAL_CHARS}]{{8,}}")
+
+
+def without_padding(text: str) -> str:
+    """``text`` with each run of eight or more white-space or invisible characters made one: a
+    line break where the run holds one, a space where it holds other white space, otherwise
+    its first character. The guard cuts long texts into windows after this, so padding cannot
+    carry two words of a phrase into two windows; every reading stays as it was."""
+
+    def one(run: re.Match[str]) -> str:
+        chars = run.group()
+        if "\n" in chars:
+            return "\n"
+        return " " if any(map(str.isspace, chars)) else chars[0]
+
+    return _PADDING.sub(one, text)
 
 
 def fold_spaced(text: str) -> str | None:
