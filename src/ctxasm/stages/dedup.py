@@ -644,11 +644,15 @@ class _BoundedLSH:
         self.keys[kept_id] = placed
 
     def query(self, signature: Any) -> list[str]:
-        """The passages in the candidate's buckets, sorted by id."""
-        found: dict[str, None] = {}
+        """The passages in the candidate's buckets, sorted by id: where more than
+        ``_MAX_PROPOSALS``, those in the most of them (a near-duplicate shares many bands; the
+        rest would each cost an exact comparison), ties to the first met."""
+        found: Counter[str] = Counter()
         for key in self._keys(signature):
-            found.update(dict.fromkeys(self.buckets.get(key, ())))
-        return sorted(found)
+            found.update(self.buckets.get(key, ()))
+        if len(found) <= _MAX_PROPOSALS:
+            return sorted(found)
+        return sorted(kept_id for kept_id, _ in found.most_common(_MAX_PROPOSALS))
 
     def remove(self, kept_id: str) -> None:
         for key in self.keys.pop(kept_id, ()):

@@ -50,9 +50,23 @@ def test_an_lsh_bucket_holds_a_bounded_number_of_kept_passages() -> None:
     for i in range(500):
         lsh.insert(f"p{i:03d}", signature)
     assert {len(members) for members in lsh.buckets.values()} == {dedup._MAX_OWNERS}
-    assert lsh.query(signature) == [f"p{i:03d}" for i in range(dedup._MAX_OWNERS)]
+    # a query proposes at most _MAX_PROPOSALS of them: those in the most buckets, then the
+    # first met (here all are in every bucket)
+    assert lsh.query(signature) == [f"p{i:03d}" for i in range(dedup._MAX_PROPOSALS)]
     lsh.remove("p000")
-    assert lsh.query(signature) == [f"p{i:03d}" for i in range(1, dedup._MAX_OWNERS)]
+    assert lsh.query(signature) == [f"p{i:03d}" for i in range(1, dedup._MAX_PROPOSALS + 1)]
+
+
+def test_an_lsh_query_proposes_the_passages_sharing_the_most_bands() -> None:
+    session = NearDuplicateDedup().session()
+    signature = session._minhash(frozenset(range(50)))  # type: ignore[attr-defined]
+    lsh = dedup._BoundedLSH(*dedup._lsh_bands(0.56))
+    keys = lsh._keys(signature)
+    for i in range(100):  # each shares one band with the query
+        lsh.buckets.setdefault(keys[i % len(keys)], []).append(f"a{i:03d}")
+    lsh.insert("near", signature)  # shares them all
+    assert "near" in lsh.query(signature)
+    assert len(lsh.query(signature)) == dedup._MAX_PROPOSALS
 
 
 def test_an_exact_copy_is_still_found_among_thousands_of_near_copies() -> None:
