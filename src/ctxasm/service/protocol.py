@@ -5,7 +5,10 @@ slowly (or never finishes them): each such connection would stay open for ever. 
 closes a connection whose request line and headers are not complete within
 ``CTXASM_HEADER_TIMEOUT_S`` seconds (default 10; ``ctxasm serve`` sets it from
 ``[service] header_timeout_s``), counted from the connection or, on a kept-alive connection,
-from the first byte of the next request. Body reads are bounded by the ASGI middleware.
+from the first byte of the next request. Body reads are bounded by the ASGI middleware, and a
+body that comes in more than ``MAX_BODY_PIECES`` pieces averaging under ``MIN_PIECE_BYTES``
+bytes (one-byte chunks, or a few bytes per read) closes the connection: each piece costs the
+server about 15 microseconds, so a megabyte in one-byte chunks held a core for 15 seconds.
 
 Beyond ``limit_concurrency`` uvicorn answers 503 itself, before the app (and its middleware)
 sees the request, with a plain-text body. Importing this module replaces that answer with the
@@ -19,12 +22,13 @@ import os
 import uuid
 from typing import Any
 
+import h11
 from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ctxasm.service.middleware import error_body
 
-__all__ = ["HEADER_TIMEOUT_ENV", "HeaderTimeoutProtocol"]
+__all__ = ["HEADER_TIMEOUT_ENV", "MAX_BODY_PIECES", "MIN_PIECE_BYTES", "HeaderTimeoutProtocol"]
 
 HEADER_TIMEOUT_ENV = "CTXASM_HEADER_TIMEOUT_S"
 _DEFAULT_TIMEOUT_S = 10.0
@@ -38,13 +42,45 @@ def _header_timeout() -> float:
     return value if value > 0 else _DEFAULT_TIMEOUT_S
 
 
+# A body read in more than MAX_BODY_PIECES pieces (h11 events: chunks of a chunked body, or
+# reads of a body sent a few bytes at a time) that average under MIN_PIECE_BYTES closes the
+# connection: each piece costs the server about 15 us, so a megabyte in one-byte chunks held a
+# core for 15 s. Up to the bound that is at most about 60 ms.
+MAX_BODY_PIECES = 4096
+MIN_PIECE_BYTES = 256
+
+
 class HeaderTimeoutProtocol(H11Protocol):
-    """H11Protocol that closes connections whose request headers arrive too slowly."""
+    """H11Protocol that closes connections whose request headers arrive too slowly, or whose
+    body comes in too many small pieces."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_timeout = _header_timeout()
+        self._pieces = 0
+        self._piece_bytes = 0
+        next_event = self.conn.next_event
+
+        def counted() -> Any:  # uvicorn reads every event through this one method
+            event = next_event()
+            if type(event) is h11.Data:
+                self._count_piece(len(event.data))
+            elif type(event) is h11.Request:
+                self._pieces = self._piece_bytes = 0
+            return event
+
+        self.conn.next_event = counted  # type: ignore[method-assign]
+
+    def _count_piece(self, size: int) -> None:
+        self._pieces += 1
+        self._piece_bytes += size
+        if (
+            self._pieces > MAX_BODY_PIECES
+            and self._piece_bytes < self._pieces * MIN_PIECE_BYTES
+            and not self.transport.is_closing()
+        ):
+            self.transport.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
