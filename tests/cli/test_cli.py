@@ -310,3 +310,23 @@ def test_assemble_every_format_from_the_command_line(fmt: str) -> None:
         assert result["system"] and "<documents>" in result["messages"][-1]["content"]
     else:
         assert result["text"].startswith("## Instructions")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"budget": {"context_window": "x"}}, "report.budget.context_window: Input should be"),
+        ({"timings_ms": "x"}, "report.timings_ms: Input should be a valid dictionary"),
+        ({"included": ["x"]}, "report.included.0: Input should be"),
+    ],
+)
+def test_report_names_the_field_it_cannot_print(change: dict[str, object], message: str) -> None:
+    result = json.loads(ctxasm("assemble", "-", stdin=EXAMPLE.read_bytes()).stdout)
+    for key, value in change.items():
+        if isinstance(value, dict):
+            result["report"][key].update(value)
+        else:
+            result["report"][key] = value
+    failed = ctxasm("report", "-", stdin=json.dumps(result).encode())
+    assert failed.returncode == 2
+    assert message in failed.stderr.decode() and b"Traceback" not in failed.stderr

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -264,7 +264,26 @@ def report_command(
     try:
         print_report(result["report"], stderr=False)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        _fail(f"{source} is not a report ctxasm can print: {exc!r}", EXIT_BAD_INPUT)
+        _fail(
+            f"{source} is not a report ctxasm can print: {_report_problem(result, exc)}",
+            EXIT_BAD_INPUT,
+        )
+
+
+def _report_problem(result: Any, exc: Exception) -> str:
+    """What is wrong with a saved result's report, naming the field as the result schema
+    does; the exception itself where the schema finds nothing."""
+    from pydantic import ValidationError
+
+    from ctxasm.service.schemas import Report
+
+    try:
+        Report.model_validate(result.get("report") if isinstance(result, dict) else result)
+    except ValidationError as invalid:
+        error = invalid.errors()[0]
+        where = ".".join(["report", *map(str, error["loc"])])
+        return f"{where}: {error['msg']}"
+    return repr(exc)
 
 
 def _register_commands() -> None:
