@@ -151,6 +151,21 @@ def test_a_body_in_many_tiny_chunks_is_cut_off(served_patient: Any) -> None:
         assert _status_line(sock) == b"HTTP/1.1 200 OK"
 
 
+@pytest.mark.parametrize("length", [b"-1", b"1" * 30, "\u0661".encode()])
+def test_a_malformed_request_gets_the_json_error(served: Any, length: bytes) -> None:
+    base, _ = served
+    with _connect(base) as sock:
+        head = b"POST /v1/assemble HTTP/1.1\r\nHost: x\r\nContent-Length: %s\r\n\r\n"
+        sock.sendall(head % length)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    answer, _, body = data.partition(b"\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"content-type: application/json" in answer
+    error = json.loads(body)["error"]
+    assert error["code"] == "invalid_request" and "Content-Length" in error["message"]
+
+
 def test_a_content_length_over_the_limit_is_refused_before_the_body(served: Any) -> None:
     base, _ = served
     with _connect(base) as sock:

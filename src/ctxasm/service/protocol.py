@@ -72,6 +72,29 @@ class HeaderTimeoutProtocol(H11Protocol):
 
         self.conn.next_event = counted  # type: ignore[method-assign]
 
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 cannot parse (a malformed request line, header or Content-Length), as
+        the service's JSON error rather than uvicorn's plain text; the connection closes."""
+        request_id = uuid.uuid4().hex
+        message = (
+            "the HTTP request could not be read (its request line, a header or Content-Length "
+            "is malformed); send valid HTTP/1.1"
+        )
+        body = error_body("invalid_request", message, None, request_id)
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(body)),
+            (b"connection", b"close"),
+            (b"x-request-id", request_id.encode("ascii")),
+        ]
+        try:
+            response = h11.Response(status_code=400, headers=headers, reason=b"Bad Request")
+            for event in (response, h11.Data(data=body), h11.EndOfMessage()):
+                self.transport.write(self.conn.send(event))
+        except h11.LocalProtocolError:  # h11 can no longer answer on this connection
+            pass
+        self.transport.close()
+
     def _count_piece(self, size: int) -> None:
         self._pieces += 1
         self._piece_bytes += size
