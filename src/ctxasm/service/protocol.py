@@ -75,18 +75,11 @@ class HeaderTimeoutProtocol(H11Protocol):
     def send_400_response(self, msg: str) -> None:
         """A request h11 cannot parse (a malformed request line, header or Content-Length), as
         the service's JSON error rather than uvicorn's plain text; the connection closes."""
-        request_id = uuid.uuid4().hex
         message = (
             "the HTTP request could not be read (its request line, a header or Content-Length "
             "is malformed); send valid HTTP/1.1"
         )
-        body = error_body("invalid_request", message, None, request_id)
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", b"%d" % len(body)),
-            (b"connection", b"close"),
-            (b"x-request-id", request_id.encode("ascii")),
-        ]
+        headers, body = _closing_error("invalid_request", message)
         try:
             response = h11.Response(status_code=400, headers=headers, reason=b"Bad Request")
             for event in (response, h11.Data(data=body), h11.EndOfMessage()):
@@ -137,17 +130,24 @@ class HeaderTimeoutProtocol(H11Protocol):
             self.transport.close()
 
 
-async def _service_unavailable(scope: Any, receive: Any, send: Any) -> None:
-    """uvicorn's answer beyond ``limit_concurrency``, as the service's JSON error."""
+def _closing_error(code: str, message: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The headers and body of a JSON error answered before the app, with a new request id;
+    the connection closes after it."""
     request_id = uuid.uuid4().hex
-    message = "the service is at its limit of connections and requests; try again shortly"
-    body = error_body("unavailable", message, None, request_id)
+    body = error_body(code, message, None, request_id)
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", b"%d" % len(body)),
         (b"connection", b"close"),
         (b"x-request-id", request_id.encode("ascii")),
     ]
+    return headers, body
+
+
+async def _service_unavailable(scope: Any, receive: Any, send: Any) -> None:
+    """uvicorn's answer beyond ``limit_concurrency``, as the service's JSON error."""
+    message = "the service is at its limit of connections and requests; try again shortly"
+    headers, body = _closing_error("unavailable", message)
     await send({"type": "http.response.start", "status": 503, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
