@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 
 from ctxasm.lookalikes import LABEL_LOOKALIKES
 from ctxasm.stages.guard_phrases import Hit
-from ctxasm.stages.guard_text import fold, outside_ascii
+from ctxasm.stages.guard_text import outside_ascii
 
 __all__ = ["blob_hits", "hidden_hits", "line_hits", "link_hits", "token_hits"]
 
@@ -46,9 +47,14 @@ _LABEL = re.compile(
     r"\s*+[.,;:]?\s*+[\])>}]"
 )
 # Matched on folded text: each look-alike as folding leaves it, too ("ϲ", the Greek lunate
-# sigma, folds to "σ"; "Ε" to "ε").
+# sigma, folds to "σ"; "Ε" to "ε"). NFKC and case folding are all of folding that changes these
+# characters (the guard's fold would build its table at import).
 _LABEL_LOOKALIKES_FOLDED = {
-    **{fold(c): latin.lower() for c, latin in LABEL_LOOKALIKES.items() if len(fold(c)) == 1},
+    **{
+        folded: latin.lower()
+        for c, latin in LABEL_LOOKALIKES.items()
+        if len(folded := unicodedata.normalize("NFKC", c).casefold()) == 1
+    },
     **{c: latin.lower() for c, latin in LABEL_LOOKALIKES.items()},
 }
 _LABEL_FOLD = str.maketrans(_LABEL_LOOKALIKES_FOLDED)
