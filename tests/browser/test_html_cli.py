@@ -84,6 +84,23 @@ def test_report_refuses_what_is_not_a_result(tmp_path: Path, given: str, message
     assert "Traceback" not in done.stderr and not (tmp_path / "x.html").exists()
 
 
+def test_report_html_names_the_field_a_page_would_draw_wrong(tmp_path: Path) -> None:
+    saved = json.loads(_ctxasm("assemble", str(EXAMPLE)).stdout)
+    saved["report"]["included"][0]["tokens"] = "many"
+    page = tmp_path / "x.html"
+    done = _ctxasm("report", "-", "--html", str(page), stdin=json.dumps(saved))
+    assert done.returncode == 2 and not page.exists()
+    assert done.stderr == (
+        "ctxasm: error: - is not a report ctxasm can draw: report.included.0.tokens: Input "
+        "should be a valid integer, unable to parse string as an integer\n"
+    )
+    # A field this release does not know (a result from another one) is drawn without it.
+    saved["report"]["included"][0]["tokens"] = 12
+    saved["report"]["from_a_later_release"] = {"x": 1}
+    done = _ctxasm("report", "-", "--html", str(page), stdin=json.dumps(saved))
+    assert done.returncode == 0 and page.exists()
+
+
 def test_an_unwritable_page_is_one_line_and_exit_2(tmp_path: Path) -> None:
     target = tmp_path / "missing" / "report.html"
     done = _ctxasm("assemble", str(EXAMPLE), "--html", str(target))

@@ -258,21 +258,24 @@ def report_command(
     except CtxasmError as error:
         _fail_with(error)
     if html is not None:
+        # The page draws what it is given; a report it would draw wrong is refused first.
+        problem = _report_problem(result)
+        if problem is not None:
+            _fail(f"{source} is not a report ctxasm can draw: {problem}", EXIT_BAD_INPUT)
         write_html(result, html)
         typer.echo(f"ctxasm: wrote {html}", err=True)
         return
     try:
         print_report(result["report"], stderr=False)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        _fail(
-            f"{source} is not a report ctxasm can print: {_report_problem(result, exc)}",
-            EXIT_BAD_INPUT,
-        )
+        problem = _report_problem(result) or repr(exc)
+        _fail(f"{source} is not a report ctxasm can print: {problem}", EXIT_BAD_INPUT)
 
 
-def _report_problem(result: Any, exc: Exception) -> str:
+def _report_problem(result: Any) -> str | None:
     """What is wrong with a saved result's report, naming the field as the result schema
-    does; the exception itself where the schema finds nothing."""
+    does; ``None`` where the schema finds nothing. Fields the schema does not know (a result
+    from another release) are no problem: the views show what they know."""
     from pydantic import ValidationError
 
     from ctxasm.service.schemas import Report
@@ -280,10 +283,11 @@ def _report_problem(result: Any, exc: Exception) -> str:
     try:
         Report.model_validate(result.get("report") if isinstance(result, dict) else result)
     except ValidationError as invalid:
-        error = invalid.errors()[0]
-        where = ".".join(["report", *map(str, error["loc"])])
-        return f"{where}: {error['msg']}"
-    return repr(exc)
+        for error in invalid.errors():
+            if error["type"] != "extra_forbidden":
+                where = ".".join(["report", *map(str, error["loc"])])
+                return f"{where}: {error['msg']}"
+    return None
 
 
 def _register_commands() -> None:
