@@ -12,15 +12,22 @@ Hostile text:
   benign "false-positive traps"; its ``{canary}`` slot is filled with a fixed token;
 * ``jailbreak-corpus-mini-py`` (PyPI, 0.1.0): 15 short prompts;
 * ``tests/data/guard/multilingual.jsonl``: three hostile lines (override, persona, leak) and
-  two or three benign lines using the same words innocently, in each of 20 languages.
+  two or three benign lines using the same words innocently, in each of 20 languages;
+* ``tests/data/guard/paraphrases.jsonl``: 48 English injections worded without the stock
+  phrases (what the model "was told" set aside, the AI reader addressed, answers steered, data
+  put into links, actions taken without asking) and 34 benign lines using the same words; the
+  word tables were written looking at all of them, so they are all ``tune``;
+* ``tests/data/guard/paraphrases_reviewer.jsonl``: 70 such injections and 70 benign look-alikes
+  written by a reviewer who saw neither the scan nor its tables, and not read while writing
+  them: all ``held-out``.
 
 Benign text: HotpotQA and Wikipedia paragraphs from ``../shared/eval`` (English), and
 technical prose (docstrings of installed packages and of the standard library that use
 "ignore", "system", "instructions", "override" or "execute").
 
-Rows are split in two halves by a hash of their id: ``tune`` (looked at while writing the word
-tables) and ``held-out`` (not looked at); both are reported. A source that is not installed or
-not present is skipped with a note.
+Rows are split in two halves by a hash of their id (unless their source says which half they
+belong to): ``tune`` (looked at while writing the word tables) and ``held-out`` (not looked
+at); both are reported. A source that is not installed or not present is skipped with a note.
 """
 
 from __future__ import annotations
@@ -29,11 +36,14 @@ import argparse
 import ast
 import hashlib
 import importlib.util
+import io
 import json
+import os
 import subprocess
 import sys
 import sysconfig
-import types
+import tarfile
+import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -42,6 +52,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EVAL_DIR = ROOT.parent / "shared" / "eval"
 MULTILINGUAL = ROOT / "tests" / "data" / "guard" / "multilingual.jsonl"
+PARAPHRASES = ROOT / "tests" / "data" / "guard" / "paraphrases.jsonl"
+REVIEWER_PARAPHRASES = ROOT / "tests" / "data" / "guard" / "paraphrases_reviewer.jsonl"
 CANARY = "REF-7731-QX"
 TECH_WORDS = ("ignore", "system", "instruction", "override", "execute")
 TECH_PACKAGES = ("pip", "setuptools", "jinja2", "numpy", "click", "httpx", "pydantic")
@@ -58,9 +70,12 @@ class Row:
     hostile: bool
     kind: str
     lang: str
+    fixed_half: str = ""  # "tune" or "held-out" where the source decides
 
     @property
     def half(self) -> str:
+        if self.fixed_half:
+            return self.fixed_half
         digest = hashlib.sha256(f"{self.source}/{self.id}".encode()).digest()
         return "tune" if digest[0] % 2 == 0 else "held-out"
 
@@ -103,6 +118,21 @@ def multilingual() -> Iterator[Row]:
         hostile = row["label"] == "hostile"
         kind = row["kind"] if hostile else "benign_multilingual"
         yield Row("multilingual", str(n), row["text"], hostile, kind, row["lang"])
+
+
+def paraphrases() -> Iterator[Row]:
+    for n, line in enumerate(PARAPHRASES.read_text(encoding="utf-8").splitlines()):
+        row = json.loads(line)
+        hostile = row["label"] == "hostile"
+        kind = f"paraphrase_{row['kind']}" if hostile else "benign_paraphrase"
+        yield Row("paraphrases", str(n), row["text"], hostile, kind, "en", "tune")
+
+
+def reviewer_paraphrases() -> Iterator[Row]:
+    for line in REVIEWER_PARAPHRASES.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        kind = f"reviewer_{row['kind']}" if row["hostile"] else "benign_reviewer"
+        yield Row("reviewer", row["id"], row["text"], row["hostile"], kind, "en", "held-out")
 
 
 def wiki_paragraphs() -> Iterator[Row]:
@@ -151,18 +181,29 @@ def _docstrings(path: Path) -> Iterator[str]:
                 yield doc
 
 
-def baseline_scan(ref: str) -> Scan:
-    """The scan as it was at commit ``ref``."""
-    source = subprocess.run(
-        ["git", "show", f"{ref}:src/ctxasm/stages/guard.py"],
-        cwd=ROOT, check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
-    source = source.replace("@register\n", "")
-    module = types.ModuleType("guard_baseline")
-    sys.modules[module.__name__] = module
-    exec(compile(source, f"{ref}:guard.py", "exec"), module.__dict__)  # our own code, from git
-    # InjectionScan, the class's former name: the one baseline commits have.
-    return module.InjectionScan().scan  # type: ignore[no-any-return]
+def baseline_scan(ref: str, texts: list[str]) -> Scan:
+    """The scan as it was at commit ``ref``: that commit's whole package (the scan spans
+    several modules), unpacked to a temporary folder and run in a process of its own."""
+    program = (
+        "import json, sys\n"
+        "from ctxasm.stages import guard\n"
+        "scan = getattr(guard, 'InjectionScanGuard', None) or guard.InjectionScan\n"
+        "texts = json.load(sys.stdin)\n"
+        "json.dump([list(scan().scan(t)) for t in texts], sys.stdout)\n"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        archive = subprocess.run(
+            ["git", "archive", ref, "src"], cwd=ROOT, check=True, capture_output=True
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as unpacked:
+            unpacked.extractall(folder, filter="data")
+        done = subprocess.run(
+            [sys.executable, "-c", program],
+            input=json.dumps(texts), capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONPATH": str(Path(folder) / "src")},
+        )  # fmt: skip
+    flags = dict(zip(texts, map(tuple, json.loads(done.stdout)), strict=True))
+    return flags.__getitem__
 
 
 def report(rows: list[Row], scan: Scan, title: str, misses: bool) -> None:
@@ -221,11 +262,12 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "src"))
     from ctxasm.stages.guard import InjectionScanGuard
 
-    rows = [*bastion(), *jailbreak_mini(), *multilingual(), *wiki_paragraphs(),
-            *technical_prose()]  # fmt: skip
+    rows = [*bastion(), *jailbreak_mini(), *multilingual(), *paraphrases(),
+            *reviewer_paraphrases(), *wiki_paragraphs(), *technical_prose()]  # fmt: skip
     report(rows, InjectionScanGuard().scan, "scan (this tree)", args.misses)
     if args.baseline:
-        report(rows, baseline_scan(args.baseline), f"scan at {args.baseline}", False)
+        texts = list(dict.fromkeys(row.text for row in rows))
+        report(rows, baseline_scan(args.baseline, texts), f"scan at {args.baseline}", False)
 
 
 if __name__ == "__main__":

@@ -26,45 +26,74 @@ CJK_LANGUAGES = ("zh", "ja")
 LEXICON: dict[str, dict[str, str]] = {
     "en": {
         "IGN": "ignore disregard forget override bypass overrule supersede* supersedes neglect"
-               " do_not_follow don't_follow stop_following",
+               " do_not_follow don't_follow stop_following set_aside pay_no_attention never_mind"
+               " nevermind scratch_that scratch_all_that throw_out throw_away discard abandon"
+               " stop_honoring stop_honouring stop_obeying stop_respecting stop_observing"
+               " no_longer_bound not_bound_by cease_following",
         "PRIOR": "previous prior above earlier preceding former original initial foregoing"
-                 " everything_above all_above",
+                 " everything_above all_above before_this_line before_this_message"
+                 " before_this_point prior_to_this",
         "ALL": "all any everything every",
         "POSS": "your you_were_given",
         "INSTR": "instruction* rules guideline* directive* prompt prompts policy policies"
-                 " restriction* constraint* guardrail* programming",
+                 " restriction* constraint* guardrail* programming your_new_task your_new_objective"
+                 " your_new_goal your_new_mission your_real_task your_actual_task your_true_task",
         "NEW": "new updated",
         "NOW": "from_now_on henceforth from_this_point this_point_forward for_the_remainder"
-               " for_the_rest",
-        "YOUARE": "you_are_now you_are_no_longer you're_now you_now you_will_now",
-        "ACTAS": "act_as pretend roleplay role-play behave_as simulate",
+               " for_the_rest starting_now from_this_moment change_of_plans",
+        "YOUARE": "you_are_now you_are_no_longer you're_now you_now you_will_now"
+                  " a_version_of_yourself your_new_name your_name_is_now stay_in_character"
+                  " you_have_been_freed you_have_been_released you_are_free you're_free break_free",
+        "ACTAS": "act_as pretend roleplay role-play behave_as simulate act_like pretend_to_be"
+                 " play_the_role take_on_the_role",
         "FREE": "unrestricted uncensored unfiltered unlimited no_restrictions no_limits no_rules"
                 " without_restrictions without_limits without_any_filter no_filters"
-                " no_content_policy without_filter no_filter no_safety without_safety",
+                " no_content_policy without_filter no_filter no_safety without_safety"
+                " without_any_rules without_rules without_any_limits without_any_restrictions"
+                " no_content_filter no_guidelines without_guidelines never_refuses never_refuse"
+                " without_refusing free_from_rules free_of_rules freed_from no_ethics"
+                " without_ethics no_morals answers_anything answer_anything refuses_nothing"
+                " from_every_rule",
         "MODE": "developer_mode god_mode jailbreak jailbroken dan_mode do_anything_now admin_mode"
                 " unrestricted_mode debug_mode_enabled",
         "SYSP": "system_prompt system_message system_instructions initial_instructions"
                 " hidden_prompt hidden_instructions developer_message operating_instructions"
-                " internal_configuration context_window",
+                " internal_configuration context_window initial_configuration hidden_setup"
+                " setup_message opening_instructions original_instructions startup_instructions"
+                " initial_message your_context your_internal_instructions your_internal_rules"
+                " your_secret_instructions your_underlying_instructions your_base_prompt",
         "REVEAL": "reveal print repeat output show tell display dump leak disclose reproduce echo"
-                  " write_out recite",
-        "VERBATIM": "verbatim word_for_word exact exactly in_full full_contents",
-        "SEND": "send email e-mail forward post upload transmit exfiltrate submit leak",
+                  " write_out recite quote",
+        "VERBATIM": "verbatim word_for_word exact exactly in_full full_contents unchanged",
+        "SEND": "send email e-mail forward post upload transmit exfiltrate submit leak relay"
+                " report_back",
         "SECRET": "password* credential* api_key* api_keys secret* token* customer* private"
                   " conversation chat_history environment_variables database records personal_data"
-                  " order_data",
+                  " order_data phone_number home_address previous_messages user's_messages"
+                  " the_user's_name user's_name full_name address_book session_cookie"
+                  " session_cookies auth_cookie login_cookie ssh_key chat_log chat_logs"
+                  " message_history search_history conversation_so_far",
         "DECODE": "decode base64 rot13 base32 hex-decode deobfuscate",
         "OBEY": "do_what_it_says what_it_says follow_the_instruction follow_it obey execute_it"
-                " execute_as carry_out_the comply",
+                " execute_as carry_out_the comply follow_only only_follow only_obey"
+                " what_this_page_says what_this_document_says",
         "AIADDR": "ai_assistant ai_assistants ai_agent ai_agents ai_system ai_model language_model"
                   " llm llms the_bot to_the_bot chatbot any_ai if_you_are_an_ai ai_reading"
-                  " ai_coding_agents assistant_reading",
+                  " ai_coding_agents assistant_reading hey_model dear_model note_to_the_model"
+                  " dear_assistant hey_assistant ai_reader ai_readers automated_assistants"
+                  " automated_assistant automated_agents agents_reading assistants_reading"
+                  " agents_processing assistants_processing if_you_have_a_terminal"
+                  " if_you_have_tools if_you_can_browse",
         "REPLY": "your_reply your_response your_answer your_summary your_review your_output"
                  " every_reply every_response every_summary every_future every_report each_reply"
-                 " each_response future_reply before_you_reply before_responding"
-                 " before_you_respond before_answering when_summarizing when_summarising"
-                 " when_you_summarize before_you_summarize before_summarizing"
-                 " before_you_continue before_you_proceed before_proceeding",
+                 " each_response future_reply before_you_reply before_responding before_you_respond"
+                 " before_answering when_summarizing when_summarising when_you_summarize"
+                 " before_you_summarize before_summarizing before_you_continue before_you_proceed"
+                 " before_proceeding when_you_summarise before_you_summarise whoever_is_summarizing"
+                 " whoever_is_summarising anyone_summarizing anyone_summarising"
+                 " if_you_are_summarizing if_you_are_summarising when_asked_about if_anyone_asks"
+                 " if_a_user_asks if_users_ask if_the_user_asks when_users_ask any_summary"
+                 " in_any_summary",
         "APPEND": "append include add insert prepend attach end_your end_with finish_with"
                   " conclude_with close_with",
         "SAFETY": "safety content_policy content_filter safety_filters guardrails safeguards"
@@ -72,25 +101,28 @@ LEXICON: dict[str, dict[str, str]] = {
                   " confirmation_prompts approvals",
         "MEMORY": "long-term_memory your_memory to_memory persist* across_turns across_sessions"
                   " all_future remember_for",
-        "CALL": "call invoke use run trigger execute",
-        "MUST": "must required hereby_instructed mandatory important",
+        "CALL": "call invoke use run trigger execute run_the_following execute_the_following"
+                " run_this_command execute_this_command use_the_tool use_your_tools",
+        "MUST": "must required hereby_instructed mandatory important only_thing_you_should"
+                " your_only_task your_only_job all_you_need_to_do",
         "SYSNOTE": "system_note system_update system_notice system_override system_alert"
                    " breach_alert processing_note note_to_the_bot important_system",
-        "EXEMPT": "exempt exempted do_not_apply don't_apply"
-                  " no_longer_apply no_longer_applies"
-                  " waived",
+        "EXEMPT": "exempt exempted do_not_apply don't_apply no_longer_apply no_longer_applies"
+                  " waived outdated obsolete revoked rescinded cancelled canceled void"
+                  " null_and_void no_longer_valid no_longer_in_effect",
         "CONCLUDED": "i_have_concluded i_have_determined i_have_decided i_have_established"
                      " i_have_verified i've_concluded i've_determined i've_decided i_conclude"
                      " i_concluded i_determined reasoning_trace chain_of_thought my_reasoning"
                      " internal_reasoning",
-        "PERMIT": "feel_free you_are_allowed you're_allowed you_are_permitted"
-                  " you_have_permission granted_permission"
-                  " authorized_you"
-                  "",
+        "PERMIT": "feel_free you_are_allowed you're_allowed you_are_permitted you_have_permission"
+                  " granted_permission authorized_you",
         "NOASK": "without_approval without_confirmation without_asking without_permission"
                  " without_confirming without_user_confirmation without_telling without_notifying"
                  " without_informing silently do_not_tell don't_tell do_not_mention don't_mention"
-                 " do_not_inform skip_confirmation",
+                 " do_not_inform skip_confirmation quietly secretly covertly do_not_ask don't_ask"
+                 " no_need_to_confirm no_need_to_ask don't_bother_asking do_not_bother_asking"
+                 " without_checking without_checking_with without_the_user_knowing"
+                 " before_the_user_notices behind_the_scenes",
         "DESTROY": "delete wipe erase purge empty_the remove_all drop_table drop_database rm_rf"
                    " truncate_table",
         "MYREPLY": "my_summary my_reply my_response my_answer my_output",
@@ -98,9 +130,27 @@ LEXICON: dict[str, dict[str, str]] = {
                  " confirmation_token tracking_code tracking_id tracking_number trace_id doc_id"
                  " session_id request_id ticket_id session_reference reference_id canary",
         "STARTWITH": "starting_with beginning_with start_with begin_with starts_with",
-        "PRIORTEXT": "words_above everything_above above_text preceding_text"
-                     " previous_text everything_before messages_above"
-                     " previous_messages",
+        # what the model was told, as a text names it to the model
+        "TOLD": "you_were_told were_you_told you've_been_told you_have_been_told"
+                " you_were_instructed were_you_instructed you_were_given were_you_given"
+                " you_received you_were_configured configured_with developers_gave_you"
+                " makers_gave_you told_you_to instructed_you_to",
+        # what to assert in the answer
+        "ASSERT": "say_that say_the state_that tell_the_reader tell_the_user tell_users"
+                  " tell_the_readers mention_that claim_that make_sure_to_mention"
+                  " be_sure_to_mention always_mention always_recommend always_say recommend_that"
+                  " emphasize_that describe_it_as present_it_as never_mention",
+        # actions with effects outside the conversation
+        "ACTION": "transfer_the transfer_funds wire_the send_money make_a_payment issue_a_refund"
+                  " grant_admin grant_access admin_access disable_two-factor disable_2fa"
+                  " disable_mfa reset_the_password change_the_password force_push force-push"
+                  " push_to_main merge_the_pull_request approve_the_pull_request make_it_public",
+        "PRIORTEXT": "words_above everything_above above_text preceding_text previous_text"
+                     " everything_before messages_above previous_messages text_above the_text_above"
+                     " content_above previous_context prior_context earlier_context"
+                     " start_of_this_conversation beginning_of_this_conversation"
+                     " start_of_the_conversation beginning_of_the_conversation above_this_paragraph"
+                     " above_this_line before_this_chat this_chat_started before_this_conversation",
     },
     "es": {
         "IGN": "ignora ignore ignoren ignorar olvida olvide olviden olvidar omite omita descarta"
@@ -713,6 +763,24 @@ PAIR_RULES: tuple[tuple[str, str, float, str], ...] = (
     ("REVEAL", "STARTWITH", 0.3, "prompt_leak"),
     ("PRIORTEXT", "STARTWITH", 0.3, "prompt_leak"),
     # permission claimed, or asked not to be sought
+    # what the model was told: set aside, void, or shown
+    ("IGN", "TOLD", 0.6, "instruction_override"),
+    ("EXEMPT", "TOLD", 0.6, "instruction_override"),
+    ("TOLD", "PRIOR", 0.4, "instruction_override"),
+    ("REVEAL", "TOLD", 0.5, "prompt_leak"),
+    ("TOLD", "PRIORTEXT", 0.5, "prompt_leak"),
+    ("IGN", "PRIORTEXT", 0.5, "instruction_override"),
+    ("IGN", "OBEY", 0.3, "instruction_override"),
+    # the AI reader addressed, and what it is to write, drop or do
+    ("AIADDR", "NOW", 0.4, "instruction_override"),
+    ("AIADDR", "SAFETY", 0.6, "instruction_override"),
+    ("AIADDR", "ASSERT", 0.6, "instruction_override"),
+    ("ASSERT", "REPLY", 0.7, "instruction_override"),
+    ("AIADDR", "ACTION", 0.6, "tool_call"),
+    ("ACTION", "NOASK", 0.6, "tool_call"),
+    ("ACTION", "MUST", 0.3, "tool_call"),
+    # data put into a link or the reply
+    ("NOASK", "APPEND", 0.3, "exfiltration_link"),
     ("PERMIT", "FREE", 0.3, "instruction_override"),  # not with IGN: "you can ignore ..." is
     # common in manuals
     ("NOASK", "TOOL", 0.5, "tool_call"),

@@ -233,7 +233,27 @@ def link_hits(text: str, folded: str) -> list[Hit]:
     hits.extend(_img_hits(folded))
     if shown is not text and "<" in shown:  # a src written with character references
         hits.extend(_img_hits(shown.lower()))
+    if "=" in text and "://" in text and _open_slot(text):
+        hits.append(Hit("url_slot", _SLOT_WEIGHT, "exfiltration_link"))
     return hits
+
+
+# An url in prose that ends in a parameter without its value ("https://x.example/c?d=") is a
+# slot for something to be written after it: with words that say what (the user's data), it
+# is the shape of a request to send that data away. Alone it is not enough to flag a text.
+_SLOT_WEIGHT = 0.4
+_SLOT_TRAILER = "\"'`)]>.,;:!"
+
+
+def _open_slot(text: str) -> bool:
+    """Whether a word of ``text`` is an url whose last parameter has no value (split at C
+    speed; no pattern to backtrack)."""
+    for word in text.split():
+        if "://" in word and "?" in word:
+            url = word.rstrip(_SLOT_TRAILER)
+            if url.endswith("=") and not url.endswith("=="):  # not base64 padding
+                return True
+    return False
 
 
 def _rendered(text: str) -> str:
