@@ -13,10 +13,11 @@ Hostile text:
 * ``jailbreak-corpus-mini-py`` (PyPI, 0.1.0): 15 short prompts;
 * ``tests/data/guard/multilingual.jsonl``: three hostile lines (override, persona, leak) and
   two or three benign lines using the same words innocently, in each of 20 languages;
-* ``tests/data/guard/paraphrases.jsonl``: 48 English injections worded without the stock
+* ``tests/data/guard/paraphrases.jsonl``: 128 English injections worded without the stock
   phrases (what the model "was told" set aside, the AI reader addressed, answers steered, data
-  put into links, actions taken without asking) and 34 benign lines using the same words; the
-  word tables were written looking at all of them, so they are all ``tune``;
+  put into links, actions taken without asking) and 114 benign lines using the same words, in
+  the genres such text comes in (reviews, issues, mails, code comments, docs); the word tables
+  were written looking at all of them, so they are all ``tune``;
 * ``tests/data/guard/paraphrases_reviewer.jsonl``: 70 such injections and 70 benign look-alikes
   written by a reviewer who saw neither the scan nor its tables, and not read while writing
   them: all ``held-out``.

@@ -42,7 +42,7 @@ LEXICON: dict[str, dict[str, str]] = {
         "NOW": "from_now_on henceforth from_this_point this_point_forward for_the_remainder"
                " for_the_rest starting_now from_this_moment change_of_plans",
         "YOUARE": "you_are_now you_are_no_longer you're_now you_now you_will_now"
-                  " a_version_of_yourself your_new_name your_name_is_now stay_in_character"
+                  " version_of_yourself your_new_name your_name_is_now stay_in_character"
                   " you_have_been_freed you_have_been_released you_are_free you're_free break_free",
         "ACTAS": "act_as pretend roleplay role-play behave_as simulate act_like pretend_to_be"
                  " play_the_role take_on_the_role",
@@ -70,9 +70,9 @@ LEXICON: dict[str, dict[str, str]] = {
         "SECRET": "password* credential* api_key* api_keys secret* token* customer* private"
                   " conversation chat_history environment_variables database records personal_data"
                   " order_data phone_number home_address previous_messages user's_messages"
-                  " the_user's_name user's_name full_name address_book session_cookie"
-                  " session_cookies auth_cookie login_cookie ssh_key chat_log chat_logs"
-                  " message_history search_history conversation_so_far",
+                  " user's_name full_name address_book session_cookie session_cookies auth_cookie"
+                  " login_cookie ssh_key chat_log chat_logs message_history search_history"
+                  " conversation_so_far",
         "DECODE": "decode base64 rot13 base32 hex-decode deobfuscate",
         "OBEY": "do_what_it_says what_it_says follow_the_instruction follow_it obey execute_it"
                 " execute_as carry_out_the comply follow_only only_follow only_obey"
@@ -104,7 +104,7 @@ LEXICON: dict[str, dict[str, str]] = {
         "CALL": "call invoke use run trigger execute run_the_following execute_the_following"
                 " run_this_command execute_this_command use_the_tool use_your_tools",
         "MUST": "must required hereby_instructed mandatory important only_thing_you_should"
-                " your_only_task your_only_job all_you_need_to_do",
+                " your_only_task your_only_job all_you_need_to_do should_now must_not",
         "SYSNOTE": "system_note system_update system_notice system_override system_alert"
                    " breach_alert processing_note note_to_the_bot important_system",
         "EXEMPT": "exempt exempted do_not_apply don't_apply no_longer_apply no_longer_applies"
@@ -122,7 +122,10 @@ LEXICON: dict[str, dict[str, str]] = {
                  " do_not_inform skip_confirmation quietly secretly covertly do_not_ask don't_ask"
                  " no_need_to_confirm no_need_to_ask don't_bother_asking do_not_bother_asking"
                  " without_checking without_checking_with without_the_user_knowing"
-                 " before_the_user_notices behind_the_scenes",
+                 " before_the_user_notices behind_the_scenes no_need_to_check skip_the_usual"
+                 " do_this_quietly don't_bother_routing confirmation_is_not_required"
+                 " review_is_not_required approval_is_not_required pre-authorized already_approved"
+                 " already_signed_off routine_step do_not_ask_the",
         "DESTROY": "delete wipe erase purge empty_the remove_all drop_table drop_database rm_rf"
                    " truncate_table",
         "MYREPLY": "my_summary my_reply my_response my_answer my_output",
@@ -137,20 +140,43 @@ LEXICON: dict[str, dict[str, str]] = {
                 " makers_gave_you told_you_to instructed_you_to",
         # what to assert in the answer
         "ASSERT": "say_that say_the state_that tell_the_reader tell_the_user tell_users"
-                  " tell_the_readers mention_that claim_that make_sure_to_mention"
-                  " be_sure_to_mention always_mention always_recommend always_say recommend_that"
-                  " emphasize_that describe_it_as present_it_as never_mention",
+                  " tell_the_readers mention_that claim_that sure_to_mention always_mention"
+                  " always_recommend always_say recommend_that emphasize_that describe_it_as"
+                  " present_it_as never_mention report_that end_every_answer",
         # actions with effects outside the conversation
         "ACTION": "transfer_the transfer_funds wire_the send_money make_a_payment issue_a_refund"
                   " grant_admin grant_access admin_access disable_two-factor disable_2fa"
                   " disable_mfa reset_the_password change_the_password force_push force-push"
-                  " push_to_main merge_the_pull_request approve_the_pull_request make_it_public",
+                  " push_to_main merge_the_pull_request approve_the_pull_request make_it_public"
+                  " place_an_order place_the_order cancel_all sign_them_up add_the_user owner_role"
+                  " admin_role admin_scope new_api_key share_the_entire anyone-with-the-link"
+                  " anyone_with_the_link branch_protection npm_publish authorized_keys"
+                  " kubectl_delete charge_it_to charge_the merge_pr approve_and_merge"
+                  " switch_off_two-factor turn_off_two-factor wire pay_inv* book_a cancel_the"
+                  " schedule_a fill_in paste_their commit_it",
+        # an AI reading the text, addressed as such ("note to the AI", "agents reading this")
+        "AIVOC": "note_to_the_ai note_for_the_ai note_to_ai note_for_ai note_to_any_ai"
+                 " note_for_any_ai note_to_the_assistant note_for_the_assistant hey_ai hey_bot"
+                 " hi_ai psst_assistant psst_ai attention_ai attention_assistant attention_agent"
+                 " dear_ai if_you_are_an_assistant if_you_are_an_automated if_you_are_a_bot"
+                 " if_you_are_a_language_model if_you_are_an_llm if_you_are_an_agent ai_processing"
+                 " ai_summarizing ai_summarising ai_listening assistant_processing"
+                 " assistant_handling assistant_managing assistant_summarizing"
+                 " assistant_summarising assistant_transcribing assistant_triaging"
+                 " assistants_processing agent_reading agents_reading agent_processing"
+                 " agent_with_shell agents_with_shell agent_editing agents_editing bot_summarizing"
+                 " bot_summarising bot_reading model_reading llm_reading llms_reading anyone's_ai"
+                 " anyones_ai ai_summarizer* ai_evaluator* ai_helpers automated_readers"
+                 " automated_reviewers automated_summar* automated_triage triage_bot llm_agents"
+                 " the_assistant_must the_assistant_should assistants_should assistants_must"
+                 " ai_models_should ai_models_must when_the_assistant when_an_assistant"
+                 " summarizer_note agent_note note_to_assistant for_the_ai_listening",
         "PRIORTEXT": "words_above everything_above above_text preceding_text previous_text"
-                     " everything_before messages_above previous_messages text_above the_text_above"
-                     " content_above previous_context prior_context earlier_context"
-                     " start_of_this_conversation beginning_of_this_conversation"
-                     " start_of_the_conversation beginning_of_the_conversation above_this_paragraph"
-                     " above_this_line before_this_chat this_chat_started before_this_conversation",
+                     " everything_before messages_above previous_messages text_above content_above"
+                     " previous_context prior_context earlier_context start_of_this_conversation"
+                     " beginning_of_this_conversation start_of_the_conversation"
+                     " beginning_of_the_conversation above_this_paragraph above_this_line"
+                     " before_this_chat this_chat_started before_this_conversation",
     },
     "es": {
         "IGN": "ignora ignore ignoren ignorar olvida olvide olviden olvidar omite omita descarta"
@@ -700,6 +726,7 @@ SINGLE_RULES: tuple[tuple[str, float, str], ...] = (
     ("YOUARE", 0.3, "instruction_override"),
     ("SYSP", 0.4, "prompt_leak"),
     ("AIADDR", 0.4, "instruction_override"),
+    ("AIVOC", 0.5, "instruction_override"),
     ("REPLY", 0.3, "instruction_override"),
     ("SYSNOTE", 0.6, "role_marker"),
     ("MEMORY", 0.3, "instruction_override"),
@@ -781,6 +808,23 @@ PAIR_RULES: tuple[tuple[str, str, float, str], ...] = (
     ("ACTION", "MUST", 0.3, "tool_call"),
     # data put into a link or the reply
     ("NOASK", "APPEND", 0.3, "exfiltration_link"),
+    # an AI reader addressed, then told to act, tell, send or change
+    ("AIVOC", "CALL", 0.5, "tool_call"),
+    ("AIVOC", "ACTION", 0.6, "tool_call"),
+    ("AIVOC", "DESTROY", 0.5, "tool_call"),
+    ("AIVOC", "NOASK", 0.5, "tool_call"),
+    ("AIVOC", "SEND", 0.5, "exfiltration_link"),
+    ("AIVOC", "SECRET", 0.4, "exfiltration_link"),
+    ("AIVOC", "REVEAL", 0.4, "prompt_leak"),
+    ("AIVOC", "SYSP", 0.5, "prompt_leak"),
+    ("AIVOC", "ASSERT", 0.6, "instruction_override"),
+    ("AIVOC", "REPLY", 0.5, "instruction_override"),
+    ("AIVOC", "MUST", 0.4, "instruction_override"),
+    ("AIVOC", "IGN", 0.5, "instruction_override"),
+    ("AIVOC", "NOW", 0.5, "instruction_override"),
+    ("AIVOC", "YOUARE", 0.5, "instruction_override"),
+    ("AIVOC", "ACTAS", 0.5, "instruction_override"),
+    ("AIVOC", "APPEND", 0.4, "instruction_override"),
     ("PERMIT", "FREE", 0.3, "instruction_override"),  # not with IGN: "you can ignore ..." is
     # common in manuals
     ("NOASK", "TOOL", 0.5, "tool_call"),

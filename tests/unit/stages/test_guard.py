@@ -568,8 +568,8 @@ def test_injections_worded_without_the_stock_phrases_are_read_as_recorded() -> N
     }
     hostile = [row for row in rows if row["label"] == "hostile"]
     benign = [row for row in rows if row["label"] == "benign"]
-    assert sum(bool(row["flagged"]) for row in hostile) >= 0.7 * len(hostile)
-    assert sum(bool(row["flagged"]) for row in benign) <= 0.1 * len(benign)
+    assert sum(bool(row["flagged"]) for row in hostile) >= 0.6 * len(hostile)
+    assert sum(bool(row["flagged"]) for row in benign) <= 0.05 * len(benign)
 
 
 @pytest.mark.parametrize(
