@@ -29,6 +29,7 @@ from ctxasm.stages.guard_lexicon import (
     WINDOW,
 )
 from ctxasm.stages.guard_text import (
+    APOSTROPHES,
     CONFUSABLES,
     LEET,
     REVERSED_WORDS,
@@ -369,7 +370,7 @@ _COMMON = (
 _PRUNE = frozenset("the of in was as it an he is and by at his that which".split())
 _RANK = {word: rank for rank, word in enumerate(reversed(_COMMON), start=1)}
 _IN_WORD = b"'-"  # dropped: inside a word the walk keeps them, at its ends it drops them
-_APOSTROPHE = "\u2019"  # the same, outside ASCII
+_NO_APOSTROPHES = str.maketrans("", "", APOSTROPHES)  # the same, outside ASCII
 _WORD_CHAR = re.compile(r"[^\W\u0900-\u0963\u0966-\u0dff\u064b-\u065f\u0670]")
 _CONFUSABLE_CHARS = frozenset(map(chr, CONFUSABLES))
 # ASCII letters and digits as the tables spell them (lower case, leetspeak digits as letters),
@@ -503,7 +504,7 @@ def _term_parts(term: str) -> tuple[list[bytes], list[bytes]] | None:
     exact: list[bytes] = []
     prefixes: list[bytes] = []
     for word in term.split("_"):
-        body = word.rstrip("*").replace(_APOSTROPHE, "")
+        body = word.rstrip("*").translate(_NO_APOSTROPHES)
         if not body.isascii():
             return None
         pieces = body.encode().translate(_WORD_BYTES, _IN_WORD).replace(b".", b" ").split()
@@ -580,7 +581,7 @@ def spell(text: str) -> int | None:
     if found & table.letter_pair and _spells(found, table):
         # Letters spelled one at a time, which may spell a word of the tables: the walk's own
         # words too, runs joined.
-        words = " ".join(_words(text)).replace(_APOSTROPHE, "").encode()
+        words = " ".join(_words(text)).translate(_NO_APOSTROPHES).encode()
         spaced = words.translate(_WORD_BYTES, _IN_WORD).replace(b".", b" ")
         found |= _bits(spaced, table) | table.whole_only
     if ":" in text and "://" in text:
@@ -752,7 +753,7 @@ def _char_kind(char: str) -> str:
     for a letter that no term holds: no word with it is a term's word, and only its part before
     that letter can start with a stem (``_presence`` checks that stems have two letters or
     more, so that a run of single letters so cut is still seen)."""
-    if char == _APOSTROPHE:
+    if char in APOSTROPHES:
         return ""
     if char in _SPECIAL_WORDS or char in _presence().characters or _CJK.match(char):
         return char

@@ -28,6 +28,7 @@ from urllib.parse import unquote
 from ctxasm import lexical
 
 __all__ = [
+    "APOSTROPHES",
     "CONFUSABLES",
     "LEET",
     "REVERSED_WORDS",
@@ -90,7 +91,11 @@ _LOOK_ALIKES = (  # pairs: look-alike letter, Latin letter
     # Lisu
     " ꓮa ꓐb ꓚc ꓓd ꓰe ꓝf ꓖg ꓧh ꓲi ꓙj ꓗk ꓡl ꓟm ꓠn ꓳo ꓑp ꓣr ꓢs ꓔt ꓴu ꓦv ꓪw ꓫx ꓬy ꓜz"
 )
-CONFUSABLES = str.maketrans({pair[0]: pair[1] for pair in _LOOK_ALIKES.split()})
+# Typographic apostrophes read as the ASCII one that terms are written with ("don’t follow").
+APOSTROPHES = "\u2019\u02bc"
+CONFUSABLES = str.maketrans(
+    {pair[0]: pair[1] for pair in _LOOK_ALIKES.split()} | dict.fromkeys(APOSTROPHES, "'")
+)
 LEET = str.maketrans("013457@$8", "oieastasb")
 
 # Unicode tag characters spell ASCII invisibly (U+E0020..U+E007E mirror ' '..'~').
