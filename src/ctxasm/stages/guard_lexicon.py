@@ -152,8 +152,8 @@ LEXICON: dict[str, dict[str, str]] = {
                   " admin_role admin_scope new_api_key share_the_entire anyone-with-the-link"
                   " anyone_with_the_link branch_protection npm_publish authorized_keys"
                   " kubectl_delete charge_it_to charge_the merge_pr approve_and_merge"
-                  " switch_off_two-factor turn_off_two-factor wire pay_inv* book_a cancel_the"
-                  " schedule_a fill_in paste_their commit_it",
+                  " switch_off_two-factor turn_off_two-factor wire book_a cancel_the schedule_a"
+                  " fill_in paste_their commit_it",
         # an AI reading the text, addressed as such ("note to the AI", "agents reading this")
         "AIVOC": "note_to_the_ai note_for_the_ai note_to_ai note_for_ai note_to_any_ai"
                  " note_for_any_ai note_to_the_assistant note_for_the_assistant hey_ai hey_bot"
