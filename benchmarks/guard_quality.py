@@ -47,6 +47,7 @@ import tarfile
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,9 +183,21 @@ def _docstrings(path: Path) -> Iterator[str]:
                 yield doc
 
 
+@contextmanager
+def unpacked_source(ref: str) -> Iterator[Path]:
+    """The ``src`` folder of commit ``ref``, unpacked to a temporary folder (removed after)."""
+    with tempfile.TemporaryDirectory() as folder:
+        archive = subprocess.run(
+            ["git", "archive", ref, "src"], cwd=ROOT, check=True, capture_output=True
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as unpacked:
+            unpacked.extractall(folder, filter="data")
+        yield Path(folder) / "src"
+
+
 def baseline_scan(ref: str, texts: list[str]) -> Scan:
-    """The scan as it was at commit ``ref``: that commit's whole package (the scan spans
-    several modules), unpacked to a temporary folder and run in a process of its own."""
+    """The scan of ``texts`` as it was at commit ``ref``: that commit's whole package (the scan
+    spans several modules), run in a process of its own."""
     program = (
         "import json, sys\n"
         "from ctxasm.stages import guard\n"
@@ -192,16 +205,11 @@ def baseline_scan(ref: str, texts: list[str]) -> Scan:
         "texts = json.load(sys.stdin)\n"
         "json.dump([list(scan().scan(t)) for t in texts], sys.stdout)\n"
     )
-    with tempfile.TemporaryDirectory() as folder:
-        archive = subprocess.run(
-            ["git", "archive", ref, "src"], cwd=ROOT, check=True, capture_output=True
-        ).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as unpacked:
-            unpacked.extractall(folder, filter="data")
+    with unpacked_source(ref) as source:
         done = subprocess.run(
             [sys.executable, "-c", program],
             input=json.dumps(texts), capture_output=True, text=True, check=True,
-            env={**os.environ, "PYTHONPATH": str(Path(folder) / "src")},
+            env={**os.environ, "PYTHONPATH": str(source)},
         )  # fmt: skip
     flags = dict(zip(texts, map(tuple, json.loads(done.stdout)), strict=True))
     return flags.__getitem__

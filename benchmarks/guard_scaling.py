@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -96,11 +98,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="8000,64000", help="n values (each 8x the last)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--baseline", metavar="REF", help="also time the scan of a commit")
+    parser.add_argument("--src", type=Path, default=ROOT / "src", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "src"))
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    sys.path.insert(0, str(args.src))
     from ctxasm.stages.guard import InjectionScanGuard, clear_caches
-    from guard_quality import baseline_scan
 
     sizes = [int(s) for s in args.sizes.split(",")]
     print("=== this tree: scan time by input size ===")
@@ -108,16 +109,21 @@ def main() -> None:
     print("\n=== normal text throughput (cold) ===\nthis tree:")
     ours = throughput(InjectionScanGuard().scan, clear_caches, args.repeats * 3)
     if args.baseline:
-        base = baseline_scan(args.baseline)
-        clear_base = getattr(base, "__self__", None)
-        module = sys.modules[type(clear_base).__module__] if clear_base is not None else None
-        clear = module.clear_caches if module is not None else (lambda: None)
-        print(f"baseline {args.baseline}:")
-        theirs = throughput(base, clear, args.repeats * 3)
-        if ours and theirs:
-            print(f"  this tree / baseline = {ours / theirs:.2f}")
-        print(f"\n=== baseline {args.baseline}: scan time by input size ===")
-        scaling(base, clear, sizes, 1)
+        # The commit's whole package, timed in a process of its own (the scan spans modules).
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from guard_quality import unpacked_source
+
+        with unpacked_source(args.baseline) as source:
+            done = subprocess.run(
+                [sys.executable, __file__, "--src", str(source), "--sizes", args.sizes,
+                 "--repeats", str(args.repeats)],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+        print(f"\n=== baseline {args.baseline} ===")
+        print(done.stdout.replace("this tree", f"at {args.baseline}"), end="")
+        found = re.search(r"MB: ([0-9.]+) ms", done.stdout)
+        if ours and found:
+            print(f"  this tree / baseline = {ours * 1000 / float(found.group(1)):.2f}")
 
 
 if __name__ == "__main__":
