@@ -83,7 +83,8 @@ LEXICON: dict[str, dict[str, str]] = {
                   " dear_assistant hey_assistant ai_reader ai_readers automated_assistants"
                   " automated_assistant automated_agents agents_reading assistants_reading"
                   " agents_processing assistants_processing if_you_have_a_terminal"
-                  " if_you_have_tools if_you_can_browse",
+                  " if_you_have_tools if_you_can_browse the_assistant_must assistants_must"
+                  " ai_models_must",
         "REPLY": "your_reply your_response your_answer your_summary your_review your_output"
                  " every_reply every_response every_summary every_future every_report each_reply"
                  " each_response future_reply before_you_reply before_responding before_you_respond"
@@ -168,9 +169,9 @@ LEXICON: dict[str, dict[str, str]] = {
                  " bot_summarising bot_reading model_reading llm_reading llms_reading anyone's_ai"
                  " anyones_ai ai_summarizer* ai_evaluator* ai_helpers automated_readers"
                  " automated_reviewers automated_summar* automated_triage triage_bot llm_agents"
-                 " the_assistant_must the_assistant_should assistants_should assistants_must"
-                 " ai_models_should ai_models_must when_the_assistant when_an_assistant"
-                 " summarizer_note agent_note note_to_assistant for_the_ai_listening",
+                 " the_assistant_should assistants_should ai_models_should when_the_assistant"
+                 " when_an_assistant summarizer_note agent_note note_to_assistant"
+                 " for_the_ai_listening",
         "PRIORTEXT": "words_above everything_above above_text preceding_text previous_text"
                      " everything_before messages_above previous_messages text_above content_above"
                      " previous_context prior_context earlier_context start_of_this_conversation"
