@@ -81,10 +81,9 @@ LEXICON: dict[str, dict[str, str]] = {
                   " llm llms the_bot to_the_bot chatbot any_ai if_you_are_an_ai ai_reading"
                   " ai_coding_agents assistant_reading hey_model dear_model note_to_the_model"
                   " dear_assistant hey_assistant ai_reader ai_readers automated_assistants"
-                  " automated_assistant automated_agents agents_reading assistants_reading"
-                  " agents_processing assistants_processing if_you_have_a_terminal"
-                  " if_you_have_tools if_you_can_browse the_assistant_must assistants_must"
-                  " ai_models_must",
+                  " automated_assistant automated_agents assistants_reading agents_processing"
+                  " if_you_have_a_terminal if_you_have_tools if_you_can_browse the_assistant_must"
+                  " assistants_must ai_models_must",
         "REPLY": "your_reply your_response your_answer your_summary your_review your_output"
                  " every_reply every_response every_summary every_future every_report each_reply"
                  " each_response future_reply before_you_reply before_responding before_you_respond"
