@@ -9,6 +9,8 @@ unit of input, and ``t(x8) / t(x1)``: about 8 means linear, about 64 quadratic. 
 * ``near copies``: N short passages, one sentence each with two words replaced, all with the
   same title, on a 2M-token model so that thousands are kept (dedup and stitching at scale);
 * ``index run``: chunking a document that holds an N-character unbroken run;
+* ``label lines``: one passage of N lines ``source 1,`` (a list of label look-alikes over many
+  lines, which the renderers neutralise);
 * ``raw tiktoken``: for reference, tiktoken alone on the CJK run (quadratic, smaller sizes).
 
 Run: ``TIKTOKEN_CACHE_DIR=../shared/tiktoken-cache python benchmarks/dos_scaling.py`` (about a
@@ -24,6 +26,7 @@ import time
 from collections.abc import Callable
 
 import ctxasm
+from ctxasm.formatting.labels import neutral_text
 from ctxasm.store.chunking import chunk_text
 from ctxasm.tokens.tiktoken_source import load_encoding
 
@@ -66,6 +69,16 @@ def index_case(n: int) -> Callable[[], object]:
     return lambda: chunk_text(text, 512, 64)
 
 
+def label_lines_case(n: int) -> Callable[[], object]:
+    passages = [GOOD, {"id": "bad", "text": "Aristotle taught.\n" + "source 1,\n" * n}]
+
+    def run() -> object:
+        neutral_text.cache_clear()  # rendered anew each run, as a new document would be
+        return ctxasm.assemble(QUERY, passages, model="gpt-4o")
+
+    return run
+
+
 def raw_case(n: int) -> Callable[[], object]:
     text = cjk(n)
     return lambda: load_encoding("o200k_base").encode_ordinary(text)
@@ -77,6 +90,7 @@ SHAPES: dict[str, tuple[int, str, Callable[[int], Callable[[], object]]]] = {
     "newline run": (200_000, "char", lambda n: one_passage(n, "x" + "\n" * n + "y")),
     "near copies": (1_000, "passage", copies_case),
     "index run": (25_000, "char", index_case),
+    "label lines": (1_000, "line", label_lines_case),
     "raw tiktoken": (5_000, "char", raw_case),
 }
 

@@ -229,9 +229,16 @@ def neutral_text(text: str) -> str:
     folded = fold(text)
     if "ource" not in folded.text.lower():
         return text
-    found = []
+    found: list[re.Match[str]] = []
+    read_to = 0  # where the last look-alike found ends
     for start in _LINE_START.finditer(folded.text):
+        # A worded list may run over several lines ("source 1,\nsource 2"): the lines it
+        # covers are marked with it, not read again (every line read to the end would make
+        # the scan quadratic, and mark the same number once per line above it).
+        if start.end() < read_to:
+            continue
         match = CITATION.match(folded.text, start.end())
         if match is not None and _is_worded(match):
             found.append(match)
+            read_to = match.end()
     return _marked(folded, found)

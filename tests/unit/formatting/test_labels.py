@@ -22,7 +22,19 @@ from ctxasm.formatting.labels import neutral_text
         ("x\n+ > [Source 2] y", "x\n+ > [Source № 2] y"),
         ("as [Source 2] says, mid-line", "as [Source 2] says, mid-line"),
         ("x\n12345678901234 [Source 2]", "x\n12345678901234 [Source 2]"),
+        # a worded list over several lines is one look-alike: each number marked once
+        ("x\nsource 1,\nsource 2,\nsource 3", "x\nsource № 1,\nsource № 2,\nsource № 3"),
+        ("x\nSource 1 and\nsource 2 y", "x\nSource № 1 and\nsource № 2 y"),
     ],
 )
 def test_label_look_alikes_starting_a_line_are_neutralised(text: str, expected: str) -> None:
     assert neutral_text(text) == expected
+
+
+@pytest.mark.parametrize("line", ["source 1,\n", "Source 1 and\n", "sources: 1 & 2,\n> "])
+def test_a_list_of_labels_over_many_lines_is_marked_once_per_number(line: str) -> None:
+    # Each line was read to the end of the list, so line k's number was marked k times: the
+    # output (and the time) grew with the square of the lines.
+    text = line * 5_000
+    numbers = 5_000 * sum(c.isdigit() for c in line)
+    assert neutral_text(text).count("№") == numbers
