@@ -330,3 +330,19 @@ def test_report_names_the_field_it_cannot_print(change: dict[str, object], messa
     failed = ctxasm("report", "-", stdin=json.dumps(result).encode())
     assert failed.returncode == 2
     assert message in failed.stderr.decode() and b"Traceback" not in failed.stderr
+
+
+def test_report_prints_markup_in_a_saved_result_as_text() -> None:
+    # A result file is input: "[/b]" in a model name was read as rich markup (an internal
+    # error, exit 1) and "[link=...]" as a terminal hyperlink.
+    result = json.loads(ctxasm("assemble", "-", stdin=EXAMPLE.read_bytes()).stdout)
+    report = result["report"]
+    report["model"] = "gpt[/bold]x"
+    report["query_class"] = "[link=https://evil.example/]click[/link]"
+    report["timings_ms"] = {"[red]access": 1.0}
+    shown = ctxasm("report", "-", stdin=json.dumps(result).encode())
+    assert shown.returncode == 0, shown.stderr.decode()
+    out = (shown.stdout + shown.stderr).decode()
+    assert "gpt[/bold]x" in out
+    assert "[link=https://evil.example/]click[/link]" in out and "\x1b]8;" not in out
+    assert "[red]access 1.0" in out

@@ -33,11 +33,14 @@ def print_report(
     (``ask``: matches exist that the asker may not read)."""
     console = Console(stderr=stderr)
     exactness = "exact" if report["exact_count"] else "ESTIMATED"
-    table = Table(title=f"Budget: {report['model']} ({report['tokenizer']}, {exactness} count)")
+    # Every string from the report is escaped: a saved result is input, and rich would read
+    # "[/b]" in a model name as markup (an error) or "[link=...]" as a terminal hyperlink.
+    model, tokenizer = escape(str(report["model"])), escape(str(report["tokenizer"]))
+    table = Table(title=f"Budget: {model} ({tokenizer}, {exactness} count)")
     table.add_column("section")
     table.add_column("tokens", justify="right")
     for name, value in report["budget"].items():
-        table.add_row(name, f"{value:,}")
+        table.add_row(escape(name), f"{value:,}")
     table.add_row("[b]context used[/b]", f"{report['context_tokens']:,}")
     table.add_row("[b]total request[/b]", f"{report['total_tokens']:,}")
     console.print(table)
@@ -80,8 +83,8 @@ def print_report(
     elif report["no_relevant_context"]:
         console.print("[yellow]No relevant context: the prompt tells the model so.[/yellow]")
     cost = "n/a" if report["cost_usd"] is None else f"${report['cost_usd']:.6f}"
-    timings = ", ".join(f"{k} {v:.1f}" for k, v in report["timings_ms"].items())
-    kind = f"query class {report['query_class']}; " if report.get("query_class") else ""
+    timings = ", ".join(f"{escape(k)} {v:.1f}" for k, v in report["timings_ms"].items())
+    kind = f"query class {escape(report['query_class'])}; " if report.get("query_class") else ""
     console.print(f"{kind}input cost {cost}; timings (ms): {timings}")
 
 
@@ -136,11 +139,11 @@ def print_models(specs: Sequence[ModelSpec]) -> None:
         )
     for spec in specs:
         table.add_row(
-            spec.name,
-            spec.provider,
+            escape(spec.name),  # names and specs come from a config file: text, not markup
+            escape(spec.provider),
             f"{spec.context_window:,}",
             f"{spec.max_output:,}",
-            spec.tokenizer,
+            escape(spec.tokenizer),
             "-" if spec.input_price is None else f"{spec.input_price:g}",
             "-" if spec.cached_input_price is None else f"{spec.cached_input_price:g}",
             "-" if spec.output_price is None else f"{spec.output_price:g}",
@@ -173,7 +176,7 @@ def print_eval(rows: Sequence[EvalRow], title: str, by_type: bool = False) -> No
         table.add_column(column, justify="left" if column == "strategy" else "right")
     for row in rows:
         table.add_row(
-            row.strategy,
+            escape(row.strategy),
             str(row.budget),
             _rate(row.answer_recall),
             _rate(row.gold_recall),
@@ -192,7 +195,7 @@ def print_eval(rows: Sequence[EvalRow], title: str, by_type: bool = False) -> No
     split.add_column("strategy")
     split.add_column("budget", justify="right")
     for kind in types:
-        split.add_column(kind, justify="right")
+        split.add_column(escape(kind), justify="right")
     for row in rows:
         cells = []
         for kind in types:
