@@ -66,6 +66,12 @@ def compile_template(source: str) -> Any:
         raise RequestError(
             f"template has a syntax error on line {exc.lineno}: {exc.message}", field=FIELD
         ) from None
+    except (RecursionError, SyntaxError):
+        # jinja parses and compiles nested blocks by recursion, into Python source whose own
+        # compiler limits nesting ("too many statically nested blocks", indentation levels)
+        raise RequestError(
+            "template nests its blocks or expressions too deeply to compile", field=FIELD
+        ) from None
 
 
 def _source(candidate: Candidate, number: int) -> dict[str, Any]:

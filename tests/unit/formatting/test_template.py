@@ -197,6 +197,28 @@ def test_templates_that_fail_while_rendering_are_bad_input(template: str) -> Non
     assert error.value.field == "template"
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{% if true %}" * 3000 + "x" + "{% endif %}" * 3000,  # jinja's parser recursed
+        "{{ " + "-" * 5000 + "1 }}",
+        "{% for a in [1] %}" * 30 + "x" + "{% endfor %}" * 30,  # Python: nested blocks
+        "{% if true %}" * 200 + "x" + "{% endif %}" * 200,  # Python: indentation levels
+    ],
+)
+def test_templates_nested_too_deeply_to_compile_are_bad_input(template: str) -> None:
+    with pytest.raises(RequestError) as error:
+        ctxasm.assemble("q", PASSAGES, format="template", template=template)
+    assert error.value.field == "template"
+    assert "nests its blocks or expressions too deeply" in error.value.message
+
+
+def test_lipsum_is_not_offered_to_templates() -> None:
+    # lipsum(n) wrote n paragraphs in one call, before any limit could measure them.
+    field, message = _refusal("{{ lipsum(100000) }}")
+    assert field == "template" and "'lipsum' is undefined" in message
+
+
 def test_templates_see_the_guard_warning_and_one_line_titles() -> None:
     passages = [
         {
