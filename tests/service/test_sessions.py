@@ -37,7 +37,7 @@ def test_prepare_puts_in_the_sessions_state_and_remember_keeps_the_new_one() -> 
     store = SessionStore()
     data: dict[str, Any] = {"query": "q", "passages": [], "session_id": "session-1"}
     key = store.prepare(data)
-    assert key == ("None", "None", "session-1")
+    assert key == ("null", "null", "session-1")
     assert data == {"query": "q", "passages": [], "previous": None}
     result = _result()
     store.remember(key, result)
@@ -56,6 +56,29 @@ def test_a_principal_cannot_continue_another_principals_session() -> None:
     theirs: dict[str, Any] = {"session_id": "shared-id", "principal": {"id": "bob"}}
     store.prepare(theirs)
     assert theirs["previous"] is None
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs"),
+    [
+        ({"id": "alice"}, {"id": "alice", "tenant": "None"}),  # no tenant, and one named "None"
+        (None, {"id": "None"}),  # anonymous, and a principal named "None"
+        ({"id": "1"}, {"id": 1}),
+    ],
+)
+def test_a_principal_is_never_taken_for_another_by_how_its_fields_are_written(
+    mine: dict[str, object] | None, theirs: dict[str, object]
+) -> None:
+    store = SessionStore()
+    first: dict[str, Any] = {"session_id": "shared-id"}
+    if mine is not None:
+        first["principal"] = mine
+    key = store.prepare(first)
+    assert key is not None
+    store.remember(key, _result())
+    second: dict[str, Any] = {"session_id": "shared-id", "principal": theirs}
+    store.prepare(second)
+    assert second["previous"] is None
 
 
 def test_sessions_are_bounded_and_expire() -> None:

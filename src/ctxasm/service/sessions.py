@@ -12,6 +12,7 @@ session; ids should be unguessable all the same (a random 16 bytes, say).
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -32,6 +33,12 @@ FIELD = "session_id"
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{8,128}")
 
 Key = tuple[str, str, str]
+
+
+def _owner(value: object) -> str:
+    """A principal's tenant or id as a session key part: as JSON, so that no tenant is taken
+    for another (``str()`` wrote an absent tenant as ``"None"``, the name a tenant may have)."""
+    return json.dumps(value, sort_keys=True, default=repr)
 
 
 def _size(key: Key, state: CacheState) -> int:
@@ -79,7 +86,7 @@ class SessionStore:
             )
         principal = data.get("principal")
         owner = principal if isinstance(principal, dict) else {}
-        key = (str(owner.get("tenant")), str(owner.get("id")), session)
+        key = (_owner(owner.get("tenant")), _owner(owner.get("id")), session)
         if "previous" not in data:
             state = self.get(key)
             data["previous"] = None if state is None else state.to_dict()
