@@ -16,7 +16,16 @@ from typing import Any, NamedTuple
 
 from ctxasm.cache_state import CacheReport, CacheState
 from ctxasm.errors import RequestError
-from ctxasm.validation import check_text, integer, invalid, name, names, number, string, timestamp
+from ctxasm.validation import (
+    integer,
+    invalid,
+    name,
+    names,
+    number,
+    plain,
+    string,
+    timestamp,
+)
 
 __all__ = [
     "Assembly",
@@ -91,17 +100,14 @@ _set = object.__setattr__
 def _check_passage(passage: Passage) -> None:
     """Check and normalise a passage's fields in place (it is being constructed). Errors name
     the field as ``passage.<name>``; :func:`ctxasm.schema.parse_passage` puts the index in."""
-    text = passage.text
-    if not isinstance(text, str):
-        raise invalid("passage.text", "a string", text)
-    check_text(text, "passage.text")
-    if not isinstance(passage.id, str) or not passage.id:
+    _set(passage, "text", string(passage.text, "passage.text"))
+    if not isinstance(passage.id, str) or not plain(passage.id):
         raise invalid("passage.id", "a non-empty string", passage.id)
-    check_text(passage.id, "passage.id")
+    _set(passage, "id", string(passage.id, "passage.id"))
     for key in ("title", "source", "url", "doc_id"):
         value = getattr(passage, key)
         if value is not None:
-            string(value, f"passage.{key}")
+            _set(passage, key, string(value, f"passage.{key}"))
     if passage.start is not None or passage.end is not None:
         _check_offsets(passage)
     if passage.timestamp is not None:
@@ -112,7 +118,11 @@ def _check_passage(passage: Passage) -> None:
     if passage.authority is not None:
         _set(passage, "authority", number(passage.authority, "passage.authority", low=0, high=1))
     if passage.graph_distance is not None:
-        integer(passage.graph_distance, "passage.graph_distance", minimum=0)
+        _set(
+            passage,
+            "graph_distance",
+            integer(passage.graph_distance, "passage.graph_distance", minimum=0),
+        )
     if passage.embedding is not None:
         _set(passage, "embedding", _embedding(passage.embedding))
     if passage.tenant is not None:
@@ -236,7 +246,8 @@ class Message:
         if not isinstance(self.role, str) or self.role not in _ROLES:
             raise invalid("message.role", "'user' or 'assistant'", self.role)
         _set(self, "role", str.__str__(self.role))
-        if not string(self.content, "message.content").strip():
+        _set(self, "content", string(self.content, "message.content"))
+        if not self.content.strip():
             raise RequestError(
                 "message.content is empty; drop the turn or give its text", field="message.content"
             )
@@ -285,18 +296,19 @@ class HistoryPolicy:
         where = "history_policy"
         if not isinstance(self.reclaim, bool):
             raise RequestError(f"{where}.reclaim must be true or false", field=f"{where}.reclaim")
-        turns = self.min_recent_turns
+        # Read as plain numbers: a subclass may redefine the comparisons below.
+        turns, share, tokens = map(plain, (self.min_recent_turns, self.max_share, self.max_tokens))
         if isinstance(turns, bool) or not isinstance(turns, int) or not 0 <= turns <= 10_000:
             raise invalid(f"{where}.min_recent_turns", "an integer from 0 to 10000", turns)
-        share = self.max_share
+        object.__setattr__(self, "min_recent_turns", turns)
         if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
             raise invalid(f"{where}.max_share", "a number from 0 to 1", share)
         object.__setattr__(self, "max_share", float(share))
-        tokens = self.max_tokens
         if tokens is not None and (
             isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= 2**53
         ):
             raise invalid(f"{where}.max_tokens", "a non-negative integer or null", tokens)
+        object.__setattr__(self, "max_tokens", tokens)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -344,16 +356,16 @@ def _check_request(request: Request) -> None:
     """Check the types and ranges a request's fields carry (values that need the registry or
     the strategy names are checked by :func:`ctxasm.schema.parse_request`); lists become
     tuples. Errors name the field as the request JSON does."""
-    string(request.query, "query", nonempty=True)
-    string(request.model, "model", nonempty=True)
-    string(request.format, "format")
-    string(request.system_prompt, "system_prompt", optional=True)
-    string(request.template, "template", optional=True)
+    _set(request, "query", string(request.query, "query", nonempty=True))
+    _set(request, "model", string(request.model, "model", nonempty=True))
+    _set(request, "format", string(request.format, "format"))
+    _set(request, "system_prompt", string(request.system_prompt, "system_prompt", optional=True))
+    _set(request, "template", string(request.template, "template", optional=True))
     _set(request, "passages", _items(request.passages, "passages", Passage))
     _set(request, "history", _items(request.history, "history", Message))
     for key in ("context_window", "reserve_output_tokens", "max_context_tokens"):
-        integer(getattr(request, key), key, minimum=1)
-    integer(request.top_k, "top_k", minimum=1)
+        _set(request, key, integer(getattr(request, key), key, minimum=1))
+    _set(request, "top_k", integer(request.top_k, "top_k", minimum=1))
     for key, low, high in (("safety_margin", 0.0, 0.5), ("min_score", None, None)):
         if getattr(request, key) is not None:
             _set(request, key, number(getattr(request, key), key, low=low, high=high))
@@ -367,7 +379,7 @@ def _check_request(request: Request) -> None:
         raise invalid("allow_public", "true or false", request.allow_public)
     if not isinstance(request.strategy, Strategies):
         raise invalid("strategy", "a ctxasm.data.Strategies", request.strategy)
-    string(request.query_class, "query_class", optional=True)
+    _set(request, "query_class", string(request.query_class, "query_class", optional=True))
     if request.previous is not None and not isinstance(request.previous, CacheState):
         raise invalid(
             "previous",

@@ -35,6 +35,7 @@ from ctxasm.strategy import (
     require_int,
     require_number,
 )
+from ctxasm.validation import plain
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -109,7 +110,9 @@ def build(slot: str, spec: StrategySpec | Mapping[str, Any] | str, field: str) -
                 field=f"{field}.{key}",
             )
     try:
-        return cls(**spec.params)
+        # Parameters as the built-in values they subclass: a subclass may redefine the
+        # comparisons a strategy checks its ranges with.
+        return cls(**{key: plain(value) for key, value in spec.params.items()})
     except ParamError as exc:
         raise RequestError(f"{field}.{exc.param}: {exc}", field=f"{field}.{exc.param}") from None
 

@@ -27,7 +27,7 @@ from ctxasm.data import (
 )
 from ctxasm.errors import RequestError
 from ctxasm.query_class import QUERY_CLASSES
-from ctxasm.validation import MAX_INTEGER, invalid, parse_timestamp, relocated, string
+from ctxasm.validation import MAX_INTEGER, invalid, parse_timestamp, plain, relocated, string
 
 __all__ = [
     "DEFAULT_MAX_REQUEST_CHARS",
@@ -241,8 +241,9 @@ def parse_strategies(value: object, field: str = "strategy") -> Strategies:
         )
     defaults = _DEFAULT_STRATEGIES
     chosen: dict[str, Any] = {}
-    for slot, raw in value.items():
+    for slot, given in value.items():
         where = f"{field}.{slot}"
+        raw = plain(given)  # a str subclass may redefine == (and turn the guard off)
         if slot == "dedup":
             if raw is None or raw == "none":
                 chosen[slot] = ()

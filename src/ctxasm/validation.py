@@ -26,6 +26,7 @@ __all__ = [
     "names",
     "number",
     "parse_timestamp",
+    "plain",
     "relocated",
     "string",
     "timestamp",
@@ -41,6 +42,23 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 def type_name(value: object) -> str:
     """The JSON-ish name of a value's type, as error messages show it."""
     return "null" if value is None else type(value).__name__
+
+
+def plain(value: Any) -> Any:
+    """``value`` as the built-in str, int or float it subclasses, read without any method the
+    subclass overrides; any other value as it is. A subclass may redefine equality, comparison
+    or ``replace`` (``markupsafe.Markup`` escapes the arguments of its ``replace``, so passage
+    text was escaped twice), so checks and every later use see the plain value."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or value is None or kind is bool:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__index__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    return value
 
 
 def invalid(field: str, expected: str, value: object) -> RequestError:
@@ -70,22 +88,24 @@ def string(value: object, field: str, *, optional: bool = False, nonempty: bool 
         return None
     if not isinstance(value, str):
         raise invalid(field, "a string" + (" or null" if optional else ""), value)
-    if nonempty and not value.strip():
+    text: str = plain(value)
+    if nonempty and not text.strip():
         raise RequestError(f"{field} must not be empty", field=field)
-    check_text(value, field)
-    return value
+    check_text(text, field)
+    return text
 
 
 def integer(value: object, field: str, *, minimum: int, optional: bool = True) -> int | None:
     """An integer from ``minimum`` to :data:`MAX_INTEGER` (never a bool)."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if isinstance(value, bool) or not isinstance(value, int) or plain(value) < minimum:
         qualifier = f"an integer >= {minimum}" + (" or null" if optional else "")
         raise invalid(field, qualifier, value)
-    if value > MAX_INTEGER:
+    found: int = plain(value)
+    if found > MAX_INTEGER:
         raise invalid(field, "an integer <= 2**53", value)
-    return int(value)
+    return found
 
 
 def number(

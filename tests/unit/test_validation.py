@@ -113,6 +113,73 @@ def test_string_subclasses_become_plain_strings() -> None:
     assert [type(v) for v in (passage.tenant, *(passage.readers or ()))] == [str, str]
 
 
+class _Sly(str):
+    """Equal to everything, and escaping what it replaces (as markupsafe.Markup does)."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+    def replace(self, old: str, new: str, count: int = -1) -> str:  # type: ignore[override]
+        return str.replace(self, old, new.replace("&", "&amp;"), count)
+
+
+class _Boundless(int):
+    """Inside every range."""
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __gt__(self, other: object) -> bool:
+        return False
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+
+def test_every_text_field_of_a_passage_and_a_request_is_a_plain_string() -> None:
+    passage = Passage(_Sly("p"), _Sly("Fish & chips"), title=_Sly("t"), url=_Sly("https://x.y"))
+    assert [type(v) for v in (passage.id, passage.text, passage.title, passage.url)] == [str] * 4
+    request = Request(_Sly("q?"), (passage,), model=_Sly("gpt-4o"), format=_Sly("anthropic"))
+    assert [type(v) for v in (request.query, request.model, request.format)] == [str] * 3
+    assert type(Message("user", _Sly("hi")).content) is str
+    # Markup-like text was escaped twice in the Anthropic XML ("&amp;amp;")
+    result = ctxasm.assemble("fish?", [passage], format="anthropic")
+    assert "Fish &amp; chips" in result.messages[-1]["content"]
+
+
+def test_a_string_equal_to_everything_does_not_turn_the_guard_off() -> None:
+    field, message = _refusal(ctxasm.assemble, "q?", [], strategy={"guard": _Sly("zzz")})
+    assert field == "strategy.guard" and "unknown guard strategy 'zzz'" in message
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"top_k": _Boundless(-3)}, "top_k"),
+        ({"context_window": _Boundless(0)}, "context_window"),
+        (
+            {"strategy": {"selection": {"name": "knapsack", "max_cells": _Boundless(10**9)}}},
+            "strategy.selection.max_cells",
+        ),
+        (
+            {"history_policy": {"min_recent_turns": _Boundless(-1)}},
+            "history_policy.min_recent_turns",
+        ),
+    ],
+)
+def test_an_integer_that_claims_every_range_is_judged_by_its_value(
+    kwargs: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(RequestError) as caught:
+        ctxasm.assemble("q?", [{"id": "a", "text": "x"}], **kwargs)
+    assert caught.value.field == field
+
+
 # --- Passage -----------------------------------------------------------------------------------
 
 _NO_CONTROL = "names may not contain control characters (NUL, tab, newline and the like)"
