@@ -151,9 +151,16 @@ class TokenCounter:
 
         Needs a tokenizer with ``splits_at_spaces`` (a space after a non-whitespace character
         always starts a new piece): splitting both texts at such a space inside the shared part
-        makes ``count(x) == count(x[:p]) + count(x[p:])`` for both. Falls back to ``count(new)``.
+        makes ``count(x) == count(x[:p]) + count(x[p:])`` for both. A tokenizer with its own
+        ``count_edited`` (an estimate over such a tokenizer) is asked instead. Falls back to
+        ``count(new)``.
         """
         known = self._cached(old)
+        edited = getattr(self.tokenizer, "count_edited", None)
+        if known is not None and not self._spaces_split and edited is not None:
+            counted: int = edited(old, new)
+            self._store(self._key(new), counted)
+            return counted
         if known is None or not self._spaces_split:
             return self.count(new)
         shared = _shared_prefix(old, new)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ctxasm.tokens.base import Tokenizer
+from ctxasm.tokens.base import TokenCounter, Tokenizer
 
 __all__ = ["EstimateTokenizer"]
 
@@ -25,9 +25,17 @@ class EstimateTokenizer:
         self.proxy = proxy
         self.factor = factor
         self.name = f"estimate:{proxy.name.split(':', 1)[-1]}*{factor:g}"
+        # The proxy's counts by content: a text grown at its end (the builder's context, a
+        # stitched passage) is then recounted only where it changed, as exact counts are.
+        self._proxy_counts = TokenCounter(proxy)
 
     def count(self, text: str) -> int:
-        return math.ceil(self.proxy.count(text) * self.factor)
+        return math.ceil(self._proxy_counts.count(text) * self.factor)
+
+    def count_edited(self, old: str, new: str) -> int:
+        """``count(new)``, tokenizing only what differs from ``old`` where the proxy allows it
+        (see :meth:`TokenCounter.count_edited`)."""
+        return math.ceil(self._proxy_counts.count_edited(old, new) * self.factor)
 
     def lower_bound(self, text: str) -> int:
         return math.ceil(self.proxy.lower_bound(text) * self.factor)

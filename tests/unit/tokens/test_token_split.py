@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxasm.tokens import TiktokenTokenizer, TokenCounter
+from ctxasm.tokens.estimate import EstimateTokenizer
 
 PIECES = st.sampled_from(
     [
@@ -127,3 +128,23 @@ def test_count_edited_equals_a_fresh_count(
     counter.count(old)
     assert counter.count_edited(old, new) == len(encoding.encode_ordinary(new))
     assert counter.count(new) == len(encoding.encode_ordinary(new))  # what it cached is exact
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(WORDY, max_size=120).map("".join),
+    st.lists(WORDY, max_size=60).map("".join),
+    st.lists(WORDY, max_size=60).map("".join),
+    st.sampled_from([1.1, 1.2, 1.3]),
+)
+def test_an_estimate_counts_an_edited_text_as_a_fresh_count(
+    shared: str, before: str, after: str, factor: float
+) -> None:
+    # Estimates (Claude, Gemini) recounted a whole grown text for every edit: the builder's
+    # context took time growing with the square of its items.
+    old, new = shared + before + "\n", shared + after + "\n"
+    counter = TokenCounter(EstimateTokenizer(TiktokenTokenizer("o200k_base"), factor))
+    fresh = EstimateTokenizer(TiktokenTokenizer("o200k_base"), factor).count(new)
+    counter.count(old)
+    assert counter.count_edited(old, new) == fresh
+    assert counter.count(new) == fresh
