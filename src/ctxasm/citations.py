@@ -195,14 +195,15 @@ class _Marker(NamedTuple):
     items: tuple[_Item, ...]
     worded: bool  # written with the word "source", as in [Source 1, 3]
     raw: str
-    form: str
+    form: str  # as reported: the normalisation it needed, or else its shape
     in_code: bool
+    shape: str  # bracket, markdown_link, parenthesis or bare, however it was written
 
     @property
     def linkable(self) -> bool:
         """A bracket marker outside code, not already a link: what :func:`link_citations`
-        rewrites."""
-        return not self.in_code and self.form not in ("markdown_link", "parenthesis", "bare")
+        rewrites (by its shape: a full-width ``(Source ２)`` is no bracket marker)."""
+        return not self.in_code and self.shape == "bracket"
 
     def citations(self, sources: Mapping[int, _Source]) -> Iterator[Citation]:
         for item in self.items:
@@ -295,7 +296,10 @@ def _linked(text: str, marker: _Marker, urls: Mapping[int, str], most: int) -> s
         url = urls.get(items[0].first)
         if url is None:
             return text
-        label = text[1:-1].strip()
+        if text.isascii():
+            label = text[1:-1].strip()
+        else:  # its brackets may be wider, or carry marks: written anew, as ASCII
+            label = f"Source {items[0].first}" if marker.worded else str(items[0].first)
         return f"[{label}]({url})" if len(label) + len(url) + 4 <= most else None
     if not any(
         item.expandable and any(n in urls for n in range(item.first, item.last + 1))
@@ -395,6 +399,7 @@ def _marker(folded: Folded, match: re.Match[str], in_code: bool) -> _Marker:
         raw,
         _form(raw, shape),
         in_code,
+        shape,
     )
 
 

@@ -340,6 +340,21 @@ def test_link_citations_is_idempotent_and_keeps_invalid_ranges() -> None:
     assert link_citations(once, assembly()) == once
 
 
+def test_markers_written_in_wider_characters_are_linked_by_their_shape() -> None:
+    # The form a marker needed (full-width, look-alike) stood in for its shape, so bare,
+    # parenthesised and linked markers were linked as brackets, losing a character at each end.
+    answer = (
+        "Bare Source ２. Linked [Source ２](https://x.org/a). In (Ѕource 1). "
+        "Wide ［Source ２］ and ［１］́ here."
+    )
+    once = link_citations(answer, assembly())
+    assert once == (
+        "Bare Source ２. Linked [Source ２](https://x.org/a). In (Ѕource 1). "
+        f"Wide [Source 2]({SEINE}) and [1]({PARIS}) here."
+    )
+    assert link_citations(once, assembly()) == once
+
+
 def test_link_citations_only_links_safe_urls_and_escapes_them() -> None:
     data = result()
     included = data["report"]["included"]
