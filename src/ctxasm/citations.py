@@ -41,8 +41,9 @@ import unicodedata
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, NamedTuple
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from ctxasm.data import Assembly
 from ctxasm.errors import ArgumentTypeError, RequestError
@@ -90,6 +91,10 @@ _BACKTICKS_OR_LINE = re.compile(r"`+|\n")
 _LINE = re.compile(r"[^\r\n]+")
 _WORD = re.compile(r"\w")
 _SAFE_SCHEMES = frozenset({"http", "https", ""})
+# The destination of a markdown link, after the marker's "]": "(" then "<...>" or a run with
+# no white space and parentheses nested one deep, as CommonMark writes urls such as
+# wiki/Plato_(philosopher). Each run stops at the next parenthesis, so scans do not overlap.
+_LINK_TARGET = re.compile(r"\(\s*(?:<([^<>\n]*)>|([^\s()]*(?:\([^\s()]*\)[^\s()]*)*))")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +114,13 @@ class Citation:
     valid: bool
     raw: str = field(default="", compare=False)
     form: str = field(default="bracket", compare=False)
+    link: str | None = field(default=None, compare=False)
+
+    @property
+    def mislinked(self) -> bool:
+        """A valid citation written as a link to somewhere else than its source's url
+        (``[Source 1](https://elsewhere.example)``, or a link where the source has no url)."""
+        return self.valid and self.link is not None and not _same_target(self.link, self.url)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +130,8 @@ class Citation:
             "valid": self.valid,
             "raw": self.raw,
             "form": self.form,
+            "link": self.link,
+            "mislinked": self.mislinked,
         }
 
 
@@ -140,11 +154,13 @@ class CitationReport:
     uncited_ids: tuple[str, ...]
     uncited_sentences: tuple[str, ...]
     coverage: float
+    mislinked: tuple[str, ...] = ()
 
     @property
     def all_valid(self) -> bool:
-        """Whether every citation names an included source (true for an answer citing none)."""
-        return not self.invalid
+        """Whether every citation names an included source, and every one written as a link
+        links to that source's url (true for an answer citing none)."""
+        return not self.invalid and not self.mislinked
 
     @property
     def forms(self) -> dict[str, int]:
@@ -162,6 +178,7 @@ class CitationReport:
             "uncited_ids": list(self.uncited_ids),
             "uncited_sentences": list(self.uncited_sentences),
             "coverage": self.coverage,
+            "mislinked": list(self.mislinked),
             "forms": self.forms,
         }
 
@@ -198,6 +215,7 @@ class _Marker(NamedTuple):
     form: str  # as reported: the normalisation it needed, or else its shape
     in_code: bool
     shape: str  # bracket, markdown_link, parenthesis or bare, however it was written
+    link: str | None  # a markdown link's destination, as written
 
     @property
     def linkable(self) -> bool:
@@ -214,9 +232,9 @@ class _Marker(NamedTuple):
                 found = sources.get(number)
                 label = f"Source {number}"
                 if found is None:
-                    yield Citation(label, None, None, False, self.raw, self.form)
+                    yield Citation(label, None, None, False, self.raw, self.form, self.link)
                 else:
-                    yield Citation(label, found.id, found.url, True, self.raw, self.form)
+                    yield Citation(label, found.id, found.url, True, self.raw, self.form, self.link)
 
 
 def check_citations(answer: str, assembly: Assembly | Mapping[str, Any]) -> CitationReport:
@@ -239,6 +257,7 @@ def check_citations(answer: str, assembly: Assembly | Mapping[str, Any]) -> Cita
         citations=tuple(citations),
         invalid=tuple(dict.fromkeys(c.label for c in citations if not c.valid)),
         cited_ids=tuple(cited),
+        mislinked=tuple(dict.fromkeys(c.label for c in citations if c.mislinked)),
         uncited_ids=tuple(
             dict.fromkeys(s.id for _, s in sorted(sources.items()) if s.id not in cited)
         ),
@@ -323,6 +342,16 @@ def _linked(text: str, marker: _Marker, urls: Mapping[int, str], most: int) -> s
     return ", ".join(parts)
 
 
+@lru_cache(maxsize=4096)  # an answer repeats its links
+def _same_target(link: str, url: str | None) -> bool:
+    """Whether a markdown link's destination ``link`` is ``url``: as given, as
+    :func:`link_citations` writes it, or the same once percent-decoded."""
+    if url is None:
+        return False
+    link, url = link.strip(), url.strip()
+    return link in (url, _link_target(url)) or unquote(link) == unquote(url)
+
+
 def _link_target(url: str | None) -> str | None:
     """``url`` made safe inside a markdown link, or ``None`` when it should not be linked."""
     url = (url or "").strip()
@@ -391,6 +420,11 @@ def _marker(folded: Folded, match: re.Match[str], in_code: bool) -> _Marker:
         shape = "parenthesis"
     raw = folded.span(start, end)
     worded = _WORDED.search(text) is not None
+    link = None
+    if shape == "markdown_link":
+        target = _LINK_TARGET.match(folded.original_text, folded.original(end))
+        if target is not None:
+            link = target.group(1) if target.group(1) is not None else target.group(2)
     return _Marker(
         folded.original(start),
         folded.original(end),
@@ -400,6 +434,7 @@ def _marker(folded: Folded, match: re.Match[str], in_code: bool) -> _Marker:
         _form(raw, shape),
         in_code,
         shape,
+        link,
     )
 
 

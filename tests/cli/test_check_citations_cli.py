@@ -70,6 +70,8 @@ def test_valid_citations_exit_0_with_the_json_report(result_file: Path, tmp_path
                 "valid": True,
                 "raw": "[Source 1]",
                 "form": "bracket",
+                "link": None,
+                "mislinked": False,
             },
             {
                 "label": "Source 2",
@@ -78,6 +80,8 @@ def test_valid_citations_exit_0_with_the_json_report(result_file: Path, tmp_path
                 "valid": True,
                 "raw": "[2]",
                 "form": "bracket",
+                "link": None,
+                "mislinked": False,
             },
         ],
         "invalid": [],
@@ -85,6 +89,7 @@ def test_valid_citations_exit_0_with_the_json_report(result_file: Path, tmp_path
         "uncited_ids": ["eiffel"],
         "uncited_sentences": [],
         "coverage": 1.0,
+        "mislinked": [],
         "forms": {"bracket": 2},
     }
     assert done.stdout.startswith('{\n  "citations"')  # indented by 2

@@ -38,7 +38,7 @@ def _names(cls: Any) -> list[str]:
         (schemas.Budget, _names(Budget)),
         (schemas.Included, _names(Included)),
         (schemas.Compression, _names(Compression)),
-        (schemas.Citation, _names(Citation)),
+        (schemas.Citation, [*_names(Citation), "mislinked"]),
         (schemas.CitationReport, [*_names(CitationReport), "forms"]),
         (schemas.ModelInfo, _names(ModelSpec)),
     ],

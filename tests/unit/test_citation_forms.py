@@ -21,7 +21,12 @@ from ctxasm.citations import (
 from ctxasm.data import Assembly
 
 PASSAGES = [
-    {"id": f"p{n}", "text": f"Fact number {n} about Paris.", "score": 1 - n / 10}
+    {
+        "id": f"p{n}",
+        "text": f"Fact number {n} about Paris.",
+        "score": 1 - n / 10,
+        "url": f"https://example.org/p{n}",
+    }
     for n in range(1, 5)
 ]
 FULLWIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
@@ -59,8 +64,8 @@ SPELLINGS: list[tuple[Callable[[int], str], str]] = [
     (lambda n: f"[Sources 1 – {n}]", "bracket"),
     (lambda n: f"[Source 1; Source {n}]", "bracket"),
     (lambda n: f"[Source 1][Source {n}]", "bracket"),
-    (lambda n: f"[Source {n}](https://example.org/x)", "markdown_link"),
-    (lambda n: f"[{n}](https://example.org/x)", "markdown_link"),
+    (lambda n: f"[Source {n}](https://example.org/p{n})", "markdown_link"),
+    (lambda n: f"[{n}](<https://example.org/p{n}>)", "markdown_link"),
     (lambda n: f"(Source {n})", "parenthesis"),
     (lambda n: f"(source: {n})", "parenthesis"),
     (lambda n: f"as Source {n} says", "bare"),

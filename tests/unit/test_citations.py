@@ -73,6 +73,8 @@ def test_a_fully_cited_answer() -> None:
                 "valid": True,
                 "raw": "[Source 1]",
                 "form": "bracket",
+                "link": None,
+                "mislinked": False,
             },
             {
                 "label": "Source 2",
@@ -81,6 +83,8 @@ def test_a_fully_cited_answer() -> None:
                 "valid": True,
                 "raw": "[2]",
                 "form": "bracket",
+                "link": None,
+                "mislinked": False,
             },
         ],
         "invalid": [],
@@ -88,6 +92,7 @@ def test_a_fully_cited_answer() -> None:
         "uncited_ids": ["louvre", "eiffel"],
         "uncited_sentences": [],
         "coverage": 1.0,
+        "mislinked": [],
         "forms": {"bracket": 2},
     }
 
@@ -338,6 +343,25 @@ def test_link_citations_is_idempotent_and_keeps_invalid_ranges() -> None:
     once = link_citations(answer, assembly())
     assert once == f"Old [4-2] and new [1]({PARIS}), [4-2]."
     assert link_citations(once, assembly()) == once
+
+
+def test_a_citation_linked_elsewhere_than_its_source_is_reported() -> None:
+    answer = (
+        f"Paris [Source 1]({PARIS}). The Seine [2](https://phish.example/login). "
+        "The Louvre [3](javascript:alert(1)). The tower [4](<https://x.org/a b>). "
+        f"And [1](<{PARIS}>)."
+    )
+    report = check_citations(answer, assembly())
+    assert [(c.label, c.link, c.mislinked) for c in report.citations] == [
+        ("Source 1", PARIS, False),
+        ("Source 2", "https://phish.example/login", True),
+        ("Source 3", "javascript:alert(1)", True),  # the Louvre has no url: any link is elsewhere
+        ("Source 4", "https://x.org/a b", True),
+        ("Source 1", PARIS, False),
+    ]
+    assert report.invalid == () and report.mislinked == ("Source 2", "Source 3", "Source 4")
+    assert not report.all_valid
+    assert report.coverage == 1.0  # each names its source: the sentences are supported
 
 
 def test_markers_written_in_wider_characters_are_linked_by_their_shape() -> None:

@@ -67,8 +67,14 @@ def check_citations_command(
         typer.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
     else:
         print_citation_text(report)
-    if not report.all_valid:
+    if report.invalid:
         typer.echo(f"ctxasm: invalid citations: {', '.join(report.invalid)}", err=True)
+    if report.mislinked:
+        typer.echo(
+            f"ctxasm: citations linked elsewhere than their source: {', '.join(report.mislinked)}",
+            err=True,
+        )
+    if not report.all_valid:
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -113,6 +119,9 @@ def print_citation_text(report: CitationReport) -> None:
     for raw, form in spellings:
         typer.echo(f"recognised: {raw!r} as {form}")
     typer.echo(f"invalid: {', '.join(report.invalid) or '-'}")
+    for citation in report.citations:
+        if citation.mislinked:
+            typer.echo(f"mislinked: {citation.label} links to {citation.link!r}, not its source")
     typer.echo(f"cited: {', '.join(report.cited_ids) or '-'}")
     typer.echo(f"uncited sources: {', '.join(report.uncited_ids) or '-'}")
     typer.echo(f"coverage: {report.coverage:.0%} of sentences cite a valid source")

@@ -295,6 +295,8 @@ class Citation(_Closed):
     valid: bool
     raw: str = Field(description="The marker as the answer wrote it.")
     form: str = Field(description="How the marker was recognised.")
+    link: str | None = Field(description="A markdown link's destination, as written.")
+    mislinked: bool = Field(description="Valid, but linked elsewhere than its source's url.")
 
 
 class CitationReport(_Closed):
@@ -306,6 +308,7 @@ class CitationReport(_Closed):
     uncited_ids: list[str]
     uncited_sentences: list[str]
     coverage: float = Field(description="Share of sentences with a valid citation.")
+    mislinked: list[str] = Field(description="Labels cited with a link to somewhere else.")
     forms: dict[str, int]
 
 
