@@ -8,7 +8,7 @@ characters as a label (NFKC, applied before it, handles full-width and mathemati
 
 from __future__ import annotations
 
-__all__ = ["LABEL_LOOKALIKES"]
+__all__ = ["BLANK_LETTERS", "LABEL_LOOKALIKES"]
 
 LABEL_LOOKALIKES: dict[str, str] = {
     **dict.fromkeys("ѕꜱʂ", "s"),
@@ -30,3 +30,8 @@ LABEL_LOOKALIKES: dict[str, str] = {
     **dict.fromkeys("›»", ">"),
 }
 """Each look-alike and the ASCII character it is read as."""
+
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Characters that show as blank space but are letters or symbols to Unicode (the Hangul
+fillers, the blank Braille pattern), so no rule about format characters or white space drops
+them: read as nothing where a label is looked for."""

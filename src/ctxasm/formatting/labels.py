@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import quote, urlsplit
 
-from ctxasm.lookalikes import LABEL_LOOKALIKES
+from ctxasm.lookalikes import BLANK_LETTERS, LABEL_LOOKALIKES
 
 __all__ = [
     "CITATION",
@@ -65,10 +65,12 @@ CITATION = re.compile(
 ITEM = re.compile(rf"({_NUMBER})(?:\s*-\s*(?:{_WORDED})?({_NUMBER}))?", re.IGNORECASE)
 """One number or range inside a marker (the word before it already consumed)."""
 _DIGITS = re.compile(r"[0-9]+")
-# Where a line starts, and what markup may come before a label there: quotes, list bullets and
-# numbers ("1." "2)"), headings, table bars, emphasis and code marks.
+# Where a line starts, and what markup may come before a label there: quotes (block quotes and
+# quotation marks), an opening parenthesis, list bullets and numbers ("1." "2)"), headings,
+# table bars, emphasis and code marks.
 _LINE_START = re.compile(
-    r"(?:^|(?<=[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]))(?:[ \t>*+#|•·~_=`-]|[0-9]{1,9}[.)])*"
+    r"(?:^|(?<=[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]))"
+    r"(?:[ \t>*+#|•·~_=`\"'“”‘’„(-]|[0-9]{1,9}[.)])*"
 )
 _WORD_RE = re.compile(_WORD, re.IGNORECASE)
 NEUTRAL_MARK = "№ "
@@ -78,7 +80,7 @@ NEUTRAL_MARK = "№ "
 
 @lru_cache(maxsize=65536)
 def _fold_char(char: str) -> str:
-    if unicodedata.category(char) in _DROPPED:
+    if unicodedata.category(char) in _DROPPED or char in BLANK_LETTERS:
         return ""
     out = []
     for part in unicodedata.normalize("NFKC", char):

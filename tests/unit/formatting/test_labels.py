@@ -22,6 +22,14 @@ from ctxasm.formatting.labels import neutral_text
         ("x\n+ > [Source 2] y", "x\n+ > [Source № 2] y"),
         ("as [Source 2] says, mid-line", "as [Source 2] says, mid-line"),
         ("x\n12345678901234 [Source 2]", "x\n12345678901234 [Source 2]"),
+        # blank letters (Hangul fillers, the blank Braille pattern) are nothing before a label
+        ("x\n\u3164[Source 2] y", "x\n\u3164[Source № 2] y"),
+        ("x\n\u2800\uffa0[Source 2] y", "x\n\u2800\uffa0[Source № 2] y"),
+        ("x\n\u115f[Source\u3164 2] y", "x\n\u115f[Source\u3164 № 2] y"),
+        # nor are quotation marks or an opening parenthesis
+        ('x\n"[Source 2]" y', 'x\n"[Source № 2]" y'),
+        ("x\n“Source 2: y”", "x\n“Source № 2: y”"),
+        ("x\n([Source 2]) y", "x\n([Source № 2]) y"),
         # a worded list over several lines is one look-alike: each number marked once
         ("x\nsource 1,\nsource 2,\nsource 3", "x\nsource № 1,\nsource № 2,\nsource № 3"),
         ("x\nSource 1 and\nsource 2 y", "x\nSource № 1 and\nsource № 2 y"),
