@@ -25,17 +25,19 @@ class EstimateTokenizer:
         self.proxy = proxy
         self.factor = factor
         self.name = f"estimate:{proxy.name.split(':', 1)[-1]}*{factor:g}"
-        # The proxy's counts by content: a text grown at its end (the builder's context, a
-        # stitched passage) is then recounted only where it changed, as exact counts are.
-        self._proxy_counts = TokenCounter(proxy)
+        # The proxy's counts of edited texts, by content: a text grown at its end (the
+        # builder's context, a stitched passage) is recounted only where it changed.
+        self._edits = TokenCounter(proxy)
 
     def count(self, text: str) -> int:
-        return math.ceil(self._proxy_counts.count(text) * self.factor)
+        return math.ceil(self.proxy.count(text) * self.factor)
 
     def count_edited(self, old: str, new: str) -> int:
         """``count(new)``, tokenizing only what differs from ``old`` where the proxy allows it
-        (see :meth:`TokenCounter.count_edited`)."""
-        return math.ceil(self._proxy_counts.count_edited(old, new) * self.factor)
+        (see :meth:`TokenCounter.count_edited`); ``old`` is counted once, then each ``new``
+        is known as the next edit's ``old``."""
+        self._edits.count(old)
+        return math.ceil(self._edits.count_edited(old, new) * self.factor)
 
     def lower_bound(self, text: str) -> int:
         return math.ceil(self.proxy.lower_bound(text) * self.factor)
