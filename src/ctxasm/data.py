@@ -245,7 +245,7 @@ class Message:
     def __post_init__(self) -> None:
         if not isinstance(self.role, str) or self.role not in _ROLES:
             raise invalid("message.role", "'user' or 'assistant'", self.role)
-        _set(self, "role", str.__str__(self.role))
+        _set(self, "role", plain(self.role))
         _set(self, "content", string(self.content, "message.content"))
         if not self.content.strip():
             raise RequestError(

@@ -140,11 +140,12 @@ def name(value: object, field: str, *, optional: bool = False) -> Any:
         return None
     if not isinstance(value, str):
         raise invalid(field, "a string" + (" or null" if optional else ""), value)
-    if not value.strip():
+    text: str = plain(value)
+    if not text.strip():
         hint = "; leave it out (null) for none" if optional else ""
-        raise RequestError(f"{field} must not be empty{hint}; got {value!r}", field=field)
-    if not value.isprintable():
-        control = _CONTROL.search(value)
+        raise RequestError(f"{field} must not be empty{hint}; got {text!r}", field=field)
+    if not text.isprintable():
+        control = _CONTROL.search(text)
         if control is not None:
             raise RequestError(
                 f"{field} contains the control character U+{ord(control.group()):04X} at "
@@ -152,8 +153,8 @@ def name(value: object, field: str, *, optional: bool = False) -> Any:
                 "(NUL, tab, newline and the like)",
                 field=field,
             )
-        check_text(value, field)
-    return value if type(value) is str else str.__str__(value)
+        check_text(text, field)
+    return text
 
 
 def names(value: object, field: str, *, optional: bool) -> tuple[str, ...] | None:
