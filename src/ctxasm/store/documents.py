@@ -12,7 +12,6 @@ indexed as public; ``"readers": []`` is kept and admits nobody.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from ctxasm.errors import RequestError
+from ctxasm.errors import CtxasmError, RequestError
+from ctxasm.jsonio import decode_json
 from ctxasm.validation import invalid, name, names, number, relocated, string, timestamp
 
 __all__ = ["SUFFIXES", "Document", "read_documents"]
@@ -105,7 +105,9 @@ def _html(raw: str) -> tuple[str, str | None]:
     parser.feed(raw)
     parser.close()
     text = re.sub(r"[ \t]+", " ", "".join(parser.parts))
-    text = re.sub(r"\s*\n\s*", "\n", text).strip()
+    # Each line stripped and blank lines dropped, a line at a time: a pattern with white space
+    # either side of "\n" retried every start of a long run of other white space (quadratic).
+    text = "\n".join(filter(None, (line.strip() for line in text.split("\n"))))
     title = " ".join("".join(parser.title).split()) or None
     return text, title
 
@@ -123,11 +125,18 @@ def _doc_id(path: Path) -> str:
         return resolved.as_posix()
 
 
+_HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)$", flags=re.MULTILINE)
+
+
 def _markdown_title(text: str) -> str | None:
-    """The first level-one ATX heading outside fenced code blocks."""
-    outside = _FENCED.sub("", text)
-    match = re.search(r"^#[ \t]+(\S.*?)[ \t]*#*[ \t]*$", outside, flags=re.MULTILINE)
-    return match.group(1) if match else None
+    """The first level-one ATX heading outside fenced code blocks, without its closing ``#``
+    run (cut by ``rstrip``: a pattern of white space, ``#`` and white space at the end of a
+    lazy group backtracked over a long run of spaces, time growing with its cube)."""
+    match = _HEADING.search(_FENCED.sub("", text))
+    if match is None:
+        return None
+    heading = match.group(1)
+    return heading.rstrip(" \t").rstrip("#").rstrip(" \t") or heading[0]
 
 
 def _record(raw: Any, where: str, tenant: str | None, readers: tuple[str, ...] | None) -> Document:
@@ -182,15 +191,19 @@ def read_documents(
     except OSError as exc:
         raise RequestError(f"{path}: cannot read: {exc.strerror}", field=str(path)) from None
     if suffix == ".jsonl":
-        for number, line in enumerate(raw.splitlines(), start=1):
+        # Lines end at "\n" only: JSON writes it escaped inside a string, while U+2028, U+0085
+        # and the like, at which str.splitlines also splits, may stand in a string unescaped.
+        for number, line in enumerate(raw.split("\n"), start=1):
             if not line.strip():
                 continue
             where = f"{path}:{number}"
             try:
                 try:
-                    record = json.loads(line)
-                except ValueError as exc:
-                    raise RequestError(f"{where}: not JSON: {exc}", field=where) from None
+                    # The reader requests go through: repeated keys, NaN, nesting over 64
+                    # levels and lone surrogates are refused, as they are in a request.
+                    record = decode_json(line.encode("utf-8"), what="line")
+                except CtxasmError as error:
+                    raise RequestError(f"{where}: not JSON: {error.message}", field=where) from None
                 document = _record(record, where, tenant, default_readers)
             except RequestError as error:
                 if errors is None:
