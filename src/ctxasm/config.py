@@ -31,7 +31,6 @@ A config file is TOML or JSON::
 
 from __future__ import annotations
 
-import json
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxasm.errors import ConfigError, CtxasmError, RequestError
+from ctxasm.jsonio import decode_json
 from ctxasm.models import ModelRegistry, default_registry
 from ctxasm.schema import DEFAULT_MAX_REQUEST_CHARS, REQUEST_FIELDS, parse_request
 
@@ -102,11 +102,16 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
     try:
         if path.suffix.lower() == ".json":
-            data = json.loads(raw)
+            # read as requests are: repeated keys, NaN and nesting over 64 levels refused
+            data = decode_json(raw, what="config file")
         else:
             data = tomllib.loads(raw.decode("utf-8"))
+    except CtxasmError as error:
+        raise ConfigError(f"config file {path} is not valid JSON: {error.message}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {path} is not valid TOML/JSON: {exc}") from None
+    except RecursionError:  # tomllib reads nested arrays and tables by recursion
+        raise ConfigError(f"config file {path} nests its values too deeply") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a table/object at the top")
     return data

@@ -247,6 +247,25 @@ def test_bad_config_file_is_bad_input(tmp_path: Path) -> None:
     assert done.returncode == 2 and b"nope" in done.stderr and b"Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("deep.json", '{"x": ' + "[" * 3000 + "]" * 3000 + "}", "nested more than 64 levels"),
+        ("deep.toml", "x = " + "[" * 3000 + "]" * 3000 + "\n", "nests its values too deeply"),
+        ("twice.json", '{"defaults": {}, "defaults": {"model": "x"}}', "repeats the key"),
+    ],
+)
+def test_a_config_file_read_as_requests_are_is_bad_input(
+    tmp_path: Path, name: str, content: str, message: str
+) -> None:
+    # deeply nested ones ended in an internal error (exit 1); a repeated key was taken silently
+    config = tmp_path / name
+    config.write_text(content)
+    done = ctxasm("models", "--config", str(config))
+    assert done.returncode == 2 and message in done.stderr.decode()
+    assert b"Traceback" not in done.stderr
+
+
 def test_help_and_version() -> None:
     page = ctxasm("--help").stdout.decode()
     assert re.match(r"Usage: \S*ctxasm \[OPTIONS\] COMMAND \[ARGS\]\.\.\.\n", page), page
