@@ -123,6 +123,17 @@ def test_a_failed_write_leaves_neither_target_nor_temporary(tmp_path: Path) -> N
     assert target.read_text() == "precious\n"
 
 
+def test_an_output_that_is_a_folder_is_refused_before_any_request_runs(tmp_path: Path) -> None:
+    # It ran the whole batch, then named a hidden temporary file.
+    source, folder = tmp_path / "in.jsonl", tmp_path / "out"
+    source.write_text(json.dumps(REQUEST) + "\n", encoding="utf-8")
+    folder.mkdir()
+    done = CliRunner().invoke(app, ["batch", str(source), str(folder), "--no-progress"])
+    assert done.exit_code == 2
+    assert done.stderr == f"ctxasm: error: {folder}: Is a directory\n"
+    assert set(tmp_path.iterdir()) == {source, folder}
+
+
 def test_progress_counts_requests_with_the_rate_and_the_failures() -> None:
     console = Console(file=io.StringIO(), width=150, color_system=None)
     bar = request_columns(console)

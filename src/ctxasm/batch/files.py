@@ -9,6 +9,7 @@ have given it), not the ``0o600`` of a temporary file.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -34,6 +35,8 @@ def new_file_mode(target: Path) -> int:
 def atomic_output(target: str | Path) -> Iterator[IO[str]]:
     """A text file to write; it becomes ``target`` when the block succeeds (see the module)."""
     path = Path(target)
+    if path.is_dir():  # found now, not after the whole batch has run
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     descriptor, temporary = tempfile.mkstemp(
         dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".part"
     )
