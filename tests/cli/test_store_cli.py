@@ -91,6 +91,20 @@ def test_a_bad_file_is_named_and_the_others_indexed(built: tuple[Path, str]) -> 
     ]
 
 
+@pytest.mark.parametrize("readers", [" , ", "a,,b", ""])
+def test_a_blank_reader_name_stops_the_run_before_the_store_is_made(
+    tmp_path: Path, readers: str
+) -> None:
+    # Blank names were dropped: " , " indexed the document readable by nobody, exit 0.
+    (tmp_path / "a.txt").write_text("Some text.")
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    done = ctxasm("index", "a.txt", "--store", store, "--readers", readers, cwd=tmp_path)
+    assert (
+        done.returncode == 2 and "--readers" in done.stderr and "has an empty name" in done.stderr
+    )
+    assert not (tmp_path / "s.db").exists()
+
+
 def _ask(root: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     done = ctxasm("ask", QUESTION, "--store", STORE, "--json", *args, cwd=root, env=env)
     assert done.returncode == 0, done.stderr

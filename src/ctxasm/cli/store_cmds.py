@@ -36,10 +36,15 @@ StoreOption = Annotated[
 ]
 
 
-def _names(raw: str | None) -> list[str] | None:
+def _names(raw: str | None, option: str) -> list[str] | None:
+    """The comma-separated names of ``option``; a blank one (``a,,b``, ``" , "``) stops the
+    run, as a blank reader in JSONL does: dropped, it would quietly change who may read."""
     if raw is None:
         return None
-    return [name.strip() for name in raw.split(",") if name.strip()]
+    names = [name.strip() for name in raw.split(",")]
+    if not all(names):
+        _fail(f"{option} {raw!r} has an empty name; give names separated by commas", EXIT_BAD_INPUT)
+    return names
 
 
 PathsArgument = Annotated[
@@ -102,6 +107,7 @@ def index_command(
             EXIT_BAD_INPUT,
         )
     # A missing path is skipped like an unreadable file: the others are indexed, the exit is 1.
+    reader_names = _names(readers, "--readers")  # before the store is opened or created
     missing = [(str(p), "no such file or folder") for p in paths if not p.exists()]
     paths = [p for p in paths if p.exists()]
     try:
@@ -111,7 +117,7 @@ def index_command(
                 opened,
                 paths,
                 tenant=tenant,
-                readers=_names(readers),
+                readers=reader_names,
                 chunk_tokens=chunk_tokens,
                 overlap=overlap,
                 progress=bar.update,
@@ -288,7 +294,9 @@ def _assemble_from_store(
         assembler = Assembler(config if config is not None else _env_config())
         # Principal checks the names (blank, control characters such as NUL) before any SQL.
         who = (
-            None if principal is None else Principal(principal, tenant, tuple(_names(groups) or ()))
+            None
+            if principal is None
+            else Principal(principal, tenant, tuple(_names(groups, "--groups") or ()))
         )
         opened = open_store(store, create=False)
         passages = opened.retrieve(question, who, k, allow_public=allow_public)
