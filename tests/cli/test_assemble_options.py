@@ -57,6 +57,14 @@ def test_a_bad_override_names_the_field() -> None:
     )
 
 
+def test_indent_is_bounded() -> None:
+    # --indent 100000000 wrote gigabytes of spaces
+    assert _assemble(str(EXAMPLE), "--indent", "16")[0] == 0
+    for value in ("17", "-1", "100000000"):
+        code, _, err = _assemble(str(EXAMPLE), "--indent", value)
+        assert code == 2 and "--indent" in err
+
+
 def test_a_bare_list_of_hits_with_query() -> None:
     code, result, err = _assemble(
         "-", "--query", "Where did Aristotle teach?", stdin=json.dumps(HITS).encode()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ctxasm.cli.assemble_cmd import AssembleOptions
+from ctxasm.cli.assemble_cmd import MAX_INDENT, AssembleOptions
 from ctxasm.cli.assemble_cmd import assemble as run_assemble
 from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from ctxasm.cli.exits import fail as _fail
@@ -94,7 +94,11 @@ ReportOption = Annotated[
 IndentOption = Annotated[
     int | None,
     typer.Option(
-        "--indent", metavar="N", help="Indent the result JSON by N spaces (default: one line)."
+        "--indent",
+        metavar="N",
+        min=0,
+        max=MAX_INDENT,
+        help=f"Indent the result JSON by N spaces, 0 to {MAX_INDENT} (default: one line).",
     ),
 ]
 

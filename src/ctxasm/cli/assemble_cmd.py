@@ -23,7 +23,9 @@ from typing import Any
 from ctxasm.cli.exits import echo, fail_with
 from ctxasm.cli.request_input import DEFAULT_MAX_BYTES, open_assembler, read_input, request_fields
 
-__all__ = ["FLAGS", "REPORT_FLAG", "AssembleOptions", "assemble", "plain_options"]
+MAX_INDENT = 16  # wider only makes the output larger, and a huge one fills the disk
+
+__all__ = ["FLAGS", "MAX_INDENT", "REPORT_FLAG", "AssembleOptions", "assemble", "plain_options"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,14 +52,15 @@ def _path(value: str) -> Path | None:
     return Path(value) if value else None
 
 
-def _count(minimum: int) -> Callable[[str], int | None]:
+def _count(minimum: int, maximum: int | None = None) -> Callable[[str], int | None]:
     def read(value: str) -> int | None:
         # Up to 18 plain digits without a leading zero: read by Typer as by int().
         plain = value.isascii() and value.isdigit() and len(value) <= 18
         if not plain or (value[0] == "0" and value != "0"):
             return None
         number = int(value)
-        return number if number >= minimum else None
+        within = number >= minimum and (maximum is None or number <= maximum)
+        return number if within else None
 
     return read
 
@@ -70,7 +73,7 @@ FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "--format": ("fmt", _text),
     "--max-context-tokens": ("max_context_tokens", _count(1)),
     "--html": ("html", _path),
-    "--indent": ("indent", _count(0)),
+    "--indent": ("indent", _count(0, MAX_INDENT)),
     "--config": ("config", _path),
     "--max-bytes": ("max_bytes", _count(1)),
 }
