@@ -11,6 +11,7 @@ unit of input, and ``t(x8) / t(x1)``: about 8 means linear, about 64 quadratic. 
 * ``index run``: chunking a document that holds an N-character unbroken run;
 * ``label lines``: one passage of N lines ``source 1,`` (a list of label look-alikes over many
   lines, which the renderers neutralise);
+* ``html tags``: reading an HTML page of N unclosed tags ``<a `` (``ctxasm index``);
 * ``raw tiktoken``: for reference, tiktoken alone on the CJK run (quadratic, smaller sizes).
 
 Run: ``TIKTOKEN_CACHE_DIR=../shared/tiktoken-cache python benchmarks/dos_scaling.py`` (about a
@@ -28,6 +29,7 @@ from collections.abc import Callable
 import ctxasm
 from ctxasm.formatting.labels import neutral_text
 from ctxasm.store.chunking import chunk_text
+from ctxasm.store.html_text import visible_text
 from ctxasm.tokens.tiktoken_source import load_encoding
 
 GOOD = {"id": "good", "text": "Aristotle taught at the Lyceum in Athens.", "score": 0.5}
@@ -79,6 +81,11 @@ def label_lines_case(n: int) -> Callable[[], object]:
     return run
 
 
+def html_case(n: int) -> Callable[[], object]:
+    page = "<p>Aristotle taught.</p>" + "<a " * n
+    return lambda: visible_text(page)
+
+
 def raw_case(n: int) -> Callable[[], object]:
     text = cjk(n)
     return lambda: load_encoding("o200k_base").encode_ordinary(text)
@@ -91,6 +98,7 @@ SHAPES: dict[str, tuple[int, str, Callable[[int], Callable[[], object]]]] = {
     "near copies": (1_000, "passage", copies_case),
     "index run": (25_000, "char", index_case),
     "label lines": (1_000, "line", label_lines_case),
+    "html tags": (25_000, "tag", html_case),
     "raw tiktoken": (5_000, "char", raw_case),
 }
 

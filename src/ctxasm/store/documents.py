@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from ctxasm.errors import CtxasmError, RequestError
 from ctxasm.jsonio import decode_json
+from ctxasm.store.html_text import visible_text
 from ctxasm.validation import invalid, name, names, number, relocated, string, timestamp
 
 __all__ = ["SUFFIXES", "Document", "read_documents"]
@@ -60,56 +60,6 @@ class Document:
         set_field(self, "authority", number(self.authority, "document.authority", low=0, high=1))
         if not isinstance(self.metadata, Mapping):
             raise invalid("document.metadata", "an object", self.metadata)
-
-
-class _Text(HTMLParser):
-    """Visible text and the title of an HTML page."""
-
-    _SKIP = frozenset({"script", "style", "head", "noscript", "template"})
-    _BLOCK = frozenset(
-        {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section"}
-    )
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.title: list[str] = []
-        self._skip = 0
-        self._in_title = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title":
-            self._in_title = True
-        if tag in self._SKIP:
-            self._skip += 1
-        if tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._in_title = False
-        if tag in self._SKIP and self._skip:
-            self._skip -= 1
-        if tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title.append(data)
-        elif not self._skip:
-            self.parts.append(data)
-
-
-def _html(raw: str) -> tuple[str, str | None]:
-    parser = _Text()
-    parser.feed(raw)
-    parser.close()
-    text = re.sub(r"[ \t]+", " ", "".join(parser.parts))
-    # Each line stripped and blank lines dropped, a line at a time: a pattern with white space
-    # either side of "\n" retried every start of a long run of other white space (quadratic).
-    text = "\n".join(filter(None, (line.strip() for line in text.split("\n"))))
-    title = " ".join("".join(parser.title).split()) or None
-    return text, title
 
 
 _FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)
@@ -213,7 +163,7 @@ def read_documents(
             yield document
         return
     if suffix in (".html", ".htm"):
-        text, title = _html(raw)
+        text, title = visible_text(raw)
     else:
         text = raw
         title = _markdown_title(raw) if suffix in (".md", ".markdown") else None
