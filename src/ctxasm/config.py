@@ -37,10 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxasm.errors import ConfigError, CtxasmError, RequestError
+from ctxasm.errors import ConfigError, CtxasmError, RequestError, TokenizerError
 from ctxasm.jsonio import decode_json
 from ctxasm.models import ModelRegistry, default_registry
 from ctxasm.schema import DEFAULT_MAX_REQUEST_CHARS, REQUEST_FIELDS, parse_request
+from ctxasm.tokens import check_spec
 
 __all__ = ["AssemblerConfig", "defaults_error", "load_config_file"]
 
@@ -79,6 +80,21 @@ def _service_settings(data: Any) -> dict[str, bool | float | int]:
             raise ConfigError(f"service.{key} must be a positive integer, got {value!r}")
         settings[key] = value
     return settings
+
+
+def _check_tokenizers(models: Mapping[str, Any]) -> None:
+    """Refuse a model whose tokenizer spec names no tokenizer, or a file that is not there,
+    naming the key (the registry has checked that each entry is a table)."""
+    for name, entry in models.items():
+        spec = entry.get("tokenizer")
+        if spec is None:
+            continue
+        try:
+            check_spec(spec)
+        except TokenizerError as error:
+            raise ConfigError(
+                f"models.{name}.tokenizer: {error.message}", field=f"models.{name}.tokenizer"
+            ) from None
 
 
 def defaults_error(error: CtxasmError) -> ConfigError:
@@ -173,8 +189,10 @@ class AssemblerConfig:
             raise defaults_error(exc) from None
         from ctxasm.providers import check_providers
 
+        registry = default_registry().with_overrides(models)
+        _check_tokenizers(models)
         return cls(
-            models=default_registry().with_overrides(models),
+            models=registry,
             defaults=dict(defaults),
             max_request_chars=max_chars,
             providers=check_providers(data.get("providers", {})),

@@ -89,11 +89,52 @@ def test_a_missing_tokenizer_file_fails_the_build(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         ctxasm.Assembler(_missing_tokenizer(tmp_path))
     assert (caught.value.field, caught.value.message) == (
-        "defaults.model",
-        f"defaults.model 'house' counts with 'hf:{path}', which cannot be loaded: tokenizer "
-        f"file {path} does not exist; give the path of the model's tokenizer.json; fix the "
-        "tokenizer (models.house.tokenizer in the config) or choose another defaults.model",
+        "models.house.tokenizer",
+        f"models.house.tokenizer: tokenizer file {path} does not exist; give the file's path",
     )
+
+
+def test_a_tokenizer_file_that_cannot_load_fails_the_build_at_the_default_model(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tokenizer.json"
+    path.write_text("{}", encoding="utf-8")
+    model = {"context_window": 4096, "max_output": 512, "tokenizer": f"hf:{path}"}
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler({"models": {"house": model}, "defaults": {"model": "house"}})
+    assert caught.value.field == "defaults.model"
+    assert caught.value.message.startswith(
+        f"defaults.model 'house' counts with 'hf:{path}', which cannot be loaded: {path} is not "
+        "a valid tokenizer.json"
+    )
+    assert caught.value.message.endswith(
+        "; fix the tokenizer (models.house.tokenizer in the config) or choose another "
+        "defaults.model"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("nope", "invalid tokenizer spec 'nope'; expected 'tiktoken:<encoding>'"),
+        ("tiktoken:nope", "unknown tiktoken encoding 'nope'"),
+        ("pinned:nope", "unknown pinned tokenizer 'nope'"),
+        ("estimate:cl100k_base*abc", "the factor after '*' must be a positive number, got 'abc'"),
+        ("estimate:cl100k_base*0", "estimate factor must be a positive number"),
+        ("tekken:t.json#sha256=12", "invalid SHA-256 '12'"),
+        ("sentencepiece:{folder}", "is not a file"),
+    ],
+)
+def test_a_tokenizer_spec_is_checked_when_the_config_loads(
+    tmp_path: Path, spec: str, message: str
+) -> None:
+    # a model the defaults do not name: it failed only at its first request, without the key
+    model = {"context_window": 4096, "max_output": 512, "tokenizer": spec.format(folder=tmp_path)}
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler({"models": {"spare": model}})
+    assert caught.value.field == "models.spare.tokenizer"
+    assert caught.value.message.startswith("models.spare.tokenizer: ")
+    assert message in caught.value.message
 
 
 def test_create_app_refuses_a_bad_config(tmp_path: Path) -> None:

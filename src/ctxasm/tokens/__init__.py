@@ -52,6 +52,7 @@ __all__ = [
     "Tokenizer",
     "TokenizerFile",
     "bpe_backend",
+    "check_spec",
     "get_counter",
     "make_tokenizer",
     "set_bpe_backend",
@@ -80,7 +81,10 @@ def make_tokenizer(spec: str) -> Tokenizer:
         try:
             factor = float(factor_text) if factor_text else 1.0
         except ValueError:
-            factor = float("nan")
+            raise TokenizerError(
+                f"invalid tokenizer spec {spec!r}: the factor after '*' must be a positive "
+                f"number, got {factor_text!r}"
+            ) from None
         try:
             return EstimateTokenizer(TiktokenTokenizer(encoding), factor)
         except ValueError as exc:
@@ -90,6 +94,16 @@ def make_tokenizer(spec: str) -> Tokenizer:
         "'pinned:<name>', 'hf:<path to tokenizer.json>', 'sentencepiece:<path to "
         "tokenizer.model>', 'tekken:<path to tekken.json>' or 'estimate:<encoding>*<factor>'"
     )
+
+
+def check_spec(spec: str) -> None:
+    """Raise a :class:`TokenizerError` unless ``spec`` names a tokenizer and, for a local file,
+    a file that is there (nothing is read): a config is checked when it loads, not at the
+    first count."""
+    make_tokenizer(spec)
+    kind, _, rest = spec.partition(":")
+    if kind in ("hf", "sentencepiece", "tekken"):
+        _file(spec, rest).locate()
 
 
 def _file(spec: str, rest: str) -> TokenizerFile:

@@ -211,5 +211,13 @@ def _tekken_ranks(
 
 
 def _check_ranks(file: TokenizerFile, ranks: dict[bytes, int]) -> None:
+    missing = [byte for byte in range(256) if bytes((byte,)) not in ranks]
+    if missing:
+        # tiktoken's encoder panics on a byte it has no token for
+        raise TokenizerError(
+            f"{file.label} cannot be used: {len(missing)} of the 256 bytes have no token of "
+            f"their own (the first: 0x{missing[0]:02x}); a byte-level vocabulary needs all of "
+            "them to count every text"
+        )
     if sorted(ranks.values()) != list(range(len(ranks))):
         raise TokenizerError(f"{file.label}: the ranks are not 0 to {len(ranks) - 1}, once each")

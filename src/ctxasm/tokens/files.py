@@ -61,7 +61,8 @@ class TokenizerFile:
             local = Path(self.path).expanduser()
             if local.is_file():
                 return local
-            raise TokenizerError(f"tokenizer file {local} does not exist; give the file's path")
+            what = "is not a file" if local.exists() else "does not exist"
+            raise TokenizerError(f"tokenizer file {local} {what}; give the file's path")
         if own := os.environ.get(TOKENIZER_DIR_VARIABLE):
             candidate = Path(own) / self.name
             if candidate.is_file():

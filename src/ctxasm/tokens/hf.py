@@ -54,6 +54,7 @@ class HuggingFaceTokenizer:
                         f"{self.file.label} is not a valid tokenizer.json: {exc}"
                     ) from None
                 tokenizer.encode_special_tokens = True  # control tokens in a text are text
+                _check_no_text_vanishes(tokenizer, self.file.label)
                 self._tokenizer = tokenizer
             return self._tokenizer
 
@@ -63,3 +64,22 @@ class HuggingFaceTokenizer:
 
     def lower_bound(self, text: str) -> int:
         return 1 if text else 0  # nothing is known about an arbitrary tokenizer's pieces
+
+
+# One character of each kind: a tokenizer that counts any of them as no token (an empty
+# vocabulary, or no unknown token and no byte fallback) would count budgets low.
+_PROBES = ("a", "Z", "7", ".", "\u00e9", "\u0436", "\u4e2d", "\U0001f642")
+
+
+def _check_no_text_vanishes(tokenizer: Any, label: str) -> None:
+    for probe in _PROBES:
+        try:
+            ids = tokenizer.encode(probe, add_special_tokens=False).ids
+        except Exception as exc:  # the Rust core raises a bare Exception
+            raise TokenizerError(f"{label} cannot be used: it fails on {probe!r}: {exc}") from None
+        if not ids:
+            raise TokenizerError(
+                f"{label} cannot be used: it counts {probe!r} as no token at all (an empty "
+                "vocabulary, or no unknown token and no byte fallback), so its counts would be "
+                "too low for any budget"
+            )

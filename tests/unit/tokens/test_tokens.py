@@ -316,6 +316,56 @@ def test_hf_tokenizer_invalid_file(tmp_path: Path) -> None:
     assert "is not a valid tokenizer.json" in caught.value.message
 
 
+@pytest.mark.parametrize(
+    ("kind", "words", "message"),
+    [
+        ("bpe", [], "it counts 'a' as no token at all"),
+        ("bpe", ["a", "Z", "7", ".", "é", "ж", "中"], "it counts '🙂' as no token at all"),
+        ("word", ["a"], "it fails on 'Z': WordLevel error: Missing [UNK] token"),
+    ],
+    ids=["empty", "no-unknown-token", "unknown-token-not-in-vocabulary"],
+)
+def test_hf_tokenizer_that_counts_text_as_nothing_is_refused(
+    tmp_path: Path, kind: str, words: list[str], message: str
+) -> None:
+    # An empty BPE vocabulary counted every text as 0 tokens, and the report still said
+    # exact_count: the budget was unlimited. Without an unknown token, what the vocabulary
+    # lacks was dropped from the count, or the count failed with a bare Exception.
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {w: i for i, w in enumerate(words)}
+    model = models.BPE(vocab, []) if kind == "bpe" else models.WordLevel(vocab, unk_token="[UNK]")
+    tokenizer = Tokenizer(model)
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    path = tmp_path / "tokenizer.json"
+    tokenizer.save(str(path))
+    with pytest.raises(TokenizerError) as caught:
+        HuggingFaceTokenizer(path).count("hello")
+    assert caught.value.message.startswith(f"{path} cannot be used: {message}")
+
+
+@pytest.mark.parametrize("size", [0, 4, 255])
+def test_tekken_file_without_a_token_for_every_byte_is_refused(tmp_path: Path, size: int) -> None:
+    # tiktoken's encoder panicked on a byte with no token (a Rust backtrace on stderr), and an
+    # empty vocabulary failed in max()
+    import base64
+    import json
+
+    vocab = [
+        {"rank": rank, "token_bytes": base64.b64encode(bytes((255 - rank,))).decode()}
+        for rank in range(size)
+    ]
+    config = {"default_vocab_size": size, "default_num_special_tokens": 0, "pattern": r"\s+|\S+"}
+    path = tmp_path / "tekken.json"
+    path.write_text(json.dumps({"config": config, "vocab": vocab}), encoding="utf-8")
+    with pytest.raises(TokenizerError) as caught:
+        make_tokenizer(f"tekken:{path}").count("abc")
+    assert caught.value.message == (
+        f"{path} cannot be used: {256 - size} of the 256 bytes have no token of their own (the "
+        "first: 0x00); a byte-level vocabulary needs all of them to count every text"
+    )
+
+
 # --- offline rank files (fixtures fresh_encodings and no_network: tests/conftest.py) ---------
 
 
