@@ -24,7 +24,9 @@ inline code) only worded markers count: ``x[1]`` is an index there. A fence that
 is no fence. A range cites every number in it; a reversed range (``[4-2]``) or one of more than
 :data:`MAX_RANGE` numbers is one invalid citation, never expanded, and so is a range once the
 answer's ranges have expanded to as many numbers as it has characters (plus :data:`MAX_RANGE`).
-``0``, a number past the last source and a number no included source carries are invalid.
+``0``, a number past the last source and a number no included source carries are invalid, and
+so is a worded bracket whose number is no label (``[Source 1.5]``, ``[Source 1e3]``, ten digits
+or more), as written.
 Every scan is linear in the length of the answer, and so are the report and the linked answer
 (times a url's length).
 
@@ -85,6 +87,12 @@ LINK_GROWTH = 16
 LINK_ALLOWANCE = 1 << 20
 
 _WORDED = re.compile(r"sources?", re.IGNORECASE)
+# A worded bracket whose number is no label: "[Source 1.5]", "[Source 1e3]", "[Source 2-]", or
+# ten digits and more. No marker (the grammar takes 1 to 9 digits), so one invalid citation, as
+# written, instead of nothing at all. The run stops at a bracket, so matches never overlap.
+_NO_LABEL = re.compile(
+    r"\[\s*sources?\s*(?:[:#]\s*)?(?P<number>[0-9][0-9.,eE+_-]*)\s*\]", re.IGNORECASE
+)
 _LABEL = re.compile(r"Source ([1-9][0-9]*)")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
 _BACKTICKS_OR_LINE = re.compile(r"`+|\n")
@@ -195,12 +203,15 @@ class _Item(NamedTuple):
     first: int
     last: int
     capped: bool = False
+    written: str | None = None  # a number that is no label, as written (see _NO_LABEL)
 
     @property
     def expandable(self) -> bool:
         return self.first <= self.last and self.last - self.first < MAX_RANGE and not self.capped
 
     def label(self) -> str:
+        if self.written is not None:
+            return f"Source {self.written}"
         if self.first == self.last:
             return f"Source {self.first}"
         return f"Source {self.first}-{self.last}"
@@ -385,6 +396,7 @@ def _scan(answer: str) -> tuple[str, list[_Marker]]:
         if marker.in_code and not marker.worded:
             continue
         markers.append(marker)
+    markers = _with_no_labels(folded, markers, code)
     blanks = sorted([*code, *((m.start, m.end) for m in markers)])
     return _blanked(answer, blanks), _capped(markers, len(answer) + MAX_RANGE)
 
@@ -436,6 +448,37 @@ def _marker(folded: Folded, match: re.Match[str], in_code: bool) -> _Marker:
         shape,
         link,
     )
+
+
+def _with_no_labels(
+    folded: Folded, markers: list[_Marker], code: Sequence[tuple[int, int]]
+) -> list[_Marker]:
+    """``markers`` and the worded brackets whose number is no label (one invalid citation
+    each, as written), in order. A marker such a bracket holds (the ``Source 1`` of
+    ``[Source 1,2.5]``) is part of it; one that starts where it starts wins (``[Source 1]``)."""
+    taken = {marker.start for marker in markers}
+    code_starts = [start for start, _ in code]
+    extra = []
+    for match in _NO_LABEL.finditer(folded.text):
+        start, end = folded.original(match.start()), folded.original(match.end())
+        if start in taken:
+            continue
+        index = bisect_right(code_starts, start) - 1
+        in_code = index >= 0 and start < code[index][1]
+        raw = folded.span(match.start(), match.end())
+        item = _Item(0, -1, written=match.group("number"))
+        form = _form(raw, "bracket")
+        extra.append(_Marker(start, end, (item,), True, raw, form, in_code, "bracket", None))
+    if not extra:
+        return markers
+    starts = [marker.start for marker in extra]
+
+    def held(marker: _Marker) -> bool:
+        index = bisect_right(starts, marker.start) - 1
+        return index >= 0 and marker.start < extra[index].end
+
+    kept = [marker for marker in markers if not held(marker)]
+    return sorted([*kept, *extra], key=lambda marker: marker.start)
 
 
 def _form(raw: str, shape: str) -> str:

@@ -150,10 +150,34 @@ def test_raw_spellings_and_forms_are_in_the_json() -> None:
         "The list `[1, 2]` is code.",
         "```python\nx = [1, 2]\n```\nDone.",
         "Sourcebook 2 is a title.",
+        "The interval [1.5] and the pair [2.0, 3.5] are numbers.",
     ],
 )
 def test_benign_text_is_not_a_citation(text: str) -> None:
     assert check_citations(text, assembly()).citations == ()
+
+
+@pytest.mark.parametrize(
+    ("answer", "label"),
+    [
+        ("Paris [Source 1.5].", "Source 1.5"),
+        ("Paris [Source 1234567890].", "Source 1234567890"),
+        ("Paris [source: 99999999999].", "Source 99999999999"),
+        ("Paris [Source 1e3].", "Source 1e3"),
+        ("Paris [Source 2-].", "Source 2-"),
+        ("Paris [Source \u06f1.\u06f5].", "Source 1.5"),  # Persian digits, folded
+        ("Paris `[Source 1.5]`.", "Source 1.5"),  # worded: counts in code too
+        ("Paris [Source 1,2.5].", "Source 1,2.5"),  # one citation, not Source 1 inside it
+    ],
+)
+def test_a_worded_bracket_whose_number_is_no_label_is_one_invalid_citation(
+    answer: str, label: str
+) -> None:
+    # They were no citation at all, so all_valid stayed true for a made-up label.
+    report = check_citations(answer, assembly())
+    assert [(c.label, c.valid, c.id) for c in report.citations] == [(label, False, None)]
+    assert (report.invalid, report.all_valid, report.coverage) == ((label,), False, 0.0)
+    assert link_citations(answer, assembly()) == answer
 
 
 def test_citations_after_an_unclosed_fence_still_count() -> None:
@@ -196,6 +220,9 @@ def test_link_citations_links_bracket_markers_outside_code_only() -> None:
         "~~~x\n",
         "[ ",
         "Source ",
+        "[Source 1.",
+        "[Source 1.5]",
+        "[Source 9999999999",
     ],
 )
 def test_a_large_adversarial_answer_is_checked_in_linear_time(shape: str) -> None:
