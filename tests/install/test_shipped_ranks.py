@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import tiktoken
+import tiktoken.load
 
 from ctxasm.tokens import tiktoken_source
 from ctxasm.tokens.tiktoken_source import BUNDLED_RANKS, OFFICIAL_RANKS

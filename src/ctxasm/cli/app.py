@@ -16,7 +16,7 @@ import typer
 
 from ctxasm.cli.assemble_cmd import MAX_INDENT, AssembleOptions
 from ctxasm.cli.assemble_cmd import assemble as run_assemble
-from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
+from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, echo
 from ctxasm.cli.exits import fail as _fail
 from ctxasm.cli.exits import fail_with as _fail_with
 from ctxasm.cli.help import WordsCommand
@@ -180,7 +180,7 @@ def batch(
     except OSError as exc:
         _fail(f"{exc.filename or source}: {exc.strerror}", EXIT_BAD_INPUT)
     except BatchInterruptedError as interrupted:
-        typer.echo(interrupted_message(interrupted, target), err=True)
+        echo(interrupted_message(interrupted, target), err=True)
         raise typer.Exit(exit_code(interrupted)) from None
     _summary(stats)
 
@@ -188,10 +188,10 @@ def batch(
 def _summary(stats: BatchStats) -> None:
     """The batch's last words on stderr: the counts, the prompt-cache totals when any request
     planned for the cache; exit 1 when a request failed."""
-    typer.echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
+    echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
     cache = stats.cache.summary()
     if cache is not None:
-        typer.echo(f"ctxasm: {cache}", err=True)
+        echo(f"ctxasm: {cache}", err=True)
     if stats.failed:
         raise typer.Exit(EXIT_FAILED)
 
@@ -230,7 +230,7 @@ def models(
         _fail_with(error)
     specs = list(registry)
     if as_json:
-        typer.echo(json.dumps([spec.to_dict() for spec in specs], indent=2))
+        echo(json.dumps([spec.to_dict() for spec in specs], indent=2))
         return
     from ctxasm.cli.report_view import print_models
 
@@ -267,7 +267,7 @@ def report_command(
         if problem is not None:
             _fail(f"{source} is not a report ctxasm can draw: {problem}", EXIT_BAD_INPUT)
         write_html(result, html)
-        typer.echo(f"ctxasm: wrote {html}", err=True)
+        echo(f"ctxasm: wrote {html}", err=True)
         return
     try:
         print_report(result["report"], stderr=False)
@@ -315,7 +315,7 @@ def _version(value: bool) -> None:
     if value:
         from ctxasm import __version__
 
-        typer.echo(f"ctxasm {__version__}")
+        echo(f"ctxasm {__version__}")
         raise typer.Exit()
 
 

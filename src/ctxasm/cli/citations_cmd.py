@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, fail, fail_with
+from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, echo, fail, fail_with
 
 if TYPE_CHECKING:
     from ctxasm.citations import CitationReport
@@ -62,15 +62,15 @@ def check_citations_command(
     except RequestError as error:
         fail_with(error)
     if linked is not None:
-        typer.echo(linked, nl=False)
+        echo(linked, nl=False)
     elif as_json:
-        typer.echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+        echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
     else:
         print_citation_text(report)
     if report.invalid:
-        typer.echo(f"ctxasm: invalid citations: {', '.join(report.invalid)}", err=True)
+        echo(f"ctxasm: invalid citations: {', '.join(report.invalid)}", err=True)
     if report.mislinked:
-        typer.echo(
+        echo(
             f"ctxasm: citations linked elsewhere than their source: {', '.join(report.mislinked)}",
             err=True,
         )
@@ -112,18 +112,18 @@ def _result_json(raw: bytes) -> Any:
 def print_citation_text(report: CitationReport) -> None:
     """The citation check as readable lines on stdout (``--text``, and ``ctxasm ask``)."""
     valid = sum(citation.valid for citation in report.citations)
-    typer.echo(f"citations: {len(report.citations)} ({valid} valid)")
+    echo(f"citations: {len(report.citations)} ({valid} valid)")
     forms = ", ".join(f"{form} {count}" for form, count in report.forms.items())
-    typer.echo(f"forms: {forms or '-'}")
+    echo(f"forms: {forms or '-'}")
     spellings = dict.fromkeys((c.raw, c.form) for c in report.citations if c.form != "bracket")
     for raw, form in spellings:
-        typer.echo(f"recognised: {raw!r} as {form}")
-    typer.echo(f"invalid: {', '.join(report.invalid) or '-'}")
+        echo(f"recognised: {raw!r} as {form}")
+    echo(f"invalid: {', '.join(report.invalid) or '-'}")
     for citation in report.citations:
         if citation.mislinked:
-            typer.echo(f"mislinked: {citation.label} links to {citation.link!r}, not its source")
-    typer.echo(f"cited: {', '.join(report.cited_ids) or '-'}")
-    typer.echo(f"uncited sources: {', '.join(report.uncited_ids) or '-'}")
-    typer.echo(f"coverage: {report.coverage:.0%} of sentences cite a valid source")
+            echo(f"mislinked: {citation.label} links to {citation.link!r}, not its source")
+    echo(f"cited: {', '.join(report.cited_ids) or '-'}")
+    echo(f"uncited sources: {', '.join(report.uncited_ids) or '-'}")
+    echo(f"coverage: {report.coverage:.0%} of sentences cite a valid source")
     for sentence in report.uncited_sentences:
-        typer.echo(f"uncited: {sentence}")
+        echo(f"uncited: {sentence}")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ctxasm.cli.exits import EXIT_BAD_INPUT, fail, fail_with
+from ctxasm.cli.exits import EXIT_BAD_INPUT, echo, fail, fail_with
 from ctxasm.cli.options import ConfigOption, ProgressOption
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def eval_command(
     if html is not None:
         _write_html(html, rows, f"{_label(dataset, subset, scores)} ({model})")
     if as_json:
-        typer.echo(json.dumps({"results": [row.to_dict() for row in rows]}, indent=2))
+        echo(json.dumps({"results": [row.to_dict() for row in rows]}, indent=2))
     else:
         _print_table(_label(dataset, subset, scores), questions, rows, model, by_type=by_type)
 

@@ -17,22 +17,43 @@ from ctxasm.errors import EXIT_BAD_INPUT, EXIT_FAILED
 if TYPE_CHECKING:
     from ctxasm.errors import CtxasmError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "echo", "error_line", "fail", "fail_with"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "echo", "error_line", "fail", "fail_with", "visible"]
 
 # The escape sequences Click strips from output that is not a terminal.
 _ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+# Control characters a terminal acts on (C0 but tab and newline, DEL, C1) and the bidi controls
+# that reorder what it shows, written as escapes: a stored document's title or text must not
+# set the terminal's title, write its clipboard, hide or reorder lines when it is shown.
+_VISIBLE = {
+    code: f"\\u{code:04x}"
+    for code in (
+        *range(0x20),
+        *range(0x7F, 0xA0),
+        0x200E,
+        0x200F,
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+    )
+    if code not in (0x09, 0x0A)
+}
 
 
-def echo(message: str, *, err: bool = False) -> None:
+def visible(text: str) -> str:
+    """``text`` with the control characters a terminal acts on written as JSON escapes
+    (``\\u001b``, ``\\u202e``: JSON output stays JSON); a Windows line end stays a line end."""
+    return text.replace("\r\n", "\n").translate(_VISIBLE)
+
+
+def echo(message: str, *, err: bool = False, nl: bool = True) -> None:
     """Write ``message`` and a newline to stdout (stderr with ``err``) and flush, as
     ``typer.echo`` does: escape sequences are dropped unless the stream is a terminal, and a
     stream whose encoding is ASCII is written as UTF-8 (unencodable characters replaced)."""
     stream = sys.stderr if err else sys.stdout
     if stream is None:  # no stream to write to (pythonw)
         return
-    text = message + "\n"
-    if not _is_terminal(stream):
-        text = _ANSI.sub("", text)
+    text = message + "\n" if nl else message
+    # ctxasm writes no escape sequence of its own: on a terminal, those in data are shown
+    text = visible(text) if _is_terminal(stream) else _ANSI.sub("", text)
     binary = getattr(stream, "buffer", None)
     if binary is not None and _is_ascii(getattr(stream, "encoding", None) or "ascii"):
         stream.flush()

@@ -13,16 +13,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.table import Table
 
-from ctxasm.cli.exits import EXIT_BAD_INPUT, fail
+from ctxasm.cli.exits import EXIT_BAD_INPUT, fail, visible
 
 if TYPE_CHECKING:
     from ctxasm.evaluation.runner import EvalRow
     from ctxasm.models import ModelSpec
 
+
 __all__ = ["print_eval", "print_models", "print_report", "why_chosen", "write_html", "write_page"]
+
+
+def _escape(text: str) -> str:
+    """A string from a report (or a model's registry entry) for a table: rich markup escaped,
+    and the control characters a terminal acts on written as escapes."""
+    return _markup_escape(visible(text))
 
 
 def print_report(
@@ -35,12 +42,12 @@ def print_report(
     exactness = "exact" if report["exact_count"] else "ESTIMATED"
     # Every string from the report is escaped: a saved result is input, and rich would read
     # "[/b]" in a model name as markup (an error) or "[link=...]" as a terminal hyperlink.
-    model, tokenizer = escape(str(report["model"])), escape(str(report["tokenizer"]))
+    model, tokenizer = _escape(str(report["model"])), _escape(str(report["tokenizer"]))
     table = Table(title=f"Budget: {model} ({tokenizer}, {exactness} count)")
     table.add_column("section")
     table.add_column("tokens", justify="right")
     for name, value in report["budget"].items():
-        table.add_row(escape(name), f"{value:,}")
+        table.add_row(_escape(name), f"{value:,}")
     table.add_row("[b]context used[/b]", f"{report['context_tokens']:,}")
     table.add_row("[b]total request[/b]", f"{report['total_tokens']:,}")
     console.print(table)
@@ -50,7 +57,7 @@ def print_report(
     for column in ("pos", "label", "id", "tokens", "score", "why chosen", "source"):
         included.add_column(column, justify="right" if column in ("pos", "tokens") else "left")
     for item in report["included"]:
-        source = escape(item.get("source") or item.get("url") or "")
+        source = _escape(item.get("source") or item.get("url") or "")
         tokens = str(item["tokens"])
         kept = item.get("compression")
         if kept is not None:
@@ -60,11 +67,11 @@ def print_report(
             )
         included.add_row(
             str(item["position"]),
-            escape(item["label"]),
-            escape(item["id"]),
+            _escape(item["label"]),
+            _escape(item["id"]),
             tokens,
             f"{item['score']:.4g}",
-            escape(why_chosen(item.get("chosen"), labels)),
+            _escape(why_chosen(item.get("chosen"), labels)),
             source,
         )
     console.print(included)
@@ -75,16 +82,16 @@ def print_report(
             excluded.add_column(column, overflow="fold")
         for exclusion in report["excluded"]:
             excluded.add_row(
-                *(escape(exclusion[key]) for key in ("id", "stage", "reason", "detail"))
+                *(_escape(exclusion[key]) for key in ("id", "stage", "reason", "detail"))
             )
         console.print(excluded)
     if hidden is not None:
-        console.print(f"[yellow]{escape(hidden[:1].upper() + hidden[1:])}[/yellow]")
+        console.print(f"[yellow]{_escape(hidden[:1].upper() + hidden[1:])}[/yellow]")
     elif report["no_relevant_context"]:
         console.print("[yellow]No relevant context: the prompt tells the model so.[/yellow]")
     cost = "n/a" if report["cost_usd"] is None else f"${report['cost_usd']:.6f}"
-    timings = ", ".join(f"{escape(k)} {v:.1f}" for k, v in report["timings_ms"].items())
-    kind = f"query class {escape(report['query_class'])}; " if report.get("query_class") else ""
+    timings = ", ".join(f"{_escape(k)} {v:.1f}" for k, v in report["timings_ms"].items())
+    kind = f"query class {_escape(report['query_class'])}; " if report.get("query_class") else ""
     console.print(f"{kind}input cost {cost}; timings (ms): {timings}")
 
 
@@ -139,11 +146,11 @@ def print_models(specs: Sequence[ModelSpec]) -> None:
         )
     for spec in specs:
         table.add_row(
-            escape(spec.name),  # names and specs come from a config file: text, not markup
-            escape(spec.provider),
+            _escape(spec.name),  # names and specs come from a config file: text, not markup
+            _escape(spec.provider),
             f"{spec.context_window:,}",
             f"{spec.max_output:,}",
-            escape(spec.tokenizer),
+            _escape(spec.tokenizer),
             "-" if spec.input_price is None else f"{spec.input_price:g}",
             "-" if spec.cached_input_price is None else f"{spec.cached_input_price:g}",
             "-" if spec.output_price is None else f"{spec.output_price:g}",
@@ -176,7 +183,7 @@ def print_eval(rows: Sequence[EvalRow], title: str, by_type: bool = False) -> No
         table.add_column(column, justify="left" if column == "strategy" else "right")
     for row in rows:
         table.add_row(
-            escape(row.strategy),
+            _escape(row.strategy),
             str(row.budget),
             _rate(row.answer_recall),
             _rate(row.gold_recall),
@@ -195,7 +202,7 @@ def print_eval(rows: Sequence[EvalRow], title: str, by_type: bool = False) -> No
     split.add_column("strategy")
     split.add_column("budget", justify="right")
     for kind in types:
-        split.add_column(escape(kind), justify="right")
+        split.add_column(_escape(kind), justify="right")
     for row in rows:
         cells = []
         for kind in types:

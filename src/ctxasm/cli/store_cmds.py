@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED
+from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, echo
 from ctxasm.cli.exits import fail as _fail
 from ctxasm.cli.exits import fail_with as _fail_with
 from ctxasm.cli.options import FORMATS, ConfigOption, HtmlOption, ProgressOption
@@ -134,14 +134,14 @@ def index_command(
 def _print_index_report(report: IndexReport) -> None:
     """The files skipped, the public documents and the counts, on standard error."""
     for path, reason in report.failed:
-        typer.echo(f"ctxasm: skipped {path}: {_reason(path, reason)}", err=True)
+        echo(f"ctxasm: skipped {path}: {_reason(path, reason)}", err=True)
     if report.public:
-        typer.echo(
+        echo(
             f"ctxasm: {report.public} document(s) have neither tenant nor readers: they are "
             "public, and `ctxasm ask` shows them only with --allow-public",
             err=True,
         )
-    typer.echo(
+    echo(
         f"ctxasm: {report.added} added, {report.updated} updated, {report.unchanged} unchanged "
         f"({report.chunks} chunks written), {len(report.failed)} failed",
         err=True,
@@ -170,7 +170,7 @@ def delete_command(
         _fail_with(error)
     if not removed:
         _fail(f"no document {doc_id!r} in the store", EXIT_BAD_INPUT)
-    typer.echo(f"ctxasm: deleted {doc_id}", err=True)
+    echo(f"ctxasm: deleted {doc_id}", err=True)
 
 
 PrincipalOption = Annotated[
@@ -266,7 +266,7 @@ def ask_command(
         output["hidden_matches"] = hidden
         if answered is not None:
             output["answer"], output["citations"] = answered
-        typer.echo(json.dumps(output, ensure_ascii=False, indent=2))
+        echo(json.dumps(output, ensure_ascii=False, indent=2))
     if answered is not None and answered[1]["invalid"]:
         raise typer.Exit(EXIT_FAILED)
 
@@ -334,17 +334,17 @@ def _print_prompt(result: Any, *, quiet: bool, hidden: str | None = None) -> Non
     """The prompt on stdout; the report on stderr unless ``quiet``. ``hidden`` (matches exist
     that the asker may not read) is said on stderr even when ``quiet``."""
     if result.system is not None:
-        typer.echo(f"--- system ---\n{result.system}\n")
+        echo(f"--- system ---\n{result.system}\n")
     for message in result.messages:
-        typer.echo(f"--- {message['role']} ---\n{message['content']}\n")
+        echo(f"--- {message['role']} ---\n{message['content']}\n")
     if result.text is not None:
-        typer.echo(result.text)
+        echo(result.text)
     if not quiet:
         from ctxasm.cli.report_view import print_report
 
         print_report(result.report.to_dict(), hidden=hidden)
     elif hidden is not None:
-        typer.echo(f"ctxasm: {hidden}", err=True)
+        echo(f"ctxasm: {hidden}", err=True)
 
 
 def chat_messages(result: Any) -> list[dict[str, str]]:
@@ -364,7 +364,7 @@ def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, dict[str,
     base = os.environ.get("CTXASM_LLM_BASE_URL")
     if not base:
         if not quiet:
-            typer.echo(
+            echo(
                 "ctxasm: no model endpoint configured; set CTXASM_LLM_BASE_URL (an "
                 "OpenAI-compatible API) and CTXASM_LLM_API_KEY to send this prompt and check "
                 "the answer's citations",
@@ -382,7 +382,7 @@ def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, dict[str,
     answer = _complete(base, body)
     checked = check_citations(answer, result)
     if readable:
-        typer.echo(f"--- answer ---\n{answer}\n\n--- citations ---")
+        echo(f"--- answer ---\n{answer}\n\n--- citations ---")
         print_citation_text(checked)
     return answer, checked.to_dict()
 
