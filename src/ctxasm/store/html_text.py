@@ -25,7 +25,7 @@ _BLOCK = frozenset({"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", 
 # Elements whose content ends only at their own end tag: raw text, and text with references.
 _RAW_TEXT = frozenset({"script", "style", "xmp", "iframe", "noembed", "noframes"})
 _ESCAPABLE = frozenset({"title", "textarea"})
-# What a head may hold; any other start tag (or <body>) ends it, as it does in a browser, so a
+# What a head may hold; any other start tag (<body> among them) ends it, as in a browser, so a
 # page that never closes its head still shows its body.
 _IN_HEAD = frozenset({"title", "meta", "link", "style", "script", "base", "noscript", "template"})
 
@@ -55,7 +55,7 @@ class _Page:
         self.skip: dict[str, int] = {}
 
     def start(self, tag: str) -> None:
-        if self.skip.get("head") and (tag == "body" or tag not in _IN_HEAD):
+        if self.skip.get("head") and tag not in _IN_HEAD:
             del self.skip["head"]
         if tag in _SKIP:
             self.skip[tag] = self.skip.get(tag, 0) + 1
