@@ -81,3 +81,20 @@ def test_a_misspelt_request_field_fails_where_the_component_is_built() -> None:
     with pytest.raises(ctxasm.RequestError) as caught:
         CtxasmPromptBuilder(modle="gpt-4o")
     assert caught.value.field == "modle"
+
+
+@pytest.mark.parametrize(
+    ("documents", "field"),
+    [
+        (None, "documents"),
+        ("The Danube", "documents"),
+        ([Document(content="x", meta={"readers": "admins"})], "passages[0].readers"),
+        ([Document(content="x", score="high")], "passages[0].score"),  # type: ignore[arg-type]
+    ],
+)
+def test_documents_it_cannot_use_are_refused_naming_the_field(documents: Any, field: str) -> None:
+    # None was a raw TypeError; "admins" as readers was read as the readers a, d, m, i, n, s
+    builder = CtxasmPromptBuilder(principal={"id": "a", "groups": []})
+    with pytest.raises(ctxasm.RequestError) as caught:
+        builder.run(documents=documents, query="Where does the Danube end?")
+    assert caught.value.field == field

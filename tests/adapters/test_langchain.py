@@ -195,6 +195,46 @@ def test_inputs_it_cannot_use_are_refused_with_the_fix(
     assert (caught.value.field, caught.value.message) == (field, message)
 
 
+@pytest.mark.parametrize("given", [None, 42, ["question"]])
+def test_an_input_that_is_neither_a_question_nor_a_dict_is_refused(given: Any) -> None:
+    with pytest.raises(ctxasm.RequestError) as caught:
+        CtxasmRunnable().invoke(given)
+    assert caught.value.field == "input"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "field", "message"),
+    [
+        # a bare string was read as the list of its letters: "admins" admitted reader "a"
+        ({"readers": "admins"}, "passages[0].readers", "got the string 'admins'"),
+        ({"readers": 7}, "passages[0].readers", "must be a list of strings"),
+        ({"score": "0.9"}, "passages[0].score", "must be a number"),
+        ({"score": [0.9]}, "passages[0].score", "must be a number"),
+        ({"score": 10**400}, "passages[0].score", ""),
+    ],
+)
+def test_document_access_data_and_scores_are_checked_by_the_core(
+    metadata: dict[str, Any], field: str, message: str
+) -> None:
+    document = Document(page_content="The Danube ends in the Black Sea.", metadata=metadata)
+    runnable = CtxasmRunnable(principal={"id": "a", "groups": []})
+    with pytest.raises(ctxasm.RequestError) as caught:
+        runnable.invoke({"question": QUESTION, "context": [document]})
+    assert caught.value.field == field and message in caught.value.message
+
+
+def test_numpy_scores_and_tuples_of_readers_are_plain_values() -> None:
+    import numpy as np
+
+    document = Document(
+        page_content="The Danube ends in the Black Sea.",
+        metadata={"score": np.float32(0.5), "readers": ("staff",)},
+    )
+    [passage] = documents_to_passages([document])
+    assert (passage["score"], passage["readers"]) == (0.5, ["staff"])
+    assert type(passage["score"]) is float
+
+
 def test_a_misspelt_request_field_fails_where_the_runnable_is_built() -> None:
     with pytest.raises(ctxasm.RequestError) as caught:
         CtxasmRunnable(max_context_token=100)

@@ -10,6 +10,7 @@ from llama_index.core.base.llms.types import MessageRole
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ctxasm.adapters.llamaindex import CtxasmNodePostprocessor, assemble_nodes
+from ctxasm.errors import RequestError
 
 NODES = [
     NodeWithScore(
@@ -76,3 +77,18 @@ def test_the_postprocessor_returns_the_text_the_guard_read_and_its_flags() -> No
     assert whole[0].node.get_content() == text
     assert whole[0].node.metadata["ctxasm_flags"] == ["instruction_override"]
     assert "ctxasm_flags" not in nodes[0].node.metadata
+
+
+def test_the_postprocessor_without_a_question_says_it_needs_one() -> None:
+    # it passed " " as the question, which the core refuses as an empty query
+    with pytest.raises(RequestError) as caught:
+        CtxasmNodePostprocessor().postprocess_nodes(NODES)
+    assert caught.value.field == "query_bundle"
+    assert "needs the question" in caught.value.message
+
+
+def test_a_node_whose_readers_are_a_string_is_refused() -> None:
+    node = NodeWithScore(node=TextNode(id_="s", text="Secret.", metadata={"readers": "ab"}))
+    with pytest.raises(RequestError) as caught:
+        assemble_nodes([node], "What is secret?", principal={"id": "a", "groups": []})
+    assert caught.value.field == "passages[0].readers"

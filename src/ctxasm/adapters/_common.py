@@ -3,6 +3,7 @@ assembly as the (role, content) pairs of a chat."""
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,25 +17,42 @@ FIELDS = ("title", "source", "url", "doc_id", "start", "end", "timestamp", "auth
 
 
 def passage_from(
-    passage_id: str, text: str, score: float | None, metadata: Mapping[str, Any] | None
+    passage_id: str, text: str, score: object, metadata: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    """A passage for ``ctxasm.assemble`` (``readers`` becomes a list; non-plain metadata values,
-    which JSON cannot carry, are left out)."""
+    """A passage for ``ctxasm.assemble``; non-plain metadata values, which JSON cannot carry,
+    are left out. Scores and access data go as given, for the core to check and name the field
+    (``passages[0].readers``): a bare string as ``readers`` is refused there, never read as the
+    list of its letters. Only numeric scalars (numpy's) become floats, and a tuple or set of
+    readers a list."""
     meta = dict(metadata or {})
     passage: dict[str, Any] = {"id": passage_id, "text": text}
     if score is not None:
-        passage["score"] = float(score)
+        passage["score"] = _score(score)
     for key in FIELDS:
         if meta.get(key) is not None:
             passage[key] = meta.pop(key)
-    if meta.get("readers") is not None:
-        passage["readers"] = list(meta.pop("readers"))
+    readers = meta.pop("readers", None)
+    if readers is not None:
+        passage["readers"] = (
+            list(readers) if isinstance(readers, tuple | set | frozenset) else readers
+        )
     passage["metadata"] = {
         key: value
         for key, value in meta.items()
         if isinstance(value, str | int | float | bool) or value is None
     }
     return passage
+
+
+def _score(score: object) -> object:
+    """A real number that is not a Python ``int`` or ``float`` (numpy's) as a float; anything
+    else as given (a string, a list, a bool), for the core to refuse by name."""
+    if isinstance(score, numbers.Real) and not isinstance(score, bool | int | float):
+        try:
+            return float(score)
+        except (OverflowError, ValueError):
+            return score
+    return score
 
 
 def chat_turns(assembly: Assembly) -> list[tuple[str, str]]:

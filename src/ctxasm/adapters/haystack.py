@@ -18,12 +18,21 @@ from haystack.dataclasses import ChatMessage
 
 from ctxasm.adapters._common import chat_turns, checked_fields, passage_from
 from ctxasm.assembler import Assembler
+from ctxasm.errors import RequestError
 
 __all__ = ["CtxasmPromptBuilder", "documents_to_passages"]
 
 
 def documents_to_passages(documents: list[Document]) -> list[dict[str, Any]]:
     """Passages for ``ctxasm.assemble`` from Haystack documents."""
+    if not isinstance(documents, list | tuple) or not all(
+        isinstance(document, Document) for document in documents
+    ):
+        raise RequestError(
+            "documents must be a list of Haystack Documents (what a retriever returns); got "
+            f"{type(documents).__name__}",
+            field="documents",
+        )
     return [
         passage_from(str(document.id), document.content or "", document.score, document.meta)
         for document in documents

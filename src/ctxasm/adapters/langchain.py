@@ -16,7 +16,7 @@ over; the rest of the metadata is kept as passage metadata.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import Callbacks
@@ -90,6 +90,12 @@ class CtxasmRunnable(Runnable[str | dict[str, Any], list[BaseMessage]]):
         self, input: str | dict[str, Any], config: RunnableConfig | None = None
     ) -> dict[str, Any]:
         """The ctxasm request for ``input`` (retrieving the documents if none were given)."""
+        if not isinstance(input, str | Mapping):
+            raise RequestError(
+                "the input must be the question (a string) or a dict with 'question' and "
+                f"optionally 'context'; got {type(input).__name__}",
+                field="input",
+            )
         fields = {"query": input} if isinstance(input, str) else dict(input)
         query_key, query = _one_of(fields, QUERY_KEYS)
         documents_key, documents = _one_of(fields, DOCUMENT_KEYS)

@@ -23,6 +23,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from ctxasm.adapters._common import chat_turns, passage_from
 from ctxasm.assembler import Assembler
 from ctxasm.data import Assembly
+from ctxasm.errors import RequestError
 
 __all__ = ["CtxasmNodePostprocessor", "assemble_nodes", "nodes_to_passages", "readable_title"]
 
@@ -95,11 +96,18 @@ class CtxasmNodePostprocessor(BaseNodePostprocessor):
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         query = query_bundle.query_str if query_bundle is not None else ""
+        if not query.strip():
+            # relevance, the guard's echo check and the prompt all need the question
+            raise RequestError(
+                "CtxasmNodePostprocessor needs the question: pass query_str or a QueryBundle "
+                "to postprocess_nodes (a query engine does)",
+                field="query_bundle",
+            )
         fields: dict[str, Any] = {"model": self.model}
         for key in ("max_context_tokens", "min_score", "strategy"):
             if getattr(self, key) is not None:
                 fields[key] = getattr(self, key)
-        _, assembly = assemble_nodes(nodes, query or " ", **fields)
+        _, assembly = assemble_nodes(nodes, query, **fields)
         by_id = {scored.node.node_id: scored for scored in nodes}
         shown = {candidate.id: candidate.text for candidate in assembly.passages}
         return [
