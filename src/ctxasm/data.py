@@ -243,7 +243,8 @@ class Message:
     content: str
 
     def __post_init__(self) -> None:
-        if not isinstance(self.role, str) or self.role not in _ROLES:
+        # read as the plain string first: a str subclass may claim equality with anything
+        if not isinstance(self.role, str) or plain(self.role) not in _ROLES:
             raise invalid("message.role", "'user' or 'assistant'", self.role)
         _set(self, "role", plain(self.role))
         _set(self, "content", string(self.content, "message.content"))

@@ -290,7 +290,9 @@ def plan(setup: Setup) -> Planned:
     system = system_prompt(request)
     alone = MeasuredPrompt(fmt, PromptParts(system, (), request.query), counter, model)
     bare = plan_budget(request, model, counter, alone)
-    history = setup.history.plan(bare.prompt_limit - bare.system - bare.query - bare.overhead)
+    # What the mandatory parts leave, measured with the no-sources note they grow into when no
+    # passage fits beside the turns: room past it would admit turns the budget then refuses.
+    history = setup.history.plan(bare.prompt_limit - alone.without_sources())
     if history.summary:
         system = f"{system}\n\n{SUMMARY_HEADING}\n{history.summary}"
     parts = PromptParts(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from ctxasm.data import Budget, Exclusion, HistoryPolicy, Message, Reason
+from ctxasm.validation import string
 
 __all__ = [
     "GivenBack",
@@ -146,9 +147,18 @@ class HistoryStep:
         return self._summarised(plan, self.summarizer)
 
     def _summarised(self, original: HistoryPlan, summarizer: Summarizer) -> HistoryPlan:
-        turns, minimum, plan = self.turns, self.policy.min_recent_turns, original
+        """``original`` with a summary of its dropped turns, making room for it by moving the
+        oldest kept turns (and an assistant turn they would leave first) into the summary.
+        Each turn is costed once, and each round moves enough turns to fit a summary the
+        size of the last one, so the summariser is called a few times, not once per turn."""
+        turns, minimum, allowance = self.turns, self.policy.min_recent_turns, original.allowance
+        kept = original.kept
+        costs = [self.cost(turn) for _, turn in kept]
+        used = sum(costs)
+        start = 0  # kept[start:] are kept; everything before kept[start] is summarised
         while True:
-            summary = summarizer([turns[i] for i in plan.dropped])
+            first = kept[start][0] if start < len(kept) else len(turns)
+            summary = summarizer(list(turns[:first]))
             if not isinstance(summary, str) or not summary.strip():
                 if not isinstance(summary, str):
                     warnings.warn(
@@ -157,19 +167,18 @@ class HistoryStep:
                         stacklevel=5,
                     )
                 return original
-            used = sum(self.cost(turn) for turn in plan.turns)
+            string(summary, "summarizer")  # the text it returned must be sendable
             summary_cost = self.cost(Message("user", f"{SUMMARY_HEADING}\n{summary}"))
-            if used + summary_cost <= plan.allowance:
-                return HistoryPlan(plan.kept, plan.dropped, plan.allowance, summary.strip())
-            if len(plan.kept) <= minimum:
+            if used + summary_cost <= allowance:
+                return HistoryPlan(kept[start:], tuple(range(first)), allowance, summary.strip())
+            if len(kept) - start <= minimum:
                 return original  # no summary fits beside the turns that must stay
-            # Make room: the oldest kept turn (and an assistant turn it would leave first)
-            # joins the summarised ones.
-            kept = list(plan.kept[1:])
-            while kept and kept[0][1].role == "assistant" and len(kept) > minimum:
-                kept.pop(0)
-            first = kept[0][0] if kept else len(turns)
-            plan = HistoryPlan(tuple(kept), tuple(range(first)), plan.allowance)
+            deficit = used + summary_cost - allowance
+            while len(kept) - start > minimum and deficit > 0:
+                used, deficit, start = used - costs[start], deficit - costs[start], start + 1
+            # A conversation may not open with an assistant turn, whatever the minimum.
+            while start < len(kept) and kept[start][1].role == "assistant":
+                used, start = used - costs[start], start + 1
 
     def reclaims(self, plan: HistoryPlan) -> bool:
         """Whether :meth:`give_back` has anything to do: turns were dropped, no summary
