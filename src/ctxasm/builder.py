@@ -23,11 +23,11 @@ from itertools import islice
 from typing import Any
 
 from ctxasm.data import Reason
-from ctxasm.errors import RequestError
+from ctxasm.errors import RequestError, UntokenizableError
 from ctxasm.models import ModelSpec, default_registry
 from ctxasm.retrieval import Hit, Retriever
 from ctxasm.tokens import TokenCounter, get_counter
-from ctxasm.validation import integer, number, string
+from ctxasm.validation import MAX_INTEGER, integer, number, string
 
 __all__ = [
     "CUTOFFS",
@@ -192,7 +192,11 @@ class ContextBuilder:
                 excluded.append(self._cut_off(item, blocker))
                 continue
             piece = f"{self._separator}{item.text}" if pieces else item.text
-            count = context.with_piece(piece)
+            try:
+                count = context.with_piece(piece)
+            except UntokenizableError as error:  # an unbroken run: this item, not the build
+                excluded.append(self._untokenizable(item, error, bool(pieces)))
+                continue
             if count <= self._max_tokens:
                 context.append(piece)
                 pieces.append(piece)
@@ -223,19 +227,31 @@ class ContextBuilder:
         self._labels.add(label)
         self._items.append(_Item(label, text, priority))
 
+    def _own_count(self, text: str) -> int:
+        """An item's own count; for one that cannot be counted, the count it is never below."""
+        try:
+            return self._counter.count(text)
+        except UntokenizableError:
+            return self._counter.lower_bound(text)
+
     def _over_budget(self, item: _Item, count: int, total: int) -> Excluded:
         detail = (
             f"adding it would make the context {count} tokens, over max_tokens="
             f"{self._max_tokens} ({self._max_tokens - total} left)"
         )
-        return Excluded(item.label, Reason.OVER_BUDGET, self._counter.count(item.text), detail)
+        return Excluded(item.label, Reason.OVER_BUDGET, self._own_count(item.text), detail)
 
     def _cut_off(self, item: _Item, blocker: _Item) -> Excluded:
         detail = (
             f"not tried: {blocker.label!r} (priority {blocker.priority:g}) ranks above it and "
             "did not fit, and cutoff='strict' stops at the first item that does not fit"
         )
-        return Excluded(item.label, Reason.PRIORITY_CUTOFF, self._counter.count(item.text), detail)
+        return Excluded(item.label, Reason.PRIORITY_CUTOFF, self._own_count(item.text), detail)
+
+    def _untokenizable(self, item: _Item, error: UntokenizableError, joined: bool) -> Excluded:
+        where = f"joined to the context with separator {self._separator!r}, " if joined else ""
+        detail = f"{where}it cannot be counted: {error.message}"
+        return Excluded(item.label, Reason.UNTOKENIZABLE, self._own_count(item.text), detail)
 
 
 def context_for_chat(
@@ -276,9 +292,12 @@ def context_for_chat(
         if raw_id is None or raw_id is _MISSING:
             label = f"hit-{index + 1}"
         else:
-            # Stores often use integer ids; anything else must already be a string.
+            # Stores often use integer ids (up to 2**53, as JSON carries them); anything else
+            # must already be a string.
             plain_int = isinstance(raw_id, int) and not isinstance(raw_id, bool)
-            label = _require_label(str(raw_id) if plain_int else raw_id, f"{where}.id")
+            if plain_int:
+                raw_id = str(integer(raw_id, f"{where}.id", minimum=-MAX_INTEGER, optional=False))
+            label = _require_label(raw_id, f"{where}.id")
         builder._append(text, score, label, f"{where}.id")
     return builder.build()
 

@@ -63,10 +63,23 @@ def plain(value: Any) -> Any:
 
 def invalid(field: str, expected: str, value: object) -> RequestError:
     """The error for ``field``: what was expected and what was received (shortened)."""
-    shown = repr(value)
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return RequestError(f"{field} must be {expected}; got {type_name(value)} {shown}", field=field)
+    return RequestError(
+        f"{field} must be {expected}; got {type_name(value)} {_shown(value)}", field=field
+    )
+
+
+def _shown(value: object) -> str:
+    """``value``'s repr, shortened; an integer too long to print (Python refuses over 4,300
+    digits) by its size, and an object whose repr fails by its type."""
+    number = plain(value)
+    if type(number) is int and number.bit_length() > 200:
+        sign = "a negative" if number < 0 else "an"
+        return f"({sign} integer of {number.bit_length():,} bits)"
+    try:
+        shown = repr(value)
+    except Exception:  # a repr that raises is the caller's object, not a ctxasm error
+        return "(its repr failed)"
+    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def check_text(text: str, field: str) -> None:
@@ -126,7 +139,7 @@ def number(
     except OverflowError:
         result = math.inf
     if not math.isfinite(result):
-        raise RequestError(f"{field} must be a finite number; got {value!r}", field=field)
+        raise RequestError(f"{field} must be a finite number; got {_shown(value)}", field=field)
     if (low is not None and result < low) or (high is not None and result > high):
         raise invalid(field, f"a number between {low} and {high}", value)
     return result

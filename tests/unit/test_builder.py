@@ -548,6 +548,11 @@ class BareHit:
         ({"retriever": MappingRetriever([{"text": "t", "score": None}])}, "hits[0].score"),
         ({"retriever": MappingRetriever([{"text": 3, "score": 1}])}, "hits[0].text"),
         ({"retriever": MappingRetriever([{"text": "t", "score": 1, "id": ""}])}, "hits[0].id"),
+        # str() of an integer over 4,300 digits raised a raw ValueError
+        (
+            {"retriever": MappingRetriever([{"text": "t", "score": 1, "id": 10**5000}])},
+            "hits[0].id",
+        ),
         (
             {
                 "retriever": MappingRetriever(
@@ -591,3 +596,28 @@ def test_a_retriever_returning_something_odd_is_named() -> None:
     with pytest.raises(RequestError) as caught:
         context_for_chat(NoScore(), "q", max_tokens=10)
     assert caught.value.field == "hits[0].score"
+
+
+def test_an_item_that_cannot_be_counted_is_excluded_and_the_build_goes_on() -> None:
+    # One unbroken run ended the whole build with an error that named no item
+    built = (
+        ContextBuilder(1000, cutoff="strict")
+        .add("You are helpful.", 3, label="system")
+        .add("x" * 300_000, 2, label="blob")
+        .add("Short note.", 1, label="note")
+    ).build()
+    assert built.included == ("system", "note")
+    [blob] = built.excluded
+    assert (blob.label, blob.reason.value) == ("blob", "untokenizable")
+    assert "300,000 letter-like characters without a break" in blob.detail
+    assert built.total_tokens == o200k(built.context)
+
+
+def test_a_run_made_by_the_separator_is_untokenizable_for_the_later_item() -> None:
+    built = (
+        ContextBuilder(1000, separator="").add("a" * 600, 2, label="a").add("b" * 600, 1, label="b")
+    ).build()
+    assert built.included == ("a",)
+    assert built.excluded[0].detail.startswith(
+        "joined to the context with separator '', it cannot be counted: the text has 1,200"
+    )

@@ -222,6 +222,12 @@ _NO_CONTROL = "names may not contain control characters (NUL, tab, newline and t
             "passage.score must be a finite number; got nan",
         ),
         (
+            # repr() of an integer over 4,300 digits raised a raw ValueError
+            {"score": 10**5000},
+            "passage.score",
+            "passage.score must be a finite number; got (an integer of 16,610 bits)",
+        ),
+        (
             {"priority": [1]},
             "passage.priority",
             "passage.priority must be a number or null; got list [1]",
@@ -459,3 +465,15 @@ def test_a_request_object_keeps_lists_as_tuples() -> None:
     passage = Passage("p", "alpha")
     request = Request(query="q?", passages=[passage], history=[Message("user", "hi")])  # type: ignore[arg-type]
     assert (request.passages, request.history) == ((passage,), (Message("user", "hi"),))
+
+
+class _Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+def test_an_error_about_a_value_whose_repr_fails_still_names_the_field() -> None:
+    with pytest.raises(RequestError) as caught:
+        ctxasm.assemble("q", [{"id": _Unprintable(), "text": "x"}])
+    assert caught.value.field == "passages[0].id"
+    assert caught.value.message.endswith("got _Unprintable (its repr failed)")
