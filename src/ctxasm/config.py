@@ -21,7 +21,8 @@ A config file is TOML or JSON::
     [service]                  # the HTTP service (ctxasm serve); see docs/service.md
     allow_request_templates = false   # accept a "template" field in requests
     header_timeout_s = 10      # close a connection whose request headers take longer
-    body_timeout_s = 30        # answer 408 when a request body takes longer
+    body_timeout_s = 30        # answer 408 when a request body takes longer (and abort a
+                               # response the client stops reading for as long)
     keep_alive_s = 5           # close an idle keep-alive connection after this
     max_connections = 1000     # answer 503 beyond this many connections and requests
 

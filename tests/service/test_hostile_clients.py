@@ -191,6 +191,36 @@ def test_slow_headers_and_slow_bodies_are_timed_out(served: Any) -> None:
         sock.close()
 
 
+def test_a_client_that_stops_reading_its_responses_is_cut_off(served: Any) -> None:
+    # It held its connection, and a place under max_connections, for ever: uvicorn waits for a
+    # full socket buffer to drain with no deadline. Fifty such sockets made every request a 503.
+    base, _ = served
+    asset = "/docs/assets/swagger-ui-bundle.js"
+    status, bundle = _get(base, asset)
+    assert status == 200 and len(bundle) > 500_000
+    request = f"GET {asset} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+    stalled = []
+    for _ in range(5):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(10)
+        host, port = base.removeprefix("http://").split(":")
+        sock.connect((host, int(port)))
+        sock.sendall(request * 10)  # ten pipelined responses, none of them read
+        stalled.append(sock)
+    time.sleep(3)  # body_timeout_s = 1: the server gives up on each of them
+    assert _get(base, "/healthz") == (200, '{"status":"ok"}')
+    for sock in stalled:
+        received = 0
+        try:
+            while chunk := sock.recv(1 << 20):
+                received += len(chunk)
+        except ConnectionResetError:  # aborted: what was in flight is dropped
+            pass
+        assert received < 10 * len(bundle)
+        sock.close()
+
+
 def test_metrics_are_labelled_by_route_not_by_path(served: Any) -> None:
     base, _ = served
     for _ in range(200):

@@ -56,7 +56,7 @@ def serve_command(
         fail("the service needs: pip install 'ctxasm[service]'", EXIT_BAD_INPUT)
     from ctxasm.errors import CtxasmError
     from ctxasm.service.app import ALLOW_TEMPLATES_ENV
-    from ctxasm.service.protocol import HEADER_TIMEOUT_ENV
+    from ctxasm.service.protocol import HEADER_TIMEOUT_ENV, SEND_TIMEOUT_ENV
 
     if config is not None:
         os.environ["CTXASM_CONFIG"] = str(config)
@@ -69,6 +69,7 @@ def serve_command(
     except CtxasmError as error:
         fail(error.message, EXIT_BAD_INPUT)
     os.environ[HEADER_TIMEOUT_ENV] = str(settings["header_timeout_s"])
+    os.environ[SEND_TIMEOUT_ENV] = str(settings["body_timeout_s"])
     uvicorn.run(
         "ctxasm.service.app:create_app_from_env",
         factory=True,

@@ -10,6 +10,12 @@ body that comes in more than ``MAX_BODY_PIECES`` pieces averaging under ``MIN_PI
 bytes (one-byte chunks, or a few bytes per read) closes the connection: each piece costs the
 server about 15 microseconds, so a megabyte in one-byte chunks held a core for 15 seconds.
 
+A client that stops reading its response (a full socket buffer, pipelined requests it never
+reads) would hold its connection, and a place under ``max_connections``, for ever: uvicorn waits
+for the buffer to drain with no deadline. A response that makes no progress for
+``CTXASM_SEND_TIMEOUT_S`` seconds (default 30; ``ctxasm serve`` sets it from ``[service]
+body_timeout_s``) aborts the connection.
+
 Beyond ``limit_concurrency`` uvicorn answers 503 itself, before the app (and its middleware)
 sees the request, with a plain-text body. Importing this module replaces that answer with the
 service's JSON error, so that a 503 has the documented shape and a request id too.
@@ -28,18 +34,26 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ctxasm.service.middleware import error_body
 
-__all__ = ["HEADER_TIMEOUT_ENV", "MAX_BODY_PIECES", "MIN_PIECE_BYTES", "HeaderTimeoutProtocol"]
+__all__ = [
+    "HEADER_TIMEOUT_ENV",
+    "MAX_BODY_PIECES",
+    "MIN_PIECE_BYTES",
+    "SEND_TIMEOUT_ENV",
+    "HeaderTimeoutProtocol",
+]
 
 HEADER_TIMEOUT_ENV = "CTXASM_HEADER_TIMEOUT_S"
+SEND_TIMEOUT_ENV = "CTXASM_SEND_TIMEOUT_S"
 _DEFAULT_TIMEOUT_S = 10.0
+_DEFAULT_SEND_TIMEOUT_S = 30.0
 
 
-def _header_timeout() -> float:
+def _timeout(variable: str, default: float) -> float:
     try:
-        value = float(os.environ.get(HEADER_TIMEOUT_ENV, _DEFAULT_TIMEOUT_S))
+        value = float(os.environ.get(variable, default))
     except ValueError:
-        return _DEFAULT_TIMEOUT_S
-    return value if value > 0 else _DEFAULT_TIMEOUT_S
+        return default
+    return value if value > 0 else default
 
 
 # A body read in more than MAX_BODY_PIECES pieces (h11 events: chunks of a chunked body, or
@@ -57,7 +71,9 @@ class HeaderTimeoutProtocol(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._header_timer: asyncio.TimerHandle | None = None
-        self._header_timeout = _header_timeout()
+        self._header_timeout = _timeout(HEADER_TIMEOUT_ENV, _DEFAULT_TIMEOUT_S)
+        self._send_timer: asyncio.TimerHandle | None = None
+        self._send_timeout = _timeout(SEND_TIMEOUT_ENV, _DEFAULT_SEND_TIMEOUT_S)
         self._pieces = 0
         self._piece_bytes = 0
         next_event = self.conn.next_event
@@ -108,7 +124,29 @@ class HeaderTimeoutProtocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_timer()
+        self._stop_send_timer()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The client reads slower than the response is written: from now on it has the send
+        timeout to read some of it."""
+        super().pause_writing()
+        if self._send_timer is None:
+            self._send_timer = self.loop.call_later(self._send_timeout, self._send_late)
+
+    def resume_writing(self) -> None:
+        self._stop_send_timer()
+        super().resume_writing()
+
+    def _stop_send_timer(self) -> None:
+        if self._send_timer is not None:
+            self._send_timer.cancel()
+            self._send_timer = None
+
+    def _send_late(self) -> None:
+        # abort, not close: close waits for the buffer to drain, which is what never happens
+        self._send_timer = None
+        self.transport.abort()
 
     def _waiting_for_headers(self) -> bool:
         return self.cycle is None or self.cycle.response_complete
