@@ -37,7 +37,7 @@ def test_prepare_puts_in_the_sessions_state_and_remember_keeps_the_new_one() -> 
     store = SessionStore()
     data: dict[str, Any] = {"query": "q", "passages": [], "session_id": "session-1"}
     key = store.prepare(data)
-    assert key == ("null", "null", "session-1")
+    assert key == ("null", "null", "null", "session-1")
     assert data == {"query": "q", "passages": [], "previous": None}
     result = _result()
     store.remember(key, result)
@@ -79,6 +79,31 @@ def test_a_principal_is_never_taken_for_another_by_how_its_fields_are_written(
     second: dict[str, Any] = {"session_id": "shared-id", "principal": theirs}
     store.prepare(second)
     assert second["previous"] is None
+
+
+def test_a_principal_whose_groups_changed_starts_a_new_session() -> None:
+    # The state names every passage of earlier turns: ann, no longer in finance, was sent the
+    # ids of the finance passages her first turn included.
+    store = SessionStore()
+    first: dict[str, Any] = {
+        "session_id": "shared-id",
+        "principal": {"id": "ann", "groups": ["finance", "staff"]},
+    }
+    key = store.prepare(first)
+    assert key is not None
+    store.remember(key, _result())
+    same: dict[str, Any] = {
+        "session_id": "shared-id",
+        "principal": {"id": "ann", "groups": ["staff", "finance", "staff"]},
+    }
+    store.prepare(same)
+    assert same["previous"] is not None  # the same rights, listed another way
+    fewer: dict[str, Any] = {
+        "session_id": "shared-id",
+        "principal": {"id": "ann", "groups": ["staff"]},
+    }
+    store.prepare(fewer)
+    assert fewer["previous"] is None
 
 
 def test_sessions_are_bounded_and_expire() -> None:

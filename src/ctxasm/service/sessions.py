@@ -6,8 +6,10 @@ kept for that session (``previous``, unless the request gives one) and keeps the
 store is bounded three ways, so no client can grow it without limit: at most
 :data:`MAX_SESSIONS` sessions and :data:`MAX_BYTES` of state in all (the least recently used
 go first), each forgotten :data:`TTL_SECONDS` after its last use. A session is keyed by the
-request's principal (id and tenant) as well, so one principal cannot continue another's
-session; ids should be unguessable all the same (a random 16 bytes, say).
+request's principal (id, tenant and groups) as well, so one principal cannot continue another's
+session, and a principal whose groups changed starts a new one (the state names the passages of
+earlier turns, which the new groups may not read); ids should be unguessable all the same (a
+random 16 bytes, say).
 """
 
 from __future__ import annotations
@@ -32,11 +34,11 @@ TTL_SECONDS = 30 * 60.0
 FIELD = "session_id"
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{8,128}")
 
-Key = tuple[str, str, str]
+Key = tuple[str, str, str, str]
 
 
 def _owner(value: object) -> str:
-    """A principal's tenant or id as a session key part: as JSON, so that no tenant is taken
+    """A principal's tenant, id or groups as a session key part: as JSON, so that no tenant is taken
     for another (``str()`` wrote an absent tenant as ``"None"``, the name a tenant may have)."""
     return json.dumps(value, sort_keys=True, default=repr)
 
@@ -86,7 +88,10 @@ class SessionStore:
             )
         principal = data.get("principal")
         owner = principal if isinstance(principal, dict) else {}
-        key = (_owner(owner.get("tenant")), _owner(owner.get("id")), session)
+        groups = owner.get("groups")
+        if isinstance(groups, list) and all(isinstance(group, str) for group in groups):
+            groups = sorted(set(groups))  # the same read rights, however they are listed
+        key = (_owner(owner.get("tenant")), _owner(owner.get("id")), _owner(groups), session)
         if "previous" not in data:
             state = self.get(key)
             data["previous"] = None if state is None else state.to_dict()
