@@ -57,6 +57,8 @@ __all__ = [
     "LINK_ALLOWANCE",
     "LINK_GROWTH",
     "MAX_RANGE",
+    "REPORT_ALLOWANCE",
+    "REPORT_GROWTH",
     "Citation",
     "CitationReport",
     "check_citations",
@@ -78,6 +80,17 @@ FORMS = (
     "unicode",
 )
 """The spellings a citation is recognised in (see :class:`Citation`)."""
+
+REPORT_GROWTH = 16
+REPORT_ALLOWANCE = 1 << 24
+"""A report's JSON may take ``REPORT_GROWTH`` times the answer and its sources' ids and urls,
+plus ``REPORT_ALLOWANCE`` characters (16 MiB); :meth:`CitationReport.to_dict` refuses a larger
+one."""
+# The longest marker a citation shows whole (``Citation.raw``); a longer one is cut.
+_RAW_SHOWN = 200
+# The characters of one citation's JSON besides its id, url, marker and link: keys, label,
+# validity, form and punctuation.
+_CITATION_JSON = 160
 
 LINK_STYLES = ("markdown",)
 # A linked answer adds at most LINK_GROWTH times the answer's length plus LINK_ALLOWANCE
@@ -109,7 +122,8 @@ _LINK_TARGET = re.compile(r"\(\s*(?:<([^<>\n]*)>|([^\s()]*(?:\([^\s()]*\)[^\s()]
 class Citation:
     """One cited number: its label, and the source it names (``None`` when it names none).
 
-    ``raw`` is the marker as the answer wrote it (``[Ѕource 9]``, ``Sources 1 and 2``) and
+    ``raw`` is the marker as the answer wrote it (``[Ѕource 9]``, ``Sources 1 and 2``; one of
+    over 200 characters is cut, ending in ``…``) and
     ``form`` how it was recognised, one of :data:`FORMS`: the normalisation it needed
     (``confusable``, ``cjk_bracket``, ``fullwidth``, ``superscript``, ``unicode``) or else its
     shape (``bracket``, ``markdown_link``, ``parenthesis``, ``bare``). Every number of one marker
@@ -163,6 +177,8 @@ class CitationReport:
     uncited_sentences: tuple[str, ...]
     coverage: float
     mislinked: tuple[str, ...] = ()
+    # The characters of the answer and its sources' ids and urls, which bound to_dict()
+    given: int = field(default=0, repr=False, compare=False)
 
     @property
     def all_valid(self) -> bool:
@@ -179,6 +195,24 @@ class CitationReport:
         return counts
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON data. A :class:`~ctxasm.errors.RequestError` (on ``answer``)
+        when that would take more than :data:`REPORT_GROWTH` times the answer and its sources'
+        ids and urls, plus :data:`REPORT_ALLOWANCE` characters: every citation repeats its
+        source's id and url, so a long url cited many times would make it hundreds of times
+        its input (counted before anything is built)."""
+        size = sum(
+            _CITATION_JSON + len(c.id or "") + len(c.url or "") + len(c.raw) + len(c.link or "")
+            for c in self.citations
+        )
+        if size > REPORT_GROWTH * self.given + REPORT_ALLOWANCE:
+            raise RequestError(
+                f"the report of this answer would take about {size:,} characters of JSON: its "
+                f"{len(self.citations):,} citations each repeat their source's id and url; a "
+                f"report may take {REPORT_GROWTH} times the answer and the sources' ids and "
+                f"urls, plus {REPORT_ALLOWANCE:,} characters. Check a shorter answer, or "
+                "sources with shorter urls",
+                field="answer",
+            )
         return {
             "citations": [citation.to_dict() for citation in self.citations],
             "invalid": list(self.invalid),
@@ -235,17 +269,20 @@ class _Marker(NamedTuple):
         return not self.in_code and self.shape == "bracket"
 
     def citations(self, sources: Mapping[int, _Source]) -> Iterator[Citation]:
+        # Every number of a marker repeats it: a long one (a list of thousands of numbers) is
+        # shown shortened, so the report stays linear in the answer.
+        raw = self.raw if len(self.raw) <= _RAW_SHOWN else f"{self.raw[: _RAW_SHOWN - 1]}…"
         for item in self.items:
             if not item.expandable:
-                yield Citation(item.label(), None, None, False, self.raw, self.form)
+                yield Citation(item.label(), None, None, False, raw, self.form)
                 continue
             for number in range(item.first, item.last + 1):
                 found = sources.get(number)
                 label = f"Source {number}"
                 if found is None:
-                    yield Citation(label, None, None, False, self.raw, self.form, self.link)
+                    yield Citation(label, None, None, False, raw, self.form, self.link)
                 else:
-                    yield Citation(label, found.id, found.url, True, self.raw, self.form, self.link)
+                    yield Citation(label, found.id, found.url, True, raw, self.form, self.link)
 
 
 def check_citations(answer: str, assembly: Assembly | Mapping[str, Any]) -> CitationReport:
@@ -264,7 +301,9 @@ def check_citations(answer: str, assembly: Assembly | Mapping[str, Any]) -> Cita
         any(c.valid for marker in found for c in marker.citations(sources))
         for _, found in sentences
     )
+    given = len(answer) + sum(len(s.id) + len(s.url or "") for s in sources.values())
     return CitationReport(
+        given=given,
         citations=tuple(citations),
         invalid=tuple(dict.fromkeys(c.label for c in citations if not c.valid)),
         cited_ids=tuple(cited),

@@ -110,6 +110,13 @@ def test_check_citations_over_http(service: str) -> None:
     assert status == 200 and report["invalid"] == ["Source 9"]
     status, error = _call(service, "/v1/check-citations", {"answer": 3})
     assert (status, error["error"]["field"]) == (422, "answer")
+    # a 1 MB url cited 150 times made a 150 MB response (hundreds of MB of server memory);
+    # here a 150 kB url cited 1,000 times, under this service's 200 kB body limit
+    result["report"]["included"][0]["url"] = "https://example.org/" + "a" * 150_000
+    status, error = _call(
+        service, "/v1/check-citations", {"answer": "[Source 1] " * 1000, "result": result}
+    )
+    assert (status, error["error"]["field"]) == (422, "answer")
 
 
 def test_openapi_docs_and_metrics(service: str) -> None:

@@ -4,6 +4,7 @@ source that does is valid, and the report says how it was spelled."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from functools import cache
@@ -15,6 +16,7 @@ from ctxasm.citations import (
     FORMS,
     LINK_ALLOWANCE,
     LINK_GROWTH,
+    REPORT_ALLOWANCE,
     check_citations,
     link_citations,
 )
@@ -252,3 +254,45 @@ def test_links_grow_an_answer_by_a_bounded_amount_however_long_the_urls() -> Non
     for item in data["report"]["included"]:
         item["url"] = "https://example.org/p"
     assert "[Source 1-4]" not in link_citations(answer, data)
+
+
+def _with_url(url: str) -> dict[str, object]:
+    data = assembly().to_dict()
+    data["report"]["included"][0]["url"] = url
+    return data
+
+
+@pytest.mark.parametrize(
+    ("answer", "url"),
+    [
+        # each citation repeated the source's 1 MB url: 150 markers made a 150 MB report
+        ("[Source 1] " * 150, "https://example.org/" + "a" * 1_000_000),
+        # a long url cited in one list of many numbers
+        ("[" + ", ".join(["1"] * 2_000) + "]", "https://example.org/" + "a" * 200_000),
+    ],
+    ids=["long-url", "long-list"],
+)
+def test_a_report_out_of_proportion_to_its_answer_is_refused_as_json(answer: str, url: str) -> None:
+    report = check_citations(answer, _with_url(url))  # the objects share the strings
+    with pytest.raises(ctxasm.RequestError) as caught:
+        report.to_dict()
+    assert caught.value.field == "answer"
+    assert "characters of JSON" in caught.value.message
+
+
+def test_a_long_list_marker_is_shown_cut_so_its_report_stays_linear() -> None:
+    # each of its numbers repeated the whole list as its marker: for 60,000 numbers, 32 GB
+    answer = "[" + ", ".join(["1"] * 10_000) + "]"
+    report = check_citations(answer, assembly())
+    assert len(report.citations) == 10_000
+    assert {len(c.raw) for c in report.citations} == {200}
+    assert report.citations[0].raw.startswith("[1, 1, 1") and report.citations[0].raw[-1] == "…"
+    assert len(json.dumps(report.to_dict())) < 30 * len(answer) + REPORT_ALLOWANCE
+
+
+def test_a_large_report_in_proportion_is_checked() -> None:
+    # a thousand citations of a source with a 2 kB url: 2 MB of JSON, under the allowance
+    url = "https://example.org/" + "a" * 2_000
+    report = check_citations("Paris [Source 1]. " * 1000, _with_url(url))
+    assert len(report.citations) == 1000 and report.all_valid
+    assert len(json.dumps(report.to_dict())) < REPORT_ALLOWANCE

@@ -64,7 +64,11 @@ def check_citations_command(
     if linked is not None:
         echo(linked, nl=False)
     elif as_json:
-        echo(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+        try:
+            data = report.to_dict()  # refused when out of proportion to the answer
+        except RequestError as error:
+            fail_with(error)
+        echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         print_citation_text(report)
     if report.invalid:

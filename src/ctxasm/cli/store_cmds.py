@@ -373,6 +373,7 @@ def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, dict[str,
         return None
     from ctxasm.citations import check_citations
     from ctxasm.cli.citations_cmd import print_citation_text
+    from ctxasm.errors import CtxasmError
 
     body = {
         "model": os.environ.get("CTXASM_LLM_MODEL", result.report.model),
@@ -384,7 +385,10 @@ def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, dict[str,
     if readable:
         echo(f"--- answer ---\n{answer}\n\n--- citations ---")
         print_citation_text(checked)
-    return answer, checked.to_dict()
+    try:
+        return answer, checked.to_dict()  # refused when out of proportion to the answer
+    except CtxasmError as error:
+        _fail_with(error)
 
 
 def _complete(base: str, body: dict[str, Any]) -> str:

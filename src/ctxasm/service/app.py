@@ -126,10 +126,12 @@ class _Endpoints:
             data = decode_object(raw, max_bytes=self.limits["max_body_bytes"])
             if not isinstance(data.get("answer"), str):
                 raise RequestError('send {"answer": str, "result": {...}}', field="answer")
-            report = check_citations(data["answer"], data.get("result") or {})
+            # to_dict refuses a report out of proportion to the request (a long url cited
+            # many times), before it is built
+            report = check_citations(data["answer"], data.get("result") or {}).to_dict()
         except CtxasmError as error:
             return _failure(error, request_id)
-        return _json(report.to_dict())
+        return _json(report)
 
 
 def _http_error(request: Request, exc: Exception) -> Response:
