@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.routing import BaseRoute, Match
 
 from ctxasm.jsonio import too_large
@@ -143,6 +143,16 @@ class ServiceGuard:
             if not started_response[0]:
                 refusal = (refused.status, refused.code, refused.message, "request")
                 await _answer(send, scope, *refusal)
+        except ClientDisconnect:
+            # The client hung up before its body arrived: nothing to answer and no bug, so no
+            # traceback (any client could flood the error log and the 5xx rate with them).
+            # Counted as 499, the status proxies log for a request the client closed.
+            status[0] = 499
+            log.info(
+                "request %s to %s: the client disconnected",
+                scope[_REQUEST_ID_KEY],
+                scope.get("path"),
+            )
         except Exception:  # a bug: logged with the traceback, never shown to the client
             log.exception("request %s to %s failed", scope[_REQUEST_ID_KEY], scope.get("path"))
             if not started_response[0]:
