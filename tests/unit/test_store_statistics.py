@@ -173,3 +173,22 @@ def test_accented_words_are_ranked_inside_sqlite_and_scored_exactly(tmp_path: Pa
     # FTS5 folds the accent, so both are candidates; BM25 counts words as written
     assert [(p.id, p.score) for p in found] == [("es#0", 1.336587)]  # BM25 by hand
     store.close()
+
+
+@pytest.mark.parametrize(
+    "word",
+    ["Русский", "ψυχή", "한국어", "ひらがなでです", "ﬁle", "x²", "café", "flush_all_buffers"],
+)
+def test_every_word_a_readable_chunk_holds_finds_it(tmp_path: Path, word: str) -> None:
+    # The query's words were folded in Python (NFKD, combining marks dropped), which FTS5's
+    # tokenizer does not do for these: the chunk was never a candidate, and ask said there was
+    # no relevant context. Words with "_" were left out of the candidate search altogether.
+    store = SQLiteStore(tmp_path / "s.db")
+    documents = [
+        Document("hit", f"Notes: the word {word} is here.", tenant="t1", readers=("g1",)),
+        Document("other", "Nothing to see in this one at all.", tenant="t1", readers=("g1",)),
+    ]
+    _write(store, documents)
+    found = store.retrieve(f"Where is {word}?", Principal("u", "t1", ("g1",)))
+    assert [p.id.split("#")[0] for p in found][:1] == ["hit"]
+    store.close()

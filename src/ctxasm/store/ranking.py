@@ -17,7 +17,6 @@ A chunk's length is counted in words (:func:`chunk_words`), the unit of the stat
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +35,6 @@ __all__ = [
     "chunk_words",
     "count_into",
     "exact_best",
-    "fts_form",
     "fused",
     "only_hidden",
     "rescored",
@@ -53,14 +51,6 @@ Row = TypeVar("Row", bound=ChunkRow)
 def chunk_words(text: str) -> list[str]:
     """A chunk's words as BM25 counts them (its length is their number)."""
     return words(text)
-
-
-def fts_form(term: str) -> str:
-    """``term`` as SQLite FTS5's ``unicode61 remove_diacritics 2`` tokenizer stores it."""
-    if term.isascii():
-        return term
-    decomposed = unicodedata.normalize("NFKD", term)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 @dataclass

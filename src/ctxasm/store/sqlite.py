@@ -50,7 +50,6 @@ from ctxasm.store.ranking import (
     VisibleStats,
     chunk_words,
     count_into,
-    fts_form,
     fused,
     only_hidden,
     rescored,
@@ -170,6 +169,16 @@ ORDER BY sum(w.value * v.tf * :k1p1 / (v.tf + :norm0 + :norm1 * c.words)) DESC, 
 LIMIT :pool
 """
 _FTS_TERM = re.compile(r"\w+", re.UNICODE)
+# The query's terms, tokenized by FTS5 as the index was (chunks_fts above; see
+# SQLiteStore._fts_forms).
+_TOKENIZER = "unicode61 remove_diacritics 2"
+_QUERY_TERMS = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms USING fts5(t, tokenize='{_TOKENIZER}')"
+)
+_QUERY_FORMS = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_forms USING fts5vocab(temp, query_terms, "
+    "instance)"
+)
 # Chunks are written through this table (see SQLiteStore._insert_chunks); it lives in the
 # connection's temporary database and is empty between writes.
 _CHUNK_FIELDS = 'id, chunk_id, doc_id, seq, start, "end", words, text, embedding, class_id'
@@ -579,10 +588,13 @@ class SQLiteStore:
         self, classes: list[int], stats: VisibleStats, terms: list[str], pool: int
     ) -> list[SQLiteRow]:
         """The rows of the ``pool`` best visible chunks by BM25, ranked inside SQLite."""
+        weights = stats.weights(terms)
         by_form: dict[str, float] = {}
-        for term, idf in stats.weights(terms):
-            if "_" not in term:  # FTS5 splits words at underscores; Python scoring keeps them
-                by_form[fts_form(term)] = idf
+        for (_, idf), forms in zip(weights, self._fts_forms([t for t, _ in weights]), strict=True):
+            # A term FTS5 cuts in pieces (at "_", say: Python's words keep it whole) is found
+            # by its pieces, sharing its weight; rescoring then counts the whole term.
+            for form in forms:
+                by_form[form] = max(by_form.get(form, 0.0), idf / len(forms))
         if not by_form:
             return []
         forms = sorted(by_form)
@@ -603,6 +615,24 @@ class SQLiteStore:
             ids,
         )
         return [SQLiteRow(*row) for row in found]
+
+    def _fts_forms(self, terms: list[str]) -> list[list[str]]:
+        """Each term as the FTS5 index holds it, told by FTS5's own tokenizer (the index's,
+        in a table in the connection's temporary database): folding it in Python missed
+        Hangul, kana with voicing marks, й, accented Greek, ligatures and superscripts, whose
+        chunks were then never found."""
+        db = self._db
+        db.execute(_QUERY_TERMS)
+        db.execute(_QUERY_FORMS)
+        db.execute("DELETE FROM temp.query_terms")
+        db.executemany("INSERT INTO temp.query_terms (rowid, t) VALUES (?, ?)", enumerate(terms))
+        forms: list[list[str]] = [[] for _ in terms]
+        for row, form in db.execute(
+            'SELECT doc, term FROM temp.query_forms ORDER BY doc, "offset"'
+        ):
+            forms[row].append(form)
+        db.execute("DELETE FROM temp.query_terms")
+        return forms
 
     def _nearest(self, query: str, rows: list[SQLiteRow], count: int) -> list[SQLiteRow]:
         """The candidates closest to the query's vector, nearest first; none without an
