@@ -11,6 +11,7 @@ import pytest
 
 from ctxasm import ConfigError
 from ctxasm.data import Principal
+from ctxasm.errors import StoreUnavailableError
 from ctxasm.lexical import phrase_key
 from ctxasm.store import Document, SQLiteStore, chunk_text
 from ctxasm.store.sqlite import SCHEMA_VERSION
@@ -191,4 +192,24 @@ def test_every_word_a_readable_chunk_holds_finds_it(tmp_path: Path, word: str) -
     _write(store, documents)
     found = store.retrieve(f"Where is {word}?", Principal("u", "t1", ("g1",)))
     assert [p.id.split("#")[0] for p in found][:1] == ["hit"]
+    store.close()
+
+
+def test_a_store_another_process_keeps_locked_is_unavailable_not_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    # `ctxasm delete` beside a long index run printed "internal error: OperationalError:
+    # database is locked ... please report it"
+    store = SQLiteStore(tmp_path / "s.db")
+    _write(store, [Document("a", "Some text.", tenant="t1", readers=("g1",))])
+    writer = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # what another writer holds while it writes
+    try:
+        with pytest.raises(StoreUnavailableError) as caught:
+            store.delete("a")
+        assert "is busy: another process is writing to it" in caught.value.message
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert store.delete("a") is True  # nothing was lost, and the store works again
     store.close()

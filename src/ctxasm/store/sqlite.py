@@ -35,12 +35,13 @@ import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ctxasm.data import Passage, Principal
-from ctxasm.errors import ConfigError
+from ctxasm.errors import ConfigError, StoreUnavailableError
 from ctxasm.lexical import query_terms
 from ctxasm.store.arguments import checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
@@ -300,6 +301,22 @@ class SQLiteStore:
     def close(self) -> None:
         self._db.close()
 
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The connection for this thread alone. A database another process keeps locked past
+        SQLite's busy timeout (5 s: an index run writing) is a StoreUnavailableError, which a
+        service answers 503, not an internal error."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                raise StoreUnavailableError(
+                    f"the store {self.path} is busy: another process is writing to it ({exc}); "
+                    "try again when it is done"
+                ) from None
+
     def upsert(self, document: Document, chunks: Sequence[Chunk]) -> str:
         """Store ``document`` and its chunks: ``"added"``, ``"updated"`` (old chunks replaced
         atomically) or ``"unchanged"`` (same content: nothing written)."""
@@ -324,7 +341,7 @@ class SQLiteStore:
 
     def _write(self, batch: list[Pending]) -> list[str]:
         db = self._db
-        with self._lock:
+        with self._locked():
             marks = ", ".join("?" for _ in batch)
             known = dict(
                 db.execute(
@@ -478,7 +495,7 @@ class SQLiteStore:
     def delete(self, doc_id: str) -> bool:
         """Remove a document, its readers, chunks and index rows; whether it existed."""
         doc_id = checked_doc_id(doc_id)
-        with self._lock:
+        with self._locked():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 deltas: dict[int, ClassDelta] = {}
@@ -492,7 +509,7 @@ class SQLiteStore:
         return gone.rowcount > 0
 
     def stats(self) -> StoreStats:
-        with self._lock:
+        with self._locked():
             documents = self._db.execute("SELECT count(*) FROM documents").fetchone()[0]
             chunks = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
         return StoreStats(documents, chunks)
@@ -507,7 +524,7 @@ class SQLiteStore:
         terms = [t for t in query_terms(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return []
-        with self._lock:
+        with self._locked():
             classes = self._visible_classes(principal, allow_public)
             stats = self._statistics(classes, terms)
             if not stats.total:
@@ -535,7 +552,7 @@ class SQLiteStore:
         if not terms:
             return False
         marks = ", ".join("?" for _ in terms)
-        with self._lock:
+        with self._locked():
             visible = self._visible_classes(principal, allow_public)
             holding = [
                 int(class_id)
