@@ -235,6 +235,27 @@ def test_a_client_that_hangs_up_mid_body_is_no_server_error(served: Any) -> None
     assert 'endpoint="/v1/assemble",status="500"' not in metrics
 
 
+def test_a_websocket_upgrade_gets_the_json_error_of_an_unknown_path(served: Any) -> None:
+    # It bypassed the middleware: a bare "403 text/plain" with no request id
+    base, _ = served
+    with _connect(base) as sock:
+        sock.sendall(
+            b"GET /v1/assemble HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            b"Sec-WebSocket-Version: 13\r\n\r\n"
+        )
+        reply = b""
+        while b"\r\n\r\n" not in reply or not reply.rstrip().endswith(b"}"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 404")
+    assert b"x-request-id: " in head.lower()
+    assert json.loads(body)["error"]["code"] == "not_found"
+
+
 def test_metrics_are_labelled_by_route_not_by_path(served: Any) -> None:
     base, _ = served
     for _ in range(200):

@@ -109,6 +109,9 @@ class ServiceGuard:
         self.observe = observe
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await _refuse_websocket(scope, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -207,6 +210,26 @@ class ServiceGuard:
             if match is not Match.NONE:
                 return str(getattr(route, "path", UNMATCHED))
         return UNMATCHED
+
+
+async def _refuse_websocket(scope: Scope, send: Send) -> None:
+    """The service has no WebSocket endpoint: an upgrade gets the JSON 404 of any unknown
+    path, with a request id, where the server lets an app answer it in HTTP (else a close,
+    which the server answers 403)."""
+    request_id = _assign_request_id(scope)
+    if "websocket.http.response" not in scope.get("extensions", {}):
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    path = scope.get("path", "")
+    message = f"no WebSocket endpoint at {path}; the service speaks HTTP (see /docs)"
+    body = error_body("not_found", message, None, request_id)
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", b"%d" % len(body)),
+        (b"x-request-id", request_id.encode("ascii")),
+    ]
+    await send({"type": "websocket.http.response.start", "status": 404, "headers": headers})
+    await send({"type": "websocket.http.response.body", "body": body})
 
 
 async def _answer(
