@@ -230,7 +230,8 @@ class GrowingCount:
 
     With a tokenizer that ``splits_at_spaces``, the text is kept as a settled head, known only
     by its count, and the tail after its last split point (a space after a non-whitespace
-    character): ``count(head + tail + piece) == count(head) + count(tail + piece)``. Trying a
+    character, or a letter after a newline, see :func:`_last_seam`):
+    ``count(head + tail + piece) == count(head) + count(tail + piece)``. Trying a
     piece tokenizes the tail and the piece, never the whole text, so trying n pieces costs what
     they hold, not n times the text. Other tokenizers count the whole text (reusing what
     :meth:`TokenCounter.count_edited` can). ``factor`` scales and rounds up the count, as an
@@ -256,12 +257,30 @@ class GrowingCount:
     def append(self, piece: str) -> None:
         """Append ``piece`` (tried with :meth:`with_piece` first: its count is reused)."""
         text = self._tail + piece
-        cut = -1 if self._whole else _last_space_boundary(text, len(text))
+        cut = -1 if self._whole else _last_seam(text, len(self._tail))
         if cut > 0:
             rest = text[cut:]
             self._head += self._counter.count(text) - self._counter.count(rest)
             text = rest
         self._tail = text
+
+
+def _last_seam(text: str, start: int) -> int:
+    """The last position from ``start`` on (and above 0) where a piece of a tokenizer that
+    ``splits_at_spaces`` must begin: a space after a non-whitespace character, or a letter
+    after a newline (text without spaces, such as Chinese, has the second between lines);
+    -1 if there is none. Only ``text[start - 1:]`` is searched."""
+    low = max(start, 1)
+    found, at = -1, len(text)
+    while (at := text.rfind(" ", low, at)) > 0:
+        if not text[at - 1].isspace():
+            found = at
+            break
+    at = len(text) - 1
+    while (at := text.rfind("\n", low - 1, at)) >= 0:
+        if text[at + 1].isalpha():
+            return max(found, at + 1)
+    return found
 
 
 def _shared_prefix(first: str, second: str) -> int:

@@ -94,8 +94,9 @@ def _bpe(
     fastokens_parity: bool = True,
 ) -> Callable[[str, TokenizerFile], Tokenizer]:
     def build(name: str, file: TokenizerFile) -> Tokenizer:
-        # seams: each pattern above starts a piece at a space after a non-space character and
-        # at a backtick after a newline (docs/tokenizers.md), so counts add up across both.
+        # seams: each pattern above starts a piece at a space after a non-space character, at
+        # a letter after a newline and at a backtick after a newline (docs/tokenizers.md), so
+        # counts add up across all three.
         encoding = BpeEncoding(
             file,
             format,

@@ -205,7 +205,8 @@ class TiktokenTokenizer:
     # newline ends a whitespace piece or trails a punctuation piece, which may only continue
     # with newlines (or "/" in o200k). Tokens never cross pieces, so counts add up across it.
     splits_before_fence = True
-    # ... and a space after a non-whitespace character always starts a new piece.
+    # ... and a space after a non-whitespace character always starts a new piece, as does a
+    # letter after a newline (no piece takes a newline before a letter, nor goes on past one).
     splits_at_spaces = True
 
     def __init__(self, encoding: str) -> None:
