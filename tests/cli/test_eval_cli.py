@@ -217,6 +217,18 @@ def test_eval_bad_dataset_line(tmp_path: Path) -> None:
     _one_line_error(ctxasm("eval", str(path)), "[line 2.question]")
 
 
+def test_eval_html_and_plot_take_a_dataset_name_that_is_not_utf8(tmp_path: Path) -> None:
+    # The page title carried the name's undecodable byte: --html crashed leaving an empty
+    # page, --plot crashed in matplotlib
+    folder = os.fsencode(tmp_path)
+    path = Path(os.fsdecode(folder + b"/ds\xff.jsonl"))
+    path.write_text("\n".join(json.dumps(r) for r in RECORDS) + "\n", encoding="utf-8")
+    page = tmp_path / "eval.html"
+    done = ctxasm("eval", str(path), "--budget", "256", "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    assert "ds\ufffd.jsonl" in page.read_text(encoding="utf-8")
+
+
 def test_eval_presets_run_on_a_configs_models_and_defaults(dataset: Path, tmp_path: Path) -> None:
     config = tmp_path / "mine.toml"
     config.write_text(

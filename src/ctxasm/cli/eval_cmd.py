@@ -186,7 +186,8 @@ def _check_choice(option: str, value: str | None, allowed: tuple[str, ...]) -> N
 
 def _label(dataset: str, subset: str | None, scores: str | None) -> str:
     """The dataset's name, with the subset and the scores it was evaluated with."""
-    label = Path(dataset).name
+    # a file name that is not UTF-8 (its bytes kept as surrogates) is shown with U+FFFD
+    label = os.fsencode(Path(dataset).name).decode("utf-8", "replace")
     if subset is not None:
         label += f" ({subset} subset)"
     if scores is not None:

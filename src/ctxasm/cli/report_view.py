@@ -106,8 +106,9 @@ def write_html(result: Mapping[str, Any], path: Path) -> None:
 def write_page(page: str, path: Path, field: str | None = None) -> None:
     """Write an HTML ``page`` to ``path``; a path that cannot be written exits 2 with one line
     naming it (and the option ``field``, when given)."""
+    data = page.encode("utf-8", "replace")  # before the file is opened: never a half page
     try:
-        path.write_text(page, encoding="utf-8")
+        path.write_bytes(data)
     except OSError as exc:
         where = f" [{field}]" if field else ""
         fail(f"cannot write {path}: {exc.strerror}{where}", EXIT_BAD_INPUT)

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxasm.errors import RequestError
+from ctxasm.errors import CtxasmError, RequestError
+from ctxasm.jsonio import decode_json
 
 __all__ = ["EvalPassage", "EvalQuestion", "load_dataset", "read_dataset", "write_dataset"]
 
@@ -206,10 +207,12 @@ def read_dataset(lines: Sequence[str] | Iterator[str], name: str = "dataset") ->
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except ValueError as exc:
+            # read as requests are: a repeated key, NaN, nesting over 64 levels and a lone
+            # surrogate are refused here, by line, not where the question is used or written
+            record = decode_json(line.encode("utf-8", "surrogatepass"), what="line")
+        except CtxasmError as error:
             raise RequestError(
-                f"{name} line {number} is not JSON: {exc}", field=f"line {number}"
+                f"{name} line {number} is not JSON: {error.message}", field=f"line {number}"
             ) from None
         questions.append(parse_question(record, f"line {number}"))
     if not questions:
@@ -235,9 +238,11 @@ def write_dataset(questions: Sequence[EvalQuestion], path: str | Path) -> None:
     """Write ``questions`` to ``path`` as JSONL in the unified format (UTF-8), so
     :func:`load_dataset` reads them back (attached scores are not written)."""
     path = Path(path)
+    # Encoded whole before the file is opened: an error then leaves no half-written file.
+    data = "".join(
+        json.dumps(question.to_record(), ensure_ascii=False) + "\n" for question in questions
+    ).encode("utf-8")
     try:
-        with path.open("w", encoding="utf-8") as handle:
-            for question in questions:
-                handle.write(json.dumps(question.to_record(), ensure_ascii=False) + "\n")
+        path.write_bytes(data)
     except OSError as exc:
         raise RequestError(f"cannot write {path}: {exc.strerror}", field="output") from None

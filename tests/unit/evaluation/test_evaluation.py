@@ -261,6 +261,23 @@ def test_a_line_that_is_not_json_is_named() -> None:
     assert "data.jsonl line 2 is not JSON" in error.message
 
 
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        # it escaped as a raw RecursionError ("internal error"), naming no line
+        ("[" * 100_000 + "]" * 100_000, "nested more than 64 levels"),
+        # accepted, it crashed --save-subset halfway through writing the subset
+        ('{"id": "q", "question": "Q?", "passages": [], "answers": ["\\ud800"]}', "surrogate"),
+        ('{"id": "q", "id": "r", "question": "Q?", "passages": []}', "repeats the key 'id'"),
+        ('{"id": "q", "question": "Q?", "passages": [], "x": NaN}', "NaN"),
+    ],
+)
+def test_a_line_is_read_as_a_request_is(line: str, message: str) -> None:
+    error = _error([json.dumps(Q1), line])
+    assert error.field == "line 2"
+    assert "data.jsonl line 2 is not JSON" in error.message and message in error.message
+
+
 def _bad(**changes: Any) -> str:
     record = json.loads(json.dumps(Q1))
     for key, value in changes.items():
