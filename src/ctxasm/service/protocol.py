@@ -65,8 +65,8 @@ MIN_PIECE_BYTES = 256
 
 
 class HeaderTimeoutProtocol(H11Protocol):
-    """H11Protocol that closes connections whose request headers arrive too slowly, or whose
-    body comes in too many small pieces."""
+    """H11Protocol that closes connections whose request headers arrive too slowly, whose
+    body comes in too many small pieces, or whose response the client stops reading."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -139,9 +139,8 @@ class HeaderTimeoutProtocol(H11Protocol):
         super().resume_writing()
 
     def _stop_send_timer(self) -> None:
-        if self._send_timer is not None:
-            self._send_timer.cancel()
-            self._send_timer = None
+        _cancel(self._send_timer)
+        self._send_timer = None
 
     def _send_late(self) -> None:
         # abort, not close: close waits for the buffer to drain, which is what never happens
@@ -158,14 +157,18 @@ class HeaderTimeoutProtocol(H11Protocol):
             self._header_timer = self.loop.call_later(self._header_timeout, self._headers_late)
 
     def _stop_header_timer(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
+        _cancel(self._header_timer)
+        self._header_timer = None
 
     def _headers_late(self) -> None:
         self._header_timer = None
         if self._waiting_for_headers() and not self.transport.is_closing():
             self.transport.close()
+
+
+def _cancel(timer: asyncio.TimerHandle | None) -> None:
+    if timer is not None:
+        timer.cancel()
 
 
 def _closing_error(code: str, message: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
