@@ -178,7 +178,7 @@ class CitationReport:
     coverage: float
     mislinked: tuple[str, ...] = ()
     # The characters of the answer and its sources' ids and urls, which bound to_dict()
-    given: int = field(default=0, repr=False, compare=False)
+    _given: int = field(default=0, repr=False, compare=False)
 
     @property
     def all_valid(self) -> bool:
@@ -204,7 +204,7 @@ class CitationReport:
             _CITATION_JSON + len(c.id or "") + len(c.url or "") + len(c.raw) + len(c.link or "")
             for c in self.citations
         )
-        if size > REPORT_GROWTH * self.given + REPORT_ALLOWANCE:
+        if size > REPORT_GROWTH * self._given + REPORT_ALLOWANCE:
             raise RequestError(
                 f"the report of this answer would take about {size:,} characters of JSON: its "
                 f"{len(self.citations):,} citations each repeat their source's id and url; a "
@@ -303,7 +303,7 @@ def check_citations(answer: str, assembly: Assembly | Mapping[str, Any]) -> Cita
     )
     given = len(answer) + sum(len(s.id) + len(s.url or "") for s in sources.values())
     return CitationReport(
-        given=given,
+        _given=given,
         citations=tuple(citations),
         invalid=tuple(dict.fromkeys(c.label for c in citations if not c.valid)),
         cited_ids=tuple(cited),

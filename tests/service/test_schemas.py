@@ -23,7 +23,8 @@ from ctxasm.service.openapi import EXAMPLE_REQUEST
 
 
 def _names(cls: Any) -> list[str]:
-    return [field.name for field in dataclasses.fields(cls)]
+    """The public fields (a private one, such as CitationReport._given, is no JSON field)."""
+    return [field.name for field in dataclasses.fields(cls) if not field.name.startswith("_")]
 
 
 @pytest.mark.parametrize(
