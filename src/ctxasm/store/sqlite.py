@@ -217,6 +217,9 @@ class SQLiteStore:
             self._db.execute("PRAGMA foreign_keys = ON")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._prepare()
+            # the connection's own tables for reading query words as FTS5 does (_fts_forms)
+            self._db.execute(_QUERY_TERMS)
+            self._db.execute(_QUERY_FORMS)
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(f"cannot open the store {self.path}: {exc}") from None
         self._lock = threading.Lock()
@@ -639,8 +642,6 @@ class SQLiteStore:
         Hangul, kana with voicing marks, й, accented Greek, ligatures and superscripts, whose
         chunks were then never found."""
         db = self._db
-        db.execute(_QUERY_TERMS)
-        db.execute(_QUERY_FORMS)
         db.execute("DELETE FROM temp.query_terms")
         db.executemany("INSERT INTO temp.query_terms (rowid, t) VALUES (?, ?)", enumerate(terms))
         forms: list[list[str]] = [[] for _ in terms]

@@ -271,11 +271,7 @@ def _last_seam(text: str, start: int) -> int:
     after a newline (text without spaces, such as Chinese, has the second between lines);
     -1 if there is none. Only ``text[start - 1:]`` is searched."""
     low = max(start, 1)
-    found, at = -1, len(text)
-    while (at := text.rfind(" ", low, at)) > 0:
-        if not text[at - 1].isspace():
-            found = at
-            break
+    found = _last_space_boundary(text, len(text), low)
     at = len(text) - 1
     while (at := text.rfind("\n", low - 1, at)) >= 0:
         if text[at + 1].isalpha():
@@ -306,11 +302,12 @@ def _shared_prefix(first: str, second: str) -> int:
     return low
 
 
-def _last_space_boundary(text: str, limit: int) -> int:
-    """The last position below ``limit`` holding a space after a non-whitespace character."""
-    cut = text.rfind(" ", 1, limit)
+def _last_space_boundary(text: str, limit: int, low: int = 1) -> int:
+    """The last position from ``low`` (at least 1) and below ``limit`` holding a space after a
+    non-whitespace character; -1 if there is none."""
+    cut = text.rfind(" ", low, limit)
     while cut > 0 and text[cut - 1].isspace():
-        cut = text.rfind(" ", 1, cut)
+        cut = text.rfind(" ", low, cut)
     return cut
 
 
