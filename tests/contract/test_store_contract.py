@@ -467,6 +467,45 @@ def test_changed_access_data_replaces_the_document(
     assert backend.sql("SELECT DISTINCT reader FROM readers") == [("bob",)]
 
 
+def test_another_tenants_document_of_the_same_id_is_refused_not_replaced(
+    tmp_path: Path, store: Store
+) -> None:
+    # Two tenants index a file at the same relative path: the second run must not delete the
+    # first tenant's document (a document id names one document in the whole store).
+    _corpus(tmp_path)
+    first = index_paths(store, [tmp_path / "docs"], tenant="t1", readers=["alice"], overlap=8)
+    assert (first.added, first.failed) == (3, [])
+    report = index_paths(store, [tmp_path / "docs"], tenant="t2", readers=["bob"], overlap=8)
+    assert (report.added, report.updated, len(report.failed)) == (0, 0, 3)
+    assert all("under another tenant" in why for _, why in report.failed)
+    assert len({p.doc_id for p in store.retrieve("danube", ALICE)}) == 3
+    assert store.retrieve("danube", Principal("bob", "t2")) == []
+    for tenant in ("t2", None):  # a public document of that id is refused too
+        moved = Document("x", "The river port.", tenant="t1")
+        store.upsert(moved, chunk_text(moved.text, 64, 0))
+        with pytest.raises(RequestError, match="under another tenant") as caught:
+            stolen = Document("x", "Replaced text.", tenant=tenant)
+            store.upsert(stolen, chunk_text(stolen.text, 64, 0))
+        assert caught.value.field == "document.doc_id"
+        assert [p.text for p in store.retrieve("river port", Principal("u", "t1"))] == [
+            "The river port."
+        ]
+    assert store.delete("x")  # the way to move a document: delete it, then write it anew
+    public = Document("x", "Now public.", tenant=None)
+    assert store.upsert(public, chunk_text(public.text, 64, 0)) == "added"
+
+
+def test_a_batch_giving_one_id_two_tenants_writes_neither_over_the_other(store: Store) -> None:
+    first = Document("a", "The river bridge.", tenant="t1")
+    second = Document("a", "The other tenant's text.", tenant="t2")
+    with pytest.raises(RequestError, match="under another tenant"):
+        store.upsert_many(  # type: ignore[attr-defined]
+            [(d, chunk_text(d.text, 8, 2)) for d in (first, second)]
+        )
+    found = store.retrieve("river bridge", Principal("u", "t1"))
+    assert [p.text for p in found] == ["The river bridge."]  # batches before the clash stand
+
+
 def test_an_update_replaces_the_text_and_keeps_the_document_count(store: Store) -> None:
     first = index_paths(
         store, [CORPUS], tenant="demo", readers=["everyone"], chunk_tokens=64, overlap=16
@@ -630,7 +669,7 @@ def test_a_failed_upsert_leaves_the_previous_version(
 ) -> None:
     old = Document("doc", " ".join(SENTENCES * 3), tenant="t1", readers=("g1",))
     assert _put(store, old, tokens=16, overlap=4) == ["added"]
-    new = Document("doc", " ".join(["The quokka hops."] * 30), tenant="t2", readers=("bob",))
+    new = Document("doc", " ".join(["The quokka hops."] * 30), tenant="t1", readers=("bob",))
     before = backend.snapshot()
     chunks: list[object] = list(chunk_text(new.text, 16, 4))
     if failure == "none-text":
@@ -640,7 +679,7 @@ def test_a_failed_upsert_leaves_the_previous_version(
     with pytest.raises(Exception):  # noqa: B017 - whatever the store raises, nothing changes
         store.upsert(new, chunks)  # type: ignore[arg-type]
     assert backend.snapshot() == before
-    assert store.retrieve("quokka", Principal("bob", "t2")) == []
+    assert store.retrieve("quokka", Principal("bob", "t1")) == []
     assert {p.doc_id for p in store.retrieve("danube", ALICE)} == {"doc"}
     # the store is usable afterwards: no transaction was left open
     assert _put(store, new, tokens=16, overlap=4) == ["updated"]

@@ -179,7 +179,8 @@ def test_vectors_are_found_in_the_tail_and_after_each_rebuild(
         seen.append(_generations(postgres_url))
         _nearest_finds_every_chunk(postgres_url, store)
     # a rewrite of indexed documents: its new vectors go to the tail
-    store.upsert_many([(Document("d0", "A new text."), [Chunk(0, 11, "A new text.")])])  # type: ignore[attr-defined]
+    rewrite = Document("d0", "A new text.", tenant="t1")
+    store.upsert_many([(rewrite, [Chunk(0, 11, "A new text.")])])  # type: ignore[attr-defined]
     _nearest_finds_every_chunk(postgres_url, store)
     assert seen == [
         (0, [], {1: 20}),  # under TAIL_MIN: the tail alone, searched exactly

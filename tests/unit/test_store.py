@@ -323,7 +323,7 @@ def _old_and_new(store: SQLiteStore) -> tuple[Document, list[Chunk], Document]:
     old = Document("doc", " ".join(SENTENCES * 3), tenant="t1", readers=("g1",))
     old_chunks = chunk_text(old.text, 16, 4)
     assert store.upsert(old, old_chunks) == "added"
-    new = Document("doc", " ".join(["The quokka hops."] * 30), tenant="t2", readers=("bob",))
+    new = Document("doc", " ".join(["The quokka hops."] * 30), tenant="t1", readers=("bob",))
     return old, old_chunks, new
 
 
@@ -338,7 +338,7 @@ def test_an_sql_error_mid_upsert_leaves_the_previous_version(store: SQLiteStore)
         store.upsert(new, chunk_text(new.text, 16, 4))
     assert _snapshot(store) == before
     assert store.stats() == StoreStats(1, len(old_chunks))
-    assert store.retrieve("quokka", Principal("bob", "t2")) == []
+    assert store.retrieve("quokka", Principal("bob", "t1")) == []
     assert {p.doc_id for p in store.retrieve("danube", ALICE)} == {"doc"}
     # the store is usable afterwards: no transaction was left open
     assert not store._db.in_transaction
@@ -364,7 +364,7 @@ def test_a_process_killed_mid_upsert_leaves_the_previous_version(
                 os._exit(3)  # no rollback, no close: as if the machine lost power
 
         store = open_store({f"sqlite:///{tmp_path / 'store.db'}"!r})
-        new = Document("doc", "The quokka hops. " * 30, tenant="t2", readers=("bob",))
+        new = Document("doc", "The quokka hops. " * 30, tenant="t1", readers=("bob",))
         store.upsert(new, [*chunk_text(new.text, 16, 4)[:2], Dying()])
         """
     )

@@ -97,9 +97,12 @@ def test_statistics_follow_adds_updates_and_deletes(tmp_path: Path) -> None:
     assert _write(store, DOCS) == ["added", "added", "added", "added"]
     assert _kept(store) == _recount(store)
     moved = Document(
-        "b", "Now the orchard belongs to another tenant.", tenant="t2", readers=("g2",)
+        "b", "Now the orchard belongs to another reader set.", tenant="t1", readers=("g2",)
     )
     assert _write(store, [moved, DOCS[0]]) == ["updated", "unchanged"]
+    assert store.delete("c") is True  # another tenant's document moves by delete and add
+    moved = Document("c", "The lantern now burns for the first tenant.", tenant="t1")
+    assert _write(store, [moved]) == ["added"]
     assert _kept(store) == _recount(store)
     assert store.delete("a") is True
     assert _kept(store) == _recount(store)

@@ -93,6 +93,7 @@ from ctxasm.store.records import (
     Pending,
     StoreStats,
     batches,
+    check_owners,
     class_key,
     content_hash,
     document_row,
@@ -354,12 +355,12 @@ class PostgresStore:
 
     def _write(self, batch: list[Pending]) -> list[str]:
         with self._connection() as db:
-            known = dict(
-                db.execute(
-                    "SELECT doc_id, content_hash FROM documents WHERE doc_id = ANY(%s)",
-                    ([p.document.doc_id for p in batch],),
-                ).fetchall()
-            )
+            stored = db.execute(
+                "SELECT doc_id, content_hash, tenant FROM documents WHERE doc_id = ANY(%s)",
+                ([p.document.doc_id for p in batch],),
+            ).fetchall()
+            check_owners(batch, {doc_id: tenant for doc_id, _, tenant in stored})
+            known = {doc_id: digest for doc_id, digest, _ in stored}
             changed = [p for p in batch if known.get(p.document.doc_id) != p.digest]
             if changed:
                 fresh: dict[str, int] = {}

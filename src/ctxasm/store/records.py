@@ -12,6 +12,7 @@ from typing import Any
 import xxhash
 
 from ctxasm.data import Passage
+from ctxasm.errors import RequestError
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
 
@@ -21,6 +22,7 @@ __all__ = [
     "Pending",
     "StoreStats",
     "batches",
+    "check_owners",
     "class_key",
     "content_hash",
     "document_row",
@@ -109,6 +111,22 @@ def batches(pending: Sequence[Pending]) -> list[list[Pending]]:
         cut[-1].append(item)
         seen.add(item.document.doc_id)
     return [batch for batch in cut if batch]
+
+
+def check_owners(batch: Sequence[Pending], owners: Mapping[str, str | None]) -> None:
+    """Refuse a document whose id the store holds under another tenant (``owners``: the
+    tenant of each id already stored). A document id names one document in the whole store,
+    so writing it would replace, and so delete, the other tenant's document."""
+    for item in batch:
+        document = item.document
+        if document.doc_id in owners and owners[document.doc_id] != document.tenant:
+            raise RequestError(
+                f"document.doc_id {document.doc_id!r} is already in this store under another "
+                "tenant, and a document id names one document in the whole store: writing this "
+                "one would replace that one. Delete that document first (ctxasm delete), or "
+                "give this one another id",
+                field="document.doc_id",
+            )
 
 
 def outcomes(batch: Sequence[Pending], known: Mapping[str, str]) -> list[str]:

@@ -61,6 +61,7 @@ from ctxasm.store.records import (
     Pending,
     StoreStats,
     batches,
+    check_owners,
     class_key,
     content_hash,
     document_row,
@@ -346,12 +347,12 @@ class SQLiteStore:
         db = self._db
         with self._locked():
             marks = ", ".join("?" for _ in batch)
-            known = dict(
-                db.execute(
-                    f"SELECT doc_id, content_hash FROM documents WHERE doc_id IN ({marks})",
-                    [p.document.doc_id for p in batch],
-                ).fetchall()
-            )
+            stored = db.execute(
+                f"SELECT doc_id, content_hash, tenant FROM documents WHERE doc_id IN ({marks})",
+                [p.document.doc_id for p in batch],
+            ).fetchall()
+            check_owners(batch, {doc_id: tenant for doc_id, _, tenant in stored})
+            known = {doc_id: digest for doc_id, digest, _ in stored}
             changed = [p for p in batch if known.get(p.document.doc_id) != p.digest]
             if changed:
                 db.execute("BEGIN IMMEDIATE")
