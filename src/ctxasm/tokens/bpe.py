@@ -162,6 +162,7 @@ def _build(name: str, encoding: BpeEncoding) -> _Loaded:
         built = tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
     except Exception as exc:  # tiktoken raises ValueError for a bad pattern or ranks
         raise TokenizerError(f"{encoding.file.label} cannot be used: {exc}") from None
+    _check_pattern_covers(built, encoding.file.label)
     longest = max(len(token) for token in ranks)
     text_tokens = None
     if encoding.text_tokens:
@@ -169,6 +170,26 @@ def _build(name: str, encoding: BpeEncoding) -> _Loaded:
         ordered = sorted(encoding.text_tokens, key=len, reverse=True)  # longest match first
         text_tokens = re.compile("(" + "|".join(re.escape(t) for t in ordered) + ")")
     return _Loaded(built, longest, text_tokens)
+
+
+# Characters of many kinds, each alone and all together: a pre-tokenizer pattern that leaves
+# one of them unmatched makes tiktoken skip it, so its count would be too low.
+_PROBE = (
+    "aZ7.,!?-_'\"()[]{}<>/\\|@#$%^&*+=~` \t\n\r"
+    "\u00e9\u00df\u0436\u03bb\u05d0\u0627\u0915\u4e2d\u3042\ud55c\U0001f642\u00a0\u2003"
+)
+
+
+def _check_pattern_covers(built: Any, label: str) -> None:
+    """Refuse a pattern that does not cover every character of :data:`_PROBE` (byte-level BPE
+    is lossless, so the tokens of a covered text decode to it)."""
+    for text in (*_PROBE, _PROBE):
+        if built.decode_bytes(built.encode_ordinary(text)) != text.encode("utf-8"):
+            what = repr(text) if len(text) == 1 else "a text of such characters together"
+            raise TokenizerError(
+                f"{label} cannot be used: its pre-tokenizer pattern skips {what}, which is then "
+                "counted as no token at all, so its counts would be too low for any budget"
+            )
 
 
 def _tiktoken_ranks(file: TokenizerFile, data: bytes) -> dict[bytes, int]:

@@ -54,6 +54,10 @@ class HuggingFaceTokenizer:
                         f"{self.file.label} is not a valid tokenizer.json: {exc}"
                     ) from None
                 tokenizer.encode_special_tokens = True  # control tokens in a text are text
+                # A file saved from a pipeline may carry its truncation and padding: counts
+                # would stop at max_length (under-counted: the request overflows) or grow to it.
+                tokenizer.no_truncation()
+                tokenizer.no_padding()
                 _check_no_text_vanishes(tokenizer, self.file.label)
                 self._tokenizer = tokenizer
             return self._tokenizer

@@ -366,6 +366,63 @@ def test_tekken_file_without_a_token_for_every_byte_is_refused(tmp_path: Path, s
     )
 
 
+def _tekken(path: Path, pattern: str) -> Path:
+    import base64
+    import json
+
+    vocab = [{"rank": r, "token_bytes": base64.b64encode(bytes((r,))).decode()} for r in range(256)]
+    config = {"default_vocab_size": 256, "default_num_special_tokens": 0, "pattern": pattern}
+    path.write_text(json.dumps({"config": config, "vocab": vocab}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("pattern", "skipped"),
+    [
+        (r"[a-z]+", "'Z'"),
+        (r"[^\d]+", "'7'"),
+        (r"\w+|\s+", "'.'"),
+        (r"[^\U0001F600-\U0001F64F]+", "'🙂'"),
+    ],
+)
+def test_tekken_pattern_that_skips_characters_is_refused(
+    tmp_path: Path, pattern: str, skipped: str
+) -> None:
+    # tiktoken drops what the pattern leaves unmatched: "12345 67890" counted as 0 tokens
+    path = _tekken(tmp_path / "tekken.json", pattern)
+    with pytest.raises(TokenizerError) as caught:
+        make_tokenizer(f"tekken:{path}").count("abc")
+    assert caught.value.message == (
+        f"{path} cannot be used: its pre-tokenizer pattern skips {skipped}, which is then "
+        "counted as no token at all, so its counts would be too low for any budget"
+    )
+
+
+def test_tekken_pattern_that_covers_every_character_counts_every_byte(tmp_path: Path) -> None:
+    path = _tekken(tmp_path / "tekken.json", r"\s+|\S+")
+    assert make_tokenizer(f"tekken:{path}").count("12345 中文") == len("12345 中文".encode())
+
+
+@pytest.mark.parametrize("setting", ["truncation", "padding"])
+def test_hf_tokenizer_ignores_a_pipelines_truncation_and_padding(
+    tmp_path: Path, setting: str
+) -> None:
+    # A tokenizer.json saved from a pipeline with truncation (max_length 16) counted every text
+    # as at most 16 tokens while the report said exact_count: the request overflowed.
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tokenizer = Tokenizer(models.WordLevel({"[UNK]": 0, "river": 1}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    if setting == "truncation":
+        tokenizer.enable_truncation(max_length=16)
+    else:
+        tokenizer.enable_padding(length=256)
+    path = tmp_path / "tokenizer.json"
+    tokenizer.save(str(path))
+    assert HuggingFaceTokenizer(path).count("river " * 100) == 100
+    assert HuggingFaceTokenizer(path).count("river") == 1
+
+
 # --- offline rank files (fixtures fresh_encodings and no_network: tests/conftest.py) ---------
 
 
