@@ -20,6 +20,7 @@ A config file is TOML or JSON::
 
     [service]                  # the HTTP service (ctxasm serve); see docs/service.md
     allow_request_templates = false   # accept a "template" field in requests
+    allow_request_model_paths = false # accept a request's sentence-transformers:/path embedder
     header_timeout_s = 10      # close a connection whose request headers take longer
     body_timeout_s = 30        # answer 408 when a request body takes longer (and abort a
                                # response the client stops reading for as long)
@@ -58,6 +59,7 @@ SERVICE_LIMITS: dict[str, int] = {
 # Settings of the HTTP service (``[service]`` in a config file), with their defaults.
 SERVICE_SETTINGS: dict[str, bool | float | int] = {
     "allow_request_templates": False,
+    "allow_request_model_paths": False,
     "header_timeout_s": 10.0,
     "body_timeout_s": 30.0,
     "keep_alive_s": 5.0,

@@ -51,7 +51,9 @@ __all__ = [
 ]
 
 EMBEDDER_SPECS = ("hashing", "hashing:DIMENSION", "sentence-transformers:/path/to/model")
-_MAX_HASHING_DIMENSION = 1 << 16  # vectors are dense: n texts take n * dimension * 4 bytes
+# Vectors are dense: n texts take n * dimension * 8 bytes where they are compared (2,000
+# passages at 65,536 dimensions took 2.25 GB), and a request can name the dimension.
+_MAX_HASHING_DIMENSION = 4096
 _INSTALL_HINT = "pip install 'ctxasm[embeddings]'"
 
 
@@ -171,9 +173,13 @@ class SentenceTransformerEmbedder:
     """
 
     def __init__(self, path: str, device: str = "cpu") -> None:
-        if not Path(path).is_dir():
+        try:
+            is_dir = Path(path).is_dir()
+        except (OSError, ValueError):  # a name too long for the file system, a NUL
+            is_dir = False
+        if not is_dir:
             raise ConfigError(
-                f"sentence-transformers model directory {path!r} does not exist; give the "
+                f"sentence-transformers model directory {path[:200]!r} does not exist; give the "
                 "path of a model saved with SentenceTransformer.save() (ctxasm never downloads)"
             )
         if not _installed("sentence_transformers"):
@@ -270,13 +276,18 @@ def _build(spec: str) -> Embedder:
             return HashingEmbedder()
         if not argument.isascii() or not argument.isdigit():
             raise ConfigError(
-                f"embedder {spec!r}: the hashing dimension must be a positive integer, "
+                f"embedder {spec[:80]!r}: the hashing dimension must be a positive integer, "
                 f"as in 'hashing:512'"
+            )
+        if len(argument.lstrip("0")) > 18:  # int() refuses over 4,300 digits
+            raise ConfigError(
+                f"hashing dimension must be between 1 and {_MAX_HASHING_DIMENSION}, got a number "
+                f"of {len(argument):,} digits"
             )
         return HashingEmbedder(dimension=int(argument))
     if kind == "sentence-transformers" and argument:
         return SentenceTransformerEmbedder(argument)
-    raise ConfigError(f"unknown embedder {spec!r}; use one of: {', '.join(EMBEDDER_SPECS)}")
+    raise ConfigError(f"unknown embedder {spec[:80]!r}; use one of: {', '.join(EMBEDDER_SPECS)}")
 
 
 def passage_vectors(passages: Sequence[Passage], embedder: Embedder | None) -> Vectors | None:

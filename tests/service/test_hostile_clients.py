@@ -288,6 +288,28 @@ def test_request_templates_are_refused_by_default(served: Any) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("strategy", "field"),
+    [
+        ({"dedup": {"name": "semantic", "embedder": "sentence-transformers:/"}}, "dedup"),
+        ({"selection": {"name": "mmr", "embedder": "sentence-transformers:/tmp"}}, "selection"),
+        ({"dedup": ["exact", {"name": "semantic", "embedder": "bert"}]}, "dedup[1]"),
+    ],
+)
+def test_model_paths_in_a_request_are_refused_by_default(
+    served: Any, strategy: dict[str, Any], field: str
+) -> None:
+    # A client chose which folder of the server a model was loaded from, learned which folders
+    # exist (the error differed), and could keep 32 models in memory.
+    base, _ = served
+    status, error = _post(base, {**REQUEST, "strategy": strategy})
+    assert status == 422
+    assert error["error"]["field"] == f"strategy.{field}.embedder"
+    assert "allow_request_model_paths = true" in error["error"]["message"]
+    hashing = {"dedup": {"name": "semantic", "embedder": "hashing:64"}}
+    assert _post(base, {**REQUEST, "strategy": hashing})[0] == 200
+
+
 def test_templates_from_the_operator_stay_allowed(tmp_path: Path, start_service: Start) -> None:
     config = tmp_path / "ctxasm.toml"
     config.write_text(

@@ -101,8 +101,8 @@ def test_hashing_puts_similar_texts_closer_than_unrelated_ones() -> None:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"dimension": 0}, "between 1 and 65536, got 0"),
-        ({"dimension": 1 << 20}, "between 1 and 65536"),
+        ({"dimension": 0}, "between 1 and 4096, got 0"),
+        ({"dimension": 4097}, "between 1 and 4096"),
         ({"dimension": 2.5}, "must be an integer, got 2.5"),
         ({"dimension": True}, "must be an integer, got True"),
         ({"ngram": (2, 1)}, "1 <= low <= high, got (2, 1)"),
@@ -138,8 +138,10 @@ def test_specs_build_hashing_embedders_once() -> None:
         ("hashing:", "'hashing:': the hashing dimension must be a positive integer"),
         ("hashing:abc", "'hashing:abc': the hashing dimension must be a positive integer"),
         ("hashing:-3", "'hashing:-3': the hashing dimension must be a positive integer"),
-        ("hashing:0", "between 1 and 65536, got 0"),
-        ("hashing:99999999", "between 1 and 65536, got 99999999"),
+        ("hashing:0", "between 1 and 4096, got 0"),
+        ("hashing:99999", "between 1 and 4096, got 99999"),
+        # past Python's limit on digits in int(): a ValueError, not a ConfigError
+        ("hashing:" + "9" * 5000, "between 1 and 4096, got a number of 5,000 digits"),
     ],
 )
 def test_bad_specs_say_what_is_allowed(spec: str, message: str) -> None:
@@ -149,6 +151,16 @@ def test_bad_specs_say_what_is_allowed(spec: str, message: str) -> None:
 
 
 # --- sentence-transformers ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["a" * 300, "a" * 100_000, "a\x00b"])
+def test_sentence_transformers_path_the_system_cannot_take_is_a_missing_directory(
+    tmp_path: Path, name: str
+) -> None:
+    # a name over 255 bytes raised OSError (ENAMETOOLONG): an internal error, HTTP 500
+    with pytest.raises(ConfigError, match="does not exist") as caught:
+        get_embedder(f"sentence-transformers:{tmp_path / name}")
+    assert len(caught.value.message) < 500
 
 
 def test_sentence_transformers_names_a_missing_directory(tmp_path: Path) -> None:
@@ -314,7 +326,7 @@ def test_the_hashing_embedder_catches_a_reworded_copy() -> None:
     [
         ({"embedder": "bert"}, "embedder", "unknown embedder 'bert'; use one of: hashing"),
         ({"embedder": 3}, "embedder", "must be an embedder spec string or null, got 3"),
-        ({"embedder": "hashing:0"}, "embedder", "between 1 and 65536, got 0"),
+        ({"embedder": "hashing:0"}, "embedder", "between 1 and 4096, got 0"),
         ({"threshold": 1.5}, "threshold", "must be between 0.0 and 1.0, got 1.5"),
         ({"threshold": "high"}, "threshold", "must be a finite number, got 'high'"),
     ],

@@ -91,6 +91,33 @@ def _failure(error: CtxasmError, request_id: str) -> Response:
     return _json({"error": {**error.to_dict(), "request_id": request_id}}, error.http_status)
 
 
+def _refuse_model_paths(strategy: Any) -> None:
+    """Refuse a request whose strategy names an embedder read from a path on this machine
+    (``sentence-transformers:/path``): which model files the service loads is the operator's
+    choice, not a client's (a client could load any model folder it knows of, probe which
+    folders exist, and keep many models in memory). ``hashing`` embedders are always fine."""
+    pending: list[tuple[str, Any]] = [("strategy", strategy)]
+    while pending:  # the body's depth is bounded by decode_object
+        where, value = pending.pop()
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                name = f"{where}.{key}"
+                if key == "embedder" and isinstance(item, str) and not _offline(item):
+                    raise RequestError(
+                        "this service does not load embedders named in a request from its own "
+                        "files; use 'hashing' or 'hashing:N', or the operator can allow it with "
+                        "[service] allow_request_model_paths = true, or set one in [defaults]",
+                        field=name,
+                    )
+                pending.append((name, item))
+        elif isinstance(value, list):
+            pending.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
+
+
+def _offline(spec: str) -> bool:
+    return spec.partition(":")[0] == "hashing"
+
+
 class _Endpoints:
     """The work behind the routes, run in worker threads."""
 
@@ -98,6 +125,7 @@ class _Endpoints:
         self.assembler = assembler
         self.limits = assembler.config.service_limits
         self.allow_request_templates = allow_request_templates
+        self.allow_model_paths = bool(assembler.config.service["allow_request_model_paths"])
         self.sessions = SessionStore()
 
     def assemble(self, raw: bytes, request_id: str) -> Response:
@@ -111,6 +139,8 @@ class _Endpoints:
                     "ctxasm serve --allow-request-templates, or set one in [defaults]",
                     field="template",
                 )
+            if not self.allow_model_paths:
+                _refuse_model_paths(data.get("strategy"))
             session = self.sessions.prepare(data)
             result = self.assembler.assemble(data)
             if session is not None:
