@@ -102,6 +102,70 @@ def test_concurrent_writers_to_the_same_classes_keep_the_counts_exact(postgres_u
         store.close()
 
 
+def _class_totals(url: str) -> list[tuple[Any, ...]]:
+    return _sql(url, "SELECT id, chunks, words FROM access_classes ORDER BY id")
+
+
+@pytest.mark.parametrize("second", ["delete", "reindex"])
+def test_a_delete_beside_another_write_of_the_document_subtracts_it_once(
+    postgres_url: str, second: str
+) -> None:
+    # Two deletes of one document (or a delete beside its re-index) both read its chunks and
+    # both subtracted them; only one removed rows. The counts went negative and every retrieve
+    # of the class failed with a math domain error.
+    import psycopg
+
+    stores = [open_store(postgres_url) for _ in range(2)]
+    stores[0].upsert(*_document("x", "Herons nest in the river delta. " * 20, "g"))
+    stores[0].upsert(*_document("y", "Egrets fish at dawn in the delta.", "g"))
+    results: dict[str, Any] = {}
+
+    def run(name: str, call: Any) -> None:
+        try:
+            results[name] = call()
+        except BaseException as exc:  # reported by the assertion below
+            results[name] = exc
+
+    calls = {
+        "first": lambda: stores[0].delete("x"),
+        "second": (
+            (lambda: stores[1].delete("x"))
+            if second == "delete"
+            else (lambda: stores[1].upsert(*_document("x", "Herons moved upriver.", "g")))
+        ),
+    }
+    with psycopg.connect(postgres_url) as holder:  # another writer, mid-transaction
+        holder.execute("SELECT 1 FROM documents WHERE doc_id = 'x' FOR UPDATE")
+        threads = []
+        for name, call in calls.items():
+            threads.append(threading.Thread(target=run, args=(name, call)))
+            threads[-1].start()
+            for _ in range(500):  # until it waits on the row lock
+                waiting = _sql(
+                    postgres_url,
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+                )[0][0]
+                if waiting == len(threads):
+                    break
+                threading.Event().wait(0.01)
+        holder.rollback()
+    for thread in threads:
+        thread.join()
+    assert results["first"] is True
+    assert results["second"] == (False if second == "delete" else "updated")
+    assert _kept(postgres_url) == _recount(postgres_url)
+    totals = _sql(
+        postgres_url,
+        "SELECT class_id, count(*), sum(words) FROM chunks GROUP BY class_id ORDER BY class_id",
+    )
+    kept = [row for row in _class_totals(postgres_url) if row[1] > 0]
+    assert [(c, n) for c, n, _ in kept] == [(c, n) for c, n, _ in totals]
+    assert all(row[1] >= 0 and row[2] >= 0 for row in _class_totals(postgres_url))
+    assert [p.doc_id for p in stores[1].retrieve("egrets delta", WHO)][:1] == ["y"]
+    for store in stores:
+        store.close()
+
+
 def test_statistics_are_staged_only_inside_a_write_transaction(postgres_url: str) -> None:
     """The staging table is emptied at every commit: a change staged outside a transaction
     would be gone before it is applied."""

@@ -389,6 +389,9 @@ class PostgresStore:
         Python's work overlaps the database's: chunk rows are made while ``COPY`` sends the
         previous ones, and the vectors while the statistics are updated."""
         deltas: dict[int, ClassDelta] = {}
+        owners = _lock_documents(db, replaced)  # a concurrent delete may have taken some
+        check_owners(batch, owners)  # and a concurrent writer given one to another tenant
+        replaced = list(owners)
         if replaced:
             for class_id, text in db.execute(
                 "SELECT class_id, text FROM chunks WHERE doc_id = ANY(%s)", (replaced,)
@@ -460,6 +463,14 @@ class PostgresStore:
     def delete(self, doc_id: str) -> bool:
         doc_id = checked_doc_id(doc_id)
         with self._connection() as db, db.transaction():
+            for _ in range(_LOCK_TRIES):
+                locked = _lock_documents(db, [doc_id])
+                # Nothing locked: gone, or replaced by a writer that committed while this one
+                # waited (the new version is seen by the next statement, so it is tried again).
+                if locked or _absent(db, doc_id):
+                    break
+            if not locked:
+                return False
             deltas: dict[int, ClassDelta] = {}
             for class_id, text in db.execute(
                 "SELECT class_id, text FROM chunks WHERE doc_id = %s", (doc_id,)
@@ -568,3 +579,26 @@ def _pool(url: str, size: int, statement_timeout_ms: int) -> Any:
         reconnect_timeout=60.0,
         open=False,
     )
+
+
+# How many times a delete tries to lock a document that a concurrent writer keeps replacing.
+_LOCK_TRIES = 3
+
+
+def _lock_documents(db: Any, doc_ids: list[str]) -> dict[str, str | None]:
+    """Lock the rows of the documents of ``doc_ids`` the store holds, in id order (two writers
+    never wait on each other crosswise); the tenant of each id locked. Every write that removes
+    a document's chunks holds its row's lock first, so the chunks read after this are exactly
+    those this transaction removes: two deletes of one document, or a delete beside a re-index,
+    used to subtract its chunks from the statistics twice (the statistics went negative)."""
+    if not doc_ids:
+        return {}
+    rows = db.execute(
+        "SELECT doc_id, tenant FROM documents WHERE doc_id = ANY(%s) ORDER BY doc_id FOR UPDATE",
+        (doc_ids,),
+    )
+    return dict(rows)
+
+
+def _absent(db: Any, doc_id: str) -> bool:
+    return db.execute("SELECT 1 FROM documents WHERE doc_id = %s", (doc_id,)).fetchone() is None
