@@ -389,9 +389,9 @@ class PostgresStore:
         Python's work overlaps the database's: chunk rows are made while ``COPY`` sends the
         previous ones, and the vectors while the statistics are updated."""
         deltas: dict[int, ClassDelta] = {}
-        owners = _lock_documents(db, replaced)  # a concurrent delete may have taken some
-        check_owners(batch, owners)  # and a concurrent writer given one to another tenant
-        replaced = list(owners)
+        tenants = _lock_documents(db, replaced)  # a concurrent delete may have taken some
+        check_owners(batch, tenants)  # and a concurrent writer given one to another tenant
+        replaced = list(tenants)
         if replaced:
             for class_id, text in db.execute(
                 "SELECT class_id, text FROM chunks WHERE doc_id = ANY(%s)", (replaced,)
