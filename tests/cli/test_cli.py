@@ -213,6 +213,33 @@ def test_batch_keeps_an_existing_output_when_the_input_is_missing(tmp_path: Path
     assert target.read_text() == "precious\n"
 
 
+@pytest.mark.parametrize("how", ["same name", "symbolic link", "hard link"])
+def test_batch_refuses_to_write_its_results_over_its_input(tmp_path: Path, how: str) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(request()) + "\n")
+    target = source
+    if how != "same name":
+        target = tmp_path / "out.jsonl"
+        (target.symlink_to if how == "symbolic link" else target.hardlink_to)(source)
+    done = ctxasm("batch", str(source), str(target), "--no-progress")
+    assert done.returncode == 2
+    assert done.stderr.decode().startswith(f"ctxasm: error: the output {target} is the input")
+    assert source.read_text() == json.dumps(request()) + "\n"
+
+
+def test_batch_reads_a_pipe_once(tmp_path: Path) -> None:
+    # Input that cannot be rewound was read to the end to count its lines, then nothing was left
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", f"open({str(fifo)!r}, 'w').write({json.dumps(request())!r} + '\\n')"]
+    )
+    done = ctxasm("batch", str(fifo), "-", "--no-progress")
+    writer.wait(timeout=30)
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout)["report"]["selected"] == 3
+
+
 def test_models_lists_the_registry() -> None:
     table = ctxasm("models")
     assert table.returncode == 0

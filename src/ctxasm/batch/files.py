@@ -18,7 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_output", "new_file_mode"]
+from ctxasm.errors import RequestError
+
+__all__ = ["atomic_output", "check_not_input", "new_file_mode"]
 
 
 def new_file_mode(target: Path) -> int:
@@ -48,3 +50,20 @@ def atomic_output(target: str | Path) -> Iterator[IO[str]]:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def check_not_input(source: str, target: str) -> None:
+    """Refuse a ``target`` that is the input ``source`` (by name, link or path): the results
+    would replace the requests they came from."""
+    if source == "-" or target == "-":
+        return
+    try:
+        same = os.path.samefile(source, target)
+    except (OSError, ValueError):  # either missing (or unnamable): not the same file
+        return
+    if same:
+        raise RequestError(
+            f"the output {target} is the input {source}: the results would replace the "
+            "requests; write them to another file",
+            field="OUT",
+        )

@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ctxasm.batch.files import atomic_output
+from ctxasm.batch.files import atomic_output, check_not_input
 from ctxasm.batch.jsonl import DEFAULT_MAX_LINE_BYTES, BatchStats, assemble_line, read_lines
 
 __all__ = ["assemble_dataset", "run_batch"]
@@ -80,6 +80,8 @@ def run_batch(
 ) -> BatchStats:
     """Assemble ``source`` into ``target`` on Ray (see the module docstring)."""
     import logging
+
+    check_not_input(source, target)
 
     import ray
     import ray.data

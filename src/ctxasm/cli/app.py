@@ -177,6 +177,8 @@ def batch(
         _fail_with(error)
     try:
         stats = run_batch(source, target, assembler, max_bytes=max_bytes, progress=shown(progress))
+    except CtxasmError as error:
+        _fail_with(error)
     except OSError as exc:
         _fail(f"{exc.filename or source}: {exc.strerror}", EXIT_BAD_INPUT)
     except BatchInterruptedError as interrupted:

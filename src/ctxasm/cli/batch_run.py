@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -11,7 +13,7 @@ from types import FrameType
 from typing import IO, BinaryIO
 
 from ctxasm.assembler import Assembler
-from ctxasm.batch.files import atomic_output
+from ctxasm.batch.files import atomic_output, check_not_input
 from ctxasm.batch.jsonl import BatchStats, assemble_lines, read_lines
 from ctxasm.cli.progress import progress_bar
 
@@ -57,7 +59,8 @@ def _input(source: str) -> Iterator[tuple[BinaryIO, int | None]]:
         yield sys.stdin.buffer, None
         return
     with open(source, "rb") as handle:
-        total = _count_lines(handle)
+        # A pipe or a terminal (<(...), /dev/stdin) is read once: counted first, it was gone.
+        total = _count_lines(handle) if stat.S_ISREG(os.fstat(handle.fileno()).st_mode) else None
         yield handle, total
 
 
@@ -94,6 +97,7 @@ def run_batch(
     """Assemble every request line of ``source`` into ``target``; on SIGINT or SIGTERM raise
     :class:`BatchInterruptedError` once the output is cleaned up (``target`` untouched)."""
     stats = BatchStats()
+    check_not_input(source, target)
     try:
         with _signals_raise(), _input(source) as (stream, total), _output(target) as out:
             lines = read_lines(stream, max_bytes)
