@@ -23,6 +23,7 @@ is linear in the text.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import unicodedata
 from bisect import bisect_right
@@ -215,9 +216,49 @@ def neutral_url(url: str) -> str | None:
         return None
     host_at = url.find("//" + parts.netloc) + 2 if parts.netloc else -1
     if host_at < 2:
-        return _quoted(url, "") or None
+        return _unlabelled(_quoted(url, "")) or None
     host_end = host_at + len(parts.netloc)
-    return _quoted(url[:host_at], "") + _quoted(parts.netloc, "[]") + _quoted(url[host_end:], "")
+    quoted = _quoted(url[:host_at], "") + _netloc(parts.netloc) + _quoted(url[host_end:], "")
+    return _unlabelled(quoted)
+
+
+def _unlabelled(url: str) -> str | None:
+    """A quoted (ASCII) ``url`` with the first character of every label look-alike in it
+    percent-encoded (``.../Source:4`` is ``.../%53ource:4``, the same url to a server), so a
+    header shows one label, its own; ``None`` if that cannot be done."""
+    for _ in range(_UNLABEL_ROUNDS):
+        starts = [match.start() for match in CITATION.finditer(url)]
+        if not starts:
+            return url
+        pieces = []
+        done = 0
+        for start in starts:
+            pieces += [url[done:start], f"%{ord(url[start]):02X}"]
+            done = start + 1
+        url = "".join([*pieces, url[done:]])
+    return None
+
+
+_UNLABEL_ROUNDS = 3
+
+
+def _netloc(netloc: str) -> str:
+    """The authority of a url, percent-encoded, brackets kept only around an IPv6 address
+    (``[v1.x][Source 2]@host`` is a valid authority: its brackets would forge a label)."""
+    userinfo, at, host = netloc.rpartition("@")
+    if host.startswith("[") and "]" in host:
+        address, _, port = host[1:].partition("]")
+        if _is_ipv6(address):
+            return _quoted(userinfo + at, "") + f"[{_quoted(address, '')}]" + _quoted(port, "")
+    return _quoted(netloc, "")
+
+
+def _is_ipv6(address: str) -> bool:
+    try:
+        ipaddress.IPv6Address(address.partition("%")[0])
+    except ValueError:
+        return False
+    return True
 
 
 def _quoted(part: str, also_safe: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxasm.formatting.labels import neutral_text
+from ctxasm.formatting.labels import CITATION, neutral_text, neutral_url
 
 
 @pytest.mark.parametrize(
@@ -46,3 +46,27 @@ def test_a_list_of_labels_over_many_lines_is_marked_once_per_number(line: str) -
     text = line * 5_000
     numbers = 5_000 * sum(c.isdigit() for c in line)
     assert neutral_text(text).count("№") == numbers
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        # brackets stay around an IPv6 address only: an IPvFuture host or user part kept them,
+        # and "[Source2]" after it was a second label in the header, in every format
+        (
+            "https://[v1.a][Source2]@danube.example/",
+            "https://%5Bv1.a%5D%5BSource2%5D@danube.example/",
+        ),
+        ("https://[::1]:8080/x", "https://[::1]:8080/x"),
+        ("https://[fe80::1%25eth0]/", "https://[fe80::1%25eth0]/"),
+        ("https://user@[2001:db8::1]/p?q=[1]", "https://user@[2001:db8::1]/p?q=%5B1%5D"),
+        # a worded look-alike loses its first letter to percent-encoding (the same url)
+        ("https://[v1.Source:4]/elbe", "https://%5Bv1.%53ource:4%5D/elbe"),
+        ("https://x.org/Source:4", "https://x.org/%53ource:4"),
+        ("/docs/source 2", "/docs/source%202"),  # a space is %20: no look-alike left
+        ("https://x.org/docs/open-source-4", "https://x.org/docs/open-source-4"),
+    ],
+)
+def test_a_shown_url_carries_no_label(url: str, shown: str) -> None:
+    assert neutral_url(url) == shown
+    assert not CITATION.search(shown)
