@@ -150,10 +150,43 @@ def _words(text: str) -> list[str]:
     """The words of ``text`` in order, with sentence ends, ``://``, ``@`` and a marker before
     a snake_case tool name as words of their own; runs of single letters ("i g n o r e") are
     joined into one word."""
-    tokens: list[str] = (_ASCII_TOKEN if text.isascii() else _TOKEN).findall(text)
-    if "_" in text or _letter_pairs(tokens):
-        return _joined(tokens)
+    pattern = _ASCII_TOKEN if text.isascii() else _TOKEN
+    tokens: list[str] = pattern.findall(text)
+    if _letter_pairs(tokens):
+        return _joined(tokens, _word_breaks(text, pattern))
+    if "_" in text:
+        return _joined(tokens, set())
     return tokens  # the common case: nothing to split or join
+
+
+def _word_breaks(text: str, pattern: re.Pattern[str]) -> set[int]:
+    """The indexes of the one-letter tokens that start a new word of a run of spelled-out
+    letters: where the gap before one is wider than the run's narrowest (``i g n o r e  a l l``
+    or ``i g n o r e / a l l`` is two words; with every gap alike the run is one word)."""
+    breaks: set[int] = set()
+    run: list[tuple[int, int]] = []  # (token index, width of the gap before it)
+    end = 0
+    for index, match in enumerate(pattern.finditer(text)):
+        gap = text[end : match.start()]
+        end = match.end()
+        if len(match.group()) == 1 and match.group().isalpha():
+            # a line break or a mark between two letters is wider than any run of spaces
+            wide = gap.strip(" ") != ""
+            run.append((index, len(gap) + (_WIDE if wide else 0)))
+            continue
+        _breaks_of(run, breaks)
+        run = []
+    _breaks_of(run, breaks)
+    return breaks
+
+
+_WIDE = 1 << 20
+
+
+def _breaks_of(run: list[tuple[int, int]], breaks: set[int]) -> None:
+    if len(run) > 2:
+        narrowest = min(width for _, width in run[1:])
+        breaks.update(index for index, width in run[1:] if width > narrowest)
 
 
 def _letter_pairs(tokens: Sequence[str] | Sequence[bytes]) -> bool:
@@ -170,11 +203,14 @@ def _letter_pairs(tokens: Sequence[str] | Sequence[bytes]) -> bool:
     return False
 
 
-def _joined(tokens: list[str]) -> list[str]:
+def _joined(tokens: list[str], breaks: set[int]) -> list[str]:
     words: list[str] = []
     run = ""
-    for token in tokens:
+    for index, token in enumerate(tokens):
         if len(token) == 1 and token.isalpha():
+            if index in breaks and run:
+                words.append(run)
+                run = ""
             run += token
             continue
         if run:

@@ -226,7 +226,16 @@ def _fold(text: str) -> str:
     if _MARKS.search(text):
         text = _MARKS.sub(_latin_marks, text)
     text = unicodedata.normalize("NFC", text)
+    if _ANGLE_LOOKALIKES.search(text):  # a tag written with them reads as one to a model
+        text = text.translate(_ANGLES)
     return text.translate(_UNDOTTED) if "ı" in text or "đ" in text else text
+
+
+# Angle brackets that NFKC leaves alone but a model reads as "<" and ">": single guillemets
+# (which the renderers themselves put for "<" in a title), modifier letters, Canadian
+# syllabics, CJK and mathematical angle brackets.
+_ANGLES = str.maketrans("‹›˂˃ᐸᐳ〈〉⟨⟩⦑⦒", "<><><><><><>")
+_ANGLE_LOOKALIKES = re.compile("[‹›˂˃ᐸᐳ〈〉⟨⟩⦑⦒]")
 
 
 # Letters and punctuation (Latin, Greek, Cyrillic, general punctuation) that fold one at a
