@@ -47,6 +47,16 @@ def test_pool_size_and_statement_timeout_come_from_the_url(postgres_url: str) ->
     assert caught.value.message == (
         "store URL option pool_size='many' must be a whole number, as in pool_size=4"
     )
+    # "²" passed str.isdigit and failed in int(); 99999999999 ms reached the server and every
+    # connection failed, reported as an outage
+    for option, message in (
+        ("statement_timeout_ms=²", "statement_timeout_ms='²' must be a whole number"),
+        ("statement_timeout_ms=99999999999", "between 0 and 2,147,483,647, got 99999999999"),
+        ("write_timeout_ms=99999999999", "between 0 and 2,147,483,647, got 99999999999"),
+        ("pool_size=0", "store option pool_size must be between 1 and 1,000, got 0"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            open_store(f"{postgres_url}{separator}{option}")
 
 
 def test_class_statistics_equal_a_recount(postgres_url: str) -> None:
@@ -231,4 +241,6 @@ def test_the_memory_of_an_index_build_comes_from_the_url(postgres_url: str) -> N
     store.close()
     with pytest.raises(ConfigError) as caught:
         open_store(f"{postgres_url}{separator}index_memory_mb=8")
-    assert caught.value.message == "index_memory_mb must be at least 64 (got 8)"
+    assert caught.value.message == (
+        "store option index_memory_mb must be between 64 and 2,097,151, got 8"
+    )

@@ -140,3 +140,26 @@ def test_a_nul_is_refused_before_any_sql(postgres_url: str, tmp_path: Path) -> N
     assert [p.text for p in store.retrieve("danube", who)] == [document.text]
     assert store.stats().documents == 1
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("document", "field"),
+    [
+        (Document("d" * 3000, "Text."), "document.doc_id"),
+        (
+            Document("d", "Text.", tenant="t", readers=tuple(f"{n:036d}" for n in range(100))),
+            "document.readers",
+        ),
+    ],
+)
+def test_what_no_index_entry_can_hold_is_refused_naming_the_field(
+    postgres_url: str, document: Document, field: str
+) -> None:
+    # PostgreSQL refused it (an index entry holds at most 2,704 bytes) and the error said the
+    # store was unavailable: retry later
+    store = open_store(postgres_url)
+    with pytest.raises(ctxasm.RequestError) as caught:
+        store.upsert(document, chunk_text(document.text, 64, 0))
+    assert caught.value.field == field
+    assert "more than the PostgreSQL store can index" in caught.value.message
+    assert store.stats().documents == 0

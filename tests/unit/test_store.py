@@ -539,3 +539,21 @@ def test_delete_refuses_a_doc_id_that_is_not_a_plain_string(store: SQLiteStore) 
         with pytest.raises(RequestError) as caught:
             store.delete(doc_id)  # type: ignore[arg-type]
         assert (caught.value.field, caught.value.message) == ("doc_id", message)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        ({"score": float("nan")}, "cannot be written as JSON: Out of range float values"),
+        ({"score": float("inf")}, "cannot be written as JSON: Out of range float values"),
+        ({"note": "half \ud800 pair"}, "holds a lone surrogate"),
+    ],
+)
+def test_metadata_no_store_can_write_is_refused_naming_the_field(
+    metadata: dict[str, object], message: str
+) -> None:
+    # NaN reached PostgreSQL's jsonb as a driver error; a lone surrogate failed in both stores
+    with pytest.raises(RequestError) as caught:
+        Document("d", "Text.", metadata=metadata)
+    assert caught.value.field == "document.metadata"
+    assert message in caught.value.message

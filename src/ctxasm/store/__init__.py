@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ctxasm.data import Passage, Principal
-from ctxasm.errors import ConfigError, RequestError
+from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
 from ctxasm.store.chunk_pool import Chunked, Chunker, auto_workers, failure_reason
 from ctxasm.store.chunking import Chunk, chunk_text, count_tokens_batch
 from ctxasm.store.documents import SUFFIXES, Document, read_documents
@@ -122,7 +122,7 @@ def _store_options(url: str, defaults: dict[str, int]) -> tuple[str, dict[str, i
         key, _, value = option.partition("=")
         if key not in defaults:
             kept.append(option)
-        elif not value.isdigit():
+        elif not (value.isascii() and value.isdigit()) or len(value) > 18:  # "²" is a digit
             raise ConfigError(
                 f"store URL option {key}={value!r} must be a whole number, as in {key}="
                 f"{defaults[key]}",
@@ -186,6 +186,8 @@ class _Batch:
             return
         try:
             outcomes: list[str | None] = list(_upsert_many(self.store, items))
+        except StoreUnavailableError:
+            raise  # the store is down: no document would fare better alone (each waited 3 s)
         except Exception:
             outcomes = [
                 self._alone(where, document, chunks) for where, document, chunks, _ in items
@@ -208,6 +210,8 @@ class _Batch:
     def _alone(self, where: str, document: Document, chunks: list[Chunk]) -> str | None:
         try:
             return self.store.upsert(document, chunks)
+        except StoreUnavailableError:
+            raise
         except Exception as exc:
             self.report.failed.append((where, failure_reason(exc)))
         return None

@@ -10,9 +10,10 @@ import re
 from ctxasm.data import Principal, checked_principal
 from ctxasm.errors import RequestError
 from ctxasm.store.documents import Document
+from ctxasm.store.records import class_key
 from ctxasm.validation import integer, invalid, string
 
-__all__ = ["check_no_nul", "checked_doc_id", "checked_retrieval", "checked_scope"]
+__all__ = ["check_for_postgres", "checked_doc_id", "checked_retrieval", "checked_scope"]
 
 # ``\u0000`` in JSON text, not preceded by an escaped backslash.
 _ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
@@ -42,10 +43,20 @@ def checked_doc_id(doc_id: object) -> str:
     return checked
 
 
-def check_no_nul(document: Document) -> None:
-    """Refuse a document with a NUL character anywhere PostgreSQL would store it (its text
-    columns and ``jsonb`` cannot hold one), naming the field. Chunks are cut from the text, and
-    the id and access data are checked by :class:`~ctxasm.store.documents.Document`."""
+# PostgreSQL's B-tree indexes hold an entry of at most 2,704 bytes: the document id and the
+# access-class key (tenant and readers, as JSON) are kept well under it.
+MAX_KEY_BYTES = 2000
+
+
+def check_for_postgres(document: Document) -> None:
+    """Refuse a document PostgreSQL cannot store, naming the field: a NUL character anywhere
+    it would store it (its text columns and ``jsonb`` cannot hold one), or an id or access
+    data too long for an index entry. Chunks are cut from the text; the rest is checked by
+    :class:`~ctxasm.store.documents.Document`."""
+    if len(document.doc_id.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+        raise _too_long(document, "doc_id", "its id takes")
+    if len(class_key(document).encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+        raise _too_long(document, "readers", "its tenant and readers together take")
     for key in ("text", "title", "url", "timestamp"):
         value = getattr(document, key)
         if value is not None and "\x00" in value:
@@ -53,6 +64,14 @@ def check_no_nul(document: Document) -> None:
     dumped = json.dumps(dict(document.metadata), ensure_ascii=False, default=str)
     if _ESCAPED_NUL.search(dumped):
         raise _nul(document, "metadata")
+
+
+def _too_long(document: Document, key: str, what: str) -> RequestError:
+    return RequestError(
+        f"document.{key} of {document.doc_id[:80]!r}: {what} over {MAX_KEY_BYTES:,} bytes, "
+        "more than the PostgreSQL store can index; use a shorter id, or a group for many readers",
+        field=f"document.{key}",
+    )
 
 
 def _nul(document: Document, key: str) -> RequestError:

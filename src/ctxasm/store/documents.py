@@ -12,6 +12,7 @@ indexed as public; ``"readers": []`` is kept and admits nobody.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,27 @@ class Document:
         set_field(self, "authority", number(self.authority, "document.authority", low=0, high=1))
         if not isinstance(self.metadata, Mapping):
             raise invalid("document.metadata", "an object", self.metadata)
+        _check_metadata(self.metadata)
+
+
+def _check_metadata(metadata: Mapping[str, Any]) -> None:
+    """Refuse metadata the stores cannot write as JSON (both write it as stores do: values
+    other than JSON's as their ``str``), naming the field."""
+    if not metadata:
+        return
+    try:
+        json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False, default=str).encode()
+    except UnicodeEncodeError:
+        raise RequestError(
+            "document.metadata holds a lone surrogate (half of a UTF-16 pair), which no store "
+            "can write as UTF-8",
+            field="document.metadata",
+        ) from None
+    except (ValueError, TypeError, RecursionError) as exc:  # NaN, a cycle, keys, depth
+        raise RequestError(
+            f"document.metadata cannot be written as JSON: {' '.join(str(exc).split())[:200]}",
+            field="document.metadata",
+        ) from None
 
 
 _FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)

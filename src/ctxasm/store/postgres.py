@@ -50,9 +50,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from ctxasm.data import Passage, Principal
-from ctxasm.errors import ConfigError, StoreUnavailableError
+from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
 from ctxasm.lexical import query_terms
-from ctxasm.store.arguments import check_no_nul, checked_doc_id, checked_retrieval
+from ctxasm.store.arguments import check_for_postgres, checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
 from ctxasm.store.postgres_rows import (
@@ -110,6 +110,14 @@ SCORE_DIGITS = 8  # a passage's score is rounded to this many decimals
 SPARE_WAIT_S = 0.005  # how long a retrieval waits for a second connection, else does without
 
 
+# The largest values of the store URL's options: PostgreSQL's own limits on the settings they
+# become (timeouts in ms and maintenance_work_mem in kB are 32-bit integers), and a pool no
+# server would accept.
+MAX_POOL_SIZE = 1000
+MAX_TIMEOUT_MS = 2_147_483_647
+MAX_INDEX_MEMORY_MB = 2_097_151
+
+
 def _unavailable(exc: Exception) -> StoreUnavailableError:
     import psycopg
 
@@ -154,17 +162,17 @@ class PostgresStore:
                 "pip install 'ctxasm[postgres]'",
                 field="store",
             ) from None
-        if pool_size < 1 or min(statement_timeout_ms, write_timeout_ms) < 0:
-            raise ConfigError(
-                f"pool_size must be at least 1 and the timeouts at least 0 (got pool_size="
-                f"{pool_size}, statement_timeout_ms={statement_timeout_ms}, write_timeout_ms="
-                f"{write_timeout_ms})",
-                field="store",
-            )
-        if index_memory_mb < 64:
-            raise ConfigError(
-                f"index_memory_mb must be at least 64 (got {index_memory_mb})", field="store"
-            )
+        for option, value, low, high in (
+            ("pool_size", pool_size, 1, MAX_POOL_SIZE),
+            ("statement_timeout_ms", statement_timeout_ms, 0, MAX_TIMEOUT_MS),
+            ("write_timeout_ms", write_timeout_ms, 0, MAX_TIMEOUT_MS),
+            ("index_memory_mb", index_memory_mb, 64, MAX_INDEX_MEMORY_MB),
+        ):
+            if not low <= value <= high:
+                raise ConfigError(
+                    f"store option {option} must be between {low} and {high:,}, got {value}",
+                    field="store",
+                )
         self._write_timeout = int(write_timeout_ms)
         self._index_memory_mb = int(index_memory_mb)
         timeout = int(statement_timeout_ms)
@@ -200,6 +208,11 @@ class PostgresStore:
         try:
             with self._pool.connection() as connection:
                 yield connection
+        except psycopg.errors.ProgramLimitExceeded as exc:  # not an outage: too big to store
+            raise RequestError(
+                f"the PostgreSQL store cannot hold this: {' '.join(str(exc).split())[:300]}",
+                field="document",
+            ) from None
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise _unavailable(exc) from None
 
@@ -341,8 +354,8 @@ class PostgresStore:
     def upsert_many(self, items: Sequence[tuple[Document, Sequence[Chunk]]]) -> list[str]:
         """:meth:`upsert` for many documents, in one transaction (per run of distinct document
         ids): the outcome of each, in order. If any fails, none of the batch is written."""
-        for document, _ in items:  # PostgreSQL cannot store a NUL: refused before any SQL
-            check_no_nul(document)
+        for document, _ in items:  # what PostgreSQL cannot store is refused before any SQL
+            check_for_postgres(document)
         pending = []
         for document, chunks in items:
             digest = content_hash(document, chunks, self._embedder.name)
