@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxasm import ConfigError
+from ctxasm import ConfigError, RequestError
 from ctxasm.data import Principal
-from ctxasm.store import Document, chunk_text, index_paths, open_store
+from ctxasm.store import Document, SQLiteStore, chunk_text, index_paths, open_store
 
 
 def _store(tmp_path: Path, embedder: bool = True):  # type: ignore[no-untyped-def]
@@ -60,3 +60,21 @@ def test_adding_an_embedder_reindexes_with_vectors(tmp_path: Path) -> None:
     assert report.updated == 1
     count = vectors._db.execute("SELECT count(embedding) FROM chunks").fetchone()  # type: ignore[attr-defined]
     assert count == (1,)
+
+
+def test_vectors_of_another_size_are_refused_and_never_compared(tmp_path: Path) -> None:
+    # Each run may name its own embedder: a store with 256- and 512-dimension vectors failed
+    # every ask with an internal error (reshape), and 128 + 384 reshaped silently into 2 x 256.
+    path = tmp_path / "s.db"
+    first = SQLiteStore(path, embedder="hashing:256")
+    document = Document("a", "The Danube river ends in the Black Sea.", tenant="t")
+    first.upsert(document, chunk_text(document.text, 64, 0))
+    first.close()
+    other = SQLiteStore(path, embedder="hashing:512")
+    second = Document("b", "The Danube river flows through Vienna.", tenant="t")
+    with pytest.raises(RequestError, match="holds vectors of 256 dimensions, and the embedder"):
+        other.upsert(second, chunk_text(second.text, 64, 0))
+    # asked with another embedder, its vectors are left out and the words still rank
+    found = other.retrieve("Where does the Danube end?", Principal("u", "t"))
+    assert [p.doc_id for p in found] == ["a"]
+    other.close()

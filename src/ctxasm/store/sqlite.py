@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxasm.data import Passage, Principal
-from ctxasm.errors import ConfigError, StoreUnavailableError
+from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
 from ctxasm.lexical import query_terms
 from ctxasm.store.arguments import checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
@@ -224,6 +224,7 @@ class SQLiteStore:
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(f"cannot open the store {self.path}: {exc}") from None
         self._lock = threading.Lock()
+        self._dimension_checked = False
 
     def _prepare(self) -> None:
         """Create the tables, or upgrade a store an older ctxasm wrote (refusing a newer one)."""
@@ -335,10 +336,30 @@ class SQLiteStore:
             outcomes.extend(self._write(batch))
         return outcomes
 
+    def _check_dimension(self) -> None:
+        """Refuse to add vectors of another size than the store's (one run may name its own
+        embedder): its lookups compare the query's vector with vectors of one size."""
+        if self._dimension_checked or self.embedder is None:
+            return
+        with self._locked():
+            row = self._db.execute(
+                "SELECT length(embedding) FROM chunks WHERE embedding IS NOT NULL LIMIT 1"
+            ).fetchone()
+        size = 4 * self.embedder.dimension  # float32
+        if row is not None and row[0] != size:
+            raise RequestError(
+                f"the store {self.path} holds vectors of {row[0] // 4} dimensions, and the "
+                f"embedder {self.embedder.name} makes {size // 4}: index with the embedder the "
+                "store was written with",
+                field="store",
+            )
+        self._dimension_checked = True
+
     def _pending(self, document: Document, chunks: Sequence[Chunk]) -> Pending:
         digest = content_hash(document, chunks, self.embedder.name if self.embedder else "")
         vectors: list[bytes | None] = [None] * len(chunks)
         if self.embedder is not None and chunks:
+            self._check_dimension()
             embedded = self.embedder.embed([c.text for c in chunks])
             vectors = [row.astype("float32").tobytes() for row in embedded]
         return Pending(document, chunks, digest, vectors)
@@ -661,15 +682,13 @@ class SQLiteStore:
             return []
         import numpy as np
 
-        rows = [row for row in rows if row.embedding is not None]
+        target = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
+        size = target.nbytes  # vectors of another size come from another embedder: not compared
+        rows = [row for row in rows if row.embedding is not None and len(row.embedding) == size]
         if not rows:
             return []
         matrix = np.frombuffer(b"".join(row.embedding or b"" for row in rows), dtype=np.float32)
-        matrix = matrix.reshape(len(rows), -1)
-        target = np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
-        if matrix.shape[1] != target.shape[0]:
-            return []  # vectors from another embedder: not comparable
-        similarity = matrix @ target
+        similarity = matrix.reshape(len(rows), -1) @ target
         order = sorted(range(len(rows)), key=lambda i: (-float(similarity[i]), rows[i].chunk_id))
         return [rows[i] for i in order[:count] if similarity[i] > 0.05]
 
