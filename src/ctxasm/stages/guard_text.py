@@ -106,6 +106,12 @@ _FIRST_TAG = "\U000e0020"
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX_RUN = re.compile(r"(?:[0-9a-fA-F]{2}){12,}")
 _BINARY_RUN = re.compile(r"[01]{8}(?:[ ]?[01]{8})+")
+# Hex written a byte at a time: "49 67 6e", "49:67:6e", "0x49, 0x67", 16 bytes at least.
+_SPACED_HEX_RUN = re.compile(
+    r"(?<![0-9A-Za-z])(?:0[xX])?[0-9A-Fa-f]{2}"
+    r"(?:(?:[ :\-]|,[ ]?)(?:0[xX])?[0-9A-Fa-f]{2}){15,}(?![0-9A-Za-z])"
+)
+_HEX_PAIR = re.compile(r"[0-9A-Fa-f]{2}(?![0-9A-Fa-f])")
 _ESCAPES = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})")
 
 # Text in ROT13 or written backwards: common English words so spelled (with spaces around)
@@ -134,6 +140,10 @@ _MORSE_BYTES = bytes(ord("m") if chr(c) in ".- /" else ord("x") for c in range(2
 _MORSE_SPAN = b"m" * 16
 _BINARY_BYTES = bytes(ord("b") if chr(c) in "01" else ord("x") for c in range(256))
 _BINARY_SPAN = b"b" * 8
+_SPACED_HEX_BYTES = bytes(
+    ord("h" if chr(c) in "0123456789abcdefABCDEFxX :,-" else " ") for c in range(256)
+)
+_SPACED_HEX_SPAN = b"h" * 47  # 16 bytes, one separator between each two
 _MORSE = dict(
     pair.split("=")
     for pair in (
@@ -360,6 +370,9 @@ def _decodings(
         for match in _BINARY_RUN.finditer(text):  # two bytes of bits at least
             bits = match.group().replace(" ", "")
             yield _bytes_text(bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits), 8)))
+    if _has_span(text, _SPACED_HEX_BYTES, _SPACED_HEX_SPAN):
+        for match in _SPACED_HEX_RUN.finditer(text):
+            yield _bytes_text(binascii.unhexlify("".join(_HEX_PAIR.findall(match.group()))))
     if runs:  # ascii85 and base85 runs have no spaces either
         for run in runs:
             yield _from_base85(run)
