@@ -90,6 +90,30 @@ def test_parquet_in_and_out(tmp_path: Path) -> None:
     assert first["messages"] == local["messages"]
     assert first["report"]["included"] == local["report"]["included"]
     assert first["report"]["selected"] == len(local["report"]["included"]) > 0
+    # A second run replaces the folder (Ray added its files beside the first run's, so reading
+    # it back gave both runs' rows); a binary column is read as UTF-8, not as its repr.
+    binary = pa.table({"request": pa.array([json.dumps(request).encode()], pa.binary())})
+    pq.write_table(binary, tmp_path / "binary.parquet")
+    stats = run_batch(
+        str(tmp_path / "binary.parquet"), str(tmp_path / "out.parquet"), None, max_bytes=1 << 20
+    )
+    assert (stats.ok, stats.failed) == (1, 0)
+    out = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    assert [row["line"] for row in out] == [1]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left over
+
+
+def test_a_parquet_input_without_a_request_column_names_it(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ctxasm.batch.ray_engine import run_batch
+    from ctxasm.errors import RequestError
+
+    pq.write_table(pa.table({"req": ["{}"]}), tmp_path / "in.parquet")
+    with pytest.raises(RequestError, match="has no 'request' column") as caught:
+        run_batch(str(tmp_path / "in.parquet"), str(tmp_path / "o.jsonl"), None, max_bytes=99)
+    assert caught.value.field == "request"
 
 
 def test_engine_errors_are_bad_input(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ to ``{"line": int, "result": str}`` rows, where ``result`` is exactly the JSON l
 single-process batch writes (an error record for a bad line; blank lines are dropped).
 :func:`run_batch` does it for files: JSONL in (one request per line) or Parquet in (a
 ``request`` column of JSON text); JSONL out (in input order, written atomically) or Parquet out
-(a folder of files with ``line`` and ``result`` columns).
+(a folder of files with ``line`` and ``result`` columns, which replaces the folder of an earlier
+run whole when the run succeeds).
 
 ``ray.init()`` joins the cluster in ``RAY_ADDRESS`` when it is set (for example
 ``ray://head:10001``, or ``auto`` on a cluster node), else starts a local one; every worker
@@ -17,12 +18,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ctxasm.batch.files import atomic_output, check_not_input
 from ctxasm.batch.jsonl import DEFAULT_MAX_LINE_BYTES, BatchStats, assemble_line, read_lines
+from ctxasm.errors import RequestError
 
 __all__ = ["assemble_dataset", "run_batch"]
 
@@ -38,6 +44,37 @@ def _assembler(config: dict[str, Any] | str | None) -> Any:
         if key not in _ASSEMBLERS:
             _ASSEMBLERS[key] = Assembler(config)
         return _ASSEMBLERS[key]
+
+
+def _request_value(value: Any) -> str | bytes:
+    """A Parquet cell of the ``request`` column as the line it stands for: text, or UTF-8
+    bytes as they are (a binary column was read as the text of its ``repr``)."""
+    return value if isinstance(value, bytes | str) else str(value)
+
+
+@contextmanager
+def _replaced_folder(target: str) -> Iterator[str]:
+    """A new folder to write into that becomes ``target`` when the block succeeds, replacing
+    what was there (Ray adds its files to a folder: an earlier run's rows stayed beside the
+    new ones), and is removed when it fails."""
+    path = Path(target)
+    folder = tempfile.mkdtemp(dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        yield folder
+        old = None
+        if path.is_dir() and not path.is_symlink():
+            old = tempfile.mkdtemp(
+                dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".old"
+            )
+            os.replace(path, Path(old) / path.name)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        os.replace(folder, path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def _batch(
@@ -98,10 +135,17 @@ def run_batch(
     ray.data.DataContext.get_current().enable_progress_bars = False
     rows: list[dict[str, Any]]
     if source.endswith(".parquet") or Path(source).is_dir():
-        # a ``request`` column of JSON text; rows are numbered in file order
+        # a ``request`` column of JSON text (or its UTF-8 bytes); rows are numbered in file order
+        table = ray.data.read_parquet(source)
+        if "request" not in table.columns():
+            raise RequestError(
+                f"{source} has no 'request' column (it has: {', '.join(table.columns())[:200]}); "
+                "a Parquet input holds one request per row as JSON text in 'request'",
+                field="request",
+            )
         rows = [
-            {"line": number, "request": str(row["request"])}
-            for number, row in enumerate(ray.data.read_parquet(source).iter_rows(), start=1)
+            {"line": number, "request": _request_value(row["request"])}
+            for number, row in enumerate(table.iter_rows(), start=1)
         ]
     else:
         with open(source, "rb") as stream:
@@ -116,7 +160,8 @@ def run_batch(
             return stats
     results = assemble_dataset(dataset, config, max_bytes=max_bytes).sort("line")
     if target.endswith(".parquet"):
-        results.write_parquet(target)
+        with _replaced_folder(target) as folder:
+            results.write_parquet(folder)
         for row in results.iter_rows():
             _count(stats, row["result"])
         return stats
