@@ -227,6 +227,29 @@ def test_batch_refuses_to_write_its_results_over_its_input(tmp_path: Path, how: 
     assert source.read_text() == json.dumps(request()) + "\n"
 
 
+def test_batch_names_the_output_when_writing_it_fails(tmp_path: Path) -> None:
+    # A full disk or a missing folder was reported as the input's fault (exit 2), or under the
+    # hidden temporary file's name.
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(request()) + "\n")
+    missing = tmp_path / "no-such-folder" / "out.jsonl"
+    done = ctxasm("batch", str(source), str(missing), "--no-progress")
+    assert done.returncode == 1
+    assert done.stderr.decode() == (
+        f"ctxasm: error: cannot write {missing}: No such file or directory [OUT]\n"
+    )
+    if Path("/dev/full").exists():
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(  # noqa: S603 - a fixed command
+                [sys.executable, "-m", "ctxasm", "batch", str(source), "-", "--no-progress"],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                timeout=120,
+            )
+        assert done.returncode == 1
+        assert b"cannot write standard output: No space left on device [OUT]" in done.stderr
+
+
 def test_batch_reads_a_pipe_once(tmp_path: Path) -> None:
     # Input that cannot be rewound was read to the end to count its lines, then nothing was left
     fifo = tmp_path / "in.fifo"

@@ -16,6 +16,7 @@ from ctxasm.assembler import Assembler
 from ctxasm.batch.files import atomic_output, check_not_input
 from ctxasm.batch.jsonl import BatchStats, assemble_lines, read_lines
 from ctxasm.cli.progress import progress_bar
+from ctxasm.errors import CtxasmError
 
 __all__ = [
     "BatchInterruptedError",
@@ -42,14 +43,48 @@ class _Signalled(BaseException):
         self.signum = signum
 
 
+class _Output:
+    """The output's ``write``, its failures (a full disk, a closed pipe) named as the output's,
+    not the input's."""
+
+    def __init__(self, handle: IO[str], name: str) -> None:
+        self.handle = handle
+        self.name = name
+
+    def write(self, text: str) -> None:
+        try:
+            self.handle.write(text)
+        except OSError as exc:
+            raise _cannot_write(self.name, exc) from None
+
+
+def _cannot_write(name: str, exc: OSError) -> CtxasmError:
+    return CtxasmError(f"cannot write {name}: {exc.strerror or exc}", field="OUT")
+
+
 @contextmanager
-def _output(target: str) -> Iterator[IO[str]]:
+def _output(target: str) -> Iterator[_Output]:
     if target == "-":
-        yield sys.stdout
-        sys.stdout.flush()
+        yield _Output(sys.stdout, "standard output")
+        try:
+            sys.stdout.flush()
+        except OSError as exc:
+            raise _cannot_write("standard output", exc) from None
         return
-    with atomic_output(target) as handle:
-        yield handle
+    manager = atomic_output(target)
+    try:
+        handle = manager.__enter__()
+    except OSError as exc:  # no such folder, no permission: under the temporary file's name
+        raise _cannot_write(target, exc) from None
+    try:
+        yield _Output(handle, target)
+    except BaseException:
+        manager.__exit__(*sys.exc_info())  # the temporary file is removed
+        raise
+    try:
+        manager.__exit__(None, None, None)
+    except OSError as exc:
+        raise _cannot_write(target, exc) from None
 
 
 @contextmanager
