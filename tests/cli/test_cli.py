@@ -240,7 +240,7 @@ def test_batch_names_the_output_when_writing_it_fails(tmp_path: Path) -> None:
     )
     if Path("/dev/full").exists():
         with open("/dev/full", "w") as full:
-            done = subprocess.run(  # noqa: S603 - a fixed command
+            done = subprocess.run(
                 [sys.executable, "-m", "ctxasm", "batch", str(source), "-", "--no-progress"],
                 stdout=full,
                 stderr=subprocess.PIPE,
