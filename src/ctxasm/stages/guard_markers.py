@@ -26,8 +26,14 @@ _TEMPLATE_TOKENS = (
 _ANY_TEMPLATE_TOKEN = re.compile(r"<\|[a-z_]{2,32}\|>")
 _TAG = re.compile(
     r"</?(?:documents?|document_content|source|system|instructions?|tool_call|tool_result"
-    r"|function_calls?|im_start|sys|assistant|user_query|thinking)(?:[\s/][^<>\n]{0,200})?>"
+    r"|function_calls?|im_start|sys|assistant|user_query|thinking|invoke)(?:[\s/][^<>\n]{0,200})?>"
 )
+# A chat role written as a Markdown link to an anchor ("[system](#context)"), as some chat
+# front ends serialise their turns.
+_ROLE_LINK = re.compile(r"\[(?:system|assistant|developer|user)\]\(#")
+# An agent's step in the ReAct format: the tool's input, and what the tool "returned".
+_REACT_INPUT = re.compile(r"[\s>*\-]{0,8}action\s{0,2}input\s{0,3}:")
+_REACT_OBSERVATION = re.compile(r"[\s>*\-]{0,8}observation\s{0,3}:")
 _TOOL_JSON = re.compile(
     r"[\"'](?:tool_calls|function_call|tool_call|tool_use)[\"']\s{0,8}:|<function="
     r"|[\"']name[\"']\s{0,8}:\s{0,8}[\"'][\w.-]{1,64}[\"']\s{0,8},\s{0,8}"
@@ -119,6 +125,13 @@ def token_hits(folded: str) -> list[Hit]:
             hits.append(Hit("structure_tag", 1.0, "role_marker"))
         if "</s>" in folded:
             hits.append(Hit("end_of_sequence", 0.6, "role_marker"))
+    if "](#" in folded and _ROLE_LINK.search(folded):
+        hits.append(Hit("role_link", 1.0, "role_marker"))
+    if "action input" in folded:
+        lines = folded.splitlines()
+        if any(_REACT_INPUT.match(line) for line in lines):
+            observed = "observation" in folded and any(map(_REACT_OBSERVATION.match, lines))
+            hits.append(Hit("react_step", 1.0 if observed else 0.6, "tool_call"))
         if _has_comment(folded):
             hits.append(Hit("html_comment", 0.3, "hidden_text"))
     # Each alternative of _TOOL_JSON contains one of these strings (cheaper to look for; a
