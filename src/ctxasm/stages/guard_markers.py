@@ -125,6 +125,8 @@ def token_hits(folded: str) -> list[Hit]:
             hits.append(Hit("structure_tag", 1.0, "role_marker"))
         if "</s>" in folded:
             hits.append(Hit("end_of_sequence", 0.6, "role_marker"))
+        if _has_comment(folded):
+            hits.append(Hit("html_comment", 0.3, "hidden_text"))
     if "](#" in folded and _ROLE_LINK.search(folded):
         hits.append(Hit("role_link", 1.0, "role_marker"))
     if "action input" in folded:
@@ -132,8 +134,6 @@ def token_hits(folded: str) -> list[Hit]:
         if any(_REACT_INPUT.match(line) for line in lines):
             observed = "observation" in folded and any(map(_REACT_OBSERVATION.match, lines))
             hits.append(Hit("react_step", 1.0 if observed else 0.6, "tool_call"))
-        if _has_comment(folded):
-            hits.append(Hit("html_comment", 0.3, "hidden_text"))
     # Each alternative of _TOOL_JSON contains one of these strings (cheaper to look for; a
     # character first, found at C speed, where the string needs it).
     quoted = '"' in folded or "'" in folded

@@ -666,3 +666,12 @@ def test_agent_words_in_prose_are_not_flagged() -> None:
         "See [system requirements](#requirements) and the user guide."
     )
     assert SCAN.scan(prose) == ()
+
+
+def test_an_html_comment_with_words_is_a_weak_hidden_text_signal() -> None:
+    # pinned: a later check was once nested so that it hid this one
+    from ctxasm.stages.guard_markers import token_hits
+
+    names = [hit.rule for hit in token_hits("river facts <!-- a note nobody sees rendered -->")]
+    assert names == ["html_comment"]
+    assert token_hits("river facts <!-- x -->") == []
