@@ -202,20 +202,33 @@ def test_config_file_in_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("models", "fragment"),
+    ("models", "fragment", "field"),
     [
-        ({"new-model": {"context_window": 100}}, "needs max_output, tokenizer"),
-        ({"gpt-4o": {"context_window": 0}}, "models.gpt-4o.context_window must be an integer >= 1"),
-        ({"gpt-4o": {"input_price": -1}}, "models.gpt-4o.input_price must be a price >= 0"),
-        ({"gpt-4o": {"colour": "red"}}, "unknown field(s) colour"),
-        ({"gpt-4o": {"aliases": "x"}}, "aliases must be a list of strings"),
-        ({"gpt-4o": {"aliases": ["gpt-4o-mini"]}}, "is used by both"),
+        ({"new-model": {"context_window": 100}}, "needs max_output, tokenizer", "max_output"),
+        (
+            {"gpt-4o": {"context_window": 0}},
+            "models.gpt-4o.context_window must be an integer >= 1",
+            "context_window",
+        ),
+        (
+            {"gpt-4o": {"input_price": -1}},
+            "models.gpt-4o.input_price must be a price >= 0",
+            "input_price",
+        ),
+        ({"gpt-4o": {"colour": "red"}}, "unknown field(s) colour", "colour"),
+        ({"gpt-4o": {"aliases": "x"}}, "aliases must be a list of strings", "aliases"),
+        ({"gpt-4o": {"aliases": ["gpt-4o-mini"]}}, "is used by both", None),  # either model
+        ({"gpt-4o": {"chat": "llama9"}}, "did you mean 'llama3'", "chat"),
     ],
 )
-def test_bad_model_overrides(models: dict[str, object], fragment: str) -> None:
+def test_bad_model_overrides(models: dict[str, object], fragment: str, field: str | None) -> None:
+    # every error names its field, as the CLI's "[...]" and the service's JSON show it
     with pytest.raises(ConfigError) as caught:
         ctxasm.Assembler({"models": models})
     assert fragment in caught.value.message
+    assert caught.value.field is not None and caught.value.field.startswith("models.")
+    if field is not None:
+        assert caught.value.field == f"models.{next(iter(models))}.{field}"
 
 
 def test_registry_iterates_sorted_by_provider_then_name() -> None:

@@ -75,12 +75,14 @@ class ModelSpec:
         if self.cache is not None and self.cache not in CACHE_KINDS:
             raise ConfigError(
                 f"models.{self.name}.cache must be one of {', '.join(CACHE_KINDS)} (or left "
-                f"out for no caching), got {self.cache!r}"
+                f"out for no caching), got {self.cache!r}",
+                field=f"models.{self.name}.cache",
             )
         if self.cache_increment < 1:
             raise ConfigError(
                 f"models.{self.name}.cache_increment must be an integer >= 1, "
-                f"got {self.cache_increment!r}"
+                f"got {self.cache_increment!r}",
+                field=f"models.{self.name}.cache_increment",
             )
 
     @property
@@ -112,12 +114,15 @@ class ModelSpec:
 def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[str, Any]:
     where = f"models.{name}"
     if not isinstance(entry, Mapping):
-        raise ConfigError(f"{where} must be a table of fields, got {type(entry).__name__}")
+        raise ConfigError(
+            f"{where} must be a table of fields, got {type(entry).__name__}", field=where
+        )
     unknown = set(entry) - _KNOWN_FIELDS
     if unknown:
         raise ConfigError(
             f"{where} has unknown field(s) {', '.join(sorted(unknown))}; "
-            f"allowed: {', '.join(sorted(_KNOWN_FIELDS))}"
+            f"allowed: {', '.join(sorted(_KNOWN_FIELDS))}",
+            field=f"{where}.{sorted(unknown)[0]}",
         )
     checked = dict(entry)
     for key in _INT_FIELDS:
@@ -125,7 +130,10 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
             value = entry[key]
             minimum = 1 if key in ("context_window", "max_output", "cache_increment") else 0
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ConfigError(f"{where}.{key} must be an integer >= {minimum}, got {value!r}")
+                raise ConfigError(
+                    f"{where}.{key} must be an integer >= {minimum}, got {value!r}",
+                    field=f"{where}.{key}",
+                )
     for key in _PRICE_FIELDS:
         value = entry.get(key)
         if value is not None and (
@@ -134,21 +142,28 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
             or not math.isfinite(value)
             or value < 0
         ):
-            raise ConfigError(f"{where}.{key} must be a price >= 0 or null, got {value!r}")
+            raise ConfigError(
+                f"{where}.{key} must be a price >= 0 or null, got {value!r}", field=f"{where}.{key}"
+            )
     for key in ("provider", "tokenizer", "chat", "cache"):
         if key in entry and not isinstance(entry[key], str):
-            raise ConfigError(f"{where}.{key} must be a string, got {entry[key]!r}")
+            raise ConfigError(
+                f"{where}.{key} must be a string, got {entry[key]!r}", field=f"{where}.{key}"
+            )
     if "aliases" in entry:
         aliases = entry["aliases"]
         if not isinstance(aliases, list | tuple) or not all(isinstance(a, str) for a in aliases):
-            raise ConfigError(f"{where}.aliases must be a list of strings")
+            raise ConfigError(
+                f"{where}.aliases must be a list of strings", field=f"{where}.aliases"
+            )
         checked["aliases"] = tuple(aliases)
     if not partial:
         missing = [k for k in ("context_window", "max_output", "tokenizer") if k not in entry]
         if missing:
             raise ConfigError(
                 f"{where} is a new model and needs {', '.join(missing)} "
-                "(or name an existing model to override it)"
+                "(or name an existing model to override it)",
+                field=f"{where}.{missing[0]}",
             )
     return checked
 
@@ -159,7 +174,8 @@ def _check_priming(spec: ModelSpec, entry: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"models.{spec.name}.reply_priming is only used with chat = 'openai', and "
             f"{spec.name} is counted with the {spec.chat!r} template; set chat = 'openai' too "
-            "to count with tokens_per_message and reply_priming (docs/models.md#chat-overhead)"
+            "to count with tokens_per_message and reply_priming (docs/models.md#chat-overhead)",
+            field=f"models.{spec.name}.reply_priming",
         )
 
 
@@ -173,7 +189,10 @@ class ModelRegistry:
             for key in (spec.name, *spec.aliases):
                 owner = self._names.get(key.lower())
                 if owner is not None and owner != spec.name:
-                    raise ConfigError(f"model name {key!r} is used by both {owner} and {spec.name}")
+                    raise ConfigError(
+                        f"model name {key!r} is used by both {owner} and {spec.name}",
+                        field=f"models.{spec.name}",
+                    )
                 self._names[key.lower()] = spec.name
 
     @classmethod

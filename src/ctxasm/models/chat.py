@@ -225,7 +225,8 @@ def check_chat_name(name: object, where: str) -> None:
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise ConfigError(
         f"{where} must be one of {', '.join(CHAT_NAMES)}, got {name!r}{hint} "
-        "(docs/models.md#chat-overhead)"
+        "(docs/models.md#chat-overhead)",
+        field=where,
     )
 
 
