@@ -48,6 +48,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "get_embedder",
     "passage_vectors",
+    "unit_rows",
 ]
 
 EMBEDDER_SPECS = ("hashing", "hashing:DIMENSION", "sentence-transformers:/path/to/model")
@@ -301,11 +302,26 @@ def passage_vectors(passages: Sequence[Passage], embedder: Embedder | None) -> V
 
     own = [p.embedding for p in passages]
     if own and all(e is not None for e in own) and len({len(e or ()) for e in own}) == 1:
-        matrix = np.array(own, dtype=np.float64)
-        norms = np.linalg.norm(matrix, axis=1)
-        norms[norms == 0.0] = 1.0
-        unit: Vectors = (matrix / norms[:, None]).astype(np.float32)
+        unit: Vectors = unit_rows(np.array(own, dtype=np.float64)).astype(np.float32)
         return unit
     if embedder is None:
         return None
     return embedder.embed([p.text for p in passages])
+
+
+def unit_rows(matrix: Any) -> Any:
+    """The rows of a float64 ``matrix`` scaled to unit length (a zero row stays zero), whatever
+    their scale: a row whose squared length overflows (entries of 1e160) or underflows (1e-200)
+    is scaled by its largest entry first, so its direction survives (it came out as nothing)."""
+    import numpy as np
+
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.linalg.norm(matrix, axis=1)
+        odd = ~np.isfinite(norms) | ((norms == 0.0) & matrix.any(axis=1))
+        if odd.any():
+            matrix = matrix.copy()
+            peaks = np.max(np.abs(matrix[odd]), axis=1)
+            matrix[odd] = matrix[odd] / peaks[:, None]
+            norms[odd] = np.linalg.norm(matrix[odd], axis=1)
+    norms[norms == 0.0] = 1.0
+    return matrix / norms[:, None]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import xxhash
 
-import ctxasm.stages.dedup_semantic  # noqa: F401 - registers "semantic" until the registry loads it
+import ctxasm.stages.dedup_semantic
 from ctxasm import Assembler, testing
 from ctxasm.data import Candidate, Passage
 from ctxasm.embeddings import (
@@ -401,3 +401,22 @@ def test_a_merged_passage_without_a_vector_forgets_the_kept_one() -> None:
     assert session.verdict(_candidate("d", 3, (0.0, 1.0))) == Duplicate(
         "b", "semantic duplicate of b (cosine 1.00)"
     )
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-200, 1e100, 1e160, 1e300])
+def test_unit_rows_keep_a_direction_at_any_scale(scale: float) -> None:
+    # at 1e160 the squared length overflowed: the vector came out as nothing, so identical
+    # embeddings were no longer duplicates (and numpy warned on stderr)
+    import numpy as np
+
+    from ctxasm.embeddings import unit_rows
+
+    unit = unit_rows(np.array([[3.0 * scale, 4.0 * scale], [0.0, 0.0]]))
+    assert unit[0] == pytest.approx([0.6, 0.8])
+    assert list(unit[1]) == [0.0, 0.0]
+    passages = [
+        {"id": f"p{i}", "text": f"Danube fact {i}", "score": 0.5, "embedding": [scale, scale, 0.0]}
+        for i in range(2)
+    ]
+    result = ctxasm.assemble("Danube", passages, strategy={"dedup": {"name": "semantic"}})
+    assert [e.candidate_id for e in result.report.excluded] == ["p1"]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ctxasm.data import Candidate
-from ctxasm.embeddings import Embedder, get_embedder
+from ctxasm.embeddings import Embedder, get_embedder, unit_rows
 from ctxasm.errors import ConfigError
 from ctxasm.stages.dedup import DedupSession, Duplicate, Verdict
 from ctxasm.strategy import ParamError, Strategy, require_number
@@ -161,7 +161,7 @@ class _SemanticSession:
             vector = self.embedder.embed([candidate.text])[0].astype(np.float64)
             found = (("embedder:" + self.embedder.name, len(vector)), vector)
         if found is not None:
-            norm = float(np.linalg.norm(found[1]))
-            found = (found[0], found[1] / norm) if norm > 0.0 and np.isfinite(norm) else None
+            unit = unit_rows(found[1][None, :])[0]
+            found = (found[0], unit) if unit.any() else None
         self._last = (memo_key, found)
         return found

@@ -282,10 +282,9 @@ def _similarity_matrix(pool: Sequence[Candidate], embedder: str | None = None) -
 
     embeddings = [c.passage.embedding for c in pool]
     if all(e is not None for e in embeddings) and len({len(e or ()) for e in embeddings}) == 1:
-        matrix = np.array(embeddings, dtype=float)
-        norms = np.linalg.norm(matrix, axis=1)
-        norms[norms == 0] = 1.0
-        unit = matrix / norms[:, None]
+        from ctxasm.embeddings import unit_rows
+
+        unit = unit_rows(np.array(embeddings, dtype=float))
         return np.clip(unit @ unit.T, -1.0, 1.0)
     if embedder is not None:
         from ctxasm.embeddings import get_embedder
