@@ -161,7 +161,13 @@ class _SemanticSession:
             vector = self.embedder.embed([candidate.text])[0].astype(np.float64)
             found = (("embedder:" + self.embedder.name, len(vector)), vector)
         if found is not None:
-            unit = unit_rows(found[1][None, :])[0]
-            found = (found[0], unit) if unit.any() else None
+            key, vector = found
+            with np.errstate(over="ignore", under="ignore"):
+                norm = float(np.linalg.norm(vector))
+            if norm > 0.0 and np.isfinite(norm):
+                found = (key, vector / norm)
+            else:  # a length that overflows or underflows (or a zero vector: none)
+                unit = unit_rows(vector[None, :])[0]
+                found = (key, unit) if unit.any() else None
         self._last = (memo_key, found)
         return found
