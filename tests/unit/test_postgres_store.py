@@ -163,3 +163,19 @@ def test_what_no_index_entry_can_hold_is_refused_naming_the_field(
     assert caught.value.field == field
     assert "more than the PostgreSQL store can index" in caught.value.message
     assert store.stats().documents == 0
+
+
+def test_a_database_without_a_store_is_refused_where_one_is_needed(postgres_url: str) -> None:
+    # `ctxasm ask` on an empty database created the store's tables and the pgvector extension,
+    # then answered that nothing matched
+    import psycopg
+
+    with pytest.raises(ctxasm.ConfigError, match="no ctxasm store in this PostgreSQL database"):
+        open_store(postgres_url, create=False)
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        tables = db.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+        assert tables.fetchone() == (0,)
+        db.execute("CREATE TABLE documents (id int)")  # an application's own table
+    for create in (True, False):
+        with pytest.raises(ctxasm.ConfigError, match="'documents' table that is not a ctxasm"):
+            open_store(postgres_url, create=create)

@@ -107,7 +107,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
             "index_memory_mb": INDEX_MEMORY_MB,
         }
         url, settings = _store_options(url, defaults)
-        return PostgresStore(url, **settings)
+        return PostgresStore(url, **settings, create=create)
     raise ConfigError(
         f"unknown store URL {url!r}; use sqlite:///path.db or postgresql://...", field="store"
     )

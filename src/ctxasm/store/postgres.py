@@ -146,6 +146,7 @@ class PostgresStore:
         statement_timeout_ms: int = 30_000,
         write_timeout_ms: int = 600_000,
         index_memory_mb: int = INDEX_MEMORY_MB,
+        create: bool = True,
     ) -> None:
         """``pool_size`` connections at most; a query is cancelled after
         ``statement_timeout_ms``, a statement of a batch write (a ``COPY`` of thousands of
@@ -187,7 +188,7 @@ class PostgresStore:
         try:
             # one direct connection first: an unreachable database fails at once, saying why
             with psycopg.connect(url, autocommit=True, connect_timeout=5) as connection:
-                self._prepare(connection)
+                self._prepare(connection, create=create)
             self._pool.open(wait=False)
         except (psycopg.Error, OSError) as exc:
             self._pool.close()
@@ -232,12 +233,19 @@ class PostgresStore:
         finally:
             self._pool.putconn(connection)
 
-    def _prepare(self, db: Any) -> None:
-        """Create the tables, or upgrade a store an older ctxasm wrote (refusing a newer one);
-        one process at a time (an advisory lock)."""
+    def _prepare(self, db: Any, *, create: bool = True) -> None:
+        """Create the tables (unless ``create`` is false: then a database without them is
+        refused), or upgrade a store an older ctxasm wrote (refusing a newer one); one process
+        at a time (an advisory lock)."""
         with db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(7106817)")
             version = _schema_version(db)
+            if version is None and not create:
+                raise ConfigError(
+                    "no ctxasm store in this PostgreSQL database; index documents into it "
+                    "first (ctxasm index)",
+                    field="store",
+                )
             if version is not None and version > SCHEMA_VERSION:
                 raise ConfigError(
                     f"the PostgreSQL store has schema version {version}, written by a newer "

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ctxasm.errors import ConfigError
 from ctxasm.store.postgres_rows import BOUND_DIMENSION, DIMENSION
 
 SCHEMA_VERSION = 4
@@ -109,13 +110,19 @@ def _schema_version(db: Any) -> int | None:
         name
         for (name,) in db.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-            "AND tablename IN ('documents', 'ctxasm_schema')"
+            "AND tablename IN ('documents', 'chunks', 'ctxasm_schema')"
         )
     }
     if "ctxasm_schema" in tables:
         row = db.execute("SELECT max(version) FROM ctxasm_schema").fetchone()
         if row[0] is not None:
             return int(row[0])
+    if "documents" in tables and "chunks" not in tables:
+        raise ConfigError(
+            "this database already has a 'documents' table that is not a ctxasm store's; give "
+            "the store a database (or a schema, with ?options=-csearch_path=...) of its own",
+            field="store",
+        )
     return 1 if "documents" in tables else None
 
 
