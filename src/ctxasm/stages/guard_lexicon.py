@@ -203,7 +203,8 @@ LEXICON: dict[str, dict[str, str]] = {
         "DECODE": "decodifica descifra",
         "OBEY": "haz_lo_que_dice sigue_la_instruccion obedece",
         "AIADDR": "asistente_de_ia agente_de_ia modelo_de_lenguaje",
-        "REPLY": "tu_respuesta cualquier_respuesta cada_respuesta tu_resumen",
+        "REPLY": "tu_respuesta cualquier_respuesta cada_respuesta tu_resumen"
+                 " cuando_resumas al_resumir cuando_respondas",
         "APPEND": "anade* agrega* incluye* adjunta*",
         "SAFETY": "seguridad politica_de_contenido",
         "SYSNOTE": "nota_del_sistema aviso_del_sistema mensaje_del_sistema",
@@ -216,10 +217,18 @@ LEXICON: dict[str, dict[str, str]] = {
         "MYREPLY": "mi_resumen mi_respuesta",
         "IDENT": "codigo_de_referencia identificador* codigo_de_verificacion",
         "PRIORTEXT": "texto_anterior todo_lo_anterior palabras_anteriores",
+        "AIVOC": "nota_para_la_ia nota_para_el_asistente nota_para_el_modelo"
+                 " nota_para_cualquier_ia aviso_para_la_ia atencion_ia atencion_asistente hola_ia"
+                 " querido_asistente querida_ia si_eres_una_ia si_eres_un_asistente"
+                 " si_eres_un_modelo ia_que_lea ia_que_este_leyendo asistente_que_lea"
+                 " asistente_que_este_leyendo modelo_que_lea",
+        "ASSERT": "di_que diga_que dile_al_usuario dile_al_lector afirma_que menciona_que"
+                  " recomienda_que siempre_recomienda siempre_di",
     },
     "fr": {
         "IGN": "ignore ignorez oubliez oublie_tout oublie_toutes oublie_les oublie_tes negligez"
-               " ne_suivez_plus ne_tiens_pas_compte ne_tenez_pas_compte",
+               " ne_suivez_plus ne_tiens_pas_compte ne_tenez_pas_compte ne_tiens_plus_compte"
+               " ne_tenez_plus_compte",
         "PRIOR": "precedent* anterieur* ci-dessus plus_haut initiale*",
         "ALL": "tout toutes tous",
         "POSS": "tes vos ton votre",
@@ -255,6 +264,12 @@ LEXICON: dict[str, dict[str, str]] = {
         "MYREPLY": "mon_resume ma_reponse",
         "IDENT": "code_de_reference code_de_verification",
         "PRIORTEXT": "texte_ci-dessus tout_ce_qui_precede mots_ci-dessus",
+        "AIVOC": "note_pour_l'ia note_a_l'ia consigne_pour_l'ia message_pour_l'ia"
+                 " note_pour_l'assistant note_a_l'assistant cher_assistant chere_ia"
+                 " si_tu_es_une_ia si_vous_etes_une_ia ia_qui_lit_ceci assistant_qui_lit_ceci",
+        "ASSERT": "dis_que dites_que affirme_que mentionne_que recommande_uniquement"
+                  " recommande_toujours dis_a_l'utilisateur dites_a_l'utilisateur",
+        "TOLD": "ce_qu'on_t'a_dit on_t'a_dit on_vous_a_dit ce_qu'on_vous_a_dit",
     },
     "de": {
         "IGN": "ignoriere ignorier ignoriert ignorieren vergiss vergesst vergessen missachte"
@@ -285,7 +300,8 @@ LEXICON: dict[str, dict[str, str]] = {
         "SAFETY": "sicherheitsrichtlinie* sicherheit*",
         "SYSNOTE": "systemhinweis systemnachricht systemmeldung",
         "MUST": "muss musst",
-        "EXEMPT": "nicht_gelten gelten_nicht gilt_nicht nicht_gilt befreit ausgesetzt",
+        "EXEMPT": "nicht_gelten gelten_nicht gilt_nicht nicht_gilt befreit ausgesetzt"
+                  " gelten_nicht_mehr gilt_nicht_mehr nicht_mehr_gultig ungultig aufgehoben",
         "CONCLUDED": "habe_ich_festgestellt habe_ich_bereits_festgestellt ich_habe_festgestellt"
                      " ich_habe_entschieden als_assistent",
         "PERMIT": "du_kannst du_darfst sie_durfen",
@@ -293,6 +309,11 @@ LEXICON: dict[str, dict[str, str]] = {
         "MYREPLY": "meine_zusammenfassung meine_antwort",
         "IDENT": "referenzcode kennung* bestatigungscode verifizierungscode",
         "PRIORTEXT": "text_oben alles_oben obigen_text worte_oben",
+        "AIVOC": "hinweis_fur_die_ki hinweis_an_die_ki notiz_fur_die_ki notiz_an_die_ki hallo_ki"
+                 " liebe_ki lieber_assistent wenn_du_eine_ki_bist falls_du_eine_ki_bist"
+                 " ki_die_diesen_text ki_die_diese_seite",
+        "ASSERT": "sage_dass sag_dass behaupte_dass erwahne_dass empfiehl_immer antworte_nur"
+                  " teile_dem_nutzer_mit sage_dem_nutzer",
     },
     "pt": {
         "IGN": "ignore ignora ignorem ignorar esqueca esqueça desconsidere desconsidera nao_siga",
@@ -319,13 +340,19 @@ LEXICON: dict[str, dict[str, str]] = {
         "SAFETY": "seguranca",
         "SYSNOTE": "nota_do_sistema aviso_do_sistema",
         "MUST": "deve",
-        "EXEMPT": "nao_se_aplicam nao_se_aplica nao_valem isento isenta",
+        "EXEMPT": "nao_se_aplicam nao_se_aplica nao_valem isento isenta nao_valem_mais"
+                  " nao_vale_mais nao_estao_mais_em_vigor",
         "CONCLUDED": "ja_determinei determinei conclui como_assistente",
         "PERMIT": "voce_pode",
         "NOASK": "sem_aprovacao sem_confirmacao sem_perguntar sem_permissao nao_mencione",
         "MYREPLY": "meu_resumo minha_resposta",
         "IDENT": "codigo_de_referencia identificador* codigo_de_verificacao",
         "PRIORTEXT": "texto_acima tudo_acima palavras_acima",
+        "AIVOC": "nota_para_a_ia nota_para_o_assistente ia_que_esta_lendo"
+                 " assistente_que_esta_lendo atencao_ia ola_ia caro_assistente se_voce_e_uma_ia"
+                 " se_voce_for_uma_ia",
+        "ASSERT": "diga_que diz_que afirme_que mencione_que recomende_sempre diga_ao_usuario"
+                  " diga_ao_leitor",
     },
     "it": {
         "IGN": "ignora ignori ignorate ignorare dimentica dimenticate dimenticare trascura"
@@ -533,13 +560,18 @@ LEXICON: dict[str, dict[str, str]] = {
         "SEND": "отправь перешли",
         "SECRET": "парол* данные_клиентов ключ* секрет* токен*",
         "DECODE": "декодируй расшифруй",
-        "AIADDR": "ии-ассистент языковая_модель",
+        "AIADDR": "ии-ассистент языковая_модель ии-ассистента ии-ассистенту",
         "REPLY": "каждому_ответу каждый_ответ своему_ответу",
         "APPEND": "добавь",
         "SAFETY": "безопасност*",
-        "EXEMPT": "не_действуют не_применяются не_распространяются не_применимы",
+        "EXEMPT": "не_действуют не_применяются не_распространяются не_применимы"
+                  " больше_не_действуют больше_не_действует утратили_силу",
         "CONCLUDED": "я_пришел_к_выводу я_установил как_ассистент",
         "NOASK": "без_подтверждения без_разрешения без_согласия не_сообщай не_упоминай",
+        "AIVOC": "ии_читающему заметка_для_ии примечание_для_ии привет_ии дорогой_ассистент"
+                 " если_ты_ии если_вы_ии",
+        "ASSERT": "скажи_что скажите_что сообщи_пользователю отвечай_пользователю отвечай_что"
+                  " всегда_рекомендуй",
     },
     "uk": {
         "IGN": "ігноруй ігноруйте проігноруй забудь забудьте не_виконуй",
@@ -587,8 +619,11 @@ LEXICON: dict[str, dict[str, str]] = {
         "REPLY": "كل_رد ردك",
         "APPEND": "أضف اضف",
         "SAFETY": "الأمان الامان",
-        "EXEMPT": "لا_تنطبق لا_تسري",
+        "EXEMPT": "لا_تنطبق لا_تسري لم_تعد_سارية لم_تعد_صالحة لم_يعد_ساريا",
         "NOASK": "دون_موافقة بدون_موافقة بدون_تأكيد",
+        "AIVOC": "إلى_المساعد_الذكي الى_المساعد_الذكي ملاحظة_للمساعد ملاحظة_للذكاء_الاصطناعي"
+                 " عزيزي_المساعد إذا_كنت_ذكاء_اصطناعيا",
+        "ASSERT": "أخبر_المستخدم اخبر_المستخدم قل_للمستخدم",
     },
     "fa": {
         "IGN": "نادیده نادید* فراموش",
@@ -638,6 +673,8 @@ LEXICON: dict[str, dict[str, str]] = {
         "SAFETY": "सुरक्षा",
         "EXEMPT": "लागू_नहीं",
         "NOASK": "बिना_पुष्टि बिना_अनुमति",
+        "AIVOC": "पढ़ने_वाले_एआई पढ़ने_वाले_सहायक प्रिय_एआई प्रिय_सहायक अगर_आप_एआई_हैं",
+        "ASSERT": "उपयोगकर्ता_से_कहें उपयोगकर्ता_को_बताएं",
     },
     "ko": {
         "IGN": "무시* 잊어* 잊으*",
@@ -665,7 +702,8 @@ LEXICON: dict[str, dict[str, str]] = {
         "NOASK": "확인_없이 승인_없이",
     },
     "zh": {
-        "IGN": "忽略 忽视 无视 忘记 忘掉 不要遵守 不要遵循 不理会",
+        "IGN": "忽略 忽视 无视 忘记 忘掉 不要遵守 不要遵循 不理会 不要再遵守 不再遵守 不要再遵循"
+               " 不再遵循",
         "PRIOR": "之前 以前 先前 上面 上述 此前 原来 原有",
         "ALL": "所有 全部 一切",
         "POSS": "你的",
@@ -683,12 +721,16 @@ LEXICON: dict[str, dict[str, str]] = {
         "SECRET": "密码 密碼 客户数据 密钥 凭证 机密",
         "DECODE": "解码 解碼",
         "AIADDR": "ai助手 人工智能助手 语言模型",
-        "REPLY": "每个回答 每次回答 你的回答 回复中",
-        "APPEND": "附加 添加 加上",
+        "REPLY": "每个回答 每次回答 你的回答 回复中"
+                 " 回答末尾 回答的末尾 回复末尾",
+        "APPEND": "附加 添加 加上 加上 附上",
         "SAFETY": "安全",
         "EXEMPT": "不适用 不再适用 不適用 豁免",
         "CONCLUDED": "我已经确定 我已确定 我得出结论 作为助手",
         "NOASK": "无需确认 未经批准 无需批准 不经确认 不要告诉",
+        "AIVOC": "致ai 致人工智能 致助手 正在阅读的ai 读到这段文字的ai 读到本文的ai 阅读此页面的ai"
+                 " 如果你是ai 如果你是人工智能 ai助手请注意 ai请注意",
+        "ASSERT": "告诉用户 推荐用户",
     },
     "ja": {
         "IGN": "無視 忘れて 従わないで 従うな",
@@ -709,12 +751,16 @@ LEXICON: dict[str, dict[str, str]] = {
         "SECRET": "パスワード 顧客データ 認証情報 秘密鍵 apiキー",
         "DECODE": "デコード",
         "AIADDR": "aiアシスタント 言語モデル",
-        "REPLY": "すべての回答 あなたの回答",
-        "APPEND": "追加して 付け加えて",
+        "REPLY": "すべての回答 あなたの回答"
+                 " 回答に 回答の最後に 返答に",
+        "APPEND": "追加して 付け加えて 含めて 付け加えて",
         "SAFETY": "安全",
-        "EXEMPT": "適用されない 適用外 免除",
+        "EXEMPT": "適用されない 適用外 免除 もう有効ではありません もう有効ではない",
         "CONCLUDED": "アシスタントとして",
         "NOASK": "確認なしで 承認なしで 伝えないで",
+        "AIVOC": "aiの方へ ai様へ 読んでいるai 読んでいるアシスタント もしあなたがaiなら"
+                 " aiの皆さんへ",
+        "ASSERT": "ユーザーに伝えて",
     },
 }
 # fmt: on
