@@ -196,3 +196,37 @@ def test_a_signal_leaves_no_partial_file_and_says_how_far_it_got(
         assert (tmp_path / "out.jsonl").read_text() == "precious\n"
     else:
         assert left == ["in.jsonl"]
+
+
+def test_a_full_disk_is_named_as_the_output_and_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Closing the half-written file failed again and that second error, with no file name,
+    # was reported as the input's fault (exit 2).
+    import errno
+    from contextlib import contextmanager
+
+    from ctxasm.cli import batch_run
+
+    class Full(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def close(self) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    @contextmanager
+    def full_disk(target: str):  # type: ignore[no-untyped-def]
+        handle = Full()
+        try:
+            yield handle
+        finally:
+            handle.close()  # as a real file is closed: and the flush fails again
+
+    monkeypatch.setattr(batch_run, "atomic_output", full_disk)
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(REQUEST) + "\n", encoding="utf-8")
+    target = tmp_path / "out.jsonl"
+    done = CliRunner().invoke(app, ["batch", str(source), str(target), "--no-progress"])
+    assert done.exit_code == 1
+    assert done.stderr == f"ctxasm: error: cannot write {target}: No space left on device [OUT]\n"

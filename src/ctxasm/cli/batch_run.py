@@ -74,12 +74,15 @@ def _output(target: str) -> Iterator[_Output]:
     manager = atomic_output(target)
     try:
         handle = manager.__enter__()
-    except OSError as exc:  # no such folder, no permission: under the temporary file's name
-        raise _cannot_write(target, exc) from None
+    except OSError as exc:  # a folder, no such folder, no permission: bad input, by its name
+        raise OSError(exc.errno, exc.strerror, target) from None
     try:
         yield _Output(handle, target)
     except BaseException:
-        manager.__exit__(*sys.exc_info())  # the temporary file is removed
+        try:
+            manager.__exit__(*sys.exc_info())  # the temporary file is removed
+        except OSError:
+            pass  # closing a file that could not be written fails again: the first error counts
         raise
     try:
         manager.__exit__(None, None, None)
