@@ -8,7 +8,7 @@ import stat
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import FrameType
 from typing import IO, BinaryIO
 
@@ -79,10 +79,10 @@ def _output(target: str) -> Iterator[_Output]:
     try:
         yield _Output(handle, target)
     except BaseException:
-        try:
-            manager.__exit__(*sys.exc_info())  # the temporary file is removed
-        except OSError:
-            pass  # closing a file that could not be written fails again: the first error counts
+        # The temporary file is removed; closing a file that could not be written fails again,
+        # and the first error is the one to report.
+        with suppress(OSError):
+            manager.__exit__(*sys.exc_info())
         raise
     try:
         manager.__exit__(None, None, None)
