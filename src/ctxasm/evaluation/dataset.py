@@ -118,6 +118,12 @@ def parse_question(record: Any, where: str = "line") -> EvalQuestion:
     qid = str(_need(record, "id", (str, int), where))
     question = _need(record, "question", str, where)
     answers = _strings(record.get("answers", []), f"{where}.answers")
+    for index, answer in enumerate(answers):
+        if not answer.strip():  # every prompt contains it: answer recall would read 100%
+            raise RequestError(
+                f"{where}.answers[{index}] is blank; give the answer's text, or no answers",
+                field=f"{where}.answers[{index}]",
+            )
     meta = record.get("meta", {})
     if not isinstance(meta, dict):
         raise RequestError(f"{where}.meta must be an object", field=f"{where}.meta")
@@ -203,6 +209,7 @@ def _flag(meta: Mapping[str, Any], key: str, default: bool, where: str) -> bool:
 def read_dataset(lines: Sequence[str] | Iterator[str], name: str = "dataset") -> list[EvalQuestion]:
     """Questions from JSONL lines (blank lines are skipped)."""
     questions = []
+    seen: dict[str, int] = {}  # question id -> the line that first gave it
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -214,7 +221,15 @@ def read_dataset(lines: Sequence[str] | Iterator[str], name: str = "dataset") ->
             raise RequestError(
                 f"{name} line {number} is not JSON: {error.message}", field=f"line {number}"
             ) from None
-        questions.append(parse_question(record, f"line {number}"))
+        question = parse_question(record, f"line {number}")
+        earlier = seen.setdefault(question.id, number)
+        if earlier != number:  # results and saved subsets are joined back by id
+            raise RequestError(
+                f"line {number}.id {question.id[:80]!r} of {name} is the id of line {earlier} "
+                "too; each question needs its own",
+                field=f"line {number}.id",
+            )
+        questions.append(question)
     if not questions:
         raise RequestError(f"{name} has no questions", field="dataset")
     return questions

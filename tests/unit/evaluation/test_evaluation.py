@@ -301,6 +301,9 @@ def _bad(**changes: Any) -> str:
         (_bad(passages=[{"text": "t"}]), "line 2.passages[0].pid"),
         (_bad(passages=[{"pid": "p", "text": "t", "title": 5}]), "line 2.passages[0].title"),
         (_bad(answers="1961"), "line 2.answers"),
+        # contained in every prompt: answer recall read 100% (a blank answer)
+        (_bad(answers=["1961", " "]), "line 2.answers[1]"),
+        (_bad(id=Q2["id"]), "line 2.id"),  # the ids of results and saved subsets must join
         (_bad(gold_pids=[1]), "line 2.gold_pids"),
         (_bad(meta="bridge"), "line 2.meta"),
         (_bad(meta={"supporting_facts": [["Starfall Voyage"]]}), "line 2.meta.supporting_facts"),
