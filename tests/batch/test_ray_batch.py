@@ -121,3 +121,11 @@ def test_engine_errors_are_bad_input(tmp_path: Path) -> None:
     assert done.returncode == 2 and "local or ray" in done.stderr
     missing = _ctxasm("batch", "nope.jsonl", "out.jsonl", "--engine", "ray", cwd=tmp_path)
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_an_output_ray_cannot_write_is_bad_input_by_its_own_name(tmp_path: Path) -> None:
+    # it was an internal error (OSError), naming the hidden temporary file
+    (tmp_path / "in.jsonl").write_text(EXAMPLE.read_text().replace("\n", " ") + "\n")
+    done = _ctxasm("batch", "in.jsonl", "missing/out.jsonl", "--engine", "ray", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "ctxasm: error: missing/out.jsonl: No such file or directory" in done.stderr

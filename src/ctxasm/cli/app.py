@@ -215,6 +215,11 @@ def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int)
         stats = run_on_ray(source, target, setting, max_bytes=max_bytes)
     except CtxasmError as error:
         _fail_with(error)
+    except OSError as exc:  # an output folder that cannot be written, as the local engine says
+        name = str(exc.filename or target)
+        if Path(name).name.startswith(f".{Path(target).name}."):  # the hidden temporary file
+            name = target
+        _fail(f"{name}: {exc.strerror or exc}", EXIT_BAD_INPUT)
     _summary(stats)
 
 
