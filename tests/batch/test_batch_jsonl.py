@@ -230,3 +230,32 @@ def test_a_full_disk_is_named_as_the_output_and_leaves_no_file(
     done = CliRunner().invoke(app, ["batch", str(source), str(target), "--no-progress"])
     assert done.exit_code == 1
     assert done.stderr == f"ctxasm: error: cannot write {target}: No space left on device [OUT]\n"
+
+
+def test_a_signal_ends_a_ray_batch_as_it_ends_a_local_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ray's own SIGTERM handler aborted the process (exit 134, a C stack dump); ctxasm's is
+    # set after Ray starts. Ray itself is replaced here: tests/batch/test_ray_batch.py runs it.
+    from ctxasm.batch import ray_engine
+    from ctxasm.cli.batch_run import BatchInterruptedError, run_ray_batch
+
+    started: list[bool] = []
+
+    def start() -> None:
+        started.append(True)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as Ray's would be: replaced after this
+
+    def run(*args: object, **kwargs: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises before this ends
+        pytest.fail("SIGTERM was not handled")
+
+    monkeypatch.setattr(ray_engine, "start_ray", start)
+    monkeypatch.setattr(ray_engine, "run_batch", run)
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(REQUEST) + "\n", encoding="utf-8")
+    with pytest.raises(BatchInterruptedError) as caught:
+        run_ray_batch(str(source), str(tmp_path / "out.jsonl"), None, max_bytes=1 << 20)
+    assert (started, caught.value.signum) == ([True], signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the caller's handler is back

@@ -30,7 +30,7 @@ from ctxasm.batch.files import atomic_output, check_not_input
 from ctxasm.batch.jsonl import DEFAULT_MAX_LINE_BYTES, BatchStats, assemble_line, read_lines
 from ctxasm.errors import RequestError
 
-__all__ = ["assemble_dataset", "run_batch"]
+__all__ = ["assemble_dataset", "run_batch", "start_ray"]
 
 _ASSEMBLERS: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -112,16 +112,12 @@ def assemble_dataset(
     )
 
 
-def run_batch(
-    source: str, target: str, config: dict[str, Any] | str | None = None, *, max_bytes: int
-) -> BatchStats:
-    """Assemble ``source`` into ``target`` on Ray (see the module docstring)."""
+def start_ray() -> None:
+    """Join the cluster in ``RAY_ADDRESS``, else start a local one, unless Ray runs already.
+    Ray sets its own SIGTERM handler here: a caller that handles signals sets its own after."""
     import logging
 
-    check_not_input(source, target)
-
     import ray
-    import ray.data
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     if not ray.is_initialized():
@@ -132,6 +128,16 @@ def run_batch(
             log_to_driver=False,
             ignore_reinit_error=True,
         )
+
+
+def run_batch(
+    source: str, target: str, config: dict[str, Any] | str | None = None, *, max_bytes: int
+) -> BatchStats:
+    """Assemble ``source`` into ``target`` on Ray (see the module docstring)."""
+    check_not_input(source, target)
+    import ray.data
+
+    start_ray()
     ray.data.DataContext.get_current().enable_progress_bars = False
     rows: list[dict[str, Any]]
     if source.endswith(".parquet") or Path(source).is_dir():

@@ -199,10 +199,16 @@ def _summary(stats: BatchStats) -> None:
 
 
 def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int) -> None:
-    try:
-        from ctxasm.batch.ray_engine import run_batch as run_on_ray
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
         _fail("--engine ray needs Ray: pip install 'ctxasm[ray]'", EXIT_BAD_INPUT)
+    from ctxasm.cli.batch_run import (
+        BatchInterruptedError,
+        exit_code,
+        interrupted_message,
+        run_ray_batch,
+    )
     from ctxasm.errors import CtxasmError
 
     if source == "-" or target == "-":
@@ -212,9 +218,12 @@ def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int)
     try:
         open_assembler(config)  # a bad config fails here, once
         setting = str(config) if config is not None else os.environ.get("CTXASM_CONFIG")
-        stats = run_on_ray(source, target, setting, max_bytes=max_bytes)
+        stats = run_ray_batch(source, target, setting, max_bytes=max_bytes)
     except CtxasmError as error:
         _fail_with(error)
+    except BatchInterruptedError as interrupted:
+        echo(interrupted_message(interrupted, target), err=True)
+        raise typer.Exit(exit_code(interrupted)) from None
     except OSError as exc:  # an output folder that cannot be written, as the local engine says
         name = str(exc.filename or target)
         if Path(name).name.startswith(f".{Path(target).name}."):  # the hidden temporary file

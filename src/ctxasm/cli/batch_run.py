@@ -152,6 +152,20 @@ def run_batch(
         raise BatchInterruptedError(signalled.signum, stats) from None
 
 
+def run_ray_batch(source: str, target: str, config: str | None, *, max_bytes: int) -> BatchStats:
+    """:func:`ctxasm.batch.ray_engine.run_batch`, with SIGINT and SIGTERM ending it as they end
+    a local batch (Ray's own handler aborted the process: exit 134 and a C stack dump)."""
+    from ctxasm.batch.ray_engine import run_batch, start_ray
+
+    check_not_input(source, target)
+    start_ray()  # before the handlers: Ray sets its own when it starts
+    try:
+        with _signals_raise():
+            return run_batch(source, target, config, max_bytes=max_bytes)
+    except _Signalled as signalled:
+        raise BatchInterruptedError(signalled.signum, BatchStats()) from None
+
+
 def interrupted_message(error: BatchInterruptedError, target: str) -> str:
     """What an interrupted batch did, for standard error."""
     done = error.stats.written
