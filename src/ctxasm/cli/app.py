@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -32,6 +32,7 @@ from ctxasm.cli.request_input import open_assembler
 
 if TYPE_CHECKING:
     from ctxasm.batch.jsonl import BatchStats
+    from ctxasm.cli.batch_run import BatchInterruptedError
 
 __all__ = ["app"]
 
@@ -156,12 +157,7 @@ def batch(
     ] = "local",
 ) -> None:
     """Assemble every line of a JSONL file, streaming; bad lines get error records."""
-    from ctxasm.cli.batch_run import (
-        BatchInterruptedError,
-        exit_code,
-        interrupted_message,
-        run_batch,
-    )
+    from ctxasm.cli.batch_run import BatchInterruptedError, run_batch
     from ctxasm.cli.progress import shown
     from ctxasm.errors import CtxasmError
 
@@ -182,9 +178,16 @@ def batch(
     except OSError as exc:
         _fail(f"{exc.filename or source}: {exc.strerror}", EXIT_BAD_INPUT)
     except BatchInterruptedError as interrupted:
-        echo(interrupted_message(interrupted, target), err=True)
-        raise typer.Exit(exit_code(interrupted)) from None
+        _interrupted(interrupted, target)
     _summary(stats)
+
+
+def _interrupted(error: BatchInterruptedError, target: str) -> NoReturn:
+    """Say how far an interrupted batch got; exit as the signal would have."""
+    from ctxasm.cli.batch_run import exit_code, interrupted_message
+
+    echo(interrupted_message(error, target), err=True)
+    raise typer.Exit(exit_code(error)) from None
 
 
 def _summary(stats: BatchStats) -> None:
@@ -203,12 +206,7 @@ def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int)
 
     if importlib.util.find_spec("ray") is None:
         _fail("--engine ray needs Ray: pip install 'ctxasm[ray]'", EXIT_BAD_INPUT)
-    from ctxasm.cli.batch_run import (
-        BatchInterruptedError,
-        exit_code,
-        interrupted_message,
-        run_ray_batch,
-    )
+    from ctxasm.cli.batch_run import BatchInterruptedError, run_ray_batch
     from ctxasm.errors import CtxasmError
 
     if source == "-" or target == "-":
@@ -222,8 +220,7 @@ def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int)
     except CtxasmError as error:
         _fail_with(error)
     except BatchInterruptedError as interrupted:
-        echo(interrupted_message(interrupted, target), err=True)
-        raise typer.Exit(exit_code(interrupted)) from None
+        _interrupted(interrupted, target)
     except OSError as exc:  # an output folder that cannot be written, as the local engine says
         name = str(exc.filename or target)
         if Path(name).name.startswith(f".{Path(target).name}."):  # the hidden temporary file

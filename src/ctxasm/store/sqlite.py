@@ -77,6 +77,9 @@ SCHEMA_VERSION = 3
 # the class (so 2**36 chunk ids per class, and class ids below 2**27).
 CLASS_SHIFT = 36
 
+# FTS5's tokenizer, of the index (chunks_fts) and of the query's terms (temp.query_terms).
+_TOKENIZER = "unicode61 remove_diacritics 2"
+
 _TABLES = """
 CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY,
@@ -109,7 +112,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id, seq);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    text, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+    text, content='chunks', content_rowid='id', tokenize='{tokenizer}'
 );
 CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
     INSERT INTO chunks_fts(rowid, text) VALUES (new.id, new.text);
@@ -117,7 +120,7 @@ END;
 CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
 END;
-"""
+""".replace("{tokenizer}", _TOKENIZER)
 # Version 2: access classes and their statistics, and term counts straight from the index.
 _CLASSES = """
 CREATE TABLE IF NOT EXISTS access_classes (
@@ -171,9 +174,8 @@ ORDER BY sum(w.value * v.tf * :k1p1 / (v.tf + :norm0 + :norm1 * c.words)) DESC, 
 LIMIT :pool
 """
 _FTS_TERM = re.compile(r"\w+", re.UNICODE)
-# The query's terms, tokenized by FTS5 as the index was (chunks_fts above; see
-# SQLiteStore._fts_forms).
-_TOKENIZER = "unicode61 remove_diacritics 2"
+# The query's terms, tokenized by FTS5 as the index was (chunks_fts above, with the same
+# _TOKENIZER; see SQLiteStore._fts_forms).
 _QUERY_TERMS = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms USING fts5(t, tokenize='{_TOKENIZER}')"
 )
