@@ -77,13 +77,29 @@ def test_a_line_over_the_limit_states_its_real_size(tmp_path: Path) -> None:
     assert records[0] == {
         "error": {
             "code": "too_large",
-            "message": f"the request is {len(long_line) + 1:,} bytes, more than the limit of "
+            "message": f"the request is {len(long_line):,} bytes, more than the limit of "
             "3,000 bytes",
             "field": "request",
         },
         "line": 1,
     }
     assert records[1]["report"]["selected"] == 3  # type: ignore[index]
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b""])
+def test_a_request_of_the_limit_is_read_whatever_ends_its_line(tmp_path: Path, end: bytes) -> None:
+    request = json.dumps(REQUEST).encode()
+    over = json.dumps({**REQUEST, "query": REQUEST["query"] + "?"}).encode()
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_bytes(request + (end or b"\n") + over + end)  # the last line may have no end
+    limit = str(len(request))
+    done = CliRunner().invoke(app, ["batch", str(source), str(target), "--max-bytes", limit])
+    records = [json.loads(line) for line in target.read_text().splitlines()]
+    assert done.exit_code == 1
+    assert "report" in records[0]
+    assert records[1]["error"]["message"] == (  # type: ignore[index]
+        f"the request is {len(over):,} bytes, more than the limit of {len(request):,} bytes"
+    )
 
 
 @pytest.fixture()

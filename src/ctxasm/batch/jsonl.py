@@ -50,20 +50,35 @@ class BatchStats:
 def read_lines(
     stream: BinaryIO, max_bytes: int = DEFAULT_MAX_LINE_BYTES
 ) -> Iterator[tuple[bytes, int]]:
-    """Lines of ``stream`` with their real sizes; a line longer than ``max_bytes`` is cut to
-    ``max_bytes + 1`` bytes (so it is refused as too large) and the rest of it is counted and
-    skipped without being held."""
+    """Each line of ``stream`` without its end (``\n`` or ``\r\n``), with its size: a request
+    of ``max_bytes`` is accepted whatever ends its line. A longer one is cut to ``max_bytes + 1``
+    bytes (so it is refused as too large) and the rest of it is counted and skipped without
+    being held."""
     while True:
-        line = stream.readline(max_bytes + 1)
+        line = stream.readline(max_bytes + 2)  # the longest request and "\r\n"
         if not line:
             return
+        if line.endswith(b"\n"):
+            line = line[: len(line) - _line_end(line)]
+            yield line, len(line)
+            continue
         size = len(line)
-        if size > max_bytes and not line.endswith(b"\n"):
-            rest = line
-            while rest and not rest.endswith(b"\n"):
-                rest = stream.readline(1024 * 1024)
-                size += len(rest)
+        if size > max_bytes:
+            tail = line[-2:]
+            while not tail.endswith(b"\n"):
+                chunk = stream.readline(1024 * 1024)
+                if not chunk:
+                    break
+                size += len(chunk)
+                tail = (tail + chunk)[-2:]
+            size -= _line_end(tail)
+            line = line[: max_bytes + 1]
         yield line, size
+
+
+def _line_end(data: bytes) -> int:
+    """The length of the line end ``data`` ends with: 2 for ``\r\n``, 1 for ``\n``, else 0."""
+    return 2 if data.endswith(b"\r\n") else 1 if data.endswith(b"\n") else 0
 
 
 def assemble_lines(
