@@ -194,11 +194,15 @@ Decision = Keep | Stitch | Refuse
 
 
 def _scanned(candidate: Candidate) -> str:
-    """What the guard reads of a candidate: every field its header or a template can show,
-    its id, title and url, and its text."""
+    """What the guard reads of a candidate: every field its header or a template can show (its
+    id, title and url, each on a line after its name) and its text. A header or a template
+    shows a field on one line, after a label or inside markup: never where it would open a
+    line of the prompt, so an id like ``system:doc-17`` or a title like ``System: Overview``
+    is not read as a role line (what such a field says is read as it is)."""
     passage = candidate.passage
-    extra = [value for value in (passage.id, passage.title, passage.url) if value]
-    return "\n".join([*extra, candidate.text])
+    fields = (("id", passage.id), ("title", passage.title), ("url", passage.url))
+    lines = [f"{name}: {' '.join(value.split())}" for name, value in fields if value]
+    return "\n".join([*lines, candidate.text])
 
 
 def injection(candidate: Candidate, flags: Flags, what: str = "") -> Refuse:

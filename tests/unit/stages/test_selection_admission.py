@@ -215,7 +215,7 @@ def test_a_stitch_read_in_several_windows_is_judged_by_its_parts_too(
     decision = _admission(log, dedup, guard).admit(
         _candidate("a", "x!" * 4), Room(20, 10), {"k": 10}
     )
-    assert log.calls[:3] == ["placement", "scan k", "scan a"]
+    assert log.calls[:3] == ["placement", "scan id: k", "scan id: a"]
     if policy == "drop":
         assert isinstance(decision, Refuse)
         assert (decision.exclusion.candidate_id, decision.exclusion.reason) == (
