@@ -81,6 +81,8 @@ def parse_passage(data: object, index: int) -> Passage:
         data = {name: getattr(data, name) for name in PASSAGE_FIELDS}
     elif not isinstance(data, Mapping):
         raise _fail(where, "an object with at least 'text'", data)
+    else:  # one plain copy, read by every check below: a subclass's get may disagree with []
+        data = dict(data)
     unknown = [key for key in data if key not in _PASSAGE_FIELD_SET]
     if unknown:
         raise RequestError(
@@ -244,14 +246,15 @@ def parse_strategies(value: object, field: str = "strategy") -> Strategies:
     for slot, given in value.items():
         where = f"{field}.{slot}"
         raw = plain(given)  # a str subclass may redefine == (and turn the guard off)
+        off = raw is None or (type(raw) is str and raw == "none")  # no other type's ==
         if slot == "dedup":
-            if raw is None or raw == "none":
+            if off:
                 chosen[slot] = ()
             elif isinstance(raw, list | tuple):
                 chosen[slot] = tuple(_parse_spec(v, f"{where}[{i}]") for i, v in enumerate(raw))
             else:
                 chosen[slot] = (_parse_spec(raw, where),)
-        elif raw is None or raw == "none":
+        elif off:
             if slot not in _OPTIONAL_SLOTS:
                 raise RequestError(
                     f"{where} cannot be turned off; give a strategy name", field=where

@@ -235,6 +235,12 @@ def test_numpy_scores_and_tuples_of_readers_are_plain_values() -> None:
     assert type(passage["score"]) is float
 
 
+def test_a_score_left_unset_falls_back_to_the_relevance_score() -> None:
+    document = Document(page_content="x", metadata={"score": None, "relevance_score": 0.9})
+    [passage] = documents_to_passages([document])
+    assert (passage["score"], passage["metadata"]) == (0.9, {})
+
+
 def test_a_misspelt_request_field_fails_where_the_runnable_is_built() -> None:
     with pytest.raises(ctxasm.RequestError) as caught:
         CtxasmRunnable(max_context_token=100)

@@ -157,6 +157,30 @@ def test_a_string_equal_to_everything_does_not_turn_the_guard_off() -> None:
     assert field == "strategy.guard" and "unknown guard strategy 'zzz'" in message
 
 
+class _EqualToAll:
+    """Not a string, yet equal to every value (and to ``"none"``)."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+
+@pytest.mark.parametrize("slot", ["guard", "dedup", "compression"])
+def test_an_object_equal_to_everything_is_no_way_to_turn_a_slot_off(slot: str) -> None:
+    field, message = _refusal(ctxasm.assemble, "q?", [], strategy={slot: _EqualToAll()})
+    assert field == f"strategy.{slot}" and "must be a strategy name" in message
+
+
+def test_a_passage_mapping_is_read_as_one_plain_copy() -> None:
+    class Defaulting(dict[str, object]):
+        def get(self, key: str, default: object = None) -> object:  # type: ignore[override]
+            return super().get(key, f"default-{key}")
+
+    result = ctxasm.assemble("falcon?", [Defaulting({"text": "falcon budget"})])
+    assert [item.id for item in result.report.included] == ["passage-0"]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [

@@ -39,7 +39,9 @@ def documents_to_passages(documents: Sequence[Document]) -> list[dict[str, Any]]
     for index, document in enumerate(documents):
         metadata = dict(document.metadata or {})
         passage_id = str(document.id or metadata.pop("id", None) or f"doc-{index}")
-        score = metadata.pop("score", metadata.pop("relevance_score", None))
+        score = metadata.pop("score", None)
+        fallback = metadata.pop("relevance_score", None)  # a reranker's, when score is unset
+        score = fallback if score is None else score
         passages.append(passage_from(passage_id, document.page_content, score, metadata))
     return passages
 
