@@ -385,7 +385,13 @@ def _compressed(
             raise RequestError(
                 f"{where} lists more than {MAX_KEPT_SENTENCES:,} sentences", field=where
             )
-        indexes = [_count(v, f"{at}[{i}]", 0, _MAX_ID_CHARS) for i, v in enumerate(items)]
+        # an index's field is named when it is wrong only: it repeats the id, which may be long
+        indexes = [
+            v
+            if type(v) is int and 0 <= v <= _MAX_ID_CHARS
+            else _count(v, f"{at}[{i}]", 0, _MAX_ID_CHARS)
+            for i, v in enumerate(items)
+        ]
         if not indexes or indexes != sorted(set(indexes)):
             raise RequestError(f"{at} must be increasing sentence indexes; got {indexes}", field=at)
         found[key] = tuple(indexes)

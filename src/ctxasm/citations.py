@@ -106,7 +106,7 @@ _WORDED = re.compile(r"sources?", re.IGNORECASE)
 _NO_LABEL = re.compile(
     r"\[\s*sources?\s*(?:[:#]\s*)?(?P<number>[0-9][0-9.,eE+_-]*)\s*\]", re.IGNORECASE
 )
-_LABEL = re.compile(r"Source ([1-9][0-9]*)")
+_LABEL = re.compile(r"Source ([1-9][0-9]{0,8})")  # as many digits as an answer's markers
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
 _BACKTICKS_OR_LINE = re.compile(r"`+|\n")
 _LINE = re.compile(r"[^\r\n]+")
@@ -701,7 +701,8 @@ def _source(item: Any, where: str) -> tuple[int, _Source]:
     if match is None:
         shown = repr(label) if isinstance(label, str) else _json_type(label)
         raise RequestError(
-            f"{where}.label must be 'Source N' with N >= 1; got {shown}", field=f"{where}.label"
+            f"{where}.label must be 'Source N' with N from 1 to 999,999,999; got {shown}",
+            field=f"{where}.label",
         )
     if url is not None and not isinstance(url, str):
         raise RequestError(

@@ -273,8 +273,11 @@ def plan(
     else:
         placed, written = (), 0
         read, rule = _automatic(model, fmt, prefix.tokens)
+    # A state holds at most MAX_LABELS sources, so that it is always read back: the first ones,
+    # where the next turn's identical prefix is looked for (a prompt of more sources is rare).
+    stated = kept[:MAX_LABELS]
     compressed: dict[str, tuple[int, ...]] = {}
-    for candidate in kept:
+    for candidate in stated:
         if candidate.text != candidate.passage.text:
             cut = kept_sentences(candidate.passage.text, candidate.text)
             if cut is not None:
@@ -283,10 +286,10 @@ def plan(
         model=model.name,
         format=fmt.name,
         head=head,
-        sources=tuple(zip([c.id for c in kept], prints, strict=True)),
-        labels=_session_labels(previous, kept, labels),
+        sources=tuple(zip([c.id for c in stated], prints[: len(stated)], strict=True)),
+        labels=_session_labels(previous, stated, labels),
         next_label=max([previous.next_label, *(labels[c.id] + 1 for c in kept)]),
-        breakpoints=tuple(b.after_sources for b in placed),
+        breakpoints=tuple(b.after_sources for b in placed if b.after_sources <= len(stated)),
         compressed=compressed,
     )
     report = CacheReport(

@@ -165,8 +165,13 @@ def _bad_result(path: Path, content: bytes) -> str:
         (b'{"report": {"included": {}}}', "report.included must be a list"),
         (
             b'{"report": {"included": [{"id": "a", "label": "Doc 1"}]}}',
-            "report.included[0].label must be 'Source N' with N >= 1; got 'Doc 1' "
-            "[report.included[0].label]",
+            "report.included[0].label must be 'Source N' with N from 1 to 999,999,999; "
+            "got 'Doc 1' [report.included[0].label]",
+        ),
+        (  # more digits than int() reads was an internal error
+            b'{"report": {"included": [{"id": "a", "label": "Source 1' + b"0" * 5000 + b'"}]}}',
+            "report.included[0].label must be 'Source N' with N from 1 to 999,999,999; "
+            "got 'Source 1000",
         ),
     ],
 )

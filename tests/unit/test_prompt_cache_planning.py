@@ -279,6 +279,35 @@ def test_attention_gives_up_the_end_of_the_stable_prefix() -> None:
     assert [c.id for c in everything] == [c.id for c in PrimacyRecencyOrdering().order(kept)]
 
 
+@pytest.mark.parametrize(("attention", "in_place"), [(0.7, 3), (0.9, 1), (0.3, 7), (0.25, 8)])
+def test_attention_keeps_the_documented_share_in_place(attention: float, in_place: int) -> None:
+    # ceil((1 - attention) * s) with decimal arithmetic: (1 - 0.7) * 10 is 3, not 4
+    kept = _candidates({f"p{i}": float(i) for i in range(10)})
+    previous = [f"p{i}" for i in range(10)]
+    order = [c.id for c in CacheStableOrdering(attention=attention).order_after(kept, previous)]
+    assert order[:in_place] == previous[:in_place]
+    assert order[in_place] != previous[in_place]
+
+
+def test_a_state_of_a_prompt_with_more_sources_than_a_state_holds_is_read_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ctxasm.cache_state
+    import ctxasm.prompt_cache
+
+    for module in (ctxasm.cache_state, ctxasm.prompt_cache):
+        monkeypatch.setattr(module, "MAX_LABELS", 3)
+    given = {**KW, "strategy": {"compression": None, "relevance": "given"}}
+    first = ctxasm.assemble("river?", _passages(5), previous=None, **given)
+    assert first.report.cache is not None and len(first.report.included) == 5
+    state = first.report.cache.state
+    # the first sources of the prompt, their labels, and numbers never given again
+    assert [ident for ident, _ in state.sources] == [i.id for i in first.report.included][:3]
+    assert len(state.labels) == 3 and state.next_label == 6
+    second = ctxasm.assemble("river?", _passages(5), previous=first.to_dict(), **given)
+    assert second.report.cache is not None and second.report.cache.prefix_sources == 3
+
+
 def test_attention_must_be_a_share() -> None:
     with pytest.raises(RequestError, match="attention") as caught:
         ctxasm.assemble(
@@ -528,6 +557,7 @@ def test_kept_sentences_reads_back_what_compression_cut() -> None:
         ({"a": [2, 1]}, "previous.compressed['a']", "increasing sentence indexes"),
         ({"a": []}, "previous.compressed['a']", "increasing sentence indexes"),
         ({"a": [-1]}, "previous.compressed['a'][0]", "an integer from 0"),
+        ({"a": [0, True]}, "previous.compressed['a'][1]", "an integer from 0"),
         ({"a": "0"}, "previous.compressed['a']", "a list"),
         ([], "previous.compressed", "an object of source id"),
     ],

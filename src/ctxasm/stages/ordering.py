@@ -159,7 +159,8 @@ class CacheStableOrdering(Strategy):
         ``stable`` (passage ids in their previous order; ids not kept are skipped)."""
         by_id = {c.id: c for c in kept}
         still = [by_id[i] for i in stable if i in by_id]
-        prefix = still[: math.ceil((1 - self.attention) * len(still))]
+        # rounded first: (1 - 0.7) * 10 is 3.0000000000000004 in binary, and must stay 3
+        prefix = still[: math.ceil(round((1 - self.attention) * len(still), 9))]
         placed = {c.id for c in prefix}
         tail = [c for c in _by_score(kept) if c.id not in placed]
         return prefix + tail[0::2] + tail[1::2][::-1]
