@@ -16,6 +16,11 @@ script, Latin look-alikes, CJK brackets, invisible characters dropped), case-ins
     bare    = list starting with a word, not inside a word, not a version ("Source 2.0")
     word    = "source" | "sources";  number = 1 to 9 digits
 
+A marker that Markdown renders as (part of) a link carries the link's destination: a bracket
+followed by ``(``, a marker inside a link's text (``[see Source 2](...)``), a reference
+(``[Source 2][x]``) and a bracket a definition names (``[Source 2]: https://...`` on a line of
+its own makes every ``[Source 2]`` a link).
+
 So ``[Source 2]``, ``[2]``, ``[1, 3]``, ``[Sources 1 and 3]``, ``[2-4]``, ``[Source: 2]``,
 ``[Source 2](https://...)``, ``(Source 2)``, ``Source 2``, ``［Source ２］``, ``【Source 2】``,
 ``[Ѕource 2]`` (Cyrillic) and ``[Source ²]`` are citations; ``[the docs](https://...)``,
@@ -116,6 +121,16 @@ _SAFE_SCHEMES = frozenset({"http", "https", ""})
 # no white space and parentheses nested one deep, as CommonMark writes urls such as
 # wiki/Plato_(philosopher). Each run stops at the next parenthesis, so scans do not overlap.
 _LINK_TARGET = re.compile(r"\(\s*(?:<([^<>\n]*)>|([^\s()]*(?:\([^\s()]*\)[^\s()]*)*))")
+# A link reference definition at the start of a line, "[label]: destination" (CommonMark 4.7):
+# every "[label]" of the answer, and every "[text][label]", renders as a link to it.
+_DEFINITION = re.compile(
+    r"^ {0,3}\[([^\[\]\n]{1,999})\]:[ \t]*\n?[ \t]*(?:<([^<>\n]*)>|([^\s<]\S*))", re.MULTILINE
+)
+# The text of a markdown link, brackets nested one deep, followed by its inline destination
+# "(...)" or its reference "[label]" or "[]". No character class overlaps the brackets, so a
+# match attempt stops at the second bracket after its start: the scan is linear.
+_LINK_TEXT = re.compile(r"\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\](?=[(\[])")
+_REFERENCE = re.compile(r"\[([^\[\]\n]{0,999})\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,7 +450,7 @@ def _scan(answer: str) -> tuple[str, list[_Marker]]:
         if marker.in_code and not marker.worded:
             continue
         markers.append(marker)
-    markers = _with_no_labels(folded, markers, code)
+    markers = _with_links(answer, _with_no_labels(folded, markers, code), code)
     blanks = sorted([*code, *((m.start, m.end) for m in markers)])
     return _blanked(answer, blanks), _capped(markers, len(answer) + MAX_RANGE)
 
@@ -487,6 +502,67 @@ def _marker(folded: Folded, match: re.Match[str], in_code: bool) -> _Marker:
         shape,
         link,
     )
+
+
+def _with_links(
+    answer: str, markers: list[_Marker], code: Sequence[tuple[int, int]]
+) -> list[_Marker]:
+    """``markers`` with the link each one renders as, where it is not a ``[Source 1](...)``
+    link itself: one inside the text of a link (``[see Source 1](https://...)``), one whose
+    brackets are a reference (``[Source 1][ref]``, or ``[Source 1]`` with a definition
+    ``[Source 1]: https://...`` anywhere in the answer). A bracket marker that is a link is no
+    longer one :func:`link_citations` links."""
+    if "[" not in answer or not markers:
+        return markers
+    definitions: dict[str, str] = {}
+    for match in _DEFINITION.finditer(answer):
+        if not _in_code(match.start(), code):
+            target = match.group(2) if match.group(2) is not None else match.group(3)
+            definitions.setdefault(_reference_key(match.group(1)), target)
+    texts: list[tuple[int, int, str]] = []  # each link's text and its destination
+    for match in _LINK_TEXT.finditer(answer):
+        end = match.end()
+        if _in_code(match.start(), code):
+            continue
+        if answer.startswith("(", end):
+            target = _LINK_TARGET.match(answer, end)
+            if target is None:
+                continue
+            found = target.group(1) if target.group(1) is not None else target.group(2)
+        else:
+            reference = _REFERENCE.match(answer, end)
+            label = reference.group(1) if reference is not None else ""
+            found = definitions.get(_reference_key(label or match.group()[1:-1]))
+        if found is not None:
+            texts.append((match.start(), end, found))
+    starts = [start for start, _, _ in texts]
+    linked = []
+    for marker in markers:
+        link = None
+        if marker.link is None and not marker.in_code:
+            index = bisect_right(starts, marker.start) - 1
+            if index >= 0 and marker.end <= texts[index][1]:
+                link = texts[index][2]
+            elif marker.shape == "bracket":  # a shortcut reference: "[Source 1]" alone
+                link = definitions.get(_reference_key(answer[marker.start + 1 : marker.end - 1]))
+        if link is not None:
+            shape = "markdown_link" if marker.shape == "bracket" else marker.shape
+            form = _form(marker.raw, shape) if marker.form == marker.shape else marker.form
+            linked.append(marker._replace(link=link, shape=shape, form=form))
+        else:
+            linked.append(marker)
+    return linked
+
+
+def _reference_key(label: str) -> str:
+    """A link label as references match it: case-folded, white space collapsed."""
+    return " ".join(label.casefold().split())
+
+
+def _in_code(start: int, code: Sequence[tuple[int, int]]) -> bool:
+    """Whether offset ``start`` is inside one of the sorted, merged ``code`` spans."""
+    index = bisect_right(code, (start, len(code) and code[-1][1])) - 1
+    return index >= 0 and start < code[index][1]
 
 
 def _with_no_labels(

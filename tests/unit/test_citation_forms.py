@@ -84,6 +84,10 @@ SPELLINGS: list[tuple[Callable[[int], str], str]] = [
     (lambda n: f"[Sоurce {n}]", "confusable"),  # Cyrillic o
     (lambda n: f"[ѕоurсе {n}]", "confusable"),  # Cyrillic s, o, c, e
     (lambda n: f"[𝐒𝐨𝐮𝐫𝐜𝐞 {n}]", "confusable"),  # mathematical bold
+    (lambda n: f"[\u015aource {n}]", "confusable"),  # composed S with acute (NFC)
+    (lambda n: f"[S\u0301ource {n}]", "confusable"),  # the same, decomposed (NFD)
+    (lambda n: f"[So\u0303urce {n}]", "confusable"),  # o with tilde, decomposed
+    (lambda n: f"[S\u00f5urce {n}]", "confusable"),  # o with tilde, composed
     (lambda n: f"[Sou\u200brce {n}]", "confusable"),  # zero-width space
     (lambda n: f"[Sour\u00adce {n}]", "confusable"),  # soft hyphen
     (lambda n: f"[Source {_sup(n)}]", "superscript"),

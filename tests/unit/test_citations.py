@@ -300,7 +300,7 @@ def _broken(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
         (
             _broken(("report", "included", 2, "label"), "Source 0"),
             "report.included[2].label",
-            "N >= 1",
+            "N from 1 to 999,999,999",
         ),
         (_broken(("report", "included", 2, "label"), 3), "report.included[2].label", "a number"),
         (
@@ -362,6 +362,40 @@ def test_a_citation_linked_elsewhere_than_its_source_is_reported() -> None:
     assert report.invalid == () and report.mislinked == ("Source 2", "Source 3", "Source 4")
     assert not report.all_valid
     assert report.coverage == 1.0  # each names its source: the sentences are supported
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Paris [see Source 1](https://phish.example).",  # a marker in a link's text
+        "Paris [Source 1!](https://phish.example).",
+        "Paris [[Source 1]](https://phish.example).",
+        "Paris [Source 1][x].\n\n[x]: https://phish.example",  # a reference link
+        "Paris [Source 1][].\n\n[Source 1]:\n  <https://phish.example>",
+        "Paris [Source 1].\n\n[source  1]: https://phish.example",  # a shortcut reference
+    ],
+)
+def test_a_citation_rendered_as_a_link_elsewhere_is_reported(answer: str) -> None:
+    report = check_citations(answer, assembly())
+    assert report.mislinked == ("Source 1",) and not report.all_valid
+    assert {c.link for c in report.citations} == {"https://phish.example"}
+    assert "phish" not in link_citations(answer, assembly()).replace(answer, "")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"Paris [see Source 1]({PARIS}).",
+        f"Paris [Source 1][x].\n\n[x]: {PARIS}",
+        "Paris `[Source 1][x]`.\n\n[x]: https://phish.example",  # code is no link
+        "Paris [Source 1].\n\n    [Source 1]: https://phish.example",  # an indented code block
+    ],
+)
+def test_a_citation_rendered_as_a_link_to_its_source_or_not_as_a_link_is_valid(
+    answer: str,
+) -> None:
+    report = check_citations(answer, assembly())
+    assert report.all_valid and report.cited_ids[:1] == ("paris",)
 
 
 def test_markers_written_in_wider_characters_are_linked_by_their_shape() -> None:

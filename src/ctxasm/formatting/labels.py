@@ -5,7 +5,8 @@ Text is first *folded*: every character is put in NFKC form (full-width letters 
 superscripts and ligatures become ASCII), decimal digits of any script become ASCII digits,
 Latin look-alikes from other scripts (Cyrillic ``ѕ о с е``, Greek ``ο``, small capitals) become
 the Latin letter, CJK and other brackets become ``[`` and ``]``, dashes become ``-``, and
-invisible format characters and combining marks are dropped. :class:`Folded` maps every offset
+invisible format characters and combining marks are dropped (those of a composed letter too:
+``Ś`` is read as ``S``, as its decomposed form ``S`` + mark is). :class:`Folded` maps every offset
 of the folded text back to the original, so a match can be reported (or rewritten) as written.
 
 The grammar, matched on folded text, case-insensitively::
@@ -93,8 +94,14 @@ def _fold_char(char: str) -> str:
             continue
         elif unicodedata.category(part) == "Zs":
             out.append(" ")
-        else:
-            out.append(LABEL_LOOKALIKES.get(part, part))  # NFKC did the rest
+        else:  # a letter with marks as the letter: composed "Ś" as "S" + mark, whose mark goes
+            base = "".join(
+                c
+                for c in unicodedata.normalize("NFD", part)
+                if unicodedata.category(c) not in _DROPPED
+            )
+            letter = base if len(base) == 1 else part
+            out.append(LABEL_LOOKALIKES.get(letter, letter))  # NFKC did the rest
     return "".join(out)
 
 
