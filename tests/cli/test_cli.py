@@ -379,6 +379,17 @@ def test_assemble_every_format_from_the_command_line(fmt: str) -> None:
         assert result["text"].startswith("## Instructions")
 
 
+def test_report_calls_its_input_a_result() -> None:
+    failed = ctxasm("report", "-", stdin=b'{"report": ')
+    assert failed.returncode == 2
+    assert failed.stderr.decode().endswith("[result]\n")
+    assert "the result is not valid JSON" in failed.stderr.decode()
+    too_big = ctxasm("report", "-", "--max-bytes", "5", stdin=b'{"report": {}}')
+    assert too_big.stderr.decode() == (
+        "ctxasm: error: the result is 14 bytes, more than the limit of 5 bytes [result]\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

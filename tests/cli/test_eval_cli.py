@@ -371,3 +371,19 @@ def test_eval_html_to_an_unwritable_path(dataset: Path, tmp_path: Path) -> None:
     _one_line_error(
         ctxasm("eval", str(dataset), "--budget", "512", "--html", str(target)), "[html]"
     )
+
+
+@pytest.mark.parametrize(
+    ("option", "name"), [("--html", "e.html"), ("--plot", "e.png"), ("--save-subset", "s.jsonl")]
+)
+def test_an_output_that_cannot_be_written_is_refused_before_the_run(
+    dataset: Path, tmp_path: Path, option: str, name: str
+) -> None:
+    # the unknown strategy would fail the run: the output's error comes first, as it did not
+    field = option.removeprefix("--").replace("-", "_")
+    folder = tmp_path / f"folder{Path(name).suffix}"
+    folder.mkdir()
+    subset = ["--subset", "hard"] if option == "--save-subset" else []
+    for target, why in ((tmp_path / "missing" / name, "no such folder"), (folder, "a folder")):
+        done = ctxasm("eval", str(dataset), "--strategy", "nosuch", *subset, option, str(target))
+        _one_line_error(done, f"cannot write {target}", why, f"[{field}]")

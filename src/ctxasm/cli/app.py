@@ -271,7 +271,7 @@ def report_command(
     from ctxasm.jsonio import decode_json
 
     try:
-        result = result_of(decode_json(read_input(source, max_bytes)))
+        result = result_of(decode_json(read_input(source, max_bytes, "result"), what="result"))
     except CtxasmError as error:
         _fail_with(error)
     if html is not None:

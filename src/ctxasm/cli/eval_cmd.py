@@ -150,6 +150,11 @@ def eval_command(
             "--save-subset needs --subset NAME (the subset to write) [save_subset]",
             EXIT_BAD_INPUT,
         )
+    from ctxasm.cli.report_view import check_writable
+
+    for path, field in ((plot, "plot"), (html, "html"), (save_subset, "save_subset")):
+        if path is not None:  # before the run: it may take minutes
+            check_writable(path, field)
     try:
         questions = _questions(dataset, subset, save_subset, scores, embedder, seed, limit)
         rows, model = _run(questions, budgets, strategy or [], config, model, progress)

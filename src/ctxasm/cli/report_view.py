@@ -7,6 +7,7 @@ live assembly and a saved result look the same.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -101,6 +102,24 @@ def write_html(result: Mapping[str, Any], path: Path) -> None:
     from ctxasm.html import render_report_html
 
     write_page(render_report_html(result), path)
+
+
+def check_writable(path: Path, field: str) -> None:
+    """Exit 2 naming ``path`` and the option ``field`` when it clearly cannot be written (its
+    folder is missing or not writable, or it is a folder itself), before a long run whose
+    result it would hold; nothing is created."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        why = "it is a folder"
+    elif not folder.is_dir():
+        why = f"no such folder {folder}"
+    elif not os.access(folder, os.W_OK | os.X_OK) or (
+        path.exists() and not os.access(path, os.W_OK)
+    ):
+        why = "permission denied"
+    else:
+        return
+    fail(f"cannot write {path}: {why} [{field}]", EXIT_BAD_INPUT)
 
 
 def write_page(page: str, path: Path, field: str | None = None) -> None:

@@ -32,8 +32,9 @@ def open_assembler(config: Path | None) -> Assembler:
     return Assembler(source)
 
 
-def read_input(source: str, max_bytes: int) -> bytes:
-    """At most ``max_bytes`` of the input; over that, an error stating the input's real size."""
+def read_input(source: str, max_bytes: int, what: str = "request") -> bytes:
+    """At most ``max_bytes`` of the input; over that, an error stating the input's real size
+    (``what`` names the input: the request, or a saved result)."""
     try:
         if source == "-":
             stream = sys.stdin.buffer
@@ -48,8 +49,8 @@ def read_input(source: str, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         from ctxasm.jsonio import too_large
 
-        error = too_large(max_bytes, size=max(size, len(data)))
-        fail(f"{error.message} [request]", EXIT_BAD_INPUT)
+        error = too_large(max_bytes, what, size=max(size, len(data)))
+        fail(f"{error.message} [{what}]", EXIT_BAD_INPUT)
     return data
 
 
