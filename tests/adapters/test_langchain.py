@@ -223,6 +223,28 @@ def test_document_access_data_and_scores_are_checked_by_the_core(
     assert caught.value.field == field and message in caught.value.message
 
 
+def test_the_principal_a_runnable_was_built_for_is_not_the_inputs_to_replace() -> None:
+    shared = Document(
+        page_content="The Danube ends in the Black Sea.", metadata={"readers": ["staff"]}
+    )
+    runnable = CtxasmRunnable(principal={"id": "bob", "groups": []})
+    with pytest.raises(ctxasm.RequestError) as caught:
+        runnable.invoke(
+            {
+                "question": QUESTION,
+                "context": [shared],
+                "principal": {"id": "eve", "groups": ["staff"]},
+            }
+        )
+    assert caught.value.field == "principal"
+    assert runnable.assemble({"question": QUESTION, "context": [shared]}).report.included == ()
+    # without one built in, the input gives it
+    opened = CtxasmRunnable().assemble(
+        {"question": QUESTION, "context": [shared], "principal": {"id": "eve", "groups": ["staff"]}}
+    )
+    assert len(opened.report.included) == 1
+
+
 def test_numpy_scores_and_tuples_of_readers_are_plain_values() -> None:
     import numpy as np
 

@@ -73,7 +73,8 @@ class CtxasmRunnable(Runnable[str | dict[str, Any], list[BaseMessage]]):
 
     In a dict, ``query`` may stand for ``question`` and ``documents`` for ``context``; without
     documents the ``retriever`` is asked. Other keys of the dict (``history``, ``principal``,
-    ``max_context_tokens``, ...) and the keyword arguments given here are request fields.
+    ``max_context_tokens``, ...) and the keyword arguments given here are request fields; a
+    ``principal`` given here is fixed (an input that gives one is refused).
     ``assemble(input)`` returns the whole :class:`~ctxasm.Assembly` (with its report) instead.
     """
 
@@ -108,6 +109,13 @@ class CtxasmRunnable(Runnable[str | dict[str, Any], list[BaseMessage]]):
                 f"the question must be a string, given as the input itself or under "
                 f"'question' (or 'query'); got {type(query).__name__}",
                 field=query_key or "question",
+            )
+        if "principal" in fields and "principal" in self.request_fields:
+            # A chain's input may come from its user: the principal this runnable was built
+            # for is not theirs to replace (whose documents a request may see).
+            raise RequestError(
+                "this CtxasmRunnable was built for a principal; the input cannot give one",
+                field="principal",
             )
         if documents_key is None:
             documents = self._retrieve(query, config)
