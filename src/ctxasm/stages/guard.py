@@ -65,6 +65,7 @@ from ctxasm.stages.guard_text import (
     fold,
     fold_spaced,
     load_fold_table,
+    symbols_read,
     without_padding,
 )
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
@@ -159,6 +160,11 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
     if spaced is not None and spaced != folded:
         spaced = with_parts(spaced)
         checks |= _flagged([*_phrase_hits(spaced, spell(spaced)), *marks], threshold)
+    # Symbols that stand for letters ("@ll", "in$tructions") are read as them too.
+    lettered = symbols_read(folded)
+    if lettered is not None:
+        lettered = with_parts(lettered)
+        checks |= _flagged([*_phrase_hits(lettered, spell(lettered)), *marks], threshold)
     for payload in decoded_payloads(window, runs, ciphers(spelled)):
         decoded = _flagged(_text_hits(payload), threshold)
         if decoded:

@@ -41,6 +41,7 @@ __all__ = [
     "load_fold_table",
     "long_words",
     "outside_ascii",
+    "symbols_read",
     "tag_text",
     "without_padding",
 ]
@@ -220,6 +221,36 @@ def fold_spaced(text: str) -> str | None:
     if not (_INVISIBLE_BMP.search(text) or _INVISIBLE_ASTRAL.search(text)):
         return None
     return fold(_INVISIBLE.sub(" ", text))
+
+
+# A symbol that stands for a letter ("@ll", "in$tructions", "!gnore", "ru|e$"): one before a
+# letter, one between two letters or digits, and "@", "$" or "|" after one ("pr3v10u$"). A
+# "!" that ends a word ("Stop!"), a price ("$5") and the "@" of an address are none.
+_SYMBOL_LETTER = re.compile(
+    # every branch starts with its symbol, so the engine skips to the symbols at C speed
+    r"[$|](?:(?=[^\W\d_])|(?<=[^\W_].)(?!\d))"
+    r"|!(?:(?=[^\W\d_])|(?<=[^\W_].)(?=\w))"
+    r"|@(?:(?=[^\W\d_])(?![\w-]{1,63}\.[^\W\d_])|(?<=[^\W_].)(?![\w-]{1,63}\.))"
+)
+_SYMBOL_LETTERS = str.maketrans("@$!|", "asil")
+
+
+def symbols_read(folded: str) -> str | None:
+    """``folded`` text with the symbols that stand for letters read as them, or ``None`` where
+    none does: "in$tructions" is "instructions", "!gnore" "ignore". Which reading is meant
+    cannot be told (an address, "user@example.org"), so the guard reads the text both ways."""
+    if not ("$" in folded or "@" in folded or "!" in folded or "|" in folded):
+        return None  # most text: four scans at C speed
+    if _SYMBOL_LETTER.search(folded) is None:
+        return None
+    # twice: a symbol before another ("d!$regard") is one before a letter once that is read
+    for _ in range(2):
+        folded = _SYMBOL_LETTER.sub(_as_letter, folded)
+    return folded
+
+
+def _as_letter(match: re.Match[str]) -> str:
+    return match.group().translate(_SYMBOL_LETTERS)
 
 
 def _without_controls(text: str) -> str:
