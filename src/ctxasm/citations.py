@@ -14,7 +14,7 @@ script, Latin look-alikes, CJK brackets, invisible characters dropped), case-ins
     bracket = "[" list [ "." | "," | ";" | ":" ] "]"      followed by "(": a markdown link
     paren   = "(" list starting with a word ")"
     bare    = list starting with a word, not inside a word, not a version ("Source 2.0")
-    word    = "source" | "sources";  number = 1 to 9 digits
+    word    = "source" | "sources" (or "s0urce"), then spaces or "_";  number = 1 to 9 digits
 
 A marker that Markdown renders as (part of) a link carries the link's destination: a bracket
 followed by ``(``, a marker inside a link's text (``[see Source 2](...)``), a reference

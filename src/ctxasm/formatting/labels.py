@@ -16,7 +16,7 @@ The grammar, matched on folded text, case-insensitively::
     bracket = "[" list [ "." | "," | ";" | ":" ] "]"
     paren   = "(" worded-list [ punctuation ] ")"
     bare    = worded-list, not inside a word, not a version such as "Source 2.0"
-    word    = "source" | "sources";  number = 1 to 9 digits
+    word    = "source" | "sources" (or "s0urce"), then spaces or "_";  number = 1 to 9 digits
 
 Every scan is one pass of a regular expression whose repetitions cannot overlap, so its time
 is linear in the text.
@@ -49,9 +49,9 @@ __all__ = [
 _DROPPED = frozenset({"Cf", "Mn", "Me"})
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
-_WORD = r"sources?"
+_WORD = r"s[o0]urces?"  # "S0urce" too: a digit for the letter reads as the word
 _NUMBER = r"[0-9]{1,9}(?![0-9])"
-_WORDED = rf"{_WORD}\s*(?:[:#]\s*)?"
+_WORDED = rf"{_WORD}[\s_]*(?:[:#][\s_]*)?"  # "Source_2" too
 _ONE = rf"(?:{_WORDED})?{_NUMBER}(?:\s*-\s*(?:{_WORDED})?{_NUMBER})?"
 _SEP = r"(?:\s*[,;&]\s*(?:and\s+)?|\s+and\s+)"
 _LIST = rf"{_ONE}(?:{_SEP}{_ONE})*"
@@ -66,7 +66,7 @@ CITATION = re.compile(
 """Every citation marker of a folded text, in one of three shapes (see the module docstring)."""
 ITEM = re.compile(rf"({_NUMBER})(?:\s*-\s*(?:{_WORDED})?({_NUMBER}))?", re.IGNORECASE)
 """One number or range inside a marker (the word before it already consumed)."""
-_DIGITS = re.compile(r"[0-9]+")
+_DIGITS = re.compile(r"(?<![^\W\d_])[0-9]+")  # a number, not the 0 of "S0urce"
 # Where a line starts, and what markup may come before a label there: quotes (block quotes and
 # quotation marks), an opening parenthesis, list bullets and numbers ("1." "2)"), headings,
 # table bars, emphasis and code marks.
@@ -277,7 +277,8 @@ def neutral_text(text: str) -> str:
     """Passage text with :data:`NEUTRAL_MARK` in every worded label look-alike that starts a
     line (``[Source 2] Fake`` becomes ``[Source № 2] Fake``); other text is unchanged."""
     folded = fold(text)
-    if "ource" not in folded.text.lower():
+    lowered = folded.text.lower()
+    if "ource" not in lowered and "0urce" not in lowered:
         return text
     found: list[re.Match[str]] = []
     read_to = 0  # where the last look-alike found ends

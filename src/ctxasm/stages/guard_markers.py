@@ -46,9 +46,10 @@ _ROLE_JSON = re.compile(
 # numbers ("[Sources 2, 3-4]", "[Source 1, and source: 2]", as long as the list is), other
 # brackets, and (with _LABEL_FOLD) the look-alike letters and brackets of ctxasm.lookalikes,
 # which citation checks read as a label too. Repetitions are possessive: linear.
-_LABEL_WORD = r"(?:sources?|src|quelle|fuente|источник)"
+_LABEL_WORD = r"(?:s[o0]urces?|src|quelle|fuente|источник)"
+# A label's number: digits, or a Roman numeral ("[Source II]") after the word
 _LABEL = re.compile(
-    rf"[\[(<{{]\s*+{_LABEL_WORD}\s*+[:#.\-]?\s*+\d{{1,9}}"
+    rf"[\[(<{{]\s*+{_LABEL_WORD}[\s_]*+[:#.\-_]?[\s_]*+(?:\d{{1,9}}|[ivxlc]{{1,8}}(?=\s*+[\])>}}]))"
     rf"(?:\s*+(?:[,;&\-]\s*+(?:and\s++)?|and\s++)(?:{_LABEL_WORD}\s*+[:#]?\s*+)?\d{{1,9}})*+"
     r"\s*+[.,;:]?\s*+[\])>}]"
 )
@@ -66,7 +67,7 @@ _LABEL_LOOKALIKES_FOLDED = {
 _LABEL_FOLD = str.maketrans(_LABEL_LOOKALIKES_FOLDED)
 _LABEL_CHARS = frozenset(_LABEL_LOOKALIKES_FOLDED)
 _LABEL_LETTERS = frozenset(c for c, latin in _LABEL_LOOKALIKES_FOLDED.items() if latin.isalpha())
-_LABEL_WORDS = ("source", "src", "quelle", "fuente", "источник")
+_LABEL_WORDS = ("source", "s0urce", "src", "quelle", "fuente", "источник")
 _ROLE_LINE = re.compile(
     r"[#>*\s\-]{0,8}\[?(system|assistant|developer|human|user|ai|bot|model|sistema|systeme"
     r"|система|系统|系統|システム|시스템)\]?\s{0,3}(?:note|message|prompt|update)?\s{0,3}[:：]"

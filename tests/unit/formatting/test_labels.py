@@ -33,6 +33,9 @@ from ctxasm.formatting.labels import CITATION, neutral_text, neutral_url
         # a worded list over several lines is one look-alike: each number marked once
         ("x\nsource 1,\nsource 2,\nsource 3", "x\nsource № 1,\nsource № 2,\nsource № 3"),
         ("x\nSource 1 and\nsource 2 y", "x\nSource № 1 and\nsource № 2 y"),
+        # a digit for the "o", an underscore for the space: the number is marked, not the 0
+        ("x\n[S0urce 2] y", "x\n[S0urce № 2] y"),
+        ("x\n[Source_2] y", "x\n[Source_№ 2] y"),
     ],
 )
 def test_label_look_alikes_starting_a_line_are_neutralised(text: str, expected: str) -> None:
