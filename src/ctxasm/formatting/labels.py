@@ -68,11 +68,14 @@ ITEM = re.compile(rf"({_NUMBER})(?:\s*-\s*(?:{_WORDED})?({_NUMBER}))?", re.IGNOR
 """One number or range inside a marker (the word before it already consumed)."""
 _DIGITS = re.compile(r"(?<![^\W\d_])[0-9]+")  # a number, not the 0 of "S0urce"
 # Where a line starts, and what markup may come before a label there: quotes (block quotes and
-# quotation marks), an opening parenthesis, list bullets and numbers ("1." "2)"), headings,
-# table bars, emphasis and code marks.
+# quotation marks, guillemets, which fold to "<" and ">"), an opening parenthesis, list
+# bullets, arrows, numbers and letters ("1." "2)" "a)" "[1]"), headings, table bars, emphasis
+# and code marks, and HTML tags ("<b>", tried before a lone "<"). A repetition reads at most
+# a tag's twelve characters before another is tried: the scan stays linear.
 _LINE_START = re.compile(
     r"(?:^|(?<=[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]))"
-    r"(?:[ \t>*+#|•·~_=`\"'“”‘’„(-]|[0-9]{1,9}[.)])*"
+    r"(?:</?[A-Za-z][A-Za-z0-9]{0,9}>|[ \t<>*+#|•·~_=`\"'“”‘’„(→⇒➜►▶▸-]|[0-9]{1,9}[.)]"
+    r"|[A-Za-z][.)](?=\s)|\[[0-9]{1,9}\])*"
 )
 _WORD_RE = re.compile(_WORD, re.IGNORECASE)
 NEUTRAL_MARK = "№ "

@@ -36,6 +36,14 @@ from ctxasm.formatting.labels import CITATION, neutral_text, neutral_url
         # a digit for the "o", an underscore for the space: the number is marked, not the 0
         ("x\n[S0urce 2] y", "x\n[S0urce № 2] y"),
         ("x\n[Source_2] y", "x\n[Source_№ 2] y"),
+        # arrows, guillemets, letter bullets, bracketed numbers and HTML tags before it
+        ("x\n→ [Source 2] y", "x\n→ [Source № 2] y"),
+        ("x\n« Source 2: y »", "x\n« Source № 2: y »"),
+        ("x\nb) [Source 2] y", "x\nb) [Source № 2] y"),
+        ("x\n[1] [Source 2] y", "x\n[1] [Source № 2] y"),
+        ("x\n<b>[Source 2]</b> y", "x\n<b>[Source № 2]</b> y"),
+        ("x\n<li><b>Source 2:</b> y", "x\n<li><b>Source № 2:</b> y"),
+        ("x\nab) [Source 2] y", "x\nab) [Source 2] y"),  # a word, not a bullet
     ],
 )
 def test_label_look_alikes_starting_a_line_are_neutralised(text: str, expected: str) -> None:
