@@ -59,6 +59,7 @@ from ctxasm.stages.guard_phrases import (
     with_parts,
 )
 from ctxasm.stages.guard_text import (
+    camel_read,
     clear_text_cache,
     decoded_payloads,
     encoded_runs,
@@ -160,11 +161,12 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
     if spaced is not None and spaced != folded:
         spaced = with_parts(spaced)
         checks |= _flagged([*_phrase_hits(spaced, spell(spaced)), *marks], threshold)
-    # Symbols that stand for letters ("@ll", "in$tructions") are read as them too.
-    lettered = symbols_read(folded)
-    if lettered is not None:
-        lettered = with_parts(lettered)
-        checks |= _flagged([*_phrase_hits(lettered, spell(lettered)), *marks], threshold)
+    # Symbols that stand for letters ("@ll", "in$tructions") are read as them too, and words
+    # CamelCase joins ("IgnoreAllPrevious") apart.
+    for other in (symbols_read(folded), camel_read(window)):
+        if other is not None:
+            reading = with_parts(other)
+            checks |= _flagged([*_phrase_hits(reading, spell(reading)), *marks], threshold)
     for payload in decoded_payloads(window, runs, ciphers(spelled)):
         decoded = _flagged(_text_hits(payload), threshold)
         if decoded:

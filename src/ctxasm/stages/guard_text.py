@@ -33,6 +33,7 @@ __all__ = [
     "LEET",
     "REVERSED_WORDS",
     "ROT13_WORDS",
+    "camel_read",
     "clear_text_cache",
     "decoded_payloads",
     "encoded_runs",
@@ -180,7 +181,7 @@ def fold(text: str) -> str:
     others = outside_ascii(text)
     table = _simple_folds()
     if not others <= table.keys():
-        return _fold(text)
+        return _fold(text, others)
     # Common prose: each character folds on its own (and the folded text's characters outside
     # ASCII are known).
     for char in others:
@@ -249,6 +250,24 @@ def symbols_read(folded: str) -> str | None:
     return folded
 
 
+_CAMEL = re.compile(r"[a-z][A-Z]")
+# Four or more capitalised words joined, not inside a longer word: "IgnoreAllPreviousRules".
+# An identifier in code starts lower case (getSystemPrompt) or joins two or three
+# (PreviousVersion, SystemPromptBuilder).
+_PASCAL_RUN = re.compile(r"[A-Z](?<![A-Za-z].)[a-z]+(?:[A-Z][a-z]+){3,}(?![A-Za-z])")
+_PASCAL_JOINT = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def camel_read(text: str) -> str | None:
+    """``text`` (not folded: case tells) with the words that a run of four or more
+    capitalised words joins written apart, folded; ``None`` where it has no such run:
+    "IgnoreAllPreviousInstructions" is "ignore all previous instructions"."""
+    if _CAMEL.search(text) is None:
+        return None
+    spaced = _PASCAL_RUN.sub(lambda run: _PASCAL_JOINT.sub(" ", run.group()), text)
+    return None if spaced == text else fold(spaced)
+
+
 def _as_letter(match: re.Match[str]) -> str:
     return match.group().translate(_SYMBOL_LETTERS)
 
@@ -260,7 +279,12 @@ def _without_controls(text: str) -> str:
     return text
 
 
-def _fold(text: str) -> str:
+def _fold(text: str, others: frozenset[str] | None = None) -> str:
+    """:func:`fold` of a text whose characters outside ASCII are ``others`` (when known)."""
+    if others is None:
+        others = lexical.outside_ascii(text)
+    if others and max(others) >= _FIRST_ENCLOSED and not _ENCLOSED.isdisjoint(others):
+        text = text.translate(_ENCLOSED_LETTERS)  # letters NFKC leaves as symbols: 🅸🅶🅽🅾🆁🅴
     if _INVISIBLE_BMP.search(text) or _INVISIBLE_ASTRAL.search(text):
         text = _INVISIBLE.sub("", text)
     text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
@@ -270,6 +294,20 @@ def _fold(text: str) -> str:
     if _ANGLE_LOOKALIKES.search(text):  # a tag written with them reads as one to a model
         text = text.translate(_ANGLES)
     return text.translate(_UNDOTTED) if "ı" in text or "đ" in text else text
+
+
+# Enclosed letters with no compatibility decomposition, read as letters by a model: negative
+# circled (U+1F150), negative squared (U+1F170) and regional indicators (U+1F1E6, which spell
+# flags in pairs: "🇺🇸" reads "us").
+_ENCLOSED_LETTERS = str.maketrans(
+    {
+        chr(first + offset): chr(ord("a") + offset)
+        for first in (0x1F150, 0x1F170, 0x1F1E6)
+        for offset in range(26)
+    }
+)
+_ENCLOSED = frozenset(map(chr, _ENCLOSED_LETTERS))
+_FIRST_ENCLOSED = min(_ENCLOSED)
 
 
 # Angle brackets that NFKC leaves alone but a model reads as "<" and ">": single guillemets
