@@ -497,7 +497,12 @@ _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])"
 _ABBREVIATION = re.compile(
     r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Mt|Ft|vs|etc|No|Nos|Inc|Ltd|Co|"
     r"Corp|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|Fig|Figs|Vol|Vols|Ed|Eds|Rev|"
-    r"approx|ca|cf|al|ed|pp|ch|sec|vol|no|fig|e\.g|i\.e|a\.m|p\.m|viz|resp)|"
+    r"approx|ca|cf|al|ed|pp|ch|sec|vol|no|fig|e\.g|i\.e|a\.m|p\.m|viz|resp|"
+    # ranks and titles, works and measures, and the states' abbreviations in US addresses
+    r"Maj|Adm|Brig|Cmdr|Cpl|Pvt|Gov|Sen|Rep|Pres|Hon|Fr|Msgr|Rt|Supt|Op|Ch|Pt|Bros|Dept|Univ|"
+    r"Assn|Ave|Blvd|Rd|est|incl|dept|ft|lb|lbs|oz|Ala|Ariz|Ark|Calif|Colo|Conn|Fla|Ga|"
+    r"Ill|Ind|Kan|Kans|Ky|Md|Mass|Mich|Minn|Miss|Mo|Mont|Neb|Nebr|Nev|Okla|Ore|Pa|Penn|Tenn|"
+    r"Tex|Va|Vt|Wash|Wis|Wyo)|"
     # a single letter (an initial, or "c." for circa, "p." for page) and dotted acronyms
     r"\b[A-Za-z]|\b(?:[A-Za-z]\.)+[A-Za-z])[.]$"
 )

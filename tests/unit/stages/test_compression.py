@@ -79,6 +79,11 @@ def test_sentence_spans(text: str, expected: list[str]) -> None:
         "The value is 3.14159 exactly.",
         "See Fig. 4 for details.",
         "It was sold by Acme Inc. Later that year it closed.",
+        # ranks, titles, works, estimates and states (a review found each cut in two)
+        "In 1952 command passed to Maj. Gen. Samuel T. Williams, who led it until 1953.",
+        "Gov. Smith and Sen. Jones met Rep. Brown at the Dept. of State.",
+        "It was about 3% of the world population (est. 2.3 billion) at the time.",
+        "He played Chopin's Op. 17 in St. Paul, Minn. 310 times that year.",
     ],
 )
 def test_sentence_spans_do_not_split_at_abbreviations_initials_or_decimals(text: str) -> None:
