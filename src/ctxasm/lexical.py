@@ -20,6 +20,7 @@ __all__ = [
     "PARTIAL",
     "STOPWORDS",
     "clear_caches",
+    "covered_terms",
     "entities",
     "key_words",
     "normalize",
@@ -345,8 +346,28 @@ def term_forms(term: str) -> tuple[str, ...]:
             break
     if len(stem) >= 4 and term.isalpha():
         forms.update(dict.fromkeys([stem, *(stem + suffix for suffix in _SUFFIXES)]))
+    elif len(term) == 3 and term.isalpha():  # a short word's own inflections: end, ends, ended
+        base = term[:-1] if term.endswith("e") else term
+        forms.update(dict.fromkeys([term + "s", base + "ed", base + "ing"]))
     forms.update(dict.fromkeys(_RELATIONS.get(term, ())))
     return tuple(forms)
+
+
+def covered_terms(
+    terms: Sequence[str],
+    text: str,
+    title: str | None = None,
+    forms: Mapping[str, tuple[str, ...]] | None = None,
+) -> list[str]:
+    """The ``terms`` (query words, in their order) that ``text`` or ``title`` states in one of
+    their forms (see :func:`term_forms`; ``forms`` when already looked up)."""
+    in_text, in_title = key_words(text), key_words(title or "")
+    found = []
+    for term in terms:
+        spelled = forms[term] if forms is not None else term_forms(term)
+        if not (in_text.isdisjoint(spelled) and in_title.isdisjoint(spelled)):
+            found.append(term)
+    return found
 
 
 def title_links(

@@ -42,7 +42,7 @@ from ctxasm.data import (
     Reason,
     Request,
 )
-from ctxasm.errors import ConfigError
+from ctxasm.errors import BudgetError, ConfigError
 from ctxasm.formatting import Format, PromptParts, Rendered
 from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE, RULES, SourcesBlock
 from ctxasm.formatting.measure import MeasuredPrompt
@@ -295,11 +295,48 @@ def plan(setup: Setup) -> Planned:
     history = setup.history.plan(bare.prompt_limit - alone.without_sources())
     if history.summary:
         system = f"{system}\n\n{SUMMARY_HEADING}\n{history.summary}"
+    try:
+        return _planned(setup, system, history)
+    except BudgetError:
+        if not history.kept:
+            raise
+    # The turns were costed as a chat template frames them; a format that writes them into
+    # its text (markdown, text) may spend more on each. The oldest go, from a user turn on,
+    # until the request fits: the fewer turns, the fewer tokens, so a binary search finds it.
+    starts = [at for at, (_, turn) in enumerate(history.kept) if turn.role == "user"]
+    starts.append(len(history.kept))
+    total = len(setup.history.turns)
+    low, high = 0, len(starts) - 1
+    found = None  # the plan with the most turns that fits
+    while low <= high:
+        middle = (low + high) // 2
+        fewer = _fewer_turns(history, starts[middle], total)
+        try:
+            found = _planned(setup, system, fewer)
+        except BudgetError:
+            low = middle + 1
+        else:
+            high = middle - 1
+    if found is None:  # not even without turns: the error names what does not fit
+        return _planned(setup, system, _fewer_turns(history, len(history.kept), total))
+    return found
+
+
+def _planned(setup: Setup, system: str, history: HistoryPlan) -> Planned:
+    """The plan with ``history``'s turns (a :class:`BudgetError` where they do not fit)."""
+    request, model, counter = setup.request, setup.model, setup.counter
     parts = PromptParts(
         system, history.turns, request.query, sources_first=setup.previous is not None
     )
-    measured = MeasuredPrompt(fmt, parts, counter, model)
+    measured = MeasuredPrompt(setup.fmt, parts, counter, model)
     return Planned(history, parts, plan_budget(request, model, counter, measured))
+
+
+def _fewer_turns(history: HistoryPlan, start: int, turns: int) -> HistoryPlan:
+    """``history`` without its kept turns before ``start`` (of ``turns`` in the request)."""
+    kept = history.kept[start:]
+    first = kept[0][0] if kept else turns
+    return replace(history, kept=kept, dropped=tuple(range(first)))
 
 
 def relevance(setup: Setup, readable: Readable) -> Ranked:
@@ -530,6 +567,7 @@ def report(
             "summary_tokens": counter.count(history.summary) if history.summary else 0,
         },
         labels=ordered.labels,
+        query=request.query,
     )
     rendered, previous = verified.rendered, setup.previous
     if previous is not None and ordered.labels is not None:

@@ -16,6 +16,7 @@ from ctxasm.data import (
     Report,
 )
 from ctxasm.formatting.blocks import FencedBlock, SourcesBlock, label
+from ctxasm.lexical import covered_terms, query_terms
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 
@@ -56,6 +57,7 @@ def build_report(
     history: Mapping[str, Any] | None = None,
     exact_count: bool | None = None,
     labels: Mapping[str, int] | None = None,
+    query: str = "",
 ) -> Report:
     """The report for passages ``ordered`` as rendered; exclusions sorted by request position.
 
@@ -63,7 +65,8 @@ def build_report(
     line before it (the heading, for the first) and its fenced text, so the shares plus the
     final closing fence add up to ``context_tokens`` for the OpenAI encodings.
     """
-    included = _included(counter, ordered, compressed or {}, block or FencedBlock(), labels)
+    terms = query_terms(query)
+    included = _included(counter, ordered, compressed or {}, block or FencedBlock(), labels, terms)
     return Report(
         model=model.name,
         tokenizer=counter.name,
@@ -89,6 +92,7 @@ def _included(
     compressed: Mapping[str, Compressed],
     block: SourcesBlock,
     labels: Mapping[str, int] | None = None,
+    terms: Sequence[str] = (),
 ) -> tuple[Included, ...]:
     """One entry per rendered passage, in prompt order, with its exact share of the block
     (labelled by ``labels``, passage id to number, where labels are kept across turns)."""
@@ -117,7 +121,7 @@ def _included(
             url=c.passage.url,
             compression=compression(c, fenced),
             flags=c.flags,
-            chosen=_chosen(c, compressed),
+            chosen=_chosen(c, compressed, terms),
         )
         for number, (c, (opening, fenced)) in enumerate(
             zip(ordered, block.parts(ordered, labels), strict=True), start=1
@@ -125,13 +129,16 @@ def _included(
     )
 
 
-def _chosen(candidate: Candidate, compressed: Mapping[str, Compressed]) -> Chosen:
+def _chosen(
+    candidate: Candidate, compressed: Mapping[str, Compressed], terms: Sequence[str]
+) -> Chosen:
     """Why ``candidate`` was kept: as its selection strategy recorded it; else a passage
     compressed into the room left was a ``fill``, and one kept in rank order was chosen by the
-    retriever's score where it had one (the query's relevance otherwise)."""
+    retriever's score where it had one, otherwise by the query words (``terms``) it covers."""
     if candidate.chosen is not None:
         return candidate.chosen
     given = candidate.passage.score
+    covered = tuple(covered_terms(terms, candidate.text, candidate.passage.title))
     if candidate.id in compressed:
-        return Chosen("fill", given_score=given)
-    return Chosen("score" if given is not None else "query", given_score=given)
+        return Chosen("fill", covered, given_score=given)
+    return Chosen("score" if given is not None else "query", covered, given_score=given)

@@ -403,3 +403,24 @@ def test_determinism_across_processes_with_different_hash_seeds() -> None:
     here = ctxasm.assemble(**request).to_dict()
     here["report"].pop("timings_ms")
     assert json.loads(outputs[0]) == here
+
+
+@pytest.mark.parametrize(
+    "selection", ["greedy_by_score", "knapsack", "mmr", "utility_per_token", "priority"]
+)
+def test_every_strategy_says_which_query_words_a_passage_covers(selection: str) -> None:
+    passages = [
+        {"id": "a", "text": "The Danube ends in the Black Sea."},
+        {"id": "b", "text": "The Danube is long.", "score": 0.5},
+    ]
+    result = ctxasm.assemble(
+        "Where does the Danube end?", passages, strategy={"selection": selection}
+    )
+    chosen = {item.id: item.chosen for item in result.report.included}
+    assert chosen["a"] is not None and chosen["b"] is not None
+    assert (chosen["a"].by, chosen["a"].terms) == ("query", ("danube", "end"))
+    assert (chosen["b"].by, chosen["b"].terms, chosen["b"].given_score) == (
+        "score",
+        ("danube",),
+        0.5,
+    )

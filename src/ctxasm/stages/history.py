@@ -221,10 +221,15 @@ class HistoryStep:
                 high = middle - 1
         kept_tokens = sum(count_text(turn.content) for turn in best[0].turns)
         grown = best[2] - total
-        budget = replace(
+        grown_budget = replace(
             budget,
             history=kept_tokens,
             overhead=budget.overhead + grown - (kept_tokens - budget.history),
-            context=max(0, budget.context - grown),
         )
+        # The room left for sources, as before capped by max_context_tokens: the cap itself
+        # does not shrink when turns take room the sources left unused.
+        room = grown_budget.prompt_limit - sum(
+            (grown_budget.system, grown_budget.query, grown_budget.history, grown_budget.overhead)
+        )
+        budget = replace(grown_budget, context=max(0, min(budget.context, room)))
         return GivenBack(best[0], best[1], best[2], budget)

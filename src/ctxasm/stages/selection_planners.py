@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 from ctxasm.data import Candidate, Chosen, Reason
 from ctxasm.lexical import (
+    covered_terms,
     entities,
-    key_words,
     phrase_key,
     query_terms,
     term_forms,
@@ -59,16 +59,7 @@ class Evidence:
         # A query word is in a passage when one of its forms is in the title or the text (see
         # term_forms: "married" states "spouse").
         forms = {term: term_forms(term) for term in self.terms}
-        covers = []
-        for c in candidates:
-            in_text, in_title = key_words(c.text), key_words(c.passage.title or "")
-            covers.append(
-                [
-                    t
-                    for t in self.terms
-                    if not (in_text.isdisjoint(forms[t]) and in_title.isdisjoint(forms[t]))
-                ]
-            )
+        covers = [covered_terms(self.terms, c.text, c.passage.title, forms) for c in candidates]
         # A named phrase when it occurs between spaces in title and text together, as
         # phrase_key(f"{title}\n{text}") would give them (words never span the line break).
         if self.phrases:

@@ -45,6 +45,9 @@ def test_term_forms_cover_inflections_and_relation_words() -> None:
     assert {"director", "directed"} <= set(term_forms("directed"))
     assert {"married", "wife", "husband"} <= set(term_forms("spouse"))
     assert "founder" in term_forms("founded")
+    # a word of three letters has its own inflections too: "end" is covered by "ends"
+    assert {"ends", "ended", "ending"} <= set(term_forms("end"))
+    assert {"uses", "used", "using"} <= set(term_forms("use"))
 
 
 _GREEN = [

@@ -215,6 +215,41 @@ def test_budget_sections_still_add_up_after_turns_are_given_back() -> None:
     assert budget.history == sum(len(O200K.encode(m["content"])) for m in result.messages[1:-1])
 
 
+def test_turns_given_back_leave_the_room_for_sources_capped_as_asked() -> None:
+    # max_context_tokens caps the sources' room; turns that take room the sources left unused
+    # do not take it from the cap (it fell to 0 with passages included)
+    result = ctxasm.assemble(
+        "Where does the Danube end?",
+        PASSAGES[:6],
+        history=_conversation(12),
+        max_context_tokens=120,
+        history_policy={"max_tokens": 50},
+    )
+    report = result.report
+    assert report.history["kept"] > 2 and report.included
+    assert report.context_tokens <= report.budget.context <= 120
+    # without a cap it is the formula's room: the window less every other section
+    budget = _run(history=_conversation(10), history_policy={"max_share": 0.05}).report.budget
+    mandatory = budget.system + budget.query + budget.history + budget.overhead + budget.margin
+    assert budget.context == budget.context_window - budget.reserve_output - mandatory
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "text", "openai", "anthropic"])
+def test_turns_a_format_writes_longer_than_their_cost_are_trimmed_not_refused(fmt: str) -> None:
+    # markdown frames each turn in more tokens than the chat template it was costed with: the
+    # request failed with BudgetError although it fits without the turns
+    history = [
+        {"role": "user", "content": "Tell me about rivers. " * 5},
+        {"role": "assistant", "content": "Rivers are long. " * 5},
+    ]
+    passages = [{"id": "a", "text": "The Danube ends in the Black Sea."}]
+    fields: dict[str, Any] = {"context_window": 168, "reserve_output_tokens": 10, "format": fmt}
+    result = ctxasm.assemble("Where does the Danube end?", passages, history=history, **fields)
+    assert result.report.total_tokens <= 168 - 10
+    dropped = [e for e in result.report.excluded if e.reason.value == "history_trimmed"]
+    assert len(dropped) + result.report.history["kept"] == 2
+
+
 def test_a_summary_that_never_fits_leaves_the_plain_trim() -> None:
     plain = _run(history=_conversation(12))
     assembler = ctxasm.Assembler(summarizer=lambda turns: "blah " * 5000)
