@@ -215,7 +215,17 @@ class Assembler:
                 "in the config) or choose another defaults.model",
                 field="defaults.model",
             ) from None
-        except (RequestError, BudgetError) as error:
+        except BudgetError as error:
+            if self.config.defaults:
+                raise defaults_error(error) from None
+            # no [defaults]: the built-in default model, as the config's [models] changed it
+            where = f"models.{model.name}"
+            raise ConfigError(
+                f"{where}: {error.message}; the model's context_window, max_output, "
+                "tokens_per_message or tokenizer in the config leave no room for a request",
+                field=where,
+            ) from None
+        except RequestError as error:
             raise defaults_error(error) from None
 
     def warm_up(self) -> None:

@@ -73,16 +73,29 @@ def _service_settings(data: Any) -> dict[str, bool | float | int]:
     settings = dict(SERVICE_SETTINGS)
     for key, default in SERVICE_SETTINGS.items():
         value = data.get(key, default)
+        field = f"service.{key}"
         if isinstance(default, bool):
             if not isinstance(value, bool):
-                raise ConfigError(f"service.{key} must be true or false, got {value!r}")
-        elif isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            kind = "a positive integer" if isinstance(default, int) else "a positive number"
-            raise ConfigError(f"service.{key} must be {kind}, got {value!r}")
-        elif isinstance(default, int) and not isinstance(value, int):
-            raise ConfigError(f"service.{key} must be a positive integer, got {value!r}")
+                raise ConfigError(f"{field} must be true or false, got {value!r}", field=field)
+            settings[key] = value
+            continue
+        most = _MOST_CONNECTIONS if isinstance(default, int) else _MOST_SECONDS
+        kind = "an integer" if isinstance(default, int) else "a number"
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int if isinstance(default, int) else int | float)
+            or not 0 < value <= most
+        ):
+            shown = "a larger integer" if isinstance(value, int) and value > most else repr(value)
+            raise ConfigError(
+                f"{field} must be {kind} over 0, at most {most:,}, got {shown}", field=field
+            )
         settings[key] = value
     return settings
+
+
+_MOST_SECONDS = 86_400  # a timeout of a day: a float holds every value up to it
+_MOST_CONNECTIONS = 1_000_000
 
 
 def _check_tokenizers(models: Mapping[str, Any]) -> None:

@@ -137,6 +137,46 @@ def test_a_tokenizer_spec_is_checked_when_the_config_loads(
     assert message in caught.value.message
 
 
+def test_a_tokenizer_file_is_located_and_its_hash_checked_when_the_config_loads(
+    tmp_path: Path,
+) -> None:
+    # both loaded fine and failed every request for the model (exit 1, no key named)
+    copy = tmp_path / "tokenizer.json"
+    copy.write_text("{}", encoding="utf-8")
+    for spec, message in (
+        (f"pinned:llama-3@{tmp_path / 'absent.json'}", "does not exist"),
+        (f"hf:{copy}#sha256={'0' * 64}", "is not the expected tokenizer file"),
+    ):
+        model = {"context_window": 4096, "max_output": 512, "tokenizer": spec}
+        with pytest.raises(ConfigError) as caught:
+            ctxasm.Assembler({"models": {"spare": model}})
+        assert caught.value.field == "models.spare.tokenizer"
+        assert message in caught.value.message
+
+
+def test_a_default_model_the_config_breaks_is_named_not_the_defaults() -> None:
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler({"models": {"gpt-4o": {"context_window": 100}}})
+    assert caught.value.field == "models.gpt-4o"
+    assert caught.value.message.startswith(
+        "models.gpt-4o: the request does not fit gpt-4o even with no passages"
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("body_timeout_s", 10**309, "at most 86,400, got a larger integer"),
+        ("header_timeout_s", 0, "must be a number over 0, at most 86,400, got 0"),
+        ("max_connections", 2.5, "must be an integer over 0, at most 1,000,000, got 2.5"),
+    ],
+)
+def test_service_settings_are_bounded_and_named(setting: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler({"service": {setting: value}})
+    assert caught.value.field == f"service.{setting}" and message in caught.value.message
+
+
 def test_create_app_refuses_a_bad_config(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         create_app({"defaults": {"model": "gpt4o"}})
@@ -164,5 +204,5 @@ def test_serve_refuses_to_start_with_one_line(tmp_path: Path) -> None:
     assert done.stderr.decode().splitlines() == [
         "ctxasm: error: defaults.model: unknown model 'gpt4o'; did you mean gpt-4o, gpt-4, "
         "gpt-4.1, gpt-4o-mini, gpt-4-turbo? Run `ctxasm models` for the full list, or add the "
-        "model with context_window, max_output and tokenizer in a config file."
+        "model with context_window, max_output and tokenizer in a config file. [defaults.model]"
     ]

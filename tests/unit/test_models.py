@@ -207,13 +207,24 @@ def test_config_file_in_json(tmp_path: Path) -> None:
         ({"new-model": {"context_window": 100}}, "needs max_output, tokenizer", "max_output"),
         (
             {"gpt-4o": {"context_window": 0}},
-            "models.gpt-4o.context_window must be an integer >= 1",
+            "models.gpt-4o.context_window must be an integer from 1 to 1,000,000,000, got 0",
+            "context_window",
+        ),
+        (  # too big for a float: every budget overflowed (an internal error, exit 1)
+            {"gpt-4o": {"context_window": 10**309}},
+            "context_window must be an integer from 1 to 1,000,000,000, got an integer of "
+            "about 310 digits",
             "context_window",
         ),
         (
             {"gpt-4o": {"input_price": -1}},
-            "models.gpt-4o.input_price must be a price >= 0",
+            "models.gpt-4o.input_price must be a price from 0 to 1,000,000.0",
             "input_price",
+        ),
+        (  # a finite price whose cost is not: "cost_usd": Infinity is no JSON
+            {"gpt-4o": {"output_price": 1e308}},
+            "models.gpt-4o.output_price must be a price from 0 to 1,000,000.0",
+            "output_price",
         ),
         ({"gpt-4o": {"colour": "red"}}, "unknown field(s) colour", "colour"),
         ({"gpt-4o": {"aliases": "x"}}, "aliases must be a list of strings", "aliases"),
@@ -229,6 +240,12 @@ def test_bad_model_overrides(models: dict[str, object], fragment: str, field: st
     assert caught.value.field is not None and caught.value.field.startswith("models.")
     if field is not None:
         assert caught.value.field == f"models.{next(iter(models))}.{field}"
+
+
+def test_a_model_name_that_is_not_a_string_is_refused() -> None:
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler({"models": {1: {"context_window": 100}}})
+    assert caught.value.field == "models" and "must be a string, got int 1" in caught.value.message
 
 
 def test_registry_iterates_sorted_by_provider_then_name() -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ctxasm.cli.exits import EXIT_BAD_INPUT, fail
+from ctxasm.cli.exits import EXIT_BAD_INPUT, error_line, fail
 
 __all__ = ["serve_command"]
 
@@ -66,8 +66,8 @@ def serve_command(
         from ctxasm.service.app import create_app_from_env
 
         settings = create_app_from_env().state.service_settings
-    except CtxasmError as error:
-        fail(error.message, EXIT_BAD_INPUT)
+    except CtxasmError as error:  # named by its field, as every command names it
+        fail(error_line(error.to_dict()), EXIT_BAD_INPUT)
     os.environ[HEADER_TIMEOUT_ENV] = str(settings["header_timeout_s"])
     os.environ[SEND_TIMEOUT_ENV] = str(settings["body_timeout_s"])
     uvicorn.run(

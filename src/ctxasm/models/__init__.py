@@ -111,6 +111,17 @@ class ModelSpec:
         }
 
 
+MAX_CONFIG_INT = 1_000_000_000  # tokens: far past any window, and a float holds it exactly
+MAX_PRICE = 1_000_000.0  # USD per million tokens: a dollar a token; costs stay finite
+
+
+def _shown(value: object) -> str:
+    """``value`` for an error message: a huge integer by its size, not its digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**18:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1:,} digits"
+    return repr(value)
+
+
 def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[str, Any]:
     where = f"models.{name}"
     if not isinstance(entry, Mapping):
@@ -129,9 +140,14 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
         if key in entry:
             value = entry[key]
             minimum = 1 if key in ("context_window", "max_output", "cache_increment") else 0
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not minimum <= value <= MAX_CONFIG_INT
+            ):
                 raise ConfigError(
-                    f"{where}.{key} must be an integer >= {minimum}, got {value!r}",
+                    f"{where}.{key} must be an integer from {minimum} to {MAX_CONFIG_INT:,}, "
+                    f"got {_shown(value)}",
                     field=f"{where}.{key}",
                 )
     for key in _PRICE_FIELDS:
@@ -140,10 +156,12 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
             isinstance(value, bool)
             or not isinstance(value, int | float)
             or not math.isfinite(value)
-            or value < 0
+            or not 0 <= value <= MAX_PRICE
         ):
             raise ConfigError(
-                f"{where}.{key} must be a price >= 0 or null, got {value!r}", field=f"{where}.{key}"
+                f"{where}.{key} must be a price from 0 to {MAX_PRICE:,} (USD per million "
+                f"tokens) or null, got {_shown(value)}",
+                field=f"{where}.{key}",
             )
     for key in ("provider", "tokenizer", "chat", "cache"):
         if key in entry and not isinstance(entry[key], str):
@@ -212,7 +230,12 @@ class ModelRegistry:
         """A registry where each entry of ``overrides`` replaces fields of, or adds, a model."""
         models = dict(self._models)
         for name, entry in overrides.items():
-            existing = self._names.get(str(name).lower())
+            if not isinstance(name, str):
+                raise ConfigError(
+                    f"models: a model's name must be a string, got {type(name).__name__} {name!r}",
+                    field="models",
+                )
+            existing = self._names.get(name.lower())
             if existing is not None:
                 checked = _check_entry(name, entry, partial=True)
                 models[existing] = replace(models[existing], **checked)

@@ -36,7 +36,7 @@ from ctxasm.tokens.estimate import EstimateTokenizer
 from ctxasm.tokens.fastokens_source import bpe_backend, set_bpe_backend
 from ctxasm.tokens.files import TokenizerFile
 from ctxasm.tokens.hf import HuggingFaceTokenizer
-from ctxasm.tokens.pinned import PINNED, pinned_tokenizer
+from ctxasm.tokens.pinned import PINNED, pinned_file, pinned_tokenizer
 from ctxasm.tokens.sentencepiece_source import SentencePieceTokenizer
 from ctxasm.tokens.tiktoken_source import TiktokenTokenizer
 
@@ -97,13 +97,22 @@ def make_tokenizer(spec: str) -> Tokenizer:
 
 
 def check_spec(spec: str) -> None:
-    """Raise a :class:`TokenizerError` unless ``spec`` names a tokenizer and, for a local file,
-    a file that is there (nothing is read): a config is checked when it loads, not at the
-    first count."""
+    """Raise a :class:`TokenizerError` unless ``spec`` names a tokenizer and, for a file
+    (local, a pinned family's, or its copy), a file that is there and, where a SHA-256 is
+    pinned, has it (the file is read and hashed, not loaded): a config is checked when it
+    loads, not at the first count."""
     make_tokenizer(spec)
     kind, _, rest = spec.partition(":")
     if kind in ("hf", "sentencepiece", "tekken"):
-        _file(spec, rest).locate()
+        file = _file(spec, rest)
+    elif kind == "pinned":
+        file = pinned_file(spec, rest)
+    else:
+        return
+    if file.sha256 is None:
+        file.locate()
+    else:
+        file.read()  # located, and its hash checked: a changed file is refused now
 
 
 def _file(spec: str, rest: str) -> TokenizerFile:

@@ -20,7 +20,7 @@ from ctxasm.tokens.bpe import BpeEncoding, BpeTokenizer
 from ctxasm.tokens.files import TokenizerFile
 from ctxasm.tokens.sentencepiece_source import SentencePieceTokenizer
 
-__all__ = ["PINNED", "PinnedTokenizer", "pinned_tokenizer"]
+__all__ = ["PINNED", "PinnedTokenizer", "pinned_file", "pinned_tokenizer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +165,16 @@ PINNED: dict[str, PinnedTokenizer] = {
 
 def pinned_tokenizer(spec: str, argument: str) -> Tokenizer:
     """The tokenizer ``pinned:<name>`` or ``pinned:<name>@<path>`` names (nothing is read yet)."""
+    entry, file = _pinned(spec, argument)
+    return entry.build(spec, file)
+
+
+def pinned_file(spec: str, argument: str) -> TokenizerFile:
+    """The file, with its SHA-256, that ``pinned:<name>`` or ``pinned:<name>@<path>`` reads."""
+    return _pinned(spec, argument)[1]
+
+
+def _pinned(spec: str, argument: str) -> tuple[PinnedTokenizer, TokenizerFile]:
     name, _, path = argument.partition("@")
     entry = PINNED.get(name)
     if entry is None:
@@ -175,4 +185,4 @@ def pinned_tokenizer(spec: str, argument: str) -> Tokenizer:
     file = entry.file
     if path:
         file = replace(file, path=path, distribution=None)
-    return entry.build(spec, file)
+    return entry, file
