@@ -439,19 +439,16 @@ def _scan(answer: str) -> tuple[str, list[_Marker]]:
     written with the word "source" count: ``x[1]`` in code is an index, ``[Source 9]`` is
     still a claim about a source.
     """
-    code = _code_spans(answer)
-    code_starts = [start for start, _ in code]
+    code = _Code.of(_code_spans(answer))
     folded = fold(answer)
     markers = []
     for match in CITATION.finditer(folded.text):
-        start = folded.original(match.start())
-        index = bisect_right(code_starts, start) - 1
-        marker = _marker(folded, match, in_code=index >= 0 and start < code[index][1])
+        marker = _marker(folded, match, in_code=code.holds(folded.original(match.start())))
         if marker.in_code and not marker.worded:
             continue
         markers.append(marker)
     markers = _with_links(answer, _with_no_labels(folded, markers, code), code)
-    blanks = sorted([*code, *((m.start, m.end) for m in markers)])
+    blanks = sorted([*code.spans, *((m.start, m.end) for m in markers)])
     return _blanked(answer, blanks), _capped(markers, len(answer) + MAX_RANGE)
 
 
@@ -504,9 +501,7 @@ def _marker(folded: Folded, match: re.Match[str], in_code: bool) -> _Marker:
     )
 
 
-def _with_links(
-    answer: str, markers: list[_Marker], code: Sequence[tuple[int, int]]
-) -> list[_Marker]:
+def _with_links(answer: str, markers: list[_Marker], code: _Code) -> list[_Marker]:
     """``markers`` with the link each one renders as, where it is not a ``[Source 1](...)``
     link itself: one inside the text of a link (``[see Source 1](https://...)``), one whose
     brackets are a reference (``[Source 1][ref]``, or ``[Source 1]`` with a definition
@@ -516,13 +511,13 @@ def _with_links(
         return markers
     definitions: dict[str, str] = {}
     for match in _DEFINITION.finditer(answer):
-        if not _in_code(match.start(), code):
+        if not code.holds(match.start()):
             target = match.group(2) if match.group(2) is not None else match.group(3)
             definitions.setdefault(_reference_key(match.group(1)), target)
     texts: list[tuple[int, int, str]] = []  # each link's text and its destination
     for match in _LINK_TEXT.finditer(answer):
         end = match.end()
-        if _in_code(match.start(), code):
+        if code.holds(match.start()):
             continue
         if answer.startswith("(", end):
             target = _LINK_TARGET.match(answer, end)
@@ -559,27 +554,34 @@ def _reference_key(label: str) -> str:
     return " ".join(label.casefold().split())
 
 
-def _in_code(start: int, code: Sequence[tuple[int, int]]) -> bool:
-    """Whether offset ``start`` is inside one of the sorted, merged ``code`` spans."""
-    index = bisect_right(code, (start, len(code) and code[-1][1])) - 1
-    return index >= 0 and start < code[index][1]
+class _Code(NamedTuple):
+    """An answer's closed code spans (sorted, merged: see :func:`_code_spans`) and where each
+    starts."""
+
+    spans: list[tuple[int, int]]
+    starts: list[int]
+
+    @classmethod
+    def of(cls, spans: list[tuple[int, int]]) -> _Code:
+        return cls(spans, [start for start, _ in spans])
+
+    def holds(self, offset: int) -> bool:
+        """Whether ``offset`` of the answer is in code."""
+        index = bisect_right(self.starts, offset) - 1
+        return index >= 0 and offset < self.spans[index][1]
 
 
-def _with_no_labels(
-    folded: Folded, markers: list[_Marker], code: Sequence[tuple[int, int]]
-) -> list[_Marker]:
+def _with_no_labels(folded: Folded, markers: list[_Marker], code: _Code) -> list[_Marker]:
     """``markers`` and the worded brackets whose number is no label (one invalid citation
     each, as written), in order. A marker such a bracket holds (the ``Source 1`` of
     ``[Source 1,2.5]``) is part of it; one that starts where it starts wins (``[Source 1]``)."""
     taken = {marker.start for marker in markers}
-    code_starts = [start for start, _ in code]
     extra = []
     for match in _NO_LABEL.finditer(folded.text):
         start, end = folded.original(match.start()), folded.original(match.end())
         if start in taken:
             continue
-        index = bisect_right(code_starts, start) - 1
-        in_code = index >= 0 and start < code[index][1]
+        in_code = code.holds(start)
         raw = folded.span(match.start(), match.end())
         item = _Item(0, -1, written=match.group("number"))
         form = _form(raw, "bracket")

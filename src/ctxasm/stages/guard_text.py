@@ -250,6 +250,10 @@ def symbols_read(folded: str) -> str | None:
     return folded
 
 
+def _as_letter(match: re.Match[str]) -> str:
+    return match.group().translate(_SYMBOL_LETTERS)
+
+
 _CAMEL = re.compile(r"[a-z][A-Z]")
 # Four or more capitalised words joined, not inside a longer word: "IgnoreAllPreviousRules".
 # An identifier in code starts lower case (getSystemPrompt) or joins two or three
@@ -266,10 +270,6 @@ def camel_read(text: str) -> str | None:
         return None
     spaced = _PASCAL_RUN.sub(lambda run: _PASCAL_JOINT.sub(" ", run.group()), text)
     return None if spaced == text else fold(spaced)
-
-
-def _as_letter(match: re.Match[str]) -> str:
-    return match.group().translate(_SYMBOL_LETTERS)
 
 
 def _without_controls(text: str) -> str:
