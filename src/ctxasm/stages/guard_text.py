@@ -254,7 +254,13 @@ def _as_letter(match: re.Match[str]) -> str:
     return match.group().translate(_SYMBOL_LETTERS)
 
 
-_CAMEL = re.compile(r"[a-z][A-Z]")
+# ASCII lower-case letters as "a", upper-case as "A", every other byte a space: a capital
+# after a small letter is b"aA", found at C speed (a pattern tried at every letter took 12 µs
+# a passage).
+_LETTER_CASES = bytes(
+    ord("a") if 0x61 <= c <= 0x7A else ord("A") if 0x41 <= c <= 0x5A else ord(" ")
+    for c in range(256)
+)
 # Four or more capitalised words joined, not inside a longer word: "IgnoreAllPreviousRules".
 # An identifier in code starts lower case (getSystemPrompt) or joins two or three
 # (PreviousVersion, SystemPromptBuilder).
@@ -266,8 +272,8 @@ def camel_read(text: str) -> str | None:
     """``text`` (not folded: case tells) with the words that a run of four or more
     capitalised words joins written apart, folded; ``None`` where it has no such run:
     "IgnoreAllPreviousInstructions" is "ignore all previous instructions"."""
-    if _CAMEL.search(text) is None:
-        return None
+    if text.encode("utf-8", "surrogatepass").translate(_LETTER_CASES).count(b"aA") < 3:
+        return None  # no run of four capitalised words
     spaced = _PASCAL_RUN.sub(lambda run: _PASCAL_JOINT.sub(" ", run.group()), text)
     return None if spaced == text else fold(spaced)
 
