@@ -98,3 +98,19 @@ def test_documents_it_cannot_use_are_refused_naming_the_field(documents: Any, fi
     with pytest.raises(ctxasm.RequestError) as caught:
         builder.run(documents=documents, query="Where does the Danube end?")
     assert caught.value.field == field
+
+
+def test_a_document_a_retriever_returned_twice_is_assembled_once() -> None:
+    # the same content has the same id: the request refused it ("ids must be unique")
+    twice = [
+        Document(content="The Danube ends in the Black Sea.", score=0.4),
+        Document(content="The Danube ends in the Black Sea.", score=0.9),
+    ]
+    assert twice[0].id == twice[1].id
+    out = CtxasmPromptBuilder().run(documents=twice, query="Where does the Danube end?")
+    [included] = out["report"]["included"]
+    assert included["id"] == twice[0].id and included["score"] == 0.9
+    # the same id with another text stays a refusal: which one is meant cannot be told
+    clash = [twice[0], Document(id=twice[0].id, content="Bananas are yellow.")]
+    with pytest.raises(ctxasm.RequestError, match="unique"):
+        CtxasmPromptBuilder().run(documents=clash, query="Where does the Danube end?")

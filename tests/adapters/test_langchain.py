@@ -267,3 +267,14 @@ def test_a_misspelt_request_field_fails_where_the_runnable_is_built() -> None:
     with pytest.raises(ctxasm.RequestError) as caught:
         CtxasmRunnable(max_context_token=100)
     assert caught.value.field == "max_context_token"
+
+
+def test_a_document_a_retriever_returned_twice_is_assembled_once() -> None:
+    first = Document(page_content="The Danube ends in the Black Sea.", id="d", metadata={})
+    again = Document(page_content=first.page_content, id="d", metadata={"score": 0.7})
+    compressed = CtxasmCompressor().compress_documents([first, again], QUESTION)
+    assert [d.id for d in compressed] == ["d"]
+    assembly = CtxasmRunnable().assemble({"question": QUESTION, "context": [first, again]})
+    assert [
+        (i.id, i.chosen.given_score if i.chosen else None) for i in assembly.report.included
+    ] == [("d", 0.7)]

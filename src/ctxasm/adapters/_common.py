@@ -10,7 +10,7 @@ from typing import Any
 from ctxasm.data import Assembly
 from ctxasm.schema import parse_request
 
-__all__ = ["chat_turns", "checked_fields", "passage_from"]
+__all__ = ["chat_turns", "checked_fields", "passage_from", "without_repeats"]
 
 # Metadata keys that are passage fields; other plain values stay as passage metadata.
 FIELDS = ("title", "source", "url", "doc_id", "start", "end", "timestamp", "authority", "tenant")
@@ -42,6 +42,38 @@ def passage_from(
         if isinstance(value, str | int | float | bool) or value is None
     }
     return passage
+
+
+def without_repeats(passages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``passages`` without a later copy of an earlier one: the same id and every field the
+    same but the score (a document a retriever returned twice, as hybrid retrieval without a
+    joiner does), which the request would refuse for its repeated id. The copy that stays
+    has the higher score. Passages that share an id and differ otherwise all stay, for the
+    request to refuse: which one is meant cannot be told."""
+    first: dict[Any, int] = {}
+    kept: list[dict[str, Any]] = []
+    for passage in passages:
+        at = first.get(passage["id"])
+        if at is None:
+            first[passage["id"]] = len(kept)
+            kept.append(passage)
+            continue
+        earlier = kept[at]
+        if _but_score(earlier) != _but_score(passage):
+            kept.append(passage)
+            continue
+        score, before = passage.get("score"), earlier.get("score")
+        if _number(score) and (before is None or (_number(before) and score > before)):
+            kept[at] = {**earlier, "score": score}  # (a score that is no number: the core's)
+    return kept
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _but_score(passage: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in passage.items() if key != "score"}
 
 
 def _score(score: object) -> object:

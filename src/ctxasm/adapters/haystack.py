@@ -16,7 +16,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ChatMessage
 
-from ctxasm.adapters._common import chat_turns, checked_fields, passage_from
+from ctxasm.adapters._common import chat_turns, checked_fields, passage_from, without_repeats
 from ctxasm.assembler import Assembler
 from ctxasm.errors import RequestError
 
@@ -62,7 +62,7 @@ class CtxasmPromptBuilder:
     @component.output_types(messages=list[ChatMessage], report=dict)
     def run(self, documents: list[Document], query: str) -> dict[str, Any]:
         request = {**self.request_fields, "query": query}
-        request["passages"] = documents_to_passages(documents)
+        request["passages"] = without_repeats(documents_to_passages(documents))
         assembly = self._assembler.assemble(request)
         kinds = {
             "system": ChatMessage.from_system,

@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from ctxasm.adapters._common import chat_turns, checked_fields, passage_from
+from ctxasm.adapters._common import chat_turns, checked_fields, passage_from, without_repeats
 from ctxasm.assembler import Assembler
 from ctxasm.data import Assembly
 from ctxasm.errors import RequestError
@@ -131,7 +131,7 @@ class CtxasmRunnable(Runnable[str | dict[str, Any], list[BaseMessage]]):
             **self.request_fields,
             **fields,
             "query": query,
-            "passages": documents_to_passages(documents),
+            "passages": without_repeats(documents_to_passages(documents)),
         }
 
     def _retrieve(self, query: str, config: RunnableConfig | None) -> list[Document]:
@@ -175,7 +175,12 @@ class CtxasmCompressor(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         passages = documents_to_passages(documents)
-        request: dict[str, Any] = {"query": query, "passages": passages, "model": self.model}
+        by_id = {p["id"]: d for p, d in zip(passages, documents, strict=True)}
+        request: dict[str, Any] = {
+            "query": query,
+            "passages": without_repeats(passages),
+            "model": self.model,
+        }
         if self.max_context_tokens is not None:
             request["max_context_tokens"] = self.max_context_tokens
         if self.min_score is not None:
@@ -183,7 +188,6 @@ class CtxasmCompressor(BaseDocumentCompressor):
         if self.strategy is not None:
             request["strategy"] = self.strategy
         assembly = Assembler().assemble(request)
-        by_id = {p["id"]: d for p, d in zip(passages, documents, strict=True)}
         shown = {candidate.id: candidate.text for candidate in assembly.passages}
         kept = []
         for item in assembly.report.included:

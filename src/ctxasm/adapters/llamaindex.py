@@ -20,7 +20,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from ctxasm.adapters._common import chat_turns, passage_from
+from ctxasm.adapters._common import chat_turns, passage_from, without_repeats
 from ctxasm.assembler import Assembler
 from ctxasm.data import Assembly
 from ctxasm.errors import RequestError
@@ -64,7 +64,7 @@ def assemble_nodes(
     """The assembled chat messages for ``query`` (LlamaIndex ``ChatMessage`` objects), and the
     :class:`~ctxasm.Assembly` with its report. Keyword arguments are request fields."""
     assembly = (assembler or Assembler()).assemble(
-        {**fields, "query": query, "passages": nodes_to_passages(nodes)}
+        {**fields, "query": query, "passages": without_repeats(nodes_to_passages(nodes))}
     )
     roles = {
         "system": MessageRole.SYSTEM,
