@@ -44,6 +44,7 @@ from ctxasm.jsonio import decode_json
 from ctxasm.models import ModelRegistry, default_registry
 from ctxasm.schema import DEFAULT_MAX_REQUEST_CHARS, REQUEST_FIELDS, parse_request
 from ctxasm.tokens import check_spec
+from ctxasm.validation import shown
 
 __all__ = ["AssemblerConfig", "defaults_error", "load_config_file"]
 
@@ -76,7 +77,7 @@ def _service_settings(data: Any) -> dict[str, bool | float | int]:
         field = f"service.{key}"
         if isinstance(default, bool):
             if not isinstance(value, bool):
-                raise ConfigError(f"{field} must be true or false, got {value!r}", field=field)
+                raise ConfigError(f"{field} must be true or false, got {shown(value)}", field=field)
             settings[key] = value
             continue
         most = _MOST_CONNECTIONS if isinstance(default, int) else _MOST_SECONDS
@@ -86,9 +87,8 @@ def _service_settings(data: Any) -> dict[str, bool | float | int]:
             or not isinstance(value, int if isinstance(default, int) else int | float)
             or not 0 < value <= most
         ):
-            shown = "a larger integer" if isinstance(value, int) and value > most else repr(value)
             raise ConfigError(
-                f"{field} must be {kind} over 0, at most {most:,}, got {shown}", field=field
+                f"{field} must be {kind} over 0, at most {most:,}, got {shown(value)}", field=field
             )
         settings[key] = value
     return settings
@@ -192,12 +192,15 @@ class AssemblerConfig:
         for key, default in SERVICE_LIMITS.items():
             value = limits.get(key, default)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"limits.{key} must be a positive integer, got {value!r}")
+                raise ConfigError(
+                    f"limits.{key} must be a positive integer, got {shown(value)}",
+                    field=f"limits.{key}",
+                )
             service_limits[key] = value
         max_chars = limits.get("max_request_chars", DEFAULT_MAX_REQUEST_CHARS)
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
             raise ConfigError(
-                f"limits.max_request_chars must be a positive integer, got {max_chars!r}"
+                f"limits.max_request_chars must be a positive integer, got {shown(max_chars)}"
             )
         try:
             parse_request({"query": "check", "passages": [], **defaults})

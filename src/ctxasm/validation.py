@@ -28,6 +28,7 @@ __all__ = [
     "parse_timestamp",
     "plain",
     "relocated",
+    "shown",
     "string",
     "timestamp",
     "type_name",
@@ -64,11 +65,11 @@ def plain(value: Any) -> Any:
 def invalid(field: str, expected: str, value: object) -> RequestError:
     """The error for ``field``: what was expected and what was received (shortened)."""
     return RequestError(
-        f"{field} must be {expected}; got {type_name(value)} {_shown(value)}", field=field
+        f"{field} must be {expected}; got {type_name(value)} {shown(value)}", field=field
     )
 
 
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
     """``value``'s repr, shortened; an integer too long to print (Python refuses over 4,300
     digits) by its size, and an object whose repr fails by its type."""
     number = plain(value)
@@ -139,7 +140,7 @@ def number(
     except OverflowError:
         result = math.inf
     if not math.isfinite(result):
-        raise RequestError(f"{field} must be a finite number; got {_shown(value)}", field=field)
+        raise RequestError(f"{field} must be a finite number; got {shown(value)}", field=field)
     if (low is not None and result < low) or (high is not None and result > high):
         raise invalid(field, f"a number between {low} and {high}", value)
     return result

@@ -166,15 +166,25 @@ def test_a_default_model_the_config_breaks_is_named_not_the_defaults() -> None:
 @pytest.mark.parametrize(
     ("setting", "value", "message"),
     [
-        ("body_timeout_s", 10**309, "at most 86,400, got a larger integer"),
+        ("body_timeout_s", 10**309, "at most 86,400, got (an integer of 1,027 bits)"),
+        # too long for repr (over 4,300 digits): a ValueError came out of the check itself
+        ("max_connections", -(10**5000), "got (a negative integer of 16,610 bits)"),
         ("header_timeout_s", 0, "must be a number over 0, at most 86,400, got 0"),
         ("max_connections", 2.5, "must be an integer over 0, at most 1,000,000, got 2.5"),
     ],
+    ids=["huge", "too-long-to-print", "zero", "not-an-integer"],
 )
 def test_service_settings_are_bounded_and_named(setting: str, value: object, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         ctxasm.Assembler({"service": {setting: value}})
     assert caught.value.field == f"service.{setting}" and message in caught.value.message
+
+
+def test_a_limit_too_long_to_print_is_refused_by_its_size() -> None:
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler({"limits": {"max_body_bytes": -(10**5000)}})
+    assert caught.value.field == "limits.max_body_bytes"
+    assert caught.value.message.endswith("got (a negative integer of 16,610 bits)")
 
 
 def test_create_app_refuses_a_bad_config(tmp_path: Path) -> None:

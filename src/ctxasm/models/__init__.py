@@ -16,6 +16,7 @@ from typing import Any
 
 from ctxasm.errors import ConfigError, UnknownModelError
 from ctxasm.models.chat import ChatTemplate, chat_template, check_chat_name
+from ctxasm.validation import shown
 
 __all__ = ["CACHE_KINDS", "ModelRegistry", "ModelSpec", "default_registry"]
 
@@ -115,13 +116,6 @@ MAX_CONFIG_INT = 1_000_000_000  # tokens: far past any window, and a float holds
 MAX_PRICE = 1_000_000.0  # USD per million tokens: a dollar a token; costs stay finite
 
 
-def _shown(value: object) -> str:
-    """``value`` for an error message: a huge integer by its size, not its digits."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**18:
-        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1:,} digits"
-    return repr(value)
-
-
 def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[str, Any]:
     where = f"models.{name}"
     if not isinstance(entry, Mapping):
@@ -147,7 +141,7 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
             ):
                 raise ConfigError(
                     f"{where}.{key} must be an integer from {minimum} to {MAX_CONFIG_INT:,}, "
-                    f"got {_shown(value)}",
+                    f"got {shown(value)}",
                     field=f"{where}.{key}",
                 )
     for key in _PRICE_FIELDS:
@@ -160,7 +154,7 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
         ):
             raise ConfigError(
                 f"{where}.{key} must be a price from 0 to {MAX_PRICE:,} (USD per million "
-                f"tokens) or null, got {_shown(value)}",
+                f"tokens) or null, got {shown(value)}",
                 field=f"{where}.{key}",
             )
     for key in ("provider", "tokenizer", "chat", "cache"):
