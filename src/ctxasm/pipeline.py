@@ -308,17 +308,19 @@ def plan(setup: Setup) -> Planned:
     total = len(setup.history.turns)
     low, high = 0, len(starts) - 1
     found = None  # the plan with the most turns that fits
+    refused = None  # why the last plan tried did not fit
     while low <= high:
         middle = (low + high) // 2
         fewer = _fewer_turns(history, starts[middle], total)
         try:
             found = _planned(setup, system, fewer)
-        except BudgetError:
-            low = middle + 1
+        except BudgetError as error:
+            refused, low = error, middle + 1
         else:
             high = middle - 1
-    if found is None:  # not even without turns: the error names what does not fit
-        return _planned(setup, system, _fewer_turns(history, len(history.kept), total))
+    if found is None:  # not even without turns (the last tried): that error says what
+        assert refused is not None
+        raise refused
     return found
 
 
