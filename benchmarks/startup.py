@@ -17,7 +17,8 @@ Measures, each in a fresh interpreter, the median wall time of
   (``TIKTOKEN_CACHE_DIR``, unless it is set already), so neither needs the network;
 * the same request with ``max_context_tokens`` 200, where the passages do not all fit whole and
   the default strategy compresses them: the first compression of a process loads the English
-  lemma dictionary (simplemma), which a request that fits never needs. Same target;
+  lemma dictionary (simplemma; its table, which the untimed round writes to the cache folder),
+  which a request that fits never needs. Same target;
 * ``python -c "import ctxasm"`` and ``python -c "pass"`` (the interpreter's own floor).
 
 All of them run interleaved (one of each per round, after an untimed round), with their
@@ -117,9 +118,12 @@ def _environments(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
     set-up running ctxasm from its source tree), ctxasm would compile every module on every
     run while tiktoken comes compiled in site-packages. The baseline reads the rank files
     ctxasm ships, through a cache folder in tiktoken's layout, unless ``TIKTOKEN_CACHE_DIR``
-    is set already."""
+    is set already. The lemma table a compressing request reads is written under ``folder``
+    by the untimed round too, as a user's first compressing process writes it (see
+    ``ctxasm.stages.lemmas``)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.setdefault("PYTHONPYCACHEPREFIX", str(folder / "bytecode"))
+    env["CTXASM_CACHE_DIR"] = str(folder / "ctxasm-cache")
     baseline = dict(env)
     if "TIKTOKEN_CACHE_DIR" not in baseline:
         from ctxasm.tokens.tiktoken_source import BUNDLED_RANKS, OFFICIAL_RANKS

@@ -110,8 +110,9 @@ def test_a_plain_assemble_loads_no_cli_framework_and_no_unused_package() -> None
 
 
 def _after_warm_up(code: str) -> dict[str, bool]:
-    """What a fresh interpreter has loaded after ``code``: simplemma's English dictionary and
-    the guard's tables (counting with tiktoken, so that no test waits for fastokens)."""
+    """What a fresh interpreter has loaded after ``code``: simplemma's English dictionary (the
+    table ctxasm reads it from) and the guard's tables (counting with tiktoken, so that no test
+    waits for fastokens)."""
     probe = (
         textwrap.dedent(
             """\
@@ -123,11 +124,11 @@ def _after_warm_up(code: str) -> dict[str, bool]:
         + textwrap.dedent(
             """\
         phrases = sys.modules.get("ctxasm.stages.guard_phrases")
-        lemmas = sys.modules.get("simplemma.strategies.dictionaries.dictionary_factory")
+        lemmas = sys.modules.get("ctxasm.stages.lemmas")
         print(json.dumps({
             "simplemma": "simplemma" in sys.modules,
             "english": lemmas is not None
-            and lemmas.DEFAULT_DICTIONARY_FACTORY._get_dictionary.cache_info().currsize > 0,
+            and lemmas._table.cache_info().currsize == 1,
             "guard_tables": phrases is not None
             and phrases._automaton.cache_info().currsize == 1
             and phrases._index.cache_info().currsize == 1,

@@ -25,6 +25,7 @@ from typing import Any
 from ctxasm.cache_state import CacheState
 from ctxasm.data import Assembly
 from ctxasm.errors import RequestError
+from ctxasm.validation import shown
 
 __all__ = ["MAX_BYTES", "MAX_SESSIONS", "TTL_SECONDS", "SessionStore"]
 
@@ -83,7 +84,7 @@ class SessionStore:
         if not isinstance(session, str) or not _SESSION_ID.fullmatch(session):
             raise RequestError(
                 f"{FIELD} must be 8 to 128 characters of A-Z, a-z, 0-9 and . _ : -; got "
-                f"{_shown(session)}",
+                f"{shown(session)}",
                 field=FIELD,
             )
         principal = data.get("principal")
@@ -139,8 +140,3 @@ class SessionStore:
     def _drop(self, key: Key) -> None:
         _, size, _ = self._states.pop(key)
         self._bytes -= size
-
-
-def _shown(value: object) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 40 else shown[:37] + "..."

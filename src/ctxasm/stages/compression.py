@@ -22,7 +22,8 @@ evidence at 256 tokens and ``fill`` from 512 up.
 A sentence matches a query word in any inflected form: words are compared by their lemma
 ("taught" and "teaches" by "teach"), looked up in simplemma's English dictionary, which ships
 with the package (no download) and covers irregular forms that a stemmer cannot. Lookups are
-cached per word and per text.
+cached per word and per text, and the dictionary is read from a table in the user's cache folder
+(see :mod:`ctxasm.stages.lemmas`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ctxasm.lexical import (
     title_key,
     title_links,
 )
+from ctxasm.stages.lemmas import lemmatizer
 from ctxasm.stages.selection_packing import Offer, Packing
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
 
@@ -73,10 +75,9 @@ _FIT_TRIES = 4
 def lemma(word: str) -> str:
     """The dictionary form of a lower-case English word ("taught" -> "teach", "rivers" ->
     "river"); a word the dictionary does not know comes back as it is. simplemma is imported
-    here, on the first lemma asked for: a request that compresses nothing never pays for it."""
-    import simplemma
-
-    return simplemma.lemmatize(word, lang="en").lower()
+    here, on the first lemma asked for: a request that compresses nothing never pays for it
+    (see :mod:`ctxasm.stages.lemmas` for how its dictionary is read)."""
+    return lemmatizer().lemmatize(word, "en").lower()
 
 
 @lru_cache(maxsize=8192)
@@ -261,7 +262,7 @@ class SentenceCompression(Strategy):
         require_number("fit_passages", self.fit_passages, low=1.0, high=1000.0)
 
     def prepare(self) -> None:
-        # The first lemma loads simplemma and its English dictionary: about 0.4 s and 27 MB.
+        # The first lemma loads simplemma and its English dictionary (see ctxasm.stages.lemmas).
         lemma("rivers")
 
     def compress(
