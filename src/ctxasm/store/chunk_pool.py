@@ -264,7 +264,7 @@ class _Worker:
         self.answered = 0  # groups it has sent back
         try:
             self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "ctxasm.store.chunk_worker", _SELF],
+                [sys.executable, "-P", "-m", "ctxasm.store.chunk_worker", _SELF],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

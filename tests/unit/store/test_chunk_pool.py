@@ -194,6 +194,26 @@ def test_a_worker_that_finds_another_ctxasm_ends_at_once(
     worker.close()
 
 
+def test_a_ctxasm_package_in_the_working_folder_is_never_imported_by_the_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Indexing a folder from inside it: the worker's module path must not put the working
+    folder first, where a ``ctxasm`` package of the corpus would run (and answer)."""
+    planted = tmp_path / "corpus" / "ctxasm"
+    planted.mkdir(parents=True)
+    marker = tmp_path / "ran"
+    (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    monkeypatch.chdir(planted.parent)
+    worker = chunk_pool._Worker()
+    answer: Future[Any] = Future()
+    worker.submit(
+        ["The Danube flows east. It rises in the Black Forest."], (48, 8, "o200k_base"), answer
+    )
+    assert answer.result(timeout=60)  # the real worker answered
+    worker.close()
+    assert not marker.exists()
+
+
 def test_other_threads_make_no_difference(
     tmp_path: Path, corpus: Path, in_process: tuple[Any, dict[str, Any]], workers: Workers
 ) -> None:
