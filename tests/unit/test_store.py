@@ -190,6 +190,21 @@ def test_jsonl_null_access_fields_take_the_defaults(tmp_path: Path) -> None:
     assert (document.tenant, document.readers) == ("t1", ("g1",))
 
 
+@pytest.mark.parametrize("suffix", [".md", ".txt", ".html", ".jsonl"])
+def test_a_byte_order_mark_is_not_part_of_the_text(tmp_path: Path, suffix: str) -> None:
+    body = {
+        ".md": "# Danube Guide\n\nThe river flows east.",
+        ".txt": "The river flows east.",
+        ".html": "<title>Danube Guide</title><p>The river flows east.</p>",
+        ".jsonl": '{"doc_id": "a", "text": "The river flows east.", "title": "Danube Guide"}',
+    }[suffix]
+    path = tmp_path / f"guide{suffix}"
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    [document] = read_documents(path)
+    assert not document.text.startswith("\ufeff")
+    assert document.title == ("guide" if suffix == ".txt" else "Danube Guide")
+
+
 def test_a_jsonl_line_ends_at_a_newline_only(tmp_path: Path) -> None:
     # JSON allows U+2028, U+0085 and the like unescaped in a string; str.splitlines split there
     text = "one\u2028two\x85three\x1cfour"
@@ -232,6 +247,10 @@ def test_a_jsonl_line_ends_at_a_newline_only(tmp_path: Path) -> None:
         ('{"doc_id": "b", "text": "x", "authority": true}', "{path}:2.authority", "a number"),
         ('{"doc_id": "b", "text": "x", "metadata": [1]}', "{path}:2.metadata", "an object"),
         ('{"doc_id": "b", "text": "x", "timestamp": "soon"}', "{path}:2.timestamp", "ISO-8601"),
+        # a misspelt access key must not leave the run's defaults in place (nor any other key)
+        ('{"doc_id": "b", "text": "x", "reader": ["fin"]}', "{path}:2.reader", "not a field"),
+        ('{"doc_id": "b", "text": "x", "Tenant": "t"}', "{path}:2.Tenant", "readers, timestamp"),
+        ('{"doc_id": "b", "text": "x", "score": 1}', "{path}:2.score", "under metadata"),
     ],
 )
 def test_a_bad_jsonl_line_names_the_file_line_and_field(

@@ -1,7 +1,8 @@
 """Reading documents to index: ``.txt``, ``.md``, ``.html`` and ``.jsonl`` files.
 
 A JSONL line is ``{"doc_id", "text", "title"?, "url"?, "tenant"?, "readers"?, "timestamp"?,
-"authority"?, "metadata"?}``. Files of the other kinds are one document each, with the path as
+"authority"?, "metadata"?}``; another key is refused (a misspelt ``"reader"`` would leave the
+run's access data in place). Files of the other kinds are one document each, with the path as
 ``doc_id`` and the title taken from the first Markdown heading or the HTML ``<title>`` (else the
 file name). Access data given on the command line applies where a document names none (the key
 absent or ``null``). Access data is checked as a principal's is (:mod:`ctxasm.validation`): an
@@ -97,6 +98,17 @@ def _doc_id(path: Path) -> str:
         return resolved.as_posix()
 
 
+_FIELDS = (
+    "doc_id",
+    "text",
+    "title",
+    "url",
+    "tenant",
+    "readers",
+    "timestamp",
+    "authority",
+    "metadata",
+)
 _HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)$", flags=re.MULTILINE)
 
 
@@ -116,6 +128,14 @@ def _record(raw: Any, where: str, tenant: str | None, readers: tuple[str, ...] |
     has the key absent or ``null``. Errors name the field as ``<file>:<line>.<name>``."""
     if not isinstance(raw, dict):
         raise RequestError(f"{where} must be a JSON object", field=where)
+    unknown = sorted(key for key in raw if key not in _FIELDS)
+    if unknown:
+        # A misspelt access key ("reader", "Tenant") must not leave the run's defaults in place.
+        raise RequestError(
+            f"{where}.{unknown[0]} is not a field of a line; a line has {', '.join(_FIELDS)} "
+            "(put anything else under metadata)",
+            field=f"{where}.{unknown[0]}",
+        )
     for key in ("doc_id", "text"):
         value = raw.get(key)
         if not isinstance(value, str) or not value.strip():
@@ -157,7 +177,7 @@ def read_documents(
             f"{path}: unsupported file type; index {', '.join(SUFFIXES)}", field=str(path)
         )
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8-sig")  # without a byte order mark before it
     except UnicodeDecodeError:
         raise RequestError(f"{path}: not UTF-8 text", field=str(path)) from None
     except OSError as exc:
