@@ -231,18 +231,17 @@ class SQLiteStore:
     def _prepare(self) -> None:
         """Create the tables, or upgrade a store an older ctxasm wrote (refusing a newer one)."""
         db = self._db
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise ConfigError(
-                f"the store {self.path} has schema version {version}, written by a newer "
-                f"ctxasm; this one reads versions up to {SCHEMA_VERSION}: upgrade ctxasm",
-                field="store",
-            )
-        if version == SCHEMA_VERSION:
+        if self._version() == SCHEMA_VERSION:
             return
-        old = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'documents'").fetchone()
         db.execute("BEGIN IMMEDIATE")
         try:
+            # Read again under the write lock: another process may have created or upgraded
+            # the store since (doing it twice fails).
+            version = self._version()
+            if version == SCHEMA_VERSION:
+                db.execute("COMMIT")
+                return
+            old = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'documents'").fetchone()
             if old is None:
                 for statement in _statements(_TABLES + _CLASSES + _RANKS):
                     db.execute(statement)
@@ -255,6 +254,17 @@ class SQLiteStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    def _version(self) -> int:
+        """The store's schema version, refusing one a newer ctxasm wrote."""
+        version: int = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise ConfigError(
+                f"the store {self.path} has schema version {version}, written by a newer "
+                f"ctxasm; this one reads versions up to {SCHEMA_VERSION}: upgrade ctxasm",
+                field="store",
+            )
+        return version
 
     def _upgrade_to_2(self) -> None:
         """Version 1 had no access classes: add them and count every document into its class."""
@@ -369,25 +379,36 @@ class SQLiteStore:
     def _write(self, batch: list[Pending]) -> list[str]:
         db = self._db
         with self._locked():
-            marks = ", ".join("?" for _ in batch)
-            stored = db.execute(
-                f"SELECT doc_id, content_hash, tenant FROM documents WHERE doc_id IN ({marks})",
-                [p.document.doc_id for p in batch],
-            ).fetchall()
-            check_owners(batch, {doc_id: tenant for doc_id, _, tenant in stored})
-            known = {doc_id: digest for doc_id, digest, _ in stored}
-            changed = [p for p in batch if known.get(p.document.doc_id) != p.digest]
+            known, changed = self._stored(batch)
             if changed:
                 db.execute("BEGIN IMMEDIATE")
                 try:
-                    self._replace(
-                        changed, [p.document.doc_id for p in changed if p.document.doc_id in known]
-                    )
+                    # Read again under the write lock: another process may have deleted an id
+                    # and indexed it under another tenant since (its document must not be
+                    # written over), or written the same version already.
+                    known, changed = self._stored(batch)
+                    if changed:
+                        replaced = [
+                            p.document.doc_id for p in changed if p.document.doc_id in known
+                        ]
+                        self._replace(changed, replaced)
                     db.execute("COMMIT")
                 except BaseException:
                     db.execute("ROLLBACK")
                     raise
         return outcomes(batch, known)
+
+    def _stored(self, batch: list[Pending]) -> tuple[dict[str, str], list[Pending]]:
+        """The stored content hash of each id of ``batch`` that is stored, and the documents
+        whose hash differs; a document whose id another tenant owns raises (``check_owners``)."""
+        marks = ", ".join("?" for _ in batch)
+        stored = self._db.execute(
+            f"SELECT doc_id, content_hash, tenant FROM documents WHERE doc_id IN ({marks})",
+            [p.document.doc_id for p in batch],
+        ).fetchall()
+        check_owners(batch, {doc_id: tenant for doc_id, _, tenant in stored})
+        known = {doc_id: digest for doc_id, digest, _ in stored}
+        return known, [p for p in batch if known.get(p.document.doc_id) != p.digest]
 
     def _replace(self, batch: list[Pending], replaced: list[str]) -> None:
         """Write ``batch`` (inside a transaction), removing the ``replaced`` versions first."""

@@ -184,3 +184,40 @@ def test_the_last_class_that_can_be_numbered_takes_chunks(tmp_path: Path) -> Non
         f"the store {tmp_path / 's.db'} has more access classes than it can number (2**27)"
     )
     store.close()
+
+
+def test_two_openings_of_an_old_store_upgrade_it_once(tmp_path: Path) -> None:
+    """Two processes (here threads, each with its connection) open a version-2 store while a
+    writer holds the lock: both read version 2, the first to get the lock upgrades it, and the
+    second, reading the version again under the lock, finds nothing left to do."""
+    import threading
+    import time
+
+    store = _store(tmp_path / "s.db")
+    before = _answers(store)
+    store.close()
+    _as_version_2(tmp_path / "s.db")
+    writer = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    opened: list[SQLiteStore | BaseException] = []
+
+    def open_it() -> None:
+        try:
+            opened.append(SQLiteStore(tmp_path / "s.db"))
+        except BaseException as exc:  # reported by the assertion below
+            opened.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)  # both have read the version and wait for the lock
+    writer.execute("COMMIT")
+    writer.close()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert all(isinstance(each, SQLiteStore) for each in opened), opened
+    for each in opened:
+        assert isinstance(each, SQLiteStore)
+        _intact(each)
+        assert _answers(each) == before
+        each.close()

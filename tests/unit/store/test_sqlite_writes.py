@@ -129,3 +129,34 @@ def test_documents_with_the_same_tenant_and_readers_share_one_class(tmp_path: Pa
         ("d", 1),
     ]
     store.close()
+
+
+def test_owners_are_read_again_under_the_write_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer (a second connection, as another process) deletes tenant u's document
+    and indexes its own under the same id after u's writer read the owners and before it
+    took the write lock: u's write is refused, and t's document stays."""
+    import ctxasm.store.sqlite as sqlite_store
+    from ctxasm import Principal, RequestError
+
+    path = tmp_path / "s.db"
+    ours, theirs = SQLiteStore(path), SQLiteStore(path)
+    text = "umbrella old version"
+    ours.upsert(Document("x", text, tenant="u"), chunk_text(text, 64, 8))
+    real = sqlite_store.check_owners
+
+    def meanwhile(batch: Any, owners: Any) -> None:
+        real(batch, owners)
+        monkeypatch.setattr(sqlite_store, "check_owners", real)
+        theirs.delete("x")
+        payroll = "tango confidential payroll of tenant t"
+        theirs.upsert(Document("x", payroll, tenant="t"), chunk_text(payroll, 64, 8))
+
+    monkeypatch.setattr(sqlite_store, "check_owners", meanwhile)
+    new = "umbrella new version"
+    with pytest.raises(RequestError, match="under another tenant"):
+        ours.upsert(Document("x", new, tenant="u"), chunk_text(new, 64, 8))
+    kept = theirs.retrieve("tango payroll", Principal("tim", "t"))
+    assert [p.text for p in kept] == ["tango confidential payroll of tenant t"]
+    assert _staged(ours) == 0
