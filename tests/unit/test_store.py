@@ -576,3 +576,19 @@ def test_metadata_no_store_can_write_is_refused_naming_the_field(
         Document("d", "Text.", metadata=metadata)
     assert caught.value.field == "document.metadata"
     assert message in caught.value.message
+
+
+def test_a_question_of_many_word_pieces_is_one_parameter_to_sqlite(tmp_path: Path) -> None:
+    """FTS5 cuts words at "_": 512 words of 80 pieces are 40,960 forms to look up. Bound one
+    each, they passed a standard SQLite build's limit of 32,766 variables (an internal error)
+    and took time quadratic in their number below it."""
+    words = [
+        "_".join(f"{chr(97 + w % 26)}{chr(97 + w // 26 % 26)}{p:02d}" for p in range(80))
+        for w in range(512)
+    ]
+    text = " ".join(words)
+    store = SQLiteStore(tmp_path / "s.db")
+    store.upsert(Document("doc", text, tenant="t"), chunk_text(text, 10**6, 0))
+    store._db.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 32_766)
+    [hit] = store.retrieve(text, Principal("ann", "t"))
+    assert hit.id.startswith("doc")
