@@ -373,9 +373,9 @@ def test_a_process_killed_mid_upsert_leaves_the_previous_version(
     script = textwrap.dedent(
         f"""
         import os
-        from ctxasm.store import Document, chunk_text, open_store
+        from ctxasm.store import Chunk, Document, chunk_text, open_store
 
-        class Dying:
+        class Dying(Chunk):
             start, end = 0, 5
 
             @property
@@ -384,7 +384,7 @@ def test_a_process_killed_mid_upsert_leaves_the_previous_version(
 
         store = open_store({f"sqlite:///{tmp_path / 'store.db'}"!r})
         new = Document("doc", "The quokka hops. " * 30, tenant="t1", readers=("bob",))
-        store.upsert(new, [*chunk_text(new.text, 16, 4)[:2], Dying()])
+        store.upsert(new, [*chunk_text(new.text, 16, 4)[:2], object.__new__(Dying)])
         """
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
@@ -592,3 +592,58 @@ def test_a_question_of_many_word_pieces_is_one_parameter_to_sqlite(tmp_path: Pat
     store._db.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 32_766)
     [hit] = store.retrieve(text, Principal("ann", "t"))
     assert hit.id.startswith("doc")
+
+
+def test_index_paths_takes_one_path_as_one_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A string was a sequence of one-character paths: "." walked the working folder.
+    (tmp_path / "notes.md").write_text("# Notes\n\nThe river flows east.", encoding="utf-8")
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "hr.md").write_text("Salaries.", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    store = SQLiteStore(tmp_path / "s.db")
+    for path in ("notes.md", Path("notes.md")):
+        report = index_paths(store, path, tenant="t", workers=0)
+        assert (report.failed, store.stats().documents) == ([], 1)
+    with pytest.raises(RequestError, match="paths must be a path or a list"):
+        index_paths(store, b"notes.md", tenant="t")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"chunk_tokens": "256"}, "chunk_tokens"),
+        ({"chunk_tokens": 4}, "chunk_tokens"),
+        ({"overlap": None}, "overlap"),
+        ({"chunk_tokens": 16, "overlap": 9}, "overlap"),
+    ],
+)
+def test_index_paths_refuses_chunk_sizes_before_any_file(
+    tmp_path: Path, options: dict[str, object], field: str
+) -> None:
+    (tmp_path / "a.md").write_text("The river flows east.", encoding="utf-8")
+    store = SQLiteStore(tmp_path / "s.db")
+    with pytest.raises(RequestError) as caught:
+        index_paths(store, [tmp_path / "a.md"], **options)  # type: ignore[arg-type]
+    assert caught.value.field == field
+    assert store.stats().documents == 0
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda s: s.upsert({"doc_id": "a", "text": "x"}, []), "document"),
+        (lambda s: s.upsert(Document("a", "x"), None), "chunks"),
+        (lambda s: s.upsert(Document("a", "x"), ["x"]), "chunks"),
+        (lambda s: s.upsert_many([Document("a", "x")]), "items"),
+        (lambda s: s.upsert_many("ab"), "items"),
+    ],
+)
+def test_upsert_names_what_is_not_a_document_or_chunks(
+    tmp_path: Path, call: object, field: str
+) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    with pytest.raises(RequestError) as caught:
+        call(store)  # type: ignore[operator]
+    assert caught.value.field == field

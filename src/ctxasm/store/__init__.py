@@ -9,6 +9,7 @@ principal may read, ranked, as :class:`~ctxasm.Passage` objects ready for ``ctxa
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -18,12 +19,12 @@ from typing import Protocol
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
 from ctxasm.store.chunk_pool import Chunked, Chunker, auto_workers, failure_reason
-from ctxasm.store.chunking import Chunk, chunk_text, count_tokens_batch
+from ctxasm.store.chunking import Chunk, check_chunking, chunk_text, count_tokens_batch
 from ctxasm.store.documents import SUFFIXES, Document, read_documents
 from ctxasm.store.records import StoreStats
 from ctxasm.store.scoped import PrincipalRetriever
 from ctxasm.store.sqlite import SQLiteStore
-from ctxasm.validation import integer, name, names
+from ctxasm.validation import integer, invalid, name, names
 
 __all__ = [
     "Chunk",
@@ -229,7 +230,7 @@ def _upsert_many(
 
 def index_paths(
     store: Store,
-    paths: Sequence[str | Path],
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     tenant: str | None = None,
     readers: Sequence[str] | None = None,
@@ -239,7 +240,8 @@ def index_paths(
     progress: Callable[[int, int], None] | None = None,
     workers: int | None = None,
 ) -> IndexReport:
-    """Ingest files and folders (see :mod:`ctxasm.store.documents`). A file that cannot be read
+    """Ingest files and folders (see :mod:`ctxasm.store.documents`): ``paths`` is one path or
+    a list of them. A file that cannot be read
     or parsed is recorded in ``failed`` with the reason, and the run goes on. Documents are
     written in batches of about ``BATCH_CHUNKS`` (5,000) chunks, one transaction each: a crash loses
     at most the batch being written, and never leaves part of a document.
@@ -249,7 +251,13 @@ def index_paths(
     none), with the same results in the same order."""
     from ctxasm.tokens.tiktoken_source import load_encoding
 
-    # The run's access data, checked once before any file (a bad value would fail every one).
+    # The run's access data and chunk sizes, checked once before any file (a bad value would
+    # fail every one).
+    if isinstance(paths, (str, os.PathLike)):  # one path, not a sequence of characters
+        paths = [paths]
+    elif isinstance(paths, bytes) or not isinstance(paths, Iterable):
+        raise invalid("paths", "a path or a list of files and folders", paths)
+    chunk_tokens, overlap = check_chunking(chunk_tokens, overlap)
     tenant = name(tenant, "tenant", optional=True)
     readers = names(readers, "readers", optional=True)
     workers = auto_workers() if workers is None else integer(workers, "workers", minimum=0)

@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxasm.errors import RequestError
 from ctxasm.lexical import sentence_spans
 from ctxasm.tokens import TokenCounter
 from ctxasm.tokens.runs import MAX_RUN_CHARS, find_long_run, long_runs
+from ctxasm.validation import integer, invalid
 
 __all__ = ["Chunk", "chunk_and_count", "chunk_text", "count_tokens", "run_cuts"]
 
@@ -265,19 +265,24 @@ def chunk_text(
     return chunk_and_count(text, chunk_tokens, overlap, encoding_name)[0]
 
 
+def check_chunking(chunk_tokens: object, overlap: object) -> tuple[int, int]:
+    """``chunk_tokens`` and ``overlap`` as plain integers, or a :class:`RequestError` naming
+    the one chunking cannot use: ``chunk_tokens`` from 8, ``overlap`` from 0 to half of it."""
+    size = integer(chunk_tokens, "chunk_tokens", minimum=8, optional=False)
+    shared = integer(overlap, "overlap", minimum=0, optional=False)
+    assert size is not None and shared is not None
+    if shared > size // 2:
+        raise invalid("overlap", f"at most half of chunk_tokens ({size // 2})", overlap)
+    return size, shared
+
+
 def chunk_and_count(
     text: str, chunk_tokens: int, overlap: int, encoding_name: str = "o200k_base"
 ) -> tuple[list[Chunk], int | None]:
     """:func:`chunk_text`, and :func:`count_tokens` of ``text``, which chunking counts on the
     way; ``None`` for blank text, and when a piece between run cuts could not be tokenized
     whole as it is (a lone surrogate) and did not make one chunk."""
-    if chunk_tokens < 8:
-        raise RequestError("chunk_tokens must be at least 8", field="chunk_tokens")
-    if not 0 <= overlap <= chunk_tokens // 2:
-        raise RequestError(
-            f"overlap must be between 0 and half of chunk_tokens ({chunk_tokens // 2})",
-            field="overlap",
-        )
+    chunk_tokens, overlap = check_chunking(chunk_tokens, overlap)
     if not text.strip():
         return [], None
     chunks: list[Chunk] = []

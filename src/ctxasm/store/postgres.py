@@ -94,6 +94,7 @@ from ctxasm.store.records import (
     StoreStats,
     batches,
     check_owners,
+    checked_items,
     class_key,
     content_hash,
     document_row,
@@ -362,6 +363,7 @@ class PostgresStore:
     def upsert_many(self, items: Sequence[tuple[Document, Sequence[Chunk]]]) -> list[str]:
         """:meth:`upsert` for many documents, in one transaction (per run of distinct document
         ids): the outcome of each, in order. If any fails, none of the batch is written."""
+        items = checked_items(items)
         for document, _ in items:  # what PostgreSQL cannot store is refused before any SQL
             check_for_postgres(document)
         pending = []

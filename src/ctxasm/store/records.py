@@ -5,7 +5,7 @@ and a chunk read back (:class:`ChunkRow`) turned into a :class:`~ctxasm.Passage`
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +15,7 @@ from ctxasm.data import Passage
 from ctxasm.errors import RequestError
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
+from ctxasm.validation import invalid
 
 __all__ = [
     "CHUNK_COLUMNS",
@@ -35,6 +36,24 @@ __all__ = [
 class StoreStats:
     documents: int
     chunks: int
+
+
+def checked_items(items: object) -> list[tuple[Document, Sequence[Chunk]]]:
+    """The ``(document, chunks)`` pairs of ``upsert_many`` as a list, or a
+    :class:`RequestError` naming what is not a :class:`Document` or a list of :class:`Chunk`."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise invalid("items", "a list of (document, chunks) pairs", items)
+    found: list[tuple[Document, Sequence[Chunk]]] = []
+    for item in items:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise invalid("items", "a list of (document, chunks) pairs", item)
+        document, chunks = item
+        if not isinstance(document, Document):
+            raise invalid("document", "a ctxasm.store.Document", document)
+        if not isinstance(chunks, (tuple, list)) or not all(isinstance(c, Chunk) for c in chunks):
+            raise invalid("chunks", "a list of ctxasm.store.Chunk (see chunk_text)", chunks)
+        found.append((document, chunks))
+    return found
 
 
 def content_hash(document: Document, chunks: Sequence[Chunk], embedder: str = "") -> str:

@@ -62,6 +62,7 @@ from ctxasm.store.records import (
     StoreStats,
     batches,
     check_owners,
+    checked_items,
     class_key,
     content_hash,
     document_row,
@@ -342,7 +343,7 @@ class SQLiteStore:
     def upsert_many(self, items: Sequence[tuple[Document, Sequence[Chunk]]]) -> list[str]:
         """:meth:`upsert` for many documents, in one transaction (per run of distinct document
         ids): the outcome of each, in order. If any fails, none of the batch is written."""
-        pending = [self._pending(document, chunks) for document, chunks in items]
+        pending = [self._pending(document, chunks) for document, chunks in checked_items(items)]
         outcomes: list[str] = []
         for batch in batches(pending):
             outcomes.extend(self._write(batch))

@@ -131,15 +131,18 @@ def test_a_worker_writes_the_store_and_report_of_chunking_in_process(
 
 
 def test_failures_of_chunking_come_back_in_order(
-    tmp_path: Path, corpus: Path, workers: Workers
+    tmp_path: Path, corpus: Path, workers: Workers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # index_paths refuses these sizes before any file: let them through to chunking here,
+    # where every document then fails (in the worker too), to see the failures' order.
+    monkeypatch.setattr("ctxasm.store.check_chunking", lambda size, overlap: (size, overlap))
     alone = _index(tmp_path, corpus, "alone", workers=0, chunk_tokens=4)
     worker = _index(tmp_path, corpus, "worker", workers=1, chunk_tokens=4)
     assert len(workers.started) == 1 and workers.failures() == [None] * len(workers.sent)
     assert worker == alone
     report = worker[0]
     assert report.added == 0 and len(report.failed) == 130
-    assert report.failed[0][1] == "chunk_tokens must be at least 8"
+    assert report.failed[0][1] == "chunk_tokens must be an integer >= 8; got int 4"
 
 
 def test_a_worker_that_dies_leaves_its_groups_to_this_process(

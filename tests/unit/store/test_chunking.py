@@ -126,19 +126,24 @@ def test_multibyte_characters_count_against_the_limit() -> None:
 @pytest.mark.parametrize(
     ("chunk_tokens", "overlap", "field", "message"),
     [
-        (7, 0, "chunk_tokens", "at least 8"),
-        (0, 0, "chunk_tokens", "at least 8"),
-        (-5, 0, "chunk_tokens", "at least 8"),
-        (16, 9, "overlap", "half of chunk_tokens (8)"),
-        (16, 16, "overlap", "half of chunk_tokens (8)"),
-        (16, -1, "overlap", "between 0 and"),
+        (7, 0, "chunk_tokens", "an integer >= 8"),
+        (0, 0, "chunk_tokens", "an integer >= 8"),
+        (-5, 0, "chunk_tokens", "an integer >= 8"),
+        ("256", 0, "chunk_tokens", "an integer >= 8; got str '256'"),
+        (True, 0, "chunk_tokens", "an integer >= 8; got bool"),
+        (2**60, 0, "chunk_tokens", "<= 2**53"),
+        (16, 9, "overlap", "at most half of chunk_tokens (8)"),
+        (16, 16, "overlap", "at most half of chunk_tokens (8)"),
+        (16, -1, "overlap", "an integer >= 0"),
+        (16, None, "overlap", "an integer >= 0; got null"),
+        (16, 2.0, "overlap", "an integer >= 0; got float"),
     ],
 )
 def test_bad_parameters_are_refused(
-    chunk_tokens: int, overlap: int, field: str, message: str
+    chunk_tokens: object, overlap: object, field: str, message: str
 ) -> None:
     with pytest.raises(RequestError) as caught:
-        chunk_text("The river flows.", chunk_tokens, overlap)
+        chunk_text("The river flows.", chunk_tokens, overlap)  # type: ignore[arg-type]
     assert caught.value.field == field
     assert field in caught.value.message
     assert message in caught.value.message
