@@ -379,6 +379,20 @@ def test_assemble_every_format_from_the_command_line(fmt: str) -> None:
         assert result["text"].startswith("## Instructions")
 
 
+@pytest.mark.parametrize(
+    "command",
+    [("assemble", "-"), ("report", "-"), ("batch", "-", "-")],
+)
+@pytest.mark.parametrize("size", ["9223372036854775807", "99999999999999999999999999"])
+def test_max_bytes_over_its_limit_is_a_usage_error(command: tuple[str, ...], size: str) -> None:
+    # An internal OverflowError when a read was sized from it.
+    done = ctxasm(*command, "--max-bytes", size, stdin=b"{}")
+    assert done.returncode == 2
+    assert "--max-bytes" in done.stderr.decode()
+    assert "9007199254740992" in done.stderr.decode()
+    assert "Traceback" not in done.stderr.decode()
+
+
 def test_report_calls_its_input_a_result() -> None:
     failed = ctxasm("report", "-", stdin=b'{"report": ')
     assert failed.returncode == 2

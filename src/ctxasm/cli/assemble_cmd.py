@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from ctxasm.cli.exits import echo, fail_with
-from ctxasm.cli.request_input import DEFAULT_MAX_BYTES, open_assembler, read_input, request_fields
+from ctxasm.cli.request_input import (
+    DEFAULT_MAX_BYTES,
+    MOST_MAX_BYTES,
+    open_assembler,
+    read_input,
+    request_fields,
+)
 
 MAX_INDENT = 16  # wider only makes the output larger, and a huge one fills the disk
 
@@ -75,7 +81,7 @@ FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "--html": ("html", _path),
     "--indent": ("indent", _count(0, MAX_INDENT)),
     "--config": ("config", _path),
-    "--max-bytes": ("max_bytes", _count(1)),
+    "--max-bytes": ("max_bytes", _count(1, MOST_MAX_BYTES)),
 }
 REPORT_FLAG = "--report"
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ctxasm.cli.request_input import DEFAULT_MAX_BYTES
+from ctxasm.cli.request_input import DEFAULT_MAX_BYTES, MOST_MAX_BYTES
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -34,6 +34,7 @@ MaxBytesOption = Annotated[
     typer.Option(
         "--max-bytes",
         min=1,
+        max=MOST_MAX_BYTES,
         metavar="N",
         help="Refuse a request (or batch line) larger than N bytes.",
     ),

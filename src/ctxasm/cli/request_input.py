@@ -18,9 +18,17 @@ from ctxasm.cli.exits import EXIT_BAD_INPUT, fail
 if TYPE_CHECKING:
     from ctxasm.assembler import Assembler
 
-__all__ = ["DEFAULT_MAX_BYTES", "HITS_HINT", "open_assembler", "read_input", "request_fields"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "HITS_HINT",
+    "MOST_MAX_BYTES",
+    "open_assembler",
+    "read_input",
+    "request_fields",
+]
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+MOST_MAX_BYTES = 2**53  # the most --max-bytes takes (a larger one overflowed a read's size)
 HITS_HINT = "for a list of retriever hits, give the question with --query"
 
 
