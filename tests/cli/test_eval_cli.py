@@ -197,7 +197,9 @@ def test_eval_plot_writes_a_png(dataset: Path, tmp_path: Path) -> None:
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.parametrize("budget", ["0", "x", "256,-1", ",", "512,abc"])
+@pytest.mark.parametrize(
+    "budget", ["0", "x", "256,-1", ",", "512,abc", "256,99999999999999999999999", "9" * 5000]
+)
 def test_eval_bad_budget(dataset: Path, budget: str) -> None:
     _one_line_error(ctxasm("eval", str(dataset), "--budget", budget), "--budget", repr(budget))
 

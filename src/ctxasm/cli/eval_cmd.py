@@ -16,6 +16,7 @@ import typer
 
 from ctxasm.cli.exits import EXIT_BAD_INPUT, echo, fail, fail_with
 from ctxasm.cli.options import ConfigOption, ProgressOption
+from ctxasm.validation import MAX_INTEGER
 
 if TYPE_CHECKING:
     from ctxasm.evaluation import EvalQuestion, EvalRow
@@ -205,9 +206,9 @@ def _budgets(raw: str) -> list[int]:
         values = [int(part) for part in raw.split(",") if part.strip()]
     except ValueError:
         fail(f"--budget must be comma-separated token counts, got {raw!r}", EXIT_BAD_INPUT)
-    if not values or any(v < 1 for v in values):
-        fail(f"--budget must be positive token counts, got {raw!r}", EXIT_BAD_INPUT)
-    return values
+    if not values or any(not 1 <= v <= MAX_INTEGER for v in values):
+        fail(f"--budget must be token counts from 1 to 2**53, got {raw!r}", EXIT_BAD_INPUT)
+    return list(dict.fromkeys(values))  # each once: a repeated budget repeats its rows
 
 
 def _questions(

@@ -137,6 +137,14 @@ def parse_question(record: Any, where: str = "line") -> EvalQuestion:
     if not gold:
         gold = {p.pid for p in passages if p.is_gold}
     pids = {p.pid for p in passages}
+    all_gold = _flag(meta, "all_gold_in_candidates", gold <= pids, where)
+    if all_gold and not gold <= pids:  # the gold rates would count a question none can pass
+        missing = sorted(gold - pids)[0]
+        raise RequestError(
+            f"{where}.meta.all_gold_in_candidates is true, but the gold passage {missing!r} is "
+            "not among its passages",
+            field=f"{where}.meta.all_gold_in_candidates",
+        )
     return EvalQuestion(
         id=qid,
         question=question,
@@ -144,7 +152,7 @@ def parse_question(record: Any, where: str = "line") -> EvalQuestion:
         passages=tuple(passages),
         gold_pids=tuple(sorted(gold)),
         type=str(meta.get("type") or "unknown"),
-        all_gold_in_candidates=_flag(meta, "all_gold_in_candidates", gold <= pids, where),
+        all_gold_in_candidates=all_gold,
     )
 
 

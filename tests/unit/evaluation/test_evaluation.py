@@ -307,6 +307,11 @@ def _bad(**changes: Any) -> str:
         (_bad(gold_pids=[1]), "line 2.gold_pids"),
         (_bad(meta="bridge"), "line 2.meta"),
         (_bad(meta={"supporting_facts": [["Starfall Voyage"]]}), "line 2.meta.supporting_facts"),
+        # a flag that says what the candidates deny: the gold rates would count the question
+        (
+            _bad(gold_pids=["nope"], meta={"all_gold_in_candidates": True}),
+            "line 2.meta.all_gold_in_candidates",
+        ),
         ("[1, 2]", "line 2"),
     ],
 )
@@ -462,7 +467,7 @@ def test_evaluate_rows(questions: list[EvalQuestion]) -> None:
 
 
 def test_evaluate_rejects_bad_budgets(questions: list[EvalQuestion]) -> None:
-    for budgets in ([], [0], [512, -1]):
+    for budgets in ([], [0], [512, -1], [2**53 + 1], [True], [512.0]):
         with pytest.raises(ctxasm.RequestError) as caught:
             evaluate(questions, [resolve_strategy("default")], budgets)
         assert caught.value.field == "budget"
