@@ -647,3 +647,29 @@ def test_upsert_names_what_is_not_a_document_or_chunks(
     with pytest.raises(RequestError) as caught:
         call(store)  # type: ignore[operator]
     assert caught.value.field == field
+
+
+def test_a_file_that_holds_no_store_is_never_made_one_by_a_reader(tmp_path: Path) -> None:
+    # ask and delete never create a store: an empty file (a failed copy) was silently given
+    # the schema, and the ask answered "no relevant context".
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    with pytest.raises(ConfigError, match="the file is empty"):
+        open_store(f"sqlite:///{empty}", create=False)
+    assert empty.read_bytes() == b""
+    open_store(f"sqlite:///{empty}").close()  # indexing makes it one
+
+
+def test_a_folder_or_another_database_is_not_a_store(tmp_path: Path) -> None:
+    folder = tmp_path / "folder.db"
+    folder.mkdir()
+    for create in (True, False):
+        with pytest.raises(ConfigError, match="is a folder; name a database file"):
+            open_store(f"sqlite:///{folder}", create=create)
+    other = tmp_path / "app.db"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+    before = other.read_bytes()
+    with pytest.raises(ConfigError, match=r"other tables \(users\), not a ctxasm store"):
+        open_store(f"sqlite:///{other}")
+    assert other.read_bytes() == before

@@ -91,12 +91,18 @@ def open_store(url: str, *, create: bool = True) -> Store:
                     field="store",
                 )
             embedder = value
+        if Path(path).is_dir():
+            raise ConfigError(
+                f"the store {path} is a folder; name a database file in it "
+                f"(sqlite:///{path.rstrip('/')}/store.db)",
+                field="store",
+            )
         if not create and not Path(path).is_file():
             raise ConfigError(
                 f"no store at {path}; index documents into it first (ctxasm index)",
                 field="store",
             )
-        return SQLiteStore(path, embedder)
+        return SQLiteStore(path, embedder, create=create)
     if url.startswith(("postgresql://", "postgres://")):
         from ctxasm.store.postgres import PostgresStore
         from ctxasm.store.postgres_schema import INDEX_MEMORY_MB

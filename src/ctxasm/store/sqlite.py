@@ -204,12 +204,17 @@ class SQLiteRow(ChunkRow):
 class SQLiteStore:
     """A document store in one SQLite file (see the module docstring)."""
 
-    def __init__(self, path: str | Path, embedder: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path, embedder: str | None = None, *, create: bool = True
+    ) -> None:
         """``embedder`` (a spec such as ``"hashing"``, see :mod:`ctxasm.embeddings`) adds a
         vector to every chunk written, and vector similarity to retrieval: the lexical
         candidates' vectors are compared with the query's, and the two rankings fused by
-        reciprocal rank fusion, as in the PostgreSQL store."""
+        reciprocal rank fusion, as in the PostgreSQL store. Without ``create``, a file that
+        holds no store (an empty one) is refused rather than made one; a database of other
+        tables is refused either way."""
         self.path = Path(path)
+        self._create = create
         self.embedder = None
         if embedder is not None:
             from ctxasm.embeddings import get_embedder
@@ -219,8 +224,8 @@ class SQLiteStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA foreign_keys = ON")
+            self._prepare()  # first: a file refused as no store is left as it was
             self._db.execute("PRAGMA journal_mode = WAL")
-            self._prepare()
             # the connection's own tables for reading query words as FTS5 does (_fts_forms)
             self._db.execute(_QUERY_TERMS)
             self._db.execute(_QUERY_FORMS)
@@ -244,6 +249,7 @@ class SQLiteStore:
                 return
             old = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'documents'").fetchone()
             if old is None:
+                self._check_empty()
                 for statement in _statements(_TABLES + _CLASSES + _RANKS):
                     db.execute(statement)
             else:
@@ -255,6 +261,28 @@ class SQLiteStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    def _check_empty(self) -> None:
+        """Refuse to create a store in a database that holds other tables, or, when opened
+        without ``create``, in an empty file."""
+        tables = [
+            name
+            for (name,) in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4"
+            )
+        ]
+        if tables:
+            raise ConfigError(
+                f"{self.path} is a database of other tables ({', '.join(tables[:3])}), not a "
+                "ctxasm store; name another file",
+                field="store",
+            )
+        if not self._create:
+            raise ConfigError(
+                f"no store at {self.path}: the file is empty; index documents into it first "
+                "(ctxasm index)",
+                field="store",
+            )
 
     def _version(self) -> int:
         """The store's schema version, refusing one a newer ctxasm wrote."""
