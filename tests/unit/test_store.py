@@ -673,3 +673,23 @@ def test_a_folder_or_another_database_is_not_a_store(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"other tables \(users\), not a ctxasm store"):
         open_store(f"sqlite:///{other}")
     assert other.read_bytes() == before
+
+
+def test_a_failure_after_a_repeated_id_reports_what_was_written(tmp_path: Path) -> None:
+    # The batch was written in two transactions (a repeated id starts the second); the second
+    # failed, and the retry one by one reported the first's new documents as unchanged.
+    store = SQLiteStore(tmp_path / "s.db")
+    (tmp_path / "b.jsonl").write_text(
+        '{"doc_id": "owned", "text": "owned by tenant b", "tenant": "b"}\n', encoding="utf-8"
+    )
+    index_paths(store, [tmp_path / "b.jsonl"], workers=0)
+    lines = [
+        '{"doc_id": "new-1", "text": "first new document"}',
+        '{"doc_id": "new-2", "text": "second new document"}',
+        '{"doc_id": "new-1", "text": "first new document, revised"}',
+        '{"doc_id": "owned", "text": "tenant a tries to take this id"}',
+    ]
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = index_paths(store, [tmp_path / "a.jsonl"], tenant="a", workers=0)
+    assert (report.added, report.updated, report.unchanged, report.chunks) == (2, 1, 0, 3)
+    assert [where.rsplit("/", 1)[-1] for where, _ in report.failed] == ["a.jsonl (owned)"]

@@ -175,12 +175,19 @@ class _Batch:
         self.store, self.report, self.encoding = store, report, encoding
         # (where, document, chunks, tokens): tokens when chunking counted them on the way
         self.items: list[tuple[str, Document, list[Chunk], int | None]] = []
+        self.ids: set[str] = set()
         self.chunks = 0
 
     def add(
         self, where: str, document: Document, chunks: list[Chunk], tokens: int | None = None
     ) -> None:
+        if document.doc_id in self.ids:
+            # A store writes a batch up to a repeated id in one transaction and the rest in
+            # another: a failure in the second, retried one by one, would report documents the
+            # first wrote as unchanged. Each batch holds an id once.
+            self.flush()
         self.items.append((where, document, chunks, tokens))
+        self.ids.add(document.doc_id)
         self.chunks += len(chunks)
         if self.chunks >= BATCH_CHUNKS:
             self.flush()
@@ -189,6 +196,7 @@ class _Batch:
         """Write the waiting documents in one transaction; if that fails, one by one, so the
         failure is recorded against the document that caused it."""
         items, self.items, self.chunks = self.items, [], 0
+        self.ids.clear()
         if not items:
             return
         try:

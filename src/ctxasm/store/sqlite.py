@@ -369,8 +369,9 @@ class SQLiteStore:
         return self.upsert_many([(document, chunks)])[0]
 
     def upsert_many(self, items: Sequence[tuple[Document, Sequence[Chunk]]]) -> list[str]:
-        """:meth:`upsert` for many documents, in one transaction (per run of distinct document
-        ids): the outcome of each, in order. If any fails, none of the batch is written."""
+        """:meth:`upsert` for many documents, in one transaction per run of distinct document
+        ids (a repeated id starts the next run): the outcome of each, in order. If a document
+        fails, nothing of its run is written; the runs before it stay written."""
         pending = [self._pending(document, chunks) for document, chunks in checked_items(items)]
         outcomes: list[str] = []
         for batch in batches(pending):
