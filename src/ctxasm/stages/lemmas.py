@@ -133,9 +133,10 @@ def cache_folder() -> Path:
 
 
 @lru_cache(maxsize=8)
-def _table(language: str) -> LemmaTable:
+def _table(language: str) -> Mapping[str, str]:
     """simplemma's dictionary of ``language`` as a table: read from the cache folder, or built
-    from simplemma's own and written there when the file is missing or fails its checks."""
+    from simplemma's own and written there when the file is missing or fails its checks (a
+    dictionary the table cannot hold, with a NUL in a word, is used as simplemma gives it)."""
     import simplemma
     from simplemma.strategies.dictionaries.dictionary_factory import DefaultDictionaryFactory
 
@@ -148,7 +149,11 @@ def _table(language: str) -> LemmaTable:
             return LemmaTable(path.read_bytes())
         except (OSError, ValueError):
             pass
-    data = LemmaTable.build(DefaultDictionaryFactory().get_dictionary(language).items())
+    dictionary = DefaultDictionaryFactory().get_dictionary(language)
+    try:
+        data = LemmaTable.build(dictionary.items())
+    except ValueError:
+        return dictionary
     if path is not None:
         _write(path, data)
     return LemmaTable(data)

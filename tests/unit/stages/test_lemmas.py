@@ -150,3 +150,12 @@ def test_a_process_that_compresses_writes_the_table_for_the_next(tmp_path: Path)
         assert [p.name for p in tmp_path.iterdir()] == [
             f"lemmas-simplemma-{simplemma.__version__}-en.bin"
         ]
+
+
+def test_a_dictionary_the_table_cannot_hold_is_used_as_simplemma_gives_it(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    odd = {"taught": "teach", "nul\0word": "x"}
+    monkeypatch.setattr(DefaultDictionaryFactory, "get_dictionary", lambda self, lang: odd)
+    assert _read("en") is odd
+    assert not cache.exists()
