@@ -690,8 +690,16 @@ def test_a_failing_document_leaves_its_whole_batch_unwritten(
 ) -> None:
     first = Document("a", "The river bridge spans the harbour.", tenant="t1", readers=("g1",))
     second = Document("b", "A meadow by the river.", tenant="t1", readers=("g1",))
-    broken = [(first, chunk_text(first.text, 8, 2)), (second, [None])]
-    with pytest.raises(AttributeError):
+
+    class Broken(Chunk):  # fails when its text is read, as the batch is being written
+        start, end = 0, 5
+
+        @property
+        def text(self) -> str:  # type: ignore[override]
+            raise RuntimeError("the chunk broke")
+
+    broken = [(first, chunk_text(first.text, 8, 2)), (second, [object.__new__(Broken)])]
+    with pytest.raises(RuntimeError, match="the chunk broke"):
         store.upsert_many(broken)  # type: ignore[attr-defined]
     assert (store.stats().documents, store.stats().chunks) == (0, 0)
     assert backend.sql("SELECT coalesce(sum(chunks), 0) FROM access_classes") == [(0,)]

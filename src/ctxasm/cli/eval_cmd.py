@@ -16,7 +16,6 @@ import typer
 
 from ctxasm.cli.exits import EXIT_BAD_INPUT, echo, fail, fail_with
 from ctxasm.cli.options import ConfigOption, ProgressOption
-from ctxasm.validation import MAX_INTEGER
 
 if TYPE_CHECKING:
     from ctxasm.evaluation import EvalQuestion, EvalRow
@@ -202,6 +201,8 @@ def _label(dataset: str, subset: str | None, scores: str | None) -> str:
 
 
 def _budgets(raw: str) -> list[int]:
+    from ctxasm.validation import MAX_INTEGER  # not at import: --help loads no library module
+
     try:
         values = [int(part) for part in raw.split(",") if part.strip()]
     except ValueError:
