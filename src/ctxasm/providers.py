@@ -13,7 +13,6 @@ says why.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +26,8 @@ __all__ = ["AnthropicCounter", "anthropic_counter"]
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 _KEYS = ("count_tokens", "api_key_env", "base_url", "timeout")
+_ANSWER_BYTES = 1024 * 1024  # a count is a few bytes of JSON
+MAX_COUNT = 1_000_000_000  # the most tokens a count may say (no context window is larger)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,33 +39,31 @@ class AnthropicCounter:
     timeout: float = 10.0
 
     def count(self, model: str, rendered: Rendered) -> int:
-        """The input tokens of ``rendered`` for ``model``, or a :class:`TokenizerError`."""
-        import urllib.error
-        import urllib.request
+        """The input tokens of ``rendered`` for ``model``, or a :class:`TokenizerError` (see
+        :mod:`ctxasm.endpoint` for what the call refuses)."""
+        from ctxasm.endpoint import EndpointError, endpoint_url, post_json
 
         body: dict[str, Any] = {"model": model, "messages": [dict(m) for m in rendered.messages]}
         if rendered.system:
             body["system"] = rendered.system
-        request = urllib.request.Request(
-            f"{self.base_url.rstrip('/')}/v1/messages/count_tokens",
-            data=json.dumps(body).encode("utf-8"),
-            headers={
-                "x-api-key": self.api_key,
-                "anthropic-version": API_VERSION,
-                "content-type": "application/json",
-            },
-            method="POST",
-        )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                data = json.load(response)
-            return int(data["input_tokens"])
-        except urllib.error.HTTPError as exc:
+            url = endpoint_url(self.base_url, "v1/messages/count_tokens", name="base_url")
+            data = post_json(
+                url,
+                body,
+                {"x-api-key": self.api_key, "anthropic-version": API_VERSION},
+                timeout=self.timeout,
+                max_bytes=_ANSWER_BYTES,
+            )
+        except EndpointError as error:
+            raise TokenizerError(f"Anthropic token counting failed: {error.message}") from None
+        counted = data.get("input_tokens") if isinstance(data, dict) else None
+        if type(counted) is not int or not 0 < counted <= MAX_COUNT:
             raise TokenizerError(
-                f"Anthropic token counting failed: HTTP {exc.code} {exc.reason}"
-            ) from None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise TokenizerError(f"Anthropic token counting failed: {exc}") from None
+                "Anthropic token counting failed: its answer has no input_tokens count (an "
+                f"integer from 1 to {MAX_COUNT:,})"
+            )
+        return counted
 
 
 def anthropic_counter(providers: Mapping[str, Any]) -> AnthropicCounter | None:

@@ -327,6 +327,12 @@ class _ChatCompletions(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         headers = {key.lower(): value for key, value in self.headers.items()}
         _ChatCompletions.seen.append({"path": self.path, "headers": headers, "body": body})
+        if "/moved/" in self.path:  # elsewhere: a client that follows sends the key there
+            self.send_response(302)
+            self.send_header("location", f"http://localhost:{self.server.server_address[1]}/v1/")
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         payload = json.dumps(
             {
                 "id": "chatcmpl-test",
@@ -410,6 +416,46 @@ def test_ask_exits_1_on_an_invalid_citation(indexed: Path, endpoint: str) -> Non
     assert code == 1
     assert citations["invalid"] == ["Source 9"]
     assert citations["cited_ids"] == []
+
+
+def test_ask_exits_1_on_a_citation_linked_elsewhere(indexed: Path, endpoint: str) -> None:
+    # check-citations exits 1 on the same answer; ask exited 0
+    code, citations, stderr = _ask_model(
+        indexed, endpoint, "The Seine flows through Paris [Source 1](https://phish.example/a)."
+    )
+    assert code == 1
+    assert citations["mislinked"] == ["Source 1"]
+    assert "citations linked elsewhere than their source: Source 1" in stderr
+
+
+def test_ask_keeps_its_output_when_the_citation_check_is_too_large(
+    indexed: Path, endpoint: str
+) -> None:
+    # A 3 MB answer of ranges: its citation report is refused as out of proportion. The prompt
+    # and the answer are printed all the same (--json printed nothing, with exit 2).
+    _ChatCompletions.content = "[1-100, 1-100] " * 200_000
+    env = {"CTXASM_LLM_BASE_URL": endpoint, "CTXASM_LLM_API_KEY": "k"}
+    done = ctxasm(
+        "ask", "Which river flows through Paris?", "--store", STORE, "--json", *ASKER,
+        cwd=indexed, env=env,
+    )  # fmt: skip
+    assert done.returncode == 1
+    result = json.loads(done.stdout)
+    assert result["answer"] == _ChatCompletions.content
+    assert result["citations"] is None
+    assert "the citation check is left out (citations: null)" in done.stderr
+
+
+def test_ask_follows_no_redirect_and_shows_no_key(indexed: Path, endpoint: str) -> None:
+    env = {"CTXASM_LLM_BASE_URL": f"{endpoint}moved/", "CTXASM_LLM_API_KEY": "sk-secret-123"}
+    done = ctxasm(
+        "ask", "Which river flows through Paris?", "--store", STORE, *ASKER, "-q",
+        cwd=indexed, env=env,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "HTTP 302, a redirect; redirects are not followed" in done.stderr
+    assert [sent["path"] for sent in _ChatCompletions.seen] == ["/v1/moved/chat/completions"]
+    assert "sk-secret-123" not in done.stdout + done.stderr
 
 
 def _ask_readable(root: Path, endpoint: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -261,14 +261,36 @@ def ask_command(
         notice = _hidden_notice(principal is not None, allow_public) if hidden else None
         _print_prompt(result, quiet=quiet, hidden=notice)
     answered = _answer(result, readable=not as_json, quiet=quiet)
+    reported = True
     if as_json:
         output = result.to_dict()
         output["hidden_matches"] = hidden
         if answered is not None:
-            output["answer"], output["citations"] = answered
+            output["answer"], output["citations"] = answered[0], _citations(answered[1])
+            reported = output["citations"] is not None
         echo(json.dumps(output, ensure_ascii=False, indent=2))
-    if answered is not None and answered[1]["invalid"]:
-        raise typer.Exit(EXIT_FAILED)
+    if answered is not None:
+        checked = answered[1]
+        if checked.invalid:
+            echo(f"ctxasm: invalid citations: {', '.join(checked.invalid)}", err=True)
+        if checked.mislinked:
+            linked = ", ".join(checked.mislinked)
+            echo(f"ctxasm: citations linked elsewhere than their source: {linked}", err=True)
+        if not checked.all_valid or not reported:
+            raise typer.Exit(EXIT_FAILED)
+
+
+def _citations(checked: Any) -> dict[str, Any] | None:
+    """The citation check as JSON, or ``None`` (said on standard error) when it would be out
+    of proportion to the answer: the prompt and the answer are printed all the same."""
+    from ctxasm.errors import CtxasmError
+
+    try:
+        data: dict[str, Any] = checked.to_dict()
+    except CtxasmError as error:
+        echo(f"ctxasm: the citation check is left out (citations: null): {error.message}", err=True)
+        return None
+    return data
 
 
 def _assemble_from_store(
@@ -358,7 +380,7 @@ def chat_messages(result: Any) -> list[dict[str, str]]:
     return messages
 
 
-def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, dict[str, Any]] | None:
+def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, Any] | None:
     """The model's answer and its citation check, when an endpoint is configured (printed when
     ``readable``). The model may write at most the output the budget reserved (``max_tokens``)."""
     base = os.environ.get("CTXASM_LLM_BASE_URL")
@@ -373,7 +395,6 @@ def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, dict[str,
         return None
     from ctxasm.citations import check_citations
     from ctxasm.cli.citations_cmd import print_citation_text
-    from ctxasm.errors import CtxasmError
 
     body = {
         "model": os.environ.get("CTXASM_LLM_MODEL", result.report.model),
@@ -385,28 +406,45 @@ def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, dict[str,
     if readable:
         echo(f"--- answer ---\n{answer}\n\n--- citations ---")
         print_citation_text(checked)
-    try:
-        return answer, checked.to_dict()  # refused when out of proportion to the answer
-    except CtxasmError as error:
-        _fail_with(error)
+    return answer, checked
+
+
+# The most ctxasm waits for a model's answer (the whole call), and the most it reads of it.
+ANSWER_SECONDS = 120.0
+ANSWER_BYTES = 16 * 1024 * 1024
 
 
 def _complete(base: str, body: dict[str, Any]) -> str:
-    """The answer of an OpenAI-compatible chat-completions endpoint."""
-    import urllib.request
+    """The answer of an OpenAI-compatible chat-completions endpoint (see
+    :mod:`ctxasm.endpoint` for what the call refuses)."""
+    from ctxasm.endpoint import EndpointError, endpoint_url, post_json
 
     key = os.environ.get("CTXASM_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
-    request = urllib.request.Request(
-        f"{base.rstrip('/')}/chat/completions",
-        data=json.dumps(body).encode("utf-8"),
-        headers={"content-type": "application/json", "authorization": f"Bearer {key}"},
-        method="POST",
-    )
     try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            answer = json.load(response)["choices"][0]["message"]["content"]
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-        _fail(f"the model endpoint failed: {exc}", EXIT_FAILED)
-    if not isinstance(answer, str):
-        _fail(f"the model endpoint answered {type(answer).__name__}, not text", EXIT_FAILED)
+        url = endpoint_url(base, "chat/completions", name="CTXASM_LLM_BASE_URL")
+        data = post_json(
+            url,
+            body,
+            {"authorization": f"Bearer {key}"},
+            timeout=ANSWER_SECONDS,
+            max_bytes=ANSWER_BYTES,
+        )
+    except EndpointError as error:
+        _fail(f"the model endpoint failed: {error.message}", EXIT_FAILED)
+    answer = _content(data)
+    if answer is None:
+        _fail(
+            "the model endpoint failed: its answer has no choices[0].message.content text (an "
+            "OpenAI chat completion)",
+            EXIT_FAILED,
+        )
     return answer
+
+
+def _content(data: Any) -> str | None:
+    """``choices[0].message.content`` of a chat completion, when it is text."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, str) else None

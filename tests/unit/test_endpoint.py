@@ -1,0 +1,161 @@
+"""Calls to a provider's endpoint (:mod:`ctxasm.endpoint`) against a real local HTTP server
+that misbehaves: redirects are refused and never followed, the whole call has one deadline,
+the answer is bounded and read strictly, and no message shows the API key."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+
+import pytest
+
+from ctxasm.endpoint import EndpointError, endpoint_url, post_json
+from ctxasm.errors import TokenizerError
+from ctxasm.formatting.base import Rendered
+from ctxasm.providers import AnthropicCounter
+
+KEY = "sk-secret-key-12345"
+
+
+class _Misbehaving(BaseHTTPRequestHandler):
+    seen: ClassVar[list[tuple[str, str, str | None]]] = []
+    count: ClassVar[Any] = 7
+
+    def _answer(self, status: int, body: bytes, **headers: str) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name.replace("_", "-"), value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        _Misbehaving.seen.append(("GET", self.path, self.headers.get("authorization")))
+        self._answer(200, b'{"choices": []}', content_length="15")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length", 0))
+        self.rfile.read(length)
+        _Misbehaving.seen.append(("POST", self.path, self.headers.get("authorization")))
+        path = self.path.split("?")[0]
+        if path.endswith("/redirect/x"):
+            self._answer(302, b"", location=f"http://localhost:{self.server.server_address[1]}/x")
+        elif path.endswith("/trickle/x"):
+            self.send_response(200)
+            self.send_header("content-length", "1000")
+            self.end_headers()
+            for _ in range(100):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.1)
+        elif path.endswith("/huge/x"):
+            body = b'{"a": "' + b"x" * 5000 + b'"}'
+            self._answer(200, body, content_length=str(len(body)))
+        elif path.endswith("/short/x"):
+            self._answer(200, b'{"a": ', content_length="100")
+        elif path.endswith("/repeated/x"):
+            body = b'{"a": 1, "a": 2}'
+            self._answer(200, body, content_length=str(len(body)))
+        elif path.endswith("/status/x"):
+            self._answer(503, b"down", content_length="4")
+        elif path.endswith("/count/v1/messages/count_tokens"):
+            body = json.dumps({"input_tokens": _Misbehaving.count}).encode()
+            self._answer(200, body, content_length=str(len(body)))
+        else:
+            body = json.dumps({"ok": True, "path": self.path}).encode()
+            self._answer(200, body, content_length=str(len(body)))
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture()
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    _Misbehaving.seen.clear()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _post(url: str, *, timeout: float = 10.0, max_bytes: int = 1000, key: str = KEY) -> Any:
+    return post_json(
+        url, {"q": 1}, {"authorization": f"Bearer {key}"}, timeout=timeout, max_bytes=max_bytes
+    )
+
+
+def test_a_plain_answer_is_read_and_the_query_stays_after_the_path(server: str) -> None:
+    url = endpoint_url(f"{server}/v1/?api-version=2024", "chat/completions", name="BASE")
+    assert _post(url) == {"ok": True, "path": "/v1/chat/completions?api-version=2024"}
+    assert _Misbehaving.seen == [("POST", "/v1/chat/completions?api-version=2024", f"Bearer {KEY}")]
+
+
+def test_a_redirect_is_refused_and_the_key_goes_nowhere_else(server: str) -> None:
+    with pytest.raises(EndpointError, match="HTTP 302, a redirect; redirects are not followed"):
+        _post(f"{server}/redirect/x")
+    assert [method for method, _, _ in _Misbehaving.seen] == ["POST"]
+
+
+def test_the_whole_call_has_one_deadline(server: str) -> None:
+    # A byte every 0.1 s: each read is quick, the whole answer would take 10 s.
+    started = time.monotonic()
+    with pytest.raises(EndpointError, match="no whole answer within 1 s"):
+        _post(f"{server}/trickle/x", timeout=1.0)
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("/huge/x", "larger than 1,000 bytes"),
+        ("/short/x", "ended before the length it announced"),
+        ("/repeated/x", "repeats the key 'a'"),
+        ("/status/x", "HTTP 503"),
+    ],
+)
+def test_bad_answers_are_one_line_errors(server: str, path: str, message: str) -> None:
+    with pytest.raises(EndpointError, match=message) as caught:
+        _post(f"{server}{path}")
+    assert "\n" not in caught.value.message
+
+
+def test_a_key_with_a_line_end_is_refused_without_being_shown(server: str) -> None:
+    with pytest.raises(EndpointError, match="contains a control character") as caught:
+        _post(f"{server}/x", key=KEY + "\r")
+    assert KEY not in caught.value.message
+    assert _Misbehaving.seen == []
+
+
+@pytest.mark.parametrize(
+    ("base", "message"),
+    [
+        ("https://admin:SECRET-PASSWORD@llm.example/v1", "must not hold a user name or password"),
+        ("127.0.0.1:8000/v1", "must be an http:// or https:// URL"),
+        ("file:///etc/passwd", "must be an http:// or https:// URL"),
+        ("ftp://example.com/v1", "must be an http:// or https:// URL"),
+        ("http://example.com:port/v1", "is not a valid URL"),
+    ],
+)
+def test_base_urls_other_than_http_without_credentials_are_refused(base: str, message: str) -> None:
+    with pytest.raises(EndpointError, match=message) as caught:
+        endpoint_url(base, "chat/completions", name="CTXASM_LLM_BASE_URL")
+    assert "SECRET" not in caught.value.message
+
+
+@pytest.mark.parametrize("count", [-5, 0, True, 1e300, "12", None])
+def test_the_anthropic_counter_takes_only_a_count(server: str, count: Any) -> None:
+    _Misbehaving.count = count
+    counter = AnthropicCounter(KEY, f"{server}/count", timeout=5.0)
+    rendered = Rendered(messages=({"role": "user", "content": "hi"},), system=None, text=None)
+    with pytest.raises(TokenizerError, match="no input_tokens count"):
+        counter.count("claude-sonnet-4", rendered)
+    _Misbehaving.count = 42
+    assert counter.count("claude-sonnet-4", rendered) == 42
