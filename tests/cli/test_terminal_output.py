@@ -61,8 +61,9 @@ def test_visible_writes_terminal_controls_as_json_escapes() -> None:
 def test_echo_shows_controls_on_a_terminal_and_keeps_them_in_a_file(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    echo("x\x1b]0;t\x07y")
-    assert capsys.readouterr().out == "x\x1b]0;t\x07y\n"  # a file gets the data as it is
+    echo("x\x1b]0;t\x07y \x1b[31mred")
+    # a file gets the data as it is (a CSI sequence, alone, was dropped)
+    assert capsys.readouterr().out == "x\x1b]0;t\x07y \x1b[31mred\n"
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
     echo("x\x1b]0;t\x07y")
     assert capsys.readouterr().out == "x\\u001b]0;t\\u0007y\n"

@@ -7,7 +7,6 @@ Nothing here imports Typer: ``ctxasm assemble`` runs without it (see
 from __future__ import annotations
 
 import codecs
-import re
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -20,7 +19,6 @@ if TYPE_CHECKING:
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "echo", "error_line", "fail", "fail_with", "visible"]
 
 # The escape sequences Click strips from output that is not a terminal.
-_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
 # Control characters a terminal acts on (C0 but tab and newline, DEL, C1) and the bidi controls
 # that reorder what it shows, written as escapes: a stored document's title or text must not
 # set the terminal's title, write its clipboard, hide or reorder lines when it is shown.
@@ -46,14 +44,17 @@ def visible(text: str) -> str:
 
 def echo(message: str, *, err: bool = False, nl: bool = True) -> None:
     """Write ``message`` and a newline to stdout (stderr with ``err``) and flush, as
-    ``typer.echo`` does: escape sequences are dropped unless the stream is a terminal, and a
-    stream whose encoding is ASCII is written as UTF-8 (unencodable characters replaced)."""
+    ``typer.echo`` does, except that control characters are shown (see :func:`visible`) on a
+    terminal and kept as they are elsewhere; a stream whose encoding is ASCII is written as
+    UTF-8 (unencodable characters replaced)."""
     stream = sys.stderr if err else sys.stdout
     if stream is None:  # no stream to write to (pythonw)
         return
     text = message + "\n" if nl else message
-    # ctxasm writes no escape sequence of its own: on a terminal, those in data are shown
-    text = visible(text) if _is_terminal(stream) else _ANSI.sub("", text)
+    # ctxasm writes no escape sequence of its own: on a terminal, those in data are shown;
+    # a file or a pipe gets the data as it is (CSI sequences, alone, were dropped there)
+    if _is_terminal(stream):
+        text = visible(text)
     binary = getattr(stream, "buffer", None)
     if binary is not None and _is_ascii(getattr(stream, "encoding", None) or "ascii"):
         stream.flush()
