@@ -129,3 +129,104 @@ def test_an_output_ray_cannot_write_is_bad_input_by_its_own_name(tmp_path: Path)
     done = _ctxasm("batch", "in.jsonl", "missing/out.jsonl", "--engine", "ray", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert "ctxasm: error: missing/out.jsonl: No such file or directory" in done.stderr
+
+
+def _parquet_requests(folder: Path, files: int) -> list[str]:
+    """``files`` Parquet files of one request each in ``folder``, the query naming the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    request = json.loads(EXAMPLE.read_text())
+    folder.mkdir()
+    names = []
+    for number in range(files):
+        name = f"part-{number:02d}.parquet"
+        query = {**request, "id": name}
+        pq.write_table(pa.table({"request": [json.dumps(query)]}), folder / name)
+        names.append(name)
+    return names
+
+
+def test_an_output_folder_that_holds_the_input_is_refused(tmp_path: Path) -> None:
+    # It was replaced whole: the run deleted the input folder's twelve files.
+    from ctxasm.batch.ray_engine import run_batch
+    from ctxasm.errors import RequestError
+
+    names = _parquet_requests(tmp_path / "data.parquet", 3)
+    source = str(tmp_path / "data.parquet" / names[0])
+    with pytest.raises(RequestError, match="is the input") as caught:
+        run_batch(source, str(tmp_path / "data.parquet"), None, max_bytes=1 << 20)
+    assert caught.value.field == "OUT"
+    assert sorted(p.name for p in (tmp_path / "data.parquet").iterdir()) == names
+
+
+def test_an_output_folder_with_other_files_is_refused(tmp_path: Path) -> None:
+    from ctxasm.batch.ray_engine import run_batch
+    from ctxasm.errors import RequestError
+
+    (tmp_path / "in.jsonl").write_text(EXAMPLE.read_text().replace("\n", " ") + "\n")
+    (tmp_path / "out.parquet").mkdir()
+    (tmp_path / "out.parquet" / "notes.txt").write_text("mine")
+    with pytest.raises(RequestError, match=r"holds other files than a Parquet output's \(notes"):
+        run_batch(str(tmp_path / "in.jsonl"), str(tmp_path / "out.parquet"), None, max_bytes=99999)
+    assert (tmp_path / "out.parquet" / "notes.txt").read_text() == "mine"
+
+
+def test_a_parquet_folder_is_numbered_in_file_order_every_run(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from ctxasm.batch.ray_engine import run_batch
+
+    names = _parquet_requests(tmp_path / "in", 6)
+    for run in range(2):
+        target = tmp_path / f"out{run}.jsonl"
+        run_batch(str(tmp_path / "in"), str(target), None, max_bytes=1 << 20)
+        ids = [json.loads(line)["id"] for line in target.read_text().splitlines()]
+        assert ids == names
+    # a folder output gets a new folder's mode (mkdtemp's was 0700), and an empty input a
+    # folder that reads back as no rows (it was a 0-byte file)
+    (tmp_path / "empty.jsonl").write_text("\n\n")
+    stats = run_batch(str(tmp_path / "empty.jsonl"), str(tmp_path / "e.parquet"), None, max_bytes=9)
+    assert (stats.ok, stats.failed) == (0, 0)
+    assert pq.read_table(tmp_path / "e.parquet").num_rows == 0
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert (tmp_path / "e.parquet").stat().st_mode & 0o777 == 0o777 & ~umask
+
+
+def test_a_config_named_relatively_reaches_the_workers_from_the_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Workers opened the relative name from their own folder (a cluster's): a whole-job error.
+    from ctxasm.batch import ray_engine
+
+    seen: list[Any] = []
+    real = ray_engine.assemble_dataset
+
+    def recorded(dataset: Any, config: Any, **options: Any) -> Any:
+        seen.append(config)
+        return real(dataset, config, **options)
+
+    monkeypatch.setattr(ray_engine, "assemble_dataset", recorded)
+    monkeypatch.chdir(tmp_path)
+    Path("cfg.toml").write_text('[defaults]\nmodel = "gpt-4o"\n')
+    Path("in.jsonl").write_text(EXAMPLE.read_text().replace("\n", " ") + "\n")
+    stats = ray_engine.run_batch("in.jsonl", "out.jsonl", "cfg.toml", max_bytes=1 << 20)
+    assert (stats.ok, seen) == (1, [str(tmp_path / "cfg.toml")])
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("garbage", "is not host:port"),
+        ("127.0.0.1:notaport", "is not host:port"),
+        ("127.0.0.1:1", "no Ray cluster answers there"),  # nothing listens: Ray retried forever
+    ],
+)
+def test_a_ray_address_that_cannot_be_used_is_named(address: str, message: str) -> None:
+    from ctxasm.batch.ray_engine import _check_address
+    from ctxasm.errors import RequestError
+
+    with pytest.raises(RequestError, match=message) as caught:
+        _check_address(address)
+    assert caught.value.field == "RAY_ADDRESS"

@@ -23,14 +23,15 @@ from ctxasm.errors import RequestError
 __all__ = ["atomic_output", "check_not_input", "new_file_mode"]
 
 
-def new_file_mode(target: Path) -> int:
-    """The mode ``target`` should end with: its current one, else ``0o666`` under the umask."""
+def new_file_mode(target: Path, *, folder: bool = False) -> int:
+    """The mode ``target`` should end with: its current one, else ``0o666`` (a ``folder``:
+    ``0o777``) under the umask."""
     try:
         return stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
         umask = os.umask(0o022)  # reading the umask means setting it; put it straight back
         os.umask(umask)
-        return 0o666 & ~umask
+        return (0o777 if folder else 0o666) & ~umask
 
 
 @contextmanager
@@ -61,6 +62,9 @@ def check_not_input(source: str, target: str) -> None:
         same = os.path.samefile(source, target)
     except (OSError, ValueError):  # either missing (or unnamable): not the same file
         return
+    if not same and os.path.isdir(target):  # a folder output replaces what is in it
+        inside = Path(os.path.realpath(source))
+        same = Path(os.path.realpath(target)) in inside.parents
     if same:
         raise RequestError(
             f"the output {target} is the input {source}: the results would replace the "

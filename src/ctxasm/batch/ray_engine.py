@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ctxasm.batch.files import atomic_output, check_not_input
+from ctxasm.batch.files import atomic_output, check_not_input, new_file_mode
 from ctxasm.batch.jsonl import DEFAULT_MAX_LINE_BYTES, BatchStats, assemble_line, read_lines
 from ctxasm.errors import RequestError
 
@@ -58,7 +58,18 @@ def _replaced_folder(target: str) -> Iterator[str]:
     what was there (Ray adds its files to a folder: an earlier run's rows stayed beside the
     new ones), and is removed when it fails."""
     path = Path(target)
+    if path.is_dir() and not path.is_symlink():
+        others = sorted(p.name for p in path.iterdir() if not _written_by_ray(p))
+        if others:
+            raise RequestError(
+                f"the output {target} is a folder that holds other files than a Parquet "
+                f"output's ({', '.join(others[:3])}): it would be replaced whole; write the "
+                "results to another folder",
+                field="OUT",
+            )
     folder = tempfile.mkdtemp(dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".part")
+    # the earlier folder's mode, else a new folder's (mkdtemp makes it 0700)
+    os.chmod(folder, new_file_mode(path, folder=True))
     try:
         yield folder
         old = None
@@ -75,6 +86,27 @@ def _replaced_folder(target: str) -> Iterator[str]:
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
+
+
+def _written_by_ray(path: Path) -> bool:
+    """Whether ``path`` is one of the files a Parquet output holds (Ray writes ``.parquet``
+    files; other writers add ``_SUCCESS`` and ``.crc`` files)."""
+    name = path.name
+    return path.is_file() and (
+        name.endswith((".parquet", ".crc")) or name in ("_SUCCESS", "_common_metadata", "_metadata")
+    )
+
+
+def _parquet_files(source: str) -> list[str]:
+    """The Parquet files of ``source`` (a file, or a folder's, walked), in path order: rows
+    are numbered in that order whatever order Ray lists them in."""
+    path = Path(source)
+    if not path.is_dir():
+        return [source]
+    found = sorted(str(p) for p in path.rglob("*.parquet") if p.is_file())
+    if not found:
+        raise RequestError(f"{source} holds no .parquet file", field="IN")
+    return found
 
 
 def _batch(
@@ -114,20 +146,59 @@ def assemble_dataset(
 
 def start_ray() -> None:
     """Join the cluster in ``RAY_ADDRESS``, else start a local one, unless Ray runs already.
-    Ray sets its own SIGTERM handler here: a caller that handles signals sets its own after."""
+    Ray sets its own SIGTERM handler here: a caller that handles signals sets its own after.
+    An address that is malformed, or where nothing answers within ``CONNECT_SECONDS``, is a
+    :class:`RequestError` on ``RAY_ADDRESS`` (Ray itself retried an unreachable one forever)."""
     import logging
 
     import ray
 
     logging.getLogger("ray.data").setLevel(logging.WARNING)
-    if not ray.is_initialized():
+    if ray.is_initialized():
+        return
+    address = os.environ.get("RAY_ADDRESS") or None
+    if address is not None:
+        _check_address(address)
+    try:
         ray.init(
             logging_level=logging.WARNING,
-            address=os.environ.get("RAY_ADDRESS"),
+            address=address,
             include_dashboard=False,
             log_to_driver=False,
             ignore_reinit_error=True,
         )
+    except ValueError as exc:  # a malformed address, or ray:// without Ray's client
+        raise RequestError(
+            f"RAY_ADDRESS {address!r} cannot be used: {' '.join(str(exc).split())[:300]}",
+            field="RAY_ADDRESS",
+        ) from None
+
+
+CONNECT_SECONDS = 10.0  # how long a cluster's address may take to accept a connection
+
+
+def _check_address(address: str) -> None:
+    """Refuse a ``host:port`` address where nothing accepts a connection (``auto``, ``local``
+    and ``ray://`` addresses are left to Ray)."""
+    import socket
+
+    if address in ("auto", "local") or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise RequestError(
+            f"RAY_ADDRESS {address!r} is not host:port (the head's GCS address, such as "
+            "10.0.0.5:6379), auto, local or ray://host:10001",
+            field="RAY_ADDRESS",
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise RequestError(
+            f"RAY_ADDRESS {address!r}: no Ray cluster answers there ({exc.strerror or exc}); "
+            "start one (ray start --head) or unset RAY_ADDRESS to run Ray locally",
+            field="RAY_ADDRESS",
+        ) from None
 
 
 def run_batch(
@@ -137,12 +208,16 @@ def run_batch(
     check_not_input(source, target)
     import ray.data
 
+    if isinstance(config, str):  # workers open it from their own folder
+        config = os.path.abspath(config)
     start_ray()
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.execution_options.preserve_order = True  # rows numbered in file order, every run
     rows: list[dict[str, Any]]
     if source.endswith(".parquet") or Path(source).is_dir():
         # a ``request`` column of JSON text (or its UTF-8 bytes); rows are numbered in file order
-        table = ray.data.read_parquet(source)
+        table = ray.data.read_parquet(_parquet_files(source))
         if "request" not in table.columns():
             raise RequestError(
                 f"{source} has no 'request' column (it has: {', '.join(table.columns())[:200]}); "
@@ -162,10 +237,21 @@ def run_batch(
     dataset: Any = ray.data.from_items(rows) if rows else None
     stats = BatchStats()
     if dataset is None:
+        if target.endswith(".parquet"):  # a folder with one file of no rows, which reads back
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            empty = pa.table(
+                {"line": pa.array([], pa.int64()), "result": pa.array([], pa.string())}
+            )
+            with _replaced_folder(target) as folder:
+                pq.write_table(empty, str(Path(folder) / "empty.parquet"))
+            return stats
         with atomic_output(target):
             return stats
     results = assemble_dataset(dataset, config, max_bytes=max_bytes).sort("line")
     if target.endswith(".parquet"):
+        results = results.materialize()  # assembled once: written, then counted
         with _replaced_folder(target) as folder:
             results.write_parquet(folder)
         for row in results.iter_rows():

@@ -216,11 +216,16 @@ def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int)
     try:
         open_assembler(config)  # a bad config fails here, once
         setting = str(config) if config is not None else os.environ.get("CTXASM_CONFIG")
+        # Workers open it from their own folder (or machine): named from the root, it is the
+        # file this process read.
+        setting = os.path.abspath(setting) if setting else None
         stats = run_ray_batch(source, target, setting, max_bytes=max_bytes)
     except CtxasmError as error:
         _fail_with(error)
     except BatchInterruptedError as interrupted:
         _interrupted(interrupted, target)
+    except ConnectionError as exc:  # Ray's: the cluster, not the output file
+        _fail(f"cannot join the Ray cluster (RAY_ADDRESS): {exc}", EXIT_FAILED)
     except OSError as exc:  # an output folder that cannot be written, as the local engine says
         name = str(exc.filename or target)
         if Path(name).name.startswith(f".{Path(target).name}."):  # the hidden temporary file
