@@ -11,7 +11,8 @@ with ``http.client`` directly, not ``urllib``'s opener:
 - the whole call, from connecting to the last byte, has one deadline (the socket's timeout
   bounds each read only: an endpoint sending a byte a second never timed out);
 - the answer is read up to ``max_bytes`` and parsed as requests are (:mod:`ctxasm.jsonio`:
-  a repeated key, ``NaN`` or deep nesting is refused).
+  a repeated key, ``NaN`` or deep nesting is refused);
+- the environment's proxies are used as ``urllib`` used them (see :func:`_connection`).
 
 Every failure is an :class:`EndpointError` whose message says what went wrong and never holds
 a header value.
@@ -26,7 +27,7 @@ import threading
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from ctxasm.errors import CtxasmError
 from ctxasm.jsonio import decode_json
@@ -84,11 +85,8 @@ def post_json(
                 "line end left from the file it was read from; remove it"
             )
     parts = urlsplit(url)
-    connection_class = (
-        http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    )
-    connection = connection_class(parts.hostname or "", parts.port, timeout=timeout)
-    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    connection, target, extra = _connection(parts, timeout)
+    headers = {**headers, **extra}
     payload = _json_bytes(body)
     deadline = time.monotonic() + timeout
     # At the deadline the socket is shut: a read then ends, whatever the endpoint trickles.
@@ -132,6 +130,52 @@ def post_json(
         return decode_json(data, what="answer")
     except CtxasmError as error:
         raise EndpointError(error.message) from None
+
+
+def _connection(
+    parts: SplitResult, timeout: float
+) -> tuple[http.client.HTTPConnection, str, dict[str, str]]:
+    """The connection for a URL, the request target and the headers to add: straight to the
+    host, or through the proxy the environment names for its scheme (``HTTPS_PROXY``,
+    ``HTTP_PROXY``; not for a host ``NO_PROXY`` names), as ``urllib`` went: a tunnel for
+    https, the whole URL as the target for http, and ``Proxy-Authorization`` from the proxy
+    URL's user and password."""
+    import urllib.request
+
+    host, port = parts.hostname or "", parts.port
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    https = parts.scheme == "https"
+    proxy = (
+        None if urllib.request.proxy_bypass(host) else urllib.request.getproxies().get(parts.scheme)
+    )
+    if not proxy:
+        kind = http.client.HTTPSConnection if https else http.client.HTTPConnection
+        return kind(host, port, timeout=timeout), path, {}
+    try:
+        via = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        via_port = via.port
+    except ValueError:
+        raise EndpointError(f"the {parts.scheme} proxy of the environment is not a URL") from None
+    if via.scheme != "http" or not via.hostname:
+        raise EndpointError(
+            f"the {parts.scheme} proxy of the environment must be an http:// URL with a host"
+        )
+    auth: dict[str, str] = {}
+    if via.username is not None:
+        import base64
+        from urllib.parse import unquote
+
+        pair = f"{unquote(via.username)}:{unquote(via.password or '')}".encode()
+        auth["Proxy-Authorization"] = f"Basic {base64.b64encode(pair).decode('ascii')}"
+    if https:  # a tunnel to the host, and TLS with the host inside it
+        tunnel = http.client.HTTPSConnection(via.hostname, via_port, timeout=timeout)
+        tunnel.set_tunnel(host, port or 443, headers=auth)
+        return tunnel, path, {}
+    return (
+        http.client.HTTPConnection(via.hostname, via_port, timeout=timeout),
+        urlunsplit(parts),
+        auth,
+    )
 
 
 def _json_bytes(body: object) -> bytes:

@@ -32,6 +32,10 @@ class _Misbehaving(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_CONNECT(self) -> None:  # as a proxy asked for a tunnel: refuses it
+        _Misbehaving.seen.append(("CONNECT", self.path, self.headers.get("proxy-authorization")))
+        self._answer(407, b"", content_length="0")
+
     def do_GET(self) -> None:
         _Misbehaving.seen.append(("GET", self.path, self.headers.get("authorization")))
         self._answer(200, b'{"choices": []}', content_length="15")
@@ -40,6 +44,8 @@ class _Misbehaving(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length", 0))
         self.rfile.read(length)
         _Misbehaving.seen.append(("POST", self.path, self.headers.get("authorization")))
+        if self.headers.get("proxy-authorization"):
+            _Misbehaving.seen.append(("PROXY", "", self.headers["proxy-authorization"]))
         path = self.path.split("?")[0]
         if path.endswith("/redirect/x"):
             self._answer(302, b"", location=f"http://localhost:{self.server.server_address[1]}/x")
@@ -159,3 +165,24 @@ def test_the_anthropic_counter_takes_only_a_count(server: str, count: Any) -> No
         counter.count("claude-sonnet-4", rendered)
     _Misbehaving.count = 42
     assert counter.count("claude-sonnet-4", rendered) == 42
+
+
+def test_the_proxies_of_the_environment_are_used_as_urllib_used_them(
+    server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy = server.replace("http://", "http://user:pw@")
+    for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    monkeypatch.setenv("HTTPS_PROXY", proxy)
+    # http: the whole URL goes to the proxy, with its credentials
+    assert _post("http://llm.example/v1/x")["path"] == "http://llm.example/v1/x"
+    assert ("PROXY", "", "Basic dXNlcjpwdw==") in _Misbehaving.seen
+    # https: a tunnel is asked for (this proxy refuses it)
+    with pytest.raises(EndpointError, match="407"):
+        _post("https://llm.example/v1/x")
+    assert ("CONNECT", "llm.example:443", "Basic dXNlcjpwdw==") in _Misbehaving.seen
+    # a host NO_PROXY names is called directly
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:1")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert _post(f"{server}/v1/x")["path"] == "/v1/x"
