@@ -99,6 +99,8 @@ def post_json(
         connection.connect()
         if connection.sock is not None:
             held.append(connection.sock)
+        if time.monotonic() >= deadline:  # the watchdog fired while connecting: nothing to shut
+            raise EndpointError(f"no whole answer within {timeout:g} s")
         connection.request(
             "POST", target, body=payload, headers={**headers, "content-type": "application/json"}
         )
@@ -142,9 +144,10 @@ def _connection(
     URL's user and password."""
     import urllib.request
 
-    host, port = parts.hostname or "", parts.port
-    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    # The port given, never left to http.client: it reads an IPv6 host's last group as one.
     https = parts.scheme == "https"
+    host, port = parts.hostname or "", parts.port or (443 if https else 80)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
     proxy = (
         None if urllib.request.proxy_bypass(host) else urllib.request.getproxies().get(parts.scheme)
     )
@@ -153,10 +156,11 @@ def _connection(
         return kind(host, port, timeout=timeout), path, {}
     try:
         via = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-        via_port = via.port
+        via_port = via.port or 80
     except ValueError:
         raise EndpointError(f"the {parts.scheme} proxy of the environment is not a URL") from None
-    if via.scheme != "http" or not via.hostname:
+    # An https:// proxy is spoken to as urllib spoke to it: in plain text.
+    if via.scheme not in ("http", "https") or not via.hostname:
         raise EndpointError(
             f"the {parts.scheme} proxy of the environment must be an http:// URL with a host"
         )
@@ -169,7 +173,7 @@ def _connection(
         auth["Proxy-Authorization"] = f"Basic {base64.b64encode(pair).decode('ascii')}"
     if https:  # a tunnel to the host, and TLS with the host inside it
         tunnel = http.client.HTTPSConnection(via.hostname, via_port, timeout=timeout)
-        tunnel.set_tunnel(host, port or 443, headers=auth)
+        tunnel.set_tunnel(host, port, headers=auth)
         return tunnel, path, {}
     return (
         http.client.HTTPConnection(via.hostname, via_port, timeout=timeout),

@@ -438,3 +438,19 @@ def test_report_prints_markup_in_a_saved_result_as_text() -> None:
     assert "gpt[/bold]x" in out
     assert "[link=https://evil.example/]click[/link]" in out and "\x1b]8;" not in out
     assert "[red]access 1.0" in out
+
+
+def test_a_piped_report_keeps_each_row_on_one_line(tmp_path: Path) -> None:
+    # At rich's 80 columns a "why chosen" cell wrapped ("link from / Source 1 via ..."), so
+    # `ctxasm report result.json | grep -c Source` counted 5 rows for 3, and urls were cut.
+    result = tmp_path / "result.json"
+    result.write_bytes(ctxasm("assemble", str(EXAMPLE)).stdout)
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    done = subprocess.run(
+        [*command, "report", str(result)], capture_output=True, text=True, env=env, timeout=120
+    )
+    rows = [line for line in done.stdout.splitlines() if "Source" in line]
+    assert len(rows) == 3, done.stdout
+    assert "https://en.wikipedia.org/wiki/Aristotle" in done.stdout

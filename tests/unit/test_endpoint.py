@@ -186,3 +186,45 @@ def test_the_proxies_of_the_environment_are_used_as_urllib_used_them(
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:1")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     assert _post(f"{server}/v1/x")["path"] == "/v1/x"
+
+
+def test_the_deadline_holds_when_connecting_takes_it_all(
+    server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The watchdog fired while no socket was there to shut (a slow DNS lookup, an address that
+    # drops packets), and the trickling answer then ran on unbounded.
+    import http.client
+
+    real = http.client.HTTPConnection.connect
+
+    def slow(self: http.client.HTTPConnection) -> None:
+        time.sleep(1.5)
+        real(self)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "connect", slow)
+    started = time.monotonic()
+    with pytest.raises(EndpointError, match="no whole answer within 1 s"):
+        _post(f"{server}/trickle/x", timeout=1.0)
+    assert time.monotonic() - started < 5
+
+
+def test_an_ipv6_host_without_a_port_keeps_its_address() -> None:
+    # http.client read the last group of "::1" as the port
+    from urllib.parse import urlsplit
+
+    from ctxasm.endpoint import _connection
+
+    for url, port in (("http://[::1]/v1", 80), ("https://[2001:db8::5]/v1", 443)):
+        connection, _, _ = _connection(urlsplit(url), 1.0)
+        assert (connection.host, connection.port) == (urlsplit(url).hostname, port)
+
+
+def test_an_https_proxy_url_is_spoken_to_as_urllib_did(
+    server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", server.replace("http://", "https://"))
+    with pytest.raises(EndpointError, match="407"):
+        _post("https://llm.example/v1/x")
+    assert ("CONNECT", "llm.example:443", None) in _Misbehaving.seen

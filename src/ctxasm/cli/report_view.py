@@ -39,7 +39,10 @@ def print_report(
     """The budget breakdown, the included and the excluded passages of a report's JSON, on
     stderr (stdout without ``stderr``); ``hidden`` replaces the no-relevant-context line
     (``ask``: matches exist that the asker may not read)."""
-    console = Console(stderr=stderr)
+    stream = sys.stderr if stderr else sys.stdout
+    # Piped output keeps whole cells (for grep): 80 columns wrapped a "why chosen" cell
+    # over lines and cut urls short.
+    console = Console(stderr=stderr, width=None if _is_tty(stream) else 200)
     exactness = "exact" if report["exact_count"] else "ESTIMATED"
     # Every string from the report is escaped: a saved result is input, and rich would read
     # "[/b]" in a model name as markup (an error) or "[link=...]" as a terminal hyperlink.
@@ -176,7 +179,14 @@ def print_models(specs: Sequence[ModelSpec]) -> None:
             "-" if spec.output_price is None else f"{spec.output_price:g}",
         )
     # Piped output keeps full names (for grep) instead of squeezing into 80 columns.
-    Console(width=None if sys.stdout.isatty() else 200).print(table)
+    Console(width=None if _is_tty(sys.stdout) else 200).print(table)
+
+
+def _is_tty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except Exception:  # a closed or unusual stream: a file
+        return False
 
 
 def _rate(value: float | None) -> str:

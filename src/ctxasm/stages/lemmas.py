@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import struct
 import tempfile
 from array import array
@@ -146,7 +147,7 @@ def _table(language: str) -> Mapping[str, str]:
         path = None
     if path is not None:
         try:
-            return LemmaTable(path.read_bytes())
+            return LemmaTable(_read_file(path))
         except (OSError, ValueError):
             pass
     dictionary = DefaultDictionaryFactory().get_dictionary(language)
@@ -157,6 +158,23 @@ def _table(language: str) -> Mapping[str, str]:
     if path is not None:
         _write(path, data)
     return LemmaTable(data)
+
+
+_MOST_BYTES = 64 * 1024 * 1024  # a table is about 5.6 MB: anything larger is no table
+
+
+def _read_file(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``; ``ValueError`` for anything else (a FIFO
+    would block the reader, a link to ``/dev/zero`` fill its memory)."""
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > _MOST_BYTES:
+            raise ValueError("not a lemma table")
+        with os.fdopen(os.dup(handle), "rb") as stream:
+            return stream.read(_MOST_BYTES + 1)
+    finally:
+        os.close(handle)
 
 
 def _write(path: Path, data: bytes) -> None:

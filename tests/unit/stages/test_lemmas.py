@@ -159,3 +159,16 @@ def test_a_dictionary_the_table_cannot_hold_is_used_as_simplemma_gives_it(
     monkeypatch.setattr(DefaultDictionaryFactory, "get_dictionary", lambda self, lang: odd)
     assert _read("en") is odd
     assert not cache.exists()
+
+
+def test_a_fifo_or_a_device_at_the_tables_path_is_built_over(cache: Path) -> None:
+    # A FIFO blocked the reader; a link to /dev/zero filled its memory.
+    name = f"lemmas-simplemma-{simplemma.__version__}-en.bin"
+    cache.mkdir()
+    os.mkfifo(cache / name)
+    assert _read("en").get("children") == "child"
+    assert (cache / name).is_file()
+    (cache / name).unlink()
+    (cache / name).symlink_to("/dev/zero")
+    assert _read("en").get("went") == "go"
+    assert (cache / name).is_file() and not (cache / name).is_symlink()
