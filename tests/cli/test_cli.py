@@ -454,3 +454,24 @@ def test_a_piped_report_keeps_each_row_on_one_line(tmp_path: Path) -> None:
     rows = [line for line in done.stdout.splitlines() if "Source" in line]
     assert len(rows) == 3, done.stdout
     assert "https://en.wikipedia.org/wiki/Aristotle" in done.stdout
+
+
+def test_assemble_on_a_terminal_says_it_reads_standard_input() -> None:
+    # A bare `ctxasm assemble` waited silently for typed JSON.
+    import pty
+
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    main, terminal = pty.openpty()
+    try:
+        with subprocess.Popen(
+            [*command, "assemble"], stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        ) as process:
+            os.write(main, json.dumps(request()).encode() + b"\n\x04")
+            out, err = process.communicate(timeout=120)
+    finally:
+        os.close(main)
+        os.close(terminal)
+    assert process.returncode == 0, err.decode()
+    assert "reading the request from standard input (end it with Ctrl-D)" in err.decode()
+    assert json.loads(out)["report"]["included"]

@@ -693,3 +693,15 @@ def test_a_failure_after_a_repeated_id_reports_what_was_written(tmp_path: Path) 
     report = index_paths(store, [tmp_path / "a.jsonl"], tenant="a", workers=0)
     assert (report.added, report.updated, report.unchanged, report.chunks) == (2, 1, 0, 3)
     assert [where.rsplit("/", 1)[-1] for where, _ in report.failed] == ["a.jsonl (owned)"]
+
+
+def test_a_file_named_and_in_a_folder_named_is_read_once(tmp_path: Path) -> None:
+    # store.md's own example names danube.md and its folder: its documents were read twice,
+    # the second time reported unchanged on a first run.
+    corpus = Path(__file__).resolve().parents[2] / "examples" / "corpus"
+    store = SQLiteStore(tmp_path / "s.db")
+    report = index_paths(
+        store, [corpus / "danube.md", corpus / "internal.jsonl", corpus], workers=0
+    )
+    assert report.unchanged == 0 and report.failed == []
+    assert report.added == store.stats().documents

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ctxasm.cli.exits import EXIT_BAD_INPUT, fail
+from ctxasm.cli.exits import EXIT_BAD_INPUT, echo, fail
 
 if TYPE_CHECKING:
     from ctxasm.assembler import Assembler
@@ -46,6 +46,12 @@ def read_input(source: str, max_bytes: int, what: str = "request") -> bytes:
     try:
         if source == "-":
             stream = sys.stdin.buffer
+            if _is_terminal(sys.stdin):  # a bare command waited silently for typed JSON
+                echo(
+                    f"ctxasm: reading the {what} from standard input (end it with Ctrl-D); "
+                    "give a file to read it from, or pipe one in",
+                    err=True,
+                )
             data = stream.read(max_bytes + 1)
             size = len(data) + _drain(stream) if len(data) > max_bytes else len(data)
         else:
@@ -60,6 +66,13 @@ def read_input(source: str, max_bytes: int, what: str = "request") -> bytes:
         error = too_large(max_bytes, what, size=max(size, len(data)))
         fail(f"{error.message} [{what}]", EXIT_BAD_INPUT)
     return data
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except Exception:  # a closed or unusual stream: not a terminal
+        return False
 
 
 def _drain(stream: BinaryIO) -> int:

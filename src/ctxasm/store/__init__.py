@@ -154,15 +154,27 @@ class IndexReport:
 
 
 def _files(paths: Iterable[Path]) -> list[Path]:
-    found: list[Path] = []
+    """The files to read, each once (a file named and in a folder named too was read twice,
+    and reported unchanged the second time), in the order first met."""
+    found: dict[Path, Path] = {}
     for path in paths:
         if path.is_dir():
-            found.extend(
-                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
+            walked = sorted(
+                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES
             )
         else:
-            found.append(path)
-    return found
+            walked = [path]
+        for file in walked:
+            found.setdefault(_same_file(file), file)
+    return list(found.values())
+
+
+def _same_file(path: Path) -> Path:
+    """What names ``path``'s file (its resolved path), or the path where it cannot be told."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path
 
 
 BATCH_CHUNKS = 5000  # chunks written per transaction by index_paths
