@@ -49,6 +49,12 @@ def test_options_replace_the_request_fields() -> None:
     assert "Who taught Alexander?" in result["text"]
 
 
+def test_budget_is_another_name_for_max_context_tokens() -> None:
+    code, result, err = _assemble(str(EXAMPLE), "--report", "--budget", "120")
+    assert code == 0, err
+    assert result["report"]["budget"]["context"] == 120
+
+
 def test_a_bad_override_names_the_field() -> None:
     assert _assemble(str(EXAMPLE), "--format", "html")[::2] == (
         2,

@@ -27,9 +27,10 @@ HITS = [{"page_content": "Aristotle taught at the Lyceum.", "similarity": 0.8}]
 
 
 def _typer_params() -> dict[str, Any]:
-    """The parameters Typer declares for ``assemble``, by flag (the argument by its name)."""
+    """The parameters Typer declares for ``assemble``, by each flag (the argument by its
+    name; ``--budget`` is another flag of ``--max-context-tokens``)."""
     command = typer.main.get_command(app).commands["assemble"]  # type: ignore[attr-defined]
-    return {p.opts[0]: p for p in command.params}
+    return {flag: p for p in command.params for flag in p.opts}
 
 
 def test_a_plain_command_line_is_read_into_options() -> None:
@@ -40,6 +41,10 @@ def test_a_plain_command_line_is_read_into_options() -> None:
     assert plain_options(["assemble"]) == AssembleOptions()
     assert plain_options(["assemble", "-", "--config", "c.toml", "--max-bytes", "10"]) == (
         AssembleOptions(config=Path("c.toml"), max_bytes=10)
+    )
+    # ask's name for the cap: `assemble --budget` suggested --indent
+    assert plain_options(["assemble", "-", "--budget", "300"]) == (
+        AssembleOptions(max_context_tokens=300)
     )
 
 
@@ -212,7 +217,9 @@ def test_a_bug_is_one_line_on_stderr(
 def test_echo_writes_the_bytes_typer_echo_writes(
     encoding: str, err: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    message = "Café \x1b[31mred\x1b[0m — done"
+    # The same bytes for text; escape sequences typer.echo drops off a terminal are kept
+    # (tests/cli/test_terminal_output.py: a file or a pipe gets the data as it is).
+    message = "Café red — done"
     written = []
     for write in (echo, typer.echo):
         raw = io.BytesIO()

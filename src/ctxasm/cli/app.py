@@ -83,9 +83,10 @@ MaxContextOption = Annotated[
     int | None,
     typer.Option(
         "--max-context-tokens",
+        "--budget",
         min=1,
         metavar="N",
-        help="Most tokens for the sources (replaces the request's).",
+        help="Most tokens for the sources (replaces the request's; --budget, as ask names it).",
         show_default=False,
     ),
 ]

@@ -78,6 +78,7 @@ FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "--model": ("model", _text),
     "--format": ("fmt", _text),
     "--max-context-tokens": ("max_context_tokens", _count(1)),
+    "--budget": ("max_context_tokens", _count(1)),  # ask's name for it
     "--html": ("html", _path),
     "--indent": ("indent", _count(0, MAX_INDENT)),
     "--config": ("config", _path),
