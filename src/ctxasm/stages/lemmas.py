@@ -20,6 +20,7 @@ import os
 import stat
 import struct
 import tempfile
+import time
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
@@ -182,6 +183,7 @@ def _write(path: Path, data: bytes) -> None:
     silently not where the folder cannot be written."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _drop_stale(path.parent)
         handle, name = tempfile.mkstemp(dir=path.parent, prefix=".lemmas-")
     except OSError:
         return
@@ -192,6 +194,18 @@ def _write(path: Path, data: bytes) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(name)
+
+
+_STALE_SECONDS = 3600.0  # a table being written is renamed within seconds
+
+
+def _drop_stale(folder: Path) -> None:
+    """Remove tables a killed process left half written (an hour old: no writer is at it)."""
+    now = time.time()
+    for left in folder.glob(".lemmas-*"):
+        with contextlib.suppress(OSError):
+            if now - left.lstat().st_mtime > _STALE_SECONDS:
+                left.unlink()
 
 
 @lru_cache(maxsize=1)

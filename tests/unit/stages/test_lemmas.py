@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -172,3 +173,13 @@ def test_a_fifo_or_a_device_at_the_tables_path_is_built_over(cache: Path) -> Non
     (cache / name).symlink_to("/dev/zero")
     assert _read("en").get("went") == "go"
     assert (cache / name).is_file() and not (cache / name).is_symlink()
+
+
+def test_a_table_left_half_written_by_a_killed_process_is_removed(cache: Path) -> None:
+    cache.mkdir()
+    old, fresh = cache / ".lemmas-killed", cache / ".lemmas-writing"
+    old.write_bytes(b"half a table")
+    fresh.write_bytes(b"being written")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    _read("en")
+    assert not old.exists() and fresh.exists()
