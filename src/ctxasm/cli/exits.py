@@ -16,9 +16,17 @@ from ctxasm.errors import EXIT_BAD_INPUT, EXIT_FAILED
 if TYPE_CHECKING:
     from ctxasm.errors import CtxasmError
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "echo", "error_line", "fail", "fail_with", "visible"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FAILED",
+    "echo",
+    "error_line",
+    "fail",
+    "fail_with",
+    "is_terminal",
+    "visible",
+]
 
-# The escape sequences Click strips from output that is not a terminal.
 # Control characters a terminal acts on (C0 but tab and newline, DEL, C1) and the bidi controls
 # that reorder what it shows, written as escapes: a stored document's title or text must not
 # set the terminal's title, write its clipboard, hide or reorder lines when it is shown.
@@ -53,7 +61,7 @@ def echo(message: str, *, err: bool = False, nl: bool = True) -> None:
     text = message + "\n" if nl else message
     # ctxasm writes no escape sequence of its own: on a terminal, those in data are shown;
     # a file or a pipe gets the data as it is (CSI sequences, alone, were dropped there)
-    if _is_terminal(stream):
+    if is_terminal(stream):
         text = visible(text)
     binary = getattr(stream, "buffer", None)
     if binary is not None and _is_ascii(getattr(stream, "encoding", None) or "ascii"):
@@ -65,7 +73,8 @@ def echo(message: str, *, err: bool = False, nl: bool = True) -> None:
     stream.flush()
 
 
-def _is_terminal(stream: Any) -> bool:
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (a closed or unusual stream is not)."""
     try:
         return bool(stream.isatty())
     except Exception:  # a closed or unusual stream: treat it as a file, as Click does

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape as _markup_escape
 from rich.table import Table
 
-from ctxasm.cli.exits import EXIT_BAD_INPUT, fail, visible
+from ctxasm.cli.exits import EXIT_BAD_INPUT, fail, is_terminal, visible
 
 if TYPE_CHECKING:
     from ctxasm.evaluation.runner import EvalRow
@@ -42,7 +42,7 @@ def print_report(
     stream = sys.stderr if stderr else sys.stdout
     # Piped output keeps whole cells (for grep): 80 columns wrapped a "why chosen" cell
     # over lines and cut urls short.
-    console = Console(stderr=stderr, width=None if _is_tty(stream) else 200)
+    console = Console(stderr=stderr, width=None if is_terminal(stream) else 200)
     exactness = "exact" if report["exact_count"] else "ESTIMATED"
     # Every string from the report is escaped: a saved result is input, and rich would read
     # "[/b]" in a model name as markup (an error) or "[link=...]" as a terminal hyperlink.
@@ -179,14 +179,7 @@ def print_models(specs: Sequence[ModelSpec]) -> None:
             "-" if spec.output_price is None else f"{spec.output_price:g}",
         )
     # Piped output keeps full names (for grep) instead of squeezing into 80 columns.
-    Console(width=None if _is_tty(sys.stdout) else 200).print(table)
-
-
-def _is_tty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except Exception:  # a closed or unusual stream: a file
-        return False
+    Console(width=None if is_terminal(sys.stdout) else 200).print(table)
 
 
 def _rate(value: float | None) -> str:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ctxasm.cli.exits import EXIT_BAD_INPUT, echo, fail
+from ctxasm.cli.exits import EXIT_BAD_INPUT, echo, fail, is_terminal
 
 if TYPE_CHECKING:
     from ctxasm.assembler import Assembler
@@ -46,7 +46,7 @@ def read_input(source: str, max_bytes: int, what: str = "request") -> bytes:
     try:
         if source == "-":
             stream = sys.stdin.buffer
-            if _is_terminal(sys.stdin):  # a bare command waited silently for typed JSON
+            if is_terminal(sys.stdin):  # a bare command waited silently for typed JSON
                 echo(
                     f"ctxasm: reading the {what} from standard input (end it with Ctrl-D); "
                     "give a file to read it from, or pipe one in",
@@ -66,13 +66,6 @@ def read_input(source: str, max_bytes: int, what: str = "request") -> bytes:
         error = too_large(max_bytes, what, size=max(size, len(data)))
         fail(f"{error.message} [{what}]", EXIT_BAD_INPUT)
     return data
-
-
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except Exception:  # a closed or unusual stream: not a terminal
-        return False
 
 
 def _drain(stream: BinaryIO) -> int:
