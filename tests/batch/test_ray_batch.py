@@ -230,3 +230,26 @@ def test_a_ray_address_that_cannot_be_used_is_named(address: str, message: str) 
     with pytest.raises(RequestError, match=message) as caught:
         _check_address(address)
     assert caught.value.field == "RAY_ADDRESS"
+
+
+def test_a_cluster_that_refuses_the_connection_is_not_blamed_on_the_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ray's ConnectionError is an OSError: it was reported as the output file's error (exit 2).
+    from typer.testing import CliRunner
+
+    from ctxasm.cli import batch_run
+    from ctxasm.cli.main import app
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.5:6379")
+
+    monkeypatch.setattr(batch_run, "run_ray_batch", refused)
+    (tmp_path / "in.jsonl").write_text(EXAMPLE.read_text().replace("\n", " ") + "\n")
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(app, ["batch", "in.jsonl", "out.jsonl", "--engine", "ray"])
+    assert done.exit_code == 1
+    assert done.stderr == (
+        "ctxasm: error: cannot join the Ray cluster (RAY_ADDRESS): Failed to connect to Ray "
+        "cluster at 10.0.0.5:6379\n"
+    )
