@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import socket
 import threading
 import time
@@ -87,7 +88,7 @@ def post_json(
     parts = urlsplit(url)
     connection, target, extra = _connection(parts, timeout)
     headers = {**headers, **extra}
-    payload = _json_bytes(body)
+    payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
     deadline = time.monotonic() + timeout
     # At the deadline the socket is shut: a read then ends, whatever the endpoint trickles.
     # (It is held here: the connection lets go of it once the response has it.)
@@ -180,12 +181,6 @@ def _connection(
         urlunsplit(parts),
         auth,
     )
-
-
-def _json_bytes(body: object) -> bytes:
-    import json
-
-    return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
 def _shut(connection: http.client.HTTPConnection, held: list[socket.socket]) -> None:

@@ -71,6 +71,13 @@ def check_citations_command(
         echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         print_citation_text(report)
+    print_citation_problems(report)
+    if not report.all_valid:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def print_citation_problems(report: CitationReport) -> None:
+    """The citations that fail the check, on standard error (``ask`` prints them too)."""
     if report.invalid:
         echo(f"ctxasm: invalid citations: {', '.join(report.invalid)}", err=True)
     if report.mislinked:
@@ -78,8 +85,6 @@ def check_citations_command(
             f"ctxasm: citations linked elsewhere than their source: {', '.join(report.mislinked)}",
             err=True,
         )
-    if not report.all_valid:
-        raise typer.Exit(EXIT_FAILED)
 
 
 def _fail(message: str) -> NoReturn:

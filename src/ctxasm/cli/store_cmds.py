@@ -270,13 +270,10 @@ def ask_command(
             reported = output["citations"] is not None
         echo(json.dumps(output, ensure_ascii=False, indent=2))
     if answered is not None:
-        checked = answered[1]
-        if checked.invalid:
-            echo(f"ctxasm: invalid citations: {', '.join(checked.invalid)}", err=True)
-        if checked.mislinked:
-            linked = ", ".join(checked.mislinked)
-            echo(f"ctxasm: citations linked elsewhere than their source: {linked}", err=True)
-        if not checked.all_valid or not reported:
+        from ctxasm.cli.citations_cmd import print_citation_problems
+
+        print_citation_problems(answered[1])
+        if not answered[1].all_valid or not reported:
             raise typer.Exit(EXIT_FAILED)
 
 
