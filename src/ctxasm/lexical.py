@@ -12,9 +12,9 @@ import string
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from itertools import repeat
 
 from ctxasm.keys import content_key
+from ctxasm.stems import search_keys, stem
 
 __all__ = [
     "PARTIAL",
@@ -105,41 +105,65 @@ def words(text: str) -> list[str]:
 
 
 def term_counts(terms: Sequence[str], text: str) -> list[int]:
-    """How often each of ``terms`` (words, as :func:`words` gives them) occurs in ``text`` as a
-    whole word: the number of times it is a word of ``words(text)``, found without building
-    them. A word is a longest run of word characters (``str.isalnum`` or ``_``: what ``\\w``
-    and :func:`normalize` mean) of the lower-cased text, so an occurrence counts when no word
-    character touches it on either side. Costs one lower-casing and a substring search per
-    term, less than splitting a long text into words."""
+    """How often each of ``terms`` (words, as :func:`words` gives them) occurs in ``text`` in one
+    of its forms: the number of words of ``words(text)`` that have the term's stem and start
+    with one of its search keys (see :mod:`ctxasm.stems`: "teacher" counts for "teachers",
+    "taught" for "teach"). A word is a longest run of word characters (``str.isalnum`` or
+    ``_``: what ``\\w`` and :func:`normalize` mean) of the lower-cased text. Found without
+    building the words: one lower-casing, and a substring search per key, whose finds at the
+    start of a word are stemmed; cheaper than splitting a long text into words."""
     if len(terms) > _TERMS_BY_SEARCH:  # a long query: the text's words counted once
-        counted = Counter(words(text))
-        return list(map(counted.get, terms, repeat(0)))
+        return _counts_of_words(terms, Counter(words(text)))
     low = text.lower()
+    return [_term_count(term, low) for term in terms]
+
+
+def _term_count(term: str, low: str) -> int:
+    """:func:`term_counts` of one term in lower-cased text ``low``."""
+    if not term:
+        return 0
+    count = 0
     size = len(low)
-    found = []
-    for term in terms:
-        count = 0
-        width = len(term)
+    stemmed = stem(term)
+    for key in search_keys(term):
         misses = 0
-        at = low.find(term) if term else -1
+        at = low.find(key)
         while at >= 0:
-            end = at + width
-            if (at == 0 or not _word_char(low[at - 1])) and (
-                end == size or not _word_char(low[end])
-            ):
-                count += 1
-            elif misses < _MISSES_ONE_BY_ONE:
+            if at == 0 or not _word_char(low[at - 1]):
+                end = at + len(term)
+                if low.startswith(term, at) and (end == size or not _word_char(low[end])):
+                    count += 1  # the term as it is: the usual find
+                else:
+                    run = _WORD_RUN.match(low, at)
+                    assert run is not None  # \w* matches, if only the empty string
+                    end = run.end()
+                    count += stem(run.group()) == stemmed
+                at = low.find(key, end)
+                continue
+            if misses < _MISSES_ONE_BY_ONE:
                 misses += 1
             else:
                 # Inside a longer word: so is every later place in that word (a word character
                 # is before it), so the search goes on after the word ("x" in "xxx...x" was
                 # found at every character, for every such term of a query).
                 run = _WORD_RUN.match(low, at)
-                assert run is not None  # \w* matches, if only the empty string
+                assert run is not None
                 at = max(at, run.end() - 1)
-            at = low.find(term, at + 1)
-        found.append(count)
-    return found
+            at = low.find(key, at + 1)
+    return count
+
+
+def _counts_of_words(terms: Sequence[str], counted: Mapping[str, int]) -> list[int]:
+    """:func:`term_counts` from the counts of a text's words (grouped by stem once)."""
+    by_stem: dict[str, list[tuple[str, int]]] = {}
+    for word, times in counted.items():
+        by_stem.setdefault(stem(word), []).append((word, times))
+    return [
+        sum(times for word, times in by_stem.get(stem(term), ()) if word.startswith(keys))
+        if (keys := search_keys(term))
+        else 0
+        for term in terms
+    ]
 
 
 # Up to this many terms, each is searched for in the text (no list of its words is built);

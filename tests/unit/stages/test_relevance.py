@@ -233,8 +233,9 @@ def test_bm25_scores_directly() -> None:
 
 
 def test_bm25_matches_whole_words_only() -> None:
-    passages = [Passage("a", "solarium panelling"), Passage("b", "solar")]
-    assert BM25Relevance().score("solar panel", passages).values == [0.0, 1.0]
+    # Not inside a longer word that is no form of it ("solarium", "panther").
+    passages = [Passage("a", "solarium panther"), Passage("b", "solar")]
+    assert BM25Relevance().score("solar pan", passages).values == [0.0, 1.0]
 
 
 def test_top_k_detail_names_each_passage_rank() -> None:

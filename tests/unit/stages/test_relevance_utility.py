@@ -236,3 +236,23 @@ def test_a_stopword_only_query_says_why_nothing_is_relevant() -> None:
     result = ctxasm.assemble("what is it?", [{"id": "a", "text": "Bananas are yellow."}])
     assert result.report.no_relevant_context
     assert result.report.excluded[0].detail == "utility score 0: the query has no content words"
+
+
+@pytest.mark.parametrize(
+    ("query", "answer"),
+    [
+        ("What do teachers earn?", "A teacher earns about 40,000 a year."),
+        ("Where did Kant teach?", "Kant taught at the University of Königsberg."),
+        ("How many children does she have?", "She has one child."),
+        ("How long do mice live?", "A house mouse lives about two years."),
+        ("How do I configure logging?", "Logging is configured in settings.toml."),
+        ("How to optimise tokenisation?", "Tokenization is optimized by caching."),
+    ],
+)
+def test_a_passage_that_states_a_query_word_in_another_form_is_relevant(
+    query: str, answer: str
+) -> None:
+    passages = [{"id": "answer", "text": answer}, {"id": "other", "text": "Paris is mild."}]
+    result = ctxasm.assemble(query, passages)
+    assert not result.report.no_relevant_context
+    assert [item.id for item in result.report.included] == ["answer"]
