@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from ctxasm.keys import content_key
@@ -27,6 +27,7 @@ __all__ = [
     "outside_ascii",
     "phrase_key",
     "query_terms",
+    "query_words",
     "sentence_spans",
     "sentence_words",
     "term_counts",
@@ -61,6 +62,16 @@ STOPWORDS = frozenset(
         "while who whom whose why will with would you your yours yourself yourselves"
     ).split()
 )
+
+
+# Scripts written without spaces between words: Han, kana, Hangul syllables (Korean spaces its
+# phrases, but particles join the words: "서울의", "서울은"). No word list splits them, so a run
+# of them is read as its pairs of neighbouring characters, as Lucene's CJK analyzer does.
+_UNSPACED_CHARS = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
+    "\U00020000-\U0002fa1f"
+)
+_UNSPACED = re.compile(f"[{_UNSPACED_CHARS}]+")
 
 
 def normalize(text: str) -> str:
@@ -112,9 +123,13 @@ def term_counts(terms: Sequence[str], text: str) -> list[int]:
     ``_``: what ``\\w`` and :func:`normalize` mean) of the lower-cased text. Found without
     building the words: one lower-casing, and a substring search per key, whose finds at the
     start of a word are stemmed; cheaper than splitting a long text into words."""
-    if len(terms) > _TERMS_BY_SEARCH:  # a long query: the text's words counted once
-        return _counts_of_words(terms, Counter(words(text)))
     low = text.lower()
+    if len(terms) > _TERMS_BY_SEARCH:  # a long query: the text's words counted once
+        pieces = Counter(piece for word in words(text) for piece in _pieces(word))
+        return [
+            low.count(term) if _unspaced(term) else count
+            for term, count in zip(terms, _counts_of_words(terms, pieces), strict=True)
+        ]
     return [_term_count(term, low) for term in terms]
 
 
@@ -122,6 +137,8 @@ def _term_count(term: str, low: str) -> int:
     """:func:`term_counts` of one term in lower-cased text ``low``."""
     if not term:
         return 0
+    if _unspaced(term):
+        return low.count(term)
     count = 0
     size = len(low)
     stemmed = stem(term)
@@ -173,7 +190,7 @@ _TERMS_BY_SEARCH = 64
 # Places inside longer words passed one at a time, per term and text, before the search skips
 # to each word's end (prose has a few: "the" in "there"; a run of one letter has thousands).
 _MISSES_ONE_BY_ONE = 32
-_WORD_RUN = re.compile(r"\w*")
+_WORD_RUN = re.compile(f"[^\\W{_UNSPACED_CHARS}]*")
 
 
 def term_counts_all(terms: Sequence[str], texts: Sequence[str]) -> list[tuple[int, ...]]:
@@ -211,18 +228,57 @@ _MAX_COUNTED_TEXTS = 16384
 
 
 def _word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
+    """A character of a spaced word: ``\\w``, less the scripts written without spaces."""
+    return (char.isalnum() and (char.isascii() or _UNSPACED.match(char) is None)) or char == "_"
+
+
+def _pieces(word: str) -> list[str]:
+    """A word of :func:`words` as the terms it holds: itself, or where it holds characters of
+    scripts written without spaces, its other parts as words and each run of those characters
+    as its pairs of neighbouring characters (one character alone as itself)."""
+    if word.isascii() or _UNSPACED.search(word) is None:
+        return [word]
+    found = []
+    done = 0
+    for run in _UNSPACED.finditer(word):
+        found.extend(_spaced_parts(word[done : run.start()]))
+        chars = run.group()
+        found.extend([chars] if len(chars) == 1 else map(str.__add__, chars, chars[1:]))
+        done = run.end()
+    found.extend(_spaced_parts(word[done:]))
+    return found
+
+
+def _spaced_parts(part: str) -> list[str]:
+    return [part] if part else []
+
+
+def _unspaced(term: str) -> bool:
+    """Whether ``term`` is characters of scripts written without spaces (counted wherever they
+    occur, not as a whole word)."""
+    return not term.isascii() and _UNSPACED.fullmatch(term) is not None
 
 
 def query_terms(query: str) -> list[str]:
-    """The distinct content words of a query, in first-seen order (stopwords removed): the
-    first :data:`MAX_QUERY_TERMS` of them. Every term is weighed against every candidate, so
-    a query of 16,000 distinct words against 8,000 passages took 25 s; no question has that
-    many, and a pasted document's first few hundred say what it is about."""
+    """The distinct content words of a query, in first-seen order (stopwords removed), with
+    runs of scripts written without spaces read as pairs of characters: the first
+    :data:`MAX_QUERY_TERMS` of them. Every term is weighed against every candidate, so a query
+    of 16,000 distinct words against 8,000 passages took 25 s; no question has that many, and a
+    pasted document's first few hundred say what it is about."""
+    return _content(piece for word in words(query) for piece in _pieces(word))
+
+
+def query_words(query: str) -> list[str]:
+    """:func:`query_terms` with every word whole, as a store's index of words holds them."""
+    return _content(words(query))
+
+
+def _content(terms: Iterable[str]) -> list[str]:
+    """The first :data:`MAX_QUERY_TERMS` distinct ``terms`` that are not stopwords, in order."""
     seen: dict[str, None] = {}
-    for word in words(query):
-        if word not in STOPWORDS:
-            seen.setdefault(word, None)
+    for term in terms:
+        if term not in STOPWORDS:
+            seen.setdefault(term, None)
             if len(seen) == MAX_QUERY_TERMS:
                 break
     return list(seen)
@@ -385,13 +441,26 @@ def covered_terms(
 ) -> list[str]:
     """The ``terms`` (query words, in their order) that ``text`` or ``title`` states in one of
     their forms (see :func:`term_forms`; ``forms`` when already looked up)."""
-    in_text, in_title = key_words(text), key_words(title or "")
+    in_text, in_title = _term_words(text), _term_words(title or "")
     found = []
     for term in terms:
+        if _unspaced(term):  # a pair of Han, kana or Hangul characters: wherever it occurs
+            if term in text or (title and term in title):
+                found.append(term)
+            continue
         spelled = forms[term] if forms is not None else term_forms(term)
         if not (in_text.isdisjoint(spelled) and in_title.isdisjoint(spelled)):
             found.append(term)
     return found
+
+
+def _term_words(text: str) -> frozenset[str]:
+    """:func:`key_words` of ``text``, with the parts of words that hold characters of scripts
+    written without spaces ("pytorch" of "安装pytorch") too."""
+    found = key_words(text)
+    if text.isascii() or _UNSPACED.search(text) is None:
+        return found
+    return found.union(piece for word in found for piece in _pieces(word))
 
 
 def title_links(

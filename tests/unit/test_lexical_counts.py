@@ -20,11 +20,19 @@ from ctxasm.stems import search_keys, stem
 ALPHABET = "aAbB_1 \n\t-.,'’İiıßẞΣσςé\u0301\u0307中文Ⅳ²٣"
 
 
+def _terms(text: str) -> list[str]:
+    # The terms a query gives: its words, with runs of Han, kana or Hangul read as their pairs.
+    return [piece for word in words(text) for piece in lexical._pieces(word)]
+
+
 def _by_words(terms: list[str], text: str) -> list[int]:
-    # A word counts for a term when it has the term's stem and starts with one of its keys.
-    found = words(text)
+    # A word counts for a term when it has the term's stem and starts with one of its keys; a
+    # pair of Han, kana or Hangul characters counts wherever it occurs.
+    found = _terms(text)
     return [
-        sum(1 for w in found if stem(w) == stem(term) and w.startswith(search_keys(term)))
+        text.lower().count(term)
+        if lexical._unspaced(term)
+        else sum(1 for w in found if stem(w) == stem(term) and w.startswith(search_keys(term)))
         if term
         else 0
         for term in terms
@@ -35,7 +43,7 @@ def _by_words(terms: list[str], text: str) -> list[int]:
 @given(st.text(alphabet=ALPHABET, max_size=40), st.lists(st.text(alphabet=ALPHABET, max_size=4)))
 def test_term_counts_equal_the_counts_of_the_words(text: str, extra: list[str]) -> None:
     # The terms a query gives are words; any word of the text, and some that are not in it.
-    terms = list(dict.fromkeys([*words(text), *(w for e in extra for w in words(e))]))
+    terms = list(dict.fromkeys([*_terms(text), *(w for e in extra for w in _terms(e))]))
     assert term_counts(terms, text) == _by_words(terms, text)
 
 
@@ -46,7 +54,7 @@ def test_term_counts_that_skip_to_each_words_end_equal_the_counts_of_the_words(
 ) -> None:
     # The same, with every place inside a longer word skipping to that word's end (what a
     # term met thousands of times inside longer words does after the first few).
-    terms = list(dict.fromkeys([*words(text), *(w for e in extra for w in words(e))]))
+    terms = list(dict.fromkeys([*_terms(text), *(w for e in extra for w in _terms(e))]))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(lexical, "_MISSES_ONE_BY_ONE", 0)
         assert term_counts(terms, text) == _by_words(terms, text)
@@ -58,7 +66,7 @@ def test_term_counts_of_a_long_query_equal_the_counts_of_the_words(
     text: str, extra: list[str]
 ) -> None:
     # The same, counted by the text's words (what a query of many terms does).
-    terms = list(dict.fromkeys([*words(text), *(w for e in extra for w in words(e)), ""]))
+    terms = list(dict.fromkeys([*_terms(text), *(w for e in extra for w in _terms(e)), ""]))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(lexical, "_TERMS_BY_SEARCH", 0)
         assert term_counts(terms, text) == _by_words(terms, text)
@@ -110,6 +118,15 @@ def test_a_term_counts_the_other_forms_of_its_word(term: str, text: str, count: 
     assert term_counts([term], text) == _by_words([term], text) == [count]
 
 
+def test_unspaced_scripts_are_read_as_pairs_of_characters() -> None:
+    pairs = ["东京", "京的", "的人", "人口", "口是", "是多", "多少"]
+    assert lexical.query_terms("东京的人口是多少？") == pairs
+    assert lexical.query_terms("如何安装PyTorch") == ["如何", "何安", "安装", "pytorch"]
+    assert lexical.query_terms("富士山の高さ") == ["富士", "士山", "山の", "の高", "高さ"]
+    text = "东京的人口约为1400万人。使用pip安装PyTorch"
+    assert term_counts(["东京", "人口", "多少", "pytorch", "pip"], text) == [1, 1, 0, 1, 1]
+
+
 def test_an_empty_term_counts_nothing() -> None:
     assert term_counts(["", "a"], "a a") == [0, 2]
 
@@ -117,7 +134,7 @@ def test_an_empty_term_counts_nothing() -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(alphabet=ALPHABET, max_size=30), max_size=6))
 def test_term_counts_of_many_texts_equal_those_of_each(texts: list[str]) -> None:
-    terms = list(dict.fromkeys(w for t in texts for w in words(t)))
+    terms = list(dict.fromkeys(w for t in texts for w in _terms(t)))
     expected = [tuple(_by_words(terms, t)) for t in texts]
     assert term_counts_all(terms, texts) == expected
     assert term_counts_all(terms, texts) == expected  # from the cache

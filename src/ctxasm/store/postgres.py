@@ -51,7 +51,7 @@ from typing import Any
 
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
-from ctxasm.lexical import query_terms
+from ctxasm.lexical import query_words
 from ctxasm.store.arguments import check_for_postgres, checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
@@ -518,7 +518,7 @@ class PostgresStore:
         visible chunks) and vector similarity (the access condition in the same query). The
         work and the memory are bounded by ``k`` and the tail of vectors outside the index."""
         principal = checked_retrieval(query, principal, k, allow_public)
-        terms = query_terms(query)
+        terms = query_words(query)
         if not terms:
             return []
         params: dict[str, Any] = {
@@ -562,7 +562,7 @@ class PostgresStore:
         """Whether chunks this principal may not read (with these arguments) hold a term of
         ``query`` while none it may read does (see :func:`ctxasm.store.ranking.only_hidden`)."""
         principal = checked_retrieval(query, principal, 1, allow_public)
-        terms = query_terms(query)
+        terms = query_words(query)
         if not terms:
             return False
         params: dict[str, Any] = {

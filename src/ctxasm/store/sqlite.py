@@ -42,7 +42,7 @@ from typing import Any
 
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
-from ctxasm.lexical import query_terms
+from ctxasm.lexical import query_words
 from ctxasm.store.arguments import checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
@@ -599,7 +599,7 @@ class SQLiteStore:
         with vector similarity when the store has an embedder), as passages carrying their
         offsets, scores and access data. The work and the memory are bounded by ``k``."""
         principal = checked_retrieval(query, principal, k, allow_public)
-        terms = [t for t in query_terms(query) if _FTS_TERM.fullmatch(t)]
+        terms = [t for t in query_words(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return []
         with self._locked():
@@ -626,7 +626,7 @@ class SQLiteStore:
         """Whether chunks this principal may not read (with these arguments) hold a term of
         ``query`` while none it may read does (see :func:`ctxasm.store.ranking.only_hidden`)."""
         principal = checked_retrieval(query, principal, 1, allow_public)
-        terms = [t for t in query_terms(query) if _FTS_TERM.fullmatch(t)]
+        terms = [t for t in query_words(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return False
         marks = ", ".join("?" for _ in terms)

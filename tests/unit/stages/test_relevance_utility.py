@@ -256,3 +256,19 @@ def test_a_passage_that_states_a_query_word_in_another_form_is_relevant(
     result = ctxasm.assemble(query, passages)
     assert not result.report.no_relevant_context
     assert [item.id for item in result.report.included] == ["answer"]
+
+
+@pytest.mark.parametrize(
+    ("query", "answer"),
+    [
+        ("东京的人口是多少？", "东京的人口约为1400万人。"),
+        ("如何安装PyTorch", "使用pip安装PyTorch：pip install torch"),
+        ("富士山の高さは何メートルですか", "富士山の標高は3776メートルです。"),
+        ("서울의 인구는?", "서울은 인구가 약 940만 명이다."),
+    ],
+)
+def test_a_question_in_a_script_without_spaces_finds_its_answer(query: str, answer: str) -> None:
+    passages = [{"id": "answer", "text": answer}, {"id": "other", "text": "香蕉是钾的良好来源。"}]
+    result = ctxasm.assemble(query, passages)
+    assert not result.report.no_relevant_context
+    assert [item.id for item in result.report.included] == ["answer"]
