@@ -193,6 +193,10 @@ class Ranked:
     candidates: tuple[Candidate, ...]
     excluded: tuple[Exclusion, ...]
     compressed: Mapping[str, Compressed]
+    # The words the passages were ranked by: the query, or with a follow-up that the query
+    # alone finds nothing for, the last question of the history too (``turn``: its index).
+    query: str
+    turn: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +219,8 @@ class Ordered:
     no_relevant_context: bool
     # Label numbers by passage id, kept across turns when planning for the prompt cache.
     labels: Mapping[str, int] | None = None
+    query: str = ""  # the words the passages were ranked by (Ranked.query)
+    turn: int | None = None  # the history turn those words came from too (Ranked.turn)
 
 
 class RequestCount(Protocol):
@@ -348,15 +354,39 @@ def relevance(setup: Setup, readable: Readable) -> Ranked:
     irrelevant (a follow-up may share no word with them, yet they are part of the conversation
     and cheap to send again, from the cache); ``top_k`` and the budget still apply."""
     request, previous = setup.request, setup.previous
-    ranked, cut = rank(
-        request.query,
-        readable.passages,
-        setup.strategies.relevance,
-        min_score=request.min_score,
-        top_k=request.top_k,
-        keep=frozenset(i for i, _ in previous.sources) if previous else frozenset(),
-    )
-    return Ranked(tuple(ranked), readable.excluded + tuple(cut), MappingProxyType({}))
+    keep = frozenset(i for i, _ in previous.sources) if previous else frozenset()
+
+    def ranked_by(query: str) -> tuple[list[Candidate], list[Exclusion]]:
+        return rank(
+            query,
+            readable.passages,
+            setup.strategies.relevance,
+            min_score=request.min_score,
+            top_k=request.top_k,
+            keep=keep,
+        )
+
+    query, turn = request.query, None
+    ranked, cut = ranked_by(query)
+    if not ranked and readable.passages:
+        # A follow-up ("When did she die?", "Tell me more") names what it asks about in an
+        # earlier question: with nothing relevant to the query alone, rank by both.
+        turn = _last_question(request.history)
+        if turn is not None:
+            query = f"{request.history[turn].content}\n{request.query}"
+            ranked, cut = ranked_by(query)
+            if not ranked:
+                query, turn = request.query, None
+                ranked, cut = ranked_by(query)
+    return Ranked(tuple(ranked), readable.excluded + tuple(cut), MappingProxyType({}), query, turn)
+
+
+def _last_question(history: Sequence[Message]) -> int | None:
+    """The index of the last user turn of ``history`` (``None``: there is none)."""
+    for at in range(len(history) - 1, -1, -1):
+        if history[at].role == "user":
+            return at
+    return None
 
 
 def compression_placement(setup: Setup, ranked: Ranked, planned: Planned) -> Placement:
@@ -387,7 +417,7 @@ def compress(setup: Setup, ranked: Ranked, planned: Planned) -> Ranked:
     share of the sources block's budget)."""
     assert setup.strategies.compression is not None
     shorter, done = setup.strategies.compression.before_selection(
-        setup.request.query, ranked.candidates, planned.budget.context
+        ranked.query, ranked.candidates, planned.budget.context
     )
     # A cut that saves few characters may save no tokens (a short sentence dropped, a mark in
     # its place): such a cut is counted, and undone unless its fenced text is shorter.
@@ -403,7 +433,8 @@ def compress(setup: Setup, ranked: Ranked, planned: Planned) -> Ranked:
         originals = {c.id: c for c in ranked.candidates}
         shorter = [originals[c.id] if c.id in undone else c for c in shorter]
         done = {i: found for i, found in done.items() if i not in undone}
-    return Ranked(tuple(shorter), ranked.excluded, MappingProxyType({**ranked.compressed, **done}))
+    compressed = MappingProxyType({**ranked.compressed, **done})
+    return replace(ranked, candidates=tuple(shorter), compressed=compressed)
 
 
 def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) -> Selected:
@@ -420,7 +451,8 @@ def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) 
     worst_label = max(1, len(ranked.candidates)) + (previous.next_label - 1 if previous else 0)
     meter = Meter(counter, lambda c: block.pricing(c, worst_label))
     heading = counter.count(block.heading) + _BLOCK_SEAM
-    context = SelectionContext(request.query, request.query_class or classify(request.query))
+    query = ranked.query
+    context = SelectionContext(query, request.query_class or classify(query))
     packing = Packing(
         max(0, planned.budget.context - heading),
         meter,
@@ -460,7 +492,7 @@ def compress_to_fill(setup: Setup, selected: Selected) -> Selected:
     assert setup.strategies.compression is not None
     packing = Packing.resume(selected.packed)
     done = setup.strategies.compression.after_selection(
-        setup.request.query, selected.ranked.candidates, packing
+        selected.ranked.query, selected.ranked.candidates, packing
     )
     compressed = MappingProxyType({**selected.compressed, **done})
     packed = _relevance_scores(setup, packing, selected.ranked)
@@ -487,6 +519,8 @@ def order(setup: Setup, selected: Selected) -> Ordered:
         packed.context.query_class,
         not selected.ranked.candidates,
         labels,
+        selected.ranked.query,
+        selected.ranked.turn,
     )
 
 
@@ -567,9 +601,10 @@ def report(
             "tokens": sum(counter.count(t.content) for t in history.turns),
             "dropped": list(history.dropped),
             "summary_tokens": counter.count(history.summary) if history.summary else 0,
+            "relevance_turn": ordered.turn,
         },
         labels=ordered.labels,
-        query=request.query,
+        query=ordered.query,
     )
     rendered, previous = verified.rendered, setup.previous
     if previous is not None and ordered.labels is not None:

@@ -118,6 +118,7 @@ def test_result_fields_are_exactly_those_of_design() -> None:
         "tokens",
         "dropped",
         "summary_tokens",
+        "relevance_turn",
     }
     assert set(report) == {
         "model",

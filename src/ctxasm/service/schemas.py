@@ -224,6 +224,10 @@ class HistoryReport(_Closed):
     tokens: int
     dropped: list[int] = Field(description="Indices of the turns left out.")
     summary_tokens: int
+    relevance_turn: int | None = Field(
+        description="The history turn (a question) whose words relevance added to a follow-up "
+        "query that found nothing alone; null when the query alone ranked the passages."
+    )
 
 
 class CacheBreakpoint(_Closed):
