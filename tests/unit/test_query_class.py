@@ -106,3 +106,20 @@ def test_parse_request_keeps_the_class_and_drops_auto() -> None:
         ctxasm.parse_request({"query": "q", "passages": [], "query_class": "auto"}).query_class
         is None
     )
+
+
+@pytest.mark.parametrize("unit", ["which , ", "more ", "older "])
+def test_a_long_query_is_classified_in_time_linear_in_its_length(unit: str) -> None:
+    # "which , " repeated to 5,000 characters took 12.8 s (cubic), "more " to 80,000 took 14 s
+    # (quadratic); a service request stalled every other for as long.
+    import time
+
+    started = time.perf_counter()
+    classify(unit * (40_000 // len(unit)))
+    assert time.perf_counter() - started < 2.0
+
+
+def test_a_comparison_gap_is_bounded_but_ordinary_comparisons_still_count() -> None:
+    assert classify("Which is older, the Danube or the Rhine?") == "comparison"
+    assert classify("Which of A, B, or C came first?") == "comparison"
+    assert classify("Is Paris larger than Rome?") == "comparison"
