@@ -195,8 +195,8 @@ for _line in _IRREGULAR_FORMS.split("\n"):
     if _line:
         _base, *_forms = _line.split()
         _BASE.update(dict.fromkeys(_forms, _base))
-        _stem = _STEMMER.stemWord(_base)
-        _FAMILY[_stem] = (*_FAMILY.get(_stem, ()), *_forms)
+        _base_stem = _STEMMER.stemWord(_base)
+        _FAMILY[_base_stem] = (*_FAMILY.get(_base_stem, ()), *_forms)
 
 
 # British spellings written the American way before stemming: "optimise" as "optimize",
@@ -218,24 +218,45 @@ def _american(word: str) -> tuple[str, int]:
     return word, len(word)
 
 
-@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The stem of a lower-case ``word``: Snowball English's, of the base of an irregular form,
-    spelled the American way. Cached: the words a search finds repeat."""
+    spelled the American way. Cached for words of up to ``_MOST_CACHED`` characters: the words
+    a search finds repeat, and a cache of long words would hold what requests sent."""
+    return _cached_stem(word) if len(word) <= _MOST_CACHED else _stem(word)
+
+
+_MOST_CACHED = 64  # no English word is longer
+
+
+@lru_cache(maxsize=65536)
+def _cached_stem(word: str) -> str:
+    return _stem(word)
+
+
+def _stem(word: str) -> str:
     american = _american(_BASE.get(word, word))[0]
     with _STEMMER_LOCK:
         stemmed: str = _STEMMER.stemWord(american)
     return stemmed
 
 
-@lru_cache(maxsize=4096)
 def search_keys(word: str) -> tuple[str, ...]:
     """Prefixes that every form of a lower-case ``word`` starts with, none a prefix of another:
     where to look for its forms in a text (a word found there counts when its :func:`stem` is
     ``stem(word)``). The stem less a last "e", "i" or "y" (the stemmer writes "hope" for
     "hoping" and "studi" for "study") and up to where British and American spellings may
     differ ("optimi" for "optimize": "optimise" too), the word itself where the stem is no
-    prefix of it, and the irregular forms of the word ("taught" for "teach" and "teaches")."""
+    prefix of it, and the irregular forms of the word ("taught" for "teach" and "teaches").
+    Cached for words of up to ``_MOST_CACHED`` characters, like :func:`stem`."""
+    return _cached_keys(word) if len(word) <= _MOST_CACHED else _keys(word)
+
+
+@lru_cache(maxsize=4096)
+def _cached_keys(word: str) -> tuple[str, ...]:
+    return _keys(word)
+
+
+def _keys(word: str) -> tuple[str, ...]:
     stemmed = stem(word)
     key = stemmed[:-1] if len(stemmed) > 2 and stemmed[-1] in "eiy" else stemmed
     key = key[: _american(word)[1]]

@@ -216,3 +216,15 @@ def test_a_title_with_a_long_run_of_spaces_is_read_in_linear_time(space: str) ->
     assert lexical.title_key("Mercury (planet)") == "mercury"
     assert lexical.title_key("Mercury  (planet)  ") == "mercury"
     assert lexical.title_key("A (b) c)") == "a b c"
+
+
+def test_long_words_are_stemmed_but_not_kept_in_the_cache() -> None:
+    # A cache of every word a search found would hold what requests sent (8 MiB words, 65,536
+    # of them); only words of English length are kept.
+    from ctxasm import stems
+
+    before = stems._cached_stem.cache_info().currsize
+    long_word = "teach" + "x" * 100_000
+    assert term_counts(["teach"], f"{long_word} teaches") == [1]
+    assert stems.stem(long_word) == long_word
+    assert stems._cached_stem.cache_info().currsize <= before + 1  # "teaches" at most
