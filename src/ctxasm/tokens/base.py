@@ -230,7 +230,8 @@ class GrowingCount:
 
     With a tokenizer that ``splits_at_spaces``, the text is kept as a settled head, known only
     by its count, and the tail after its last split point (a space after a non-whitespace
-    character, or a letter after a newline, see :func:`_last_seam`):
+    character, or a character after a newline other than white space and "/", see
+    :func:`_last_seam`):
     ``count(head + tail + piece) == count(head) + count(tail + piece)``. Trying a
     piece tokenizes the tail and the piece, never the whole text, so trying n pieces costs what
     they hold, not n times the text. Other tokenizers count the whole text (reusing what
@@ -267,14 +268,16 @@ class GrowingCount:
 
 def _last_seam(text: str, start: int) -> int:
     """The last position from ``start`` on (and above 0) where a piece of a tokenizer that
-    ``splits_at_spaces`` must begin: a space after a non-whitespace character, or a letter
-    after a newline (text without spaces, such as Chinese, has the second between lines);
-    -1 if there is none. Only ``text[start - 1:]`` is searched."""
+    ``splits_at_spaces`` must begin: a space after a non-whitespace character, or a character
+    after a newline other than white space and "/" (text without spaces, such as Chinese or
+    JSON, has the second between lines); -1 if there is none. Only ``text[start - 1:]`` is
+    searched."""
     low = max(start, 1)
     found = _last_space_boundary(text, len(text), low)
     at = len(text) - 1
     while (at := text.rfind("\n", low - 1, at)) >= 0:
-        if text[at + 1].isalpha():
+        after = text[at + 1]
+        if not after.isspace() and after != "/":
             return max(found, at + 1)
     return found
 

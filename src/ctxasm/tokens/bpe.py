@@ -38,10 +38,10 @@ class BpeEncoding:
 
     ``pattern`` is the pre-tokenizer regex; ``None`` takes it from a ``tekken`` file.
     ``seams`` promises what :class:`~ctxasm.tokens.base.TokenCounter` relies on to count texts
-    part by part: a space after a non-whitespace character, a letter after a newline, and a
-    backtick after a newline always start a new pre-tokenizer piece (true of every pattern
-    pinned in
-    :mod:`ctxasm.tokens.pinned`; leave it false for a pattern nobody checked).
+    part by part: a space after a non-whitespace character, and a character after a newline
+    other than white space and "/" (a letter, a backtick), always start a new pre-tokenizer
+    piece (true of every pattern pinned in :mod:`ctxasm.tokens.pinned`; leave it false for a
+    pattern nobody checked).
     ``fastokens_parity`` lets fastokens count when it is the backend
     (:mod:`ctxasm.tokens.fastokens_source`): set it only for a pinned file whose fastokens
     counts the test suite compares with tiktoken's.

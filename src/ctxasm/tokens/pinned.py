@@ -95,7 +95,8 @@ def _bpe(
 ) -> Callable[[str, TokenizerFile], Tokenizer]:
     def build(name: str, file: TokenizerFile) -> Tokenizer:
         # seams: each pattern above starts a piece at a space after a non-space character, at
-        # a letter after a newline and at a backtick after a newline (docs/tokenizers.md), so
+        # a character after a newline other than white space and "/" (a backtick, a letter, a
+        # digit, a bracket: docs/tokenizers.md), so
         # counts add up across all three.
         encoding = BpeEncoding(
             file,

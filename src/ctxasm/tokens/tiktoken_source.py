@@ -206,7 +206,8 @@ class TiktokenTokenizer:
     # with newlines (or "/" in o200k). Tokens never cross pieces, so counts add up across it.
     splits_before_fence = True
     # ... and a space after a non-whitespace character always starts a new piece, as does a
-    # letter after a newline (no piece takes a newline before a letter, nor goes on past one).
+    # character after a newline other than white space and "/" (a piece takes newlines only at
+    # its end, and only o200k's punctuation piece goes on past them, with "/").
     splits_at_spaces = True
 
     def __init__(self, encoding: str) -> None:

@@ -119,7 +119,9 @@ def test_counts_add_up_across_the_seams_the_counter_splits_at(name: str, texts: 
         head = first.rstrip() or "x"
         fence = (f"{head}\n", f"`{second}")
         space = (head, f" {second}")
-        for left, right in (fence, space):
+        start = second.lstrip()[:1]
+        line = (f"{head}\n", second.lstrip() if start and start != "/" else f"{{{second}")
+        for left, right in (fence, space, line):
             if tokenizer.count(left + right) != tokenizer.count(left) + tokenizer.count(right):
                 broken.append((left, right))
     assert broken == []

@@ -165,9 +165,14 @@ class _Chars:
         return 0
 
 
-# Text with and without spaces between lines: a letter after a newline is a seam too.
+# Text with and without spaces between lines: a character after a newline is a seam too (but
+# "/", which o200k's punctuation piece takes after newlines, and white space).
 GROWN = st.one_of(
-    PIECES, st.sampled_from(["多瑙河流入黑海。", "\n東", "\nWord", "Ж\n", "\nж", "\n\nab"])
+    PIECES,
+    st.sampled_from(["多瑙河流入黑海。", "\n東", "\nWord", "Ж\n", "\nж", "\n\nab"]),
+    st.sampled_from(
+        ['\n\n{"k":12}', "\n123", "」\n「", "\n/x", "!\n/", "\n's", "\n\u0301", "\r\n"]
+    ),
 )
 
 
