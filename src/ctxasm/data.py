@@ -599,6 +599,9 @@ class Report:
     history: Mapping[str, Any] | None = None
     # Only when the assembly planned for the prompt cache (docs/caching.md).
     cache: CacheReport | None = None
+    # The scores relevance ranked by ("utility", "given", ...) and what it noted about the
+    # retriever's scores (trusted, ignored and why), when it noted anything.
+    relevance: Mapping[str, str | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         found = {
@@ -617,6 +620,7 @@ class Report:
             "timings_ms": dict(self.timings_ms),
             "query_class": self.query_class,
             "history": None if self.history is None else dict(self.history),
+            "relevance": None if self.relevance is None else dict(self.relevance),
         }
         if self.cache is not None:
             found["cache"] = self.cache.to_dict()

@@ -54,7 +54,7 @@ from ctxasm.stages.budget import plan_budget
 from ctxasm.stages.dedup import DedupSession, DedupStrategy
 from ctxasm.stages.history import SUMMARY_HEADING, HistoryPlan, HistoryStep
 from ctxasm.stages.ordering import CacheStableOrdering, OrderingStrategy
-from ctxasm.stages.relevance import RelevanceStrategy, rank
+from ctxasm.stages.relevance import RelevanceStrategy, Scores, rank
 from ctxasm.stages.selection import SelectionStrategy
 from ctxasm.stages.selection_admission import Guard, Meter
 from ctxasm.stages.selection_packing import Packed, Packing, SelectionContext
@@ -186,6 +186,19 @@ class Planned:
 
 
 @dataclass(frozen=True, slots=True)
+class Reading:
+    """How relevance read the request: the words it ranked by (the query, or with a follow-up
+    that the query alone finds nothing for, the last question of the history too: ``turn`` is
+    its index), the scores it ranked with (``method``) and what it noted about the retriever's
+    scores (``note``: trusted, ignored and why; "" for nothing)."""
+
+    query: str
+    turn: int | None = None
+    method: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Ranked:
     """After relevance (and compression before selection): candidates best first, what was
     excluded so far, and what compression changed (by id)."""
@@ -193,10 +206,7 @@ class Ranked:
     candidates: tuple[Candidate, ...]
     excluded: tuple[Exclusion, ...]
     compressed: Mapping[str, Compressed]
-    # The words the passages were ranked by: the query, or with a follow-up that the query
-    # alone finds nothing for, the last question of the history too (``turn``: its index).
-    query: str
-    turn: int | None = None
+    reading: Reading
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,10 +227,9 @@ class Ordered:
     compressed: Mapping[str, Compressed]
     query_class: str
     no_relevant_context: bool
+    reading: Reading  # how relevance read the request (Ranked.reading)
     # Label numbers by passage id, kept across turns when planning for the prompt cache.
     labels: Mapping[str, int] | None = None
-    query: str = ""  # the words the passages were ranked by (Ranked.query)
-    turn: int | None = None  # the history turn those words came from too (Ranked.turn)
 
 
 class RequestCount(Protocol):
@@ -356,7 +365,7 @@ def relevance(setup: Setup, readable: Readable) -> Ranked:
     request, previous = setup.request, setup.previous
     keep = frozenset(i for i, _ in previous.sources) if previous else frozenset()
 
-    def ranked_by(query: str) -> tuple[list[Candidate], list[Exclusion]]:
+    def ranked_by(query: str) -> tuple[list[Candidate], list[Exclusion], Scores]:
         return rank(
             query,
             readable.passages,
@@ -367,18 +376,19 @@ def relevance(setup: Setup, readable: Readable) -> Ranked:
         )
 
     query, turn = request.query, None
-    ranked, cut = ranked_by(query)
+    ranked, cut, scores = ranked_by(query)
     if not ranked and readable.passages:
         # A follow-up ("When did she die?", "Tell me more") names what it asks about in an
         # earlier question: with nothing relevant to the query alone, rank by both.
         turn = _last_question(request.history)
         if turn is not None:
             query = f"{request.history[turn].content}\n{request.query}"
-            ranked, cut = ranked_by(query)
+            ranked, cut, scores = ranked_by(query)
             if not ranked:
                 query, turn = request.query, None
-                ranked, cut = ranked_by(query)
-    return Ranked(tuple(ranked), readable.excluded + tuple(cut), MappingProxyType({}), query, turn)
+                ranked, cut, scores = ranked_by(query)
+    reading = Reading(query, turn, scores.method, scores.note)
+    return Ranked(tuple(ranked), readable.excluded + tuple(cut), MappingProxyType({}), reading)
 
 
 def _last_question(history: Sequence[Message]) -> int | None:
@@ -417,7 +427,7 @@ def compress(setup: Setup, ranked: Ranked, planned: Planned) -> Ranked:
     share of the sources block's budget)."""
     assert setup.strategies.compression is not None
     shorter, done = setup.strategies.compression.before_selection(
-        ranked.query, ranked.candidates, planned.budget.context
+        ranked.reading.query, ranked.candidates, planned.budget.context
     )
     # A cut that saves few characters may save no tokens (a short sentence dropped, a mark in
     # its place): such a cut is counted, and undone unless its fenced text is shorter.
@@ -451,7 +461,7 @@ def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) 
     worst_label = max(1, len(ranked.candidates)) + (previous.next_label - 1 if previous else 0)
     meter = Meter(counter, lambda c: block.pricing(c, worst_label))
     heading = counter.count(block.heading) + _BLOCK_SEAM
-    query = ranked.query
+    query = ranked.reading.query
     context = SelectionContext(query, request.query_class or classify(query))
     packing = Packing(
         max(0, planned.budget.context - heading),
@@ -492,7 +502,7 @@ def compress_to_fill(setup: Setup, selected: Selected) -> Selected:
     assert setup.strategies.compression is not None
     packing = Packing.resume(selected.packed)
     done = setup.strategies.compression.after_selection(
-        selected.ranked.query, selected.ranked.candidates, packing
+        selected.ranked.reading.query, selected.ranked.candidates, packing
     )
     compressed = MappingProxyType({**selected.compressed, **done})
     packed = _relevance_scores(setup, packing, selected.ranked)
@@ -518,9 +528,8 @@ def order(setup: Setup, selected: Selected) -> Ordered:
         selected.compressed,
         packed.context.query_class,
         not selected.ranked.candidates,
+        selected.ranked.reading,
         labels,
-        selected.ranked.query,
-        selected.ranked.turn,
     )
 
 
@@ -578,6 +587,7 @@ def report(
 ) -> Assembly:
     """Report: the assembly and its report, a pure function of the final state."""
     request, counter, history = setup.request, setup.counter, verified.history
+    reading = ordered.reading
     excluded = verified.excluded + tuple(history.exclusions(request.history, setup.history.cost))
     built = build_report(
         model=setup.model,
@@ -601,10 +611,11 @@ def report(
             "tokens": sum(counter.count(t.content) for t in history.turns),
             "dropped": list(history.dropped),
             "summary_tokens": counter.count(history.summary) if history.summary else 0,
-            "relevance_turn": ordered.turn,
+            "relevance_turn": reading.turn,
         },
         labels=ordered.labels,
-        query=ordered.query,
+        query=reading.query,
+        relevance={"method": reading.method, "note": reading.note or None},
     )
     rendered, previous = verified.rendered, setup.previous
     if previous is not None and ordered.labels is not None:

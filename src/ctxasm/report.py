@@ -58,6 +58,7 @@ def build_report(
     exact_count: bool | None = None,
     labels: Mapping[str, int] | None = None,
     query: str = "",
+    relevance: Mapping[str, str | None] | None = None,
 ) -> Report:
     """The report for passages ``ordered`` as rendered; exclusions sorted by request position.
 
@@ -83,6 +84,7 @@ def build_report(
         timings_ms={name: round(ms, 3) for name, ms in timings_ms.items()},
         query_class=query_class,
         history=dict(history) if history else None,
+        relevance=dict(relevance) if relevance else None,
     )
 
 

@@ -352,7 +352,7 @@ def test_rank_keeps_the_given_ids_below_the_floor_and_min_score() -> None:
         (1, Passage("b", "king")),
         (2, Passage("c", "sea")),
     ]
-    kept, cut = rank(
+    kept, cut, _ = rank(
         "river", readable, BM25Relevance(), min_score=0.5, top_k=None, keep=frozenset({"b"})
     )
     assert [(c.id, c.score) for c in kept] == [("a", 1.0), ("b", 0.0)]

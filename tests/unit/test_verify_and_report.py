@@ -112,6 +112,7 @@ def test_result_fields_are_exactly_those_of_design() -> None:
     report = data["report"]
     # DESIGN's fields plus the documented extension: the query class the selection used
     assert report.pop("query_class") in ("factoid", "multihop", "comparison", "summary")
+    assert set(report.pop("relevance") or {}) == {"method", "note"}
     assert set(report.pop("history") or {}) <= {
         "turns",
         "kept",

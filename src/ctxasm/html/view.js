@@ -76,6 +76,12 @@ const CtxasmView = (() => {
       ["input cost", typeof report.cost_usd === "number" ? `$${report.cost_usd.toFixed(6)}` : "n/a"],
     ];
     if (report.query_class) entries.push(["query class", text(report.query_class)]);
+    const relevance = report.relevance && typeof report.relevance === "object" ? report.relevance : {};
+    if (relevance.method) {
+      entries.push(["relevance", relevance.note ? `${text(relevance.method)}: ${text(relevance.note)}` : text(relevance.method)]);
+    }
+    const turn = report.history && typeof report.history === "object" ? report.history.relevance_turn : null;
+    if (typeof turn === "number") entries.push(["follow-up", `read with history turn ${int(turn)}`]);
     if (result.id !== undefined && result.id !== null) entries.push(["request id", text(result.id)]);
     const list = el("dl", { class: "facts" });
     for (const [name, value] of entries) list.append(el("div", {}, el("dt", {}, name), el("dd", {}, value)));

@@ -230,6 +230,19 @@ class HistoryReport(_Closed):
     )
 
 
+class RelevanceReport(_Closed):
+    """How relevance ranked the passages."""
+
+    method: str = Field(
+        description="The scores it ranked by: utility, given, utility+given, bm25 or a "
+        "registered strategy's name."
+    )
+    note: str | None = Field(
+        description="What it noted about the retriever's scores (trusted, ignored and why); "
+        "null when it noted nothing."
+    )
+
+
 class CacheBreakpoint(_Closed):
     """A cache_control breakpoint the anthropic format placed."""
 
@@ -276,6 +289,7 @@ class Report(_Closed):
         description="Only when the assembly planned for the prompt cache (absent otherwise).",
         exclude_if=lambda value: value is None,
     )
+    relevance: RelevanceReport | None = None
 
 
 class AssembleResult(_Closed):

@@ -321,7 +321,7 @@ def rank(
     min_score: float | None,
     top_k: int | None,
     keep: frozenset[str] = frozenset(),
-) -> tuple[list[Candidate], list[Exclusion]]:
+) -> tuple[list[Candidate], list[Exclusion], Scores]:
     """Candidates ranked best first (ties in request order), and what the cuts excluded.
 
     Passages whose id is in ``keep`` are exempt from the score floor and ``min_score`` (the
@@ -362,4 +362,4 @@ def rank(
             kept.append(candidate)
             continue
         excluded.append(Exclusion(candidate.id, STAGE, Reason.BELOW_THRESHOLD, detail))
-    return kept, excluded
+    return kept, excluded, scores

@@ -217,7 +217,7 @@ def test_rank_directly() -> None:
         (3, Passage("b", "beta", score=0.7)),
         (5, Passage("c", "gamma", score=0.7)),
     ]
-    kept, excluded = rank("q", readable, GivenScoreRelevance(), min_score=None, top_k=2)
+    kept, excluded, _ = rank("q", readable, GivenScoreRelevance(), min_score=None, top_k=2)
     assert [(c.id, c.request_index, c.score) for c in kept] == [("b", 3, 0.7), ("c", 5, 0.7)]
     assert [(e.candidate_id, e.reason.value) for e in excluded] == [("a", "top_k")]
 
@@ -298,3 +298,26 @@ def test_bm25_over_many_texts_does_not_import_numpy() -> None:
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "False"
+
+
+def test_the_report_says_when_given_scores_are_ignored_and_why() -> None:
+    # Dense scores that rank paraphrases first disagree with the query's words; the default
+    # ranks by the words, and the report says so (it had said nothing).
+    query = "How much does a used car cost?"
+    passages = [
+        {"id": "a", "text": "A second-hand automobile sells for 15,000.", "score": 0.9},
+        {"id": "b", "text": "Car rentals cost 40 per day.", "score": 0.6},
+        {"id": "c", "text": "Used books cost 2.", "score": 0.3},
+        {"id": "d", "text": "The car park opens at 7.", "score": 0.5},
+        {"id": "e", "text": "A car wash costs 10.", "score": 0.4},
+    ]
+    report = ctxasm.assemble(query, passages).report
+    assert report.relevance == {
+        "method": "utility",
+        "note": "given scores ignored: they do not agree with the query's words (0.00)",
+    }
+    unscored = [{k: v for k, v in p.items() if k != "score"} for p in passages]
+    assert ctxasm.assemble(query, unscored).report.relevance == {"method": "utility", "note": None}
+    given = ctxasm.assemble(query, passages, strategy={"relevance": "given"}).report
+    assert given.relevance == {"method": "given", "note": None}
+    assert given.included[0].id == "a"
