@@ -232,10 +232,11 @@ def _word_char(char: str) -> bool:
     return (char.isalnum() and (char.isascii() or _UNSPACED.match(char) is None)) or char == "_"
 
 
-def _pieces(word: str) -> list[str]:
+def _pieces(word: str, *, query: bool = False) -> list[str]:
     """A word of :func:`words` as the terms it holds: itself, or where it holds characters of
     scripts written without spaces, its other parts as words and each run of those characters
-    as its pairs of neighbouring characters (one character alone as itself)."""
+    as its pairs of neighbouring characters (one character alone as itself). Of a ``query``,
+    pairs that are function words (see :func:`_function_pair`) are left out."""
     if word.isascii() or _UNSPACED.search(word) is None:
         return [word]
     found = []
@@ -243,10 +244,35 @@ def _pieces(word: str) -> list[str]:
     for run in _UNSPACED.finditer(word):
         found.extend(_spaced_parts(word[done : run.start()]))
         chars = run.group()
-        found.extend([chars] if len(chars) == 1 else map(str.__add__, chars, chars[1:]))
+        pairs = [chars] if len(chars) == 1 else list(map(str.__add__, chars, chars[1:]))
+        if query:
+            last = len(pairs) - 1
+            pairs = [p for at, p in enumerate(pairs) if not _function_pair(p, at == last)]
+        found.extend(pairs)
         done = run.end()
     found.extend(_spaced_parts(word[done:]))
     return found
+
+
+# Function words of the scripts read as pairs, which a question shares with passages on
+# anything: Japanese particles and endings (pairs with hiragana: の, は, です), Chinese function
+# characters and pairs (的, 是, 什么, 时候), Korean endings (입니다, 습니까) and a particle ending
+# a word (서울의, 인구는). A pair of them would make any passage in the language relevant.
+_HIRAGANA = re.compile("[\u3040-\u309f]")
+_ZH_FUNCTION = frozenset("的了是吗呢吧啊么们这那什谁哪怎何个与之被把我你他她它")
+_ZH_FUNCTION_PAIRS = frozenset("时候 可以 因为 所以 但是 如果 已经 还是 多少".split())
+_KO_ENDINGS = frozenset("입니까다습요")
+_KO_PARTICLES = frozenset("은는을를의에와과")
+
+
+def _function_pair(pair: str, ends_run: bool) -> bool:
+    """Whether ``pair`` (one or two characters of a run, ``ends_run`` when it is the run's
+    last) is a function word rather than a word of what a question asks about."""
+    if _HIRAGANA.search(pair) or pair in _ZH_FUNCTION_PAIRS:
+        return True
+    if any(char in _ZH_FUNCTION for char in pair) or all(char in _KO_ENDINGS for char in pair):
+        return True
+    return ends_run and pair[-1] in _KO_PARTICLES
 
 
 def _spaced_parts(part: str) -> list[str]:
@@ -265,7 +291,7 @@ def query_terms(query: str) -> list[str]:
     :data:`MAX_QUERY_TERMS` of them. Every term is weighed against every candidate, so a query
     of 16,000 distinct words against 8,000 passages took 25 s; no question has that many, and a
     pasted document's first few hundred say what it is about."""
-    return _content(piece for word in words(query) for piece in _pieces(word))
+    return _content(piece for word in words(query) for piece in _pieces(word, query=True))
 
 
 def query_words(query: str) -> list[str]:

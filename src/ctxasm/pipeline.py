@@ -46,6 +46,7 @@ from ctxasm.errors import BudgetError, ConfigError
 from ctxasm.formatting import Format, PromptParts, Rendered
 from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE, RULES, SourcesBlock
 from ctxasm.formatting.measure import MeasuredPrompt
+from ctxasm.lexical import query_terms, words
 from ctxasm.models import ModelSpec
 from ctxasm.query_class import classify
 from ctxasm.report import build_report
@@ -377,7 +378,7 @@ def relevance(setup: Setup, readable: Readable) -> Ranked:
 
     query, turn = request.query, None
     ranked, cut, scores = ranked_by(query)
-    if not ranked and readable.passages:
+    if not ranked and readable.passages and _follows_up(request.query):
         # A follow-up ("When did she die?", "Tell me more") names what it asks about in an
         # earlier question: with nothing relevant to the query alone, rank by both.
         turn = _last_question(request.history)
@@ -389,6 +390,21 @@ def relevance(setup: Setup, readable: Readable) -> Ranked:
                 ranked, cut, scores = ranked_by(query)
     reading = Reading(query, turn, scores.method, scores.note)
     return Ranked(tuple(ranked), readable.excluded + tuple(cut), MappingProxyType({}), reading)
+
+
+# Words by which a question points back at an earlier one ("When did she die?", "Tell me more
+# about it"). A question without them names what it asks about ("What is the boiling point of
+# tungsten?" after a question on Marie Curie): nothing relevant to it is nothing relevant.
+_POINTERS = frozenset(
+    "he she it they him her his hers its their theirs them this that these those there "
+    "more else also other another same".split()
+)
+
+
+def _follows_up(query: str) -> bool:
+    """Whether ``query`` reads as a follow-up: it points back (see ``_POINTERS``), or has no
+    content word of its own ("And why?")."""
+    return not _POINTERS.isdisjoint(words(query)) or not query_terms(query)
 
 
 def _last_question(history: Sequence[Message]) -> int | None:

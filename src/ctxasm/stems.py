@@ -8,7 +8,9 @@ base ("taught" as "teach", "children" as "child", "mice" as "mouse").
 The irregular forms are English grammar, not any dataset's vocabulary: the common irregular
 verbs and plurals. A form that is also another common word is left out, since reading it as the
 verb would join unrelated words: "rose" (a flower, or the past of "rise"), "saw", "left",
-"found", "felt", "ground", "wound", "spoke", "bit", "lay", "lives".
+"found", "felt", "ground", "wound", "spoke", "bit", "lives", "leaves", "analyses", "met" (the
+Met), "won" (a currency), "lit", "sat", "lent", "led"; and "people", whose base "person" would
+start "personal".
 
 To count a word's forms in a text without stemming every word of the text, each term is looked
 for by its :func:`search_keys`: prefixes that every form of the word starts with (its stem, less
@@ -26,7 +28,8 @@ import Stemmer
 
 __all__ = ["search_keys", "stem"]
 
-_STEMMER = Stemmer.Stemmer("english")
+# No cache of its own (its default keeps 10,000 words, however long): stem() caches short ones.
+_STEMMER = Stemmer.Stemmer("english", 0)
 _STEMMER_LOCK = threading.Lock()  # a stemmer keeps state between calls: one thread at a time
 
 # Each line: a base form, then its irregular forms.
@@ -79,16 +82,12 @@ keep kept
 kneel knelt
 know knew known
 lay laid
-lead led
 lean leant
 leap leapt
 learn learnt
-lend lent
-light lit
 lose lost
 make made
 mean meant
-meet met
 mislead misled
 overcome overcame
 overthrow overthrew overthrown
@@ -111,7 +110,6 @@ show shown
 shrink shrank shrunk
 sing sang sung
 sink sank sunk
-sit sat
 sleep slept
 slide slid
 speed sped
@@ -142,14 +140,12 @@ wake woke woken
 wear wore worn
 weave wove woven
 weep wept
-win won
 withdraw withdrew withdrawn
 withhold withheld
 write wrote written
 child children
 man men
 woman women
-person people
 mouse mice
 goose geese
 tooth teeth
@@ -158,11 +154,9 @@ ox oxen
 louse lice
 criterion criteria
 phenomenon phenomena
-analysis analyses
 thesis theses
 crisis crises
 hypothesis hypotheses
-diagnosis diagnoses
 index indices
 matrix matrices
 vertex vertices
@@ -176,7 +170,6 @@ alumnus alumni
 curriculum curricula
 bacterium bacteria
 millennium millennia
-leaf leaves
 knife knives
 wife wives
 wolf wolves

@@ -48,3 +48,17 @@ def test_without_history_nothing_changes() -> None:
     assert result.report.no_relevant_context
     assert result.report.history is not None
     assert result.report.history["relevance_turn"] is None
+
+
+def test_a_new_question_that_names_its_subject_is_not_read_as_a_follow_up() -> None:
+    # "What is the boiling point of tungsten?" after a question on Marie Curie had borrowed
+    # her passages as relevant; it points back at nothing, so nothing relevant is nothing.
+    result = ctxasm.assemble("What is the boiling point of tungsten?", PASSAGES, history=HISTORY)
+    assert result.report.no_relevant_context
+    assert result.report.history is not None
+    assert result.report.history["relevance_turn"] is None
+
+
+def test_a_question_with_no_word_of_its_own_is_a_follow_up() -> None:
+    result = ctxasm.assemble("And why?", PASSAGES, history=HISTORY)
+    assert [item.id for item in result.report.included] == ["curie"]

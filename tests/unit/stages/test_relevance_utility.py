@@ -272,3 +272,17 @@ def test_a_question_in_a_script_without_spaces_finds_its_answer(query: str, answ
     result = ctxasm.assemble(query, passages)
     assert not result.report.no_relevant_context
     assert [item.id for item in result.report.included] == ["answer"]
+
+
+@pytest.mark.parametrize(
+    ("query", "other"),
+    [
+        ("富士山の高さは何メートルですか?", "猫はかわいい動物です。"),
+        ("서울의 인구는 몇 명입니까?", "김치는 한국의 전통 음식입니다."),
+        ("长城是什么时候建造的?", "熊猫是什么动物的时候吃竹子。"),
+    ],
+)
+def test_function_words_alone_do_not_make_a_passage_relevant(query: str, other: str) -> None:
+    # The pairs of a question's grammar (です, 입니, 什么, 时候) are in passages on anything.
+    result = ctxasm.assemble(query, [{"id": "other", "text": other}])
+    assert result.report.no_relevant_context
