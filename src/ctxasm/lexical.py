@@ -36,6 +36,7 @@ __all__ = [
     "title_aliases",
     "title_key",
     "title_links",
+    "titled",
     "words",
 ]
 
@@ -475,20 +476,31 @@ def covered_terms(
     text: str,
     title: str | None = None,
     forms: Mapping[str, tuple[str, ...]] | None = None,
+    counted: Sequence[int] | None = None,
 ) -> list[str]:
     """The ``terms`` (query words, in their order) that ``text`` or ``title`` states in one of
-    their forms (see :func:`term_forms`; ``forms`` when already looked up)."""
+    their forms: where relevance counts them (:func:`term_counts`: a word with the term's stem,
+    a pair of Han, kana or Hangul characters anywhere; ``counted`` when already counted in
+    :func:`titled`), or as one of :func:`term_forms` (the relation words: "married" states
+    "spouse"; ``forms`` when already looked up)."""
+    if counted is None:
+        counted = term_counts_all(terms, [titled(title, text)])[0]
     in_text, in_title = _term_words(text), _term_words(title or "")
     found = []
-    for term in terms:
-        if _unspaced(term):  # a pair of Han, kana or Hangul characters: wherever it occurs
-            if term in text or (title and term in title):
-                found.append(term)
-            continue
-        spelled = forms[term] if forms is not None else term_forms(term)
-        if not (in_text.isdisjoint(spelled) and in_title.isdisjoint(spelled)):
+    for term, count in zip(terms, counted, strict=True):
+        if count:
             found.append(term)
+        elif not _unspaced(term):
+            spelled = forms[term] if forms is not None else term_forms(term)
+            if not (in_text.isdisjoint(spelled) and in_title.isdisjoint(spelled)):
+                found.append(term)
     return found
+
+
+def titled(title: str | None, text: str) -> str:
+    """A passage's title and text as relevance reads them together (the text alone without a
+    title)."""
+    return f"{title}\n{text}" if title else text
 
 
 def _term_words(text: str) -> frozenset[str]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ctxasm.data import Passage
-from ctxasm.lexical import phrase_key, query_terms, title_key, title_links
+from ctxasm.lexical import phrase_key, query_terms, title_key, title_links, titled
 from ctxasm.stages.relevance import Scores, bm25
 from ctxasm.strategy import Strategy, require_int, require_number
 
@@ -83,7 +83,7 @@ class UtilityRelevance(Strategy):
         if not terms and all(p.score is None for p in passages):
             return Scores([0.0] * len(passages), 0.0, "utility", "the query has no content words")
         query_key = phrase_key(query)
-        texts = [f"{p.title}\n{p.text}" if p.title else p.text for p in passages]
+        texts = [titled(p.title, p.text) for p in passages]
         raw = bm25(terms, texts, self.k1, self.b) if terms else [0.0] * len(passages)
         best = max(raw)
         lexical = [r / best for r in raw] if best > 0 else raw

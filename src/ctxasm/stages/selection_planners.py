@@ -21,9 +21,11 @@ from ctxasm.lexical import (
     entities,
     phrase_key,
     query_terms,
+    term_counts_all,
     term_forms,
     title_key,
     title_links,
+    titled,
 )
 from ctxasm.stages.compression import Phrases
 from ctxasm.stages.relevance import rank_agreement
@@ -59,7 +61,11 @@ class Evidence:
         # A query word is in a passage when one of its forms is in the title or the text (see
         # term_forms: "married" states "spouse").
         forms = {term: term_forms(term) for term in self.terms}
-        covers = [covered_terms(self.terms, c.text, c.passage.title, forms) for c in candidates]
+        counts = term_counts_all(self.terms, [titled(c.passage.title, c.text) for c in candidates])
+        covers = [
+            covered_terms(self.terms, c.text, c.passage.title, forms, counted)
+            for c, counted in zip(candidates, counts, strict=True)
+        ]
         # A named phrase when it occurs between spaces in title and text together, as
         # phrase_key(f"{title}\n{text}") would give them (words never span the line break).
         if self.phrases:

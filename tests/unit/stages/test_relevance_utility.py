@@ -286,3 +286,13 @@ def test_function_words_alone_do_not_make_a_passage_relevant(query: str, other: 
     # The pairs of a question's grammar (です, 입니, 什么, 时候) are in passages on anything.
     result = ctxasm.assemble(query, [{"id": "other", "text": other}])
     assert result.report.no_relevant_context
+
+
+def test_the_report_lists_the_query_words_a_passage_states_in_another_form() -> None:
+    # Relevance counted "taught" for "teach", but the report's covered terms (and the
+    # planners' coverage) still matched suffixes only and listed none of them.
+    passages = [{"id": "kant", "text": "Kant taught logic in Königsberg."}]
+    result = ctxasm.assemble("Where did Kant teach logic?", passages)
+    chosen = result.report.included[0].chosen
+    assert chosen is not None
+    assert chosen.terms == ("kant", "teach", "logic")
