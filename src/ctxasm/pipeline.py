@@ -46,7 +46,6 @@ from ctxasm.errors import BudgetError, ConfigError
 from ctxasm.formatting import Format, PromptParts, Rendered
 from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE, RULES, SourcesBlock
 from ctxasm.formatting.measure import MeasuredPrompt
-from ctxasm.lexical import query_terms, words
 from ctxasm.models import ModelSpec
 from ctxasm.query_class import classify
 from ctxasm.report import build_report
@@ -55,7 +54,7 @@ from ctxasm.stages.budget import plan_budget
 from ctxasm.stages.dedup import DedupSession, DedupStrategy
 from ctxasm.stages.history import SUMMARY_HEADING, HistoryPlan, HistoryStep
 from ctxasm.stages.ordering import CacheStableOrdering, OrderingStrategy
-from ctxasm.stages.relevance import RelevanceStrategy, Scores, rank
+from ctxasm.stages.relevance import RelevanceStrategy, Scores, follow_up, rank
 from ctxasm.stages.selection import SelectionStrategy
 from ctxasm.stages.selection_admission import Guard, Meter
 from ctxasm.stages.selection_packing import Packed, Packing, SelectionContext
@@ -378,41 +377,13 @@ def relevance(setup: Setup, readable: Readable) -> Ranked:
 
     query, turn = request.query, None
     ranked, cut, scores = ranked_by(query)
-    if not ranked and readable.passages and _follows_up(request.query):
-        # A follow-up ("When did she die?", "Tell me more") names what it asks about in an
-        # earlier question: with nothing relevant to the query alone, rank by both.
-        turn = _last_question(request.history)
-        if turn is not None:
-            query = f"{request.history[turn].content}\n{request.query}"
-            ranked, cut, scores = ranked_by(query)
-            if not ranked:
-                query, turn = request.query, None
-                ranked, cut, scores = ranked_by(query)
+    again = follow_up(query, request.history) if not ranked and readable.passages else None
+    if again is not None:  # nothing relevant to a follow-up alone: its question and it
+        found = ranked_by(again[0])
+        if found[0]:
+            (query, turn), (ranked, cut, scores) = again, found
     reading = Reading(query, turn, scores.method, scores.note)
     return Ranked(tuple(ranked), readable.excluded + tuple(cut), MappingProxyType({}), reading)
-
-
-# Words by which a question points back at an earlier one ("When did she die?", "Tell me more
-# about it"). A question without them names what it asks about ("What is the boiling point of
-# tungsten?" after a question on Marie Curie): nothing relevant to it is nothing relevant.
-_POINTERS = frozenset(
-    "he she it they him her his hers its their theirs them this that these those there "
-    "more else also other another same".split()
-)
-
-
-def _follows_up(query: str) -> bool:
-    """Whether ``query`` reads as a follow-up: it points back (see ``_POINTERS``), or has no
-    content word of its own ("And why?")."""
-    return not _POINTERS.isdisjoint(words(query)) or not query_terms(query)
-
-
-def _last_question(history: Sequence[Message]) -> int | None:
-    """The index of the last user turn of ``history`` (``None``: there is none)."""
-    for at in range(len(history) - 1, -1, -1):
-        if history[at].role == "user":
-            return at
-    return None
 
 
 def compression_placement(setup: Setup, ranked: Ranked, planned: Planned) -> Placement:

@@ -238,37 +238,31 @@ def test_a_stopword_only_query_says_why_nothing_is_relevant() -> None:
     assert result.report.excluded[0].detail == "utility score 0: the query has no content words"
 
 
+PARIS = "Paris is mild."
+BANANA = "香蕉是钾的良好来源。"
+
+
 @pytest.mark.parametrize(
-    ("query", "answer"),
+    ("query", "answer", "other"),
     [
-        ("What do teachers earn?", "A teacher earns about 40,000 a year."),
-        ("Where did Kant teach?", "Kant taught at the University of Königsberg."),
-        ("How many children does she have?", "She has one child."),
-        ("How long do mice live?", "A house mouse lives about two years."),
-        ("How do I configure logging?", "Logging is configured in settings.toml."),
-        ("How to optimise tokenisation?", "Tokenization is optimized by caching."),
+        # a query word in another form
+        ("What do teachers earn?", "A teacher earns about 40,000 a year.", PARIS),
+        ("Where did Kant teach?", "Kant taught at the University of Königsberg.", PARIS),
+        ("How many children does she have?", "She has one child.", PARIS),
+        ("How long do mice live?", "A house mouse lives about two years.", PARIS),
+        ("How do I configure logging?", "Logging is configured in settings.toml.", PARIS),
+        ("How to optimise tokenisation?", "Tokenization is optimized by caching.", PARIS),
+        # a script written without spaces
+        ("东京的人口是多少？", "东京的人口约为1400万人。", BANANA),
+        ("如何安装PyTorch", "使用pip安装PyTorch：pip install torch", BANANA),
+        ("富士山の高さは何メートルですか", "富士山の標高は3776メートルです。", BANANA),
+        ("서울의 인구는?", "서울은 인구가 약 940만 명이다.", BANANA),
     ],
 )
-def test_a_passage_that_states_a_query_word_in_another_form_is_relevant(
-    query: str, answer: str
+def test_a_passage_that_answers_in_other_words_or_scripts_is_relevant(
+    query: str, answer: str, other: str
 ) -> None:
-    passages = [{"id": "answer", "text": answer}, {"id": "other", "text": "Paris is mild."}]
-    result = ctxasm.assemble(query, passages)
-    assert not result.report.no_relevant_context
-    assert [item.id for item in result.report.included] == ["answer"]
-
-
-@pytest.mark.parametrize(
-    ("query", "answer"),
-    [
-        ("东京的人口是多少？", "东京的人口约为1400万人。"),
-        ("如何安装PyTorch", "使用pip安装PyTorch：pip install torch"),
-        ("富士山の高さは何メートルですか", "富士山の標高は3776メートルです。"),
-        ("서울의 인구는?", "서울은 인구가 약 940만 명이다."),
-    ],
-)
-def test_a_question_in_a_script_without_spaces_finds_its_answer(query: str, answer: str) -> None:
-    passages = [{"id": "answer", "text": answer}, {"id": "other", "text": "香蕉是钾的良好来源。"}]
+    passages = [{"id": "answer", "text": answer}, {"id": "other", "text": other}]
     result = ctxasm.assemble(query, passages)
     assert not result.report.no_relevant_context
     assert [item.id for item in result.report.included] == ["answer"]
