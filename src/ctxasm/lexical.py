@@ -11,7 +11,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from ctxasm.keys import content_key
 from ctxasm.stems import search_keys, stem
@@ -72,7 +72,19 @@ _UNSPACED_CHARS = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
     "\U00020000-\U0002fa1f"
 )
-_UNSPACED = re.compile(f"[{_UNSPACED_CHARS}]+")
+
+
+@cache
+def _unspaced() -> re.Pattern[str]:
+    """A run of those characters: compiled on first need (a class of such ranges takes 2 ms
+    to compile, which every process that never meets one would pay at import)."""
+    return re.compile(f"[{_UNSPACED_CHARS}]+")
+
+
+@cache
+def _spaced_word_run() -> re.Pattern[str]:
+    """``_WORD_RUN`` of a text outside ASCII: word characters up to one of those scripts."""
+    return re.compile(f"[^\\W{_UNSPACED_CHARS}]*")
 
 
 def normalize(text: str) -> str:
@@ -128,7 +140,7 @@ def term_counts(terms: Sequence[str], text: str) -> list[int]:
     if len(terms) > _TERMS_BY_SEARCH:  # a long query: the text's words counted once
         pieces = Counter(piece for word in words(text) for piece in _pieces(word))
         return [
-            low.count(term) if _unspaced(term) else count
+            low.count(term) if _unspaced_term(term) else count
             for term, count in zip(terms, _counts_of_words(terms, pieces), strict=True)
         ]
     return [_term_count(term, low) for term in terms]
@@ -138,8 +150,9 @@ def _term_count(term: str, low: str) -> int:
     """:func:`term_counts` of one term in lower-cased text ``low``."""
     if not term:
         return 0
-    if _unspaced(term):
+    if _unspaced_term(term):
         return low.count(term)
+    word_run = _WORD_RUN if low.isascii() else _spaced_word_run()
     count = 0
     size = len(low)
     stemmed = stem(term)
@@ -152,7 +165,7 @@ def _term_count(term: str, low: str) -> int:
                 if low.startswith(term, at) and (end == size or not _word_char(low[end])):
                     count += 1  # the term as it is: the usual find
                 else:
-                    run = _WORD_RUN.match(low, at)
+                    run = word_run.match(low, at)
                     assert run is not None  # \w* matches, if only the empty string
                     end = run.end()
                     count += stem(run.group()) == stemmed
@@ -164,7 +177,7 @@ def _term_count(term: str, low: str) -> int:
                 # Inside a longer word: so is every later place in that word (a word character
                 # is before it), so the search goes on after the word ("x" in "xxx...x" was
                 # found at every character, for every such term of a query).
-                run = _WORD_RUN.match(low, at)
+                run = word_run.match(low, at)
                 assert run is not None
                 at = max(at, run.end() - 1)
             at = low.find(key, at + 1)
@@ -191,7 +204,7 @@ _TERMS_BY_SEARCH = 64
 # Places inside longer words passed one at a time, per term and text, before the search skips
 # to each word's end (prose has a few: "the" in "there"; a run of one letter has thousands).
 _MISSES_ONE_BY_ONE = 32
-_WORD_RUN = re.compile(f"[^\\W{_UNSPACED_CHARS}]*")
+_WORD_RUN = re.compile(r"\w*")  # of an ASCII text; _spaced_word_run() of any other
 
 
 def term_counts_all(terms: Sequence[str], texts: Sequence[str]) -> list[tuple[int, ...]]:
@@ -230,7 +243,7 @@ _MAX_COUNTED_TEXTS = 16384
 
 def _word_char(char: str) -> bool:
     """A character of a spaced word: ``\\w``, less the scripts written without spaces."""
-    return (char.isalnum() and (char.isascii() or _UNSPACED.match(char) is None)) or char == "_"
+    return (char.isalnum() and (char.isascii() or _unspaced().match(char) is None)) or char == "_"
 
 
 def _pieces(word: str, *, query: bool = False) -> list[str]:
@@ -238,11 +251,11 @@ def _pieces(word: str, *, query: bool = False) -> list[str]:
     scripts written without spaces, its other parts as words and each run of those characters
     as its pairs of neighbouring characters (one character alone as itself). Of a ``query``,
     pairs that are function words (see :func:`_function_pair`) are left out."""
-    if word.isascii() or _UNSPACED.search(word) is None:
+    if word.isascii() or _unspaced().search(word) is None:
         return [word]
     found = []
     done = 0
-    for run in _UNSPACED.finditer(word):
+    for run in _unspaced().finditer(word):
         found.extend(_spaced_parts(word[done : run.start()]))
         chars = run.group()
         pairs = [chars] if len(chars) == 1 else list(map(str.__add__, chars, chars[1:]))
@@ -280,10 +293,10 @@ def _spaced_parts(part: str) -> list[str]:
     return [part] if part else []
 
 
-def _unspaced(term: str) -> bool:
+def _unspaced_term(term: str) -> bool:
     """Whether ``term`` is characters of scripts written without spaces (counted wherever they
     occur, not as a whole word)."""
-    return not term.isascii() and _UNSPACED.fullmatch(term) is not None
+    return not term.isascii() and _unspaced().fullmatch(term) is not None
 
 
 def query_terms(query: str) -> list[str]:
@@ -490,7 +503,7 @@ def covered_terms(
     for term, count in zip(terms, counted, strict=True):
         if count:
             found.append(term)
-        elif not _unspaced(term):
+        elif not _unspaced_term(term):
             spelled = forms[term] if forms is not None else term_forms(term)
             if not (in_text.isdisjoint(spelled) and in_title.isdisjoint(spelled)):
                 found.append(term)
@@ -507,7 +520,7 @@ def _term_words(text: str) -> frozenset[str]:
     """:func:`key_words` of ``text``, with the parts of words that hold characters of scripts
     written without spaces ("pytorch" of "安装pytorch") too."""
     found = key_words(text)
-    if text.isascii() or _UNSPACED.search(text) is None:
+    if text.isascii() or _unspaced().search(text) is None:
         return found
     return found.union(piece for word in found for piece in _pieces(word))
 

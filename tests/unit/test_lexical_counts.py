@@ -31,7 +31,7 @@ def _by_words(terms: list[str], text: str) -> list[int]:
     found = _terms(text)
     return [
         text.lower().count(term)
-        if lexical._unspaced(term)
+        if lexical._unspaced_term(term)
         else sum(1 for w in found if stem(w) == stem(term) and w.startswith(search_keys(term)))
         if term
         else 0
