@@ -4,6 +4,8 @@ relevant, though one said "She died in 1934"."""
 
 from __future__ import annotations
 
+import pytest
+
 import ctxasm
 
 HISTORY = [
@@ -62,3 +64,14 @@ def test_a_new_question_that_names_its_subject_is_not_read_as_a_follow_up() -> N
 def test_a_question_with_no_word_of_its_own_is_a_follow_up() -> None:
     result = ctxasm.assemble("And why?", PASSAGES, history=HISTORY)
     assert [item.id for item in result.report.included] == ["curie"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["Which company makes the phone that John bought?", "Is there a limit on uploads?"],
+)
+def test_a_relative_that_or_an_existential_there_is_no_pointer(query: str) -> None:
+    result = ctxasm.assemble(query, PASSAGES, history=HISTORY)
+    assert result.report.no_relevant_context
+    assert result.report.history is not None
+    assert result.report.history["relevance_turn"] is None

@@ -369,9 +369,11 @@ def rank(
 # Words by which a question points back at an earlier one ("When did she die?", "Tell me more
 # about it"). A question without them names what it asks about ("What is the boiling point of
 # tungsten?" after a question on Marie Curie): nothing relevant to it is nothing relevant.
+# Words that self-contained questions use as often ("the film that won", "is there a limit",
+# "other than") are no pointers.
 _POINTERS = frozenset(
-    "he she it they him her his hers its their theirs them this that these those there "
-    "more else also other another same".split()
+    "he she it they him her his hers its their theirs them this these those more else "
+    "another".split()
 )
 
 
