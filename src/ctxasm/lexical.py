@@ -143,16 +143,17 @@ def term_counts(terms: Sequence[str], text: str) -> list[int]:
             low.count(term) if _unspaced_term(term) else count
             for term, count in zip(terms, _counts_of_words(terms, pieces), strict=True)
         ]
-    return [_term_count(term, low) for term in terms]
+    word_run = _WORD_RUN if low.isascii() else _spaced_word_run()
+    return [_term_count(term, low, word_run) for term in terms]
 
 
-def _term_count(term: str, low: str) -> int:
-    """:func:`term_counts` of one term in lower-cased text ``low``."""
+def _term_count(term: str, low: str, word_run: re.Pattern[str]) -> int:
+    """:func:`term_counts` of one term in lower-cased text ``low``, whose words ``word_run``
+    reads."""
     if not term:
         return 0
     if _unspaced_term(term):
         return low.count(term)
-    word_run = _WORD_RUN if low.isascii() else _spaced_word_run()
     count = 0
     size = len(low)
     stemmed = stem(term)
@@ -256,7 +257,8 @@ def _pieces(word: str, *, query: bool = False) -> list[str]:
     found = []
     done = 0
     for run in _unspaced().finditer(word):
-        found.extend(_spaced_parts(word[done : run.start()]))
+        if run.start() > done:
+            found.append(word[done : run.start()])
         chars = run.group()
         pairs = [chars] if len(chars) == 1 else list(map(str.__add__, chars, chars[1:]))
         if query:
@@ -264,7 +266,8 @@ def _pieces(word: str, *, query: bool = False) -> list[str]:
             pairs = [p for at, p in enumerate(pairs) if not _function_pair(p, at == last)]
         found.extend(pairs)
         done = run.end()
-    found.extend(_spaced_parts(word[done:]))
+    if done < len(word):
+        found.append(word[done:])
     return found
 
 
@@ -287,10 +290,6 @@ def _function_pair(pair: str, ends_run: bool) -> bool:
     if any(char in _ZH_FUNCTION for char in pair) or all(char in _KO_ENDINGS for char in pair):
         return True
     return ends_run and pair[-1] in _KO_PARTICLES
-
-
-def _spaced_parts(part: str) -> list[str]:
-    return [part] if part else []
 
 
 def _unspaced_term(term: str) -> bool:

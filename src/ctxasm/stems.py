@@ -181,15 +181,20 @@ thief thieves
 elf elves
 """
 
-# Each irregular form -> its base; the stem of each base -> its irregular forms.
-_BASE: dict[str, str] = {}
-_FAMILY: dict[str, tuple[str, ...]] = {}
-for _line in _IRREGULAR_FORMS.split("\n"):
-    if _line:
-        _base, *_forms = _line.split()
-        _BASE.update(dict.fromkeys(_forms, _base))
-        _base_stem = _STEMMER.stemWord(_base)
-        _FAMILY[_base_stem] = (*_FAMILY.get(_base_stem, ()), *_forms)
+
+def _irregular() -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """Each irregular form -> its base, and the stem of each base -> its irregular forms."""
+    bases: dict[str, str] = {}
+    families: dict[str, tuple[str, ...]] = {}
+    for line in filter(None, _IRREGULAR_FORMS.split("\n")):
+        base, *forms = line.split()
+        bases.update(dict.fromkeys(forms, base))
+        stemmed = _STEMMER.stemWord(base)
+        families[stemmed] = (*families.get(stemmed, ()), *forms)
+    return bases, families
+
+
+_BASE, _FAMILY = _irregular()
 
 
 # British spellings written the American way before stemming: "optimise" as "optimize",
