@@ -8,6 +8,10 @@ unit of input, and ``t(x8) / t(x1)``: about 8 means linear, about 64 quadratic. 
 * ``newline run``: one passage of N newlines between two words;
 * ``near copies``: N short passages, one sentence each with two words replaced, all with the
   same title, on a 2M-token model so that thousands are kept (dedup and stitching at scale);
+* ``chained windows``: N overlapping windows of one document (100 characters every 50, cut
+  without regard to words, as a naive chunker cuts), scored in document order and all kept on
+  a 2M-token model, so that each is stitched into the passage the windows before it grew
+  (caches cleared each run: a new document);
 * ``index run``: chunking a document that holds an N-character unbroken run;
 * ``label lines``: one passage of N lines ``source 1,`` (a list of label look-alikes over many
   lines, which the renderers neutralise);
@@ -66,6 +70,30 @@ def copies_case(n: int) -> Callable[[], object]:
     return lambda: ctxasm.assemble(QUERY, passages, model="gemini-1.5-pro")
 
 
+def windows_case(n: int) -> Callable[[], object]:
+    words = SENTENCE * (n // 2 + 1)
+    rnd = random.Random(n)
+    text = " ".join(f"{word}{rnd.randrange(100)}" if rnd.random() < 0.3 else word for word in words)
+    passages = [
+        {
+            "id": f"w{i}",
+            "text": text[i * 50 : i * 50 + 100],
+            "doc_id": "doc",
+            "title": "Aristotle",
+            "start": i * 50,
+            "end": i * 50 + 100,
+            "score": 1.0 - i / n,
+        }
+        for i in range(n)
+    ]
+
+    def run() -> object:
+        ctxasm.clear_caches()
+        return ctxasm.assemble(QUERY, passages, model="gemini-1.5-pro")
+
+    return run
+
+
 def index_case(n: int) -> Callable[[], object]:
     text = "Intro. " + cjk(n) + " Outro."
     return lambda: chunk_text(text, 512, 64)
@@ -96,6 +124,7 @@ SHAPES: dict[str, tuple[int, str, Callable[[int], Callable[[], object]]]] = {
     "ascii run": (200_000, "char", lambda n: one_passage(n, "a" * n)),
     "newline run": (200_000, "char", lambda n: one_passage(n, "x" + "\n" * n + "y")),
     "near copies": (1_000, "passage", copies_case),
+    "chained windows": (250, "window", windows_case),
     "index run": (25_000, "char", index_case),
     "label lines": (1_000, "line", label_lines_case),
     "html tags": (25_000, "tag", html_case),
@@ -119,7 +148,7 @@ def main() -> None:
     args = parser.parse_args()
     ctxasm.assemble(QUERY, [GOOD], model="gpt-4o")  # load the tokenizer outside the timings
     print(
-        f"{'shape':<13} {'x1 size':>9} {'unit':>8} "
+        f"{'shape':<15} {'x1 size':>9} {'unit':>8} "
         + " ".join(f"{f'x{m} ms':>10}" for m in (1, 2, 4, 8)),
         end="",
     )
@@ -130,7 +159,7 @@ def main() -> None:
         per_unit = [t / (base * m) * 1e6 for t, m in zip(times, (1, 2, 4, 8), strict=True)]
         cells = " ".join(f"{t * 1000:>10.1f}" for t in times)
         print(
-            f"{name:<13} {base:>9,} {unit:>8} {cells} {per_unit[0]:>11.3f} {per_unit[3]:>11.3f} "
+            f"{name:<15} {base:>9,} {unit:>8} {cells} {per_unit[0]:>11.3f} {per_unit[3]:>11.3f} "
             f"{times[3] / times[0]:>6.1f}",
             flush=True,
         )

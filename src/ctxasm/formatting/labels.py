@@ -28,8 +28,10 @@ import ipaddress
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 from urllib.parse import quote, urlsplit
 
 from ctxasm.lookalikes import BLANK_LETTERS, LABEL_LOOKALIKES
@@ -72,8 +74,7 @@ _DIGITS = re.compile(r"(?<![^\W\d_])[0-9]+")  # a number, not the 0 of "S0urce"
 # bullets, arrows, numbers and letters ("1." "2)" "a)" "[1]"), headings, table bars, emphasis
 # and code marks, and HTML tags ("<b>", tried before a lone "<"). A repetition reads at most
 # a tag's twelve characters before another is tried: the scan stays linear.
-_LINE_START = re.compile(
-    r"(?:^|(?<=[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]))"
+_LINE_LEAD = re.compile(
     r"(?:</?[A-Za-z][A-Za-z0-9]{0,9}>|[ \t<>*+#|•·~_=`\"'“”‘’„(→⇒➜►▶▸-]|[0-9]{1,9}[.)]"
     r"|[A-Za-z][.)](?=\s)|\[[0-9]{1,9}\])*"
 )
@@ -153,6 +154,12 @@ def fold(text: str) -> Folded:
         done = at + 1
     pieces.append(text[done:])
     return Folded("".join(pieces), text, tuple(folded_at), tuple(original_at))
+
+
+def _line_starts(text: str) -> Iterable[int]:
+    """Where each line of ``text`` starts: at 0 and after each break ``str.splitlines`` knows
+    (found in C, rather than tried with a look-behind at every character)."""
+    return accumulate(map(len, text.splitlines(keepends=True)), initial=0)
 
 
 def _marked(folded: Folded, matches: list[re.Match[str]]) -> str:
@@ -285,13 +292,15 @@ def neutral_text(text: str) -> str:
         return text
     found: list[re.Match[str]] = []
     read_to = 0  # where the last look-alike found ends
-    for start in _LINE_START.finditer(folded.text):
+    for start in _line_starts(folded.text):
+        lead = _LINE_LEAD.match(folded.text, start)
+        assert lead is not None  # it matches, if only the empty string
         # A worded list may run over several lines ("source 1,\nsource 2"): the lines it
         # covers are marked with it, not read again (every line read to the end would make
         # the scan quadratic, and mark the same number once per line above it).
-        if start.end() < read_to:
+        if lead.end() < read_to:
             continue
-        match = CITATION.match(folded.text, start.end())
+        match = CITATION.match(folded.text, lead.end())
         if match is not None and _is_worded(match):
             found.append(match)
             read_to = match.end()

@@ -20,17 +20,17 @@ import math
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain, islice
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import xxhash
 
 from ctxasm.data import Candidate
 from ctxasm.keys import content_key
-from ctxasm.lexical import phrase_key
+from ctxasm.lexical import normalize, phrase_key
 from ctxasm.strategy import Strategy, require_int, require_number
 
 __all__ = [
@@ -182,6 +182,7 @@ class _StitchSession:
     def __init__(self, min_overlap: int) -> None:
         self.min_overlap = min_overlap
         self.by_document: dict[str, list[_Window]] = {}
+        self.places: dict[str, int] = {}  # a kept window's place in its document's list, by id
 
     def verdict(self, candidate: Candidate) -> Verdict:
         return None
@@ -260,10 +261,13 @@ class _StitchSession:
             return
         window = (candidate, _span(candidate), candidate.text[: self.min_overlap])
         windows = self.by_document.setdefault(key, [])
-        if replaced is not None:
-            windows[:] = [window if w[0].id == replaced.id else w for w in windows]
-        else:
+        if replaced is None:
+            self.places[candidate.id] = len(windows)
             windows.append(window)
+            return
+        place = self.places.get(replaced.id)
+        if place is not None and place < len(windows) and windows[place][0].id == replaced.id:
+            windows[place] = window
 
 
 def _grows_too_long(kept: Candidate, new: Candidate, length: int) -> bool:
@@ -340,18 +344,30 @@ class ExactDedup(Strategy):
 class _ExactSession:
     def __init__(self) -> None:
         self.seen: dict[int, str] = {}
+        # Passages grown by stitching whose key is not taken yet: only the text a passage has
+        # when the next verdict is asked for is keyed, not each text it grew through (a
+        # passage grown window by window would otherwise be read whole at every stitch).
+        self.grown: dict[str, str] = {}
 
     def placement(self, candidate: Candidate) -> Verdict:
         return None
 
     def verdict(self, candidate: Candidate) -> Verdict:
+        if self.grown:
+            for kept_id, text in self.grown.items():
+                self.seen.setdefault(_normalized_key(text), kept_id)
+            self.grown.clear()
         owner = self.seen.get(_normalized_key(candidate.text))
         if owner is None:
             return None
         return Duplicate(owner, f"same text as {owner} after normalisation (similarity 1.0)")
 
     def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
-        self.seen.setdefault(_normalized_key(candidate.text), candidate.id)
+        if replaced is None:
+            self.seen.setdefault(_normalized_key(candidate.text), candidate.id)
+        else:  # keyed in the order the texts were last grown
+            self.grown.pop(candidate.id, None)
+            self.grown[candidate.id] = candidate.text
 
 
 # Shingles of more words find no near-duplicate that fewer would miss, and the hash of a
@@ -378,14 +394,129 @@ def shingles(text: str, size: int) -> frozenset[int]:
     passage a verdict meets first, and so names on a tie). Results are cached by text, like
     token counts: retrieval returns the same chunks again and again.
     """
-    words = phrase_key(text).encode("utf-8", "surrogatepass").split()
-    hashes = list(map(xxhash.xxh32_intdigest, words))
+    return _shingles_of(_Words.of(text).hashes, size)
+
+
+def _shingles_of(hashes: Sequence[int], size: int) -> frozenset[int]:
+    """:func:`shingles` of a text whose words have the xxh32 ``hashes``."""
     if size == 1 or len(hashes) < size:
         return frozenset(hashes)
     return frozenset(_polynomials(hashes, size))
 
 
-def _polynomials(hashes: list[int], size: int) -> array[int]:
+class _Words(NamedTuple):
+    """A text's words as shingles are made of them: the xxh32 hash of each word of its phrase
+    key, in order, and its first and last words (which a stitch may join to a neighbour's)."""
+
+    hashes: array[int]
+    first: str
+    last: str
+
+    @classmethod
+    def of(cls, text: str) -> _Words:
+        words = phrase_key(text).encode("utf-8", "surrogatepass").split()
+        hashes = array(_U32, map(xxhash.xxh32_intdigest, words))
+        return cls(hashes, *(_decoded(words[i]) if words else "" for i in (0, -1)))
+
+    def grown(self, text: str, grown: str) -> _Growth | None:
+        """The words of ``grown``, a text made by adding text before and or after ``text``
+        (whose words these are), from the words of what was added: its first and last words
+        joined to those of ``text`` where no space parts them. ``None`` where ``text`` is not
+        in ``grown``, has no words, or lower-casing depends on the neighbours (a capital
+        sigma)."""
+        at = grown.find(text) if not grown.startswith(text) else 0
+        if at == -1 or not self.hashes or "\u03a3" in grown:
+            return None
+        before, after = _Words.of(grown[:at]), _Words.of(grown[at + len(text) :])
+        hashes = self.hashes
+        first, last = self.first, self.last
+        cut_front = cut_back = 0
+        if before.hashes and _joins(grown[at - 1 : at + 1]):
+            joined = before.last + first
+            if len(hashes) == 1:
+                last = joined
+            first = before.first if len(before.hashes) > 1 else joined
+            hashes = array(_U32, [*before.hashes[:-1], _hash(joined)]) + hashes[1:]
+            cut_front = 1
+        elif before.hashes:
+            hashes, first = before.hashes + hashes, before.first
+        end = at + len(text)
+        if after.hashes and _joins(grown[end - 1 : end + 1]):
+            joined = last + after.first
+            if len(hashes) == 1:
+                first = joined
+            last = after.last if len(after.hashes) > 1 else joined
+            hashes = hashes[:-1] + array(_U32, [_hash(joined), *after.hashes[1:]])
+            cut_back = 1
+        elif after.hashes:
+            hashes, last = hashes + after.hashes, after.last
+        words = _Words(hashes, first, last)
+        return _Growth(words, len(before.hashes), len(after.hashes), cut_front, cut_back)
+
+
+class _Growth(NamedTuple):
+    """What a stitch made of a text's words: the grown text's ``words``, of which the first
+    ``head`` and the last ``tail`` are new (added, or joined to an old first or last word), and
+    how many of the old words' first and last (0 or 1) a join replaced."""
+
+    words: _Words
+    head: int
+    tail: int
+    cut_front: int
+    cut_back: int
+
+    def shingle_changes(self, old: _Words, size: int) -> tuple[array[int], array[int]] | None:
+        """The shingles (of ``size`` words) the old text had that the grown one has fewer of,
+        and those the grown one has that are new, each once per occurrence; ``None`` when
+        either text has fewer than ``size`` words (its shingles are then its words)."""
+        n, m = len(old.hashes), len(self.words.hashes)
+        if size == 1 or n < size or m < size:
+            return None
+        removed = array(_U32)
+        cut = ([0] if self.cut_front else []) + ([n - size] if self.cut_back else [])
+        for start in sorted(set(cut)):
+            removed += _polynomials(old.hashes[start : start + size], size)
+        starts = sorted(
+            set(range(min(self.head, m - size + 1)))
+            | set(range(max(0, m - self.tail - size + 1), m - size + 1))
+        )
+        added = array(_U32)
+        new = self.words.hashes
+        for start, stop in _runs(starts):
+            added += _polynomials(new[start : stop + size - 1], size)
+        return removed, added
+
+
+def _runs(starts: Sequence[int]) -> Iterator[tuple[int, int]]:
+    """Sorted ``starts`` as ranges ``[start, stop)`` of consecutive values."""
+    i = 0
+    while i < len(starts):
+        j = i
+        while j + 1 < len(starts) and starts[j + 1] == starts[j] + 1:
+            j += 1
+        yield starts[i], starts[j] + 1
+        i = j + 1
+
+
+def _decoded(word: bytes) -> str:
+    return word.decode("utf-8", "surrogatepass")
+
+
+def _hash(word: str) -> int:
+    return xxhash.xxh32_intdigest(word.encode("utf-8", "surrogatepass"))
+
+
+def _joins(pair: str) -> bool:
+    """Whether one word runs across the two characters of ``pair``: lower-cased as
+    :func:`~ctxasm.lexical.normalize` reads them, the first ends with a word character and the
+    second starts with one."""
+    if len(pair) != 2:
+        return False
+    left, right = normalize(pair[0]), normalize(pair[1])
+    return left[-1:] not in ("", " ") and right[:1] not in ("", " ")
+
+
+def _polynomials(hashes: Sequence[int], size: int) -> array[int]:
     """``(hashes[i] * M**(size-1) + ... + hashes[i+size-1]) mod 2**32`` for every start ``i``,
     in order, with ``M = _MIX`` (all at once: see ``_LANE_BITS``)."""
     count = len(hashes)
@@ -458,12 +589,15 @@ _MAX_PROPOSALS = 32
 class _NearSession:
     def __init__(self, config: NearDuplicateDedup) -> None:
         self.config = config
-        self.kept: dict[str, frozenset[int]] = {}
+        self.kept: dict[str, Set[int]] = {}
         # shingle -> kept ids (at most _MAX_OWNERS), until LSH takes over. Most shingles have
         # one owner: a tuple shared by all of its shingles holds it, as thousands of one-item
         # lists would make the garbage collector run more often and take longer.
         self.postings: dict[int, tuple[str] | list[str]] = {}
         self.lsh: _BoundedLSH | None = None
+        # Passages grown by stitching: their words and how often each shingle occurs, to grow
+        # their shingles from (see _grown).
+        self.grown: dict[str, tuple[_Words, Counter[int] | None]] = {}
 
     def placement(self, candidate: Candidate) -> Verdict:
         return None
@@ -541,7 +675,7 @@ class _NearSession:
         shared = map(len, map(own.intersection, map(self.kept.__getitem__, ids)))
         return {kept_id: n for kept_id, n in zip(ids, shared, strict=True) if n >= least}
 
-    def _post(self, kept_id: str, values: frozenset[int]) -> None:
+    def _post(self, kept_id: str, values: Set[int]) -> None:
         postings = self.postings
         get = postings.get
         alone = (kept_id,)  # one tuple for every shingle it is the first to have
@@ -554,7 +688,7 @@ class _NearSession:
             elif len(owners) < _MAX_OWNERS:
                 owners.append(kept_id)
 
-    def _minhash(self, values: frozenset[int]) -> Any:
+    def _minhash(self, values: Set[int]) -> Any:
         from datasketch import MinHash
 
         template = _template()
@@ -568,8 +702,11 @@ class _NearSession:
         return signature
 
     def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
-        own = self._shingles(candidate)
-        if replaced is not None:
+        own: Set[int]
+        if replaced is None:
+            own = self._shingles(candidate)
+        else:
+            own = self._grown(candidate, replaced)
             self._forget(replaced.id)
         self.kept[candidate.id] = own
         if self.lsh is not None:
@@ -579,6 +716,36 @@ class _NearSession:
             self._post(candidate.id, own)
         if len(self.kept) > self.config.lsh_after:
             self._build_index()
+
+    def _grown(self, candidate: Candidate, replaced: Candidate) -> Set[int]:
+        """:meth:`_shingles` of ``candidate``, ``replaced`` grown by a stitch: the kept shingles
+        changed by those of the words added and joined only, so that a passage grown window by
+        window is not read whole again at every stitch (which made stitching quadratic in the
+        windows). Where the words cannot be grown so, the text is read whole."""
+        size = self.config.shingle_size
+        known = self.grown.pop(replaced.id, None)
+        words, counts = known if known is not None else (_Words.of(replaced.text), None)
+        growth = words.grown(replaced.text, candidate.text)
+        changes = None if growth is None else growth.shingle_changes(words, size)
+        if growth is None or changes is None:
+            return self._shingles(candidate)
+        removed, added = changes
+        own = self.kept[replaced.id]
+        if self.postings or not isinstance(own, set):
+            own = set(own)  # the kept set is unposted from, or shared with the shingles cache
+        if removed:  # a join replaced an end word: a shingle may occur elsewhere too
+            if counts is None:
+                counts = Counter(_polynomials(words.hashes, size))
+            counts.subtract(removed)
+            own.difference_update(gram for gram in removed if counts[gram] <= 0)
+            for gram in set(removed):
+                if counts[gram] <= 0:
+                    del counts[gram]
+        if counts is not None:
+            counts.update(added)
+        own.update(added)
+        self.grown[candidate.id] = (growth.words, counts)
+        return own
 
     def _forget(self, kept_id: str) -> None:
         old = self.kept.pop(kept_id, frozenset())

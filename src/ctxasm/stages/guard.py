@@ -102,6 +102,8 @@ class InjectionScanGuard(Strategy):
     threshold: float = 1.0
     # a text of up to this many characters is read in one window (see SCAN_WINDOW)
     window_chars: ClassVar[int] = SCAN_WINDOW
+    # characters neighbouring windows share, so no short pattern is cut in two
+    overlap_chars: ClassVar[int] = SCAN_OVERLAP
 
     def __post_init__(self) -> None:
         require_choice("policy", self.policy, ("flag", "drop"))

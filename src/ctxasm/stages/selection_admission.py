@@ -17,12 +17,14 @@ turns the candidate away:
 5. **price**: its exact cost, counted only as far as what is left (``over_budget`` when above);
 6. **dedup verdict**: its content is compared with what is kept (``duplicate``, or stitching).
 
-Stitching (a ``Merge`` from step 1 or 6): the grown passage is scanned again by the guard (its
-header describes the grown text); with policy ``drop``, a grown text that is flagged refuses
-the offered candidate (``injection``) and the kept passage stays as it was, so a window cannot
-bring in by stitching what step 4 would refuse on its own. Otherwise the grown passage is
-priced by the new text only, and admitted when the growth fits what is left; the offered
-candidate is recorded as ``merged``.
+Stitching (a ``Merge`` from step 1 or 6): the grown passage is priced by the new text only, with
+the kept passage's flags, and a growth that cannot fit what is left is refused (``over_budget``)
+before anything else, as the size bound comes before the guard. Then the guard reads the grown
+text (its header describes it; see ``Admission._grown_flags`` for what of it is read); with
+policy ``drop``, a grown text that is flagged refuses the offered candidate (``injection``) and
+the kept passage stays as it was, so a window cannot bring in by stitching what step 4 would
+refuse on its own. A grown passage keeps every flag it had; one with a new flag is priced again.
+The offered candidate is recorded as ``merged``.
 
 The order is for speed, and it is part of the contract: a candidate is shingled, scanned or
 tokenized only when the cheaper checks before let it through. :meth:`Admission.price` is the
@@ -64,8 +66,10 @@ GUARD = "guard"
 class Guard(Protocol):
     """What admission needs of a guard strategy: its flags for a text, and whether a flagged
     candidate is dropped (``policy == "drop"``) rather than marked. A guard that reads a text of
-    up to ``window_chars`` characters in one window (the built-in scan does) may say so: a
-    stitch that stays within it is then scanned once (see ``Admission._grown_flags``)."""
+    up to ``window_chars`` characters in one window (the built-in scan does) may say so, and how
+    many characters its neighbouring windows share (``overlap_chars``): a stitch that stays
+    within one window is then scanned once, and a longer one across its seams (see
+    ``Admission._grown_flags``)."""
 
     policy: str
 
@@ -193,6 +197,25 @@ class Refuse(NamedTuple):
 Decision = Keep | Stitch | Refuse
 
 
+def _stitch_too_big(candidate: Candidate, into: Candidate, delta: int, room: Room) -> Refuse:
+    return too_big(candidate, room, f"stitching it into {into.id} needs {delta} more tokens")
+
+
+def _seams(merged: str, kept: str) -> tuple[int, ...] | None:
+    """Where text was added to ``kept`` to make ``merged``: the offsets in ``merged`` of
+    ``kept``'s start and end that are not ends of ``merged``; ``None`` when ``kept`` is not in
+    ``merged``."""
+    if merged.startswith(kept):
+        at = 0
+    elif merged.endswith(kept):
+        at = len(merged) - len(kept)
+    else:
+        at = merged.find(kept)
+        if at == -1:
+            return None
+    return tuple(seam for seam in (at, at + len(kept)) if 0 < seam < len(merged))
+
+
 def _scanned(candidate: Candidate) -> str:
     """What the guard reads of a candidate: every field its header or a template can show (its
     id, title and url, each on a line after its name) and its text. A header or a template
@@ -309,34 +332,51 @@ class Admission:
         self, candidate: Candidate, verdict: Merge, room: Room, costs: Mapping[str, int]
     ) -> Decision:
         into = verdict.into
+        # Priced first with the kept passage's flags (the grown passage keeps them, and flags
+        # only add tokens): a growth that cannot fit is refused before the guard reads the
+        # grown text, as a candidate's size bound comes before its scan (steps 2 and 4).
+        try:
+            new_cost = self.meter.cost_after_merge(into, verdict.merged)
+        except UntokenizableError as exc:
+            return untokenizable(candidate, f"stitching it into {into.id}: {exc}")
+        if new_cost - costs[into.id] > room.remaining:
+            return _stitch_too_big(candidate, into, new_cost - costs[into.id], room)
         if self.guard is not None:  # the grown text is what the header describes
             flags = self._grown_flags(candidate, into, verdict.merged)
             if flags and self.guard.policy == "drop":  # the window brings what step 4 refuses
                 return injection(
                     candidate, flags, f"stitching it into {into.id} would make text that"
                 )
-            verdict = Merge(into, verdict.merged._replace(flags=flags), verdict.detail)
-        try:
-            new_cost = self.meter.cost_after_merge(into, verdict.merged)
-        except UntokenizableError as exc:
-            return untokenizable(candidate, f"stitching it into {into.id}: {exc}")
-        delta = new_cost - costs[into.id]
-        if delta > room.remaining:
-            return too_big(
-                candidate, room, f"stitching it into {into.id} needs {delta} more tokens"
-            )
+            if flags != verdict.merged.flags:
+                verdict = Merge(into, verdict.merged._replace(flags=flags), verdict.detail)
+                new_cost = self.meter.cost_after_merge(into, verdict.merged)
+                if new_cost - costs[into.id] > room.remaining:
+                    return _stitch_too_big(candidate, into, new_cost - costs[into.id], room)
         exclusion = Exclusion(candidate.id, DEDUP, Reason.MERGED, verdict.detail)
         return Stitch(verdict, new_cost, exclusion)
 
     def _grown_flags(self, candidate: Candidate, into: Candidate, merged: Candidate) -> Flags:
-        """The guard's flags for ``candidate`` stitched into ``into`` (``merged``): those of the
-        grown text, and, where the guard reads it in more than one window (whose bounds fall
-        elsewhere than in either part's own scan, so that evidence one window held may be
-        split), also those of both parts: a stitch never takes away a flag."""
+        """The guard's flags for ``candidate`` stitched into ``into`` (``merged``), and those
+        ``into`` has: a stitch never takes away a flag. A grown text the guard reads in one
+        window is read whole. A longer one it would read in several windows, whose bounds fall
+        elsewhere than in either part's scan: it is read as its parts (``into``'s flags and the
+        offered window's scan) and, where the guard says how much neighbouring windows share
+        (``overlap_chars``), across each seam as across one of its own window bounds, that many
+        characters either side; otherwise the grown text is read whole too. A passage grown
+        window by window thus costs a bounded scan per stitch, not one of all it has grown to
+        (which made stitching quadratic in the windows)."""
         assert self.guard is not None
+        guard = self.guard
         text = _scanned(merged)
-        flags = self.guard.scan(text)
-        if len(text) <= getattr(self.guard, "window_chars", 0):
-            return flags
-        parts = (*flags, *into.flags, *self.guard.scan(_scanned(candidate)))
-        return tuple(dict.fromkeys(parts))
+        if len(text) <= getattr(guard, "window_chars", 0):
+            return tuple(dict.fromkeys((*guard.scan(text), *into.flags)))
+        overlap = getattr(guard, "overlap_chars", 0)
+        seams = _seams(merged.text, into.text) if overlap > 0 else None
+        if seams is None:
+            scans = [guard.scan(text)]
+        else:
+            body = len(text) - len(merged.text)  # where the text starts, after its fields
+            regions = (text[body + max(0, s - overlap) : body + s + overlap] for s in seams)
+            scans = [guard.scan(region) for region in regions]
+        parts = (*(flag for flags in scans for flag in flags), *into.flags)
+        return tuple(dict.fromkeys((*parts, *guard.scan(_scanned(candidate)))))

@@ -77,6 +77,7 @@ class Packing:
     def __post_init__(self) -> None:
         self.admission = Admission(self.meter, self.dedup, self.guard)
         self.kept: list[Candidate] = []
+        self.positions: dict[str, int] = {}  # a kept candidate's place in ``kept``, by id
         self.costs: dict[str, int] = {}
         self.used = 0
         self.excluded: list[Exclusion] = []
@@ -90,6 +91,7 @@ class Packing:
             packed.budget, admission.meter, admission.dedup, packed.context, admission.guard
         )
         packing.kept = list(packed.kept)
+        packing.positions = {candidate.id: i for i, candidate in enumerate(packing.kept)}
         packing.costs = dict(packed.costs)
         packing.used = packed.used
         packing.excluded = list(packed.excluded)
@@ -146,6 +148,7 @@ class Packing:
         return Offer.ADDED
 
     def _keep(self, decision: Keep) -> None:
+        self.positions[decision.candidate.id] = len(self.kept)
         self.kept.append(decision.candidate)
         self.costs[decision.candidate.id] = decision.cost
         self.used += decision.cost
@@ -153,8 +156,7 @@ class Packing:
 
     def _stitch(self, decision: Stitch) -> None:
         into = decision.merge.into
-        position = next(i for i, kept in enumerate(self.kept) if kept.id == into.id)
-        self.kept[position] = decision.merge.merged
+        self.kept[self.positions[into.id]] = decision.merge.merged
         self.used += decision.cost - self.costs[into.id]
         self.costs[into.id] = decision.cost
         self.admission.accept(decision)

@@ -3,8 +3,12 @@ renderer or a model reads as the start of a line."""
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
+from ctxasm.formatting import labels
 from ctxasm.formatting.labels import CITATION, neutral_text, neutral_url
 
 
@@ -81,3 +85,23 @@ def test_a_list_of_labels_over_many_lines_is_marked_once_per_number(line: str) -
 def test_a_shown_url_carries_no_label(url: str, shown: str) -> None:
     assert neutral_url(url) == shown
     assert not CITATION.search(shown)
+
+
+_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lines_start_where_a_look_behind_for_a_break_finds_them(seed: int) -> None:
+    rng = random.Random(seed)
+    reference = re.compile(f"(?:^|(?<=[{_BREAKS}]))")
+    for _ in range(2000):
+        text = "".join(rng.choice(["a", " ", "\r\n", *_BREAKS]) for _ in range(rng.randint(0, 12)))
+        # the same starts, but for the text's end and the "\n" of a "\r\n" (no label starts
+        # at a line break)
+        found = {
+            m.start()
+            for m in reference.finditer(text)
+            if text[m.start() - 1 : m.start() + 1] != "\r\n"
+        }
+        starts = set(labels._line_starts(text))
+        assert starts - {len(text)} == found - {len(text)}

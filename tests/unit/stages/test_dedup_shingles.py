@@ -143,3 +143,62 @@ def test_a_window_with_offsets_is_stitched_by_text_to_one_without() -> None:
         Passage(id="c", text=document[320:400], doc_id="d", start=320, end=400), 2, 0.5
     )
     assert session.placement(unrelated) is None
+
+
+def _grown_texts(rng: random.Random) -> tuple[str, list[str]]:
+    """A text and the texts it grows into, window by window: pieces added before and after,
+    cut anywhere (inside a word too, as a chunker that counts characters cuts)."""
+    pieces = [*VOCABULARY, " ", ", ", "\n", "Σ", "İ", "-"]
+    text = "".join(rng.choice(pieces) + rng.choice(" -") for _ in range(rng.randint(0, 6)))
+    grown = []
+    for _ in range(rng.randint(1, 10)):
+        before = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+        after = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+        text = (before[rng.randint(0, len(before)) :] if rng.random() < 0.4 else "") + text
+        text += after[: rng.randint(0, len(after))]
+        grown.append(text)
+    return grown[0], grown[1:]
+
+
+@pytest.mark.parametrize("kept_count", [0, 40, 200])  # compared directly, posted, in LSH
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_a_passage_grown_by_stitching_has_the_shingles_of_its_whole_text(
+    kept_count: int, size: int
+) -> None:
+    # A stitch updates the kept shingles from what it adds: they must be the grown text's.
+    rng = random.Random(size * 1000 + kept_count)
+    for _ in range(60):
+        session = NearDuplicateDedup(shingle_size=size, lsh_after=100).session()
+        for i in range(kept_count):
+            text = " ".join(rng.choice(VOCABULARY) for _ in range(12))
+            session.accept(Candidate.of(Passage(f"o{i}", text), i, 0.5), None)
+        first, later = _grown_texts(rng)
+        kept = Candidate.of(Passage("k", first or "x"), 0, 1.0)
+        session.accept(kept, None)
+        for text in later:
+            grown = kept._replace(text=text)
+            session.accept(grown, kept)
+            kept = grown
+            assert set(session.kept["k"]) == set(shingles(text, size))  # type: ignore[attr-defined]
+        # and the verdicts it gives are those of a session that kept the whole text at once
+        fresh = NearDuplicateDedup(shingle_size=size, lsh_after=100).session()
+        fresh.accept(kept, None)
+        probe = Candidate.of(Passage("c", kept.text), 0, 1.0)
+        if kept_count == 0:
+            assert session.verdict(probe) == fresh.verdict(probe)
+
+
+def test_an_exact_copy_of_a_grown_passage_is_found() -> None:
+    session = dedup.ExactDedup().session()
+    kept = Candidate.of(Passage("k", "Aristotle taught"), 0, 1.0)
+    session.accept(kept, None)
+    grown = kept._replace(text="Aristotle taught at the Lyceum")
+    session.accept(grown, kept)
+    again = grown._replace(text="Aristotle taught at the Lyceum in Athens")
+    session.accept(again, grown)
+    copy = Candidate.of(Passage("c", "aristotle TAUGHT at the lyceum, in athens"), 1, 0.5)
+    assert session.verdict(copy) == Duplicate(
+        "k", "same text as k after normalisation (similarity 1.0)"
+    )
+    other = Candidate.of(Passage("d", "Aristotle taught at the Lyceum in Athens today"), 2, 0.5)
+    assert session.verdict(other) is None

@@ -11,6 +11,7 @@ from ctxasm.data import Candidate, Exclusion, Passage, Reason
 from ctxasm.stages.dedup import Duplicate, Merge, Verdict
 from ctxasm.stages.selection_admission import (
     Admission,
+    Decision,
     Keep,
     Meter,
     Offer,
@@ -157,22 +158,46 @@ def test_a_refusal_over_budget_says_what_is_left() -> None:
     )
 
 
-def test_a_stitch_is_rescanned_and_priced_by_its_growth() -> None:
+def test_a_stitch_is_priced_then_rescanned_and_priced_again_when_flagged() -> None:
     log = _Log()
     kept = _candidate("k", "x" * 10)
     merged = kept._replace(text="x" * 14)
     dedup = _Dedup(log, placement=Merge(kept, merged, "overlaps k"))
     admission = _admission(log, dedup, _Guard(log, "flag", ("hidden_text",)))
     decision = admission.admit(_candidate("a", "x" * 8), Room(20, 10), {"k": 10})
-    assert log.calls == ["placement", "scan", "cost_after_merge"]
+    # priced with the kept passage's flags, scanned, priced again with the new flag
+    assert log.calls == ["placement", "cost_after_merge", "scan", "cost_after_merge"]
     assert isinstance(decision, Stitch)
     assert (decision.merge.merged.flags, decision.cost) == (("hidden_text",), 14)
     assert decision.exclusion == Exclusion("a", "dedup", Reason.MERGED, "overlaps k")
+
+
+def test_a_stitch_that_cannot_fit_is_refused_before_the_guard_reads_it() -> None:
+    log = _Log()
+    kept = _candidate("k", "x" * 10)
+    merged = kept._replace(text="x" * 14)
+    dedup = _Dedup(log, placement=Merge(kept, merged, "overlaps k"))
+    admission = _admission(log, dedup, _Guard(log, "drop", ("hidden_text",)))
     too_big = admission.admit(_candidate("a", "x" * 8), Room(20, 17), {"k": 10})
+    assert log.calls == ["placement", "cost_after_merge"]  # no scan
     assert isinstance(too_big, Refuse)
+    assert (too_big.offer, too_big.exclusion.reason) == (Offer.TOO_BIG, Reason.OVER_BUDGET)
     assert (
         too_big.exclusion.detail == "stitching it into k needs 4 more tokens: 3 of 20 tokens left"
     )
+
+
+def test_a_stitch_with_no_new_flag_is_priced_once() -> None:
+    log = _Log()
+    kept = _candidate("k", "x" * 10)._replace(flags=("hidden_text",))
+    merged = kept._replace(text="x" * 14)
+    dedup = _Dedup(log, placement=Merge(kept, merged, "overlaps k"))
+    admission = _admission(log, dedup, _Guard(log, "flag", ()))
+    decision = admission.admit(_candidate("a", "x" * 8), Room(20, 10), {"k": 10})
+    assert log.calls == ["placement", "cost_after_merge", "scan"]
+    assert isinstance(decision, Stitch)
+    # a grown text that scans clean keeps the kept passage's flag: a stitch takes none away
+    assert decision.merge.merged.flags == ("hidden_text",)
 
 
 def test_price_asks_neither_the_guard_nor_dedup() -> None:
@@ -215,7 +240,7 @@ def test_a_stitch_read_in_several_windows_is_judged_by_its_parts_too(
     decision = _admission(log, dedup, guard).admit(
         _candidate("a", "x!" * 4), Room(20, 10), {"k": 10}
     )
-    assert log.calls[:3] == ["placement", "scan id: k", "scan id: a"]
+    assert log.calls[:4] == ["placement", "cost_after_merge", "scan id: k", "scan id: a"]
     if policy == "drop":
         assert isinstance(decision, Refuse)
         assert (decision.exclusion.candidate_id, decision.exclusion.reason) == (
@@ -226,3 +251,57 @@ def test_a_stitch_read_in_several_windows_is_judged_by_its_parts_too(
     else:
         assert isinstance(decision, Stitch)
         assert decision.merge.merged.flags == ("hidden_text",)
+
+
+class _SeamGuard:
+    """Reads 40 characters in one window, 4 shared by neighbouring windows; flags "AB"."""
+
+    window_chars = 40
+    overlap_chars = 4
+    policy = "flag"
+
+    def __init__(self) -> None:
+        self.read: list[str] = []
+
+    def scan(self, text: str) -> tuple[str, ...]:
+        self.read.append(text)
+        return ("hidden_text",) if "AB" in text else ()
+
+
+def _stitch_long(
+    head: str, tail: str, kept_text: str = "keptKEPT" * 5
+) -> tuple[Decision, list[str]]:
+    kept = _candidate("k", kept_text)
+    merged = kept._replace(text=head + kept_text + tail)
+    offered = _candidate("a", head + kept_text[:4] if head else kept_text[-4:] + tail)
+    guard = _SeamGuard()
+    admission = Admission(
+        cast(Meter, _Meter(_Log())), _Dedup(_Log(), placement=Merge(kept, merged, "k")), guard
+    )
+    return admission.admit(offered, Room(200, 10), {"k": 40}), guard.read
+
+
+@pytest.mark.parametrize(
+    ("head", "tail", "seams"),
+    [
+        ("", "TAILtail", ["KEPTTAIL"]),  # appended: one seam
+        ("headHEAD", "", ["HEADkept"]),  # prepended: one seam
+        ("headHEAD", "TAILtail", ["HEADkept", "KEPTTAIL"]),  # both
+    ],
+)
+def test_a_long_stitch_is_read_across_its_seams_not_whole(
+    head: str, tail: str, seams: list[str]
+) -> None:
+    # Past one window the grown text is read as the guard reads its own window bounds:
+    # ``overlap_chars`` either side of each seam, then the offered window; the kept passage's
+    # flags stand for the rest. The grown text is never read whole.
+    decision, read = _stitch_long(head, tail)
+    assert isinstance(decision, Stitch)
+    assert read == [*seams, "id: a\n" + (head + "kept" if head else "KEPT" + tail)]
+
+
+def test_evidence_that_a_seam_brings_together_is_flagged() -> None:
+    decision, read = _stitch_long("", "Btail", "k" * 39 + "A")
+    assert isinstance(decision, Stitch)
+    assert read[0] == "kkkABtai"
+    assert decision.merge.merged.flags == ("hidden_text",)
