@@ -344,30 +344,18 @@ class ExactDedup(Strategy):
 class _ExactSession:
     def __init__(self) -> None:
         self.seen: dict[int, str] = {}
-        # Passages grown by stitching whose key is not taken yet: only the text a passage has
-        # when the next verdict is asked for is keyed, not each text it grew through (a
-        # passage grown window by window would otherwise be read whole at every stitch).
-        self.grown: dict[str, str] = {}
 
     def placement(self, candidate: Candidate) -> Verdict:
         return None
 
     def verdict(self, candidate: Candidate) -> Verdict:
-        if self.grown:
-            for kept_id, text in self.grown.items():
-                self.seen.setdefault(_normalized_key(text), kept_id)
-            self.grown.clear()
         owner = self.seen.get(_normalized_key(candidate.text))
         if owner is None:
             return None
         return Duplicate(owner, f"same text as {owner} after normalisation (similarity 1.0)")
 
     def accept(self, candidate: Candidate, replaced: Candidate | None) -> None:
-        if replaced is None:
-            self.seen.setdefault(_normalized_key(candidate.text), candidate.id)
-        else:  # keyed in the order the texts were last grown
-            self.grown.pop(candidate.id, None)
-            self.grown[candidate.id] = candidate.text
+        self.seen.setdefault(_normalized_key(candidate.text), candidate.id)
 
 
 # Shingles of more words find no near-duplicate that fewer would miss, and the hash of a

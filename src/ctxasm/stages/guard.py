@@ -41,7 +41,7 @@ it with reason ``injection``. Every format's system text already states that sou
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
@@ -102,8 +102,6 @@ class InjectionScanGuard(Strategy):
     threshold: float = 1.0
     # a text of up to this many characters is read in one window (see SCAN_WINDOW)
     window_chars: ClassVar[int] = SCAN_WINDOW
-    # characters neighbouring windows share, so no short pattern is cut in two
-    overlap_chars: ClassVar[int] = SCAN_OVERLAP
 
     def __post_init__(self) -> None:
         require_choice("policy", self.policy, ("flag", "drop"))
@@ -117,6 +115,34 @@ class InjectionScanGuard(Strategy):
     def scan(self, text: str) -> tuple[str, ...]:
         """The names of the checks ``text`` fails, in ``CHECKS`` order (cached by text)."""
         return _scan(text, self.min_blob_chars, float(self.threshold))
+
+    def scan_new(self, text: str, new: Sequence[tuple[int, int]]) -> tuple[str, ...]:
+        """What ``scan(text)`` finds where ``text`` is new: in the ``new`` spans (start, end) of
+        ``text``, whose other characters were scanned before (a passage grown by stitching).
+        A text read in one window is read whole; a longer one, in those of its windows (the
+        same windows as ``scan``'s) that hold new characters, with the checks of the whole text
+        (invisible characters, blobs) run on the new spans and their surroundings. A passage
+        grown window by window so costs a scan of at most a few windows per stitch."""
+        threshold = float(self.threshold)
+        if len(text) <= SCAN_WINDOW:
+            return self.scan(text)
+        found: set[str] = set()
+        margin = max(SCAN_OVERLAP, self.min_blob_chars)
+        for start, end in new:
+            around = text[max(0, start - margin) : end + margin]
+            hits = (*hidden_hits(around), *blob_hits(around, self.min_blob_chars))
+            found.update(hit.check for hit in hits)
+        unpadded = without_padding(text)
+        if len(unpadded) <= SCAN_WINDOW:
+            found |= _window_checks(unpadded, threshold, None)
+        else:  # where each span lies once padding is made one character (give or take a run)
+            spans = [_unpadded_span(text, start, end, len(unpadded)) for start, end in new]
+            step = SCAN_WINDOW - SCAN_OVERLAP
+            for start in range(0, len(unpadded) - SCAN_OVERLAP, step):
+                stop = start + SCAN_WINDOW
+                if any(low < stop and start < high for low, high in spans):
+                    found |= _window_checks(unpadded[start:stop], threshold, None)
+        return tuple(check for check in CHECKS if check in found)
 
 
 def clear_caches() -> None:
@@ -140,6 +166,19 @@ def _scan(text: str, min_blob_chars: int, threshold: float) -> tuple[str, ...]:
         for window in _windows(text):
             found |= _window_checks(window, threshold, None)
     return tuple(check for check in CHECKS if check in found) if found else ()
+
+
+def _unpadded_span(text: str, start: int, end: int, unpadded: int) -> tuple[int, int]:
+    """Where ``text[start:end]`` lies in ``without_padding(text)`` (``unpadded`` characters
+    long), widened by ``SCAN_OVERLAP`` each side (a run of padding across a bound is made one
+    character either side of it). Worked out from the shorter side: a span that ends the text
+    from what follows its start, any other from what precedes its end."""
+    if end == len(text):
+        low = unpadded - len(without_padding(text[start:]))
+        return low - SCAN_OVERLAP, unpadded
+    return len(without_padding(text[:start])) - SCAN_OVERLAP, len(
+        without_padding(text[:end])
+    ) + SCAN_OVERLAP
 
 
 def _windows(text: str) -> Iterable[str]:

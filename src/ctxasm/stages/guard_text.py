@@ -193,6 +193,10 @@ def fold(text: str) -> str:
 
 # A run of white space and invisible characters long enough to be padding.
 _PADDING = re.compile(f"[\\s{_INVISIBLE_BMP_CHARS}{_INVISIBLE_ASTRAL_CHARS}]{{8,}}")
+_PADDING_CHAR = re.compile(f"[\\s{_INVISIBLE_BMP_CHARS}{_INVISIBLE_ASTRAL_CHARS}]")
+# The bytes of the ASCII characters padding is made of (white space and controls) as 0, every
+# other byte as 1: in UTF-8 text without other padding characters, a run of eight 0s is one.
+_PADDING_BYTES = bytes(0 if c <= 0x20 or c == 0x7F else 1 for c in range(256))
 
 
 def without_padding(text: str) -> str:
@@ -207,7 +211,16 @@ def without_padding(text: str) -> str:
             return "\n"
         return " " if any(map(str.isspace, chars)) else chars[0]
 
-    return _PADDING.sub(one, text)
+    return _PADDING.sub(one, text) if _may_pad(text) else text
+
+
+def _may_pad(text: str) -> bool:
+    """Whether ``text`` may hold padding (see :func:`without_padding`): told at C speed where
+    no character outside ASCII is one padding is made of (the pattern reads every character
+    at several times the cost)."""
+    if not text.isascii() and any(map(_PADDING_CHAR.match, outside_ascii(text))):
+        return True
+    return b"\x00" * 8 in text.encode("utf-8", "surrogatepass").translate(_PADDING_BYTES)
 
 
 def fold_spaced(text: str) -> str | None:

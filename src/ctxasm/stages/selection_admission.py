@@ -66,10 +66,10 @@ GUARD = "guard"
 class Guard(Protocol):
     """What admission needs of a guard strategy: its flags for a text, and whether a flagged
     candidate is dropped (``policy == "drop"``) rather than marked. A guard that reads a text of
-    up to ``window_chars`` characters in one window (the built-in scan does) may say so, and how
-    many characters its neighbouring windows share (``overlap_chars``): a stitch that stays
-    within one window is then scanned once, and a longer one across its seams (see
-    ``Admission._grown_flags``)."""
+    up to ``window_chars`` characters in one window (the built-in scan does) may say so, and
+    one that can read only the new parts of a grown text may offer ``scan_new(text, spans)``:
+    a stitch that stays within one window is then scanned once, and a longer one where it is
+    new (see ``Admission._grown_flags``)."""
 
     policy: str
 
@@ -201,19 +201,19 @@ def _stitch_too_big(candidate: Candidate, into: Candidate, delta: int, room: Roo
     return too_big(candidate, room, f"stitching it into {into.id} needs {delta} more tokens")
 
 
-def _seams(merged: str, kept: str) -> tuple[int, ...] | None:
-    """Where text was added to ``kept`` to make ``merged``: the offsets in ``merged`` of
-    ``kept``'s start and end that are not ends of ``merged``; ``None`` when ``kept`` is not in
-    ``merged``."""
-    if merged.startswith(kept):
-        at = 0
-    elif merged.endswith(kept):
-        at = len(merged) - len(kept)
-    else:
-        at = merged.find(kept)
-        if at == -1:
-            return None
-    return tuple(seam for seam in (at, at + len(kept)) if 0 < seam < len(merged))
+def _place(kept: Candidate, merged: Candidate) -> int:
+    """Where ``kept``'s text lies in ``merged``'s, the text it grew into (-1 if nowhere): by
+    their offsets where both have them, else at either end, else where it first occurs."""
+    text, grown = kept.text, merged.text
+    if kept.start is not None and merged.start is not None:
+        at = kept.start - merged.start
+        if at >= 0 and grown.startswith(text, at):
+            return at
+    if grown.startswith(text):
+        return 0
+    if grown.endswith(text):
+        return len(grown) - len(text)
+    return grown.find(text)
 
 
 def _scanned(candidate: Candidate) -> str:
@@ -358,25 +358,23 @@ class Admission:
     def _grown_flags(self, candidate: Candidate, into: Candidate, merged: Candidate) -> Flags:
         """The guard's flags for ``candidate`` stitched into ``into`` (``merged``), and those
         ``into`` has: a stitch never takes away a flag. A grown text the guard reads in one
-        window is read whole. A longer one it would read in several windows, whose bounds fall
-        elsewhere than in either part's scan: it is read as its parts (``into``'s flags and the
-        offered window's scan) and, where the guard says how much neighbouring windows share
-        (``overlap_chars``), across each seam as across one of its own window bounds, that many
-        characters either side; otherwise the grown text is read whole too. A passage grown
-        window by window thus costs a bounded scan per stitch, not one of all it has grown to
-        (which made stitching quadratic in the windows)."""
+        window is read whole. A longer one it reads in several windows, whose bounds fall
+        elsewhere than in either part's own scan, so it is judged by both parts too; and where
+        the guard can read only what is new in a text (``scan_new``: the built-in scan reads
+        the windows that hold new characters), the rest is what ``into``'s flags answer for,
+        so a passage grown window by window is not read whole at every stitch (which made
+        stitching quadratic in the windows)."""
         assert self.guard is not None
         guard = self.guard
         text = _scanned(merged)
         if len(text) <= getattr(guard, "window_chars", 0):
             return tuple(dict.fromkeys((*guard.scan(text), *into.flags)))
-        overlap = getattr(guard, "overlap_chars", 0)
-        seams = _seams(merged.text, into.text) if overlap > 0 else None
-        if seams is None:
-            scans = [guard.scan(text)]
+        scan_new = getattr(guard, "scan_new", None)
+        at = _place(into, merged) if scan_new is not None else -1
+        if scan_new is None or at == -1:
+            grown = guard.scan(text)
         else:
             body = len(text) - len(merged.text)  # where the text starts, after its fields
-            regions = (text[body + max(0, s - overlap) : body + s + overlap] for s in seams)
-            scans = [guard.scan(region) for region in regions]
-        parts = (*(flag for flags in scans for flag in flags), *into.flags)
-        return tuple(dict.fromkeys((*parts, *guard.scan(_scanned(candidate)))))
+            spans = [(body, body + at), (body + at + len(into.text), len(text))]
+            grown = scan_new(text, [(start, end) for start, end in spans if start < end])
+        return tuple(dict.fromkeys((*grown, *into.flags, *guard.scan(_scanned(candidate)))))

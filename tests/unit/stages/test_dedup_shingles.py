@@ -202,3 +202,8 @@ def test_an_exact_copy_of_a_grown_passage_is_found() -> None:
     )
     other = Candidate.of(Passage("d", "Aristotle taught at the Lyceum in Athens today"), 2, 0.5)
     assert session.verdict(other) is None
+    # and a copy of a text the passage grew through
+    between = Candidate.of(Passage("e", "Aristotle taught at the Lyceum"), 3, 0.5)
+    assert session.verdict(between) == Duplicate(
+        "k", "same text as k after normalisation (similarity 1.0)"
+    )

@@ -254,10 +254,10 @@ def test_a_stitch_read_in_several_windows_is_judged_by_its_parts_too(
 
 
 class _SeamGuard:
-    """Reads 40 characters in one window, 4 shared by neighbouring windows; flags "AB"."""
+    """Reads 40 characters in one window, and can read only the new spans of a text; flags
+    "AB"."""
 
     window_chars = 40
-    overlap_chars = 4
     policy = "flag"
 
     def __init__(self) -> None:
@@ -266,6 +266,10 @@ class _SeamGuard:
     def scan(self, text: str) -> tuple[str, ...]:
         self.read.append(text)
         return ("hidden_text",) if "AB" in text else ()
+
+    def scan_new(self, text: str, new: list[tuple[int, int]]) -> tuple[str, ...]:
+        self.read.append(" | ".join(text[start:end] for start, end in new))
+        return ("hidden_text",) if any("AB" in text[start:end] for start, end in new) else ()
 
 
 def _stitch_long(
@@ -282,26 +286,23 @@ def _stitch_long(
 
 
 @pytest.mark.parametrize(
-    ("head", "tail", "seams"),
+    ("head", "tail", "new"),
     [
-        ("", "TAILtail", ["KEPTTAIL"]),  # appended: one seam
-        ("headHEAD", "", ["HEADkept"]),  # prepended: one seam
-        ("headHEAD", "TAILtail", ["HEADkept", "KEPTTAIL"]),  # both
+        ("", "TAILtail", "TAILtail"),  # appended
+        ("headHEAD", "", "headHEAD"),  # prepended
+        ("headHEAD", "TAILtail", "headHEAD | TAILtail"),  # both
     ],
 )
-def test_a_long_stitch_is_read_across_its_seams_not_whole(
-    head: str, tail: str, seams: list[str]
-) -> None:
-    # Past one window the grown text is read as the guard reads its own window bounds:
-    # ``overlap_chars`` either side of each seam, then the offered window; the kept passage's
-    # flags stand for the rest. The grown text is never read whole.
+def test_a_long_stitch_is_read_where_it_is_new(head: str, tail: str, new: str) -> None:
+    # Past one window, a guard that can read only what is new is asked about the new spans
+    # (then the offered window is read); the kept passage's flags answer for the rest. The
+    # grown text is never read whole.
     decision, read = _stitch_long(head, tail)
     assert isinstance(decision, Stitch)
-    assert read == [*seams, "id: a\n" + (head + "kept" if head else "KEPT" + tail)]
+    assert read == [new, "id: a\n" + (head + "kept" if head else "KEPT" + tail)]
 
 
-def test_evidence_that_a_seam_brings_together_is_flagged() -> None:
-    decision, read = _stitch_long("", "Btail", "k" * 39 + "A")
+def test_what_a_long_stitch_adds_is_flagged() -> None:
+    decision, _ = _stitch_long("", "ABtail")
     assert isinstance(decision, Stitch)
-    assert read[0] == "kkkABtai"
     assert decision.merge.merged.flags == ("hidden_text",)
