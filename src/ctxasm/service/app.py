@@ -95,23 +95,39 @@ def _refuse_model_paths(strategy: Any) -> None:
     """Refuse a request whose strategy names an embedder read from a path on this machine
     (``sentence-transformers:/path``): which model files the service loads is the operator's
     choice, not a client's (a client could load any model folder it knows of, probe which
-    folders exist, and keep many models in memory). ``hashing`` embedders are always fine."""
-    pending: list[tuple[str, Any]] = [("strategy", strategy)]
+    folders exist, and keep many models in memory). ``hashing`` embedders are always fine.
+    Each value is reached with the path to it as links to its parent's, written out only for
+    the error: a long key over a long list would otherwise be copied once per item."""
+    pending: list[tuple[_Path, Any]] = [(None, strategy)]
     while pending:  # the body's depth is bounded by decode_object
         where, value = pending.pop()
         if isinstance(value, Mapping):
             for key, item in value.items():
-                name = f"{where}.{key}"
                 if key == "embedder" and isinstance(item, str) and not _offline(item):
                     raise RequestError(
                         "this service does not load embedders named in a request from its own "
                         "files; use 'hashing' or 'hashing:N', or the operator can allow it with "
                         "[service] allow_request_model_paths = true, or set one in [defaults]",
-                        field=name,
+                        field=_field_name((where, key)),
                     )
-                pending.append((name, item))
+                pending.append(((where, key), item))
         elif isinstance(value, list):
-            pending.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
+            pending.extend(((where, i), item) for i, item in enumerate(value))
+
+
+# A place in the strategy: None for the strategy itself, else (its parent's place, key or index).
+_Path = tuple[Any, str | int] | None
+
+
+def _field_name(path: _Path) -> str:
+    """``strategy.relevance.embedder``, ``strategy.dedup[1].embedder``: the field at ``path``."""
+    steps: list[str | int] = []
+    while path is not None:
+        path, step = path
+        steps.append(step)
+    return "strategy" + "".join(
+        f"[{s}]" if isinstance(s, int) else f".{s}" for s in reversed(steps)
+    )
 
 
 def _offline(spec: str) -> bool:
