@@ -12,6 +12,10 @@ unit of input, and ``t(x8) / t(x1)``: about 8 means linear, about 64 quadratic. 
   without regard to words, as a naive chunker cuts), scored in document order and all kept on
   a 2M-token model, so that each is stitched into the passage the windows before it grew
   (caches cleared each run: a new document);
+* ``strategy keys``: a request to the service whose strategy holds an N-character key over a
+  list of N/100 items (the check for embedders read from files walks it before validation);
+* ``cited urls``: checking an answer that cites a source with an N-character url by N/25
+  different links;
 * ``index run``: chunking a document that holds an N-character unbroken run;
 * ``label lines``: one passage of N lines ``source 1,`` (a list of label look-alikes over many
   lines, which the renderers neutralise);
@@ -25,6 +29,7 @@ minute; ``--repeats`` for more runs per size).
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import time
@@ -94,6 +99,24 @@ def windows_case(n: int) -> Callable[[], object]:
     return run
 
 
+def strategy_case(n: int) -> Callable[[], object]:
+    from ctxasm.service.app import _Endpoints
+
+    endpoints = _Endpoints(ctxasm.Assembler(), allow_request_templates=False)
+    strategy = {"relevance": {"name": "auto", "k" * n: [[0] * 100] * (n // 10_000)}}
+    raw = json.dumps({"query": "x", "passages": [], "strategy": strategy}).encode()
+    return lambda: endpoints.assemble(raw, "dos")
+
+
+def cited_urls_case(n: int) -> Callable[[], object]:
+    from ctxasm.citations import check_citations
+
+    url = "https://example.org/" + "u" * n
+    result = {"report": {"included": [{"id": "d", "label": "Source 1", "url": url}]}}
+    answer = " ".join(f"[Source 1](https://x.example/{i})" for i in range(n // 25))
+    return lambda: check_citations(answer, result)
+
+
 def index_case(n: int) -> Callable[[], object]:
     text = "Intro. " + cjk(n) + " Outro."
     return lambda: chunk_text(text, 512, 64)
@@ -125,6 +148,8 @@ SHAPES: dict[str, tuple[int, str, Callable[[int], Callable[[], object]]]] = {
     "newline run": (200_000, "char", lambda n: one_passage(n, "x" + "\n" * n + "y")),
     "near copies": (1_000, "passage", copies_case),
     "chained windows": (250, "window", windows_case),
+    "strategy keys": (125_000, "char", strategy_case),
+    "cited urls": (25_000, "char", cited_urls_case),
     "index run": (25_000, "char", index_case),
     "label lines": (1_000, "line", label_lines_case),
     "html tags": (25_000, "tag", html_case),

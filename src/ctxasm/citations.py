@@ -86,6 +86,10 @@ FORMS = (
 )
 """The spellings a citation is recognised in (see :class:`Citation`)."""
 
+MAX_MARKERS = 50_000
+"""The most citation markers an answer may hold (each costs a few tens of microseconds to
+read: a request of millions would hold a worker for many seconds); more is an error on
+``answer``."""
 REPORT_GROWTH = 16
 REPORT_ALLOWANCE = 1 << 24
 """A report's JSON may take ``REPORT_GROWTH`` times the answer and its sources' ids and urls,
@@ -413,8 +417,18 @@ def _same_target(link: str, url: str | None) -> bool:
     :func:`link_citations` writes it, or the same once percent-decoded."""
     if url is None:
         return False
-    link, url = link.strip(), url.strip()
-    return link in (url, _link_target(url)) or unquote(link) == unquote(url)
+    link = link.strip()
+    given, linked, decoded = _targets(url)
+    return link in (given, linked) or unquote(link) == decoded
+
+
+@lru_cache(maxsize=64)  # a source's url is compared with every link that cites it
+def _targets(url: str) -> tuple[str, str | None, str]:
+    """``url`` as given (stripped), as :func:`link_citations` writes it, and percent-decoded:
+    worked out once per url, not once per link (a long url cited by many different links
+    was encoded again for each)."""
+    url = url.strip()
+    return url, _link_target(url), unquote(url)
 
 
 def _link_target(url: str | None) -> str | None:
@@ -447,6 +461,12 @@ def _scan(answer: str) -> tuple[str, list[_Marker]]:
         if marker.in_code and not marker.worded:
             continue
         markers.append(marker)
+        if len(markers) > MAX_MARKERS:
+            raise RequestError(
+                f"the answer holds more than {MAX_MARKERS:,} citation markers; no answer a "
+                "model writes cites that often: check that this is the answer",
+                field="answer",
+            )
     markers = _with_links(answer, _with_no_labels(folded, markers, code), code)
     blanks = sorted([*code.spans, *((m.start, m.end) for m in markers)])
     return _blanked(answer, blanks), _capped(markers, len(answer) + MAX_RANGE)

@@ -446,6 +446,23 @@ def test_ask_keeps_its_output_when_the_citation_check_is_too_large(
     assert "the citation check is left out (citations: null)" in done.stderr
 
 
+def test_ask_prints_an_answer_no_citation_check_can_be_made_of(
+    indexed: Path, endpoint: str
+) -> None:
+    # More citation markers than any model writes: the check is refused, the answer printed.
+    _ChatCompletions.content = "[1] " * 60_000
+    env = {"CTXASM_LLM_BASE_URL": endpoint, "CTXASM_LLM_API_KEY": "k"}
+    done = ctxasm(
+        "ask", "Which river flows through Paris?", "--store", STORE, *ASKER, "-q",
+        cwd=indexed, env=env,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert f"--- answer ---\n{_ChatCompletions.content}" in done.stdout
+    assert "the citation check is left out (citations: null)" in done.stderr
+    assert "more than 50,000 citation markers" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_ask_follows_no_redirect_and_shows_no_key(indexed: Path, endpoint: str) -> None:
     env = {"CTXASM_LLM_BASE_URL": f"{endpoint}moved/", "CTXASM_LLM_API_KEY": "sk-secret-123"}
     done = ctxasm(

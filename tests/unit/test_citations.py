@@ -442,3 +442,31 @@ def test_the_example_in_the_docs_runs() -> None:
     example = re.search(r"```python\n(.*?)```", DOCS.read_text(), re.DOTALL)
     assert example is not None
     exec(compile(example.group(1), str(DOCS), "exec"), {})
+
+
+def test_an_answer_with_more_citation_markers_than_any_model_writes_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ctxasm import citations
+
+    monkeypatch.setattr(citations, "MAX_MARKERS", 10)
+    assert len(check_citations("Paris [1].\n" * 10, assembly()).citations) == 10
+    with pytest.raises(RequestError) as raised:
+        check_citations("Paris [1].\n" * 11, assembly())
+    assert raised.value.field == "answer"
+    assert "more than 10 citation markers" in raised.value.message
+
+
+def test_many_different_links_to_one_long_url_are_compared_once_per_url() -> None:
+    # Each link used to be compared with the url encoded again: a long url cited by many
+    # different links was quadratic. The verdicts are the same.
+    from ctxasm import citations
+
+    citations._targets.cache_clear()
+    long_url = "https://example.org/" + "a b" * 2000
+    sources = {"report": {"included": [{"id": "x", "label": "Source 1", "url": long_url}]}}
+    answer = " ".join(f"[Source 1](https://example.org/{i})" for i in range(200))
+    answer += f" [Source 1]({long_url.replace(' ', '%20')})"
+    report = check_citations(answer, sources)
+    assert [c.mislinked for c in report.citations] == [True] * 200 + [False]
+    assert citations._targets.cache_info().misses == 1

@@ -272,8 +272,11 @@ def ask_command(
     if answered is not None:
         from ctxasm.cli.citations_cmd import print_citation_problems
 
-        print_citation_problems(answered[1])
-        if not answered[1].all_valid or not reported:
+        checked = answered[1]
+        if checked is None or not reported:
+            raise typer.Exit(EXIT_FAILED)
+        print_citation_problems(checked)
+        if not checked.all_valid:
             raise typer.Exit(EXIT_FAILED)
 
 
@@ -282,6 +285,8 @@ def _citations(checked: Any) -> dict[str, Any] | None:
     of proportion to the answer: the prompt and the answer are printed all the same."""
     from ctxasm.errors import CtxasmError
 
+    if checked is None:  # said already
+        return None
     try:
         data: dict[str, Any] = checked.to_dict()
     except CtxasmError as error:
@@ -392,6 +397,7 @@ def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, Any] | No
         return None
     from ctxasm.citations import check_citations
     from ctxasm.cli.citations_cmd import print_citation_text
+    from ctxasm.errors import CtxasmError
 
     body = {
         "model": os.environ.get("CTXASM_LLM_MODEL", result.report.model),
@@ -399,10 +405,15 @@ def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, Any] | No
         "max_tokens": result.report.budget.reserve_output,
     }
     answer = _complete(base, body)
-    checked = check_citations(answer, result)
+    try:
+        checked = check_citations(answer, result)
+    except CtxasmError as error:  # an answer no check can be made of: it is printed all the same
+        checked = None
+        echo(f"ctxasm: the citation check is left out (citations: null): {error.message}", err=True)
     if readable:
         echo(f"--- answer ---\n{answer}\n\n--- citations ---")
-        print_citation_text(checked)
+        if checked is not None:
+            print_citation_text(checked)
     return answer, checked
 
 
