@@ -431,9 +431,10 @@ def test_ask_exits_1_on_a_citation_linked_elsewhere(indexed: Path, endpoint: str
 def test_ask_keeps_its_output_when_the_citation_check_is_too_large(
     indexed: Path, endpoint: str
 ) -> None:
-    # A 3 MB answer of ranges: its citation report is refused as out of proportion. The prompt
-    # and the answer are printed all the same (--json printed nothing, with exit 2).
-    _ChatCompletions.content = "[1-100, 1-100] " * 200_000
+    # A 300 KB answer of ranges (fewer markers than MAX_MARKERS): its citation report is
+    # refused as out of proportion. The prompt and the answer are printed all the same
+    # (--json printed nothing, with exit 2).
+    _ChatCompletions.content = "[1-100, 1-100] " * 20_000
     env = {"CTXASM_LLM_BASE_URL": endpoint, "CTXASM_LLM_API_KEY": "k"}
     done = ctxasm(
         "ask", "Which river flows through Paris?", "--store", STORE, "--json", *ASKER,

@@ -273,10 +273,9 @@ def ask_command(
         from ctxasm.cli.citations_cmd import print_citation_problems
 
         checked = answered[1]
-        if checked is None or not reported:
-            raise typer.Exit(EXIT_FAILED)
-        print_citation_problems(checked)
-        if not checked.all_valid:
+        if checked is not None:
+            print_citation_problems(checked)
+        if checked is None or not checked.all_valid or not reported:
             raise typer.Exit(EXIT_FAILED)
 
 

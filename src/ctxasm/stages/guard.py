@@ -176,9 +176,8 @@ def _unpadded_span(text: str, start: int, end: int, unpadded: int) -> tuple[int,
     if end == len(text):
         low = unpadded - len(without_padding(text[start:]))
         return low - SCAN_OVERLAP, unpadded
-    return len(without_padding(text[:start])) - SCAN_OVERLAP, len(
-        without_padding(text[:end])
-    ) + SCAN_OVERLAP
+    low, high = len(without_padding(text[:start])), len(without_padding(text[:end]))
+    return low - SCAN_OVERLAP, high + SCAN_OVERLAP
 
 
 def _windows(text: str) -> Iterable[str]:

@@ -201,21 +201,6 @@ def _stitch_too_big(candidate: Candidate, into: Candidate, delta: int, room: Roo
     return too_big(candidate, room, f"stitching it into {into.id} needs {delta} more tokens")
 
 
-def _place(kept: Candidate, merged: Candidate) -> int:
-    """Where ``kept``'s text lies in ``merged``'s, the text it grew into (-1 if nowhere): by
-    their offsets where both have them, else at either end, else where it first occurs."""
-    text, grown = kept.text, merged.text
-    if kept.start is not None and merged.start is not None:
-        at = kept.start - merged.start
-        if at >= 0 and grown.startswith(text, at):
-            return at
-    if grown.startswith(text):
-        return 0
-    if grown.endswith(text):
-        return len(grown) - len(text)
-    return grown.find(text)
-
-
 def _scanned(candidate: Candidate) -> str:
     """What the guard reads of a candidate: every field its header or a template can show (its
     id, title and url, each on a line after its name) and its text. A header or a template
@@ -360,21 +345,21 @@ class Admission:
         ``into`` has: a stitch never takes away a flag. A grown text the guard reads in one
         window is read whole. A longer one it reads in several windows, whose bounds fall
         elsewhere than in either part's own scan, so it is judged by both parts too; and where
-        the guard can read only what is new in a text (``scan_new``: the built-in scan reads
-        the windows that hold new characters), the rest is what ``into``'s flags answer for,
-        so a passage grown window by window is not read whole at every stitch (which made
-        stitching quadratic in the windows)."""
+        text was added after the kept text and the guard can read only what is new in a text
+        (``scan_new``: the built-in scan reads the windows that hold new characters), the rest
+        is what ``into``'s flags answer for, so a passage grown window by window in document
+        order is not read whole at every stitch (which made it quadratic in the windows)."""
         assert self.guard is not None
         guard = self.guard
         text = _scanned(merged)
         if len(text) <= getattr(guard, "window_chars", 0):
             return tuple(dict.fromkeys((*guard.scan(text), *into.flags)))
         scan_new = getattr(guard, "scan_new", None)
-        at = _place(into, merged) if scan_new is not None else -1
-        if scan_new is None or at == -1:
-            grown = guard.scan(text)
+        if scan_new is not None and merged.text.startswith(into.text):
+            # Added after the kept text: the grown text's windows up to its end are the kept
+            # text's, read before. Added before, every window moves, and the text is read
+            # whole (a window of kept text alone may join what none of its own windows did).
+            grown = scan_new(text, [(len(text) - len(merged.text) + len(into.text), len(text))])
         else:
-            body = len(text) - len(merged.text)  # where the text starts, after its fields
-            spans = [(body, body + at), (body + at + len(into.text), len(text))]
-            grown = scan_new(text, [(start, end) for start, end in spans if start < end])
+            grown = guard.scan(text)
         return tuple(dict.fromkeys((*grown, *into.flags, *guard.scan(_scanned(candidate)))))

@@ -158,12 +158,17 @@ def test_a_refusal_over_budget_says_what_is_left() -> None:
     )
 
 
+def _stitching(log: _Log, guard: _Guard, kept_flags: tuple[str, ...] = ()) -> Admission:
+    """An admission whose dedup stitches every offer into kept passage "k" (10 characters,
+    14 once grown)."""
+    kept = _candidate("k", "x" * 10)._replace(flags=kept_flags)
+    merged = kept._replace(text="x" * 14)
+    return _admission(log, _Dedup(log, placement=Merge(kept, merged, "overlaps k")), guard)
+
+
 def test_a_stitch_is_priced_then_rescanned_and_priced_again_when_flagged() -> None:
     log = _Log()
-    kept = _candidate("k", "x" * 10)
-    merged = kept._replace(text="x" * 14)
-    dedup = _Dedup(log, placement=Merge(kept, merged, "overlaps k"))
-    admission = _admission(log, dedup, _Guard(log, "flag", ("hidden_text",)))
+    admission = _stitching(log, _Guard(log, "flag", ("hidden_text",)))
     decision = admission.admit(_candidate("a", "x" * 8), Room(20, 10), {"k": 10})
     # priced with the kept passage's flags, scanned, priced again with the new flag
     assert log.calls == ["placement", "cost_after_merge", "scan", "cost_after_merge"]
@@ -174,10 +179,7 @@ def test_a_stitch_is_priced_then_rescanned_and_priced_again_when_flagged() -> No
 
 def test_a_stitch_that_cannot_fit_is_refused_before_the_guard_reads_it() -> None:
     log = _Log()
-    kept = _candidate("k", "x" * 10)
-    merged = kept._replace(text="x" * 14)
-    dedup = _Dedup(log, placement=Merge(kept, merged, "overlaps k"))
-    admission = _admission(log, dedup, _Guard(log, "drop", ("hidden_text",)))
+    admission = _stitching(log, _Guard(log, "drop", ("hidden_text",)))
     too_big = admission.admit(_candidate("a", "x" * 8), Room(20, 17), {"k": 10})
     assert log.calls == ["placement", "cost_after_merge"]  # no scan
     assert isinstance(too_big, Refuse)
@@ -189,10 +191,7 @@ def test_a_stitch_that_cannot_fit_is_refused_before_the_guard_reads_it() -> None
 
 def test_a_stitch_with_no_new_flag_is_priced_once() -> None:
     log = _Log()
-    kept = _candidate("k", "x" * 10)._replace(flags=("hidden_text",))
-    merged = kept._replace(text="x" * 14)
-    dedup = _Dedup(log, placement=Merge(kept, merged, "overlaps k"))
-    admission = _admission(log, dedup, _Guard(log, "flag", ()))
+    admission = _stitching(log, _Guard(log, "flag", ()), kept_flags=("hidden_text",))
     decision = admission.admit(_candidate("a", "x" * 8), Room(20, 10), {"k": 10})
     assert log.calls == ["placement", "cost_after_merge", "scan"]
     assert isinstance(decision, Stitch)
@@ -286,20 +285,22 @@ def _stitch_long(
 
 
 @pytest.mark.parametrize(
-    ("head", "tail", "new"),
+    ("head", "tail", "first"),
     [
-        ("", "TAILtail", "TAILtail"),  # appended
-        ("headHEAD", "", "headHEAD"),  # prepended
-        ("headHEAD", "TAILtail", "headHEAD | TAILtail"),  # both
+        ("", "TAILtail", "TAILtail"),  # appended: only what is new
+        ("headHEAD", "", "id: k\nheadHEAD" + "keptKEPT" * 5),  # prepended: whole
+        ("headHEAD", "TAILtail", "id: k\nheadHEAD" + "keptKEPT" * 5 + "TAILtail"),  # both
     ],
 )
-def test_a_long_stitch_is_read_where_it_is_new(head: str, tail: str, new: str) -> None:
-    # Past one window, a guard that can read only what is new is asked about the new spans
-    # (then the offered window is read); the kept passage's flags answer for the rest. The
-    # grown text is never read whole.
+def test_a_long_stitch_is_read_where_it_is_new_when_added_at_its_end(
+    head: str, tail: str, first: str
+) -> None:
+    # Past one window, a guard that can read only what is new is asked about what was added
+    # after the kept text (its windows before are the kept text's own, read before). Text
+    # added before moves every window: the grown text is read whole. Then the offered window.
     decision, read = _stitch_long(head, tail)
     assert isinstance(decision, Stitch)
-    assert read == [new, "id: a\n" + (head + "kept" if head else "KEPT" + tail)]
+    assert read == [first, "id: a\n" + (head + "kept" if head else "KEPT" + tail)]
 
 
 def test_what_a_long_stitch_adds_is_flagged() -> None:
