@@ -20,7 +20,7 @@ import math
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence, Set
+from collections.abc import Collection, Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain, islice
@@ -464,26 +464,18 @@ class _Growth(NamedTuple):
         cut = ([0] if self.cut_front else []) + ([n - size] if self.cut_back else [])
         for start in sorted(set(cut)):
             removed += _polynomials(old.hashes[start : start + size], size)
-        starts = sorted(
-            set(range(min(self.head, m - size + 1)))
-            | set(range(max(0, m - self.tail - size + 1), m - size + 1))
-        )
+        # The shingles that hold a new word start in the first ``head`` places or the places
+        # ``size - 1`` before the last ``tail`` words: two ranges, one where they meet.
+        last = m - size + 1
+        front, back = (0, min(self.head, last)), (max(0, m - self.tail - size + 1), last)
+        ranges = [(start, stop) for start, stop in (front, back) if start < stop]
+        if len(ranges) == 2 and back[0] <= front[1]:
+            ranges = [(0, back[1])]
         added = array(_U32)
         new = self.words.hashes
-        for start, stop in _runs(starts):
+        for start, stop in ranges:
             added += _polynomials(new[start : stop + size - 1], size)
         return removed, added
-
-
-def _runs(starts: Sequence[int]) -> Iterator[tuple[int, int]]:
-    """Sorted ``starts`` as ranges ``[start, stop)`` of consecutive values."""
-    i = 0
-    while i < len(starts):
-        j = i
-        while j + 1 < len(starts) and starts[j + 1] == starts[j] + 1:
-            j += 1
-        yield starts[i], starts[j] + 1
-        i = j + 1
 
 
 def _decoded(word: bytes) -> str:
