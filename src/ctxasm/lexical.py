@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 import string
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache, lru_cache
+from itertools import accumulate
 
 from ctxasm.keys import content_key
 from ctxasm.stems import search_keys, stem
@@ -154,7 +156,13 @@ def _term_count(term: str, low: str, word_run: re.Pattern[str]) -> int:
         return 0
     if _unspaced_term(term):
         return low.count(term)
-    count = 0
+    return len(_term_places(term, low, word_run))
+
+
+def _term_places(term: str, low: str, word_run: re.Pattern[str]) -> list[int]:
+    """Where the words of lower-cased text ``low`` that count for ``term`` (a spaced term)
+    start, in the order found."""
+    places = []
     size = len(low)
     stemmed = stem(term)
     for key in search_keys(term):
@@ -164,12 +172,13 @@ def _term_count(term: str, low: str, word_run: re.Pattern[str]) -> int:
             if at == 0 or not _word_char(low[at - 1]):
                 end = at + len(term)
                 if low.startswith(term, at) and (end == size or not _word_char(low[end])):
-                    count += 1  # the term as it is: the usual find
+                    places.append(at)  # the term as it is: the usual find
                 else:
                     run = word_run.match(low, at)
                     assert run is not None  # \w* matches, if only the empty string
                     end = run.end()
-                    count += stem(run.group()) == stemmed
+                    if stem(run.group()) == stemmed:
+                        places.append(at)
                 at = low.find(key, end)
                 continue
             if misses < _MISSES_ONE_BY_ONE:
@@ -182,7 +191,31 @@ def _term_count(term: str, low: str, word_run: re.Pattern[str]) -> int:
                 assert run is not None
                 at = max(at, run.end() - 1)
             at = low.find(key, at + 1)
-    return count
+    return places
+
+
+def _term_counts_many(terms: tuple[str, ...], texts: Sequence[str]) -> list[tuple[int, ...]]:
+    """:func:`term_counts` of ``terms`` in each of ``texts``, each term searched for once in
+    all the texts lower-cased and joined by NUL (not a word character, so no word runs from
+    one text into the next), each find given to the text it is in: many short texts cost one
+    search per key, not one per key and text (2,000 passages of 750 characters: 25 ms -> 16)."""
+    if len(texts) < 2 or len(terms) > _TERMS_BY_SEARCH or any("\x00" in t for t in terms):
+        return [tuple(term_counts(terms, text)) for text in texts]
+    lows = [text.lower() for text in texts]
+    low = "\x00".join(lows)
+    ends = list(accumulate(len(piece) + 1 for piece in lows))  # past each text's NUL
+    word_run = _WORD_RUN if low.isascii() else _spaced_word_run()
+    counts = [[0] * len(terms) for _ in texts]
+    for column, term in enumerate(terms):
+        if not term:
+            continue
+        if _unspaced_term(term):
+            for row, piece in zip(counts, lows, strict=True):
+                row[column] = piece.count(term)
+            continue
+        for at in _term_places(term, low, word_run):
+            counts[bisect_right(ends, at)][column] += 1
+    return [tuple(row) for row in counts]
 
 
 def _counts_of_words(terms: Sequence[str], counted: Mapping[str, int]) -> list[int]:
@@ -214,20 +247,19 @@ def term_counts_all(terms: Sequence[str], texts: Sequence[str]) -> list[tuple[in
     a batch, a retry) does not search them again."""
     key = tuple(terms)
     if len(key) > _MAX_CACHED_TERMS:  # a very long query: its counts would crowd the cache
-        return [tuple(term_counts(key, text)) for text in texts]
+        return _term_counts_many(key, texts)
     table = _TERM_COUNTS.get(key)
     if table is None:
         if len(_TERM_COUNTS) >= _MAX_TERM_LISTS:
             _TERM_COUNTS.clear()
         table = _TERM_COUNTS[key] = {}
-    known = table.get
-    rows = []
-    for text in texts:
-        content = content_key(text)
-        counts = known(content)
-        if counts is None:
-            counts = table[content] = tuple(term_counts(key, text))
-        rows.append(counts)
+    contents = [content_key(text) for text in texts]
+    missing = {content: text for content, text in zip(contents, texts, strict=True)}
+    for content in table.keys() & missing.keys():
+        del missing[content]
+    if missing:
+        table.update(zip(missing, _term_counts_many(key, list(missing.values())), strict=True))
+    rows = [table[content] for content in contents]
     if sum(map(len, _TERM_COUNTS.values())) > _MAX_COUNTED_TEXTS:
         _TERM_COUNTS.clear()  # past the bound only by the texts of this one call
     return rows

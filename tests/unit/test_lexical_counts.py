@@ -133,13 +133,41 @@ def test_an_empty_term_counts_nothing() -> None:
     assert term_counts(["", "a"], "a a") == [0, 2]
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet=ALPHABET, max_size=30), max_size=6))
-def test_term_counts_of_many_texts_equal_those_of_each(texts: list[str]) -> None:
-    terms = list(dict.fromkeys(w for t in texts for w in _terms(t)))
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text(alphabet=ALPHABET + "\x00", max_size=30), max_size=6),
+    st.lists(st.text(alphabet=ALPHABET, max_size=4)),
+    st.booleans(),
+)
+def test_term_counts_of_many_texts_equal_those_of_each(
+    texts: list[str], extra: list[str], skip: bool
+) -> None:
+    # The texts are searched together, joined by NUL: a NUL in a text, a word at the end of
+    # one text and the start of the next, a text given twice are each counted as on their own.
+    texts = [*texts, *texts[:1]]
+    terms = list(dict.fromkeys([*(w for t in texts for w in _terms(t)), *_terms(" ".join(extra))]))
     expected = [tuple(_by_words(terms, t)) for t in texts]
-    assert term_counts_all(terms, texts) == expected
-    assert term_counts_all(terms, texts) == expected  # from the cache
+    clear_caches()
+    with pytest.MonkeyPatch.context() as patch:
+        if skip:
+            patch.setattr(lexical, "_MISSES_ONE_BY_ONE", 0)
+        assert term_counts_all(terms, texts) == expected
+        assert term_counts_all(terms, texts) == expected  # from the cache
+        assert term_counts_all(terms, [*texts, "x"])[:-1] == expected  # some from the cache
+
+
+def test_words_at_the_joins_of_texts_counted_together_are_their_own() -> None:
+    clear_caches()
+    texts = ["river", "rivers river", "\x00river\x00", "ΑΣ", "σ ς", "", "river's"]
+    assert term_counts_all(["river", "σ"], texts) == [
+        (1, 0),
+        (2, 0),
+        (1, 0),
+        (0, 0),
+        (0, 1),
+        (0, 0),
+        (1, 0),
+    ]
 
 
 def test_term_counts_are_remembered_by_terms_and_text() -> None:
