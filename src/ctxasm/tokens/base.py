@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from ctxasm.errors import CtxasmError, UntokenizableError
@@ -185,7 +186,23 @@ class TokenCounter:
         if grown is not None and not self._spaces_split:
             made: GrowingCount = grown()
             return made
+        if getattr(self.tokenizer, "seams", False) and hasattr(self.tokenizer, "count_continued"):
+            return GrowingCount(self, continued=self._count_continued)
         return GrowingCount(self)
+
+    def _count_continued(self, text: str) -> int:
+        """The tokenizer's ``count_continued`` of a checked text (a SentencePiece model with
+        seams), its failures made :class:`~ctxasm.errors.UntokenizableError` as in a count."""
+        self.check(text)
+        try:
+            return int(self.tokenizer.count_continued(text))  # type: ignore[attr-defined]
+        except (CtxasmError, KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as exc:
+            raise UntokenizableError(
+                f"the {self.name} tokenizer failed on a text of {len(text):,} characters "
+                f"({type(exc).__name__})"
+            ) from None
 
     _key = staticmethod(content_key)  # the cache holds no text
 
@@ -234,17 +251,26 @@ class GrowingCount:
     :func:`_last_seam`):
     ``count(head + tail + piece) == count(head) + count(tail + piece)``. Trying a
     piece tokenizes the tail and the piece, never the whole text, so trying n pieces costs what
-    they hold, not n times the text. Other tokenizers count the whole text (reusing what
-    :meth:`TokenCounter.count_edited` can). ``factor`` scales and rounds up the count, as an
-    estimate does its proxy's.
+    they hold, not n times the text. A SentencePiece model with ``seams`` splits at such spaces
+    only (not after "\u2581"), and counts what follows its first split point with
+    ``continued`` (without the leading space it gives a text of its own). Other tokenizers
+    count the whole text (reusing what :meth:`TokenCounter.count_edited` can). ``factor``
+    scales and rounds up the count, as an estimate does its proxy's.
     """
 
-    def __init__(self, counter: TokenCounter, factor: float | None = None) -> None:
+    def __init__(
+        self,
+        counter: TokenCounter,
+        factor: float | None = None,
+        continued: Callable[[str], int] | None = None,
+    ) -> None:
         self._counter = counter
         self._factor = factor
-        self._whole = not counter._spaces_split
+        self._continued = continued
+        self._whole = not counter._spaces_split and continued is None
         self._head = 0
         self._tail = ""
+        self._settled = False  # whether the head holds text (the tail then follows a seam)
 
     def with_piece(self, piece: str) -> int:
         """The count of the text with ``piece`` appended (the text is left as it is)."""
@@ -252,18 +278,39 @@ class GrowingCount:
         if self._whole and self._tail:
             counted = self._counter.count_edited(self._tail, text)
         else:
-            counted = self._head + self._counter.count(text)
+            counted = self._head + self._tail_count(text)
         return counted if self._factor is None else math.ceil(counted * self._factor)
 
     def append(self, piece: str) -> None:
         """Append ``piece`` (tried with :meth:`with_piece` first: its count is reused)."""
         text = self._tail + piece
-        cut = -1 if self._whole else _last_seam(text, len(self._tail))
+        if self._whole:
+            cut = -1
+        elif self._continued is not None:
+            cut = _last_piece_seam(text, len(self._tail))
+        else:
+            cut = _last_seam(text, len(self._tail))
         if cut > 0:
             rest = text[cut:]
-            self._head += self._counter.count(text) - self._counter.count(rest)
+            counted = self._tail_count(text)
+            self._settled = True
+            self._head += counted - self._tail_count(rest)
             text = rest
         self._tail = text
+
+    def _tail_count(self, text: str) -> int:
+        if self._continued is not None and self._settled:
+            return self._continued(text)
+        return self._counter.count(text)
+
+
+def _last_piece_seam(text: str, start: int) -> int:
+    """:func:`_last_space_boundary` from ``start`` on, less a space after "\u2581" (which a
+    SentencePiece model reads as a space, so a run of spaces may join them)."""
+    cut = _last_space_boundary(text, len(text), max(start, 1))
+    while cut > 0 and text[cut - 1] == "\u2581":
+        cut = _last_space_boundary(text, cut, max(start, 1))
+    return cut
 
 
 def _last_seam(text: str, start: int) -> int:

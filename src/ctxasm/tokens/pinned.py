@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Literal
 
 from ctxasm.errors import TokenizerError
@@ -112,6 +113,10 @@ def _bpe(
     return build
 
 
+# The pinned Mistral SentencePiece files have seams (see ctxasm.tokens.sentencepiece_source;
+# tests/unit/test_sentencepiece_seams.py checks what the claim rests on in each file).
+_SEAMED = partial(SentencePieceTokenizer, seams=True)
+
 PINNED: dict[str, PinnedTokenizer] = {
     "llama-3": PinnedTokenizer(
         _LLAMA3_FILE,
@@ -143,7 +148,7 @@ PINNED: dict[str, PinnedTokenizer] = {
             "dadfd56d766715c61d2ef780a525ab43b8e6da4de6865bda3d95fdef5e134055",
         ),
         "Mistral 7B v0.1 and v0.2, Mixtral 8x7B (SentencePiece, 32,000 pieces)",
-        SentencePieceTokenizer,
+        _SEAMED,
     ),
     "mistral-v3": PinnedTokenizer(
         _mistral(
@@ -151,7 +156,7 @@ PINNED: dict[str, PinnedTokenizer] = {
             "9addc8bdce5988448ae81b729336f43a81262160ae8da760674badab9d4c7d33",
         ),
         "Mistral 7B v0.3, Mixtral 8x22B, Mistral Large 2407, Codestral 22B (SentencePiece)",
-        SentencePieceTokenizer,
+        _SEAMED,
     ),
     "mistral-v7": PinnedTokenizer(
         _mistral(
@@ -159,7 +164,7 @@ PINNED: dict[str, PinnedTokenizer] = {
             "1b968b8dc352f42192367337c78ccc61e1eaddc6d641a579372d4f20694beb7a",
         ),
         "Mistral Large 2411 (SentencePiece)",
-        SentencePieceTokenizer,
+        _SEAMED,
     ),
 }
 

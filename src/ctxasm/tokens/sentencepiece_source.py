@@ -5,6 +5,16 @@ is encoded as SentencePiece encodes any text: control symbols (``<s>``, ``[INST]
 are plain text; user-defined symbols (Mistral's ``[REF]``) are one token, as in the model. The
 encoding of a text alone starts with the model's dummy-prefix space, as each message's text does
 when a chat is encoded part by part (mistral-common's instruct tokenizers do so).
+
+A model with ``seams`` (the pinned Mistral files, whose hashes fix what they hold) has no piece
+that joins a space to a character before it other than another space: each is a run of spaces,
+or a run of spaces followed by other characters, and its normalizer only writes spaces as
+"\u2581" and puts one before the text. BPE merges two neighbouring pieces only into a piece of
+the model, so a space after a character other than white space or "\u2581" is never merged
+with what precedes it, and ``count(a + b) == count(a) + count_continued(b)`` where ``b`` starts
+with such a space: ``count_continued`` is the count without the leading "\u2581". A text that
+grows at its end (the builder's context) is then counted from its last such space on
+(:class:`ctxasm.tokens.base.GrowingCount`), not whole for each piece tried.
 """
 
 from __future__ import annotations
@@ -17,16 +27,24 @@ from ctxasm.tokens.files import TokenizerFile
 
 __all__ = ["SentencePieceTokenizer"]
 
+# Appended to a serialized ModelProto: its field 3 (normalizer_spec) again, holding only field 3
+# (add_dummy_prefix) = false. Protocol buffers merge a message field given twice, the later
+# scalar winning, so this is the same model without the dummy prefix.
+_NO_DUMMY_PREFIX = b"\x1a\x02\x18\x00"
+
 
 class SentencePieceTokenizer:
     """Counts with the SentencePiece model in ``file`` (read, checked and loaded on first use)."""
 
     exact = True
 
-    def __init__(self, name: str, file: TokenizerFile) -> None:
+    def __init__(self, name: str, file: TokenizerFile, *, seams: bool = False) -> None:
         self.name = name
         self.file = file
+        self.seams = seams
         self._processor: Any = None
+        self._continuing: Any = None
+        self._data = b""
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -48,17 +66,41 @@ class SentencePieceTokenizer:
                 f"pip install {install}"
             ) from None
         data = self.file.read()
-        try:
-            return sentencepiece.SentencePieceProcessor(model_proto=data)
-        except Exception as exc:  # the C++ core raises RuntimeError or OSError
-            raise TokenizerError(
-                f"{self.file.label} is not a valid SentencePiece model: {exc}"
-            ) from None
+        if self.seams:
+            self._data = data
+        return _processor(sentencepiece, data, self.file.label)
 
     def count(self, text: str) -> int:
         if not text:
             return 0
         return len(self._load().encode(text))
 
+    def count_continued(self, text: str) -> int:
+        """The count of ``text`` where it follows a seam of a longer text (see the module
+        docstring): encoded without the model's leading space. Only for a model with
+        ``seams``."""
+        if not self.seams:
+            raise TokenizerError(f"{self.name} has no seams: count the whole text")
+        if not text:
+            return 0
+        processor = self._continuing
+        if processor is None:
+            self._load()
+            with self._lock:
+                if self._continuing is None:
+                    import sentencepiece
+
+                    data = self._data + _NO_DUMMY_PREFIX
+                    self._continuing = _processor(sentencepiece, data, self.file.label)
+                processor = self._continuing
+        return len(processor.encode(text))
+
     def lower_bound(self, text: str) -> int:
         return 1 if text else 0  # a piece may span spaces: only non-empty is known
+
+
+def _processor(sentencepiece: Any, data: bytes, label: str) -> Any:
+    try:
+        return sentencepiece.SentencePieceProcessor(model_proto=data)
+    except Exception as exc:  # the C++ core raises RuntimeError or OSError
+        raise TokenizerError(f"{label} is not a valid SentencePiece model: {exc}") from None
