@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import html
 import re
 import unicodedata
@@ -165,6 +166,22 @@ _BASE85_DECODERS = (
         b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~",
         base64.b85decode,
     ),
+)
+
+
+def _digit_values(alphabet: bytes) -> bytes:
+    """A ``bytes.translate`` table giving each digit of ``alphabet`` its value (the others
+    stay as they are, to be deleted by ``translate(None, alphabet)``)."""
+    table = bytearray(range(256))
+    for value, digit in enumerate(alphabet):
+        table[digit] = value
+    return bytes(table)
+
+
+# Per decoder, the table of its digits' values: ascii85's "!" to "u", base85's whole alphabet.
+_DIGIT_VALUES = (
+    (bytes(range(ord("!"), ord("u") + 1)), _digit_values(bytes(range(ord("!"), ord("u") + 1)))),
+    (_BASE85_DECODERS[1][0], _digit_values(_BASE85_DECODERS[1][0])),
 )
 
 MIN_ENCODED_CHARS = 16  # shorter runs are not decoded
@@ -501,8 +518,11 @@ def _from_base85(run: str) -> str | None:
     if len(body) < 20 or not body.isascii() or _BASE64_ONLY.fullmatch(body):
         return None
     raw = body.encode("ascii")
-    for digits, decode in _BASE85_DECODERS:
+    for (digits, decode), (group, values) in zip(_BASE85_DECODERS, _DIGIT_VALUES, strict=True):
         if raw.translate(None, digits):  # a character this decoder refuses (found at C speed)
+            continue
+        head = raw[:5]  # a whole first group ("z" and white space are none): may it be text?
+        if len(head) == 5 and not head.translate(None, group) and not _may_start_text(head, values):
             continue
         try:
             decoded = _bytes_text(decode(raw))
@@ -511,6 +531,21 @@ def _from_base85(run: str) -> str | None:
         if decoded:
             return decoded
     return None
+
+
+def _may_start_text(head: bytes, values: bytes) -> bool:
+    """Whether a run that starts with the five digits ``head`` (``values`` maps each to its
+    value) may decode to UTF-8 text: both decoders turn each group of five digits into four
+    bytes on its own, in order, so when the first group's bytes cannot start UTF-8 (or
+    overflow), the whole run's cannot either. Most runs of prose and ids that reach a decoder
+    ("5a8b3c...#8") are refused here, without decoding them (the decoders are pure Python)."""
+    a, b, c, d, e = head.translate(values)
+    group = (((a * 85 + b) * 85 + c) * 85 + d) * 85 + e
+    try:
+        codecs.utf_8_decode(group.to_bytes(4, "big"), "strict", False)
+    except (OverflowError, UnicodeDecodeError):  # over four bytes, or no start of UTF-8
+        return False
+    return True
 
 
 def _from_morse(text: str) -> str:
