@@ -179,7 +179,9 @@ def _term_places(term: str, low: str, word_run: re.Pattern[str]) -> list[int]:
                     end = run.end()
                     if stem(run.group()) == stemmed:
                         places.append(at)
-                at = low.find(key, end)
+                # on past the word (a key that starts with no word character, which no term of
+                # a query has, matches an empty one: "-x" in "-xy" was found there forever)
+                at = low.find(key, max(end, at + 1))
                 continue
             if misses < _MISSES_ONE_BY_ONE:
                 misses += 1

@@ -623,6 +623,19 @@ def test_a_run_made_by_the_separator_is_untokenizable_for_the_later_item() -> No
     )
 
 
+@pytest.mark.parametrize("model", ["gpt-4o", "mistral-7b-instruct"])
+def test_an_untokenizable_item_is_placed_in_the_whole_context(model: str) -> None:
+    # The run's start was given from the counted tail (after the context's last seam), not
+    # from the start of the context: "from character 8" for a run 24 characters in.
+    built = (
+        ContextBuilder(10_000, model=model)
+        .add("alpha beta gamma delta", 2, label="first")
+        .add("x" * 1500, 1, label="run")
+    ).build()
+    [run] = built.excluded
+    assert "1,500 letter-like characters without a break from character 24 " in run.detail
+
+
 @pytest.mark.parametrize("item", ['{"k":1234}', "123456789", "「中文字符串」"])
 def test_items_without_spaces_are_not_recounted_whole_for_each_item(item: str) -> None:
     # Items joined by "\n\n" with no space and no letter after the newline gave the growing

@@ -5,6 +5,7 @@ regular expression's ``\\w`` finds."""
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 import xxhash
@@ -168,6 +169,22 @@ def test_words_at_the_joins_of_texts_counted_together_are_their_own() -> None:
         (0, 0),
         (1, 0),
     ]
+
+
+@pytest.mark.parametrize("term, text", [("-x", "-xy"), ("😀", "😀a"), ("-", "-- a")])
+def test_a_term_that_starts_with_no_word_character_is_counted_in_finite_time(
+    term: str, text: str
+) -> None:
+    # Found at a word start, it matched an empty word there, and the search began again at the
+    # same place, forever. No query gives such a term; a direct caller may.
+    found: list[list[int]] = []
+    worker = threading.Thread(target=lambda: found.append(term_counts([term], text)), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert found, "still searching after 10 s"
+    [[count]] = found
+    assert 0 <= count <= len(text)
+    assert term_counts_all([term, "a"], [text, text]) == [(count, text.count("a"))] * 2
 
 
 def test_term_counts_are_remembered_by_terms_and_text() -> None:

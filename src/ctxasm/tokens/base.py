@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
 from ctxasm.errors import CtxasmError, UntokenizableError
@@ -271,15 +272,28 @@ class GrowingCount:
         self._head = 0
         self._tail = ""
         self._settled = False  # whether the head holds text (the tail then follows a seam)
+        self._settled_chars = 0  # the characters of the head
 
     def with_piece(self, piece: str) -> int:
         """The count of the text with ``piece`` appended (the text is left as it is)."""
         text = self._tail + piece
-        if self._whole and self._tail:
-            counted = self._counter.count_edited(self._tail, text)
-        else:
-            counted = self._head + self._tail_count(text)
+        try:
+            if self._whole and self._tail:
+                counted = self._counter.count_edited(self._tail, text)
+            else:
+                counted = self._head + self._tail_count(text)
+        except UntokenizableError as error:
+            raise self._placed(error, text) from None
         return counted if self._factor is None else math.ceil(counted * self._factor)
+
+    def _placed(self, error: UntokenizableError, text: str) -> UntokenizableError:
+        """``error`` on the tail and a piece (``text``), with the run it names placed in the
+        whole text: the tail starts ``self._settled_chars`` characters in."""
+        run = find_long_run(text, self._counter.max_run)
+        if run is None or not self._settled_chars:
+            return error
+        run = replace(run, start=run.start + self._settled_chars)
+        return UntokenizableError(f"the text has {run.describe(self._counter.max_run)}")
 
     def append(self, piece: str) -> None:
         """Append ``piece`` (tried with :meth:`with_piece` first: its count is reused)."""
@@ -295,6 +309,7 @@ class GrowingCount:
             counted = self._tail_count(text)
             self._settled = True
             self._head += counted - self._tail_count(rest)
+            self._settled_chars += cut
             text = rest
         self._tail = text
 
