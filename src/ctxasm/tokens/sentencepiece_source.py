@@ -24,6 +24,7 @@ from typing import Any
 
 from ctxasm.errors import TokenizerError
 from ctxasm.tokens.files import TokenizerFile
+from ctxasm.tokens.tiktoken_source import space_lower_bound
 
 __all__ = ["SentencePieceTokenizer"]
 
@@ -45,6 +46,7 @@ class SentencePieceTokenizer:
         self._processor: Any = None
         self._continuing: Any = None
         self._data = b""
+        self._widest: int | None = None
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -96,7 +98,29 @@ class SentencePieceTokenizer:
         return len(processor.encode(text))
 
     def lower_bound(self, text: str) -> int:
-        return 1 if text else 0  # a piece may span spaces: only non-empty is known
+        """A count ``text`` is never below: with ``seams``, one token per seam at least (the
+        spaces ``space_lower_bound`` counts, less those after "\u2581") and one per as many
+        bytes as the longest piece covers; else 1 (a piece may span spaces)."""
+        if not text:
+            return 0
+        if not self.seams:
+            return 1
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        by_spaces = space_lower_bound(text, 4 * len(text) + 1)  # the spaces alone (or 1)
+        if "\u2581 " in text:
+            by_spaces -= text.count("\u2581 ")
+        return max(1, by_spaces, -(-size // self._most_bytes()))
+
+    def _most_bytes(self) -> int:
+        """The most bytes of a text one piece covers (its "\u2581" a space; a byte piece one)."""
+        if self._widest is None:
+            processor = self._load()
+            self._widest = max(
+                len(processor.id_to_piece(i).replace("\u2581", " ").encode("utf-8"))
+                for i in range(processor.get_piece_size())
+                if not processor.is_byte(i)
+            )
+        return self._widest
 
 
 def _processor(sentencepiece: Any, data: bytes, label: str) -> Any:
