@@ -179,3 +179,74 @@ def test_a_database_without_a_store_is_refused_where_one_is_needed(postgres_url:
     for create in (True, False):
         with pytest.raises(ctxasm.ConfigError, match="'documents' table that is not a ctxasm"):
             open_store(postgres_url, create=create)
+
+
+def test_a_class_id_remembered_from_before_a_reset_is_looked_up_again(postgres_url: str) -> None:
+    # A process remembered its access classes' ids for good: after the database was reset
+    # beneath it (or an older backup restored), another process's tenant B class took id 1,
+    # and tenant A's next document was written into it, readable by tenant B (rev E).
+    writer = open_store(postgres_url)
+    hello = Document("warmup", "hello", tenant="A", readers=("a-staff",))
+    writer.upsert(hello, chunk_text(hello.text, 64, 8))
+    _sql(
+        postgres_url,
+        "TRUNCATE documents, readers, chunks, chunk_vectors, class_terms, access_classes "
+        "RESTART IDENTITY CASCADE",
+    )
+    other = open_store(postgres_url)
+    note = Document("b-doc", "public note", tenant="B", readers=("b-staff",))
+    other.upsert(note, chunk_text(note.text, 64, 8))
+    other.close()
+    secret = Document("a-secret", "salary figures of tenant A", tenant="A", readers=("a-staff",))
+    writer.upsert(secret, chunk_text(secret.text, 64, 8))
+    eve, ann = Principal("eve", "B", ("b-staff",)), Principal("ann", "A", ("a-staff",))
+    assert writer.retrieve("salary figures", eve, k=5) == []
+    assert [p.id for p in writer.retrieve("salary figures", ann, k=5)] == ["a-secret#0"]
+    writer.close()
+
+
+def test_two_writers_adding_one_new_document_at_once_both_succeed(postgres_url: str) -> None:
+    # Each read the id as new before either wrote it; the second COPY met the first's row and
+    # psycopg's UniqueViolation reached the caller (rev E: 20 tries of 20)
+    import threading
+
+    store = open_store(postgres_url)
+    outcomes: list[str] = []
+    failures: list[BaseException] = []
+
+    def write(start: threading.Barrier, doc_id: str, text: str) -> None:
+        start.wait()
+        try:
+            outcomes.append(
+                store.upsert(Document(doc_id, text, tenant="t"), chunk_text(text, 64, 8))
+            )
+        except BaseException as error:  # reported below
+            failures.append(error)
+
+    for round_ in range(5):
+        start = threading.Barrier(2)
+        threads = [
+            threading.Thread(target=write, args=(start, f"d{round_}", text))
+            for text in ("one", "two")
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert not failures
+    assert sorted(outcomes) == ["added"] * 5 + ["updated"] * 5
+    assert store.stats().documents == 5
+    store.close()
+
+
+def test_the_store_urls_password_is_not_in_its_errors() -> None:
+    # libpq quotes what it cannot parse, and the message went to the terminal and logs
+    for url in (
+        "postgresql://app:Sup3rSecret%zz@127.0.0.1:1/db",
+        "postgresql://app:Sup3r Secret@127.0.0.1:1/db",
+        "postgresql://app:Sup3rSecret@[::1/db",
+        "postgresql://app@127.0.0.1:1/db?password=Sup3rSecret%zz",
+    ):
+        with pytest.raises(ctxasm.ConfigError) as caught:
+            open_store(url)
+        assert "Sup3r" not in caught.value.message, caught.value.message

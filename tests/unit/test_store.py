@@ -705,3 +705,33 @@ def test_a_file_named_and_in_a_folder_named_is_read_once(tmp_path: Path) -> None
     )
     assert report.unchanged == 0 and report.failed == []
     assert report.added == store.stats().documents
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        Chunk(0, 3, "a\x00b"),  # PostgreSQL's driver refused the NUL
+        Chunk(0, 3, "a\ud800b"),  # and the lone surrogate, with errors of its own
+        Chunk(2**40, 2**40 + 1, "x"),  # a number no INTEGER column holds
+        Chunk(0, 1, 5),  # type: ignore[arg-type]
+        Chunk(True, 2, "el"),
+        Chunk(1, 3, "xx"),  # offsets the content hash keeps, another text
+    ],
+)
+def test_a_chunk_that_is_not_its_documents_text_is_refused_naming_it(
+    store: SQLiteStore, chunk: Chunk
+) -> None:
+    document = Document("d", "hello world", tenant="t")
+    good = chunk_text(document.text, 64, 0)
+    with pytest.raises(RequestError) as caught:
+        store.upsert_many([(document, [*good, chunk])])
+    assert caught.value.field == f"chunks[{len(good)}]"
+    assert "make chunks with ctxasm.store.chunk_text" in caught.value.message
+    assert store.stats().documents == 0
+
+
+def test_metadata_whose_keys_cannot_be_sorted_is_refused_when_the_document_is_made() -> None:
+    # the content hash sorts the keys: {1: ..., None: ...} raised a TypeError on upsert
+    with pytest.raises(RequestError) as caught:
+        Document("m", "x", tenant="t", metadata={1: "a", None: "b"})
+    assert caught.value.field == "document.metadata"

@@ -71,7 +71,10 @@ def _check_metadata(metadata: Mapping[str, Any]) -> None:
     if not metadata:
         return
     try:
-        json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False, default=str).encode()
+        # keys sorted, as a store's content hash sorts them ({1: ..., None: ...} cannot be)
+        json.dumps(
+            dict(metadata), ensure_ascii=False, allow_nan=False, default=str, sort_keys=True
+        ).encode()
     except UnicodeEncodeError:
         raise RequestError(
             "document.metadata holds a lone surrogate (half of a UTF-16 pair), which no store "

@@ -119,6 +119,28 @@ MAX_TIMEOUT_MS = 2_147_483_647
 MAX_INDEX_MEMORY_MB = 2_097_151
 
 
+def _without_secrets(detail: str, url: str) -> str:
+    """``detail`` with the password of the store ``url`` (in its user part or a ``password=``
+    option, as written and percent-decoded) written as ``***``: libpq quotes what it cannot
+    parse, and an error message ends up in logs."""
+    from urllib.parse import unquote
+
+    secrets = []
+    _, scheme, rest = url.partition("://")
+    if scheme:
+        authority = rest.split("?", 1)[0]
+        user, at, _ = authority.rpartition("@")
+        if at and ":" in user:
+            secrets.append(user.split(":", 1)[1])
+    for option in url.partition("?")[2].split("&"):
+        name, _, value = option.partition("=")
+        if name.strip().lower() == "password":
+            secrets.append(value)
+    for secret in sorted({s for raw in secrets for s in (raw, unquote(raw)) if s}, key=len)[::-1]:
+        detail = detail.replace(secret, "***")
+    return detail
+
+
 def _unavailable(exc: Exception) -> StoreUnavailableError:
     import psycopg
 
@@ -193,7 +215,7 @@ class PostgresStore:
             self._pool.open(wait=False)
         except (psycopg.Error, OSError) as exc:
             self._pool.close()
-            detail = " ".join(str(exc).split())  # one line
+            detail = _without_secrets(" ".join(str(exc).split()), url)  # one line
             raise ConfigError(
                 f"cannot open the PostgreSQL store: {detail or type(exc).__name__}", field="store"
             ) from None
@@ -378,6 +400,24 @@ class PostgresStore:
         return written
 
     def _write(self, batch: list[Pending]) -> list[str]:
+        """Write a batch; where another writer added one of its new documents meanwhile (the
+        batch read it as new, then its COPY met that writer's row), the batch is rolled back
+        and written again, reading it as known."""
+        import psycopg
+
+        for attempt in range(_LOCK_TRIES):
+            try:
+                return self._write_once(batch)
+            except psycopg.errors.UniqueViolation:
+                if attempt == _LOCK_TRIES - 1:
+                    raise StoreUnavailableError(
+                        "other writers kept adding documents of this batch while it was "
+                        "written; retry the write",
+                        field="store",
+                    ) from None
+        raise AssertionError("unreachable")
+
+    def _write_once(self, batch: list[Pending]) -> list[str]:
         with self._connection() as db:
             # another tenant's document of one of these ids is refused under its lock (_replace)
             known = dict(
@@ -425,6 +465,12 @@ class PostgresStore:
             db.execute("DELETE FROM documents WHERE doc_id = ANY(%s)", (replaced,))
         reference = _reference(db, batch)
         classes = [self._class_id(db, item.document, fresh) for item in batch]
+        if not _classes_hold(db, batch, classes, fresh):
+            # The ids this process remembers name other classes now (the database was reset
+            # or restored beneath it): forgotten, and each looked up again.
+            with self._classes_lock:
+                self._classes.clear()
+            classes = [self._class_id(db, item.document, fresh) for item in batch]
         ids = [
             row[0]
             for row in db.execute(
@@ -608,6 +654,26 @@ def _pool(url: str, size: int, statement_timeout_ms: int) -> Any:
 
 # How many times a delete tries to lock a document that a concurrent writer keeps replacing.
 _LOCK_TRIES = 3
+
+
+def _classes_hold(db: Any, batch: list[Pending], classes: list[int], fresh: dict[str, int]) -> bool:
+    """Whether the class ids remembered from earlier transactions (those not in ``fresh``)
+    still name the batch's classes, read in this transaction: one query a batch. A class
+    row, once made, is never changed or removed by a store; a database reset or restored
+    beneath a running process can reuse its id for another tenant's class."""
+    remembered = {
+        cid: key
+        for key, cid in zip((class_key(item.document) for item in batch), classes, strict=True)
+        if key not in fresh
+    }
+    if not remembered:
+        return True
+    found = dict(
+        db.execute(
+            "SELECT id, key FROM access_classes WHERE id = ANY(%s)", (list(remembered),)
+        ).fetchall()
+    )
+    return all(found.get(cid) == key for cid, key in remembered.items())
 
 
 def _lock_documents(db: Any, doc_ids: list[str]) -> dict[str, str | None]:

@@ -52,8 +52,31 @@ def checked_items(items: object) -> list[tuple[Document, Sequence[Chunk]]]:
             raise invalid("document", "a ctxasm.store.Document", document)
         if not isinstance(chunks, (tuple, list)) or not all(isinstance(c, Chunk) for c in chunks):
             raise invalid("chunks", "a list of ctxasm.store.Chunk (see chunk_text)", chunks)
+        for number, chunk in enumerate(chunks):
+            _check_chunk(document, chunk, number)
         found.append((document, chunks))
     return found
+
+
+def _check_chunk(document: Document, chunk: Chunk, number: int) -> None:
+    """Refuse a chunk that is not ``document.text[start:end]``, naming it: its text is then
+    checked as the document's was (a NUL or a lone surrogate reached the database's driver),
+    and its offsets are what the content hash keeps."""
+    start, end, text = chunk.start, chunk.end, chunk.text
+    if not (
+        type(start) is int
+        and type(end) is int
+        and 0 <= start <= end <= len(document.text)
+        and isinstance(text, str)
+        and len(text) == end - start
+        and document.text.startswith(text, start)
+    ):
+        raise RequestError(
+            f"chunks[{number}] of document {document.doc_id[:80]!r} is not the document's "
+            f"text from its start to its end (start {str(start)[:20]}, end {str(end)[:20]}); "
+            "make chunks with ctxasm.store.chunk_text",
+            field=f"chunks[{number}]",
+        )
 
 
 def content_hash(document: Document, chunks: Sequence[Chunk], embedder: str = "") -> str:
