@@ -278,3 +278,31 @@ def test_a_document_a_retriever_returned_twice_is_assembled_once() -> None:
     assert [
         (i.id, i.chosen.given_score if i.chosen else None) for i in assembly.report.included
     ] == [("d", 0.7)]
+
+
+def test_the_copy_returned_for_a_repeated_document_is_the_one_whose_score_was_kept() -> None:
+    # The last copy came back (its metadata, its score 0.1) while the assembly used 0.9 (rev E)
+    kept = Document(
+        "The Danube ends in the Black Sea.", id="a", metadata={"acl": {"v": 1}, "score": 0.9}
+    )
+    later = Document(kept.page_content, id="a", metadata={"acl": {"v": 2}, "score": 0.1})
+    [returned] = CtxasmCompressor().compress_documents([kept, later], QUESTION)
+    assert (returned.metadata["acl"], returned.metadata["score"]) == ({"v": 1}, 0.9)
+    [returned] = CtxasmCompressor().compress_documents([later, kept], QUESTION)
+    assert returned.metadata["score"] == 0.9
+
+
+def test_ids_and_readers_that_cannot_be_read_are_refused_by_name() -> None:
+    class NoText:
+        def __str__(self) -> str:
+            raise RuntimeError("no str")
+
+    numpy = pytest.importorskip("numpy")
+    named = Document("alpha", metadata={"id": NoText()})
+    with pytest.raises(ctxasm.RequestError) as caught:
+        CtxasmRunnable().invoke({"question": "alpha", "context": [named]})
+    assert caught.value.field == "documents[0].id"
+    arrays = [Document("alpha", id="a", metadata={"readers": numpy.array(["x"])}) for _ in "ab"]
+    with pytest.raises(ctxasm.RequestError) as caught:
+        CtxasmRunnable().invoke({"question": "alpha", "context": arrays})
+    assert caught.value.field == "passages[0].readers"

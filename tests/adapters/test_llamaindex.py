@@ -92,3 +92,29 @@ def test_a_node_whose_readers_are_a_string_is_refused() -> None:
     with pytest.raises(RequestError) as caught:
         assemble_nodes([node], "What is secret?", principal={"id": "a", "groups": []})
     assert caught.value.field == "passages[0].readers"
+
+
+def test_a_node_returned_twice_is_kept_once_with_its_higher_score() -> None:
+    # Without a file name, each copy was titled by its position ("node 1", "node 2"), so the
+    # copies differed and the request was refused for the repeated id (rev E)
+    node = TextNode(id_="n1", text="The Danube ends in the Black Sea.")
+    kept = CtxasmNodePostprocessor(max_context_tokens=300).postprocess_nodes(
+        [NodeWithScore(node=node, score=0.3), NodeWithScore(node=node, score=0.8)],
+        query_str="Where does the Danube end?",
+    )
+    assert [(n.node.node_id, n.score) for n in kept] == [("n1", 0.8)]
+
+
+def test_a_page_label_that_is_no_string_or_number_is_left_out_of_the_title() -> None:
+    class NoText:
+        def __str__(self) -> str:
+            raise RuntimeError("no str")
+
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    for label in (NoText(), deep):
+        metadata = {"file_name": "a.pdf", "page_label": label}
+        node = NodeWithScore(node=TextNode(text="alpha", metadata=metadata), score=1.0)
+        _, assembly = assemble_nodes([node], "alpha")
+        assert [c.passage.title for c in assembly.passages] == ["a.pdf"]

@@ -10,7 +10,7 @@ from typing import Any
 from ctxasm.data import Assembly
 from ctxasm.schema import parse_request
 
-__all__ = ["chat_turns", "checked_fields", "passage_from", "without_repeats"]
+__all__ = ["chat_turns", "checked_fields", "kept_originals", "passage_from", "without_repeats"]
 
 # Metadata keys that are passage fields; other plain values stay as passage metadata.
 FIELDS = ("title", "source", "url", "doc_id", "start", "end", "timestamp", "authority", "tenant")
@@ -59,13 +59,36 @@ def without_repeats(passages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             kept.append(passage)
             continue
         earlier = kept[at]
-        if _but_score(earlier) != _but_score(passage):
+        if not _same_but_score(earlier, passage):
             kept.append(passage)
             continue
         score, before = passage.get("score"), earlier.get("score")
         if _number(score) and (before is None or (_number(before) and score > before)):
             kept[at] = {**earlier, "score": score}  # (a score that is no number: the core's)
     return kept
+
+
+def kept_originals(passages: list[dict[str, Any]], originals: list[Any]) -> dict[Any, Any]:
+    """For each passage id, the framework object (``originals[i]`` made ``passages[i]``) whose
+    copy :func:`without_repeats` keeps the score of: the highest, the first of equals. What an
+    adapter hands back for a kept passage is then that copy, its metadata and score."""
+    chosen: dict[Any, tuple[object, Any]] = {}
+    for passage, original in zip(passages, originals, strict=True):
+        score, held = passage.get("score"), chosen.get(passage["id"])
+        if held is None or (
+            _number(score) and (held[0] is None or (_number(held[0]) and score > held[0]))  # type: ignore[operator]
+        ):
+            chosen[passage["id"]] = (score, original)
+    return {key: original for key, (_, original) in chosen.items()}
+
+
+def _same_but_score(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
+    """Whether two passages agree in every field but the score; a field that cannot be
+    compared (a numpy array of readers) makes them differ, for the request to name it."""
+    try:
+        return bool(_but_score(first) == _but_score(second))
+    except Exception:  # any value's __eq__ may raise
+        return False
 
 
 def _number(value: object) -> bool:

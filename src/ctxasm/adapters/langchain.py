@@ -25,7 +25,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from ctxasm.adapters._common import chat_turns, checked_fields, passage_from, without_repeats
+from ctxasm.adapters._common import (
+    chat_turns,
+    checked_fields,
+    kept_originals,
+    passage_from,
+    without_repeats,
+)
 from ctxasm.assembler import Assembler
 from ctxasm.data import Assembly
 from ctxasm.errors import RequestError
@@ -38,12 +44,29 @@ def documents_to_passages(documents: Sequence[Document]) -> list[dict[str, Any]]
     passages = []
     for index, document in enumerate(documents):
         metadata = dict(document.metadata or {})
-        passage_id = str(document.id or metadata.pop("id", None) or f"doc-{index}")
+        passage_id = _document_id(index, document.id, metadata.pop("id", None))
         score = metadata.pop("score", None)
         fallback = metadata.pop("relevance_score", None)  # a reranker's, when score is unset
         score = fallback if score is None else score
         passages.append(passage_from(passage_id, document.page_content, score, metadata))
     return passages
+
+
+def _document_id(index: int, *given: object) -> str:
+    """The first id given (the document's, then its metadata's) that is a non-empty string or
+    a non-zero integer, else ``doc-<index>``; any other value is refused by name (its ``str``
+    may raise, or say nothing)."""
+    for value in given:
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool) and value:
+            return str(value)
+        if value is not None and not (isinstance(value, str | int) and not value):
+            raise RequestError(
+                f"documents[{index}]: its id must be a string, got {type(value).__name__}",
+                field=f"documents[{index}].id",
+            )
+    return f"doc-{index}"
 
 
 def _messages(assembly: Assembly) -> list[BaseMessage]:
@@ -175,7 +198,7 @@ class CtxasmCompressor(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         passages = documents_to_passages(documents)
-        by_id = {p["id"]: d for p, d in zip(passages, documents, strict=True)}
+        by_id = kept_originals(passages, list(documents))
         request: dict[str, Any] = {
             "query": query,
             "passages": without_repeats(passages),

@@ -20,7 +20,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from ctxasm.adapters._common import chat_turns, passage_from, without_repeats
+from ctxasm.adapters._common import chat_turns, kept_originals, passage_from, without_repeats
 from ctxasm.assembler import Assembler
 from ctxasm.data import Assembly
 from ctxasm.errors import RequestError
@@ -35,17 +35,21 @@ def readable_title(metadata: dict[str, Any], position: int) -> str:
         return f"node {position}"
     title = PurePath(name).name or name
     page = metadata.get("page_label")
-    return f"{title}, page {page}" if page is not None else title
+    if isinstance(page, str | int) and not isinstance(page, bool):  # no other object's str
+        return f"{title}, page {page}"
+    return title
 
 
 def nodes_to_passages(nodes: list[NodeWithScore]) -> list[dict[str, Any]]:
     """Passages for ``ctxasm.assemble`` from scored nodes."""
     passages = []
+    positions: dict[str, int] = {}  # a node returned twice is titled by where it came first
     for position, scored in enumerate(nodes, start=1):
         node = scored.node
         passage = passage_from(node.node_id, node.get_content(), scored.score, node.metadata)
         if "title" not in passage and "url" not in passage:
-            passage["title"] = readable_title(node.metadata, position)
+            first = positions.setdefault(node.node_id, position)
+            passage["title"] = readable_title(node.metadata, first)
         reference = getattr(node, "ref_doc_id", None)
         start = getattr(node, "start_char_idx", None)
         end = getattr(node, "end_char_idx", None)
@@ -108,7 +112,7 @@ class CtxasmNodePostprocessor(BaseNodePostprocessor):
             if getattr(self, key) is not None:
                 fields[key] = getattr(self, key)
         _, assembly = assemble_nodes(nodes, query, **fields)
-        by_id = {scored.node.node_id: scored for scored in nodes}
+        by_id = kept_originals(nodes_to_passages(nodes), list(nodes))
         shown = {candidate.id: candidate.text for candidate in assembly.passages}
         return [
             _as_shown(by_id[item.id], shown[item.id], item.flags)
