@@ -104,11 +104,16 @@ class TokenCounter:
         if run is not None:
             raise UntokenizableError(f"the text has {run.describe(self.max_run)}")
 
-    def _tokenize(self, text: str, limit: int | None = None) -> int:
-        """The tokenizer's count (or partial count up to ``limit``) of a checked text."""
+    def _tokenize(
+        self, text: str, limit: int | None = None, count: Callable[[str], int] | None = None
+    ) -> int:
+        """The tokenizer's count (or partial count up to ``limit``, or ``count``'s) of a
+        checked text."""
         self.check(text)
         partial = None if limit is None else getattr(self.tokenizer, "count_upto", None)
         try:
+            if count is not None:
+                return int(count(text))
             return self.tokenizer.count(text) if partial is None else int(partial(text, limit))
         except (CtxasmError, KeyboardInterrupt, SystemExit, GeneratorExit):
             raise
@@ -192,18 +197,9 @@ class TokenCounter:
         return GrowingCount(self)
 
     def _count_continued(self, text: str) -> int:
-        """The tokenizer's ``count_continued`` of a checked text (a SentencePiece model with
-        seams), its failures made :class:`~ctxasm.errors.UntokenizableError` as in a count."""
-        self.check(text)
-        try:
-            return int(self.tokenizer.count_continued(text))  # type: ignore[attr-defined]
-        except (CtxasmError, KeyboardInterrupt, SystemExit, GeneratorExit):
-            raise
-        except BaseException as exc:
-            raise UntokenizableError(
-                f"the {self.name} tokenizer failed on a text of {len(text):,} characters "
-                f"({type(exc).__name__})"
-            ) from None
+        """The tokenizer's ``count_continued`` of ``text`` (a SentencePiece model with seams),
+        checked and its failures refused as a count's are."""
+        return self._tokenize(text, count=self.tokenizer.count_continued)  # type: ignore[attr-defined]
 
     _key = staticmethod(content_key)  # the cache holds no text
 
