@@ -18,6 +18,7 @@ from typing import Protocol
 
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
+from ctxasm.store.arguments import without_secrets
 from ctxasm.store.chunk_pool import Chunked, Chunker, auto_workers, failure_reason
 from ctxasm.store.chunking import Chunk, check_chunking, chunk_text, count_tokens_batch
 from ctxasm.store.documents import SUFFIXES, Document, read_documents
@@ -116,7 +117,9 @@ def open_store(url: str, *, create: bool = True) -> Store:
         url, settings = _store_options(url, defaults)
         return PostgresStore(url, **settings, create=create)
     raise ConfigError(
-        f"unknown store URL {url!r}; use sqlite:///path.db or postgresql://...", field="store"
+        f"unknown store URL {without_secrets(url, url)!r}; use sqlite:///path.db or "
+        "postgresql://...",
+        field="store",
     )
 
 

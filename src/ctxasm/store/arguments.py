@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import unquote
 
 from ctxasm.data import Principal, checked_principal
 from ctxasm.errors import RequestError
@@ -13,7 +14,13 @@ from ctxasm.store.documents import Document
 from ctxasm.store.records import class_key
 from ctxasm.validation import integer, invalid, string
 
-__all__ = ["check_for_postgres", "checked_doc_id", "checked_retrieval", "checked_scope"]
+__all__ = [
+    "check_for_postgres",
+    "checked_doc_id",
+    "checked_retrieval",
+    "checked_scope",
+    "without_secrets",
+]
 
 # ``\u0000`` in JSON text, not preceded by an escaped backslash.
 _ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
@@ -80,3 +87,31 @@ def _nul(document: Document, key: str) -> RequestError:
         "cannot store; remove it before indexing",
         field=f"document.{key}",
     )
+
+
+def without_secrets(detail: str, url: str) -> str:
+    """``detail`` with the password of the store ``url`` (in its user part or a ``password=``
+    option, as written and percent-decoded) written as ``***``: libpq quotes what it cannot
+    parse, and an error message ends up in logs."""
+    secrets = []
+    _, scheme, rest = url.partition("://")
+    if scheme:
+        authority = rest.split("?", 1)[0]
+        # a raw "@" in the password: the driver may split at the first, the user meant the last
+        user = authority.rpartition("@")[0]
+        if ":" in user:
+            password = user.split(":", 1)[1]
+            secrets += [password, *password.split("@")]  # each part, if split at an "@"
+    for option in url.partition("?")[2].split("&"):
+        name, _, value = option.partition("=")
+        if name.strip().lower() == "password":
+            secrets.append(value)
+    found = {s for raw in secrets for s in (raw, unquote(raw)) if s}
+    if any(len(secret) < _SHORTEST_MASKED and secret in detail for secret in found):
+        return "the driver's message is left out: it may hold the password"  # "***"s spell it
+    for secret in sorted(found, key=len, reverse=True):
+        detail = detail.replace(secret, "***")
+    return detail
+
+
+_SHORTEST_MASKED = 4  # a shorter password found in a message withholds the message

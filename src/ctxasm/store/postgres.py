@@ -52,7 +52,12 @@ from typing import Any
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
 from ctxasm.lexical import query_words
-from ctxasm.store.arguments import check_for_postgres, checked_doc_id, checked_retrieval
+from ctxasm.store.arguments import (
+    check_for_postgres,
+    checked_doc_id,
+    checked_retrieval,
+    without_secrets,
+)
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
 from ctxasm.store.postgres_rows import (
@@ -117,28 +122,6 @@ SPARE_WAIT_S = 0.005  # how long a retrieval waits for a second connection, else
 MAX_POOL_SIZE = 1000
 MAX_TIMEOUT_MS = 2_147_483_647
 MAX_INDEX_MEMORY_MB = 2_097_151
-
-
-def _without_secrets(detail: str, url: str) -> str:
-    """``detail`` with the password of the store ``url`` (in its user part or a ``password=``
-    option, as written and percent-decoded) written as ``***``: libpq quotes what it cannot
-    parse, and an error message ends up in logs."""
-    from urllib.parse import unquote
-
-    secrets = []
-    _, scheme, rest = url.partition("://")
-    if scheme:
-        authority = rest.split("?", 1)[0]
-        user, at, _ = authority.rpartition("@")
-        if at and ":" in user:
-            secrets.append(user.split(":", 1)[1])
-    for option in url.partition("?")[2].split("&"):
-        name, _, value = option.partition("=")
-        if name.strip().lower() == "password":
-            secrets.append(value)
-    for secret in sorted({s for raw in secrets for s in (raw, unquote(raw)) if s}, key=len)[::-1]:
-        detail = detail.replace(secret, "***")
-    return detail
 
 
 def _unavailable(exc: Exception) -> StoreUnavailableError:
@@ -215,7 +198,7 @@ class PostgresStore:
             self._pool.open(wait=False)
         except (psycopg.Error, OSError) as exc:
             self._pool.close()
-            detail = _without_secrets(" ".join(str(exc).split()), url)  # one line
+            detail = without_secrets(" ".join(str(exc).split()), url)  # one line
             raise ConfigError(
                 f"cannot open the PostgreSQL store: {detail or type(exc).__name__}", field="store"
             ) from None
@@ -402,20 +385,21 @@ class PostgresStore:
     def _write(self, batch: list[Pending]) -> list[str]:
         """Write a batch; where another writer added one of its new documents meanwhile (the
         batch read it as new, then its COPY met that writer's row), the batch is rolled back
-        and written again, reading it as known."""
+        and written again, reading it as known. Writers that keep meeting each other get a
+        :class:`RequestError`, after which ``index_paths`` writes the batch's documents one
+        by one, as for any failed batch."""
         import psycopg
 
-        for attempt in range(_LOCK_TRIES):
+        for _ in range(_WRITE_TRIES):
             try:
                 return self._write_once(batch)
-            except psycopg.errors.UniqueViolation:
-                if attempt == _LOCK_TRIES - 1:
-                    raise StoreUnavailableError(
-                        "other writers kept adding documents of this batch while it was "
-                        "written; retry the write",
-                        field="store",
-                    ) from None
-        raise AssertionError("unreachable")
+            except (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected) as exc:
+                conflict = " ".join(str(exc).split())[:200]
+        raise RequestError(
+            f"other writers kept writing documents of this batch at the same time "
+            f"({conflict}); write them again",
+            field="items",
+        )
 
     def _write_once(self, batch: list[Pending]) -> list[str]:
         with self._connection() as db:
@@ -426,7 +410,11 @@ class PostgresStore:
                     ([p.document.doc_id for p in batch],),
                 ).fetchall()
             )
-            changed = [p for p in batch if known.get(p.document.doc_id) != p.digest]
+            # in id order: writers of the same new documents lock them in one order
+            changed = sorted(
+                (p for p in batch if known.get(p.document.doc_id) != p.digest),
+                key=lambda p: p.document.doc_id,
+            )
             if changed:
                 fresh: dict[str, int] = {}
                 with db.transaction():
@@ -654,6 +642,7 @@ def _pool(url: str, size: int, statement_timeout_ms: int) -> Any:
 
 # How many times a delete tries to lock a document that a concurrent writer keeps replacing.
 _LOCK_TRIES = 3
+_WRITE_TRIES = 5  # writes of a batch that met another writer's new documents
 
 
 def _classes_hold(db: Any, batch: list[Pending], classes: list[int], fresh: dict[str, int]) -> bool:
@@ -661,8 +650,10 @@ def _classes_hold(db: Any, batch: list[Pending], classes: list[int], fresh: dict
     still name the batch's classes, read in this transaction: one query a batch. A class
     row, once made, is never changed or removed by a store; a database reset or restored
     beneath a running process can reuse its id for another tenant's class."""
+    # by key: two keys remembered with one id (one of them from before a reset) are both
+    # checked, and one of them fails
     remembered = {
-        cid: key
+        key: cid
         for key, cid in zip((class_key(item.document) for item in batch), classes, strict=True)
         if key not in fresh
     }
@@ -670,10 +661,11 @@ def _classes_hold(db: Any, batch: list[Pending], classes: list[int], fresh: dict
         return True
     found = dict(
         db.execute(
-            "SELECT id, key FROM access_classes WHERE id = ANY(%s)", (list(remembered),)
+            "SELECT id, key FROM access_classes WHERE id = ANY(%s)",
+            (sorted(set(remembered.values())),),
         ).fetchall()
     )
-    return all(found.get(cid) == key for cid, key in remembered.items())
+    return all(found.get(cid) == key for key, cid in remembered.items())
 
 
 def _lock_documents(db: Any, doc_ids: list[str]) -> dict[str, str | None]:
