@@ -302,6 +302,18 @@ def test_ids_and_readers_that_cannot_be_read_are_refused_by_name() -> None:
     with pytest.raises(ctxasm.RequestError) as caught:
         CtxasmRunnable().invoke({"question": "alpha", "context": [named]})
     assert caught.value.field == "documents[0].id"
+    # ids that are no strings are read as their text (rev F: a UUID was refused)
+    uuid = __import__("uuid").UUID(int=7)
+    passages = documents_to_passages(
+        [
+            Document("alpha", metadata={"id": uuid}),
+            Document("beta", metadata={"id": 3.0}),
+            Document("gamma", id="g", metadata={"id": "m", "k": 1}),
+            Document("delta", metadata={"id": ""}),
+        ]
+    )
+    assert [p["id"] for p in passages] == [str(uuid), "3.0", "g", "doc-3"]
+    assert passages[2]["metadata"] == {"id": "m", "k": 1}  # the document's id: metadata kept
     arrays = [Document("alpha", id="a", metadata={"readers": numpy.array(["x"])}) for _ in "ab"]
     with pytest.raises(ctxasm.RequestError) as caught:
         CtxasmRunnable().invoke({"question": "alpha", "context": arrays})

@@ -145,6 +145,7 @@ def test_the_lower_bound_is_never_above_the_count(name: str) -> None:
     rng = random.Random(11)
     atoms = [
         "a", "word", " ", "  ", "   ", "\n", "\t", "\u3000", "\xa0", SPACE, f"{SPACE} ", "x" * 30,
+        SPACE * 16, f"{SPACE * 5} {SPACE * 7}",
         "東京都", "😀", "[REFERENCE_DOC_12]", "é", "\u0301", "1234567", ".", "\x1c ",
     ]  # fmt: skip
     tight = 0
@@ -155,5 +156,8 @@ def test_the_lower_bound_is_never_above_the_count(name: str) -> None:
         tight += bound * 2 >= count
     assert tight > 50  # a bound, not just 1
     assert tokenizer.lower_bound("") == 0
+    # "\u2581" is a space to the model: its 16-space pieces cover 48 bytes of it (rev F)
+    for text in (SPACE * 9, "a" + SPACE * 25, SPACE * 1000, f"{SPACE} " * 300):
+        assert tokenizer.lower_bound(text) <= tokenizer.count(text), text
     prose = "The Danube flows through ten countries before it reaches the Black Sea. " * 20
     assert tokenizer.lower_bound(prose) >= 0.7 * tokenizer.count(prose)

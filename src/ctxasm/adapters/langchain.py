@@ -44,7 +44,7 @@ def documents_to_passages(documents: Sequence[Document]) -> list[dict[str, Any]]
     passages = []
     for index, document in enumerate(documents):
         metadata = dict(document.metadata or {})
-        passage_id = _document_id(index, document.id, metadata.pop("id", None))
+        passage_id = _document_id(index, document, metadata)
         score = metadata.pop("score", None)
         fallback = metadata.pop("relevance_score", None)  # a reranker's, when score is unset
         score = fallback if score is None else score
@@ -52,21 +52,29 @@ def documents_to_passages(documents: Sequence[Document]) -> list[dict[str, Any]]
     return passages
 
 
-def _document_id(index: int, *given: object) -> str:
-    """The first id given (the document's, then its metadata's) that is a non-empty string or
-    a non-zero integer, else ``doc-<index>``; any other value is refused by name (its ``str``
-    may raise, or say nothing)."""
-    for value in given:
-        if isinstance(value, str) and value:
-            return value
-        if isinstance(value, int) and not isinstance(value, bool) and value:
-            return str(value)
-        if value is not None and not (isinstance(value, str | int) and not value):
-            raise RequestError(
-                f"documents[{index}]: its id must be a string, got {type(value).__name__}",
-                field=f"documents[{index}].id",
-            )
-    return f"doc-{index}"
+def _document_id(index: int, document: Document, metadata: dict[str, Any]) -> str:
+    """The document's id, else its metadata's (taken out of the metadata only then), else
+    ``doc-<index>``, as a string (a UUID's, a number's); an empty string or 0 is none. A value
+    whose ``str`` raises or is empty is refused by name."""
+    value: object = document.id
+    if _no_id(value):
+        value = metadata.pop("id", None)
+    if _no_id(value):
+        return f"doc-{index}"
+    try:
+        text = str(value)
+    except Exception:  # an object's __str__ may raise
+        text = ""
+    if not text:
+        raise RequestError(
+            f"documents[{index}]: its id (a {type(value).__name__}) has no text",
+            field=f"documents[{index}].id",
+        )
+    return text
+
+
+def _no_id(value: object) -> bool:
+    return value is None or (isinstance(value, str | int) and not value)
 
 
 def _messages(assembly: Assembly) -> list[BaseMessage]:

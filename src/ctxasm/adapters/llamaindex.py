@@ -35,7 +35,7 @@ def readable_title(metadata: dict[str, Any], position: int) -> str:
         return f"node {position}"
     title = PurePath(name).name or name
     page = metadata.get("page_label")
-    if isinstance(page, str | int) and not isinstance(page, bool):  # no other object's str
+    if isinstance(page, str | int | float) and not isinstance(page, bool):  # no object's str
         return f"{title}, page {page}"
     return title
 

@@ -107,7 +107,8 @@ class SentencePieceTokenizer:
             return 1
         size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         by_spaces = space_lower_bound(text, 4 * len(text) + 1)  # the spaces alone (or 1)
-        if "\u2581 " in text:
+        if "\u2581" in text:  # read as a space: one byte of a piece, not three
+            size -= 2 * text.count("\u2581")
             by_spaces -= text.count("\u2581 ")
         return max(1, by_spaces, -(-size // self._most_bytes()))
 
