@@ -181,18 +181,25 @@ def test_a_database_without_a_store_is_refused_where_one_is_needed(postgres_url:
             open_store(postgres_url, create=create)
 
 
+def _reset_beneath_a_writer(url: str) -> Any:
+    """A store that wrote tenant A's class, then the database reset beneath it (as a restore of
+    an older backup leaves it): the store still remembers that class's id."""
+    writer = open_store(url)
+    hello = Document("warmup", "hello", tenant="A", readers=("a-staff",))
+    writer.upsert(hello, chunk_text(hello.text, 64, 8))
+    _sql(
+        url,
+        "TRUNCATE documents, readers, chunks, chunk_vectors, class_terms, access_classes "
+        "RESTART IDENTITY CASCADE",
+    )
+    return writer
+
+
 def test_a_class_id_remembered_from_before_a_reset_is_looked_up_again(postgres_url: str) -> None:
     # A process remembered its access classes' ids for good: after the database was reset
     # beneath it (or an older backup restored), another process's tenant B class took id 1,
     # and tenant A's next document was written into it, readable by tenant B (rev E).
-    writer = open_store(postgres_url)
-    hello = Document("warmup", "hello", tenant="A", readers=("a-staff",))
-    writer.upsert(hello, chunk_text(hello.text, 64, 8))
-    _sql(
-        postgres_url,
-        "TRUNCATE documents, readers, chunks, chunk_vectors, class_terms, access_classes "
-        "RESTART IDENTITY CASCADE",
-    )
+    writer = _reset_beneath_a_writer(postgres_url)
     other = open_store(postgres_url)
     note = Document("b-doc", "public note", tenant="B", readers=("b-staff",))
     other.upsert(note, chunk_text(note.text, 64, 8))
@@ -264,14 +271,7 @@ def test_two_classes_remembered_with_one_id_after_a_reset_are_both_checked(
 ) -> None:
     # After the reset, tenant B's class is made by this same writer and takes id 1, which the
     # writer still remembers for tenant A's: a batch of both must not write A's into it
-    writer = open_store(postgres_url)
-    hello = Document("warmup", "hello", tenant="A", readers=("a-staff",))
-    writer.upsert(hello, chunk_text(hello.text, 64, 8))
-    _sql(
-        postgres_url,
-        "TRUNCATE documents, readers, chunks, chunk_vectors, class_terms, access_classes "
-        "RESTART IDENTITY CASCADE",
-    )
+    writer = _reset_beneath_a_writer(postgres_url)
     note = Document("b-doc", "public note", tenant="B", readers=("b-staff",))
     writer.upsert(note, chunk_text(note.text, 64, 8))
     secret = Document("a-secret", "salary figures of tenant A", tenant="A", readers=("a-staff",))

@@ -67,8 +67,15 @@ def assemble_nodes(
 ) -> tuple[list[ChatMessage], Assembly]:
     """The assembled chat messages for ``query`` (LlamaIndex ``ChatMessage`` objects), and the
     :class:`~ctxasm.Assembly` with its report. Keyword arguments are request fields."""
+    return _assembled(nodes_to_passages(nodes), query, assembler, **fields)
+
+
+def _assembled(
+    passages: list[dict[str, Any]], query: str, assembler: Assembler | None, **fields: Any
+) -> tuple[list[ChatMessage], Assembly]:
+    """:func:`assemble_nodes` of the nodes' ``passages``."""
     assembly = (assembler or Assembler()).assemble(
-        {**fields, "query": query, "passages": without_repeats(nodes_to_passages(nodes))}
+        {**fields, "query": query, "passages": without_repeats(passages)}
     )
     roles = {
         "system": MessageRole.SYSTEM,
@@ -111,8 +118,9 @@ class CtxasmNodePostprocessor(BaseNodePostprocessor):
         for key in ("max_context_tokens", "min_score", "strategy"):
             if getattr(self, key) is not None:
                 fields[key] = getattr(self, key)
-        _, assembly = assemble_nodes(nodes, query, **fields)
-        by_id = kept_originals(nodes_to_passages(nodes), list(nodes))
+        passages = nodes_to_passages(nodes)  # once: for the request and the nodes returned
+        _, assembly = _assembled(passages, query, None, **fields)
+        by_id = kept_originals(passages, list(nodes))
         shown = {candidate.id: candidate.text for candidate in assembly.passages}
         return [
             _as_shown(by_id[item.id], shown[item.id], item.flags)
