@@ -65,13 +65,18 @@ def _brute_force(url: str, store: Any, query: str) -> tuple[list[tuple[float, st
     return [(score, row.chunk_id) for score, row in expected], (answer, lexical._params["fetch"])
 
 
-# the reference length far below the visible average, far above it, and near it
-@pytest.mark.parametrize("first_length", [3, 400, None])
+# The reference length far below the visible average and far above it (kept there: the
+# store's reference never moves), near it, and moved near it by the second write.
+@pytest.mark.parametrize(
+    ("first_length", "movable"), [(3, False), (400, False), (None, True), (3, True)]
+)
 def test_bound_candidates_give_the_exact_bm25_ranking(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch, first_length: int | None
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, first_length: int | None, movable: bool
 ) -> None:
     # the long chunks below get no bound vector
     monkeypatch.setattr(postgres_rows, "BOUND_MAX_WORDS", 195)
+    if not movable:
+        monkeypatch.setattr(postgres_rows, "REFERENCE_SETTLES", 0)
     rng = random.Random(first_length or 0)
     store = open_store(postgres_url)
     try:
@@ -102,9 +107,60 @@ def test_bound_candidates_give_the_exact_bm25_ranking(
             assert len(found) == 100
             fetched.append(fetch)
         # more than one round (the words repeat, so the scores are close); with the reference
-        # near the average, far fewer than every match
-        assert max(fetched) > 125
-        assert first_length or max(fetched) <= 500
+        # near the average, far fewer than every match, and one round once it was moved there
+        assert max(fetched) == 125 if first_length and movable else max(fetched) > 125
+        assert (first_length and not movable) or max(fetched) <= 500
+        ((reference, average),) = _sql(
+            postgres_url,
+            "SELECT reference_words, avg(words)::float8 FROM store_state, chunks GROUP BY 1",
+        )
+        if movable:
+            drift = postgres_rows.REFERENCE_DRIFT
+            assert average / drift <= reference <= average * drift
+        else:
+            assert reference == (first_length or reference)
+    finally:
+        store.close()
+
+
+def test_the_reference_moves_only_while_the_store_is_small(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write moves the reference, and rewrites every bound vector, while the store holds
+    fewer than REFERENCE_SETTLES chunks and the average with it is more than REFERENCE_DRIFT
+    times away; never after."""
+    monkeypatch.setattr(postgres_rows, "REFERENCE_SETTLES", 20)
+    rng = random.Random(9)
+    store = open_store(postgres_url)
+
+    def reference_and_bounds() -> tuple[float, list[tuple[str, Any]]]:
+        ((reference,),) = _sql(postgres_url, "SELECT reference_words FROM store_state")
+        bounds = _sql(postgres_url, "SELECT chunk_id, bound::text FROM chunks ORDER BY id")
+        return reference, bounds
+
+    try:
+        store.upsert_many([_document(0, 2, rng, "t1")])  # type: ignore[attr-defined]
+        assert reference_and_bounds()[0] == 2.0
+        before = reference_and_bounds()
+        # 10 chunks of 40 words: the average moves past 1.5 times 2, every bound is rewritten
+        store.upsert_many(  # type: ignore[attr-defined]
+            [_document(n, 40, rng, "t1") for n in range(1, 11)]
+        )
+        moved = reference_and_bounds()
+        assert moved[0] == pytest.approx((2 + 400) / 11)
+        assert moved[1][0] != before[1][0]  # the first chunk's bound, at the new reference
+        # the average within 1.5 times the reference: nothing moves
+        store.upsert_many(  # type: ignore[attr-defined]
+            [_document(n, 30, rng, "t1") for n in range(11, 21)]
+        )
+        assert reference_and_bounds()[0] == moved[0]
+        # 20 chunks and more: the reference stays, however far the average goes
+        store.upsert_many(  # type: ignore[attr-defined]
+            [_document(n, 300, rng, "t1") for n in range(21, 41)]
+        )
+        assert reference_and_bounds()[0] == moved[0]
+        expected, (found, _) = _brute_force(postgres_url, store, "river bridge")
+        assert found == expected
     finally:
         store.close()
 

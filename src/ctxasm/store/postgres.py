@@ -6,12 +6,14 @@ are found:
 
 - lexical search: a GIN index over each chunk's distinct words and its class marker finds the
   visible chunks holding a query term. Each chunk also keeps a *bound vector* (a pgvector
-  ``sparsevec``: its words' BM25 shares at a fixed reference length, rounded up, in hashed
-  buckets), so one inner product per match, in C, ranks the matches by a score that BM25 over
-  the visible chunks can exceed by a known factor at most. The first of that ranking are read
-  and scored exactly in Python, and more are read until no chunk left out could rank among
-  the ``k`` best (:func:`ctxasm.store.ranking.exact_best`): the result is the exact BM25
-  ranking over the visible chunks, whatever the approximation;
+  ``sparsevec``: its words' BM25 shares at the store's reference length, rounded up, in
+  hashed buckets; the reference follows the average while the store is small, see
+  :data:`ctxasm.store.postgres_rows.REFERENCE_SETTLES`), so one inner product per match, in
+  C, ranks the matches by a score that BM25 over the visible chunks can exceed by a known
+  factor at most. The first of that ranking are read and scored exactly in Python, and more
+  are read until no chunk left out could rank among the ``k`` best
+  (:func:`ctxasm.store.ranking.exact_best`): the result is the exact BM25 ranking over the
+  visible chunks, whatever the approximation;
 - vectors: every chunk's embedding (``vector(256)``, from the offline hashing embedder) is in
   ``chunk_vectors``, under an HNSW index with the access condition in the same ``WHERE`` as
   the ``ORDER BY`` distance (pgvector's iterative index scans, so a principal who sees a small
@@ -65,12 +67,13 @@ from ctxasm.store.postgres_rows import (
     BOUND_DIMENSION,
     DIMENSION,
     _apply,
-    _bound,
     _chunk_rows,
     _reference,
     _stage,
     _terms,
     _update,
+    lock_reference,
+    rewrite_bounds,
 )
 from ctxasm.store.postgres_schema import (
     _SCHEMA,
@@ -311,20 +314,7 @@ class PostgresStore:
             return
         reference = max(float(average), 1.0)
         db.execute("UPDATE store_state SET reference_words = %s", (reference,))
-        last = 0
-        while found := db.execute(
-            "SELECT id, text FROM chunks WHERE id > %s ORDER BY id LIMIT 10000", (last,)
-        ).fetchall():
-            bounds = []
-            for _, text in found:
-                words = chunk_words(text)
-                bounds.append(_bound(Counter(words), len(words), reference))
-            db.execute(
-                "UPDATE chunks SET bound = new.bound FROM unnest(%s::bigint[], %s::sparsevec[]) "
-                "AS new(id, bound) WHERE chunks.id = new.id",
-                ([chunk_id for chunk_id, _ in found], bounds),
-            )
-            last = found[-1][0]
+        rewrite_bounds(db, reference)
         if rows >= TAIL_MIN:
             _rebuild(db, 1, rows, memory_mb=self._index_memory_mb)
 
@@ -419,9 +409,10 @@ class PostgresStore:
                 fresh: dict[str, int] = {}
                 with db.transaction():
                     db.execute(f"SET LOCAL statement_timeout = {self._write_timeout}")
+                    movable = lock_reference(db)
                     plan = _plan(db, sum(len(p.chunks) for p in changed), bulk=self._bulk_loads > 0)
                     replaced = [p.document.doc_id for p in changed if p.document.doc_id in known]
-                    self._replace(db, changed, replaced, plan, fresh)
+                    self._replace(db, changed, replaced, plan, fresh, movable=movable)
                     if plan.rebuild is not None:
                         _rebuild(db, plan.rebuild, memory_mb=self._index_memory_mb)
                 with self._classes_lock:
@@ -437,6 +428,8 @@ class PostgresStore:
         replaced: list[str],
         plan: _Plan,
         fresh: dict[str, int],
+        *,
+        movable: bool = False,
     ) -> None:
         """Write ``batch`` (inside a transaction), removing the ``replaced`` versions first.
         Python's work overlaps the database's: chunk rows are made while ``COPY`` sends the
@@ -451,7 +444,7 @@ class PostgresStore:
             ):
                 count_into(deltas, class_id, [text], sign=-1)
             db.execute("DELETE FROM documents WHERE doc_id = ANY(%s)", (replaced,))
-        reference = _reference(db, batch)
+        reference = _reference(db, batch, movable=movable)
         classes = [self._class_id(db, item.document, fresh) for item in batch]
         if not _classes_hold(db, batch, classes, fresh):
             # The ids this process remembers name other classes now (the database was reset

@@ -95,19 +95,73 @@ def _query_bound(weights: list[tuple[str, float]]) -> str:
     return f"{{{entries}}}/{BOUND_DIMENSION}"
 
 
-def _reference(db: Any, batch: list[Pending]) -> float:
-    """The store's reference chunk length for bound vectors: set by its first write (the
-    average of that batch), never changed."""
-    row = db.execute("SELECT reference_words FROM store_state").fetchone()
-    if row[0] is not None:
-        return float(row[0])
+# While a store holds fewer chunks than this, a write may move its reference length: where the
+# average chunk length with the batch is more than REFERENCE_DRIFT times away from it, the
+# reference becomes that average and every bound vector is rewritten (a few thousand rows at
+# most). A reference set by an unrepresentative first write (a one-line note before the corpus)
+# would otherwise loosen every bound, and asks would read many times the rows they need.
+REFERENCE_SETTLES = 5_000
+REFERENCE_DRIFT = 1.5
+# The transaction lock each write takes on this key before it reads the reference: shared
+# where the store is past REFERENCE_SETTLES (the reference no longer moves), exclusive below
+# (a write that moves it rewrites bounds no other open write may still be computing).
+REFERENCE_LOCK = 7106818
+
+
+def lock_reference(db: Any) -> bool:
+    """Take the reference lock (first in a write's transaction, so it is never waited for
+    while holding another); True where it is exclusive, and this write may move the
+    reference."""
+    (chunks,) = db.execute("SELECT coalesce(sum(chunks), 0) FROM access_classes").fetchone()
+    movable = int(chunks) < REFERENCE_SETTLES
+    lock = "pg_advisory_xact_lock" if movable else "pg_advisory_xact_lock_shared"
+    db.execute(f"SELECT {lock}(%s)", (REFERENCE_LOCK,))
+    return movable
+
+
+def _reference(db: Any, batch: list[Pending], *, movable: bool = False) -> float:
+    """The store's reference chunk length for bound vectors: the average of its first write,
+    moved to the average with ``batch`` (bound vectors rewritten) while the store is small
+    enough (``movable``: under the exclusive :func:`lock_reference`) and the reference is
+    more than ``REFERENCE_DRIFT`` times away from it."""
+    (reference,) = db.execute("SELECT reference_words FROM store_state").fetchone()
+    if reference is not None and not movable:
+        return float(reference)
     lengths = [len(chunk_words(c.text)) for item in batch for c in item.chunks]
-    average = sum(lengths) / len(lengths) if lengths else 1.0
-    db.execute(
-        "UPDATE store_state SET reference_words = %s WHERE reference_words IS NULL",
-        (max(average, 1.0),),
-    )
-    return float(db.execute("SELECT reference_words FROM store_state").fetchone()[0])
+    if reference is None:
+        average = sum(lengths) / len(lengths) if lengths else 1.0
+        db.execute(
+            "UPDATE store_state SET reference_words = %s WHERE reference_words IS NULL",
+            (max(average, 1.0),),
+        )
+        return float(db.execute("SELECT reference_words FROM store_state").fetchone()[0])
+    chunks, words = db.execute("SELECT count(*), coalesce(sum(words), 0) FROM chunks").fetchone()
+    if not chunks or not lengths:
+        return float(reference)
+    average = max((int(words) + sum(lengths)) / (int(chunks) + len(lengths)), 1.0)
+    if reference / REFERENCE_DRIFT <= average <= reference * REFERENCE_DRIFT:
+        return float(reference)
+    db.execute("UPDATE store_state SET reference_words = %s", (average,))
+    rewrite_bounds(db, average)
+    return average
+
+
+def rewrite_bounds(db: Any, reference: float) -> None:
+    """Give every chunk its bound vector at the ``reference`` length, 10,000 rows at a time."""
+    last = 0
+    while found := db.execute(
+        "SELECT id, text FROM chunks WHERE id > %s ORDER BY id LIMIT 10000", (last,)
+    ).fetchall():
+        bounds = []
+        for _, text in found:
+            words = chunk_words(text)
+            bounds.append(_bound(Counter(words), len(words), reference))
+        db.execute(
+            "UPDATE chunks SET bound = new.bound FROM unnest(%s::bigint[], %s::sparsevec[]) "
+            "AS new(id, bound) WHERE chunks.id = new.id",
+            ([chunk_id for chunk_id, _ in found], bounds),
+        )
+        last = found[-1][0]
 
 
 def _chunk_rows(

@@ -46,14 +46,17 @@ SELECT found.key, {CHUNK_COLUMNS}, (SELECT array_agg(r.reader ORDER BY r.reader)
     FROM readers r WHERE r.doc_id = c.doc_id)
 FROM found JOIN chunks c ON c.id = found.id JOIN documents d ON d.doc_id = c.doc_id
 """
-# The visible chunks holding a query term, best bound first (bound vectors give ``-bound``).
+# The visible chunks holding a query term, best bound first (bound vectors give ``-bound``),
+# each with the reference length its bound vector was made at: read in the same statement, so
+# from the same snapshot as the bounds (a small store's write may move it, see
+# postgres_rows.REFERENCE_SETTLES).
 _CANDIDATES = f"""
 WITH found AS (
     SELECT c.id, c.bound <#> %(weights)s::sparsevec AS key FROM chunks c
     WHERE c.terms && %(terms)s::text[] AND c.terms && %(markers)s::text[]
     AND c.class_id = ANY(%(classes)s)
     ORDER BY key NULLS FIRST LIMIT %(fetch)s
-){_ROWS}"""
+){_ROWS.replace("found.key,", "found.key, (SELECT reference_words FROM store_state),", 1)}"""
 # The nearest visible vectors: through the HNSW index up to the store's generation, exactly in
 # the tail after it (``{{generation}}`` is written in, so the partial index applies). The index
 # scan has no distance condition: pgvector's iterative scan stops once ``k`` rows pass its
@@ -108,7 +111,6 @@ class _Lexical:
         self._weights = stats.weights(terms)
         # one float32 product and sum per term in pgvector: this much relative error at most
         self._margin = 1e-3 + 2.4e-7 * len(self._weights)
-        self._factor = None if reference is None else stats.ceiling(reference) / BOUND_SCALE
         self._params: dict[str, Any] = {
             "weights": _query_bound(self._weights),
             "terms": [t for t, _ in self._weights],
@@ -131,10 +133,12 @@ class _Lexical:
             ceiling = None
             if fetch is not None and len(found) >= fetch:
                 bounds = [key for key, *_ in found if key is not None]
+                reference = found[0][1]
                 ceiling = math.inf
-                if self._factor is not None and bounds:
-                    ceiling = -max(bounds) * self._factor * (1.0 + self._margin)
-            rows = [PostgresRow(*row) for _, *row in found]
+                if reference is not None and bounds:
+                    factor = self._stats.ceiling(float(reference)) / BOUND_SCALE
+                    ceiling = -max(bounds) * factor * (1.0 + self._margin)
+            rows = [PostgresRow(*row) for _, _, *row in found]
             best = exact_best(rows, self._terms, self._stats, self._pool, ceiling)
             if best is not None:
                 return best
