@@ -131,20 +131,49 @@ class TemplateFormat:
         except RequestError:
             raise
         except UndefinedError as exc:
-            raise RequestError(f"template: {exc.message}", field=FIELD) from None
+            raise RequestError(f"template: {_shortened(exc.message)}", field=FIELD) from None
         except SecurityError as exc:
-            raise RequestError(f"template is not allowed to do that: {exc}", field=FIELD) from None
-        except TemplateError as exc:
-            raise RequestError(f"template failed: {exc}", field=FIELD) from None
-        except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as exc:
-            # the template's own mistake (1/0, a bad index, runaway recursion): bad input
             raise RequestError(
-                f"template failed: {type(exc).__name__}: {exc}", field=FIELD
+                f"template is not allowed to do that: {_shortened(str(exc))}", field=FIELD
             ) from None
+        except TemplateError as exc:
+            raise RequestError(f"template failed: {_shortened(str(exc))}", field=FIELD) from None
+        except MemoryError:
+            raise RequestError(
+                "template needs more memory than a render may take; simplify it", field=FIELD
+            ) from None
+        except Exception as exc:
+            # the template's own mistake (1/0, a bad index, a filter given the wrong kind of
+            # value, runaway recursion): bad input, never an internal error
+            raise RequestError(f"template failed: {_failure(exc)}", field=FIELD) from None
         finally:
             self.budget.stop()
             active_budget().reset(token)
+        if not text.isascii():
+            try:
+                text.encode()
+            except UnicodeEncodeError as exc:
+                raise RequestError(
+                    f"template writes a lone surrogate (U+{ord(text[exc.start]):04X}), which is "
+                    "not text a model can be sent",
+                    field=FIELD,
+                ) from None
         return Rendered((), None, text)
 
     def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:
         return counter.count(rendered.text or "")
+
+
+def _failure(exc: Exception) -> str:
+    """``exc`` named by its type, its message shortened (a KeyError repeats its key whole)."""
+    try:
+        message = _shortened(str(exc))
+    except Exception:  # a message that cannot be made is no reason for an internal error
+        message = ""
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _shortened(message: str | None) -> str:
+    """An error's message, cut to 300 characters (it may quote what the template built)."""
+    message = message or ""
+    return message if len(message) <= 300 else message[:297] + "..."

@@ -66,6 +66,8 @@ _LINEAR_FILTERS = frozenset(
 _SIZED_FILTERS = frozenset(("batch", "center", "indent", "slice"))
 # str methods whose integer arguments size their output.
 _SIZED_METHODS = frozenset(("center", "ljust", "rjust", "zfill", "expandtabs"))
+# Methods that make bytes (refused: templates write text, and bytes escape the size checks).
+_BYTES_METHODS = frozenset(("encode", "to_bytes"))
 _PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?")
 _DIGITS = re.compile(r"\d+")
 
@@ -198,8 +200,13 @@ def _checked_join(parts: Iterable[Any]) -> str:
     return "".join(chunks)
 
 
-def _check_printf(spec: str) -> None:
+def _check_printf(spec: str, values: Any = ()) -> None:
+    """Each width and precision of %-format ``spec`` at most MAX_WIDTH, and its output at
+    most MAX_CHARS: the format, each field as wide as its width or as the longest of
+    ``values`` (a named field may write one value many times), whichever is more."""
+    fields = widths = 0
     for match in _PRINTF_SPEC.finditer(spec):
+        fields += 1
         for group in match.groups():
             if group == "*":
                 raise RequestError(
@@ -207,16 +214,36 @@ def _check_printf(spec: str) -> None:
                 )
             if group:
                 _check_width(int(group), "width or precision")
+                widths += int(group)
+    _check_fields(len(spec), fields, widths, values)
 
 
-def _check_format_spec(template: str) -> None:
-    for _, _, spec, _ in Formatter().parse(template):
+def _check_format_spec(template: str, values: Iterable[Any] = ()) -> None:
+    """As :func:`_check_printf`, for a ``str.format`` template."""
+    fields = widths = 0
+    for _, name, spec, _ in Formatter().parse(template):
         if spec and "{" in spec:
             raise RequestError(
                 "template uses a nested {} inside a format spec; give a number", field=FIELD
             )
+        fields += name is not None
         for digits in _DIGITS.findall(spec or ""):
             _check_width(int(digits), "width or precision")
+            widths += int(digits)
+    _check_fields(len(template), fields, widths, values)
+
+
+def _check_fields(length: int, fields: int, widths: int, values: Any) -> None:
+    """Refuse a format of ``length`` characters with ``fields`` fields of ``widths`` in all
+    that could write more than MAX_CHARS with ``values`` (a value, a tuple or a mapping)."""
+    if isinstance(values, dict):
+        values = list(values.values())
+    elif not isinstance(values, list | tuple):
+        values = [values]
+    longest = max((_text_size(value) for value in values), default=0)
+    size = length + widths + fields * longest
+    if size > MAX_CHARS:
+        raise _too_long(size, "a formatted string")
 
 
 def _check_replace(text: Any, old: Any, new: Any, count: Any = -1) -> None:
@@ -244,9 +271,7 @@ def _check_binop(symbol: str, left: Any, right: Any) -> None:
         if len(left) + len(right) > MAX_CHARS:
             raise _too_long(len(left) + len(right))
     elif symbol == "%" and isinstance(left, str):
-        _check_printf(left)
-        if isinstance(right, _CONTAINERS):  # the values are written out
-            _text_size(right)
+        _check_printf(left, right)  # the values are written out, a named one maybe many times
 
 
 def _check_bits(bits: int) -> None:
@@ -292,12 +317,50 @@ def _check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
             if isinstance(value, int) and not isinstance(value, bool):
                 _check_width(value, f"{name} size")
     elif name == "format" and args and isinstance(args[0], str):
-        _check_printf(args[0])
+        _check_printf(args[0], (*args[1:], *kwargs.values()))
+    if name == "indent" and args and isinstance(args[0], str):
+        _check_indent(args[0], *args[1:2], **{k: v for k, v in kwargs.items() if k == "width"})
     elif name == "replace":
         values = [value for value in args if not hasattr(value, "environment")]
         _check_replace(*values[:4])
     elif name == "sum" and not isinstance(kwargs.get("start", 0), int | float):
         raise RequestError("template: sum adds numbers only", field=FIELD)
+
+
+def _check_indent(text: str, width: Any = 4, **_: Any) -> None:
+    """``indent`` writes ``width`` (spaces, or a string) before every line."""
+    each = width if isinstance(width, int) and not isinstance(width, bool) else None
+    if each is None:
+        each = len(width) if isinstance(width, str) else 0
+    size = len(text) + (text.count("\n") + 1) * max(each, 0)
+    if size > MAX_CHARS:
+        raise _too_long(size, "an indented text")
+
+
+def _check_str_method(text: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Refuse a call of ``text``'s method ``name`` whose result would be over MAX_CHARS (or
+    bytes, which no template needs and whose size nothing here measures)."""
+    if name in _BYTES_METHODS:
+        raise RequestError(f"template cannot call {name}: templates write text", field=FIELD)
+    if name in _SIZED_METHODS:
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, int):
+                _check_width(value, f"{name} width")
+    if name == "expandtabs":
+        tabsize = next(iter((*args, *kwargs.values())), 8)
+        if isinstance(tabsize, int):
+            size = len(text) + text.count("\t") * max(tabsize, 0)
+            if size > MAX_CHARS:
+                raise _too_long(size, "a text with its tabs expanded")
+    elif name == "translate":
+        table = args[0] if args else kwargs.get("table")
+        if not isinstance(table, dict):
+            raise RequestError("template: translate takes a dict of replacements", field=FIELD)
+        longest = max((len(v) for v in table.values() if isinstance(v, str)), default=1)
+        if len(text) * max(longest, 1) > MAX_CHARS:
+            raise _too_long(len(text) * longest, "a translated text")
+    elif name == "replace":
+        _check_replace(text, *args)
 
 
 def _bounded_filters() -> dict[str, Callable[..., Any]]:
@@ -362,17 +425,14 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         budget.charge()
         owner = getattr(__obj, "__self__", None)
         name = getattr(__obj, "__name__", "")
+        if isinstance(owner, bytes | bytearray | memoryview) or name in _BYTES_METHODS:
+            raise RequestError(f"template cannot call {name}: templates write text", field=FIELD)
         if isinstance(owner, str):
             for value in (*args, *kwargs.values()):  # format, %: written out
                 if isinstance(value, _CONTAINERS):
                     _text_size(value)
-            if name in _SIZED_METHODS:
-                for value in args:
-                    if isinstance(value, int):
-                        _check_width(value, f"{name} width")
-            elif name == "replace":
-                _check_replace(owner, *args)
-            elif name == "join" and args:
+            _check_str_method(owner, name, args, kwargs)
+            if name == "join" and args:
                 args = (list(_metered(args[0], budget)), *args[1:])
                 _checked_join(args[0])
         result = super().call(__context, __obj, *args, **kwargs)
@@ -384,14 +444,17 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         wrapped = super().wrap_str_format(value)
         if wrapped is None:
             return None
-        _check_format_spec(value.__self__)
+        template = value.__self__
+        _check_format_spec(template)
         formatter = wrapped
 
         @wraps(formatter)
         def checked(*args: Any, **kwargs: Any) -> str:
-            for argument in (*args, *kwargs.values()):  # written out: refused before
-                if isinstance(argument, _CONTAINERS):
-                    _text_size(argument)
+            # written out, each maybe many times ("{0}{0}"): refused before
+            values = [*args, *kwargs.values()]
+            if value.__name__ == "format_map" and args and isinstance(args[0], dict):
+                values = [*args[0].values()]
+            _check_format_spec(template, values)
             return formatter(*args, **kwargs)
 
         return checked

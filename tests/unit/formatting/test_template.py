@@ -117,6 +117,67 @@ def test_runaway_templates_are_refused_naming_the_limit(
     assert _refusal(template) == ("template", message)
 
 
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        (  # the width is allowed, but every tab takes it
+            "{% set t = '\\t' * 20000 %}{{ t.expandtabs(10000)|length }}",
+            "template builds a text with its tabs expanded of 200,020,000 characters",
+        ),
+        (  # and so does every line
+            "{% set t = '\\n' * 20000 %}{{ t|indent(10000, blank=True)|length }}",
+            "template builds an indented text of 200,030,000 characters",
+        ),
+        (
+            "{{ ('x\\n' * 2000)|indent('y' * 5000, first=True)|length }}",
+            "template builds an indented text of 10,009,000 characters",
+        ),
+        (
+            "{{ ('a' * 2000).translate({97: 'b' * 100000})|length }}",
+            "template builds a translated text of 200,000,000 characters",
+        ),
+        (  # each width is allowed, not all of them together
+            "{{ ('%(a)10000s' * 20000) % {'a': 1} }}",
+            "template builds a formatted string of 200,220,000 characters",
+        ),
+        (  # one value written many times
+            "{% set v = 'x' * 1000000 %}{{ ('%(a)s' * 20) % {'a': v} }}",
+            "template builds a formatted string of 20,000,100 characters",
+        ),
+        (
+            "{% set v = 'x' * 1000000 %}{{ ('{0}' * 20).format(v) }}",
+            "template builds a formatted string of 20,000,060 characters",
+        ),
+        (
+            "{% set v = 'x' * 1000000 %}{{ ('{a}' * 20).format_map({'a': v}) }}",
+            "template builds a formatted string of 20,000,060 characters",
+        ),
+        (
+            "{% set v = 'x' * 1000000 %}{{ ('%s' * 20)|format(v, v, v, v, v, v, v, v, v) }}",
+            "template builds a formatted string of 20,000,040 characters",
+        ),
+    ],
+)
+def test_methods_whose_output_multiplies_their_input_are_priced_before_they_run(
+    template: str, message: str
+) -> None:
+    assert _refusal(template) == ("template", f"{message}; at most 8,000,000")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ (query.encode() * 200000000)|length }}",
+        "{{ query.encode().ljust(300000000)|length }}",
+        "{{ (1).to_bytes(300000000, 'big')|length }}",
+    ],
+)
+def test_templates_cannot_make_bytes(template: str) -> None:
+    field, message = _refusal(template)
+    assert field == "template"
+    assert message.endswith(": templates write text")
+
+
 def test_replace_is_priced_before_it_runs() -> None:
     template = "{{ ('x' * 1000000)|replace('x', 'y' * 1000) }}"
     assert _refusal(template) == (
@@ -189,12 +250,24 @@ def test_only_rendering_spends_the_time_budget(monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.mark.parametrize(
-    "template", ["{{ 1/0 }}", "{{ [1][5] }}", "{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}"]
+    "template",
+    [
+        "{{ 1/0 }}",
+        "{{ [1][5] }}",
+        "{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}",
+        "{{ [1, 2]|dictsort }}",  # AttributeError
+        "{{ 1|xmlattr }}",
+        "{{ query|truncate(-5) }}",  # AssertionError
+        "{{ '1e999'|float * 2 }}",  # NameError: Jinja writes a folded infinity into its code
+        "{{ '%c' % 55296 }}",  # a lone surrogate, which no JSON or model request can carry
+        "{{ {'a': 1}['z' * 100000] }}",  # a KeyError repeats its key: shortened
+    ],
 )
 def test_templates_that_fail_while_rendering_are_bad_input(template: str) -> None:
     with pytest.raises(RequestError) as error:
         ctxasm.assemble("q", [], format="template", template=template)
     assert error.value.field == "template"
+    assert len(error.value.message) < 400
 
 
 @pytest.mark.parametrize(
