@@ -29,6 +29,8 @@ inline code) only worded markers count: ``x[1]`` is an index there. A fence that
 is no fence. A range cites every number in it; a reversed range (``[4-2]``) or one of more than
 :data:`MAX_RANGE` numbers is one invalid citation, never expanded, and so is a range once the
 answer's ranges have expanded to as many numbers as it has characters (plus :data:`MAX_RANGE`).
+Brackets inside a url are the url's (``?page[2]=x`` in a link's destination, an autolink
+``<https://...>`` or a bare ``https://...``), and :func:`link_citations` percent-encodes them.
 ``0``, a number past the last source and a number no included source carries are invalid, and
 so is a worded bracket whose number is no label (``[Source 1.5]``, ``[Source 1e3]``, ten digits
 or more), as written.
@@ -38,7 +40,8 @@ Every scan is linear in the length of the answer, and so are the report and the 
 Sentences: the answer is cut at line breaks, then with :func:`ctxasm.lexical.sentence_spans`.
 A marker belongs to the sentence it ends (``... in 1889 [1].`` and ``... in 1889. [1]`` both
 cite that sentence). Not counted as sentences: blank ones, ones made only of markers and
-punctuation, markdown headings (``# ...``), lead-ins that end with ``:``, and code.
+punctuation, markdown headings (``# ...``), lead-ins that end with ``:``, and code; a list
+item's number or bullet (``1.``, ``2)``, ``-``) is not part of its sentence.
 """
 
 from __future__ import annotations
@@ -135,6 +138,16 @@ _DEFINITION = re.compile(
 # match attempt stops at the second bracket after its start: the scan is linear.
 _LINK_TEXT = re.compile(r"\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\](?=[(\[])")
 _REFERENCE = re.compile(r"\[([^\[\]\n]{0,999})\]")
+# A link's destination, after the "]" that ends its text: "(" and what _LINK_TARGET reads (its
+# runs stop at a parenthesis or white space, so the scan is linear).
+_DESTINATION = re.compile(r"(?<=\])\(\s*(?:<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)")
+# An autolink ("<https://...>"), or a url written bare, as GitHub's Markdown links it.
+_BARE_URL = re.compile(
+    r"<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>|(?:\b[A-Za-z][A-Za-z0-9+.-]{1,31}://|\bwww\.)[^\s<]*"
+)
+_URL_TRAILING = frozenset("?!.,:;*_~'\")")
+# A list item's number or bullet at the start of a line: not a sentence of its own.
+_LIST_MARK = re.compile(r"[ \t]*(?:[0-9]{1,9}[.)]|[-*+\u2022])[ \t]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,7 +455,8 @@ def _link_target(url: str | None) -> str | None:
         return None
     # Percent-encoding white space, parentheses and angle brackets keeps the url from ending
     # the link early.
-    return quote(url, safe="/:?#[]@!$&'*+,;=%~")
+    # Brackets too: a "[2]" in a query string ("?page[2]=x") would read as a citation.
+    return quote(url, safe="/:?#@!$&'*+,;=%~")
 
 
 def _scan(answer: str) -> tuple[str, list[_Marker]]:
@@ -454,10 +468,14 @@ def _scan(answer: str) -> tuple[str, list[_Marker]]:
     still a claim about a source.
     """
     code = _Code.of(_code_spans(answer))
+    urls = _Code.of(_url_spans(answer, code))
     folded = fold(answer)
     markers = []
     for match in CITATION.finditer(folded.text):
-        marker = _marker(folded, match, in_code=code.holds(folded.original(match.start())))
+        start = folded.original(match.start())
+        if urls.holds(start):
+            continue  # part of a url: "?page[2]=x", ".../[Source_4]"
+        marker = _marker(folded, match, in_code=code.holds(start))
         if marker.in_code and not marker.worded:
             continue
         markers.append(marker)
@@ -467,9 +485,28 @@ def _scan(answer: str) -> tuple[str, list[_Marker]]:
                 "model writes cites that often: check that this is the answer",
                 field="answer",
             )
-    markers = _with_links(answer, _with_no_labels(folded, markers, code), code)
+    markers = _with_links(answer, _with_no_labels(folded, markers, code, urls), code)
     blanks = sorted([*code.spans, *((m.start, m.end) for m in markers)])
     return _blanked(answer, blanks), _capped(markers, len(answer) + MAX_RANGE)
+
+
+def _url_spans(answer: str, code: _Code) -> list[tuple[int, int]]:
+    """Where ``answer`` writes urls, outside code: link destinations (``[text](...)``),
+    autolinks (``<https://...>``) and bare urls (``https://...`` or ``www....`` up to white
+    space or "<", less the punctuation that ends a sentence), sorted and merged."""
+    if "(" not in answer and "://" not in answer and "www." not in answer:
+        return []
+    spans = []
+    for match in _DESTINATION.finditer(answer):
+        if not code.holds(match.start()):
+            spans.append((match.start(), match.end()))
+    for match in _BARE_URL.finditer(answer):
+        if not code.holds(match.start()):
+            end = match.end()
+            while end > match.start() and answer[end - 1] in _URL_TRAILING:
+                end -= 1
+            spans.append((match.start(), end))
+    return _merged(sorted(spans))
 
 
 def _capped(markers: list[_Marker], limit: int) -> list[_Marker]:
@@ -591,7 +628,9 @@ class _Code(NamedTuple):
         return index >= 0 and offset < self.spans[index][1]
 
 
-def _with_no_labels(folded: Folded, markers: list[_Marker], code: _Code) -> list[_Marker]:
+def _with_no_labels(
+    folded: Folded, markers: list[_Marker], code: _Code, urls: _Code
+) -> list[_Marker]:
     """``markers`` and the worded brackets whose number is no label (one invalid citation
     each, as written), in order. A marker such a bracket holds (the ``Source 1`` of
     ``[Source 1,2.5]``) is part of it; one that starts where it starts wins (``[Source 1]``)."""
@@ -599,7 +638,7 @@ def _with_no_labels(folded: Folded, markers: list[_Marker], code: _Code) -> list
     extra = []
     for match in _NO_LABEL.finditer(folded.text):
         start, end = folded.original(match.start()), folded.original(match.end())
-        if start in taken:
+        if start in taken or urls.holds(start):
             continue
         in_code = code.holds(start)
         raw = folded.span(match.start(), match.end())
@@ -740,9 +779,14 @@ def _sentences(
     found: list[tuple[str, list[_Marker]]] = []
     starts = [marker.start for marker in markers]
     for line in _LINE.finditer(masked):
-        offset = line.start()
-        for relative_start, relative_end in sentence_spans(line.group()):
+        # "1. Paris [1]": the number opens the item's first sentence, not a sentence of its own
+        mark = _LIST_MARK.match(line.group())
+        lead = 0 if mark is None else mark.end()
+        offset = line.start() + lead
+        for index, (relative_start, relative_end) in enumerate(sentence_spans(line.group()[lead:])):
             start, end = relative_start + offset, relative_end + offset
+            if index == 0:
+                start = line.start()
             bare = masked[start:end].strip()
             if not _WORD.search(bare) or bare.startswith("#") or bare.endswith(":"):
                 continue

@@ -145,6 +145,10 @@ def test_a_number_no_included_source_carries_is_invalid() -> None:
         ("[Source 2–Source 4]", [2, 3, 4]),
         ("[1, 3-4]", [1, 3, 4]),
         ("[3-3]", [3]),
+        ("[S0urce 1]", [1]),  # the word's 0 is no number
+        ("(S0urce 2)", [2]),
+        ("[S0urces 1-2]", [1, 2]),
+        ("[Source 1](https://example.org/list?page[2]=x)", [1]),  # the url's [2] is no marker
     ],
 )
 def test_marker_grammar(marker: str, numbers: list[int]) -> None:
@@ -160,6 +164,10 @@ def test_marker_grammar(marker: str, numbers: list[int]) -> None:
         "The list `[1, 2]` is code.",
         "```python\nx = [1, 2]\n```\nDone.",
         "Footnote[^1].",
+        "Prices rose <https://example.org/?a[7]=1> and fell.",
+        "Prices rose, see https://example.org/?a[7]=1&b[Source 2]=3 today.",
+        "Prices rose, see www.example.org/wiki/[3].",
+        "See [the list](https://example.org/list?page[2]=x).",
     ],
 )
 def test_links_checkboxes_words_and_code_are_not_citations(text: str) -> None:
@@ -423,6 +431,27 @@ def test_link_citations_only_links_safe_urls_and_escapes_them() -> None:
     assert link_citations("A [1]. B [2]. C [3]. D [4].", data) == (
         "A [1]. B [2](https://example.org/a%20page%20%28draft%29). C [3](/docs/louvre.md). D [4]."
     )
+
+
+def test_brackets_in_urls_are_linked_encoded_and_stay_no_citation() -> None:
+    data = result()
+    data["report"]["included"][0]["url"] = "https://example.org/list?page[2]=x"
+    linked = link_citations("Paris [1].", data)
+    assert linked == "Paris [1](https://example.org/list?page%5B2%5D=x)."
+    assert link_citations(linked, data) == linked
+    written = "Paris [Source 1](https://example.org/list?page[2]=x)."
+    for answer in (linked, written):
+        report = check_citations(answer, data)
+        assert [c.label for c in report.citations] == ["Source 1"]
+        assert report.all_valid
+
+
+def test_a_numbered_list_item_is_one_sentence() -> None:
+    report = check_citations(
+        "1. Paris is the capital [1]\n2. Berlin is big\n3) The Seine flows [2]", assembly()
+    )
+    assert report.uncited_sentences == ("2. Berlin is big",)
+    assert report.coverage == pytest.approx(2 / 3)
 
 
 def test_an_unknown_link_style_names_the_choices() -> None:

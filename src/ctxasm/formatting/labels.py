@@ -66,8 +66,13 @@ CITATION = re.compile(
     re.IGNORECASE,
 )
 """Every citation marker of a folded text, in one of three shapes (see the module docstring)."""
-ITEM = re.compile(rf"({_NUMBER})(?:\s*-\s*(?:{_WORDED})?({_NUMBER}))?", re.IGNORECASE)
-"""One number or range inside a marker (the word before it already consumed)."""
+ITEM = re.compile(
+    rf"(?:(?<=s[o0]urce)|(?<=s[o0]urces)|(?<![^\W\d_]))({_NUMBER})"
+    rf"(?:\s*-\s*(?:{_WORDED})?({_NUMBER}))?",
+    re.IGNORECASE,
+)
+"""One number or range inside a marker: after the word ("Source2") or after no letter, never
+a digit inside a word (the 0 of "S0urce")."""
 _DIGITS = re.compile(r"(?<![^\W\d_])[0-9]+")  # a number, not the 0 of "S0urce"
 # Where a line starts, and what markup may come before a label there: quotes (block quotes and
 # quotation marks, guillemets, which fold to "<" and ">"), an opening parenthesis, list
