@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxasm.errors import RequestError
-from ctxasm.validation import invalid
+from ctxasm.validation import invalid, shown
 
 __all__ = [
     "DIGEST_CHARS",
@@ -329,10 +329,10 @@ def _labels(value: object, where: str, next_label: int) -> dict[str, int]:
         ident = _short(key, f"{where} key", _MAX_ID_CHARS) if key else ""
         if not ident:
             raise RequestError(f"{where} has an empty passage id", field=where)
-        checked = _count(number, f"{where}[{key!r}]", 1, next_label - 1)
+        checked = _count(number, f"{where}[{shown(key)}]", 1, next_label - 1)
         if checked in taken:
             raise RequestError(
-                f"{where}[{key!r}] repeats label {checked}; every passage has its own",
+                f"{where}[{shown(key)}] repeats label {checked}; every passage has its own",
                 field=where,
             )
         taken.add(checked)
@@ -350,9 +350,9 @@ def _sources(value: object, where: str, labels: Mapping[str, int]) -> tuple[tupl
             raise invalid(at, "an object with id and digest", item)
         ident = _short(item["id"], f"{at}.id", _MAX_ID_CHARS)
         if ident not in labels:
-            raise RequestError(f"{at}.id {ident!r} has no label in labels", field=f"{at}.id")
+            raise RequestError(f"{at}.id {shown(ident)} has no label in labels", field=f"{at}.id")
         if ident in seen:
-            raise RequestError(f"{at}.id {ident!r} appears twice", field=f"{at}.id")
+            raise RequestError(f"{at}.id {shown(ident)} appears twice", field=f"{at}.id")
         seen.add(ident)
         sources.append((ident, _digest(item["digest"], f"{at}.digest")))
     return tuple(sources)
@@ -363,7 +363,9 @@ def _breakpoints(value: object, where: str, sources: tuple[Any, ...]) -> tuple[i
     most = max(1, len(sources))
     checked = [_count(v, f"{where}[{i}]", 1, most) for i, v in enumerate(items)]
     if checked != sorted(set(checked)):
-        raise RequestError(f"{where} must be increasing source counts; got {checked}", field=where)
+        raise RequestError(
+            f"{where} must be increasing source counts; got {shown(checked)}", field=where
+        )
     return tuple(checked)
 
 
@@ -376,9 +378,9 @@ def _compressed(
     found: dict[str, tuple[int, ...]] = {}
     total = 0
     for key, kept in value.items():
-        at = f"{where}[{key!r}]"
+        at = f"{where}[{shown(key)}]"  # a long id shortened, in the message and the field
         if key not in ids:
-            raise RequestError(f"{at}: {key!r} is not one of the sources", field=at)
+            raise RequestError(f"{at}: {shown(key)} is not one of the sources", field=at)
         items = _bounded_list(kept, at, MAX_KEPT_SENTENCES)
         total += len(items)
         if total > MAX_KEPT_SENTENCES:
@@ -393,6 +395,8 @@ def _compressed(
             for i, v in enumerate(items)
         ]
         if not indexes or indexes != sorted(set(indexes)):
-            raise RequestError(f"{at} must be increasing sentence indexes; got {indexes}", field=at)
+            raise RequestError(
+                f"{at} must be increasing sentence indexes; got {shown(indexes)}", field=at
+            )
         found[key] = tuple(indexes)
     return found

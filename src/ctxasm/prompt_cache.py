@@ -98,8 +98,10 @@ def cache_discount(model: ModelSpec, fmt: Format) -> float:
 def prefer_previous(
     ranked: Sequence[Candidate], previous: CacheState, weight: float
 ) -> list[Candidate]:
-    """``ranked`` (best first) with the previous turn's passages raised, best first again
-    (ties keep their order).
+    """``ranked`` (best first) with the previous turn's passages raised, best first again.
+    At equal scores a new passage comes first, then the previous ones in their previous order
+    (the cap below makes such ties: the first previous passage must not lose to the last by
+    relevance alone), and other ties keep their order.
 
     The ``k``-th of the previous turn's ``s`` sources (from 0) is raised by ``weight`` times
     the scores' scale (the best score, or the spread when some are negative) times
@@ -135,7 +137,7 @@ def prefer_previous(
             passage = replace(passage, score=score)
         return candidate._replace(score=score, passage=passage)
 
-    return sorted(map(raise_, ranked), key=lambda c: -c.score)
+    return sorted(map(raise_, ranked), key=lambda c: (-c.score, order.get(c.id, -1)))
 
 
 def relevance_scores(

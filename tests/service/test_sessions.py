@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import ctxasm
+from ctxasm.cache_state import CacheState
 from ctxasm.errors import RequestError
 from ctxasm.service.sessions import SessionStore
 
@@ -119,6 +120,20 @@ def test_sessions_are_bounded_and_expire() -> None:
     tiny = SessionStore(max_bytes=1)
     tiny.remember(("", "", "dddddddd"), result)
     assert len(tiny) == 0
+
+
+def test_a_session_is_counted_by_the_memory_its_ids_take() -> None:
+    """An id of emoji takes four bytes a character (review G: a 7.6 MB state was counted
+    as 2 MB, so the 64 MiB cap let about 250 MiB stay)."""
+    from ctxasm.service.sessions import _size
+
+    ids = ["\U0001f600" * 1000 + str(n) for n in range(100)]
+    state = CacheState(
+        sources=tuple((i, "0" * 32) for i in ids),
+        labels={i: n for n, i in enumerate(ids)},
+        next_label=101,
+    )
+    assert _size(("", "", "", "s" * 8), state) >= 2 * 100 * 4 * 1000
 
 
 @pytest.mark.parametrize("session", ["short", "x" * 129, "has space!", 12345678, None])

@@ -185,6 +185,33 @@ def test_bad_previous_names_the_field(previous: Any, field: str, message: str) -
     assert caught.value.field == field
 
 
+LONG_ID = "y" * 100_000
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"compressed": {LONG_ID: [3, 2, 1]}},
+        {"compressed": {LONG_ID: list(range(50_000, 0, -1))}},
+        {"sources": [{"id": LONG_ID, "digest": "a" * 32}] * 2},
+        {"labels": {LONG_ID: 1, LONG_ID + "z": 1}, "next_label": 3},
+        {"compressed": {LONG_ID + "z": [1]}},
+    ],
+)
+def test_errors_on_a_state_with_long_ids_are_short(changes: dict[str, Any]) -> None:
+    state = {
+        **CacheState().to_dict(),
+        "sources": [{"id": LONG_ID, "digest": "a" * 32}],
+        "labels": {LONG_ID: 1},
+        "next_label": 2,
+        **changes,
+    }
+    with pytest.raises(RequestError) as caught:
+        ctxasm.assemble("river?", _passages(1), previous=state)
+    assert len(caught.value.message) < 300
+    assert caught.value.field is not None and len(caught.value.field) < 100
+
+
 def test_previous_takes_a_result_its_cache_section_or_the_state() -> None:
     first = ctxasm.assemble("river?", _passages(3), previous=None, **KW)
     data = first.to_dict()
@@ -434,6 +461,55 @@ def test_prefer_previous_raises_the_previous_passages_and_relevance_scores_undoe
         ("quiet", 0.36),
     ]
     assert prefer_previous(ranked, previous, 0.0) == ranked
+
+
+def test_capped_previous_passages_keep_their_previous_order() -> None:
+    """Raised to the cap, the previous passages tie: the earlier one (more of the prefix
+    after it) must not lose to the later one by relevance alone (review G: the first previous
+    source was dropped, and nothing of the prefix stayed)."""
+    from ctxasm.prompt_cache import prefer_previous
+
+    ranked = [
+        Candidate.of(Passage("new", "n"), 0, 1.0),
+        Candidate.of(Passage("second", "b"), 1, 0.8),
+        Candidate.of(Passage("third", "c"), 2, 0.7),
+        Candidate.of(Passage("first", "a"), 3, 0.6),
+    ]
+    order = (("first", "0" * 32), ("third", "0" * 32), ("second", "0" * 32))
+    previous = CacheState(sources=order, labels={}, next_label=4)
+    raised = prefer_previous(ranked, previous, 1.0)
+    assert [(c.id, c.score) for c in raised] == [
+        ("new", 1.0),
+        ("first", 1.0),
+        ("third", 1.0),
+        ("second", 1.0),
+    ]
+    words = {"first": "red", "second": "blue", "third": "green", "new": "gold"}
+    body = {key: " ".join([word] * 60) for key, word in words.items()}
+    strategy = {
+        "relevance": "given",
+        "selection": "greedy_by_score",
+        "ordering": {"name": "cache_stable", "stickiness": 0.5},
+    }
+
+    def turn(scores: dict[str, float], before: Any) -> Any:
+        passages = [{"id": i, "text": body[i], "score": scores[i]} for i in body]
+        return ctxasm.assemble(
+            "q",
+            passages,
+            model="gpt-4.1",
+            max_context_tokens=260,
+            strategy=strategy,
+            previous=before,
+        )
+
+    first = turn({"first": 0.9, "second": 0.7, "third": 0.8, "new": 0.01}, None)
+    shown = [i.id for i in first.report.included]
+    assert sorted(shown) == ["first", "second", "third"]
+    # the new passage is best now, and one of the three must go: the last one shown
+    second = turn({"first": 0.6, "second": 0.7, "third": 0.8, "new": 1.0}, first.to_dict())
+    assert [e.id for e in second.report.excluded] == [shown[-1]]
+    assert second.report.cache is not None and second.report.cache.prefix_sources == 2
 
 
 def test_stickiness_must_be_in_range() -> None:

@@ -20,6 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, MutableMapping
+from sys import getsizeof
 from typing import Any
 
 from ctxasm.cache_state import CacheState
@@ -45,12 +46,15 @@ def _owner(value: object) -> str:
 
 
 def _size(key: Key, state: CacheState) -> int:
-    """About the bytes a session holds: its key, the state's ids and digests, the sentence
+    """About the bytes a session holds: its key, the state's ids and digests as Python holds
+    them (up to 4 bytes a character: an id of emoji takes four times its length), the sentence
     numbers of its compressed sources (8 bytes each), and a fixed cost per entry."""
-    ids = sum(len(i) for i in state.labels) + sum(len(i) + len(d) for i, d in state.sources)
+    ids = sum(map(getsizeof, state.labels)) + sum(
+        getsizeof(i) + getsizeof(d) for i, d in state.sources
+    )
     kept = sum(8 * len(sentences) for sentences in state.compressed.values())
     entries = len(state.labels) + len(state.sources) + len(state.compressed)
-    return 256 + sum(map(len, key)) + ids + kept + 64 * entries
+    return 256 + sum(map(getsizeof, key)) + ids + kept + 64 * entries
 
 
 class SessionStore:
