@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from ctxasm.data import Budget, Exclusion, HistoryPolicy, Message, Reason
+from ctxasm.errors import UntokenizableError
 from ctxasm.validation import string
 
 __all__ = [
@@ -168,7 +169,14 @@ class HistoryStep:
                     )
                 return original
             string(summary, "summarizer")  # the text it returned must be sendable
-            summary_cost = self.cost(Message("user", f"{SUMMARY_HEADING}\n{summary}"))
+            try:
+                summary_cost = self.cost(Message("user", f"{SUMMARY_HEADING}\n{summary}"))
+            except UntokenizableError as error:  # a summary that cannot be counted never fits
+                warnings.warn(
+                    f"the summary cannot be tokenized ({error.message}); no summary is used",
+                    stacklevel=5,
+                )
+                return original
             if used + summary_cost <= allowance:
                 return HistoryPlan(kept[start:], tuple(range(first)), allowance, summary.strip())
             if len(kept) - start <= minimum:

@@ -277,6 +277,27 @@ def test_a_summarizer_returning_no_string_is_ignored_with_a_warning() -> None:
     assert result.report.history["summary_tokens"] == 0
 
 
+def test_a_summary_that_cannot_be_tokenized_is_left_out_with_a_warning() -> None:
+    plain = ctxasm.assemble(
+        "Where does the Danube end?",
+        PASSAGES,
+        history=_conversation(12),
+        context_window=1500,
+        reserve_output_tokens=200,
+    )
+    assembler = ctxasm.Assembler(summarizer=lambda turns: "a" * 2_000_000)
+    with pytest.warns(UserWarning, match="summary cannot be tokenized"):
+        result = assembler.assemble(
+            query="Where does the Danube end?",
+            passages=PASSAGES,
+            history=_conversation(12),
+            context_window=1500,
+            reserve_output_tokens=200,
+        )
+    assert result.report.history["kept"] == plain.report.history["kept"]
+    assert result.report.history["summary_tokens"] == 0
+
+
 def test_an_odd_min_recent_turns_pulls_in_the_user_turn() -> None:
     turns = [
         Message("user", "u0"),
