@@ -217,7 +217,21 @@ def _units(
                     stop = cuts[after] if after < len(cuts) else len(tokens)
             char_start = begin + offsets[piece_start]
             char_end = begin + (offsets[stop] if stop < len(tokens) else len(sentence))
-            units.append((char_start, char_end, stop - piece_start))
+            alone = len(encoding.encode_ordinary(text[char_start:char_end]))
+            while alone > limit:
+                # Read alone, a piece may take more tokens than it did in its sentence (the
+                # tokens at its edges split differently): cut it as many boundaries earlier
+                # as it is over (a token or two, in practice).
+                at = max(
+                    bisect.bisect_left(cuts, stop) - (alone - limit),
+                    bisect.bisect_right(cuts, piece_start),
+                )
+                if at >= len(cuts) or cuts[at] >= stop:
+                    break  # one character of more than ``limit`` tokens: as it is
+                stop = cuts[at]
+                char_end = begin + offsets[stop]
+                alone = len(encoding.encode_ordinary(text[char_start:char_end]))
+            units.append((char_start, char_end, alone))
             piece_start = stop
     return units, whole
 

@@ -106,6 +106,16 @@ def test_a_sentence_longer_than_the_window_is_cut_at_the_token_limit() -> None:
     assert _uncovered(text, chunks) == []
 
 
+def test_a_piece_of_a_long_sentence_is_within_the_limit_read_alone() -> None:
+    """A piece cut from a sentence over the limit is counted alone: inside its sentence the
+    NEL characters around it took fewer tokens (review H: a 10-token chunk at 9)."""
+    text = "e. .S. .S. \x85\x85\u2014A.\x85 "
+    chunks, total = chunk_and_count(text, 9, 0)
+    assert max(_tokens(c.text) for c in chunks) <= 9
+    assert total == _tokens(text)
+    assert _uncovered(text, chunks) == []
+
+
 def test_short_text_is_one_chunk() -> None:
     assert chunk_text("  The river flows.  ", 16, 4) == [Chunk(0, 20, "  The river flows.  ")]
 
