@@ -16,7 +16,7 @@ from ctxasm.data import (
     Report,
 )
 from ctxasm.formatting.blocks import FencedBlock, SourcesBlock, label
-from ctxasm.lexical import covered_terms, query_terms
+from ctxasm.lexical import covered_terms, query_terms, term_counts_all
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 
@@ -112,6 +112,7 @@ def _included(
             kept_sentences=found.kept_sentences,
         )
 
+    counts = _term_counts(terms, ordered)
     return tuple(
         Included(
             id=c.id,
@@ -123,7 +124,7 @@ def _included(
             url=c.passage.url,
             compression=compression(c, fenced),
             flags=c.flags,
-            chosen=_chosen(c, compressed, terms),
+            chosen=_chosen(c, compressed, terms, counts.get(c.id)),
         )
         for number, (c, (opening, fenced)) in enumerate(
             zip(ordered, block.parts(ordered, labels), strict=True), start=1
@@ -131,8 +132,27 @@ def _included(
     )
 
 
+def _term_counts(terms: Sequence[str], ordered: Sequence[Candidate]) -> dict[str, tuple[int, ...]]:
+    """The counts of ``terms`` in the title and text of each passage whose strategy did not
+    record why it chose it, by id: all texts counted at once (a text relevance counted is
+    looked up), plus their titles. Words never span the line break :func:`titled` puts between
+    title and text, so the two counts add up to the count of both read together."""
+    unexplained = [c for c in ordered if c.chosen is None]
+    if not terms or not unexplained:
+        return {}
+    in_texts = term_counts_all(terms, [c.text for c in unexplained])
+    in_titles = term_counts_all(terms, [c.passage.title or "" for c in unexplained])
+    return {
+        c.id: tuple(map(sum, zip(text, title, strict=True)))
+        for c, text, title in zip(unexplained, in_texts, in_titles, strict=True)
+    }
+
+
 def _chosen(
-    candidate: Candidate, compressed: Mapping[str, Compressed], terms: Sequence[str]
+    candidate: Candidate,
+    compressed: Mapping[str, Compressed],
+    terms: Sequence[str],
+    counted: Sequence[int] | None = None,
 ) -> Chosen:
     """Why ``candidate`` was kept: as its selection strategy recorded it; else a passage
     compressed into the room left was a ``fill``, and one kept in rank order was chosen by the
@@ -140,7 +160,7 @@ def _chosen(
     if candidate.chosen is not None:
         return candidate.chosen
     given = candidate.passage.score
-    covered = tuple(covered_terms(terms, candidate.text, candidate.passage.title))
+    covered = tuple(covered_terms(terms, candidate.text, candidate.passage.title, None, counted))
     if candidate.id in compressed:
         return Chosen("fill", covered, given_score=given)
     return Chosen("score" if given is not None else "query", covered, given_score=given)

@@ -126,6 +126,31 @@ def test_the_report_says_why_each_passage_was_chosen() -> None:
     assert result.report.to_dict()["included"][0]["chosen"]["by"] in {"query", "link"}
 
 
+def test_strategies_that_record_no_reason_report_the_terms_of_title_and_text() -> None:
+    """The report counts the texts of such passages together (a text relevance counted is
+    looked up) and adds their titles' counts: the same terms as reading title and text as one."""
+    from ctxasm.lexical import covered_terms, query_terms
+
+    passages = [
+        {"id": "a", "title": "Danube river", "text": "It flows through Vienna and Budapest."},
+        {"id": "b", "title": None, "text": "The Danube ends in the Black Sea."},
+        {"id": "c", "title": "Black Sea", "text": "The end of the Danube is in this sea."},
+        {"id": "d", "title": "", "text": "Budapest was married to the river, says the poem."},
+    ]
+    query = "Where does the Danube river end, and whom was Budapest married to?"
+    strategy = {"relevance": "bm25", "selection": "greedy_by_score", "compression": None}
+    result = ctxasm.assemble(query, passages, strategy=strategy)
+    by_id = {p["id"]: p for p in passages}
+    terms = query_terms(query)
+    assert len(result.report.included) == 4
+    for item in result.report.included:
+        passage = by_id[item.id]
+        assert item.chosen is not None and item.chosen.by == "query"
+        expected = covered_terms(terms, passage["text"], passage["title"])
+        assert list(item.chosen.terms) == expected
+    assert "spouse" not in terms  # "married" is a query word here, read in text and title
+
+
 def test_given_scores_that_decide_are_named_in_the_report() -> None:
     passages = [
         {"id": f"p{i}", "text": f"Note {i} on the Danube river and its cities.", "score": s}
