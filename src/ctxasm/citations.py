@@ -131,7 +131,15 @@ _LINK_TARGET = re.compile(r"\(\s*(?:<([^<>\n]*)>|([^\s()]*(?:\([^\s()]*\)[^\s()]
 # A link reference definition at the start of a line, "[label]: destination" (CommonMark 4.7):
 # every "[label]" of the answer, and every "[text][label]", renders as a link to it.
 _DEFINITION = re.compile(
-    r"^ {0,3}\[([^\[\]\n]{1,999})\]:[ \t]*\n?[ \t]*(?:<([^<>\n]*)>|([^\s<]\S*))", re.MULTILINE
+    r"^ {0,3}(?:>[ \t]?){0,8}\[([^\[\]\n]{1,999})\]:[ \t]*\n?(?:[ \t]*>)*[ \t]*"
+    r"(?:<([^<>\n]*)>|([^\s<]\S*))",
+    re.MULTILINE,
+)
+# An HTML link, which Markdown renders as written: its href and its text (tags inside the text
+# are not read, so each match ends at the first "<" after its tag).
+_ANCHOR = re.compile(
+    r"<a\s[^<>]*?\bhref\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)'|([^\s\"'<>]+))[^<>]*>([^<]*)</a\s*>",
+    re.IGNORECASE,
 )
 # The text of a markdown link, brackets nested one deep, followed by its inline destination
 # "(...)" or its reference "[label]" or "[]". No character class overlaps the brackets, so a
@@ -141,11 +149,14 @@ _REFERENCE = re.compile(r"\[([^\[\]\n]{0,999})\]")
 # A link's destination, after the "]" that ends its text: "(" and what _LINK_TARGET reads (its
 # runs stop at a parenthesis or white space, so the scan is linear).
 _DESTINATION = re.compile(r"(?<=\])\(\s*(?:<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)")
-# An autolink ("<https://...>"), or a url written bare, as GitHub's Markdown links it.
+# An autolink ("<https://...>"), or a url written bare: up to white space, "<", ">" or a quote
+# (an HTML attribute's end), then cut where a ")" or "]" closes nothing the url opened and
+# before the punctuation that ends a sentence ("(see https://x.org)[2]" still cites).
 _BARE_URL = re.compile(
-    r"<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>|(?:\b[A-Za-z][A-Za-z0-9+.-]{1,31}://|\bwww\.)[^\s<]*"
+    r"<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>"
+    r"|(?:\b[A-Za-z][A-Za-z0-9+.-]{1,31}://|\bwww\.)[^\s<>\"']*"
 )
-_URL_TRAILING = frozenset("?!.,:;*_~'\")")
+_URL_TRAILING = frozenset("?!.,:;*_~")
 # A list item's number or bullet at the start of a line: not a sentence of its own.
 _LIST_MARK = re.compile(r"[ \t]*(?:[0-9]{1,9}[.)]|[-*+\u2022])[ \t]+")
 
@@ -432,7 +443,16 @@ def _same_target(link: str, url: str | None) -> bool:
         return False
     link = link.strip()
     given, linked, decoded = _targets(url)
-    return link in (given, linked) or unquote(link) == decoded
+    return link in (given, linked) or _plain(unquote(link)) == _plain(decoded)
+
+
+def _plain(url: str) -> str:
+    """``url`` with its scheme and host in lower case, which name the same place in any case."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    return parts._replace(scheme=parts.scheme.lower(), netloc=parts.netloc.lower()).geturl()
 
 
 @lru_cache(maxsize=64)  # a source's url is compared with every link that cites it
@@ -502,11 +522,43 @@ def _url_spans(answer: str, code: _Code) -> list[tuple[int, int]]:
             spans.append((match.start(), match.end()))
     for match in _BARE_URL.finditer(answer):
         if not code.holds(match.start()):
-            end = match.end()
-            while end > match.start() and answer[end - 1] in _URL_TRAILING:
-                end -= 1
-            spans.append((match.start(), end))
+            spans.append((match.start(), _url_end(answer, match)))
     return _merged(sorted(spans))
+
+
+def _url_end(answer: str, match: re.Match[str]) -> int:
+    """Where the url ``match`` found ends: an autolink as found; a bare url before the first
+    ")" or "]" that closes nothing it opened, less the punctuation that ends a sentence."""
+    start, end = match.span()
+    if answer[start] == "<":
+        return end
+    depth = {")": 0, "]": 0}
+    for at in range(start, end):
+        char = answer[at]
+        if char in "([":
+            depth[")" if char == "(" else "]"] += 1
+        elif char in ")]":
+            if not depth[char]:
+                end = at
+                break
+            depth[char] -= 1
+    while end > start and answer[end - 1] in _URL_TRAILING:
+        end -= 1
+    # A citation right after it ("https://x.org/paris[1]", "www.x.org.[2]", and linked:
+    # "...paris[1](https://...)"): no url ends that way as often as an answer cites so. A
+    # bracket inside it ("?page[2]=x") stays the url's.
+    opening = answer.find("[", start, end)
+    while opening > start:
+        marker = CITATION.match(answer, opening, end)
+        if marker is not None and marker.lastgroup == "bracket":
+            after = marker.end()
+            if answer[after:end].strip("".join(_URL_TRAILING)) == "" or answer[after] == "(":
+                end = opening
+                while end > start and answer[end - 1] in _URL_TRAILING:
+                    end -= 1
+                break
+        opening = answer.find("[", opening + 1, end)
+    return end
 
 
 def _capped(markers: list[_Marker], limit: int) -> list[_Marker]:
@@ -587,6 +639,12 @@ def _with_links(answer: str, markers: list[_Marker], code: _Code) -> list[_Marke
             found = definitions.get(_reference_key(label or match.group()[1:-1]))
         if found is not None:
             texts.append((match.start(), end, found))
+    if "<" in answer:
+        for match in _ANCHOR.finditer(answer):
+            if not code.holds(match.start()):
+                href = next(group for group in match.groups()[:3] if group is not None)
+                texts.append((match.start(4), match.end(4), href))
+        texts.sort()
     starts = [start for start, _, _ in texts]
     linked = []
     for marker in markers:

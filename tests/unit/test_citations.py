@@ -166,7 +166,7 @@ def test_marker_grammar(marker: str, numbers: list[int]) -> None:
         "Footnote[^1].",
         "Prices rose <https://example.org/?a[7]=1> and fell.",
         "Prices rose, see https://example.org/?a[7]=1&b[Source 2]=3 today.",
-        "Prices rose, see www.example.org/wiki/[3].",
+        "Prices rose, see www.example.org/wiki/[3]/page.",
         "See [the list](https://example.org/list?page[2]=x).",
     ],
 )
@@ -381,6 +381,9 @@ def test_a_citation_linked_elsewhere_than_its_source_is_reported() -> None:
         "Paris [Source 1][x].\n\n[x]: https://phish.example",  # a reference link
         "Paris [Source 1][].\n\n[Source 1]:\n  <https://phish.example>",
         "Paris [Source 1].\n\n[source  1]: https://phish.example",  # a shortcut reference
+        "Paris [Source 1].\n\n> [Source 1]: https://phish.example",  # defined in a quote
+        'Paris <a href="https://phish.example">[Source 1]</a>.',  # an HTML link
+        "Paris <A title=x HREF='https://phish.example'>see [Source 1]</a >.",
     ],
 )
 def test_a_citation_rendered_as_a_link_elsewhere_is_reported(answer: str) -> None:
@@ -397,6 +400,7 @@ def test_a_citation_rendered_as_a_link_elsewhere_is_reported(answer: str) -> Non
         f"Paris [Source 1][x].\n\n[x]: {PARIS}",
         "Paris `[Source 1][x]`.\n\n[x]: https://phish.example",  # code is no link
         "Paris [Source 1].\n\n    [Source 1]: https://phish.example",  # an indented code block
+        "Paris [Source 1](https://EXAMPLE.org/paris).",  # a host in any case is the same host
     ],
 )
 def test_a_citation_rendered_as_a_link_to_its_source_or_not_as_a_link_is_valid(
@@ -444,6 +448,24 @@ def test_brackets_in_urls_are_linked_encoded_and_stay_no_citation() -> None:
         report = check_citations(answer, data)
         assert [c.label for c in report.citations] == ["Source 1"]
         assert report.all_valid
+
+
+@pytest.mark.parametrize(
+    ("answer", "labels"),
+    [
+        ("See https://example.org [2].", ["Source 2"]),
+        ("(see https://example.org)[2]", ["Source 2"]),  # a ")" the url did not open ends it
+        ("See www.example.org.[1]", ["Source 1"]),  # a citation right after a url is one
+        ("See https://example.org/paris[1].", ["Source 1"]),
+        ("See https://example.org/p[1](https://example.org).", ["Source 1"]),
+        ('See "https://example.org"[2].', ["Source 2"]),
+        ("See https://example.org/wiki/Plato_(philosopher) [1].", ["Source 1"]),
+        ("See https://example.org/?a[7]=1&b[2].", ["Source 2"]),
+        ("See https://example.org/?a[7]=1 ok.", []),  # inside it: the url's
+    ],
+)
+def test_citations_next_to_a_url_are_read(answer: str, labels: list[str]) -> None:
+    assert [c.label for c in check_citations(answer, assembly()).citations] == labels
 
 
 def test_a_numbered_list_item_is_one_sentence() -> None:
