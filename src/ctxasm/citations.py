@@ -442,8 +442,11 @@ def _same_target(link: str, url: str | None) -> bool:
     if url is None:
         return False
     link = link.strip()
-    given, linked, decoded = _targets(url)
-    return link in (given, linked) or _plain(unquote(link)) == _plain(decoded)
+    given, linked, decoded, lowered, plain = _targets(url)
+    if link in (given, linked):
+        return True
+    found = unquote(link)
+    return found == decoded or (found.lower() == lowered and _plain(found) == plain)
 
 
 def _plain(url: str) -> str:
@@ -456,12 +459,14 @@ def _plain(url: str) -> str:
 
 
 @lru_cache(maxsize=64)  # a source's url is compared with every link that cites it
-def _targets(url: str) -> tuple[str, str | None, str]:
-    """``url`` as given (stripped), as :func:`link_citations` writes it, and percent-decoded:
+def _targets(url: str) -> tuple[str, str | None, str, str, str]:
+    """``url`` as given (stripped), as :func:`link_citations` writes it, percent-decoded,
+    that in lower case, and with its scheme and host in lower case (see :func:`_plain`):
     worked out once per url, not once per link (a long url cited by many different links
     was encoded again for each)."""
     url = url.strip()
-    return url, _link_target(url), unquote(url)
+    decoded = unquote(url)
+    return url, _link_target(url), decoded, decoded.lower(), _plain(decoded)
 
 
 def _link_target(url: str | None) -> str | None:
