@@ -24,7 +24,15 @@ from __future__ import annotations
 import operator
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Sequence,
+    ValuesView,
+)
 from contextvars import ContextVar
 from functools import wraps
 from string import Formatter
@@ -34,6 +42,7 @@ from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame, optimizeconst
 from jinja2.filters import FILTERS
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.utils import Namespace
 
 from ctxasm.errors import RequestError
 
@@ -144,7 +153,9 @@ _TEXT_FILTERS = frozenset(
     "capitalize center e escape forceescape format indent join lower replace safe string "
     "striptags title tojson trim truncate upper urlencode wordcount xmlattr".split()
 )
-_CONTAINERS = (list, tuple, dict, set, frozenset)
+_CONTAINERS = (list, tuple, dict, set, frozenset, KeysView, ValuesView, ItemsView)
+# What is written out at a size of its own: containers, and namespaces (their attributes).
+_WRITTEN = (*_CONTAINERS, Namespace)
 
 
 def _text_size(value: Any) -> int:
@@ -167,6 +178,8 @@ def _text_size(value: Any) -> int:
             stack.extend(item.keys())
             stack.extend(item.values())
             total += 2 * len(item)
+        elif isinstance(item, Namespace):  # written out as the dict of its attributes
+            stack.append(object.__getattribute__(item, "_Namespace__attrs"))
         elif isinstance(item, _CONTAINERS):
             stack.extend(item)
             total += 2 * len(item)
@@ -190,7 +203,7 @@ def _checked_join(parts: Iterable[Any]) -> str:
     chunks: list[str] = []
     total = 0
     for part in parts:
-        if isinstance(part, _CONTAINERS) and total + _text_size(part) > MAX_CHARS:
+        if isinstance(part, _WRITTEN) and total + _text_size(part) > MAX_CHARS:
             raise _too_long(total + _text_size(part))
         text = part if isinstance(part, str) else str(part)
         total += len(text)
@@ -203,10 +216,16 @@ def _checked_join(parts: Iterable[Any]) -> str:
 def _check_printf(spec: str, values: Any = ()) -> None:
     """Each width and precision of %-format ``spec`` at most MAX_WIDTH, and its output at
     most MAX_CHARS: the format, each field as wide as its width or as the longest of
-    ``values`` (a named field may write one value many times), whichever is more."""
+    ``values`` (a named field may write one value many times), whichever is more. Only a
+    tuple is a list of values to ``%``: anything else is one value, written whole (a list; a
+    dict too, by a field without a name)."""
+    if not isinstance(values, tuple):
+        values = [values]
     fields = widths = 0
+    expands = False
     for match in _PRINTF_SPEC.finditer(spec):
         fields += 1
+        expands = expands or spec[match.end() : match.end() + 1] in ("r", "a")
         for group in match.groups():
             if group == "*":
                 raise RequestError(
@@ -215,33 +234,39 @@ def _check_printf(spec: str, values: Any = ()) -> None:
             if group:
                 _check_width(int(group), "width or precision")
                 widths += int(group)
-    _check_fields(len(spec), fields, widths, values)
+    _check_fields(len(spec), fields, widths, values, expands)
 
 
 def _check_format_spec(template: str, values: Iterable[Any] = ()) -> None:
-    """As :func:`_check_printf`, for a ``str.format`` template."""
+    """As :func:`_check_printf`, for a ``str.format`` template and its arguments (each of
+    which a field may write whole, or any part of)."""
     fields = widths = 0
-    for _, name, spec, _ in Formatter().parse(template):
+    expands = False
+    for _, name, spec, conversion in Formatter().parse(template):
         if spec and "{" in spec:
             raise RequestError(
                 "template uses a nested {} inside a format spec; give a number", field=FIELD
             )
         fields += name is not None
+        expands = expands or conversion in ("r", "a")
         for digits in _DIGITS.findall(spec or ""):
             _check_width(int(digits), "width or precision")
             widths += int(digits)
-    _check_fields(len(template), fields, widths, values)
+    _check_fields(len(template), fields, widths, list(values), expands)
 
 
-def _check_fields(length: int, fields: int, widths: int, values: Any) -> None:
+# A repr writes a character as up to 10 ("\U0001f600"): %r, %a, !r and !a fields may.
+_REPR_GROWTH = 10
+
+
+def _check_fields(
+    length: int, fields: int, widths: int, values: Sequence[Any], expands: bool = False
+) -> None:
     """Refuse a format of ``length`` characters with ``fields`` fields of ``widths`` in all
-    that could write more than MAX_CHARS with ``values`` (a value, a tuple or a mapping)."""
-    if isinstance(values, dict):
-        values = list(values.values())
-    elif not isinstance(values, list | tuple):
-        values = [values]
+    that could write more than MAX_CHARS, each field at most the longest of ``values``
+    written out (``_REPR_GROWTH`` times that where a field writes a repr)."""
     longest = max((_text_size(value) for value in values), default=0)
-    size = length + widths + fields * longest
+    size = length + widths + fields * longest * (_REPR_GROWTH if expands else 1)
     if size > MAX_CHARS:
         raise _too_long(size, "a formatted string")
 
@@ -271,7 +296,7 @@ def _check_binop(symbol: str, left: Any, right: Any) -> None:
         if len(left) + len(right) > MAX_CHARS:
             raise _too_long(len(left) + len(right))
     elif symbol == "%" and isinstance(left, str):
-        _check_printf(left, right)  # the values are written out, a named one maybe many times
+        _check_printf(left, right)  # written out, a named value maybe many times
 
 
 def _check_bits(bits: int) -> None:
@@ -290,7 +315,7 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         args = tuple(_meter_argument(name, value, budget) for value in args)
         if name in _TEXT_FILTERS:  # a list or dict is written out whole: refused before
             for value in (*args, *kwargs.values()):
-                if isinstance(value, _CONTAINERS):
+                if isinstance(value, _WRITTEN):
                     _text_size(value)
         _check_filter(name, args, kwargs)
         result = func(*args, **kwargs)
@@ -317,7 +342,11 @@ def _check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
             if isinstance(value, int) and not isinstance(value, bool):
                 _check_width(value, f"{name} size")
     elif name == "format" and args and isinstance(args[0], str):
-        _check_printf(args[0], (*args[1:], *kwargs.values()))
+        _check_printf(args[0], kwargs if kwargs else tuple(args[1:]))
+    if name in _GROWTH:
+        values = [value for value in args if not hasattr(value, "environment")]  # no context
+        if values:
+            _check_growth(name, values[0])
     if name == "indent" and args and isinstance(args[0], str):
         _check_indent(args[0], *args[1:2], **{k: v for k, v in kwargs.items() if k == "width"})
     elif name == "replace":
@@ -325,6 +354,34 @@ def _check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
         _check_replace(*values[:4])
     elif name == "sum" and not isinstance(kwargs.get("start", 0), int | float):
         raise RequestError("template: sum adds numbers only", field=FIELD)
+
+
+# Filters that write some characters of their text as several, and the most characters each
+# writes for one: tojson ("\ud83d\ude00" for a character beyond the BMP, "\u003c" for "<"),
+# escape ("&#34;") and urlencode ("%F0%9F%98%80", three for each byte).
+_GROWTH = {"tojson": 12, "escape": 5, "e": 5, "forceescape": 5, "urlencode": 12}
+_JSON_ESCAPED = re.compile(r"[^ !#$%(-;=?-\[\]-~]")  # beyond ASCII, control, <>&'"\
+_URL_SAFE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~/-"
+
+
+def _check_growth(name: str, value: Any) -> None:
+    """Refuse ``value`` written by filter ``name`` where that could pass MAX_CHARS: a text
+    by the characters it would expand (counted only when the most growth could), anything
+    else by its size times the most growth."""
+    most = _GROWTH[name]
+    size = _text_size(value) * most
+    if size <= MAX_CHARS:
+        return
+    if isinstance(value, str):
+        if name == "urlencode":
+            data = value.encode("utf-8", "surrogatepass")
+            size = len(data) + 2 * len(data.translate(None, _URL_SAFE))
+        elif name == "tojson":
+            size = len(value) + 11 * _JSON_ESCAPED.subn("", value)[1]
+        else:
+            size = len(value) + 4 * sum(map(value.count, "&\"'")) + 3 * sum(map(value.count, "<>"))
+    if size > MAX_CHARS:
+        raise _too_long(size, f"a text written by {name}")
 
 
 def _check_indent(text: str, width: Any = 4, **_: Any) -> None:
@@ -354,9 +411,15 @@ def _check_str_method(text: str, name: str, args: tuple[Any, ...], kwargs: dict[
                 raise _too_long(size, "a text with its tabs expanded")
     elif name == "translate":
         table = args[0] if args else kwargs.get("table")
-        if not isinstance(table, dict):
-            raise RequestError("template: translate takes a dict of replacements", field=FIELD)
-        longest = max((len(v) for v in table.values() if isinstance(v, str)), default=1)
+        if isinstance(table, dict):
+            replacements: Iterable[Any] = table.values()
+        elif isinstance(table, list | tuple | str):
+            replacements = table
+        else:
+            raise RequestError(
+                "template: translate takes a dict or a list of replacements", field=FIELD
+            )
+        longest = max((len(v) for v in replacements if isinstance(v, str)), default=1)
         if len(text) * max(longest, 1) > MAX_CHARS:
             raise _too_long(len(text) * longest, "a translated text")
     elif name == "replace":
@@ -429,7 +492,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
             raise RequestError(f"template cannot call {name}: templates write text", field=FIELD)
         if isinstance(owner, str):
             for value in (*args, *kwargs.values()):  # format, %: written out
-                if isinstance(value, _CONTAINERS):
+                if isinstance(value, _WRITTEN):
                     _text_size(value)
             _check_str_method(owner, name, args, kwargs)
             if name == "join" and args:
@@ -462,7 +525,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
 
 def _checked_output(value: Any) -> Any:
     """What ``{{ ... }}`` writes, its size checked before a list or a dict is written out."""
-    if isinstance(value, _CONTAINERS):
+    if isinstance(value, _WRITTEN):
         _text_size(value)
     return value
 

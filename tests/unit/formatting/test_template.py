@@ -138,11 +138,11 @@ def test_runaway_templates_are_refused_naming_the_limit(
         ),
         (  # each width is allowed, not all of them together
             "{{ ('%(a)10000s' * 20000) % {'a': 1} }}",
-            "template builds a formatted string of 200,220,000 characters",
+            "template builds a formatted string of 200,320,000 characters",
         ),
         (  # one value written many times
             "{% set v = 'x' * 1000000 %}{{ ('%(a)s' * 20) % {'a': v} }}",
-            "template builds a formatted string of 20,000,100 characters",
+            "template builds a formatted string of 20,000,240 characters",
         ),
         (
             "{% set v = 'x' * 1000000 %}{{ ('{0}' * 20).format(v) }}",
@@ -156,12 +156,54 @@ def test_runaway_templates_are_refused_naming_the_limit(
             "{% set v = 'x' * 1000000 %}{{ ('%s' * 20)|format(v, v, v, v, v, v, v, v, v) }}",
             "template builds a formatted string of 20,000,040 characters",
         ),
+        (  # a list (or a dict) is one value to %, written whole
+            "{% set s = 'a' * 700000 %}{{ ('%s' % ([s] * 20))|length }}",
+            "template builds a text of 8,400,064 characters",
+        ),
+        (
+            "{% set s = 'a' * 700000 %}{{ ('%s' % dict.fromkeys(range(20), s))|length }}",
+            "template builds a text of 8,400,064 characters",
+        ),
+        (  # a repr writes a character as up to 10
+            "{{ ('%a' % ('\\U0001F600' * 1000000))|length }}",
+            "template builds a formatted string of 10,000,002 characters",
+        ),
+        (
+            "{% set s = 'a' * 700000 %}{{ ('%s' % ({'a': [s] * 20}.values(),))|length }}",
+            "template builds a text of 8,400,066 characters",
+        ),
+        (
+            "{% set ns = namespace(a=['a' * 700000] * 20) %}{{ (ns|string)|length }}",
+            "template builds a text of 8,400,066 characters",
+        ),
+        (
+            "{{ ('\\U0001F600' * 1000000)|tojson|length }}",
+            "template builds a text written by tojson of 12,000,000 characters",
+        ),
+        (
+            "{{ ('\"' * 2000000)|e|length }}",
+            "template builds a text written by e of 10,000,000 characters",
+        ),
+        (
+            "{{ ('abc ' * 1500000)|urlencode|length }}",
+            "template builds a text written by urlencode of 9,000,000 characters",
+        ),
     ],
 )
 def test_methods_whose_output_multiplies_their_input_are_priced_before_they_run(
     template: str, message: str
 ) -> None:
     assert _refusal(template) == ("template", f"{message}; at most 8,000,000")
+
+
+def test_growing_filters_and_formats_of_ordinary_size_render() -> None:
+    template = (
+        "{{ ('abc ' * 1500000)|e|length }} {{ ('abc ' * 1500000)|tojson|length }} "
+        "{{ '%s-%s'|format('a', 'b') }} {{ '%(x)s'|format(x=1) }} "
+        "{{ '{0[a]} {0[b]}'.format({'a': 1, 'b': 2}) }} {{ 'abc'.translate(['x'] * 200) }}"
+    )
+    result = ctxasm.assemble("q", [], format="template", template=template)
+    assert result.text == "6000000 6000002 a-b 1 1 2 xxx"
 
 
 @pytest.mark.parametrize(
