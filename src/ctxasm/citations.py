@@ -149,12 +149,13 @@ _REFERENCE = re.compile(r"\[([^\[\]\n]{0,999})\]")
 # A link's destination, after the "]" that ends its text: "(" and what _LINK_TARGET reads (its
 # runs stop at a parenthesis or white space, so the scan is linear).
 _DESTINATION = re.compile(r"(?<=\])\(\s*(?:<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)")
-# An autolink ("<https://...>"), or a url written bare: up to white space, "<", ">" or a quote
-# (an HTML attribute's end), then cut where a ")" or "]" closes nothing the url opened and
-# before the punctuation that ends a sentence ("(see https://x.org)[2]" still cites).
+# An autolink ("<https://...>"), or a url written bare: printable ASCII up to white space, "<",
+# ">" or a quote (an HTML attribute's end), then cut where a ")" or "]" closes nothing the url
+# opened, before the punctuation that ends a sentence, and before citations that follow it
+# ("(see https://x.org)[2]", "https://x.org/paris[1]" still cite).
 _BARE_URL = re.compile(
     r"<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>"
-    r"|(?:\b[A-Za-z][A-Za-z0-9+.-]{1,31}://|\bwww\.)[^\s<>\"']*"
+    r"|(?:\b[A-Za-z][A-Za-z0-9+.-]{1,31}://|\bwww\.)[!#-&(-;=?-~]*"
 )
 _URL_TRAILING = frozenset("?!.,:;*_~")
 # A list item's number or bullet at the start of a line: not a sentence of its own.
@@ -533,7 +534,9 @@ def _url_spans(answer: str, code: _Code) -> list[tuple[int, int]]:
 
 def _url_end(answer: str, match: re.Match[str]) -> int:
     """Where the url ``match`` found ends: an autolink as found; a bare url before the first
-    ")" or "]" that closes nothing it opened, less the punctuation that ends a sentence."""
+    ")" or "]" that closes nothing it opened, less the punctuation that ends a sentence, and
+    before a run of citation markers that ends it or is a link ("...[1](https://...)"). A
+    marker inside it ("?page[2]=x") is the url's. Linear: each "[" is read once."""
     start, end = match.span()
     if answer[start] == "<":
         return end
@@ -547,23 +550,33 @@ def _url_end(answer: str, match: re.Match[str]) -> int:
                 end = at
                 break
             depth[char] -= 1
-    while end > start and answer[end - 1] in _URL_TRAILING:
-        end -= 1
-    # A citation right after it ("https://x.org/paris[1]", "www.x.org.[2]", and linked:
-    # "...paris[1](https://...)"): no url ends that way as often as an answer cites so. A
-    # bracket inside it ("?page[2]=x") stays the url's.
+    end = _without_trailing(answer, start, end)
     opening = answer.find("[", start, end)
     while opening > start:
-        marker = CITATION.match(answer, opening, end)
-        if marker is not None and marker.lastgroup == "bracket":
-            after = marker.end()
-            if answer[after:end].strip("".join(_URL_TRAILING)) == "" or answer[after] == "(":
-                end = opening
-                while end > start and answer[end - 1] in _URL_TRAILING:
-                    end -= 1
-                break
-        opening = answer.find("[", opening + 1, end)
+        after = _markers_from(answer, opening)
+        if after < 0:
+            opening = answer.find("[", opening + 1, end)
+            continue
+        if after >= end or answer.startswith("(", after):
+            return _without_trailing(answer, start, opening)
+        opening = answer.find("[", after, end)
     return end
+
+
+def _without_trailing(answer: str, start: int, end: int) -> int:
+    while end > start and answer[end - 1] in _URL_TRAILING:
+        end -= 1
+    return end
+
+
+def _markers_from(answer: str, at: int) -> int:
+    """The end of the run of bracket markers that starts at ``at`` (``-1``: none does)."""
+    end = -1
+    while True:
+        marker = CITATION.match(answer, at)
+        if marker is None or marker.lastgroup != "bracket":
+            return end
+        at = end = marker.end()
 
 
 def _capped(markers: list[_Marker], limit: int) -> list[_Marker]:

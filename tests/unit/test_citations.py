@@ -165,7 +165,7 @@ def test_marker_grammar(marker: str, numbers: list[int]) -> None:
         "```python\nx = [1, 2]\n```\nDone.",
         "Footnote[^1].",
         "Prices rose <https://example.org/?a[7]=1> and fell.",
-        "Prices rose, see https://example.org/?a[7]=1&b[Source 2]=3 today.",
+        "Prices rose, see https://example.org/?a[7]=1&b[Source_2]=3 today.",
         "Prices rose, see www.example.org/wiki/[3]/page.",
         "See [the list](https://example.org/list?page[2]=x).",
     ],
@@ -462,6 +462,12 @@ def test_brackets_in_urls_are_linked_encoded_and_stay_no_citation() -> None:
         ("See https://example.org/wiki/Plato_(philosopher) [1].", ["Source 1"]),
         ("See https://example.org/?a[7]=1&b[2].", ["Source 2"]),
         ("See https://example.org/?a[7]=1 ok.", []),  # inside it: the url's
+        ("See https://example.org/a.[Source 1]", ["Source 1"]),
+        ("See https://example.org/a[1][2]", ["Source 1", "Source 2"]),
+        ("See https://example.org/a,[2][3]", ["Source 2", "Source 3"]),
+        ("See https://example.org/a[1, 2]", ["Source 1", "Source 2"]),
+        ("See https://example.org/a\u30101\u3011", ["Source 1"]),
+        ("Per [the paper](https://example.org)[2].", ["Source 2"]),
     ],
 )
 def test_citations_next_to_a_url_are_read(answer: str, labels: list[str]) -> None:
