@@ -165,6 +165,30 @@ def test_the_reference_moves_only_while_the_store_is_small(
         store.close()
 
 
+def test_a_delete_waits_for_a_write_that_moves_the_reference(postgres_url: str) -> None:
+    """A delete takes the reference lock before it locks rows: it waits for a write that
+    rewrites every bound, instead of holding a chunk that write must update (a deadlock)."""
+    import threading
+
+    import psycopg
+
+    rng = random.Random(3)
+    store = open_store(postgres_url)
+    try:
+        store.upsert_many([_document(n, 5, rng, "t1") for n in range(3)])  # type: ignore[attr-defined]
+        done = threading.Event()
+        with psycopg.connect(postgres_url) as mover, mover.transaction():
+            mover.execute("SELECT pg_advisory_xact_lock(%s)", (postgres_rows.REFERENCE_LOCK,))
+            deleter = threading.Thread(target=lambda: (store.delete("d0"), done.set()))
+            deleter.start()
+            assert not done.wait(0.5)  # waiting for the lock, holding no row
+        deleter.join(timeout=30)
+        assert done.is_set()
+        assert _sql(postgres_url, "SELECT count(*) FROM documents WHERE doc_id = 'd0'") == [(0,)]
+    finally:
+        store.close()
+
+
 def test_retrieval_ignores_how_far_the_reference_is(postgres_url: str) -> None:
     """The same documents give the same passages and scores whichever batch came first."""
     rng = random.Random(5)

@@ -66,6 +66,7 @@ from ctxasm.store.postgres_rows import (
     _VECTOR,
     BOUND_DIMENSION,
     DIMENSION,
+    REFERENCE_LOCK,
     _apply,
     _chunk_rows,
     _reference,
@@ -409,10 +410,12 @@ class PostgresStore:
                 fresh: dict[str, int] = {}
                 with db.transaction():
                     db.execute(f"SET LOCAL statement_timeout = {self._write_timeout}")
-                    movable = lock_reference(db)
+                    movable, lengths = lock_reference(db, changed)
                     plan = _plan(db, sum(len(p.chunks) for p in changed), bulk=self._bulk_loads > 0)
                     replaced = [p.document.doc_id for p in changed if p.document.doc_id in known]
-                    self._replace(db, changed, replaced, plan, fresh, movable=movable)
+                    self._replace(
+                        db, changed, replaced, plan, fresh, movable=movable, lengths=lengths
+                    )
                     if plan.rebuild is not None:
                         _rebuild(db, plan.rebuild, memory_mb=self._index_memory_mb)
                 with self._classes_lock:
@@ -430,6 +433,7 @@ class PostgresStore:
         fresh: dict[str, int],
         *,
         movable: bool = False,
+        lengths: list[int] | None = None,
     ) -> None:
         """Write ``batch`` (inside a transaction), removing the ``replaced`` versions first.
         Python's work overlaps the database's: chunk rows are made while ``COPY`` sends the
@@ -444,7 +448,7 @@ class PostgresStore:
             ):
                 count_into(deltas, class_id, [text], sign=-1)
             db.execute("DELETE FROM documents WHERE doc_id = ANY(%s)", (replaced,))
-        reference = _reference(db, batch, movable=movable)
+        reference = _reference(db, batch, movable=movable, lengths=lengths)
         classes = [self._class_id(db, item.document, fresh) for item in batch]
         if not _classes_hold(db, batch, classes, fresh):
             # The ids this process remembers name other classes now (the database was reset
@@ -515,6 +519,8 @@ class PostgresStore:
     def delete(self, doc_id: str) -> bool:
         doc_id = checked_doc_id(doc_id)
         with self._connection() as db, db.transaction():
+            # before any row lock: a write that moves the reference rewrites every chunk
+            db.execute("SELECT pg_advisory_xact_lock_shared(%s)", (REFERENCE_LOCK,))
             for _ in range(_LOCK_TRIES):
                 locked = _lock_documents(db, [doc_id])
                 # Nothing locked: gone, or replaced by a writer that committed while this one

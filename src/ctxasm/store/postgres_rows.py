@@ -102,32 +102,56 @@ def _query_bound(weights: list[tuple[str, float]]) -> str:
 # would otherwise loosen every bound, and asks would read many times the rows they need.
 REFERENCE_SETTLES = 5_000
 REFERENCE_DRIFT = 1.5
-# The transaction lock each write takes on this key before it reads the reference: shared
-# where the store is past REFERENCE_SETTLES (the reference no longer moves), exclusive below
-# (a write that moves it rewrites bounds no other open write may still be computing).
+# The transaction lock each write takes on this key before it reads the reference: exclusive
+# for a write that moves it (it rewrites bounds no other open write may still be computing),
+# shared for any other. A delete takes it shared, before it locks rows a rewrite waits for.
 REFERENCE_LOCK = 7106818
 
 
-def lock_reference(db: Any) -> bool:
+def lock_reference(db: Any, batch: list[Pending]) -> tuple[bool, list[int] | None]:
     """Take the reference lock (first in a write's transaction, so it is never waited for
-    while holding another); True where it is exclusive, and this write may move the
-    reference."""
-    (chunks,) = db.execute("SELECT coalesce(sum(chunks), 0) FROM access_classes").fetchone()
-    movable = int(chunks) < REFERENCE_SETTLES
+    while holding another): exclusive where the store is small and ``batch`` would move the
+    reference by the statistics read now, else shared. Whether it is exclusive (this write
+    may move the reference), and the word counts of the batch's chunks where they were
+    counted."""
+    chunks, words, reference = db.execute(
+        "SELECT coalesce(sum(chunks), 0), coalesce(sum(words), 0), "
+        "(SELECT reference_words FROM store_state) FROM access_classes"
+    ).fetchone()
+    lengths = None
+    movable = False
+    if reference is not None and int(chunks) < REFERENCE_SETTLES:
+        lengths = [len(chunk_words(c.text)) for item in batch for c in item.chunks]
+        movable = _moved(float(reference), int(chunks), int(words), lengths) is not None
     lock = "pg_advisory_xact_lock" if movable else "pg_advisory_xact_lock_shared"
     db.execute(f"SELECT {lock}(%s)", (REFERENCE_LOCK,))
-    return movable
+    return movable, lengths
 
 
-def _reference(db: Any, batch: list[Pending], *, movable: bool = False) -> float:
+def _moved(reference: float, chunks: int, words: int, lengths: list[int]) -> float | None:
+    """The average chunk length with chunks of ``lengths`` added to ``chunks`` of ``words``
+    in all, where it is more than REFERENCE_DRIFT times away from ``reference``."""
+    if not chunks or not lengths:
+        return None
+    average = max((words + sum(lengths)) / (chunks + len(lengths)), 1.0)
+    if reference / REFERENCE_DRIFT <= average <= reference * REFERENCE_DRIFT:
+        return None
+    return average
+
+
+def _reference(
+    db: Any, batch: list[Pending], *, movable: bool = False, lengths: list[int] | None = None
+) -> float:
     """The store's reference chunk length for bound vectors: the average of its first write,
     moved to the average with ``batch`` (bound vectors rewritten) while the store is small
-    enough (``movable``: under the exclusive :func:`lock_reference`) and the reference is
-    more than ``REFERENCE_DRIFT`` times away from it."""
+    enough and the reference is more than ``REFERENCE_DRIFT`` times away from it (only
+    ``movable``: under the exclusive :func:`lock_reference`; ``lengths``: the word counts of
+    the batch's chunks, where counted already)."""
     (reference,) = db.execute("SELECT reference_words FROM store_state").fetchone()
     if reference is not None and not movable:
         return float(reference)
-    lengths = [len(chunk_words(c.text)) for item in batch for c in item.chunks]
+    if lengths is None:
+        lengths = [len(chunk_words(c.text)) for item in batch for c in item.chunks]
     if reference is None:
         average = sum(lengths) / len(lengths) if lengths else 1.0
         db.execute(
@@ -136,14 +160,12 @@ def _reference(db: Any, batch: list[Pending], *, movable: bool = False) -> float
         )
         return float(db.execute("SELECT reference_words FROM store_state").fetchone()[0])
     chunks, words = db.execute("SELECT count(*), coalesce(sum(words), 0) FROM chunks").fetchone()
-    if not chunks or not lengths:
+    moved = _moved(float(reference), int(chunks), int(words), lengths)
+    if moved is None:
         return float(reference)
-    average = max((int(words) + sum(lengths)) / (int(chunks) + len(lengths)), 1.0)
-    if reference / REFERENCE_DRIFT <= average <= reference * REFERENCE_DRIFT:
-        return float(reference)
-    db.execute("UPDATE store_state SET reference_words = %s", (average,))
-    rewrite_bounds(db, average)
-    return average
+    db.execute("UPDATE store_state SET reference_words = %s", (moved,))
+    rewrite_bounds(db, moved)
+    return moved
 
 
 def rewrite_bounds(db: Any, reference: float) -> None:
