@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxasm.errors import RequestError
-from ctxasm.validation import invalid, shown
+from ctxasm.validation import invalid, key_path, shown
 
 __all__ = [
     "DIGEST_CHARS",
@@ -258,8 +258,8 @@ def parse_cache_state(value: object, where: str = "previous") -> CacheState:
     for key in value:
         if key not in allowed:
             raise RequestError(
-                f"{where} has unknown field {key!r}; a cache state has {', '.join(allowed)}",
-                field=f"{where}.{key}",
+                f"{where} has unknown field {shown(key)}; a cache state has {', '.join(allowed)}",
+                field=key_path(where, key),
             )
     for key in _STATE_KEYS:
         if key not in value:

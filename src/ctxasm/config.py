@@ -179,7 +179,7 @@ class AssemblerConfig:
             if key not in REQUEST_FIELDS or key in ("query", "passages"):
                 allowed = [f for f in REQUEST_FIELDS if f not in ("query", "passages")]
                 raise ConfigError(
-                    f"[defaults] has unknown field {key!r}; allowed: {', '.join(allowed)}"
+                    f"[defaults] has unknown field {shown(key)}; allowed: {', '.join(allowed)}"
                 )
         models = data.get("models", {})
         if not isinstance(models, Mapping):

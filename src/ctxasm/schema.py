@@ -27,7 +27,16 @@ from ctxasm.data import (
 )
 from ctxasm.errors import RequestError
 from ctxasm.query_class import QUERY_CLASSES
-from ctxasm.validation import MAX_INTEGER, invalid, parse_timestamp, plain, relocated, string
+from ctxasm.validation import (
+    MAX_INTEGER,
+    invalid,
+    key_path,
+    parse_timestamp,
+    plain,
+    relocated,
+    shown,
+    string,
+)
 
 __all__ = [
     "DEFAULT_MAX_REQUEST_CHARS",
@@ -86,9 +95,9 @@ def parse_passage(data: object, index: int) -> Passage:
     unknown = [key for key in data if key not in _PASSAGE_FIELD_SET]
     if unknown:
         raise RequestError(
-            f"{where} has unknown field {unknown[0]!r}; allowed: {', '.join(PASSAGE_FIELDS)} "
-            "(put anything else in metadata)",
-            field=f"{where}.{unknown[0]}",
+            f"{where} has unknown field {shown(unknown[0])}; allowed: "
+            f"{', '.join(PASSAGE_FIELDS)} (put anything else in metadata)",
+            field=key_path(where, unknown[0]),
         )
     if "text" not in data:
         raise RequestError(f"{where}.text is required", field=f"{where}.text")
@@ -238,8 +247,8 @@ def parse_strategies(value: object, field: str = "strategy") -> Strategies:
     unknown = [key for key in value if key not in _SLOTS]
     if unknown:
         raise RequestError(
-            f"{field} has unknown slot {unknown[0]!r}; slots are {', '.join(_SLOTS)}",
-            field=f"{field}.{unknown[0]}",
+            f"{field} has unknown slot {shown(unknown[0])}; slots are {', '.join(_SLOTS)}",
+            field=key_path(field, unknown[0]),
         )
     defaults = _DEFAULT_STRATEGIES
     chosen: dict[str, Any] = {}
@@ -287,8 +296,8 @@ def parse_history_policy(value: object, field: str = "history_policy") -> Histor
     unknown = [key for key in value if key not in keys]
     if unknown:
         raise RequestError(
-            f"{field} has unknown key {unknown[0]!r}; keys: {', '.join(keys)}",
-            field=f"{field}.{unknown[0]}",
+            f"{field} has unknown key {shown(unknown[0])}; keys: {', '.join(keys)}",
+            field=key_path(field, unknown[0]),
         )
     try:
         return HistoryPolicy(
@@ -331,8 +340,8 @@ def _parse_principal(value: object) -> Principal | None:
     if unknown:
         name = sorted(unknown)[0]
         raise RequestError(
-            f"principal has unknown field {name!r}; allowed: id, tenant, groups",
-            field=f"principal.{name}",
+            f"principal has unknown field {shown(name)}; allowed: id, tenant, groups",
+            field=key_path("principal", name),
         )
     # The constructor checks every field, with the same messages for objects and JSON.
     fields: dict[str, Any] = {key: value.get(key) for key in ("id", "tenant", "groups")}
@@ -396,7 +405,8 @@ def parse_request(
     if unknown:
         allowed = ", ".join((*REQUEST_FIELDS, *ENVELOPE_FIELDS))
         raise RequestError(
-            f"unknown request field {unknown[0]!r}; allowed: {allowed}", field=unknown[0]
+            f"unknown request field {shown(unknown[0])}; allowed: {allowed}",
+            field=key_path("", unknown[0]),
         )
     request_envelope(data)
     if "query" not in data:

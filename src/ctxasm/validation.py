@@ -22,6 +22,7 @@ __all__ = [
     "check_text",
     "integer",
     "invalid",
+    "key_path",
     "name",
     "names",
     "number",
@@ -81,6 +82,16 @@ def shown(value: object) -> str:
     except Exception:  # a repr that raises is the caller's object, not a ctxasm error
         return "(its repr failed)"
     return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def key_path(where: str, key: object) -> str:
+    """The field path of ``key`` in ``where`` (``passages[3].colour``), a long key shortened:
+    an error names it twice (message and field), and a key of a megabyte need not come back
+    as two."""
+    text = key if isinstance(key, str) else shown(key)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{where}.{text}" if where else text
 
 
 def check_text(text: str, field: str) -> None:

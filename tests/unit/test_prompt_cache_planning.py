@@ -196,6 +196,7 @@ LONG_ID = "y" * 100_000
         {"sources": [{"id": LONG_ID, "digest": "a" * 32}] * 2},
         {"labels": {LONG_ID: 1, LONG_ID + "z": 1}, "next_label": 3},
         {"compressed": {LONG_ID + "z": [1]}},
+        {LONG_ID: 1},  # an unknown field
     ],
 )
 def test_errors_on_a_state_with_long_ids_are_short(changes: dict[str, Any]) -> None:

@@ -183,6 +183,21 @@ def test_unknown_passage_field() -> None:
 
 
 @pytest.mark.parametrize(
+    "request_fields",
+    [
+        {"passages": [{"id": "a", "text": "x", "k" * 100_000: 1}]},
+        {"k" * 100_000: 1, "passages": []},
+        {"passages": [], "principal": {"id": "a", "k" * 100_000: 1}},
+        {"passages": [], "strategy": {"k" * 100_000: "greedy"}},
+    ],
+)
+def test_an_unknown_long_field_name_is_shortened(request_fields: dict[str, Any]) -> None:
+    error = _error(query="q", **request_fields)
+    assert len(error.message) < 400 and error.field is not None and len(error.field) < 100
+    assert error.field.endswith("kkk...")
+
+
+@pytest.mark.parametrize(
     ("extra", "field"),
     [
         ({"start": 3}, "passages[0].start"),
