@@ -578,6 +578,8 @@ class _NearSession:
         # Passages grown by stitching: their words and how often each shingle occurs, to grow
         # their shingles from (see _grown).
         self.grown: dict[str, tuple[_Words, Counter[int] | None]] = {}
+        # The last frozen shingle set given a MinHash signature, and that signature.
+        self.signed: tuple[frozenset[int], Any] | None = None
 
     def placement(self, candidate: Candidate) -> Verdict:
         return None
@@ -669,6 +671,18 @@ class _NearSession:
                 owners.append(kept_id)
 
     def _minhash(self, values: Set[int]) -> Any:
+        # The candidate a verdict just signed is the one accepted next: signed once. Only an
+        # immutable set is remembered (a kept set grows in place when its passage is stitched).
+        last = self.signed
+        if last is not None and last[0] is values:
+            return last[1]
+        signature = self._signed(values)
+        if isinstance(values, frozenset):
+            self.signed = (values, signature)
+        return signature
+
+    @staticmethod
+    def _signed(values: Set[int]) -> Any:
         from datasketch import MinHash
 
         template = _template()
