@@ -161,7 +161,7 @@ def _reference(
         return float(db.execute("SELECT reference_words FROM store_state").fetchone()[0])
     chunks, words = db.execute("SELECT count(*), coalesce(sum(words), 0) FROM chunks").fetchone()
     moved = _moved(float(reference), int(chunks), int(words), lengths)
-    if moved is None:
+    if moved is None or int(chunks) >= REFERENCE_SETTLES:  # grown past it since the lock
         return float(reference)
     db.execute("UPDATE store_state SET reference_words = %s", (moved,))
     rewrite_bounds(db, moved)
