@@ -128,17 +128,21 @@ _SAFE_SCHEMES = frozenset({"http", "https", ""})
 # no white space and parentheses nested one deep, as CommonMark writes urls such as
 # wiki/Plato_(philosopher). Each run stops at the next parenthesis, so scans do not overlap.
 _LINK_TARGET = re.compile(r"\(\s*(?:<([^<>\n]*)>|([^\s()]*(?:\([^\s()]*\)[^\s()]*)*))")
-# A link reference definition at the start of a line, "[label]: destination" (CommonMark 4.7):
-# every "[label]" of the answer, and every "[text][label]", renders as a link to it.
+# A link reference definition at the start of a line, "[label]: destination" (CommonMark 4.7),
+# in a block quote too: every "[label]" of the answer, and every "[text][label]", renders as a
+# link to it. Possessive: white space is never given back, so a line is read once.
 _DEFINITION = re.compile(
-    r"^ {0,3}(?:>[ \t]?){0,8}\[([^\[\]\n]{1,999})\]:[ \t]*\n?(?:[ \t]*>)*[ \t]*"
-    r"(?:<([^<>\n]*)>|([^\s<]\S*))",
+    r"^ {0,3}(?:>[ \t]?){0,8}\[([^\[\]\n]{1,999})\]:[ \t]*+\n?+(?:[ \t]*+>)*+[ \t]*+"
+    r"(?:<([^<>\n]*+)>|([^\s<]\S*+))",
     re.MULTILINE,
 )
 # An HTML link, which Markdown renders as written: its href and its text (tags inside the text
 # are not read, so each match ends at the first "<" after its tag).
+# Atomic and possessive, so an attempt never tries another split of the same tag: each one
+# reads at most up to the next "<", and the scan is linear.
 _ANCHOR = re.compile(
-    r"<a\s[^<>]*?\bhref\s*=\s*(?:\"([^\"<>]*)\"|'([^'<>]*)'|([^\s\"'<>]+))[^<>]*>([^<]*)</a\s*>",
+    r"<a\s(?>[^<>]*?\bhref\s*=\s*)(?:\"([^\"<>]*+)\"|'([^'<>]*+)'|([^\s\"'<>]++))"
+    r"[^<>]*+>([^<]*+)</a\s*>",
     re.IGNORECASE,
 )
 # The text of a markdown link, brackets nested one deep, followed by its inline destination
