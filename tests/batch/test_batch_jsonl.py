@@ -139,6 +139,36 @@ def test_a_failed_write_leaves_neither_target_nor_temporary(tmp_path: Path) -> N
     assert target.read_text() == "precious\n"
 
 
+def test_an_output_link_stays_a_link_and_its_file_is_replaced(tmp_path: Path) -> None:
+    real = tmp_path / "results" / "out.jsonl"
+    real.parent.mkdir()
+    real.write_text("old\n")
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(real)
+    with atomic_output(link) as out:
+        out.write("new\n")
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert real.read_text() == "new\n"
+    assert sorted(p.name for p in real.parent.iterdir()) == ["out.jsonl"]
+
+
+def test_an_output_that_is_a_pipe_is_written_to_not_replaced(tmp_path: Path) -> None:
+    """A FIFO (or /dev/stdout, a process substitution) cannot be replaced: the results go
+    into it (as root, a device such as /dev/full was replaced by a file)."""
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    import threading
+
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    with atomic_output(fifo) as out:
+        out.write("new\n")
+    reader.join(timeout=10)
+    assert received == ["new\n"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
 def test_an_output_that_is_a_folder_is_refused_before_any_request_runs(tmp_path: Path) -> None:
     # It ran the whole batch, then named a hidden temporary file.
     source, folder = tmp_path / "in.jsonl", tmp_path / "out"

@@ -4,7 +4,8 @@
 target only when the block ends without an exception, so readers never see half a file and an
 interrupted run leaves neither a partial target nor the temporary file. The finished file gets
 the mode of the file it replaces, else ``0o666`` less the process umask (what ``open`` would
-have given it), not the ``0o600`` of a temporary file.
+have given it), not the ``0o600`` of a temporary file. A link is followed (the file it names is
+replaced, beside itself), and what is not a regular file (a pipe, a device) is written to.
 """
 
 from __future__ import annotations
@@ -36,12 +37,24 @@ def new_file_mode(target: Path, *, folder: bool = False) -> int:
 
 @contextmanager
 def atomic_output(target: str | Path) -> Iterator[IO[str]]:
-    """A text file to write; it becomes ``target`` when the block succeeds (see the module)."""
+    """A text file to write; it becomes ``target`` when the block succeeds (see the module).
+    A symbolic link stays one: the file it names is replaced. A pipe, a device or a socket
+    (``/dev/stdout``, a FIFO, ``>(gzip > out.gz)``) cannot be replaced, only written to: it
+    is, as the results come, like ``-``."""
     path = Path(target)
     if path.is_dir():  # found now, not after the whole batch has run
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    try:
+        kind = os.stat(path).st_mode
+    except OSError:  # not there yet (or a link to nothing, made at its target)
+        kind = None
+    if kind is not None and not stat.S_ISREG(kind):
+        with open(path, "w", encoding="utf-8") as stream:
+            yield stream
+        return
+    path = Path(os.path.realpath(path))
     descriptor, temporary = tempfile.mkstemp(
-        dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".part"
+        dir=path.parent, prefix=f".{path.name}.", suffix=".part"
     )
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:

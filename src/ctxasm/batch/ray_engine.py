@@ -57,8 +57,8 @@ def _replaced_folder(target: str) -> Iterator[str]:
     """A new folder to write into that becomes ``target`` when the block succeeds, replacing
     what was there (Ray adds its files to a folder: an earlier run's rows stayed beside the
     new ones), and is removed when it fails."""
-    path = Path(target)
-    if path.is_dir() and not path.is_symlink():
+    path = Path(os.path.realpath(target))  # a link stays one: what it names is replaced
+    if path.is_dir():
         others = sorted(p.name for p in path.iterdir() if not _written_by_ray(p))
         if others:
             raise RequestError(
@@ -73,12 +73,12 @@ def _replaced_folder(target: str) -> Iterator[str]:
     try:
         yield folder
         old = None
-        if path.is_dir() and not path.is_symlink():
+        if path.is_dir():
             old = tempfile.mkdtemp(
                 dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".old"
             )
             os.replace(path, Path(old) / path.name)
-        elif path.exists() or path.is_symlink():
+        elif path.exists():
             path.unlink()
         os.replace(folder, path)
         if old is not None:
