@@ -1,69 +1,15 @@
-"""Output files written whole or not at all, with the permissions a user expects.
-
-:func:`atomic_output` writes to a hidden temporary file beside the target and renames it over the
-target only when the block ends without an exception, so readers never see half a file and an
-interrupted run leaves neither a partial target nor the temporary file. The finished file gets
-the mode of the file it replaces, else ``0o666`` less the process umask (what ``open`` would
-have given it), not the ``0o600`` of a temporary file. A link is followed (the file it names is
-replaced, beside itself), and what is not a regular file (a pipe, a device) is written to.
-"""
+"""Batch outputs: written whole or not at all (:func:`ctxasm.files.atomic_output`: a hidden
+temporary file beside the target, renamed over it at the end), and never over the input."""
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
 
 from ctxasm.errors import RequestError
+from ctxasm.files import atomic_output, new_file_mode
 
 __all__ = ["atomic_output", "check_not_input", "new_file_mode"]
-
-
-def new_file_mode(target: Path, *, folder: bool = False) -> int:
-    """The mode ``target`` should end with: its current one, else ``0o666`` (a ``folder``:
-    ``0o777``) under the umask."""
-    try:
-        return stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0o022)  # reading the umask means setting it; put it straight back
-        os.umask(umask)
-        return (0o777 if folder else 0o666) & ~umask
-
-
-@contextmanager
-def atomic_output(target: str | Path) -> Iterator[IO[str]]:
-    """A text file to write; it becomes ``target`` when the block succeeds (see the module).
-    A symbolic link stays one: the file it names is replaced. A pipe, a device or a socket
-    (``/dev/stdout``, a FIFO, ``>(gzip > out.gz)``) cannot be replaced, only written to: it
-    is, as the results come, like ``-``."""
-    path = Path(target)
-    if path.is_dir():  # found now, not after the whole batch has run
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    try:
-        kind = os.stat(path).st_mode
-    except OSError:  # not there yet (or a link to nothing, made at its target)
-        kind = None
-    if kind is not None and not stat.S_ISREG(kind):
-        with open(path, "w", encoding="utf-8") as stream:
-            yield stream
-        return
-    path = Path(os.path.realpath(path))
-    descriptor, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=".part"
-    )
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            yield handle
-        os.chmod(temporary, new_file_mode(path))
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def check_not_input(source: str, target: str) -> None:

@@ -18,6 +18,7 @@ from rich.markup import escape as _markup_escape
 from rich.table import Table
 
 from ctxasm.cli.exits import EXIT_BAD_INPUT, fail, is_terminal, visible
+from ctxasm.files import write_atomic
 
 if TYPE_CHECKING:
     from ctxasm.evaluation.runner import EvalRow
@@ -128,9 +129,9 @@ def check_writable(path: Path, field: str) -> None:
 def write_page(page: str, path: Path, field: str | None = None) -> None:
     """Write an HTML ``page`` to ``path``; a path that cannot be written exits 2 with one line
     naming it (and the option ``field``, when given)."""
-    data = page.encode("utf-8", "replace")  # before the file is opened: never a half page
+    data = page.encode("utf-8", "replace")
     try:
-        path.write_bytes(data)
+        write_atomic(path, data)  # whole or not at all: a full disk keeps the old page
     except OSError as exc:
         where = f" [{field}]" if field else ""
         fail(f"cannot write {path}: {exc.strerror}{where}", EXIT_BAD_INPUT)

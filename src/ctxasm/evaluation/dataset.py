@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxasm.errors import CtxasmError, RequestError
+from ctxasm.files import write_atomic
 from ctxasm.jsonio import decode_json
 
 __all__ = ["EvalPassage", "EvalQuestion", "load_dataset", "read_dataset", "write_dataset"]
@@ -261,11 +262,10 @@ def write_dataset(questions: Sequence[EvalQuestion], path: str | Path) -> None:
     """Write ``questions`` to ``path`` as JSONL in the unified format (UTF-8), so
     :func:`load_dataset` reads them back (attached scores are not written)."""
     path = Path(path)
-    # Encoded whole before the file is opened: an error then leaves no half-written file.
     data = "".join(
         json.dumps(question.to_record(), ensure_ascii=False) + "\n" for question in questions
     ).encode("utf-8")
     try:
-        path.write_bytes(data)
+        write_atomic(path, data)  # whole or not at all: a full disk keeps the old file
     except OSError as exc:
         raise RequestError(f"cannot write {path}: {exc.strerror}", field="output") from None

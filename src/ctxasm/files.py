@@ -1,0 +1,73 @@
+"""Files written whole or not at all, with the permissions a user expects.
+
+:func:`atomic_output` writes to a hidden temporary file beside the target and renames it over the
+target only when the block ends without an exception, so readers never see half a file and an
+interrupted run leaves neither a partial target nor the temporary file; :func:`write_atomic`
+does the same for bytes made beforehand (a report page, a dataset). The finished file gets the
+mode of the file it replaces, else ``0o666`` less the process umask (what ``open`` would have
+given it), not the ``0o600`` of a temporary file. A link is followed (the file it names is
+replaced, beside itself), and what is not a regular file (a pipe, a device) is written to.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["atomic_output", "new_file_mode", "write_atomic"]
+
+
+def new_file_mode(target: Path, *, folder: bool = False) -> int:
+    """The mode ``target`` should end with: its current one, else ``0o666`` (a ``folder``:
+    ``0o777``) under the umask."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+        os.umask(umask)
+        return (0o777 if folder else 0o666) & ~umask
+
+
+@contextmanager
+def atomic_output(target: str | Path, *, binary: bool = False) -> Iterator[IO[Any]]:
+    """A file to write (text in UTF-8, or ``binary``); it becomes ``target`` when the block
+    succeeds (see the module). A symbolic link stays one: the file it names is replaced. A
+    pipe, a device or a socket (``/dev/stdout``, a FIFO, ``>(gzip > out.gz)``) cannot be
+    replaced, only written to: it is, as the block writes."""
+    path = Path(target)
+    if path.is_dir():  # found now, not after the whole batch has run
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    mode, encoding = ("wb", None) if binary else ("w", "utf-8")
+    try:
+        kind = os.stat(path).st_mode
+    except OSError:  # not there yet (or a link to nothing, made at its target)
+        kind = None
+    if kind is not None and not stat.S_ISREG(kind):
+        with open(path, mode, encoding=encoding) as stream:
+            yield stream
+        return
+    path = Path(os.path.realpath(path))
+    descriptor, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".part"
+    )
+    try:
+        with os.fdopen(descriptor, mode, encoding=encoding) as handle:
+            yield handle
+        os.chmod(temporary, new_file_mode(path))
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_atomic(target: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` whole or not at all (see :func:`atomic_output`): a full
+    disk leaves the file that was there."""
+    with atomic_output(target, binary=True) as out:
+        out.write(data)

@@ -1,0 +1,56 @@
+"""Files written whole or not at all (ctxasm.files): the report page and the datasets the CLI
+writes, as the batch outputs."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from ctxasm.cli.report_view import write_page
+from ctxasm.evaluation.dataset import load_dataset, write_dataset
+from ctxasm.files import write_atomic
+
+
+def _full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_room(*_: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr("ctxasm.files.os.replace", no_room)
+
+
+def test_a_failed_write_keeps_the_file_that_was_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "page.html"
+    target.write_bytes(b"<p>the good page</p>")
+    _full_disk(monkeypatch)
+    with pytest.raises(OSError, match="No space left"):
+        write_atomic(target, b"<p>half")
+    assert target.read_bytes() == b"<p>the good page</p>"
+    assert [p.name for p in tmp_path.iterdir()] == ["page.html"]
+
+
+def test_the_report_page_is_written_whole_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "report.html"
+    write_page("<html>one</html>", target)
+    assert target.read_text() == "<html>one</html>"
+    _full_disk(monkeypatch)
+    with pytest.raises(SystemExit) as exited:
+        write_page("<html>two</html>", target, field="--html")
+    assert exited.value.code == 2
+    assert target.read_text() == "<html>one</html>"
+
+
+def test_a_saved_dataset_is_written_whole(tmp_path: Path) -> None:
+    questions = load_dataset(Path(__file__).resolve().parents[1] / "data" / "eval_cut_answer.jsonl")
+    target = tmp_path / "subset.jsonl"
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(target)
+    write_dataset(questions, link)
+    assert link.is_symlink()
+    assert [q.id for q in load_dataset(target)] == [q.id for q in questions]
