@@ -17,7 +17,7 @@ the counter :func:`ctxasm.tokens.get_counter` returns for the model's tokenizer 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -161,12 +161,13 @@ class ContextBuilder:
         """Add ``text`` with ``priority`` (higher goes first) under a unique ``label``.
 
         Without a label the item is called ``item-N``, N being its position among the items
-        added since the builder was made or last reset, starting at 1.
+        added since the builder was made or last reset, starting at 1 (or the next number no
+        label uses, where a label was given that name).
         """
         text = _require_text(text, "text")
         value = _require_priority(priority, "priority")
         if label is None:
-            label = f"item-{len(self._items) + 1}"
+            label = _free(self._labels, "item", len(self._items) + 1)
         self._append(text, value, _require_label(label, "label"), "label")
         return self
 
@@ -265,9 +266,10 @@ def context_for_chat(
 ) -> BuiltContext:
     """Retrieve the top ``k`` hits for ``query`` and build a context from them.
 
-    Each hit is added with its score as priority and its id (else ``hit-N``, N its rank from 1)
-    as label. At most ``k`` hits are used even if the retriever returns more. For a system
-    prompt or history next to the hits, use :class:`ContextBuilder` directly.
+    Each hit is added with its score as priority and its id (else ``hit-N``, N its rank from 1,
+    or the next number no id uses) as label. At most ``k`` hits are used even if the retriever
+    returns more. For a system prompt or history next to the hits, use :class:`ContextBuilder`
+    directly.
     """
     builder = ContextBuilder(max_tokens, model=model, cutoff=cutoff, separator=separator)
     k = _require_count(k, "k")
@@ -284,21 +286,27 @@ def context_for_chat(
             f"retriever.retrieve must return a sequence of hits, got {type(found).__name__}",
             field="retriever",
         )
+    hits = []
     for index, hit in enumerate(islice(found, k)):
         where = f"hits[{index}]"
         text = _require_text(_hit_value(hit, "text", where), f"{where}.text")
         score = _require_priority(_hit_value(hit, "score", where), f"{where}.score")
         raw_id = _hit_value(hit, "id", where, required=False)
-        if raw_id is None or raw_id is _MISSING:
-            label = f"hit-{index + 1}"
-        else:
+        label = None
+        if raw_id is not None and raw_id is not _MISSING:
             # Stores often use integer ids (up to 2**53, as JSON carries them); anything else
             # must already be a string.
             plain_int = isinstance(raw_id, int) and not isinstance(raw_id, bool)
             if plain_int:
                 raw_id = str(integer(raw_id, f"{where}.id", minimum=-MAX_INTEGER, optional=False))
             label = _require_label(raw_id, f"{where}.id")
-        builder._append(text, score, label, f"{where}.id")
+        hits.append((where, text, score, label))
+    # a hit without an id is named after the ids the others have (one may be "hit-2")
+    taken = {label for _, _, _, label in hits if label is not None}
+    for index, (where, text, score, label) in enumerate(hits):
+        name = label if label is not None else _free(taken, "hit", index + 1)
+        taken.add(name)
+        builder._append(text, score, name, f"{where}.id")
     return builder.build()
 
 
@@ -336,9 +344,17 @@ def _require_text(value: object, field: str) -> str:
 
 
 def _require_priority(value: object, field: str) -> float:
+    """A finite number; an integer kept as it is, so that two past 2**53 keep their order."""
     priority = number(value, field, optional=False)
     assert priority is not None
-    return priority
+    return value if type(value) is int else priority
+
+
+def _free(labels: Set[str], stem: str, number: int) -> str:
+    """``stem-number``, or the first ``stem-M`` after it that no label in ``labels`` uses."""
+    while f"{stem}-{number}" in labels:
+        number += 1
+    return f"{stem}-{number}"
 
 
 def _require_label(value: object, field: str) -> str:

@@ -521,11 +521,24 @@ def test_a_repeated_label_is_an_error_naming_it() -> None:
         builder.add("b", 2, label="notes")
     assert caught.value.field == "label"
     assert "'notes'" in str(caught.value)
-    # A default label collides the same way with an explicit one.
+    # A default label takes the next number an explicit one does not use (it was an error
+    # blaming a label the caller never gave).
     builder.add("c", 1, label="item-3")
-    with pytest.raises(RequestError, match="'item-3'"):
-        builder.add("d", 1)
-    assert builder.build().included == ("notes", "item-3")
+    builder.add("d", 1)
+    assert builder.build().included == ("notes", "item-3", "item-4")
+
+
+def test_a_hit_without_an_id_is_named_after_the_ids_of_the_others() -> None:
+    class Hits:
+        def retrieve(self, query: str, k: int) -> list[dict[str, Any]]:
+            return [{"text": "t", "score": 1, "id": "hit-2"}, {"text": "u", "score": 0.5}]
+
+    assert context_for_chat(Hits(), "q", 100).included == ("hit-2", "hit-3")
+
+
+def test_integer_priorities_past_2_53_keep_their_order() -> None:
+    builder = ContextBuilder(max_tokens=3).add("older", 2**60, label="older")
+    assert builder.add("newer", 2**60 + 100, label="newer").build().included == ("newer",)
 
 
 @dataclass
