@@ -159,9 +159,13 @@ _DESTINATION = re.compile(r"(?<=\])\(\s*(?:<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\
 # ("(see https://x.org)[2]", "https://x.org/paris[1]" still cite).
 _BARE_URL = re.compile(
     r"<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>"
-    r"|(?:\b[A-Za-z][A-Za-z0-9+.-]{1,31}://|\bwww\.)[!#-&(-;=?-~]*"
+    r"|(?:\b[A-Za-z][A-Za-z0-9+.-]{1,31}://|\bwww\.)[A-Za-z0-9\-._~:/?#\[\]@!$&()*+,;=%]*"
 )
-_URL_TRAILING = frozenset("?!.,:;*_~")
+# Not the end of a url: the punctuation that ends a sentence, and a bracket that opens nothing
+# in it (a marker in characters a url cannot hold follows: "https://x.org/a[１]").
+_URL_TRAILING = frozenset("?!.,:;*_~[(")
+# Between citation markers, or after the last: "[1],[2]", "[1]-[2]", "[1]/[2]", "[1]&".
+_MARKER_JOINS = frozenset(",;/&-")
 # A list item's number or bullet at the start of a line: not a sentence of its own.
 _LIST_MARK = re.compile(r"[ \t]*(?:[0-9]{1,9}[.)]|[-*+\u2022])[ \t]+")
 
@@ -545,42 +549,53 @@ def _url_end(answer: str, match: re.Match[str]) -> int:
     if answer[start] == "<":
         return end
     depth = {")": 0, "]": 0}
+    unclosed: list[int] = []  # where each "[" still open starts
     for at in range(start, end):
         char = answer[at]
         if char in "([":
             depth[")" if char == "(" else "]"] += 1
+            if char == "[":
+                unclosed.append(at)
         elif char in ")]":
             if not depth[char]:
                 end = at
                 break
             depth[char] -= 1
+            if char == "]":
+                unclosed.pop()
+    if unclosed:  # a bracket the url never closes: a marker in other characters ("[1\u200b]")
+        end = min(end, unclosed[0])
     end = _without_trailing(answer, start, end)
+    last = _without_trailing(answer, start, end, _MARKER_JOINS)  # what a run of markers ends
     opening = answer.find("[", start, end)
     while opening > start:
         after = _markers_from(answer, opening)
         if after < 0:
             opening = answer.find("[", opening + 1, end)
             continue
-        if after >= end or answer.startswith("(", after):
+        if after >= last or answer.startswith("(", after):
             return _without_trailing(answer, start, opening)
         opening = answer.find("[", after, end)
     return end
 
 
-def _without_trailing(answer: str, start: int, end: int) -> int:
-    while end > start and answer[end - 1] in _URL_TRAILING:
+def _without_trailing(answer: str, start: int, end: int, more: frozenset[str] = frozenset()) -> int:
+    while end > start and (answer[end - 1] in _URL_TRAILING or answer[end - 1] in more):
         end -= 1
     return end
 
 
 def _markers_from(answer: str, at: int) -> int:
-    """The end of the run of bracket markers that starts at ``at`` (``-1``: none does)."""
+    """The end of the run of bracket markers that starts at ``at``, joined by one of
+    ``_MARKER_JOINS`` or nothing (``-1``: none starts there)."""
     end = -1
     while True:
         marker = CITATION.match(answer, at)
         if marker is None or marker.lastgroup != "bracket":
             return end
         at = end = marker.end()
+        if answer[at : at + 1] in _MARKER_JOINS and answer.startswith("[", at + 1):
+            at += 1
 
 
 def _capped(markers: list[_Marker], limit: int) -> list[_Marker]:

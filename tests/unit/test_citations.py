@@ -468,6 +468,12 @@ def test_brackets_in_urls_are_linked_encoded_and_stay_no_citation() -> None:
         ("See https://example.org/a[1, 2]", ["Source 1", "Source 2"]),
         ("See https://example.org/a\u30101\u3011", ["Source 1"]),
         ("Per [the paper](https://example.org)[2].", ["Source 2"]),
+        ("See https://example.org/a[1],[2]", ["Source 1", "Source 2"]),
+        ("See https://example.org/a[1]-[2]", ["Source 1", "Source 2"]),
+        ("| https://example.org/a[1]| cell |", ["Source 1"]),  # a table cell
+        ("See https://example.org/a[\uff11]", ["Source 1"]),  # a full-width digit
+        ("See https://example.org/a[\u0405ource 1]", ["Source 1"]),  # a Cyrillic S
+        ("See https://example.org/a[1\u200b]", ["Source 1"]),  # an invisible character
     ],
 )
 def test_citations_next_to_a_url_are_read(answer: str, labels: list[str]) -> None:
