@@ -31,6 +31,7 @@ from collections.abc import (
     Iterator,
     KeysView,
     Sequence,
+    Sized,
     ValuesView,
 )
 from contextvars import ContextVar
@@ -43,6 +44,7 @@ from jinja2.compiler import CodeGenerator, Frame, optimizeconst
 from jinja2.filters import FILTERS
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace
+from markupsafe import Markup
 
 from ctxasm.errors import RequestError
 
@@ -79,6 +81,7 @@ _SIZED_METHODS = frozenset(("center", "ljust", "rjust", "zfill", "expandtabs"))
 _BYTES_METHODS = frozenset(("encode", "to_bytes"))
 _PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?")
 _DIGITS = re.compile(r"\d+")
+_NESTED_KEY = re.compile(r"%\([^)]*\(")  # "%(a(b))9s": Python reads the key to its matching ")"
 
 
 class RenderBudget:
@@ -172,8 +175,8 @@ def _text_size(value: Any) -> int:
     visited = 0
     while stack:
         item = stack.pop()
-        if isinstance(item, str):
-            total += len(item) + 2
+        if isinstance(item, str):  # written as its repr: quoted, an unprintable one escaped
+            total += len(item) + 2 if item.isprintable() else _REPR_GROWTH * len(item) + 2
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
@@ -183,6 +186,8 @@ def _text_size(value: Any) -> int:
         elif isinstance(item, _CONTAINERS):
             stack.extend(item)
             total += 2 * len(item)
+        elif isinstance(item, int):  # its digits (a bool: 5 at most)
+            total += item.bit_length() * 31 // 100 + 2
         else:
             total += 1
         if total > MAX_CHARS:
@@ -199,10 +204,13 @@ def _metered(items: Iterable[Any], budget: RenderBudget) -> Iterator[Any]:
         yield item
 
 
-def _checked_join(parts: Iterable[Any]) -> str:
+def _checked_join(parts: Iterable[Any], separator: int = 0) -> str:
+    """``parts`` joined, refused as soon as they (and a ``separator`` of that many characters
+    between each two) pass MAX_CHARS."""
     chunks: list[str] = []
-    total = 0
+    total = -separator
     for part in parts:
+        total += separator
         if isinstance(part, _WRITTEN) and total + _text_size(part) > MAX_CHARS:
             raise _too_long(total + _text_size(part))
         text = part if isinstance(part, str) else str(part)
@@ -221,6 +229,10 @@ def _check_printf(spec: str, values: Any = ()) -> None:
     dict too, by a field without a name)."""
     if not isinstance(values, tuple):
         values = [values]
+    if _NESTED_KEY.search(spec):
+        raise RequestError(
+            "template uses parentheses inside a %(name) key; name the value plainly", field=FIELD
+        )
     fields = widths = 0
     expands = False
     for match in _PRINTF_SPEC.finditer(spec):
@@ -234,7 +246,9 @@ def _check_printf(spec: str, values: Any = ()) -> None:
             if group:
                 _check_width(int(group), "width or precision")
                 widths += int(group)
-    _check_fields(len(spec), fields, widths, values, expands)
+    # a Markup format escapes what it writes: "&" as "&amp;" (a repr's characters too)
+    growth = (_REPR_GROWTH if expands else 1) * (_ESCAPE_GROWTH if isinstance(spec, Markup) else 1)
+    _check_fields(len(spec), fields, widths, values, growth)
 
 
 def _check_format_spec(template: str, values: Iterable[Any] = ()) -> None:
@@ -252,21 +266,26 @@ def _check_format_spec(template: str, values: Iterable[Any] = ()) -> None:
         for digits in _DIGITS.findall(spec or ""):
             _check_width(int(digits), "width or precision")
             widths += int(digits)
-    _check_fields(len(template), fields, widths, list(values), expands)
+    growth = (_REPR_GROWTH if expands else 1) * (
+        _ESCAPE_GROWTH if isinstance(template, Markup) else 1
+    )
+    _check_fields(len(template), fields, widths, list(values), growth)
 
 
-# A repr writes a character as up to 10 ("\U0001f600"): %r, %a, !r and !a fields may.
+# A repr writes a character as up to 10 ("\U0001f600"): %r, %a, !r and !a fields may. Markup
+# (a |safe text) escapes what is added to it, a character as up to 5 ("&amp;").
 _REPR_GROWTH = 10
+_ESCAPE_GROWTH = 5
 
 
 def _check_fields(
-    length: int, fields: int, widths: int, values: Sequence[Any], expands: bool = False
+    length: int, fields: int, widths: int, values: Sequence[Any], growth: int = 1
 ) -> None:
     """Refuse a format of ``length`` characters with ``fields`` fields of ``widths`` in all
     that could write more than MAX_CHARS, each field at most the longest of ``values``
-    written out (``_REPR_GROWTH`` times that where a field writes a repr)."""
+    written out, ``growth`` times (a repr, an escaping Markup format)."""
     longest = max((_text_size(value) for value in values), default=0)
-    size = length + widths + fields * longest * (_REPR_GROWTH if expands else 1)
+    size = length + widths + fields * longest * growth
     if size > MAX_CHARS:
         raise _too_long(size, "a formatted string")
 
@@ -292,9 +311,16 @@ def _check_binop(symbol: str, left: Any, right: Any) -> None:
     elif symbol == "**" and isinstance(left, int) and isinstance(right, int):
         if right > 0 and abs(left) > 1:
             _check_bits(left.bit_length() * right)
-    elif symbol == "+" and isinstance(left, str | list | tuple) and isinstance(right, type(left)):
+    elif symbol == "+" and isinstance(left, str) and isinstance(right, str):
+        escaped = isinstance(left, Markup) or isinstance(right, Markup)
+        size = len(left) + len(right) if not escaped else _ESCAPE_GROWTH * (len(left) + len(right))
+        if size > MAX_CHARS:
+            raise _too_long(size)
+    elif symbol == "+" and isinstance(left, list | tuple) and isinstance(right, type(left)):
         if len(left) + len(right) > MAX_CHARS:
             raise _too_long(len(left) + len(right))
+    elif symbol in ("//", "%") and isinstance(left, int) and isinstance(right, int):
+        _check_bits(max(left.bit_length(), right.bit_length()))  # division is quadratic
     elif symbol == "%" and isinstance(left, str):
         _check_printf(left, right)  # written out, a named value maybe many times
 
@@ -326,8 +352,17 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
+# Filters that read a string character by character (making an object of each): a step each.
+_PER_CHARACTER = frozenset(
+    "batch groupby list map max min reject rejectattr select selectattr slice sort sum "
+    "unique".split()
+)
+
+
 def _meter_argument(name: str, value: Any, budget: RenderBudget) -> Any:
     if isinstance(value, str):
+        if name in _PER_CHARACTER:
+            budget.charge(len(value))
         return value
     if isinstance(value, Iterator):  # a lazy sequence: charged per item actually read
         return _metered(value, budget)
@@ -352,6 +387,13 @@ def _check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
     elif name == "replace":
         values = [value for value in args if not hasattr(value, "environment")]
         _check_replace(*values[:4])
+    elif name == "join":
+        values = [value for value in args if not hasattr(value, "environment")]
+        separator = values[1] if len(values) > 1 else kwargs.get("d", "")
+        if values and isinstance(separator, str) and isinstance(values[0], Sized):
+            size = len(separator) * max(len(values[0]) - 1, 0)
+            if size > MAX_CHARS:
+                raise _too_long(size, "a joined text")
     elif name == "sum" and not isinstance(kwargs.get("start", 0), int | float):
         raise RequestError("template: sum adds numbers only", field=FIELD)
 
@@ -372,16 +414,48 @@ def _check_growth(name: str, value: Any) -> None:
     size = _text_size(value) * most
     if size <= MAX_CHARS:
         return
-    if isinstance(value, str):
-        if name == "urlencode":
-            data = value.encode("utf-8", "surrogatepass")
-            size = len(data) + 2 * len(data.translate(None, _URL_SAFE))
-        elif name == "tojson":
-            size = len(value) + 11 * _JSON_ESCAPED.subn("", value)[1]
-        else:
-            size = len(value) + 4 * sum(map(value.count, "&\"'")) + 3 * sum(map(value.count, "<>"))
+    # each string counted by the characters it would expand, plus a few for its quotes and
+    # the separator after it (a list's "[", ", ", a dict's ": ")
+    size = sum(_grown(name, text) + 4 for text in _strings(value))
     if size > MAX_CHARS:
         raise _too_long(size, f"a text written by {name}")
+
+
+def _grown(name: str, text: str) -> int:
+    """The characters filter ``name`` writes for ``text`` at most."""
+    if name == "urlencode":
+        data = text.encode("utf-8", "surrogatepass")
+        return len(data) + 2 * len(data.translate(None, _URL_SAFE))
+    if name == "tojson":
+        return len(text) + 11 * _JSON_ESCAPED.subn("", text)[1]
+    return len(text) + 4 * sum(map(text.count, "&\"'")) + 3 * sum(map(text.count, "<>"))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string ``value`` writes out, at any depth (keys too), and anything else as its
+    ``str`` (a number), read without recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, Namespace):
+            stack.append(object.__getattribute__(item, "_Namespace__attrs"))
+        elif isinstance(item, _CONTAINERS):
+            stack.extend(item)
+        else:
+            yield _plain_text(item)
+
+
+def _plain_text(item: Any) -> str:
+    """A number or another scalar as it is written (a big integer by its size, not its digits,
+    which Python refuses to write past 4,300)."""
+    if isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 64:
+        return "0" * (item.bit_length() * 31 // 100 + 1)
+    return str(item) if isinstance(item, int | float | bool) or item is None else "?"
 
 
 def _check_indent(text: str, width: Any = 4, **_: Any) -> None:
@@ -458,7 +532,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
     """The immutable sandbox with the limits of the module docstring."""
 
     code_generator_class = _BoundedCodeGenerator
-    intercepted_binops = frozenset(("*", "**", "+", "%"))
+    intercepted_binops = frozenset(("*", "**", "+", "%", "//"))
     concat = staticmethod(_checked_join)  # macro bodies, {% set %} blocks, the whole output
 
     def __init__(self, **options: Any) -> None:
@@ -497,7 +571,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
             _check_str_method(owner, name, args, kwargs)
             if name == "join" and args:
                 args = (list(_metered(args[0], budget)), *args[1:])
-                _checked_join(args[0])
+                _checked_join(args[0], len(owner))
         result = super().call(__context, __obj, *args, **kwargs)
         if isinstance(result, str) and len(result) > MAX_CHARS:
             raise _too_long(len(result))
@@ -533,6 +607,7 @@ def _checked_output(value: Any) -> Any:
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
     "*": operator.mul,
     "**": operator.pow,
+    "//": operator.floordiv,
     "+": operator.add,
     "%": operator.mod,
 }

@@ -138,7 +138,7 @@ def test_runaway_templates_are_refused_naming_the_limit(
         ),
         (  # each width is allowed, not all of them together
             "{{ ('%(a)10000s' * 20000) % {'a': 1} }}",
-            "template builds a formatted string of 200,320,000 characters",
+            "template builds a formatted string of 200,340,000 characters",
         ),
         (  # one value written many times
             "{% set v = 'x' * 1000000 %}{{ ('%(a)s' * 20) % {'a': v} }}",
@@ -178,15 +178,15 @@ def test_runaway_templates_are_refused_naming_the_limit(
         ),
         (
             "{{ ('\\U0001F600' * 1000000)|tojson|length }}",
-            "template builds a text written by tojson of 12,000,000 characters",
+            "template builds a text written by tojson of 12,000,004 characters",
         ),
         (
             "{{ ('\"' * 2000000)|e|length }}",
-            "template builds a text written by e of 10,000,000 characters",
+            "template builds a text written by e of 10,000,004 characters",
         ),
         (
             "{{ ('abc ' * 1500000)|urlencode|length }}",
-            "template builds a text written by urlencode of 9,000,000 characters",
+            "template builds a text written by urlencode of 9,000,004 characters",
         ),
     ],
 )
@@ -194,6 +194,47 @@ def test_methods_whose_output_multiplies_their_input_are_priced_before_they_run(
     template: str, message: str
 ) -> None:
     assert _refusal(template) == ("template", f"{message}; at most 8,000,000")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        # integers are written by their digits
+        '{% set big = 2 ** 49999 %}{{ (("%x" * 20000) % ((big,) * 20000))|length }}',
+        "{% set dec = 10 ** 4299 %}{{ [dec] * 20000 }}",
+        '{{ ("%(a(b))100000000s" % {"a(b)": 1})|length }}',  # a width behind a nested key
+        '{{ (range(100)|join("x" * 7000000))|length }}',  # the separator, between each two
+        '{{ (("x" * 7000000).join(["a"] * 100))|length }}',
+        '{% set s = "\\U000e0001" * 7900000 %}{{ ("%s" % ([s],))|length }}',  # a repr inside
+        '{% set s = "\\"" * 7000000 %}{{ (("%s"|safe) % s)|length }}',  # Markup escapes
+        '{% set s = "\\"" * 7000000 %}{{ (("a"|safe) + s)|length }}',
+        '{% set s = "\\u4e00" * 7900000 %}{{ (s|list)|length }}',  # a step per character
+        '{% set a = ("f" * 1000000)|int(base=16) %}{{ (a // 3) > 0 }}',  # division, sized
+    ],
+)
+def test_single_steps_that_would_build_too_much_are_refused_before(template: str) -> None:
+    field, message = _refusal(template)
+    assert field == "template"
+    assert message.startswith("template ")
+
+
+def test_sources_written_as_json_are_sized_by_what_they_hold() -> None:
+    """A list of sources is sized by the characters tojson would escape in its strings, not
+    at twelve times its text (review J: five passages of 85,000 characters were refused)."""
+    passages = [
+        {"id": f"p{i}", "text": " ".join(f"w{i}x{j}" for j in range(14_000)), "score": 1.0}
+        for i in range(5)
+    ]
+    result = ctxasm.assemble(
+        "w1x5?",
+        passages,
+        format="template",
+        template="{{ sources|tojson }}",
+        model="gemini-1.5-pro",
+        strategy={"relevance": "given"},
+    )
+    assert len(result.report.included) == 5
+    assert len(result.text or "") > 5 * 2 * 90_000
 
 
 def test_growing_filters_and_formats_of_ordinary_size_render() -> None:
