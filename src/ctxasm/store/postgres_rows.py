@@ -119,7 +119,9 @@ def lock_reference(db: Any, batch: list[Pending]) -> tuple[bool, list[int] | Non
         "(SELECT reference_words FROM store_state) FROM access_classes"
     ).fetchone()
     lengths = None
-    movable = False
+    # the first write sets the reference: exclusive, so that a concurrent first write waits
+    # and may move it (else a one-line note could fix it for a whole corpus written beside it)
+    movable = reference is None
     if reference is not None and int(chunks) < REFERENCE_SETTLES:
         lengths = [len(chunk_words(c.text)) for item in batch for c in item.chunks]
         movable = _moved(float(reference), int(chunks), int(words), lengths) is not None
