@@ -35,7 +35,7 @@ from ctxasm.strategy import (
     require_int,
     require_number,
 )
-from ctxasm.validation import plain
+from ctxasm.validation import plain, shown
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -99,7 +99,9 @@ def build(slot: str, spec: StrategySpec | Mapping[str, Any] | str, field: str) -
             if available
             else f"no {slot} strategies are available yet; leave {field} null"
         )
-        raise UnknownStrategyError(f"unknown {slot} strategy {spec.name!r}; {choices}", field=field)
+        raise UnknownStrategyError(
+            f"unknown {slot} strategy {shown(spec.name)}; {choices}", field=field
+        )
     assert dataclasses.is_dataclass(cls)
     allowed = [f.name for f in dataclasses.fields(cls) if f.init]
     for key in spec.params:
@@ -128,7 +130,7 @@ def _lookup(slot: str, name: str) -> type[Strategy] | None:
         loaded = point.load()
     except Exception as exc:  # a broken plugin: say which one, whatever it raised
         raise PluginError(
-            f"the {slot} strategy {name!r} ({point.value}) cannot be loaded: "
+            f"the {slot} strategy {shown(name)} ({point.value}) cannot be loaded: "
             f"{type(exc).__name__}: {exc}",
             field=f"{ENTRY_POINT_GROUP}.{point.name}",
         ) from exc

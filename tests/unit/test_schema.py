@@ -198,6 +198,21 @@ def test_an_unknown_long_field_name_is_shortened(request_fields: dict[str, Any])
 
 
 @pytest.mark.parametrize(
+    "request_fields",
+    [
+        {"format": "k" * 100_000},
+        {"model": "k" * 100_000},
+        {"strategy": {"selection": "k" * 100_000}},
+        {"strategy": {"ordering": "k" * 100_000}},
+    ],
+)
+def test_an_unknown_long_name_is_shortened(request_fields: dict[str, Any]) -> None:
+    with pytest.raises(RequestError) as caught:
+        ctxasm.assemble("q", [{"id": "a", "text": "x"}], **request_fields)
+    assert len(caught.value.message) < 400
+
+
+@pytest.mark.parametrize(
     ("extra", "field"),
     [
         ({"start": 3}, "passages[0].start"),

@@ -16,6 +16,7 @@ from typing import Any
 
 from ctxasm.errors import RequestError
 from ctxasm.registry import names
+from ctxasm.validation import shown
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -75,7 +76,7 @@ def resolve_strategy(name: str) -> EvalStrategy:
     if name in names("selection"):
         return EvalStrategy(name, {**_PLAIN, "selection": name})
     allowed = ", ".join(dict.fromkeys([*PRESETS, ORACLE, *names("selection")]))
-    raise RequestError(f"unknown strategy {name!r}; choose one of {allowed}", field="strategy")
+    raise RequestError(f"unknown strategy {shown(name)}; choose one of {allowed}", field="strategy")
 
 
 def choose_strategies(requested: Sequence[str], *, config_source: str | None) -> list[EvalStrategy]:

@@ -8,6 +8,7 @@ from ctxasm.formatting.base import Format, PromptParts, Rendered
 from ctxasm.formatting.markdown import MarkdownFormat
 from ctxasm.formatting.openai import OpenAIChatFormat
 from ctxasm.formatting.text import TextFormat
+from ctxasm.validation import shown
 
 __all__ = ["FORMATS", "Format", "PromptParts", "Rendered", "get_format"]
 
@@ -39,6 +40,6 @@ def get_format(name: str, template: str | None = None) -> Format:
     found = FORMATS.get(name)
     if found is None:
         raise RequestError(
-            f"unknown format {name!r}; choose one of {', '.join(_NAMES)}", field="format"
+            f"unknown format {shown(name)}; choose one of {', '.join(_NAMES)}", field="format"
         )
     return found

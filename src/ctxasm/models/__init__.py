@@ -247,8 +247,8 @@ class ModelRegistry:
             close = difflib.get_close_matches(name.lower(), list(self._names), n=5, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else "."
             raise UnknownModelError(
-                f"unknown model {name!r}{hint} Run `ctxasm models` for the full list, or add the "
-                "model with context_window, max_output and tokenizer in a config file.",
+                f"unknown model {shown(name)}{hint} Run `ctxasm models` for the full list, or add "
+                "the model with context_window, max_output and tokenizer in a config file.",
                 field="model",
             )
         return self._models[canonical]
