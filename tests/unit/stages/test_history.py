@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 import pytest
@@ -250,43 +251,20 @@ def test_turns_a_format_writes_longer_than_their_cost_are_trimmed_not_refused(fm
     assert len(dropped) + result.report.history["kept"] == 2
 
 
-def test_a_summary_that_never_fits_leaves_the_plain_trim() -> None:
+@pytest.mark.parametrize(
+    ("summarizer", "warning"),
+    [
+        (lambda turns: "blah " * 5000, None),  # never fits
+        (lambda turns: None, "not a string"),
+        (lambda turns: "a" * 2_000_000, "summary cannot be tokenized"),  # a run too long
+    ],
+)
+def test_a_summary_that_cannot_be_used_leaves_the_plain_trim(
+    summarizer: Any, warning: str | None
+) -> None:
     plain = _run(history=_conversation(12))
-    assembler = ctxasm.Assembler(summarizer=lambda turns: "blah " * 5000)
-    result = assembler.assemble(
-        query="Where does the Danube end?",
-        passages=PASSAGES,
-        history=_conversation(12),
-        context_window=1500,
-        reserve_output_tokens=200,
-    )
-    assert result.report.history["kept"] == plain.report.history["kept"]
-    assert result.report.history["summary_tokens"] == 0
-
-
-def test_a_summarizer_returning_no_string_is_ignored_with_a_warning() -> None:
-    assembler = ctxasm.Assembler(summarizer=lambda turns: None)  # type: ignore[arg-type,return-value]
-    with pytest.warns(UserWarning, match="not a string"):
-        result = assembler.assemble(
-            query="Where does the Danube end?",
-            passages=PASSAGES,
-            history=_conversation(12),
-            context_window=1500,
-            reserve_output_tokens=200,
-        )
-    assert result.report.history["summary_tokens"] == 0
-
-
-def test_a_summary_that_cannot_be_tokenized_is_left_out_with_a_warning() -> None:
-    plain = ctxasm.assemble(
-        "Where does the Danube end?",
-        PASSAGES,
-        history=_conversation(12),
-        context_window=1500,
-        reserve_output_tokens=200,
-    )
-    assembler = ctxasm.Assembler(summarizer=lambda turns: "a" * 2_000_000)
-    with pytest.warns(UserWarning, match="summary cannot be tokenized"):
+    assembler = ctxasm.Assembler(summarizer=summarizer)
+    with pytest.warns(UserWarning, match=warning) if warning else nullcontext():
         result = assembler.assemble(
             query="Where does the Danube end?",
             passages=PASSAGES,
