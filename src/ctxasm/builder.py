@@ -130,6 +130,7 @@ class ContextBuilder:
         self._counter: TokenCounter = get_counter(self._spec.tokenizer)
         self._items: list[_Item] = []
         self._labels: set[str] = set()
+        self._next_name = 1  # the least number an unlabelled item may be named after
 
     @property
     def max_tokens(self) -> int:
@@ -167,7 +168,9 @@ class ContextBuilder:
         text = _require_text(text, "text")
         value = _require_priority(priority, "priority")
         if label is None:
-            label = _free(self._labels, "item", len(self._items) + 1)
+            # from the last name given so, never back: callers' labels are passed over once
+            label = _free(self._labels, "item", max(len(self._items) + 1, self._next_name))
+            self._next_name = int(label.rsplit("-", 1)[1]) + 1
         self._append(text, value, _require_label(label, "label"), "label")
         return self
 
@@ -175,6 +178,7 @@ class ContextBuilder:
         """Remove every item; the budget, model, cutoff and separator stay."""
         self._items.clear()
         self._labels.clear()
+        self._next_name = 1
         return self
 
     def build(self) -> BuiltContext:

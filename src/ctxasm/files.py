@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -38,12 +39,18 @@ def new_file_mode(target: Path, *, folder: bool = False) -> int:
 def atomic_output(target: str | Path, *, binary: bool = False) -> Iterator[IO[Any]]:
     """A file to write (text in UTF-8, or ``binary``); it becomes ``target`` when the block
     succeeds (see the module). A symbolic link stays one: the file it names is replaced. A
-    pipe, a device or a socket (``/dev/stdout``, a FIFO, ``>(gzip > out.gz)``) cannot be
-    replaced, only written to: it is, as the block writes."""
+    pipe, a device or a socket (a FIFO, ``>(gzip > out.gz)``) cannot be replaced, only
+    written to: it is, as the block writes; so is a descriptor this process has open
+    (``/dev/stdout``, ``/dev/fd/3``), as it was opened (a shell's ``>>`` appends)."""
     path = Path(target)
     if path.is_dir():  # found now, not after the whole batch has run
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     mode, encoding = ("wb", None) if binary else ("w", "utf-8")
+    descriptor = _open_descriptor(str(target))
+    if descriptor is not None:  # "/dev/stdout" of "... >> results.jsonl": appended, as opened
+        with os.fdopen(os.dup(descriptor), mode, encoding=encoding) as stream:
+            yield stream
+        return
     try:
         kind = os.stat(path).st_mode
     except OSError:  # not there yet (or a link to nothing, made at its target)
@@ -64,6 +71,22 @@ def atomic_output(target: str | Path, *, binary: bool = False) -> Iterator[IO[An
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+_DESCRIPTOR = re.compile(r"/(?:dev/(?:fd/(\d+)|(stdout|stderr))|proc/(?:self|\d+)/fd/(\d+))")
+
+
+def _open_descriptor(target: str) -> int | None:
+    """The descriptor this process has open that ``target`` names (``/dev/stdout``,
+    ``/dev/fd/3``, ``/proc/self/fd/1``): written through, never replaced or truncated (a
+    shell may have opened it to append)."""
+    found = _DESCRIPTOR.fullmatch(target)
+    if found is None:
+        return None
+    number, stream, proc = found.groups()
+    if stream is not None:
+        return 1 if stream == "stdout" else 2
+    return int(number if number is not None else proc)
 
 
 def write_atomic(target: str | Path, data: bytes) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from ctxasm.cli.report_view import write_page
 from ctxasm.evaluation.dataset import load_dataset, write_dataset
-from ctxasm.files import write_atomic
+from ctxasm.files import atomic_output, write_atomic
 
 
 def _full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,3 +54,13 @@ def test_a_saved_dataset_is_written_whole(tmp_path: Path) -> None:
     write_dataset(questions, link)
     assert link.is_symlink()
     assert [q.id for q in load_dataset(target)] == [q.id for q in questions]
+
+
+def test_an_open_descriptor_is_written_through_as_it_was_opened(tmp_path: Path) -> None:
+    """``ctxasm batch in.jsonl /dev/stdout >> results.jsonl``: the results are appended to
+    what the shell opened, not put in place of the file behind the descriptor."""
+    results = tmp_path / "results.jsonl"
+    results.write_text("old 1\nold 2\n")
+    with open(results, "a") as appended, atomic_output(f"/dev/fd/{appended.fileno()}") as out:
+        out.write("new\n")
+    assert results.read_text() == "old 1\nold 2\nnew\n"

@@ -31,7 +31,6 @@ from collections.abc import (
     Iterator,
     KeysView,
     Sequence,
-    Sized,
     ValuesView,
 )
 from contextvars import ContextVar
@@ -176,7 +175,7 @@ def _text_size(value: Any) -> int:
     while stack:
         item = stack.pop()
         if isinstance(item, str):  # written as its repr: quoted, an unprintable one escaped
-            total += len(item) + 2 if item.isprintable() else _REPR_GROWTH * len(item) + 2
+            total += _repr_size(item)
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
@@ -196,6 +195,21 @@ def _text_size(value: Any) -> int:
         if visited % 4096 == 0:
             budget.charge(0)
     return total
+
+
+def _repr_size(text: str) -> int:
+    """The most characters ``repr(text)`` takes: quotes and backslashes, line breaks and tabs
+    as two, another unprintable character as up to ten ("\\U000e0001")."""
+    size = len(text) + 2 + text.count("\\") + text.count("'")
+    if text.isprintable():
+        return size
+    size += text.count("\n") + text.count("\t") + text.count("\r")
+    if text.translate(_PLAIN_BREAKS).isprintable():
+        return size
+    return _REPR_GROWTH * len(text) + 2
+
+
+_PLAIN_BREAKS = str.maketrans("", "", "\n\t\r")
 
 
 def _metered(items: Iterable[Any], budget: RenderBudget) -> Iterator[Any]:
@@ -223,20 +237,19 @@ def _checked_join(parts: Iterable[Any], separator: int = 0) -> str:
 
 def _check_printf(spec: str, values: Any = ()) -> None:
     """Each width and precision of %-format ``spec`` at most MAX_WIDTH, and its output at
-    most MAX_CHARS: the format, each field as wide as its width or as the longest of
-    ``values`` (a named field may write one value many times), whichever is more. Only a
-    tuple is a list of values to ``%``: anything else is one value, written whole (a list; a
-    dict too, by a field without a name)."""
-    if not isinstance(values, tuple):
-        values = [values]
+    most MAX_CHARS. Only a tuple is a list of values to ``%``, each written once by the field
+    that takes it; a dict whose fields are all named gives each field its value (one may be
+    written many times); anything else is one value, written whole (a list, or a dict under
+    a field with no name)."""
     if _NESTED_KEY.search(spec):
         raise RequestError(
             "template uses parentheses inside a %(name) key; name the value plainly", field=FIELD
         )
-    fields = widths = 0
+    fields = named = widths = 0
     expands = False
     for match in _PRINTF_SPEC.finditer(spec):
         fields += 1
+        named += spec.startswith("%(", match.start())
         expands = expands or spec[match.end() : match.end() + 1] in ("r", "a")
         for group in match.groups():
             if group == "*":
@@ -246,9 +259,17 @@ def _check_printf(spec: str, values: Any = ()) -> None:
             if group:
                 _check_width(int(group), "width or precision")
                 widths += int(group)
-    # a Markup format escapes what it writes: "&" as "&amp;" (a repr's characters too)
-    growth = (_REPR_GROWTH if expands else 1) * (_ESCAPE_GROWTH if isinstance(spec, Markup) else 1)
-    _check_fields(len(spec), fields, widths, values, growth)
+    escaped = isinstance(spec, Markup)
+    if isinstance(values, tuple) and not expands:  # each value once, by its own field
+        size = len(spec) + widths + sum(_field_size(value, escaped) for value in values)
+        if size > MAX_CHARS:
+            raise _too_long(size, "a formatted string")
+        return
+    if isinstance(values, dict) and fields and named == fields:
+        values = list(values.values())
+    elif not isinstance(values, tuple):
+        values = [values]
+    _check_fields(len(spec), fields, widths, values, _REPR_GROWTH if expands else 1, escaped)
 
 
 def _check_format_spec(template: str, values: Iterable[Any] = ()) -> None:
@@ -266,10 +287,8 @@ def _check_format_spec(template: str, values: Iterable[Any] = ()) -> None:
         for digits in _DIGITS.findall(spec or ""):
             _check_width(int(digits), "width or precision")
             widths += int(digits)
-    growth = (_REPR_GROWTH if expands else 1) * (
-        _ESCAPE_GROWTH if isinstance(template, Markup) else 1
-    )
-    _check_fields(len(template), fields, widths, list(values), growth)
+    growth = _REPR_GROWTH if expands else 1
+    _check_fields(len(template), fields, widths, list(values), growth, isinstance(template, Markup))
 
 
 # A repr writes a character as up to 10 ("\U0001f600"): %r, %a, !r and !a fields may. Markup
@@ -279,15 +298,29 @@ _ESCAPE_GROWTH = 5
 
 
 def _check_fields(
-    length: int, fields: int, widths: int, values: Sequence[Any], growth: int = 1
+    length: int,
+    fields: int,
+    widths: int,
+    values: Sequence[Any],
+    growth: int = 1,
+    escaped: bool = False,
 ) -> None:
     """Refuse a format of ``length`` characters with ``fields`` fields of ``widths`` in all
     that could write more than MAX_CHARS, each field at most the longest of ``values``
-    written out, ``growth`` times (a repr, an escaping Markup format)."""
-    longest = max((_text_size(value) for value in values), default=0)
+    written out (escaped, for a Markup format), ``growth`` times (a repr)."""
+    longest = max((_field_size(value, escaped) for value in values), default=0)
     size = length + widths + fields * longest * growth
     if size > MAX_CHARS:
         raise _too_long(size, "a formatted string")
+
+
+def _field_size(value: Any, escaped: bool) -> int:
+    """The most characters a format field writes for ``value``: a text as it is (escaped by
+    a Markup format: "&" as "&amp;"), anything else as its ``str``."""
+    if isinstance(value, str):
+        return _grown("escape", value) if escaped and not isinstance(value, Markup) else len(value)
+    size = _text_size(value)
+    return size * _ESCAPE_GROWTH if escaped else size
 
 
 def _check_replace(text: Any, old: Any, new: Any, count: Any = -1) -> None:
@@ -339,7 +372,9 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         budget = _budget()
         budget.charge()
         args = tuple(_meter_argument(name, value, budget) for value in args)
-        if name in _TEXT_FILTERS:  # a list or dict is written out whole: refused before
+        if name == "join":  # its items, read now (each a step), are sized with the separator
+            args = tuple(list(value) if isinstance(value, Iterator) else value for value in args)
+        elif name in _TEXT_FILTERS:  # a list or dict is written out whole: refused before
             for value in (*args, *kwargs.values()):
                 if isinstance(value, _WRITTEN):
                     _text_size(value)
@@ -390,10 +425,18 @@ def _check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
     elif name == "join":
         values = [value for value in args if not hasattr(value, "environment")]
         separator = values[1] if len(values) > 1 else kwargs.get("d", "")
-        if values and isinstance(separator, str) and isinstance(values[0], Sized):
-            size = len(separator) * max(len(values[0]) - 1, 0)
+        items = values[0] if values else None
+        if isinstance(items, list | tuple | set | frozenset | range):
+            # each item written by str (a text as it is), the separator between each two
+            size = len(separator) * max(len(items) - 1, 0) if isinstance(separator, str) else 0
             if size > MAX_CHARS:
                 raise _too_long(size, "a joined text")
+            for item in items:
+                size += len(item) if isinstance(item, str) else _text_size(item)
+                if size > MAX_CHARS:
+                    raise _too_long(size, "a joined text")
+        elif isinstance(items, _WRITTEN):  # a dict (its keys) or a namespace
+            _text_size(items)
     elif name == "sum" and not isinstance(kwargs.get("start", 0), int | float):
         raise RequestError("template: sum adds numbers only", field=FIELD)
 
@@ -566,7 +609,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
             raise RequestError(f"template cannot call {name}: templates write text", field=FIELD)
         if isinstance(owner, str):
             for value in (*args, *kwargs.values()):  # format, %: written out
-                if isinstance(value, _WRITTEN):
+                if isinstance(value, _WRITTEN) and name != "join":  # join: its items, below
                     _text_size(value)
             _check_str_method(owner, name, args, kwargs)
             if name == "join" and args:
