@@ -475,3 +475,28 @@ def test_assemble_on_a_terminal_says_it_reads_standard_input() -> None:
     assert process.returncode == 0, err.decode()
     assert "reading the request from standard input (end it with Ctrl-D)" in err.decode()
     assert json.loads(out)["report"]["included"]
+
+
+@pytest.mark.parametrize(
+    ("args", "closed", "message"),
+    [
+        (["assemble", "-"], 0, "standard input is closed"),
+        (["assemble", str(EXAMPLE)], 1, "standard output is closed"),
+    ],
+)
+def test_a_closed_standard_stream_is_named(args: list[str], closed: int, message: str) -> None:
+    """Started with stdin or stdout closed (``<&-``, ``>&-``): one line naming it, exit 2
+    (it was an internal error, or the result went nowhere with exit 0)."""
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    done = subprocess.run(
+        [*command, *args],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.close(closed),  # in the child, before ctxasm starts
+        env=os.environ.copy(),
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert message in done.stderr.decode()
+    assert "internal error" not in done.stderr.decode()

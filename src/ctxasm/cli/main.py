@@ -9,12 +9,13 @@ listed in :mod:`ctxasm.cli.exits`; every command exits through it.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ctxasm.cli.assemble_cmd import AssembleOptions, assemble, plain_options
-from ctxasm.cli.exits import EXIT_FAILED, echo
+from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, echo
 from ctxasm.cli.request_input import HITS_HINT
 
 if TYPE_CHECKING:
@@ -38,8 +39,41 @@ def __getattr__(name: str) -> Any:
 _LONG_LIVED = frozenset({"serve", "batch", "eval"})
 
 
+class _Closed(io.RawIOBase):
+    """A standard stream the process started without (``<&-``, ``>&-``): any read or write
+    is an error naming it, which :func:`run` reports as one line (it was an internal error,
+    or the result went nowhere with exit 0)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.buffer = self
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def readinto(self, _: Any) -> int:
+        raise _ClosedStreamError(self.name)
+
+    def write(self, _: Any) -> int:
+        raise _ClosedStreamError(self.name)
+
+    def isatty(self) -> bool:
+        return False
+
+
+class _ClosedStreamError(OSError):
+    def __init__(self, name: str) -> None:
+        super().__init__(errno.EBADF, f"{name} is closed")
+
+
 def run() -> Any:
     """Console-script entry point."""
+    for name, stream in (("stdin", "standard input"), ("stdout", "standard output")):
+        if getattr(sys, name) is None:  # started with it closed
+            setattr(sys, name, _Closed(stream))
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     if command not in _LONG_LIVED:
         os.environ.setdefault("CTXASM_BPE_BACKEND", "tiktoken")
@@ -53,6 +87,9 @@ def run() -> Any:
     except KeyboardInterrupt:
         echo("ctxasm: interrupted", err=True)
         raise SystemExit(130) from None
+    except _ClosedStreamError as exc:
+        echo(f"ctxasm: error: {exc.strerror}: give a file, or open it", err=True)
+        raise SystemExit(EXIT_BAD_INPUT) from None
     except Exception as exc:  # a bug, not a user mistake: one line, traceback on request
         if os.environ.get("CTXASM_DEBUG"):
             raise
