@@ -305,3 +305,19 @@ def test_a_signal_ends_a_ray_batch_as_it_ends_a_local_one(
         run_ray_batch(str(source), str(tmp_path / "out.jsonl"), None, max_bytes=1 << 20)
     assert (started, caught.value.signum) == ([True], signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the caller's handler is back
+
+
+@pytest.mark.parametrize("parquet", ["IN", "OUT"])
+def test_the_local_engine_refuses_parquet_naming_the_ray_engine(
+    tmp_path: Path, parquet: str
+) -> None:
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text(json.dumps(REQUEST) + "\n", encoding="utf-8")
+    if parquet == "IN":
+        source = source.rename(tmp_path / "in.parquet")
+    else:
+        target = tmp_path / "out.parquet"
+    done = CliRunner().invoke(app, ["batch", str(source), str(target), "--no-progress"])
+    assert done.exit_code == 2
+    assert "Parquet needs --engine ray" in done.stderr and f"[{parquet}]" in done.stderr
+    assert not target.exists()

@@ -167,6 +167,13 @@ def batch(
     if engine == "ray":
         _batch_on_ray(source, target, config, max_bytes)
         return
+    for path, field in ((source, "IN"), (target, "OUT")):
+        if path.lower().endswith(".parquet"):
+            _fail(
+                f"{path}: the local engine reads and writes JSONL; Parquet needs --engine ray "
+                f"[{field}]",
+                EXIT_BAD_INPUT,
+            )
 
     try:
         assembler = open_assembler(config)
