@@ -345,8 +345,12 @@ def _check_binop(symbol: str, left: Any, right: Any) -> None:
         if right > 0 and abs(left) > 1:
             _check_bits(left.bit_length() * right)
     elif symbol == "+" and isinstance(left, str) and isinstance(right, str):
-        escaped = isinstance(left, Markup) or isinstance(right, Markup)
-        size = len(left) + len(right) if not escaped else _ESCAPE_GROWTH * (len(left) + len(right))
+        # Markup escapes a plain text added to it ("&" as "&amp;")
+        markup = isinstance(left, Markup) or isinstance(right, Markup)
+        size = sum(
+            _grown("escape", text) if markup and not isinstance(text, Markup) else len(text)
+            for text in (left, right)
+        )
         if size > MAX_CHARS:
             raise _too_long(size)
     elif symbol == "+" and isinstance(left, list | tuple) and isinstance(right, type(left)):
