@@ -76,6 +76,8 @@ _LINEAR_FILTERS = frozenset(
 _SIZED_FILTERS = frozenset(("batch", "center", "indent", "slice"))
 # str methods whose integer arguments size their output.
 _SIZED_METHODS = frozenset(("center", "ljust", "rjust", "zfill", "expandtabs"))
+# str methods that change case: a character beyond ASCII may become up to three.
+_CASE_METHODS = frozenset(("upper", "lower", "title", "capitalize", "swapcase", "casefold"))
 # Methods that make bytes (refused: templates write text, and bytes escape the size checks).
 _BYTES_METHODS = frozenset(("encode", "to_bytes"))
 _PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?")
@@ -185,8 +187,8 @@ def _text_size(value: Any) -> int:
         elif isinstance(item, _CONTAINERS):
             stack.extend(item)
             total += 2 * len(item)
-        elif isinstance(item, int):  # its digits (a bool: 5 at most)
-            total += item.bit_length() * 31 // 100 + 2
+        elif isinstance(item, int):  # its digits, in binary at most (with "_" every four)
+            total += item.bit_length() * 5 // 4 + 2
         else:
             total += 1
         if total > MAX_CHARS:
@@ -218,13 +220,15 @@ def _metered(items: Iterable[Any], budget: RenderBudget) -> Iterator[Any]:
         yield item
 
 
-def _checked_join(parts: Iterable[Any], separator: int = 0) -> str:
+def _checked_join(parts: Iterable[Any], separator: int = 0, *, escaped: bool = False) -> str:
     """``parts`` joined, refused as soon as they (and a ``separator`` of that many characters
-    between each two) pass MAX_CHARS."""
+    between each two; ``escaped`` as a Markup join escapes them) pass MAX_CHARS."""
     chunks: list[str] = []
     total = -separator
     for part in parts:
         total += separator
+        if escaped and isinstance(part, str) and not isinstance(part, Markup):
+            total += _grown("escape", part) - len(part)
         if isinstance(part, _WRITTEN) and total + _text_size(part) > MAX_CHARS:
             raise _too_long(total + _text_size(part))
         text = part if isinstance(part, str) else str(part)
@@ -441,6 +445,11 @@ def _check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
                     raise _too_long(size, "a joined text")
         elif isinstance(items, _WRITTEN):  # a dict (its keys) or a namespace
             _text_size(items)
+    elif name == "int":
+        values = [value for value in args if not hasattr(value, "environment")]
+        text = values[0].strip() if values and isinstance(values[0], str) else ""
+        if len(text) > MAX_INT_BITS // 6 and text.isalnum():  # up to 6 bits a digit (base 36)
+            _check_bits(6 * len(text))
     elif name == "sum" and not isinstance(kwargs.get("start", 0), int | float):
         raise RequestError("template: sum adds numbers only", field=FIELD)
 
@@ -448,7 +457,19 @@ def _check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
 # Filters that write some characters of their text as several, and the most characters each
 # writes for one: tojson ("\ud83d\ude00" for a character beyond the BMP, "\u003c" for "<"),
 # escape ("&#34;") and urlencode ("%F0%9F%98%80", three for each byte).
-_GROWTH = {"tojson": 12, "escape": 5, "e": 5, "forceescape": 5, "urlencode": 12}
+_GROWTH = {
+    "tojson": 12,
+    "escape": 5,
+    "e": 5,
+    "forceescape": 5,
+    "urlencode": 12,
+    "xmlattr": 5,  # its values escaped
+    # a letter's case may take up to three ("ﬃ" upper is "FFI")
+    "upper": 3,
+    "lower": 3,
+    "title": 3,
+    "capitalize": 3,
+}
 _JSON_ESCAPED = re.compile(r"[^ !#$%(-;=?-\[\]-~]")  # beyond ASCII, control, <>&'"\
 _URL_SAFE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~/-"
 
@@ -470,6 +491,8 @@ def _check_growth(name: str, value: Any) -> None:
 
 def _grown(name: str, text: str) -> int:
     """The characters filter ``name`` writes for ``text`` at most."""
+    if _GROWTH.get(name) == 3:  # a change of case: only beyond ASCII can a letter grow
+        return len(text) if text.isascii() else 3 * len(text)
     if name == "urlencode":
         data = text.encode("utf-8", "surrogatepass")
         return len(data) + 2 * len(data.translate(None, _URL_SAFE))
@@ -520,6 +543,8 @@ def _check_str_method(text: str, name: str, args: tuple[Any, ...], kwargs: dict[
     bytes, which no template needs and whose size nothing here measures)."""
     if name in _BYTES_METHODS:
         raise RequestError(f"template cannot call {name}: templates write text", field=FIELD)
+    if name in _CASE_METHODS and not text.isascii() and 3 * len(text) > MAX_CHARS:
+        raise _too_long(3 * len(text), "a text in another case")  # "ﬃ" upper is "FFI"
     if name in _SIZED_METHODS:
         for value in (*args, *kwargs.values()):
             if isinstance(value, int):
@@ -545,6 +570,12 @@ def _check_str_method(text: str, name: str, args: tuple[Any, ...], kwargs: dict[
             raise _too_long(len(text) * longest, "a translated text")
     elif name == "replace":
         _check_replace(text, *args)
+        if isinstance(text, Markup) and len(args) > 1 and isinstance(args[1], str):
+            # Markup escapes what it puts in: sized as the escaped text
+            hits = text.count(args[0]) if isinstance(args[0], str) and args[0] else len(text) + 1
+            size = len(text) + hits * _grown("escape", args[1])
+            if size > MAX_CHARS:
+                raise _too_long(size)
 
 
 def _bounded_filters() -> dict[str, Callable[..., Any]]:
@@ -618,7 +649,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
             _check_str_method(owner, name, args, kwargs)
             if name == "join" and args:
                 args = (list(_metered(args[0], budget)), *args[1:])
-                _checked_join(args[0], len(owner))
+                _checked_join(args[0], len(owner), escaped=isinstance(owner, Markup))
         result = super().call(__context, __obj, *args, **kwargs)
         if isinstance(result, str) and len(result) > MAX_CHARS:
             raise _too_long(len(result))
