@@ -51,7 +51,7 @@ def compile_template(source: str) -> Any:
     """The compiled template, or a RequestError naming ``template``."""
     from jinja2 import StrictUndefined, TemplateSyntaxError
 
-    from ctxasm.formatting.template_sandbox import BoundedEnvironment
+    from ctxasm.formatting.template_sandbox import BoundedEnvironment, RenderBudget, active_budget
 
     if len(source) > _MAX_TEMPLATE_CHARS:
         raise RequestError(
@@ -60,6 +60,10 @@ def compile_template(source: str) -> Any:
     environment = BoundedEnvironment(
         undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True
     )
+    # Jinja folds constant expressions while it compiles, through the sandbox's filters: a
+    # budget of their own, not whatever a render before left in this context (spent, or past
+    # its time, it made folding fail or not from one compile to the next).
+    token = active_budget().set(RenderBudget())
     try:
         return environment.from_string(source)
     except TemplateSyntaxError as exc:
@@ -72,6 +76,8 @@ def compile_template(source: str) -> Any:
         raise RequestError(
             "template nests its blocks or expressions too deeply to compile", field=FIELD
         ) from None
+    finally:
+        active_budget().reset(token)
 
 
 def _source(candidate: Candidate, number: int) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import pytest
 import ctxasm
 from ctxasm.errors import RequestError
 from ctxasm.formatting import template_sandbox
+from ctxasm.formatting.template import compile_template
 
 PASSAGES = [{"id": "a", "text": "Aristotle taught at the Lyceum.", "score": 0.9}]
 STEPS = "template does more than 1,000,000 steps (loop iterations, calls, filter items) for one "
@@ -357,6 +358,22 @@ def test_templates_that_fail_while_rendering_are_bad_input(template: str) -> Non
         ctxasm.assemble("q", [], format="template", template=template)
     assert error.value.field == "template"
     assert len(error.value.message) < 400
+
+
+def test_compiling_does_not_depend_on_what_a_render_before_left() -> None:
+    """Jinja folds constants while it compiles, through the sandbox's filters; a spent budget
+    left in the context made folding fail, and the same template render "inf" instead of
+    failing (the test above passed or failed with the order of the tests)."""
+    stale = template_sandbox.RenderBudget()
+    stale.deadline = time.monotonic() - 1
+    token = template_sandbox.active_budget().set(stale)
+    try:
+        compile_template.cache_clear()
+        with pytest.raises(RequestError) as error:
+            ctxasm.assemble("q", [], format="template", template="{{ '1e999'|float * 2 }}")
+        assert error.value.field == "template"
+    finally:
+        template_sandbox.active_budget().reset(token)
 
 
 @pytest.mark.parametrize(
