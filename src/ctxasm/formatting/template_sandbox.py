@@ -176,17 +176,12 @@ def _text_size(value: Any) -> int:
     visited = 0
     while stack:
         item = stack.pop()
+        held = None if isinstance(item, str) else _held(item)
         if isinstance(item, str):  # written as its repr: quoted, an unprintable one escaped
             total += _repr_size(item)
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-            total += 2 * len(item)
-        elif isinstance(item, Namespace):  # written out as the dict of its attributes
-            stack.append(object.__getattribute__(item, "_Namespace__attrs"))
-        elif isinstance(item, _CONTAINERS):
-            stack.extend(item)
-            total += 2 * len(item)
+        elif held is not None:
+            stack.extend(held)
+            total += 0 if isinstance(item, Namespace) else 2 * len(item)
         elif isinstance(item, int):  # its digits, in binary at most (with "_" every four)
             total += item.bit_length() * 5 // 4 + 2
         else:
@@ -509,15 +504,24 @@ def _strings(value: Any) -> Iterator[str]:
         item = stack.pop()
         if isinstance(item, str):
             yield item
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, Namespace):
-            stack.append(object.__getattribute__(item, "_Namespace__attrs"))
-        elif isinstance(item, _CONTAINERS):
-            stack.extend(item)
+            continue
+        held = _held(item)
+        if held is not None:
+            stack.extend(held)
         else:
             yield _plain_text(item)
+
+
+def _held(item: Any) -> Iterable[Any] | None:
+    """What a container writes out (a dict its keys and values, a namespace the dict of its
+    attributes); ``None`` for anything else."""
+    if isinstance(item, dict):
+        return [*item.keys(), *item.values()]
+    if isinstance(item, Namespace):
+        return (object.__getattribute__(item, "_Namespace__attrs"),)
+    if isinstance(item, _CONTAINERS):
+        return item
+    return None
 
 
 def _plain_text(item: Any) -> str:
