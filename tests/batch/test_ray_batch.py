@@ -77,14 +77,17 @@ def test_parquet_in_and_out(tmp_path: Path) -> None:
     from ctxasm.batch.ray_engine import run_batch
 
     request = json.loads(EXAMPLE.read_text())
-    table = pa.table({"request": [json.dumps(request), json.dumps({"query": "q"})]})
+    table = pa.table({"request": [json.dumps(request), json.dumps({"query": "q"}), None]})
     pq.write_table(table, tmp_path / "in.parquet")
     stats = run_batch(
         str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet"), None, max_bytes=1 << 20
     )
-    assert (stats.ok, stats.failed) == (1, 1)
+    assert (stats.ok, stats.failed) == (1, 2)
     out = pq.read_table(tmp_path / "out.parquet").to_pylist()
-    assert sorted(row["line"] for row in out) == [1, 2]
+    assert sorted(row["line"] for row in out) == [1, 2, 3]
+    # a null cell is a request that is not an object (its repr "None" was called invalid JSON)
+    null = json.loads(next(row["result"] for row in out if row["line"] == 3))
+    assert null["error"]["message"] == "the request must be a JSON object, got null"
     first = json.loads(next(row["result"] for row in out if row["line"] == 1))
     local = Assembler().assemble(request).to_dict()
     assert first["messages"] == local["messages"]

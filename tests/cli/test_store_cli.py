@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -264,6 +266,50 @@ def test_bad_store_urls_exit_2(tmp_path: Path, store: str, message: str) -> None
     assert done.returncode == 2
     assert message in done.stderr
     assert "[store]" in done.stderr
+
+
+def test_a_store_under_a_file_names_the_file(tmp_path: Path) -> None:
+    # It said "[Errno 17] File exists: 'h.db'", naming neither the problem nor the fix.
+    _corpus(tmp_path)
+    (tmp_path / "h.db").write_text("not a folder")
+    done = ctxasm("index", "docs", "--store", "sqlite:///h.db/sub.db", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (
+        2,
+        "ctxasm: error: cannot open the store h.db/sub.db: h.db is a file, not a folder\n",
+    )
+    assert (tmp_path / "h.db").read_text() == "not a folder"
+
+
+def test_ctrl_c_while_indexing_says_what_is_kept(tmp_path: Path) -> None:
+    # Typer turned Ctrl-C into exit 130 with nothing on standard error.
+    lines = [
+        json.dumps({"doc_id": f"d{n}", "text": f"Item {n} of the list. " * 400})
+        for n in range(3000)
+    ]
+    (tmp_path / "big.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    process = subprocess.Popen(
+        [*command, "index", "big.jsonl", "--store", STORE, "--tenant", "t1", "--no-progress"],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "store.db").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert (process.returncode, err) == (
+        130,
+        "ctxasm: interrupted: the documents written before are kept, each whole; run the same "
+        "command again to index the rest (what is stored already is skipped as unchanged)\n",
+    )
+    again = ctxasm("index", "big.jsonl", "--store", STORE, "--tenant", "t1", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    added, _, unchanged = again.stderr.splitlines()[-1].partition(" added, 0 updated, ")
+    assert int(added.removeprefix("ctxasm: ")) + int(unchanged.split()[0]) == 3000
 
 
 def test_a_large_input_is_indexed_alike_with_and_without_a_worker(tmp_path: Path) -> None:

@@ -48,7 +48,10 @@ def _assembler(config: dict[str, Any] | str | None) -> Any:
 
 def _request_value(value: Any) -> str | bytes:
     """A Parquet cell of the ``request`` column as the line it stands for: text, or UTF-8
-    bytes as they are (a binary column was read as the text of its ``repr``)."""
+    bytes as they are (a binary column was read as the text of its ``repr``); a null cell as
+    JSON's ``null`` (refused as "not an object", where its repr "None" read as invalid JSON)."""
+    if value is None:
+        return "null"
     return value if isinstance(value, bytes | str) else str(value)
 
 

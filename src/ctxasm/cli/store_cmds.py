@@ -125,6 +125,14 @@ def index_command(
             )
     except CtxasmError as error:
         _fail_with(error)
+    except KeyboardInterrupt:  # Typer would exit 130 without a word
+        echo(
+            "ctxasm: interrupted: the documents written before are kept, each whole; run the "
+            "same command again to index the rest (what is stored already is skipped as "
+            "unchanged)",
+            err=True,
+        )
+        raise typer.Exit(130) from None
     report.failed[:0] = missing
     _print_index_report(report)
     if report.failed:

@@ -201,6 +201,15 @@ class SQLiteRow(ChunkRow):
     embedding: bytes | None
 
 
+def _not_a_folder(path: Path) -> str:
+    """Why the folder of ``path`` cannot be made or used: the first of its parents that is
+    not a folder."""
+    for parent in reversed(path.parents):
+        if parent.exists() and not parent.is_dir():
+            return f"{parent} is a file, not a folder"
+    return f"its folder {path.parent} cannot be made"
+
+
 class SQLiteStore:
     """A document store in one SQLite file (see the module docstring)."""
 
@@ -229,6 +238,10 @@ class SQLiteStore:
             # the connection's own tables for reading query words as FTS5 does (_fts_forms)
             self._db.execute(_QUERY_TERMS)
             self._db.execute(_QUERY_FORMS)
+        except (FileExistsError, NotADirectoryError):
+            raise ConfigError(
+                f"cannot open the store {self.path}: {_not_a_folder(self.path)}"
+            ) from None
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(f"cannot open the store {self.path}: {exc}") from None
         self._lock = threading.Lock()
