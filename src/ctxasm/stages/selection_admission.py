@@ -122,14 +122,16 @@ class Meter:
         return self.counter.lower_bound(candidate.text) + self.floor
 
     def unreadable(self, candidate: Candidate) -> str | None:
-        """Why the candidate's text, title or url cannot be tokenized in linear time (an
-        unbroken run too long, see :mod:`ctxasm.tokens.runs`), or ``None``; a scan only."""
+        """Why the candidate's text, title, url or id (which a header shows when there is
+        neither title nor url) cannot be tokenized in linear time (an unbroken run too long,
+        see :mod:`ctxasm.tokens.runs`), or ``None``; a scan only."""
         passage = candidate.passage
         limit = self.counter.max_run
         for name, value in (
             ("text", candidate.text),
             ("title", passage.title),
             ("url", passage.url),
+            ("id", None if passage.title or passage.url else passage.id),
         ):
             run = find_long_run(value, limit) if value else None
             if run is not None:

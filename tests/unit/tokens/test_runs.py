@@ -155,6 +155,24 @@ def test_a_passage_with_a_long_run_is_excluded_not_the_request(
     ]
 
 
+def test_a_long_id_is_named_where_the_header_shows_it() -> None:
+    # The header shows the id of a passage with neither title nor url; the detail blamed the
+    # text ("the text has ... from character 21"), which was fine.
+    long_id = "d" * 100_000
+    alone = {"id": long_id, "text": "Aristotle taught Alexander.", "score": 0.9}
+    result = ctxasm.assemble(QUERY, [GOOD, alone], model="gpt-4o")
+    assert [(e.candidate_id, e.detail) for e in result.report.excluded] == [
+        (
+            long_id,
+            "cannot be counted: its id has 100,000 letter-like characters without a break "
+            "from character 0 (at most 1,000 can be tokenized in linear time)",
+        )
+    ]
+    titled = {**alone, "title": "Aristotle"}  # the header shows the title, not the id
+    result = ctxasm.assemble(QUERY, [GOOD, titled], model="gpt-4o")
+    assert sorted(p.id for p in result.report.included) == sorted(["good", long_id])
+
+
 def test_a_long_run_over_the_budget_is_over_budget_first() -> None:
     bad = {"id": "bad", "text": "a" * 1_000_000, "score": 0.9}
     result = ctxasm.assemble(QUERY, [GOOD, bad], model="gpt-4o", max_context_tokens=500)
