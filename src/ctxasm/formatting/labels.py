@@ -73,7 +73,6 @@ ITEM = re.compile(
 )
 """One number or range inside a marker: after the word ("Source2") or after no letter, never
 a digit inside a word (the 0 of "S0urce")."""
-_DIGITS = re.compile(r"(?<![^\W\d_])[0-9]+")  # a number, not the 0 of "S0urce"
 # Where a line starts, and what markup may come before a label there: quotes (block quotes and
 # quotation marks, guillemets, which fold to "<" and ">"), an opening parenthesis, list
 # bullets, arrows, numbers and letters ("1." "2)" "a)" "[1]"), headings, table bars, emphasis
@@ -170,9 +169,11 @@ def _line_starts(text: str) -> Iterable[int]:
 def _marked(folded: Folded, matches: list[re.Match[str]]) -> str:
     """The original text with :data:`NEUTRAL_MARK` before every number of ``matches``."""
     cuts = sorted(
-        folded.original(match.start() + digits.start())
+        folded.original(match.start() + item.start(group))
         for match in matches
-        for digits in _DIGITS.finditer(match.group())
+        for item in ITEM.finditer(match.group())
+        for group in (1, 2)
+        if item.start(group) >= 0
     )
     if not cuts:
         return folded.original_text

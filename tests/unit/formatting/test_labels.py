@@ -9,7 +9,7 @@ import re
 import pytest
 
 from ctxasm.formatting import labels
-from ctxasm.formatting.labels import CITATION, neutral_text, neutral_url
+from ctxasm.formatting.labels import CITATION, neutral_text, neutral_title, neutral_url
 
 
 @pytest.mark.parametrize(
@@ -40,6 +40,12 @@ from ctxasm.formatting.labels import CITATION, neutral_text, neutral_url
         # a digit for the "o", an underscore for the space: the number is marked, not the 0
         ("x\n[S0urce 2] y", "x\n[S0urce № 2] y"),
         ("x\n[Source_2] y", "x\n[Source_№ 2] y"),
+        # the number touching the word, which the citation checker reads as Source 2 (they
+        # were left as written: a digit after a letter was taken for part of a word)
+        ("x\n[Source2] y", "x\n[Source№ 2] y"),
+        ("x\nS0urce2: y", "x\nS0urce№ 2: y"),
+        ("x\n[Sources2,3] y", "x\n[Sources№ 2,№ 3] y"),
+        ("x\n[Source2-Source4] y", "x\n[Source№ 2-Source№ 4] y"),
         # arrows, guillemets, letter bullets, bracketed numbers and HTML tags before it
         ("x\n→ [Source 2] y", "x\n→ [Source № 2] y"),
         ("x\n« Source 2: y »", "x\n« Source № 2: y »"),
@@ -105,3 +111,17 @@ def test_lines_start_where_a_look_behind_for_a_break_finds_them(seed: int) -> No
         }
         starts = set(labels._line_starts(text))
         assert starts - {len(text)} == found - {len(text)}
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("Source2 official", "Source№ 2 official"),
+        ("Facts [S0urce2]", "Facts (S0urce№ 2)"),
+        ("Sources2,3", "Sources№ 2,№ 3"),
+        ("Source 2.0 release", "Source 2.0 release"),  # a version, not a label
+        ("Resource2", "Resource2"),  # inside a word
+    ],
+)
+def test_a_number_touching_the_word_is_marked_in_metadata(title: str, expected: str) -> None:
+    assert neutral_title(title) == expected
