@@ -170,7 +170,9 @@ class Assembler:
     def _build(self, slot: str, spec: StrategySpec, where: str) -> object:
         try:
             key = f"{slot}:{json.dumps(spec.to_config(), sort_keys=True)}"
-        except TypeError:
+        except (TypeError, ValueError, RecursionError):
+            # not JSON (an object, a cycle, an int too long to write, deep nesting): built
+            # uncached, and its checks name what is wrong
             return registry.build(slot, spec, where)
         with self._lock:
             cached = self._strategies.get(key)

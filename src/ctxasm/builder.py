@@ -27,7 +27,7 @@ from ctxasm.errors import RequestError, UntokenizableError
 from ctxasm.models import ModelSpec, default_registry
 from ctxasm.retrieval import Hit, Retriever
 from ctxasm.tokens import TokenCounter, get_counter
-from ctxasm.validation import MAX_INTEGER, integer, number, string
+from ctxasm.validation import MAX_INTEGER, integer, number, shown, string
 
 __all__ = [
     "CUTOFFS",
@@ -122,7 +122,7 @@ class ContextBuilder:
         self._max_tokens = _require_count(max_tokens, "max_tokens")
         if cutoff not in CUTOFFS:
             raise RequestError(
-                f"cutoff must be one of {', '.join(CUTOFFS)}, got {cutoff!r}", field="cutoff"
+                f"cutoff must be one of {', '.join(CUTOFFS)}, got {shown(cutoff)}", field="cutoff"
             )
         self._cutoff = cutoff
         self._separator = _require_text(separator, "separator")
@@ -328,7 +328,7 @@ def _hit_value(hit: object, name: str, where: str, *, required: bool = True) -> 
 def _resolve_model(model: object) -> ModelSpec:
     if not isinstance(model, str) or not model:
         raise RequestError(
-            f"model must be a model name such as 'gpt-4o', got {model!r}; "
+            f"model must be a model name such as 'gpt-4o', got {shown(model)}; "
             "run `ctxasm models` for the list",
             field="model",
         )
@@ -364,5 +364,5 @@ def _free(labels: Set[str], stem: str, number: int) -> str:
 def _require_label(value: object, field: str) -> str:
     label = _require_text(value, field)
     if not label:
-        raise RequestError(f"{field} must be a non-empty string; got {value!r}", field=field)
+        raise RequestError(f"{field} must be a non-empty string; got {shown(value)}", field=field)
     return label

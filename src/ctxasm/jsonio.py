@@ -248,7 +248,7 @@ def _unique_keys(what: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]
             for key, _ in pairs:
                 if key in seen:
                     raise InvalidJSONError(
-                        f"the {what} repeats the key {key!r} in one object; "
+                        f"the {what} repeats the key {_short(key)} in one object; "
                         "each key may appear once",
                         field=what,
                     )
@@ -256,6 +256,12 @@ def _unique_keys(what: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]
         return obj
 
     return build
+
+
+def _short(key: str) -> str:
+    """A key's repr for a message, cut to 60 characters (a key may be megabytes long)."""
+    shown = repr(key[:60])
+    return shown if len(key) <= 60 else f"{shown[:-1]}...{shown[-1]}"
 
 
 def _integer(what: str) -> Callable[[str], int]:

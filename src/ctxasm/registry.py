@@ -35,7 +35,7 @@ from ctxasm.strategy import (
     require_int,
     require_number,
 )
-from ctxasm.validation import plain, shown
+from ctxasm.validation import key_path, plain, shown
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -108,8 +108,9 @@ def build(slot: str, spec: StrategySpec | Mapping[str, Any] | str, field: str) -
         if key not in allowed:
             listed = ", ".join(allowed) if allowed else "none"
             raise RequestError(
-                f"{slot} strategy {spec.name!r} has no parameter {key!r}; parameters: {listed}",
-                field=f"{field}.{key}",
+                f"{slot} strategy {spec.name!r} has no parameter {shown(key)}; "
+                f"parameters: {listed}",
+                field=key_path(field, key),
             )
     try:
         # Parameters as the built-in values they subclass: a subclass may redefine the

@@ -17,6 +17,7 @@ import math
 from typing import Any, ClassVar
 
 from ctxasm.errors import EXIT_BAD_INPUT, CtxasmError
+from ctxasm.validation import shown
 
 __all__ = [
     "SLOTS",
@@ -67,15 +68,15 @@ def require_number(
 ) -> float:
     """``value`` as a finite float within [low, high], or a ParamError."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ParamError(param, f"must be a finite number, got {value!r}")
+        raise ParamError(param, f"must be a finite number, got {shown(value)}")
     try:
         finite = math.isfinite(value)
     except OverflowError:  # an integer too large for a float
         finite = False
     if not finite:
-        raise ParamError(param, f"must be a finite number, got {value!r}")
+        raise ParamError(param, f"must be a finite number, got {shown(value)}")
     if (low is not None and value < low) or (high is not None and value > high):
-        raise ParamError(param, f"must be between {low} and {high}, got {value!r}")
+        raise ParamError(param, f"must be between {low} and {high}, got {shown(value)}")
     return float(value)
 
 
@@ -83,18 +84,20 @@ def require_int(param: str, value: object, *, low: int, high: int | None = None)
     """``value`` as an int >= low (and <= high, where given), or a ParamError."""
     if high is not None:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ParamError(param, f"must be an integer from {low} to {high:,}, got {value!r}")
+            raise ParamError(
+                param, f"must be an integer from {low} to {high:,}, got {shown(value)}"
+            )
         return value
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ParamError(param, f"must be an integer >= {low}, got {value!r}")
+        raise ParamError(param, f"must be an integer >= {low}, got {shown(value)}")
     if value > 2**53:
-        raise ParamError(param, f"must be an integer <= 2**53, got {value!r}")
+        raise ParamError(param, f"must be an integer <= 2**53, got {shown(value)}")
     return value
 
 
 def require_choice(param: str, value: object, choices: tuple[str, ...]) -> str:
     """``value`` if it is one of ``choices``, or a ParamError."""
     if value not in choices:
-        raise ParamError(param, f"must be one of {', '.join(choices)}, got {value!r}")
+        raise ParamError(param, f"must be one of {', '.join(choices)}, got {shown(value)}")
     assert isinstance(value, str)
     return value

@@ -168,7 +168,7 @@ def name(value: object, field: str, *, optional: bool = False) -> Any:
     text: str = plain(value)
     if not text.strip():
         hint = "; leave it out (null) for none" if optional else ""
-        raise RequestError(f"{field} must not be empty{hint}; got {text!r}", field=field)
+        raise RequestError(f"{field} must not be empty{hint}; got {shown(text)}", field=field)
     if not text.isprintable():
         control = _CONTROL.search(text)
         if control is not None:

@@ -90,6 +90,11 @@ CASES: list[tuple[str, bytes, str | None]] = [
     ("repeated key", b'{"a": 1, "b": 2, "a": 3}', "the request repeats the key 'a'"),
     ("repeated key, deep", b'{"x": [{"k": 1}, {"k": 1, "k": 2}]}', "repeats the key 'k'"),
     ("repeated key, escaped", b'{"a": 1, "\\u0061": 2}', "repeats the key 'a'"),
+    (
+        "repeated long key",  # shortened: the message carried the whole key
+        b'{"' + b"k" * 100_000 + b'": 1, "' + b"k" * 100_000 + b'": 2}',
+        "repeats the key '" + "k" * 60 + "...' in one object",
+    ),
     ("NaN", b'{"s": NaN}', "the request has NaN"),
     ("Infinity", b"[1, Infinity]", "the request has Infinity"),
     ("-Infinity", b"[-Infinity]", "the request has -Infinity"),

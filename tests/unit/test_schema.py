@@ -213,6 +213,67 @@ def test_an_unknown_long_name_is_shortened(request_fields: dict[str, Any]) -> No
 
 
 @pytest.mark.parametrize(
+    ("strategy", "field"),
+    [
+        ({"dedup": [{"name": "near", "k" * 100_000: 1}]}, "strategy.dedup[0].kkk"),
+        (
+            {"compression": {"name": "sentences", "mode": "x" * 100_000}},
+            "strategy.compression.mode",
+        ),
+        (
+            {"dedup": [{"name": "semantic", "embedder": ["x"] * 50_000}]},
+            "strategy.dedup[0].embedder",
+        ),
+        ({"dedup": [{"name": "near", "threshold": "y" * 100_000}]}, "strategy.dedup[0].threshold"),
+        (
+            {"selection": {"name": "auto", "multihop": ["x"] * 50_000}},
+            "strategy.selection.multihop",
+        ),
+        ({"selection": {"name": "mmr", "k" * 100_000: 1}}, "strategy.selection.kkk"),
+    ],
+)
+def test_a_long_strategy_parameter_or_value_is_shortened(
+    strategy: dict[str, Any], field: str
+) -> None:
+    # Each came back whole, in the message and in the field: 4 MB of error for 2 MB sent.
+    with pytest.raises(RequestError) as caught:
+        ctxasm.assemble("q", [{"id": "a", "text": "x"}], strategy=strategy)
+    assert len(caught.value.message) < 400
+    assert caught.value.field is not None and caught.value.field.startswith(field)
+    assert len(caught.value.field) < 100
+
+
+def _cyclic() -> list[Any]:
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    return cycle
+
+
+def _deep(levels: int) -> list[Any]:
+    top: list[Any] = []
+    inner = top
+    for _ in range(levels):
+        inner.append([])
+        inner = inner[0]
+    return top
+
+
+@pytest.mark.parametrize(
+    "value", [10**5000, _cyclic(), _deep(100_000)], ids=["huge-int", "cyclic", "deep"]
+)
+def test_a_strategy_parameter_no_json_can_hold_is_refused_by_name(value: object) -> None:
+    # The strategy cache's key (JSON) raised ValueError or RecursionError from the Python API.
+    with pytest.raises(RequestError) as caught:
+        ctxasm.assemble(
+            "q",
+            [{"id": "a", "text": "x"}],
+            strategy={"dedup": [{"name": "near", "threshold": value}]},
+        )
+    assert caught.value.field == "strategy.dedup[0].threshold"
+    assert len(caught.value.message) < 400
+
+
+@pytest.mark.parametrize(
     ("extra", "field"),
     [
         ({"start": 3}, "passages[0].start"),

@@ -10,6 +10,7 @@ from ctxasm.embeddings import Embedder, get_embedder, unit_rows
 from ctxasm.errors import ConfigError
 from ctxasm.stages.dedup import DedupSession, Duplicate, Verdict
 from ctxasm.strategy import ParamError, Strategy, require_number
+from ctxasm.validation import shown
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,7 +55,7 @@ class SemanticDedup(Strategy):
 
 def _resolve(param: str, spec: object) -> Embedder:
     if not isinstance(spec, str):
-        raise ParamError(param, f"must be an embedder spec string or null, got {spec!r}")
+        raise ParamError(param, f"must be an embedder spec string or null, got {shown(spec)}")
     try:
         return get_embedder(spec)
     except ConfigError as exc:

@@ -32,6 +32,7 @@ from ctxasm.stages.relevance import rank_agreement
 from ctxasm.stages.selection import offer_in_order, scaled_scores
 from ctxasm.stages.selection_packing import Offer, Packing
 from ctxasm.strategy import Strategy, require_int, require_number
+from ctxasm.validation import shown
 
 __all__ = ["AutoSelection", "BridgeSelection", "CoverageSelection", "Evidence"]
 
@@ -425,7 +426,8 @@ class AutoSelection(Strategy):
             spec = getattr(self, query_class)
             if not isinstance(spec, str | Mapping):
                 raise ParamError(
-                    query_class, f"must be a selection strategy name or {{name, ...}}, got {spec!r}"
+                    query_class,
+                    f"must be a selection strategy name or {{name, ...}}, got {shown(spec)}",
                 )
             if (spec.get("name") if isinstance(spec, Mapping) else spec) == self.name:
                 raise ParamError(query_class, "cannot route to auto itself")

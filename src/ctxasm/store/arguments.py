@@ -12,7 +12,7 @@ from ctxasm.data import Principal, checked_principal
 from ctxasm.errors import RequestError
 from ctxasm.store.documents import Document
 from ctxasm.store.records import class_key
-from ctxasm.validation import integer, invalid, string
+from ctxasm.validation import integer, invalid, shown, string
 
 __all__ = [
     "check_for_postgres",
@@ -46,7 +46,7 @@ def checked_doc_id(doc_id: object) -> str:
     """A document id given to ``delete``: a non-empty string without NUL."""
     checked: str = string(doc_id, "doc_id", nonempty=True)
     if "\x00" in checked:
-        raise RequestError(f"doc_id contains a NUL character; got {checked!r}", field="doc_id")
+        raise RequestError(f"doc_id contains a NUL character; got {shown(checked)}", field="doc_id")
     return checked
 
 
