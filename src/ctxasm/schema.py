@@ -208,6 +208,34 @@ def _encodable(text: str) -> bool:
     return True
 
 
+def _free_default_ids(passages: tuple[Passage, ...], items: Sequence[Any]) -> tuple[Passage, ...]:
+    """``passages``, where a passage given without an id was named ``passage-<index>`` and a
+    given id has that name, with the next ``passage-<n>`` no id uses instead (the error blamed
+    an id the caller never gave). Nothing changes when the ids are unique."""
+    ids = list(map(_ID, passages))
+    if len(set(ids)) == len(ids):
+        return passages
+    unnamed = [i for i, item in enumerate(items) if _without_id(item)]
+    given = set(range(len(ids))).difference(unnamed)
+    taken = {ids[i] for i in given}
+    if not any(ids[i] in taken for i in unnamed):
+        return passages  # given ids repeat each other: _check_unique_ids names them
+    renamed = list(passages)
+    for i in unnamed:
+        number = i
+        while f"passage-{number}" in taken:
+            number += 1
+        taken.add(f"passage-{number}")
+        if number != i:
+            renamed[i] = dataclasses.replace(passages[i], id=f"passage-{number}")
+    return tuple(renamed)
+
+
+def _without_id(item: object) -> bool:
+    """Whether a request's passage item leaves its id to its position."""
+    return isinstance(item, Mapping) and dict(item).get("id") is None
+
+
 def _check_unique_ids(passages: Sequence[Passage]) -> None:
     ids = list(map(_ID, passages))
     if len(set(ids)) == len(ids):
@@ -323,6 +351,12 @@ def _parse_history(value: object) -> tuple[Message, ...]:
             continue
         if not isinstance(item, Mapping):
             raise _fail(where, "an object with role and content", item)
+        unknown = [key for key in item if key not in ("role", "content")]
+        if unknown:  # a typo ("contents") would drop the turn's text without a word
+            raise RequestError(
+                f"{where} has unknown field {shown(unknown[0])}; allowed: role, content",
+                field=key_path(where, unknown[0]),
+            )
         try:
             fields: dict[str, Any] = {key: item.get(key) for key in ("role", "content")}
             turns.append(Message(**fields))
@@ -420,7 +454,7 @@ def parse_request(
     ):
         raise _fail("passages", "a list of passages", raw_passages)
     _check_size(data, raw_passages, max_request_chars)
-    passages = _parse_passages(raw_passages)
+    passages = _free_default_ids(_parse_passages(raw_passages), raw_passages)
     _check_unique_ids(passages)
     query_class = data.get("query_class")
     if query_class is not None and query_class not in ("auto", *QUERY_CLASSES):

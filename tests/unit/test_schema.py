@@ -212,6 +212,35 @@ def test_an_unknown_long_name_is_shortened(request_fields: dict[str, Any]) -> No
     assert len(caught.value.message) < 400
 
 
+def test_a_passage_without_an_id_takes_a_default_no_given_id_uses() -> None:
+    # "passages[1].id 'passage-1' repeats passages[0].id" blamed an id never given.
+    request = ctxasm.parse_request(
+        {
+            "query": "q",
+            "passages": [
+                {"text": "a"},
+                {"text": "b"},
+                {"id": "passage-1", "text": "c"},
+                {"id": "passage-2", "text": "d"},
+            ],
+        }
+    )
+    assert [p.id for p in request.passages] == ["passage-0", "passage-3", "passage-1", "passage-2"]
+    error = _error(query="q", passages=[{"id": "x", "text": "a"}, {"id": "x", "text": "b"}])
+    assert error.field == "passages[1].id"  # ids given twice are still the caller's to fix
+
+
+def test_an_unknown_field_of_a_history_turn_is_refused() -> None:
+    # "contents" was ignored: the turn went in without its text, and nobody was told.
+    error = _error(
+        query="q", passages=[], history=[{"role": "user", "content": "hi", "contents": "typo"}]
+    )
+    assert (error.field, error.message) == (
+        "history[0].contents",
+        "history[0] has unknown field 'contents'; allowed: role, content",
+    )
+
+
 @pytest.mark.parametrize(
     ("strategy", "field"),
     [
