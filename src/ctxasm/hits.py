@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxasm.errors import RequestError
-from ctxasm.schema import PASSAGE_FIELDS
+from ctxasm.schema import PASSAGE_FIELDS, parse_passage
 
 __all__ = ["SCORE_FIELDS", "TEXT_FIELDS", "passages_from_hits"]
 
@@ -37,7 +37,12 @@ def passages_from_hits(hits: Sequence[object]) -> list[dict[str, Any]]:
     passages: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     for index, hit in enumerate(hits):
-        passage = _passage(hit, f"hits[{index}]")
+        where = f"hits[{index}]"
+        passage, origins = _passage(hit, where)
+        try:  # checked here, so that an error names the hit's own field
+            parse_passage(passage, index)
+        except RequestError as error:
+            raise _in_hit(error, f"passages[{index}]", where, origins) from None
         if "id" not in passage:
             base = "hit-" + hashlib.sha256(passage["text"].encode("utf-8")).hexdigest()[:10]
             seen[base] = seen.get(base, 0) + 1
@@ -46,7 +51,23 @@ def passages_from_hits(hits: Sequence[object]) -> list[dict[str, Any]]:
     return passages
 
 
-def _passage(hit: object, where: str) -> dict[str, Any]:
+def _in_hit(
+    error: RequestError, prefix: str, where: str, origins: Mapping[str, str]
+) -> RequestError:
+    """``error``, about passage field ``prefix.<name>...``, about the hit's own field."""
+    field = error.field or prefix
+    name = field[len(prefix) + 1 :].split(".", 1)[0].split("[", 1)[0]
+    if not field.startswith(prefix) or name not in origins:
+        return error
+    moved = f"{where}.{origins[name]}"
+    message = error.message
+    if message.startswith(f"{prefix}.{name}"):
+        message = moved + message[len(prefix) + 1 + len(name) :]
+    return type(error)(message, field=moved + field[len(prefix) + 1 + len(name) :])
+
+
+def _passage(hit: object, where: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The passage fields of ``hit``, and where in the hit each came from."""
     if not isinstance(hit, Mapping):
         raise RequestError(
             f"{where} must be an object with the text in 'text', 'content' or 'page_content'; "
@@ -61,14 +82,17 @@ def _passage(hit: object, where: str) -> dict[str, Any]:
             field=f"{where}.text",
         )
     passage: dict[str, Any] = {"text": text}
+    origins = {"text": _first_name(hit, TEXT_FIELDS)}
     score = _first(hit, SCORE_FIELDS)
     if score is not None:
         passage["score"] = score
+        origins["score"] = _first_name(hit, SCORE_FIELDS)
     given = hit.get("id")
     if isinstance(given, int) and not isinstance(given, bool):
         given = str(given)
     if given is not None:
         passage["id"] = given
+        origins["id"] = "id"
     metadata = hit.get("metadata")
     if metadata is not None and not isinstance(metadata, Mapping):
         raise RequestError(
@@ -79,14 +103,17 @@ def _passage(hit: object, where: str) -> dict[str, Any]:
     for name in _LIFTED:
         if name not in hit and name in extra:
             passage[name] = extra[name]
+            origins[name] = f"metadata.{name}"
     for key, value in hit.items():
         if key in _KEPT:
             passage[key] = value
+            origins[key] = key
         elif key not in _ALIASES:
             extra[key] = value
     if extra:
         passage["metadata"] = extra
-    return passage
+        origins["metadata"] = "metadata"
+    return passage, origins
 
 
 def _first(hit: Mapping[str, Any], names: Sequence[str]) -> Any:
@@ -94,6 +121,10 @@ def _first(hit: Mapping[str, Any], names: Sequence[str]) -> Any:
         if hit.get(name) is not None:
             return hit[name]
     return None
+
+
+def _first_name(hit: Mapping[str, Any], names: Sequence[str]) -> str:
+    return next(name for name in names if hit.get(name) is not None)
 
 
 def _found(hit: Mapping[str, Any]) -> str:

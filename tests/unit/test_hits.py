@@ -67,6 +67,22 @@ def test_generated_ids_do_not_depend_on_position_and_repeats_are_numbered() -> N
             "hits[0].metadata must be an object; got list",
             "hits[0].metadata",
         ),
+        # a value the passage refuses is named where the hit has it (it was "passages[0].title")
+        (
+            {"content": "a", "metadata": {"title": 5}},
+            "hits[0].metadata.title must be a string; got int 5",
+            "hits[0].metadata.title",
+        ),
+        (
+            {"content": "a", "similarity": "0.9"},
+            "hits[0].similarity must be a number or null; got str '0.9'",
+            "hits[0].similarity",
+        ),
+        (
+            {"page_content": "a", "start": 5, "end": 2},
+            "hits[0].end (2) is before start (5)",
+            "hits[0].end",
+        ),
     ],
 )
 def test_a_bad_hit_is_named(hit: object, message: str, field: str) -> None:
