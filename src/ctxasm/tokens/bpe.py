@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ctxasm.errors import TokenizerError
 from ctxasm.tokens.fastokens_source import FastBpe, FastBpeSource, fast_bpe
 from ctxasm.tokens.files import TokenizerFile
+from ctxasm.tokens.probes import PROBE_CHARACTERS
 from ctxasm.tokens.tiktoken_source import count_upto_at_spaces, space_lower_bound
 
 if TYPE_CHECKING:
@@ -174,10 +175,7 @@ def _build(name: str, encoding: BpeEncoding) -> _Loaded:
 
 # Characters of many kinds, each alone and all together: a pre-tokenizer pattern that leaves
 # one of them unmatched makes tiktoken skip it, so its count would be too low.
-_PROBE = (
-    "aZ7.,!?-_'\"()[]{}<>/\\|@#$%^&*+=~` \t\n\r"
-    "\u00e9\u00df\u0436\u03bb\u05d0\u0627\u0915\u4e2d\u3042\ud55c\U0001f642\u00a0\u2003"
-)
+_PROBE = "".join((*PROBE_CHARACTERS, " \t\n\r\u00a0\u2003"))
 
 
 def _check_pattern_covers(built: Any, label: str) -> None:

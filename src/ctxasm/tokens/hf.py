@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
 
 from ctxasm.errors import TokenizerError
 from ctxasm.tokens.files import TokenizerFile
+from ctxasm.tokens.probes import PROBE_CHARACTERS
 
 __all__ = ["HuggingFaceTokenizer"]
 
@@ -41,12 +43,7 @@ class HuggingFaceTokenizer:
                         "counting with a tokenizer.json needs the tokenizers library: "
                         "pip install 'ctxasm[hf]'"
                     ) from None
-                if self.file.distribution is None and not self.path.is_file():
-                    raise TokenizerError(
-                        f"tokenizer file {self.path} does not exist; give the path of the "
-                        "model's tokenizer.json"
-                    )
-                data = self.file.read()
+                data = self.file.read()  # found as the config check found it (``~`` too)
                 try:
                     tokenizer = Tokenizer.from_str(data.decode("utf-8"))
                 except Exception as exc:  # the Rust core raises a bare Exception
@@ -58,7 +55,7 @@ class HuggingFaceTokenizer:
                 # would stop at max_length (under-counted: the request overflows) or grow to it.
                 tokenizer.no_truncation()
                 tokenizer.no_padding()
-                _check_no_text_vanishes(tokenizer, self.file.label)
+                _check_no_text_vanishes(tokenizer, data, self.file.label)
                 self._tokenizer = tokenizer
             return self._tokenizer
 
@@ -70,13 +67,25 @@ class HuggingFaceTokenizer:
         return 1 if text else 0  # nothing is known about an arbitrary tokenizer's pieces
 
 
-# One character of each kind: a tokenizer that counts any of them as no token (an empty
-# vocabulary, or no unknown token and no byte fallback) would count budgets low.
-_PROBES = ("a", "Z", "7", ".", "\u00e9", "\u0436", "\u4e2d", "\U0001f642")
-
-
-def _check_no_text_vanishes(tokenizer: Any, label: str) -> None:
-    for probe in _PROBES:
+def _check_no_text_vanishes(tokenizer: Any, data: bytes, label: str) -> None:
+    """Refuse a file that counts some text as no token at all (see ctxasm.tokens.probes): a
+    BPE model with no unknown token, no byte fallback and no byte-level pre-tokenizer drops
+    every character its vocabulary lacks, and any file that counts a probe character so."""
+    config = json.loads(data)
+    model = config.get("model") if isinstance(config, dict) else None
+    if (
+        isinstance(model, dict)
+        and model.get("type") == "BPE"
+        and not model.get("unk_token")
+        and not model.get("byte_fallback")
+        and not _byte_level(config.get("pre_tokenizer"))
+    ):
+        raise TokenizerError(
+            f"{label} cannot be used: its BPE model has no unknown token, no byte fallback and "
+            "no byte-level pre-tokenizer, so it counts every character outside its vocabulary "
+            "as no token at all, and its counts would be too low for any budget"
+        )
+    for probe in PROBE_CHARACTERS:
         try:
             ids = tokenizer.encode(probe, add_special_tokens=False).ids
         except Exception as exc:  # the Rust core raises a bare Exception
@@ -87,3 +96,13 @@ def _check_no_text_vanishes(tokenizer: Any, label: str) -> None:
                 "vocabulary, or no unknown token and no byte fallback), so its counts would be "
                 "too low for any budget"
             )
+
+
+def _byte_level(pre_tokenizer: object) -> bool:
+    """Whether a ``tokenizer.json`` pre-tokenizer is byte-level (alone or in a sequence)."""
+    if not isinstance(pre_tokenizer, dict):
+        return False
+    if pre_tokenizer.get("type") == "ByteLevel":
+        return True
+    steps = pre_tokenizer.get("pretokenizers")
+    return isinstance(steps, list) and any(_byte_level(step) for step in steps)

@@ -25,6 +25,9 @@ white space
 The categories come from the Unicode 3.2 tables that ship with Python (``unicodedata.ucd_3_2_0``),
 which are older than any tokenizer's: a character assigned since then is in both of the first
 two kinds, so a table newer on either side can only make a run look longer here, never shorter.
+A character whose category changed since 3.2 (in Python's own tables) is in both kinds too:
+eighteen symbols became letters or marks (U+02B9 to U+02CF among them), and ``"a\u02c8"``
+repeated was one pre-token that the 3.2 tables alone read as runs of one character.
 """
 
 from __future__ import annotations
@@ -64,14 +67,21 @@ class LongRun:
 
 
 def _ranges(categories: tuple[str, ...]) -> str:
-    """A regular-expression class body for the Unicode 3.2 code points whose category
-    starts with one of ``categories``."""
-    table = unicodedata.ucd_3_2_0
+    """A regular-expression class body for the code points whose category starts with one of
+    ``categories`` both in the Unicode 3.2 tables and in Python's own (a character that changed
+    category since, such as U+02C8, a symbol in 3.2 and a letter now, breaks a run of neither
+    kind)."""
+    old, new = unicodedata.ucd_3_2_0, unicodedata
     parts: list[str] = []
     for low, high in _ASSIGNED_PLANES:
         start = -1
         for point in range(low, high + 1):
-            inside = point < high and table.category(chr(point)).startswith(categories)
+            char = chr(point)
+            inside = (
+                point < high
+                and old.category(char).startswith(categories)
+                and new.category(char).startswith(categories)
+            )
             if inside and start < 0:
                 start = point
             elif not inside and start >= 0:

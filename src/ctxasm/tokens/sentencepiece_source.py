@@ -126,6 +126,9 @@ class SentencePieceTokenizer:
 
 def _processor(sentencepiece: Any, data: bytes, label: str) -> Any:
     try:
-        return sentencepiece.SentencePieceProcessor(model_proto=data)
+        processor = sentencepiece.SentencePieceProcessor(model_proto=data)
+        # An empty file loads, and then fails on every text: refused here, naming the file.
+        processor.encode("a")
     except Exception as exc:  # the C++ core raises RuntimeError or OSError
         raise TokenizerError(f"{label} is not a valid SentencePiece model: {exc}") from None
+    return processor

@@ -32,6 +32,10 @@ def _cjk(n: int) -> str:
         ("ก\u0e31" * 600, LongRun(0, 1200, "letter-like")),  # Thai letters and marks
         ("!\x1c" * 600, LongRun(0, 1200, "symbol-like")),  # \x1c is not white space to BPE
         ("!\U00031350" * 600, LongRun(0, 1200, "symbol-like")),  # unassigned in Unicode 3.2
+        # symbols in Unicode 3.2, letters or marks now: one pre-token to o200k and cl100k
+        ("a\u02c8" * 600, LongRun(0, 1200, "letter-like")),
+        ("x\u2132" * 600, LongRun(0, 1200, "letter-like")),
+        ("!\u1885" * 600, LongRun(0, 1200, "symbol-like")),
         ("。".join([_cjk(999)] * 5), None),  # Chinese prose: punctuation breaks the runs
         ("/".join(["https://example.org/path"] * 100), None),  # long url, short pieces
     ],

@@ -308,6 +308,31 @@ def test_hf_tokenizer_missing_file(tmp_path: Path) -> None:
     assert "does not exist" in caught.value.message
 
 
+def test_hf_tokenizer_under_the_home_folder_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The config check expanded "~" and the tokenizer did not: every count said "does not
+    # exist" (review M).
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    tokenizer = Tokenizer(models.BPE({c: i for i, c in enumerate(alphabet)}, []))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    assert make_tokenizer("hf:~/tokenizer.json").count("hello") == 5
+
+
+def test_an_empty_sentencepiece_file_is_refused_when_it_loads(tmp_path: Path) -> None:
+    # It loaded, and every count then failed as if the text were at fault (review M).
+    pytest.importorskip("sentencepiece")
+    path = tmp_path / "tokenizer.model"
+    path.write_bytes(b"")
+    with pytest.raises(TokenizerError) as caught:
+        make_tokenizer(f"sentencepiece:{path}").count("hello")
+    assert caught.value.message.startswith(f"{path} is not a valid SentencePiece model")
+
+
 def test_hf_tokenizer_invalid_file(tmp_path: Path) -> None:
     path = tmp_path / "tokenizer.json"
     path.write_text("{not json")
@@ -316,14 +341,36 @@ def test_hf_tokenizer_invalid_file(tmp_path: Path) -> None:
     assert "is not a valid tokenizer.json" in caught.value.message
 
 
+NO_UNKNOWN = (
+    "its BPE model has no unknown token, no byte fallback and no byte-level pre-tokenizer, "
+    "so it counts every character outside its vocabulary as no token at all"
+)
+
+
+def _byte_alphabet(missing: str) -> list[str]:
+    from tokenizers import pre_tokenizers
+
+    return sorted(set(pre_tokenizers.ByteLevel.alphabet()) - set(missing))
+
+
 @pytest.mark.parametrize(
     ("kind", "words", "message"),
     [
-        ("bpe", [], "it counts 'a' as no token at all"),
-        ("bpe", ["a", "Z", "7", ".", "é", "ж", "中"], "it counts '🙂' as no token at all"),
-        ("word", ["a"], "it fails on 'Z': WordLevel error: Missing [UNK] token"),
+        ("bpe", [], NO_UNKNOWN),
+        ("bpe", ["a", "Z", "7", ".", "é", "ж", "中"], NO_UNKNOWN),
+        # its vocabulary has "hello" but not "b": 'bbbb cccc' counted 0 (review M)
+        ("bpe", ["h", "e", "l", "o", "a", "Z", "7", ".", "é", "ж", "中", "🙂"], NO_UNKNOWN),
+        ("word", ["a"], "it fails on '!': WordLevel error: Missing [UNK] token"),
+        # byte-level, but its vocabulary lacks the byte of "q"
+        ("bytes", _byte_alphabet("q"), "it counts 'q' as no token at all"),
     ],
-    ids=["empty", "no-unknown-token", "unknown-token-not-in-vocabulary"],
+    ids=[
+        "empty",
+        "no-unknown-token",
+        "vocabulary-of-probes",
+        "unknown-token-not-in-vocabulary",
+        "a-byte-missing",
+    ],
 )
 def test_hf_tokenizer_that_counts_text_as_nothing_is_refused(
     tmp_path: Path, kind: str, words: list[str], message: str
@@ -334,9 +381,14 @@ def test_hf_tokenizer_that_counts_text_as_nothing_is_refused(
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     vocab = {w: i for i, w in enumerate(words)}
-    model = models.BPE(vocab, []) if kind == "bpe" else models.WordLevel(vocab, unk_token="[UNK]")
+    word = kind == "word"
+    model = models.WordLevel(vocab, unk_token="[UNK]") if word else models.BPE(vocab, [])
     tokenizer = Tokenizer(model)
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.pre_tokenizer = (
+        pre_tokenizers.ByteLevel(add_prefix_space=False)
+        if kind == "bytes"
+        else pre_tokenizers.Whitespace()
+    )
     path = tmp_path / "tokenizer.json"
     tokenizer.save(str(path))
     with pytest.raises(TokenizerError) as caught:
@@ -379,9 +431,10 @@ def _tekken(path: Path, pattern: str) -> Path:
 @pytest.mark.parametrize(
     ("pattern", "skipped"),
     [
-        (r"[a-z]+", "'Z'"),
-        (r"[^\d]+", "'7'"),
-        (r"\w+|\s+", "'.'"),
+        (r"[a-z]+", "'!'"),
+        (r"[^\d]+", "'0'"),
+        (r"\w+|\s+", "'!'"),
+        (r"[^\p{Thai}]", "'ไ'"),  # every other character its own piece (review M)
         (r"[^\U0001F600-\U0001F64F]+", "'🙂'"),
     ],
 )
