@@ -628,11 +628,13 @@ def test_an_item_that_cannot_be_counted_is_excluded_and_the_build_goes_on() -> N
 
 def test_a_run_made_by_the_separator_is_untokenizable_for_the_later_item() -> None:
     built = (
-        ContextBuilder(1000, separator="").add("a" * 600, 2, label="a").add("b" * 600, 1, label="b")
+        ContextBuilder(10_000, separator="")
+        .add("a" * 4800, 2, label="a")
+        .add("b" * 4800, 1, label="b")
     ).build()
     assert built.included == ("a",)
     assert built.excluded[0].detail.startswith(
-        "joined to the context with separator '', it cannot be counted: the text has 1,200"
+        "joined to the context with separator '', it cannot be counted: the text has 9,600"
     )
 
 
@@ -643,10 +645,10 @@ def test_an_untokenizable_item_is_placed_in_the_whole_context(model: str) -> Non
     built = (
         ContextBuilder(10_000, model=model)
         .add("alpha beta gamma delta", 2, label="first")
-        .add("x" * 1500, 1, label="run")
+        .add("x" * 9000, 1, label="run")
     ).build()
     [run] = built.excluded
-    assert "1,500 letter-like characters without a break from character 24 " in run.detail
+    assert "9,000 letter-like characters without a break from character 24 " in run.detail
 
 
 @pytest.mark.parametrize("item", ['{"k":1234}', "123456789", "「中文字符串」"])

@@ -9,11 +9,11 @@ The next chunk repeats the last sentences of the previous one that fit in ``over
 so windows overlap by whole sentences; with ``overlap=0`` (or a last sentence longer than the
 overlap) consecutive chunks touch. Together the chunks cover the whole text.
 
-An unbroken run of more than 1,000 letters, symbols or white-space characters (see
-:mod:`ctxasm.tokens.runs`) takes quadratic time to tokenize, so the text is first cut inside
-such runs, every 1,000 characters, and the pieces between cuts are chunked one by one (chunks
-touch at a cut instead of overlapping). No chunk then holds a run longer than that, and
-chunking stays linear in the length of the document.
+An unbroken run of more than 8,000 letters, symbols or white-space characters (see
+:mod:`ctxasm.tokens.runs`) is past what tokenizes in linear time, so the text is first cut
+inside such runs, every 8,000 characters, and the pieces between cuts are chunked one by one
+(chunks touch at a cut instead of overlapping). No chunk then holds a run longer than that,
+and chunking stays linear in the length of the document.
 
 Each piece is tokenized once, in parts whose counts add up (see ``_SpanCounter``): the counts
 of its sentences and candidate chunks are read from those parts, and chunking counts the whole

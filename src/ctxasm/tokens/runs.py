@@ -1,11 +1,12 @@
 """Finding unbroken runs of characters that no tokenizer can count in linear time.
 
 A BPE tokenizer first cuts text into pre-tokens (a word, a run of punctuation, a run of white
-space) and then merges bytes inside each one; the merging costs time quadratic in the length of
-the pre-token, and tiktoken's pre-tokenizer overflows its stack on runs of about a million
-characters. Ordinary prose has pre-tokens of a few characters, but a run such as 200,000
-Chinese characters without punctuation, ``"a" * 600_000`` or a million newlines is one
-pre-token.
+space) and then merges bytes inside each one. Older tiktoken releases merged in time quadratic
+in the length of the pre-token, and overflowed their stack on runs of about a million
+characters; the pinned engines are linear up to tens of thousands of characters and grow
+faster beyond a few hundred thousand (docs/tokenizers.md has the measurements). Ordinary prose
+has pre-tokens of a few characters, but a run such as 200,000 Chinese characters without
+punctuation, ``"a" * 600_000`` or a million newlines is one pre-token.
 
 This module bounds pre-tokens without tokenizing. Every pre-token of the o200k and cl100k
 patterns is made of at most one leading character, then characters of one *letter-like* run or
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 
 __all__ = ["MAX_RUN_CHARS", "LongRun", "find_long_run", "long_runs"]
 
-MAX_RUN_CHARS = 1000
+MAX_RUN_CHARS = 8000
 """The longest run of one kind that a counted text may hold (see the module docstring)."""
 
 # Unicode's White_Space property, unchanged since Unicode 6.3 (what Rust's and `regex`'s \s match).

@@ -255,7 +255,7 @@ def test_a_text_of_one_chunk_comes_with_its_count() -> None:
     ],
 )
 def test_run_cuts_fall_only_inside_long_runs(text: str, cuts: list[int]) -> None:
-    assert run_cuts(text) == cuts
+    assert run_cuts(text, 1000) == cuts
 
 
 @SETTINGS

@@ -44,6 +44,7 @@ from ctxasm.tokens.fastokens_source import (
     FastBpeSource,
     fast_bpe,
 )
+from ctxasm.tokens.runs import MAX_RUN_CHARS
 
 needs_fastokens = pytest.mark.skipif(
     find_spec("fastokens") is None,
@@ -122,14 +123,15 @@ _ALPHABET = [
 
 
 def _extra_texts(seed: int = 7) -> list[str]:
-    """Hard cases the shared corpus leaves out: runs up to the 1,000 characters that
+    """Hard cases the shared corpus leaves out: runs up to the MAX_RUN_CHARS characters that
     ``TokenCounter.check`` allows, special tokens glued to text, contractions after every
     case, the newest Unicode blocks, and random soup over all of them."""
     rng = random.Random(seed)
     texts: list[str] = []
-    for length in (1, 2, 3, 4, 7, 31, 127, 500, 999, 1000):
+    longest = MAX_RUN_CHARS
+    for length in (1, 2, 3, 4, 7, 31, 127, 500, 999, 1000, 4000, longest - 1, longest):
         for unit in (" ", "\n", "\t", "\r\n", " \n", "\u3000", "\u00a0", "7", "x", "中", ".", "é"):
-            run = (unit * length)[:1000]
+            run = (unit * length)[:longest]
             texts += [run, f"a{run}b", f"{run}x ", f"1 {run}\n."]
     for special in _OPENAI_SPECIALS:
         texts += [special, f"a{special}b", f" {special} ", special * 3, f"{special}\n{special}"]

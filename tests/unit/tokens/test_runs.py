@@ -13,6 +13,9 @@ from ctxasm.tokens import _COUNTERS, TokenCounter, get_counter
 from ctxasm.tokens.runs import MAX_RUN_CHARS, LongRun, find_long_run
 from ctxasm.tokens.tiktoken_source import TiktokenTokenizer
 
+N = MAX_RUN_CHARS
+PAIRS = N // 2 + 100  # two characters each: a run of N + 200
+LIMIT = f"at most {N:,} can be tokenized in linear time"
 GOOD = {"id": "good", "text": "Aristotle taught at the Lyceum in Athens.", "score": 0.5}
 QUERY = "Where did Aristotle teach?"
 
@@ -25,18 +28,18 @@ def _cjk(n: int) -> str:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("a" * 1000, None),
-        ("a" * 1001, LongRun(0, 1001, "letter-like")),
-        ("x " + "\n" * 1500 + " y", LongRun(1, 1502, "white-space")),
-        ("ok " + "!" * 2000, LongRun(3, 2000, "symbol-like")),
-        ("ก\u0e31" * 600, LongRun(0, 1200, "letter-like")),  # Thai letters and marks
-        ("!\x1c" * 600, LongRun(0, 1200, "symbol-like")),  # \x1c is not white space to BPE
-        ("!\U00031350" * 600, LongRun(0, 1200, "symbol-like")),  # unassigned in Unicode 3.2
+        ("a" * N, None),
+        ("a" * (N + 1), LongRun(0, N + 1, "letter-like")),
+        ("x " + "\n" * (N + 500) + " y", LongRun(1, N + 502, "white-space")),
+        ("ok " + "!" * 2 * N, LongRun(3, 2 * N, "symbol-like")),
+        ("ก\u0e31" * PAIRS, LongRun(0, 2 * PAIRS, "letter-like")),  # Thai letters and marks
+        ("!\x1c" * PAIRS, LongRun(0, 2 * PAIRS, "symbol-like")),  # \x1c is not white space to BPE
+        ("!\U00031350" * PAIRS, LongRun(0, 2 * PAIRS, "symbol-like")),  # unassigned in 3.2
         # symbols in Unicode 3.2, letters or marks now: one pre-token to o200k and cl100k
-        ("a\u02c8" * 600, LongRun(0, 1200, "letter-like")),
-        ("x\u2132" * 600, LongRun(0, 1200, "letter-like")),
-        ("!\u1885" * 600, LongRun(0, 1200, "symbol-like")),
-        ("。".join([_cjk(999)] * 5), None),  # Chinese prose: punctuation breaks the runs
+        ("a\u02c8" * PAIRS, LongRun(0, 2 * PAIRS, "letter-like")),
+        ("x\u2132" * PAIRS, LongRun(0, 2 * PAIRS, "letter-like")),
+        ("!\u1885" * PAIRS, LongRun(0, 2 * PAIRS, "symbol-like")),
+        ("。".join([_cjk(N - 1)] * 5), None),  # Chinese prose: punctuation breaks the runs
         ("/".join(["https://example.org/path"] * 100), None),  # long url, short pieces
     ],
 )
@@ -55,11 +58,10 @@ def test_the_counter_refuses_a_long_run_before_tokenizing() -> None:
     with pytest.raises(UntokenizableError) as caught:
         counter.count("b" * 1_000_000)
     assert caught.value.message == (
-        "the text has 1,000,000 letter-like characters without a break from character 0 "
-        "(at most 1,000 can be tokenized in linear time)"
+        f"the text has 1,000,000 letter-like characters without a break from character 0 ({LIMIT})"
     )
     with pytest.raises(UntokenizableError):
-        counter.count_upto("b" * 5000, 10)
+        counter.count_upto("b" * (N + 1), 10)
 
 
 class _Panic(BaseException):
@@ -137,8 +139,8 @@ def test_a_panic_on_one_passage_excludes_only_that_passage(
             "its text has 1,000,001 white-space characters without a break from character 9",
         ),
         (
-            {"id": "bad", "text": "Aristotle taught.", "title": "T" * 5000, "score": 0.9},
-            "its title has 5,000 letter-like characters without a break from character 0",
+            {"id": "bad", "text": "Aristotle taught.", "title": "T" * 5 * N, "score": 0.9},
+            f"its title has {5 * N:,} letter-like characters without a break from character 0",
         ),
     ],
 )
@@ -154,7 +156,7 @@ def test_a_passage_with_a_long_run_is_excluded_not_the_request(
             "bad",
             "selection",
             "untokenizable",
-            f"cannot be counted: {detail} (at most 1,000 can be tokenized in linear time)",
+            f"cannot be counted: {detail} ({LIMIT})",
         )
     ]
 
@@ -169,7 +171,7 @@ def test_a_long_id_is_named_where_the_header_shows_it() -> None:
         (
             long_id,
             "cannot be counted: its id has 100,000 letter-like characters without a break "
-            "from character 0 (at most 1,000 can be tokenized in linear time)",
+            f"from character 0 ({LIMIT})",
         )
     ]
     titled = {**alone, "title": "Aristotle"}  # the header shows the title, not the id
@@ -188,13 +190,13 @@ def test_a_long_run_over_the_budget_is_over_budget_first() -> None:
 @pytest.mark.parametrize(
     ("fields", "field"),
     [
-        ({"query": "q" * 5000}, "query"),
-        ({"system_prompt": "Be brief. " + "!" * 3000}, "system_prompt"),
+        ({"query": "q" * 5 * N}, "query"),
+        ({"system_prompt": "Be brief. " + "!" * 3 * N}, "system_prompt"),
         (
             {
                 "history": [
                     {"role": "user", "content": "hi"},
-                    {"role": "assistant", "content": "中" * 2000},
+                    {"role": "assistant", "content": "中" * 2 * N},
                 ]
             },
             "history[1].content",
@@ -213,13 +215,17 @@ def test_a_long_run_outside_the_passages_is_a_request_error(
 
 
 def test_chunks_of_a_document_with_a_long_run_are_cut_inside_it() -> None:
-    text = "Intro sentence. " + "z" * 2500 + " Outro sentence."
-    assert run_cuts(text) == [1016, 2016]
-    chunks = chunk_text(text, 512, 8)
-    assert [(c.start, c.end) for c in chunks] == [(0, 1016), (1016, 2016), (2016, 2532)]
+    text = "Intro sentence. " + "z" * (2 * N + 500) + " Outro sentence."
+    cuts = [16 + N, 16 + 2 * N]
+    assert run_cuts(text) == cuts
+    chunks = chunk_text(text, 4 * N, 8)
+    assert [(c.start, c.end) for c in chunks] == [
+        (0, cuts[0]),
+        (cuts[0], cuts[1]),
+        (cuts[1], len(text)),
+    ]
     small = chunk_text(text, 64, 8)
-    assert len(small) == 21
-    assert {1016, 2016} <= {c.start for c in small}
+    assert set(cuts) <= {c.start for c in small}
     chunks += small
     assert all(c.text == text[c.start : c.end] for c in chunks)
     assert all(find_long_run(c.text) is None for c in chunks)
@@ -229,4 +235,4 @@ def test_document_tokens_are_counted_linearly_and_exactly_without_runs() -> None
     counter = get_counter("tiktoken:o200k_base")
     prose = "Aristotle taught at the Lyceum. " * 100
     assert count_tokens(prose, counter) == counter.count(prose)
-    assert count_tokens("a" * 250_000, counter) == 250 * counter.count("a" * 1000)
+    assert count_tokens("a" * 250 * N, counter) == 250 * counter.count("a" * N)

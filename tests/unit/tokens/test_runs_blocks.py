@@ -60,7 +60,7 @@ def test_the_block_check_changes_no_answer(seed: int) -> None:
 def test_prose_is_cleared_and_a_long_run_is_still_found() -> None:
     prose = "The Danube flows east through Vienna and Budapest. " * 99 + "The end."
     assert runs._blocks_clear(prose, 1000)
-    assert find_long_run(prose + "a" * 2500) == runs.LongRun(len(prose), 2500, "letter-like")
-    assert find_long_run(prose + "\u00a0" * 1001 + "b") == runs.LongRun(
+    assert find_long_run(prose + "a" * 2500, 1000) == runs.LongRun(len(prose), 2500, "letter-like")
+    assert find_long_run(prose + "\u00a0" * 1001 + "b", 1000) == runs.LongRun(
         len(prose), 1001, "white-space"
     )
