@@ -63,6 +63,8 @@ def _in_hit(
     message = error.message
     if message.startswith(f"{prefix}.{name}"):
         message = moved + message[len(prefix) + 1 + len(name) :]
+    elif message.startswith(prefix):  # "passages[0] needs both start and end"
+        message = where + message[len(prefix) :]
     return type(error)(message, field=moved + field[len(prefix) + 1 + len(name) :])
 
 

@@ -210,24 +210,27 @@ def _encodable(text: str) -> bool:
 
 def _free_default_ids(passages: tuple[Passage, ...], items: Sequence[Any]) -> tuple[Passage, ...]:
     """``passages``, where a passage given without an id was named ``passage-<index>`` and a
-    given id has that name, with the next ``passage-<n>`` no id uses instead (the error blamed
-    an id the caller never gave). Nothing changes when the ids are unique."""
+    given id has that name, with the first ``passage-<n>`` after it that no id uses, given or
+    default, instead (the error blamed an id the caller never gave). Nothing changes when the
+    ids are unique, and no other passage is renamed. Linear: the search only moves forward."""
     ids = list(map(_ID, passages))
     if len(set(ids)) == len(ids):
         return passages
     unnamed = [i for i, item in enumerate(items) if _without_id(item)]
     given = set(range(len(ids))).difference(unnamed)
     taken = {ids[i] for i in given}
-    if not any(ids[i] in taken for i in unnamed):
+    clashing = [i for i in unnamed if ids[i] in taken]
+    if not clashing:
         return passages  # given ids repeat each other: _check_unique_ids names them
+    taken.update(ids[i] for i in unnamed)  # the defaults that stand keep their names
     renamed = list(passages)
-    for i in unnamed:
-        number = i
+    number = 0
+    for i in clashing:
+        number = max(number, i + 1)
         while f"passage-{number}" in taken:
             number += 1
         taken.add(f"passage-{number}")
-        if number != i:
-            renamed[i] = dataclasses.replace(passages[i], id=f"passage-{number}")
+        renamed[i] = dataclasses.replace(passages[i], id=f"passage-{number}")
     return tuple(renamed)
 
 
@@ -244,7 +247,7 @@ def _check_unique_ids(passages: Sequence[Passage]) -> None:
     for i, passage_id in enumerate(ids):
         if passage_id in seen:
             raise RequestError(
-                f"passages[{i}].id {passage_id!r} repeats passages[{seen[passage_id]}].id; "
+                f"passages[{i}].id {shown(passage_id)} repeats passages[{seen[passage_id]}].id; "
                 "passage ids must be unique",
                 field=f"passages[{i}].id",
             )

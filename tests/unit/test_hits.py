@@ -79,6 +79,11 @@ def test_generated_ids_do_not_depend_on_position_and_repeats_are_numbered() -> N
             "hits[0].similarity",
         ),
         (
+            {"page_content": "a", "start": 5},
+            "hits[0] needs both start and end (character offsets in its document) or neither",
+            "hits[0].start",
+        ),
+        (
             {"page_content": "a", "start": 5, "end": 2},
             "hits[0].end (2) is before start (5)",
             "hits[0].end",

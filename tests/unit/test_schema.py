@@ -226,6 +226,11 @@ def test_a_passage_without_an_id_takes_a_default_no_given_id_uses() -> None:
         }
     )
     assert [p.id for p in request.passages] == ["passage-0", "passage-3", "passage-1", "passage-2"]
+    # a default that stands is not renamed for another's sake (review O)
+    request = ctxasm.parse_request(
+        {"query": "q", "passages": [{"text": "a"}, {"text": "b"}, {"id": "passage-0", "text": "c"}]}
+    )
+    assert [p.id for p in request.passages] == ["passage-2", "passage-1", "passage-0"]
     error = _error(query="q", passages=[{"id": "x", "text": "a"}, {"id": "x", "text": "b"}])
     assert error.field == "passages[1].id"  # ids given twice are still the caller's to fix
 

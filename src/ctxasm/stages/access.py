@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from ctxasm.data import Exclusion, Passage, Principal, Reason, checked_principal
 from ctxasm.errors import AccessPolicyError
+from ctxasm.validation import shown
 
 __all__ = ["STAGE", "check_access", "filter_readable"]
 
@@ -47,7 +48,7 @@ def filter_readable(
         restricted = next((p for p in passages if p.has_access_data), None)
         if restricted is not None:
             raise AccessPolicyError(
-                f"passage {restricted.id!r} carries access data (tenant or readers) but the "
+                f"passage {shown(restricted.id)} carries access data (tenant or readers) but the "
                 "request names no principal; pass principal={id, tenant, groups} so access can "
                 "be checked",
                 field="principal",

@@ -16,6 +16,7 @@ from typing import ClassVar, Protocol
 from ctxasm.data import Candidate, Exclusion, Message, Passage, Reason
 from ctxasm.lexical import query_terms, term_counts_all, words
 from ctxasm.strategy import Strategy, require_number
+from ctxasm.validation import shown
 
 __all__ = [
     "STAGE",
@@ -208,7 +209,8 @@ class AutoRelevance(Strategy):
         if isinstance(self.sample, bool) or not isinstance(self.sample, int) or self.sample < 8:
             from ctxasm.strategy import ParamError
 
-            raise ParamError("sample", f"must be an integer of at least 8, got {self.sample!r}")
+            got = shown(self.sample)
+            raise ParamError("sample", f"must be an integer of at least 8, got {got}")
 
     def score(self, query: str, passages: Sequence[Passage]) -> Scores:
         utility = self._utility()

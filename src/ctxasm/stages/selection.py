@@ -17,6 +17,7 @@ from ctxasm.lexical import words
 from ctxasm.stages.relevance import unit_scaled
 from ctxasm.stages.selection_packing import Offer, Packing
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
+from ctxasm.validation import shown
 
 __all__ = [
     "GreedyByScoreSelection",
@@ -258,7 +259,8 @@ class MMRSelection(Strategy):
             from ctxasm.strategy import ParamError
 
             if not isinstance(self.embedder, str):
-                raise ParamError("embedder", f"must be an embedder spec, got {self.embedder!r}")
+                got = shown(self.embedder)
+                raise ParamError("embedder", f"must be an embedder spec, got {got}")
             try:
                 get_embedder(self.embedder)
             except CtxasmError as exc:

@@ -131,11 +131,15 @@ class Meter:
             ("text", candidate.text),
             ("title", passage.title),
             ("url", passage.url),
-            ("id", None if passage.title or passage.url else passage.id),
         ):
             run = find_long_run(value, limit) if value else None
             if run is not None:
                 return f"its {name} has {run.describe(limit)}"
+        if len(passage.id) > limit and (run := find_long_run(passage.id, limit)) is not None:
+            # named only where the header shows the id (no title or url it would show)
+            opening, _ = self.pricing(candidate)
+            if find_long_run(opening, limit) is not None:
+                return f"its id has {run.describe(limit)}"
         return None
 
     @property

@@ -75,7 +75,7 @@ def check_for_postgres(document: Document) -> None:
 
 def _too_long(document: Document, key: str, what: str) -> RequestError:
     return RequestError(
-        f"document.{key} of {document.doc_id[:80]!r}: {what} over {MAX_KEY_BYTES:,} bytes, "
+        f"document.{key} of {shown(document.doc_id)}: {what} over {MAX_KEY_BYTES:,} bytes, "
         "more than the PostgreSQL store can index; use a shorter id, or a group for many readers",
         field=f"document.{key}",
     )
@@ -83,7 +83,7 @@ def _too_long(document: Document, key: str, what: str) -> RequestError:
 
 def _nul(document: Document, key: str) -> RequestError:
     return RequestError(
-        f"document.{key} of {document.doc_id!r} contains a NUL character, which PostgreSQL "
+        f"document.{key} of {shown(document.doc_id)} contains a NUL character, which PostgreSQL "
         "cannot store; remove it before indexing",
         field=f"document.{key}",
     )

@@ -23,7 +23,7 @@ from typing import Any
 from ctxasm.errors import CtxasmError, RequestError
 from ctxasm.jsonio import decode_json
 from ctxasm.store.html_text import visible_text
-from ctxasm.validation import invalid, name, names, number, relocated, string, timestamp
+from ctxasm.validation import invalid, name, names, number, relocated, shown, string, timestamp
 
 __all__ = ["SUFFIXES", "Document", "read_documents"]
 
@@ -49,7 +49,7 @@ class Document:
         string(self.doc_id, "document.doc_id", nonempty=True)
         if "\x00" in self.doc_id:
             raise RequestError(
-                f"document.doc_id contains a NUL character; got {self.doc_id!r}",
+                f"document.doc_id contains a NUL character; got {shown(self.doc_id)}",
                 field="document.doc_id",
             )
         string(self.text, "document.text")

@@ -15,7 +15,7 @@ from ctxasm.data import Passage
 from ctxasm.errors import RequestError
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
-from ctxasm.validation import invalid
+from ctxasm.validation import invalid, shown
 
 __all__ = [
     "CHUNK_COLUMNS",
@@ -72,7 +72,7 @@ def _check_chunk(document: Document, chunk: Chunk, number: int) -> None:
         and document.text.startswith(text, start)
     ):
         raise RequestError(
-            f"chunks[{number}] of document {document.doc_id[:80]!r} is not the document's "
+            f"chunks[{number}] of document {shown(document.doc_id)} is not the document's "
             f"text from its start to its end (start {str(start)[:20]}, end {str(end)[:20]}); "
             "make chunks with ctxasm.store.chunk_text",
             field=f"chunks[{number}]",
@@ -163,7 +163,7 @@ def check_owners(batch: Sequence[Pending], owners: Mapping[str, str | None]) -> 
         document = item.document
         if document.doc_id in owners and owners[document.doc_id] != document.tenant:
             raise RequestError(
-                f"document.doc_id {document.doc_id!r} is already in this store under another "
+                f"document.doc_id {shown(document.doc_id)} is already in this store under another "
                 "tenant, and a document id names one document in the whole store: writing this "
                 "one would replace that one. Delete that document first (ctxasm delete), or "
                 "give this one another id",

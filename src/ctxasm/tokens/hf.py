@@ -69,8 +69,9 @@ class HuggingFaceTokenizer:
 
 def _check_no_text_vanishes(tokenizer: Any, data: bytes, label: str) -> None:
     """Refuse a file that counts some text as no token at all (see ctxasm.tokens.probes): a
-    BPE model with no unknown token, no byte fallback and no byte-level pre-tokenizer drops
-    every character its vocabulary lacks, and any file that counts a probe character so."""
+    BPE model with no unknown token, no byte fallback and no byte-level pre-tokenizer or
+    normalizer drops every character its vocabulary lacks, and any file that counts a probe
+    character so."""
     config = json.loads(data)
     model = config.get("model") if isinstance(config, dict) else None
     if (
@@ -79,11 +80,12 @@ def _check_no_text_vanishes(tokenizer: Any, data: bytes, label: str) -> None:
         and not model.get("unk_token")
         and not model.get("byte_fallback")
         and not _byte_level(config.get("pre_tokenizer"))
+        and not _byte_level(config.get("normalizer"))
     ):
         raise TokenizerError(
             f"{label} cannot be used: its BPE model has no unknown token, no byte fallback and "
-            "no byte-level pre-tokenizer, so it counts every character outside its vocabulary "
-            "as no token at all, and its counts would be too low for any budget"
+            "no byte-level pre-tokenizer or normalizer, so it counts every character outside "
+            "its vocabulary as no token at all, and its counts would be too low for any budget"
         )
     for probe in PROBE_CHARACTERS:
         try:
@@ -98,11 +100,12 @@ def _check_no_text_vanishes(tokenizer: Any, data: bytes, label: str) -> None:
             )
 
 
-def _byte_level(pre_tokenizer: object) -> bool:
-    """Whether a ``tokenizer.json`` pre-tokenizer is byte-level (alone or in a sequence)."""
-    if not isinstance(pre_tokenizer, dict):
+def _byte_level(step: object) -> bool:
+    """Whether a ``tokenizer.json`` pre-tokenizer or normalizer is byte-level (alone or in a
+    sequence): every character then reaches the model as bytes it has symbols for."""
+    if not isinstance(step, dict):
         return False
-    if pre_tokenizer.get("type") == "ByteLevel":
+    if step.get("type") == "ByteLevel":
         return True
-    steps = pre_tokenizer.get("pretokenizers")
-    return isinstance(steps, list) and any(_byte_level(step) for step in steps)
+    steps = step.get("pretokenizers", step.get("normalizers"))
+    return isinstance(steps, list) and any(_byte_level(inner) for inner in steps)

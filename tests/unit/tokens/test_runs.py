@@ -167,13 +167,18 @@ def test_a_long_id_is_named_where_the_header_shows_it() -> None:
     long_id = "d" * 100_000
     alone = {"id": long_id, "text": "Aristotle taught Alexander.", "score": 0.9}
     result = ctxasm.assemble(QUERY, [GOOD, alone], model="gpt-4o")
-    assert [(e.candidate_id, e.detail) for e in result.report.excluded] == [
+    expected = [
         (
             long_id,
             "cannot be counted: its id has 100,000 letter-like characters without a break "
             f"from character 0 ({LIMIT})",
         )
     ]
+    assert [(e.candidate_id, e.detail) for e in result.report.excluded] == expected
+    # a url the header does not show (javascript:) leaves the id shown too (review O)
+    hidden = {**alone, "url": "javascript:alert(1)"}
+    result = ctxasm.assemble(QUERY, [GOOD, hidden], model="gpt-4o")
+    assert [e.detail for e in result.report.excluded] == [excluded[1] for excluded in expected]
     titled = {**alone, "title": "Aristotle"}  # the header shows the title, not the id
     result = ctxasm.assemble(QUERY, [GOOD, titled], model="gpt-4o")
     assert sorted(p.id for p in result.report.included) == sorted(["good", long_id])

@@ -342,9 +342,21 @@ def test_hf_tokenizer_invalid_file(tmp_path: Path) -> None:
 
 
 NO_UNKNOWN = (
-    "its BPE model has no unknown token, no byte fallback and no byte-level pre-tokenizer, "
-    "so it counts every character outside its vocabulary as no token at all"
+    "its BPE model has no unknown token, no byte fallback and no byte-level pre-tokenizer or "
+    "normalizer, so it counts every character outside its vocabulary as no token at all"
 )
+
+
+def test_hf_byte_level_normalizer_is_enough(tmp_path: Path) -> None:
+    # A byte-level BPE whose ByteLevel step is the normalizer was refused (review O).
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    tokenizer = Tokenizer(models.BPE({c: i for i, c in enumerate(alphabet)}, []))
+    tokenizer.normalizer = normalizers.ByteLevel()
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    assert HuggingFaceTokenizer(tmp_path / "tokenizer.json").count("ไทย") == 9
 
 
 def _byte_alphabet(missing: str) -> list[str]:
