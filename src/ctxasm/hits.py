@@ -57,9 +57,9 @@ def _in_hit(
     """``error``, about passage field ``prefix.<name>...``, about the hit's own field."""
     field = error.field or prefix
     name = field[len(prefix) + 1 :].split(".", 1)[0].split("[", 1)[0]
-    if not field.startswith(prefix) or name not in origins:
+    if not field.startswith(prefix) or not name:
         return error
-    moved = f"{where}.{origins[name]}"
+    moved = f"{where}.{origins.get(name, name)}"  # a field the hit lacks: by its own name
     message = error.message
     if message.startswith(f"{prefix}.{name}"):
         message = moved + message[len(prefix) + 1 + len(name) :]

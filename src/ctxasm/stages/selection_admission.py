@@ -122,7 +122,7 @@ class Meter:
         return self.counter.lower_bound(candidate.text) + self.floor
 
     def unreadable(self, candidate: Candidate) -> str | None:
-        """Why the candidate's text, title, url or id (which a header shows when there is
+        """Why the candidate's text, title, url or header (which shows the id when there is
         neither title nor url) cannot be tokenized in linear time (an unbroken run too long,
         see :mod:`ctxasm.tokens.runs`), or ``None``; a scan only."""
         passage = candidate.passage
@@ -135,11 +135,13 @@ class Meter:
             run = find_long_run(value, limit) if value else None
             if run is not None:
                 return f"its {name} has {run.describe(limit)}"
-        if len(passage.id) > limit and (run := find_long_run(passage.id, limit)) is not None:
-            # named only where the header shows the id (no title or url it would show)
+        if max(len(passage.id), len(passage.title or ""), len(passage.url or "")) > limit // 2:
+            # The header, as rendered: it shows the id only where it shows no title or url,
+            # and its parts together may make a run that none makes alone.
             opening, _ = self.pricing(candidate)
-            if find_long_run(opening, limit) is not None:
-                return f"its id has {run.describe(limit)}"
+            run = find_long_run(opening, limit)
+            if run is not None:
+                return f"its header (the title, url or id it shows) has {run.describe(limit)}"
         return None
 
     @property

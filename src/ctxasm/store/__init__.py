@@ -334,7 +334,9 @@ def _read_file(
     try:
         for document in read_documents(path, tenant=tenant, readers=readers, errors=errors):
             pass_on_errors()
-            chunker.add(f"{path} ({document.doc_id})", document)
+            doc_id = document.doc_id  # named in a failure: a long one shortened
+            shown_id = doc_id if len(doc_id) <= 80 else f"{doc_id[:77]}..."
+            chunker.add(f"{path} ({shown_id})", document)
             _add(chunker.ready(), batch)
     except RequestError as exc:
         pass_on_errors()

@@ -23,7 +23,17 @@ from typing import Any
 from ctxasm.errors import CtxasmError, RequestError
 from ctxasm.jsonio import decode_json
 from ctxasm.store.html_text import visible_text
-from ctxasm.validation import invalid, name, names, number, relocated, shown, string, timestamp
+from ctxasm.validation import (
+    invalid,
+    key_path,
+    name,
+    names,
+    number,
+    relocated,
+    shown,
+    string,
+    timestamp,
+)
 
 __all__ = ["SUFFIXES", "Document", "read_documents"]
 
@@ -134,10 +144,11 @@ def _record(raw: Any, where: str, tenant: str | None, readers: tuple[str, ...] |
     unknown = sorted(key for key in raw if key not in _FIELDS)
     if unknown:
         # A misspelt access key ("reader", "Tenant") must not leave the run's defaults in place.
+        field = key_path(where, unknown[0])  # a key of a megabyte comes back shortened
         raise RequestError(
-            f"{where}.{unknown[0]} is not a field of a line; a line has {', '.join(_FIELDS)} "
+            f"{field} is not a field of a line; a line has {', '.join(_FIELDS)} "
             "(put anything else under metadata)",
-            field=f"{where}.{unknown[0]}",
+            field=field,
         )
     for key in ("doc_id", "text"):
         value = raw.get(key)

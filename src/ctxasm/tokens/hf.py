@@ -74,19 +74,29 @@ def _check_no_text_vanishes(tokenizer: Any, data: bytes, label: str) -> None:
     character so."""
     config = json.loads(data)
     model = config.get("model") if isinstance(config, dict) else None
-    if (
-        isinstance(model, dict)
-        and model.get("type") == "BPE"
-        and not model.get("unk_token")
-        and not model.get("byte_fallback")
-        and not _byte_level(config.get("pre_tokenizer"))
-        and not _byte_level(config.get("normalizer"))
-    ):
-        raise TokenizerError(
-            f"{label} cannot be used: its BPE model has no unknown token, no byte fallback and "
-            "no byte-level pre-tokenizer or normalizer, so it counts every character outside "
-            "its vocabulary as no token at all, and its counts would be too low for any budget"
+    if isinstance(model, dict) and model.get("type") == "BPE" and not model.get("unk_token"):
+        byte_level = _byte_level(config.get("pre_tokenizer")) or _byte_level(
+            config.get("normalizer")
         )
+        if not byte_level and not model.get("byte_fallback"):
+            raise TokenizerError(
+                f"{label} cannot be used: its BPE model has no unknown token, no byte fallback "
+                "and no byte-level pre-tokenizer or normalizer, so it counts every character "
+                "outside its vocabulary as no token at all, and its counts would be too low "
+                "for any budget"
+            )
+        vocab = model.get("vocab")
+        if byte_level and not model.get("byte_fallback") and isinstance(vocab, dict):
+            # every byte needs its symbol, or text holding that byte loses it
+            from tokenizers.pre_tokenizers import ByteLevel
+
+            missing = [symbol for symbol in ByteLevel.alphabet() if symbol not in vocab]
+            if missing:
+                raise TokenizerError(
+                    f"{label} cannot be used: its byte-level vocabulary has no token for "
+                    f"{len(missing)} of the 256 bytes ({missing[0]!r} first), so text holding "
+                    "them would be counted too low for any budget"
+                )
     for probe in PROBE_CHARACTERS:
         try:
             ids = tokenizer.encode(probe, add_special_tokens=False).ids

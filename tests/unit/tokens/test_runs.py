@@ -163,22 +163,26 @@ def test_a_passage_with_a_long_run_is_excluded_not_the_request(
 
 def test_a_long_id_is_named_where_the_header_shows_it() -> None:
     # The header shows the id of a passage with neither title nor url; the detail blamed the
-    # text ("the text has ... from character 21"), which was fine.
+    # text ("the text has ... from character 21"), which was fine. The header is what is
+    # scanned, as rendered.
     long_id = "d" * 100_000
     alone = {"id": long_id, "text": "Aristotle taught Alexander.", "score": 0.9}
     result = ctxasm.assemble(QUERY, [GOOD, alone], model="gpt-4o")
-    expected = [
-        (
-            long_id,
-            "cannot be counted: its id has 100,000 letter-like characters without a break "
-            f"from character 0 ({LIMIT})",
-        )
-    ]
-    assert [(e.candidate_id, e.detail) for e in result.report.excluded] == expected
+    header = "cannot be counted: its header (the title, url or id it shows) has 100,000 "
+    expected = [(long_id, True)]
+    assert [(e.candidate_id, e.detail.startswith(header)) for e in result.report.excluded] == (
+        expected
+    )
     # a url the header does not show (javascript:) leaves the id shown too (review O)
     hidden = {**alone, "url": "javascript:alert(1)"}
     result = ctxasm.assemble(QUERY, [GOOD, hidden], model="gpt-4o")
-    assert [e.detail for e in result.report.excluded] == [excluded[1] for excluded in expected]
+    assert [(e.candidate_id, e.detail.startswith(header)) for e in result.report.excluded] == (
+        expected
+    )
+    # a url of 7,999 symbols shown beside its brackets: a run only the header has (review P)
+    joined = {"id": "u", "text": "Aristotle taught.", "url": "https://x.org/" + "!" * (N - 1)}
+    result = ctxasm.assemble(QUERY, [GOOD, joined], model="gpt-4o")
+    assert [e.detail.startswith(header[:63]) for e in result.report.excluded] == [True]
     titled = {**alone, "title": "Aristotle"}  # the header shows the title, not the id
     result = ctxasm.assemble(QUERY, [GOOD, titled], model="gpt-4o")
     assert sorted(p.id for p in result.report.included) == sorted(["good", long_id])

@@ -347,6 +347,9 @@ NO_UNKNOWN = (
 )
 
 
+BYTE_GAP = "its byte-level vocabulary has no token for 1 of the 256 bytes ('{}' first)"
+
+
 def test_hf_byte_level_normalizer_is_enough(tmp_path: Path) -> None:
     # A byte-level BPE whose ByteLevel step is the normalizer was refused (review O).
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
@@ -373,8 +376,9 @@ def _byte_alphabet(missing: str) -> list[str]:
         # its vocabulary has "hello" but not "b": 'bbbb cccc' counted 0 (review M)
         ("bpe", ["h", "e", "l", "o", "a", "Z", "7", ".", "é", "ж", "中", "🙂"], NO_UNKNOWN),
         ("word", ["a"], "it fails on '!': WordLevel error: Missing [UNK] token"),
-        # byte-level, but its vocabulary lacks the byte of "q"
-        ("bytes", _byte_alphabet("q"), "it counts 'q' as no token at all"),
+        # byte-level, but its vocabulary lacks a byte: "q", or one in no probe (review P)
+        ("bytes", _byte_alphabet("q"), BYTE_GAP.format("q")),
+        ("bytes", _byte_alphabet("·"), BYTE_GAP.format("·")),
     ],
     ids=[
         "empty",
@@ -382,6 +386,7 @@ def _byte_alphabet(missing: str) -> list[str]:
         "vocabulary-of-probes",
         "unknown-token-not-in-vocabulary",
         "a-byte-missing",
+        "a-byte-no-probe-holds",
     ],
 )
 def test_hf_tokenizer_that_counts_text_as_nothing_is_refused(
