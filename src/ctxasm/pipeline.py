@@ -446,7 +446,11 @@ def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) 
     request, counter, block = setup.request, setup.counter, setup.fmt.block
     previous = setup.previous  # stable labels may run past the number of candidates
     worst_label = max(1, len(ranked.candidates)) + (previous.next_label - 1 if previous else 0)
-    meter = Meter(counter, lambda c: block.pricing(c, worst_label))
+    meter = Meter(
+        counter,
+        lambda c: block.pricing(c, worst_label),
+        every_id=getattr(setup.fmt, "shows_every_id", False),
+    )
     heading = counter.count(block.heading) + _BLOCK_SEAM
     query = ranked.reading.query
     context = SelectionContext(query, request.query_class or classify(query))

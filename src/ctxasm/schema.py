@@ -235,7 +235,10 @@ def _free_default_ids(passages: tuple[Passage, ...], items: Sequence[Any]) -> tu
 
 
 def _without_id(item: object) -> bool:
-    """Whether a request's passage item leaves its id to its position."""
+    """Whether a request's passage item leaves its id to its position (a mapping without one,
+    or a Passage subclass whose constructor let a null id through)."""
+    if isinstance(item, Passage):
+        return type(item) is not Passage and getattr(item, "id", None) is None
     return isinstance(item, Mapping) and dict(item).get("id") is None
 
 

@@ -231,6 +231,18 @@ def test_a_passage_without_an_id_takes_a_default_no_given_id_uses() -> None:
         {"query": "q", "passages": [{"text": "a"}, {"text": "b"}, {"id": "passage-0", "text": "c"}]}
     )
     assert [p.id for p in request.passages] == ["passage-2", "passage-1", "passage-0"]
+
+    class Unchecked(Passage):  # a subclass whose constructor skips the checks
+        __slots__ = ()
+
+        def __post_init__(self) -> None:
+            pass
+
+    unnamed = Unchecked(id=None, text="a")  # type: ignore[arg-type]
+    request = ctxasm.parse_request(
+        {"query": "q", "passages": [unnamed, {"id": "passage-0", "text": "b"}]}
+    )
+    assert [p.id for p in request.passages] == ["passage-1", "passage-0"]
     error = _error(query="q", passages=[{"id": "x", "text": "a"}, {"id": "x", "text": "b"}])
     assert error.field == "passages[1].id"  # ids given twice are still the caller's to fix
 

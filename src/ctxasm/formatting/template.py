@@ -102,6 +102,7 @@ class TemplateFormat:
 
     name = "template"
     block: SourcesBlock = FencedBlock()
+    shows_every_id = True  # ``{{ s.id }}`` writes any source's id, titled or not
 
     def __init__(self, source: str) -> None:
         from ctxasm.formatting.template_sandbox import RenderBudget

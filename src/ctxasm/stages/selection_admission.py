@@ -88,10 +88,16 @@ class Meter:
     """
 
     def __init__(
-        self, counter: TokenCounter, pricing: Callable[[Candidate], tuple[str, str]]
+        self,
+        counter: TokenCounter,
+        pricing: Callable[[Candidate], tuple[str, str]],
+        *,
+        every_id: bool = False,
     ) -> None:
         self.counter = counter
         self.pricing = pricing
+        # the format may show any passage's id (a template), not only where the header does
+        self.every_id = every_id
         self._floor: int | None = None
 
     def cost(self, candidate: Candidate) -> int:
@@ -135,6 +141,10 @@ class Meter:
             run = find_long_run(value, limit) if value else None
             if run is not None:
                 return f"its {name} has {run.describe(limit)}"
+        if self.every_id and len(passage.id) > limit // 2:
+            run = find_long_run(passage.id, limit)
+            if run is not None:
+                return f"its id (which the template may show) has {run.describe(limit)}"
         if max(len(passage.id), len(passage.title or ""), len(passage.url or "")) > limit // 2:
             # The header, as rendered: it shows the id only where it shows no title or url,
             # and its parts together may make a run that none makes alone.

@@ -188,6 +188,19 @@ def test_a_long_id_is_named_where_the_header_shows_it() -> None:
     assert sorted(p.id for p in result.report.included) == sorted(["good", long_id])
 
 
+def test_a_long_id_a_template_may_show_excludes_its_passage_not_the_request() -> None:
+    # The standard header hides the id of a titled passage, so selection kept it; the
+    # template wrote it, and the whole request failed when the prompt was counted (review P).
+    long_id = "d" * (N + 1000)
+    titled = {"id": long_id, "title": "Aristotle", "text": "Aristotle taught.", "score": 0.9}
+    template = "{% for s in sources %}{{ s.id }}: {{ s.fenced }}\n{% endfor %}Q: {{ query }}"
+    result = ctxasm.assemble(QUERY, [GOOD, titled], format="template", template=template)
+    assert [p.id for p in result.report.included] == ["good"]
+    assert [e.detail.split(" has ")[0] for e in result.report.excluded] == [
+        "cannot be counted: its id (which the template may show)"
+    ]
+
+
 def test_a_long_run_over_the_budget_is_over_budget_first() -> None:
     bad = {"id": "bad", "text": "a" * 1_000_000, "score": 0.9}
     result = ctxasm.assemble(QUERY, [GOOD, bad], model="gpt-4o", max_context_tokens=500)
