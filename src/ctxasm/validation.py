@@ -29,6 +29,7 @@ __all__ = [
     "parse_timestamp",
     "plain",
     "relocated",
+    "shortened",
     "shown",
     "string",
     "timestamp",
@@ -81,16 +82,20 @@ def shown(value: object) -> str:
         shown = repr(value)
     except Exception:  # a repr that raises is the caller's object, not a ctxasm error
         return "(its repr failed)"
-    return shown if len(shown) <= 60 else shown[:57] + "..."
+    return shortened(shown)
+
+
+def shortened(text: str, limit: int = 60) -> str:
+    """``text``, cut to ``limit`` characters with "..." when longer: what an error or a
+    report may quote of a value the caller sent."""
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def key_path(where: str, key: object) -> str:
     """The field path of ``key`` in ``where`` (``passages[3].colour``), a long key shortened:
     an error names it twice (message and field), and a key of a megabyte need not come back
     as two."""
-    text = key if isinstance(key, str) else shown(key)
-    if len(text) > 60:
-        text = text[:57] + "..."
+    text = shortened(key if isinstance(key, str) else shown(key))
     return f"{where}.{text}" if where else text
 
 

@@ -25,7 +25,7 @@ from ctxasm.store.documents import SUFFIXES, Document, read_documents
 from ctxasm.store.records import StoreStats
 from ctxasm.store.scoped import PrincipalRetriever
 from ctxasm.store.sqlite import SQLiteStore
-from ctxasm.validation import integer, invalid, name, names
+from ctxasm.validation import integer, invalid, name, names, shortened
 
 __all__ = [
     "Chunk",
@@ -334,9 +334,8 @@ def _read_file(
     try:
         for document in read_documents(path, tenant=tenant, readers=readers, errors=errors):
             pass_on_errors()
-            doc_id = document.doc_id  # named in a failure: a long one shortened
-            shown_id = doc_id if len(doc_id) <= 80 else f"{doc_id[:77]}..."
-            chunker.add(f"{path} ({shown_id})", document)
+            # named in a failure: a long id shortened
+            chunker.add(f"{path} ({shortened(document.doc_id, 80)})", document)
             _add(chunker.ready(), batch)
     except RequestError as exc:
         pass_on_errors()
