@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 from itertools import accumulate
 
-from ctxasm.keys import content_key
+from ctxasm.keys import content_key, text_cache
 from ctxasm.stems import search_keys, stem
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "clear_caches",
     "covered_terms",
     "entities",
+    "has_unspaced_run",
     "key_words",
     "normalize",
     "outside_ascii",
@@ -81,6 +82,12 @@ def _unspaced() -> re.Pattern[str]:
     """A run of those characters: compiled on first need (a class of such ranges takes 2 ms
     to compile, which every process that never meets one would pay at import)."""
     return re.compile(f"[{_UNSPACED_CHARS}]+")
+
+
+def has_unspaced_run(text: str, least: int = 1) -> bool:
+    """Whether ``text`` holds ``least`` or more characters in a row of a script written without
+    spaces (Han, kana, Hangul)."""
+    return not text.isascii() and any(len(run) >= least for run in _unspaced().findall(text))
 
 
 @cache
@@ -384,7 +391,7 @@ def _without_qualifier(title: str) -> str:
     return end[:start].rstrip()
 
 
-@lru_cache(maxsize=16384)
+@text_cache(16384)
 def phrase_key(text: str) -> str:
     """``text`` normalised to single-spaced words, for whole-phrase matching: a phrase occurs
     in a text when ``f" {phrase_key(p)} "`` is in ``f" {phrase_key(t)} "``. Cached, like token
@@ -392,7 +399,7 @@ def phrase_key(text: str) -> str:
     return " ".join(normalize(text).split())
 
 
-@lru_cache(maxsize=16384)
+@text_cache(16384)
 def key_words(text: str) -> frozenset[str]:
     """The distinct words of ``text`` (of its phrase key). Cached, like :func:`phrase_key`."""
     return frozenset(phrase_key(text).split())
@@ -661,7 +668,7 @@ def _short_names(title: str) -> tuple[str, ...]:
     return tuple(n for n in names if len(n) >= 4 and not all(w in STOPWORDS for w in n.split()))
 
 
-@lru_cache(maxsize=8192)
+@text_cache(8192)
 def entities(text: str, min_chars: int = 4) -> frozenset[str]:
     """The phrase keys of capitalised phrases, numbers and dates in ``text``: what a passage
     introduces that a later passage may mention. Sentence-initial function words ("The") and
@@ -717,7 +724,7 @@ _ABBREVIATION = re.compile(
 )
 
 
-@lru_cache(maxsize=8192)
+@text_cache(8192)
 def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """``(start, end)`` of each sentence of ``text``; together they cover the text exactly
     (white space after a sentence belongs to it). Splits conservatively: when unsure, two
@@ -735,7 +742,7 @@ def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(spans)
 
 
-@lru_cache(maxsize=8192)
+@text_cache(8192)
 def sentence_words(text: str) -> tuple[tuple[str, ...], ...]:
     """The words of each sentence of ``text`` (see :func:`sentence_spans`)."""
     return tuple(tuple(words(text[start:end])) for start, end in sentence_spans(text))

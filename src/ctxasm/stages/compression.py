@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from ctxasm.data import Candidate, Compressed, Reason
+from ctxasm.keys import text_cache
 from ctxasm.lexical import (
     entities,
     query_terms,
@@ -80,7 +81,7 @@ def lemma(word: str) -> str:
     return lemmatizer().lemmatize(word, "en").lower()
 
 
-@lru_cache(maxsize=8192)
+@text_cache(8192)
 def sentence_lemmas(text: str) -> tuple[frozenset[str], ...]:
     """For each sentence of ``text`` (see :func:`ctxasm.lexical.sentence_spans`), its words
     together with their lemmas, so a query word matches in either form."""

@@ -43,9 +43,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import ClassVar
 
+from ctxasm.keys import text_cache
 from ctxasm.stages.guard_markers import blob_hits, hidden_hits, line_hits, link_hits, token_hits
 from ctxasm.stages.guard_phrases import (
     Hit,
@@ -66,6 +66,7 @@ from ctxasm.stages.guard_text import (
     fold,
     fold_spaced,
     load_fold_table,
+    markup_read,
     symbols_read,
     without_padding,
 )
@@ -152,7 +153,7 @@ def clear_caches() -> None:
     clear_text_cache()
 
 
-@lru_cache(maxsize=16384)
+@text_cache(16384)
 def _scan(text: str, min_blob_chars: int, threshold: float) -> tuple[str, ...]:
     found: set[str] = set()
     runs = encoded_runs(text)
@@ -207,6 +208,16 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
         if other is not None:
             reading = with_parts(other)
             checks |= _flagged([*_phrase_hits(reading, spell(reading)), *marks], threshold)
+    # HTML is read as it renders: "Ignore&nbsp;all", "<b>Set</b> <b>aside</b>". What its
+    # structure shows once tags are gone (a role line a paragraph tag hid) counts too.
+    shown = markup_read(window)
+    if shown is not None:
+        folded_shown = fold(shown)
+        reading = with_parts(folded_shown)
+        seen = {hit.rule for hit in marks}
+        shown_marks = [hit for hit in _mark_hits(shown, folded_shown) if hit.rule not in seen]
+        hits = [*_phrase_hits(reading, spell(reading)), *marks, *shown_marks]
+        checks |= _flagged(hits, threshold)
     for payload in decoded_payloads(window, runs, ciphers(spelled)):
         decoded = _flagged(_text_hits(payload), threshold)
         if decoded:
@@ -234,10 +245,18 @@ def _mark_hits(text: str, folded: str) -> list[Hit]:
 
 def _flagged(hits: list[Hit], threshold: float) -> set[str]:
     """The checks to name when ``hits`` together reach ``threshold`` (none otherwise)."""
-    if not hits or sum(hit.weight for hit in hits) < threshold:
+    if not hits:
+        return set()
+    # Each rule adds its weight once, however often it fires (two plain images are one).
+    weights: dict[str, Hit] = {}
+    for hit in hits:
+        known = weights.get(hit.rule)
+        if known is None or hit.weight > known.weight:
+            weights[hit.rule] = hit
+    if sum(hit.weight for hit in weights.values()) < threshold:
         return set()
     by_check: dict[str, float] = {}
-    for hit in hits:
+    for hit in weights.values():
         by_check[hit.check] = by_check.get(hit.check, 0.0) + hit.weight
     return {check for check, weight in by_check.items() if weight >= MIN_CHECK_WEIGHT}
 

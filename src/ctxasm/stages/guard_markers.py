@@ -25,8 +25,12 @@ _TEMPLATE_TOKENS = (
 )  # fmt: skip
 _ANY_TEMPLATE_TOKEN = re.compile(r"<\|[a-z_]{2,32}\|>")
 _TAG = re.compile(
-    r"</?(?:documents?|document_content|source|system|instructions?|tool_call|tool_result"
-    r"|function_calls?|im_start|sys|assistant|user_query|thinking|invoke)(?:[\s/][^<>\n]{0,200})?>"
+    r"</?(?:documents?|document_content|system|instructions?|tool_call|tool_result"
+    r"|function_calls?|im_start|sys|assistant|user_query|thinking|invoke"
+    # not HTML's <source src=...> of a video or a picture
+    r"|source(?![^<>\n]{0,200}?\bsrc(?:set)?\s{0,3}=))"
+    # attributes, or the slash that closes an empty element: not a path ("<sys/socket.h>")
+    r"(?:\s[^<>\n]{0,200}|\s{0,3}/)?>"
 )
 # A chat role written as a Markdown link to an anchor ("[system](#context)"), as some chat
 # front ends serialise their turns.

@@ -42,6 +42,7 @@ __all__ = [
     "fold_spaced",
     "load_fold_table",
     "long_words",
+    "markup_read",
     "outside_ascii",
     "symbols_read",
     "tag_text",
@@ -308,6 +309,38 @@ def camel_read(text: str) -> str | None:
     return None if spaced == text else fold(spaced)
 
 
+# An HTML tag as a renderer reads it: a name, then attributes up to the closing bracket on
+# one line. Each is tried from its "<" up to the next "<", ">" or line break: linear.
+_MARKUP_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9]{0,15})(?:[\s/][^<>\n]{0,1024})?>")
+# Tags a renderer shows as a break between words; every other tag is read as nothing
+# ("ign<b></b>ore" is "ignore", "<b>ignore</b> <b>all</b>" is "ignore all").
+_BREAKING_TAGS = frozenset(
+    "address article aside blockquote br dd div dl dt figcaption figure footer h1 h2 h3 h4 "
+    "h5 h6 header hr li main nav ol p pre section table tbody td tfoot th thead tr ul".split()
+)
+
+
+def markup_read(text: str) -> str | None:
+    """``text`` as its HTML renders (not folded): tags dropped (those that break a line read
+    as a line break), then character references decoded (``&nbsp;`` a space); ``None`` where
+    it has neither. A model reads what the markup shows, so the guard reads the text both ways
+    ("Ignore&nbsp;all&nbsp;previous", "<b>Set</b> <b>aside</b> ...")."""
+    tagged = "<" in text and ">" in text
+    referenced = "&" in text and ";" in text
+    if not (tagged or referenced):
+        return None  # most text: four scans at C speed
+    shown = text
+    if tagged:
+        shown = _MARKUP_TAG.sub(_tag_shown, shown)
+    if referenced:
+        shown = html.unescape(shown)
+    return None if shown == text else shown
+
+
+def _tag_shown(tag: re.Match[str]) -> str:
+    return "\n" if tag.group(1).lower() in _BREAKING_TAGS else ""
+
+
 def _without_controls(text: str) -> str:
     """``text`` without its ASCII control characters other than white space (NUL, DEL...)."""
     if text.encode("utf-8", "surrogatepass").translate(None, _NOT_ASCII_CONTROLS):
@@ -481,15 +514,16 @@ def _decodings(
     if runs:  # ascii85 and base85 runs have no spaces either
         for run in runs:
             yield _from_base85(run)
-    if text.isascii():
-        rot13, backwards = (True, True) if ciphers is None else ciphers
-        lowered = f" {text.lower()} " if rot13 or backwards else ""
-        if rot13 and sum(word in lowered for word in ROT13_WORDS) >= 2:
-            yield text.translate(_ROT13)
-        if backwards and sum(word in lowered for word in REVERSED_WORDS) >= 2:
-            yield text[::-1]
-        if text.count("-") + text.count(".") >= 16 and _has_span(text, _MORSE_BYTES, _MORSE_SPAN):
-            yield _from_morse(text)
+    # ROT13, reversed text and Morse are read in any text: one accented word or curly quote
+    # beside them (a title, a benign lead sentence) must not hide them.
+    rot13, backwards = (True, True) if ciphers is None else ciphers
+    lowered = f" {text.lower()} " if rot13 or backwards else ""
+    if rot13 and sum(word in lowered for word in ROT13_WORDS) >= 2:
+        yield text.translate(_ROT13)
+    if backwards and sum(word in lowered for word in REVERSED_WORDS) >= 2:
+        yield text[::-1]
+    if text.count("-") + text.count(".") >= 16 and _has_span(text, _MORSE_BYTES, _MORSE_SPAN):
+        yield _from_morse(text)
     # Escapes decode to a text of their own only where one is valid; "100%" or a path with
     # "\\x" left as it was is the text already read, so it is not read twice (nor named an
     # encoded blob for what its own words say).
@@ -502,6 +536,15 @@ def _decodings(
     if "&" in text and ";" in text:  # HTML character references ("ign&#111;re")
         unescaped = html.unescape(text)
         yield unescaped if unescaped != text else None
+
+
+def _worded(decoded: str) -> bool:
+    """Whether ``decoded`` (not ASCII) has its words apart by white space other than the ASCII
+    space (U+00A0, U+3000) or holds a run of four characters of a script written without
+    spaces."""
+    if any(char.isspace() for char in outside_ascii(decoded)):
+        return True
+    return lexical.has_unspaced_run(decoded, 4)
 
 
 def _has_span(text: str, table: bytes, span: bytes) -> bool:
@@ -594,10 +637,13 @@ def _bytes_text(data: bytes) -> str | None:
 
 
 def _readable(decoded: str) -> bool:
-    """Mostly printable, with spaces between words: text, not binary data."""
-    if len(decoded) < 8 or " " not in decoded:
+    """Mostly printable, with words: spaced (by any white space) or in a script written
+    without spaces (Chinese, Japanese): text, not binary data."""
+    if len(decoded) < 8:
+        return False
+    if " " not in decoded and (decoded.isascii() or not _worded(decoded)):
         return False
     if decoded.replace("\n", "").replace("\t", "").isprintable():
         return True  # the common case, read at C speed: every character counts
-    printable = sum(1 for c in decoded if c.isprintable() or c in "\n\t")
+    printable = sum(1 for c in decoded if c.isprintable() or c.isspace())
     return printable >= 0.95 * len(decoded)

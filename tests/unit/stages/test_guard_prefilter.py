@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxasm.lexical import has_unspaced_run
 from ctxasm.stages import guard, guard_markers, guard_phrases, guard_text
 from ctxasm.stages.guard import InjectionScanGuard, clear_caches, explain
 from ctxasm.stages.guard_lexicon import LEXICON
@@ -353,15 +354,19 @@ def test_the_prefilter_reads_terms_and_links_sentence_by_sentence(
     assert (may_fire(folded, spell(folded)), _walk_fires(folded)) == (fires, fires)
 
 
-_DECODED_CHARS = list("ab .\n\t\r\x00\x1b\u00ad\u2028é中")
+_DECODED_CHARS = list("ab .\n\t\r\x00\x1b\u00ad\u2028\u00a0é中ア")
 
 
 @settings(max_examples=500, deadline=None)
 @given(text=st.text(alphabet=st.sampled_from(_DECODED_CHARS), max_size=60))
 def test_a_decoding_is_readable_by_its_definition(text: str) -> None:
-    # at least 8 characters, a space, and 95% of them printable (new lines and tabs count)
-    printable = sum(1 for c in text if c.isprintable() or c in "\n\t")
-    expected = len(text) >= 8 and " " in text and printable >= 0.95 * len(text)
+    # at least 8 characters, words (apart by a space or other white space outside ASCII, or
+    # four characters in a row of a script written without them), and 95% of them printable
+    # or white space
+    printable = sum(1 for c in text if c.isprintable() or c.isspace())
+    others = [c for c in text if not c.isascii()]
+    worded = " " in text or any(c.isspace() for c in others) or has_unspaced_run(text, 4)
+    expected = len(text) >= 8 and worded and printable >= 0.95 * len(text)
     assert guard_text._readable(text) == expected
 
 
