@@ -13,13 +13,20 @@ __all__ = ["clear_caches"]
 
 
 def clear_caches() -> None:
-    """Forget the cached words, keys, sentence splits, shingles and guard scans."""
+    """Forget the cached words, keys, sentence splits, shingles, guard scans, the sentences'
+    lemmas and the neutralised passage texts."""
     from ctxasm import lexical
     from ctxasm.stages import dedup
 
     dedup.clear_caches()
     lexical.clear_caches()
-    # The guard is imported when a request first names it; before that it has nothing cached.
+    # Modules imported when a request first needs them; before that they have nothing cached.
     guard = sys.modules.get("ctxasm.stages.guard")
     if guard is not None:
         guard.clear_caches()
+    compression = sys.modules.get("ctxasm.stages.compression")
+    if compression is not None:
+        compression.sentence_lemmas.cache_clear()
+    labels = sys.modules.get("ctxasm.formatting.labels")
+    if labels is not None:
+        labels.neutral_text.cache_clear()

@@ -2,27 +2,43 @@
 duplicates). A 128-bit xxh3 hash of the text's UTF-8 bytes (lone surrogates, which JSON can
 carry, included): the caches hold no text, and collisions are out of reach.
 
-Caches of what a text yields (its phrase key, sentences, shingles, guard scan) keep the text
-itself as their key, as :func:`functools.lru_cache` does. They are bounded by the characters
-they hold as well as by their entries (:func:`text_cache`): a service takes passages of up to
-200,000 characters, and 16,384 of them would hold 3 GB in one cache, however soon each request
-that sent them was answered."""
+Caches of what a text yields (its phrase key, words, sentences, shingles, guard scan) keep the
+text itself as their key, as :func:`functools.lru_cache` does, and a value often several times
+its size (the shingles of a passage, about twenty times). Counted in entries, such a cache grows
+with the passages it is given: 16,384 distinct passages of 8,000 characters held 3 GB in all.
+:func:`text_cache` bounds each by the characters of the texts it holds instead, sized to what
+its values weigh, so a service holds a few hundred MB at most in all of them, however many and
+however long the passages it meets."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from functools import _CacheInfo, lru_cache, update_wrapper
+from functools import _CacheInfo, update_wrapper
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 import xxhash
 
-__all__ = ["LONG_TEXT", "LONG_TEXTS", "TextCached", "content_key", "text_cache"]
+__all__ = [
+    "CACHE_CHARS",
+    "ENTRY_CHARS",
+    "HEAVY_CACHE_CHARS",
+    "TextCached",
+    "content_key",
+    "text_cache",
+]
 
-# A call whose texts are longer than this (characters in all) is cached among the last
-# LONG_TEXTS such calls only; shorter ones share the cache's own entries.
-LONG_TEXT = 8192
-LONG_TEXTS = 32
+# What an entry costs besides its texts, counted as characters (the entry, its key and value
+# objects).
+ENTRY_CHARS = 64
+# The characters a cache holds: one whose values are small or about the size of the text (a
+# phrase key, sentence bounds, a scan's verdict) ...
+CACHE_CHARS = 16_000_000
+# ... and one whose values weigh several times the text (its words, word sets, shingles:
+# about 165 KB for a passage of 8,000 characters).
+HEAVY_CACHE_CHARS = 4_000_000
 
+_MISSING = object()
 _P = ParamSpec("_P")
 _R_co = TypeVar("_R_co", covariant=True)
 
@@ -43,43 +59,53 @@ class TextCached(Protocol[_P, _R_co]):
 
 
 def text_cache(
-    maxsize: int, *, texts: int = 1
+    max_chars: int, *, texts: int = 1
 ) -> Callable[[Callable[_P, _R_co]], TextCached[_P, _R_co]]:
-    """:func:`functools.lru_cache` of ``maxsize`` entries for a function whose first ``texts``
-    positional arguments are texts (the rest positional too): calls whose texts hold at most
-    ``LONG_TEXT`` characters together use those entries, longer ones a cache of their own of
-    ``LONG_TEXTS`` entries. So the cache holds at most ``maxsize * LONG_TEXT`` characters of
-    short texts, and long ones are still computed once per request that reads them several
-    times. ``cache_clear()`` empties both."""
+    """A cache for a function whose first ``texts`` arguments are texts
+    (all its arguments hashable; a call that names one is computed and not kept), holding at
+    most ``max_chars`` characters of them (each entry counted as its texts' length plus
+    ``ENTRY_CHARS``): many short texts, or a few long ones; a call longer than the whole cache
+    is not kept. The oldest entries go first. Safe to call from several threads (a value may
+    then be computed twice, never mixed up). ``cache_info()`` (``maxsize``: ``max_chars``;
+    hits are not counted) and ``cache_clear()`` as :func:`functools.lru_cache` has them."""
 
     def decorate(function: Callable[_P, _R_co]) -> TextCached[_P, _R_co]:
-        short: Any = lru_cache(maxsize)(function)
-        long: Any = lru_cache(LONG_TEXTS)(function)
-        cached: Callable[..., Any]
-        if texts == 1:
+        compute: Callable[..., Any] = function
+        # Insertion order is the order of eviction: the first kept goes first (as least
+        # recently used would, but for a hit moving nothing: a hit costs one lookup).
+        entries: dict[Any, Any] = {}
+        counts = [0, 0]  # characters held, misses
+        lock = threading.Lock()
 
-            def cached(text: str, *rest: object) -> Any:
-                return short(text, *rest) if len(text) <= LONG_TEXT else long(text, *rest)
+        def size(key: Any) -> int:
+            return ENTRY_CHARS + (len(key) if texts == 1 else sum(map(len, key[:texts])))
 
-        else:
-
-            def cached(*args: Any) -> Any:
-                size = sum(len(text) for text in args[:texts])
-                return short(*args) if size <= LONG_TEXT else long(*args)
+        def cached(*args: Any, **named: Any) -> Any:
+            if named:  # a call with keywords (none of ctxasm's own) is computed, not kept
+                return compute(*args, **named)
+            key = args[0] if len(args) == 1 else args
+            value = entries.get(key, _MISSING)
+            if value is not _MISSING:
+                return value
+            value = compute(*args)
+            cost = size(key)
+            with lock:
+                counts[1] += 1
+                if cost <= max_chars and key not in entries:
+                    entries[key] = value
+                    counts[0] += cost
+                    while counts[0] > max_chars:
+                        counts[0] -= size(next(iter(entries)))
+                        del entries[next(iter(entries))]
+            return value
 
         def cache_clear() -> None:
-            short.cache_clear()
-            long.cache_clear()
+            with lock:
+                entries.clear()
+                counts[:] = [0, 0]
 
         def cache_info() -> _CacheInfo:
-            """The two caches' statistics together (``maxsize`` the short texts' own)."""
-            first, second = short.cache_info(), long.cache_info()
-            return _CacheInfo(
-                first.hits + second.hits,
-                first.misses + second.misses,
-                first.maxsize,
-                first.currsize + second.currsize,
-            )
+            return _CacheInfo(0, counts[1], max_chars, len(entries))
 
         update_wrapper(cached, function)
         setattr(cached, "cache_clear", cache_clear)  # noqa: B010 - a function's attribute

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 from itertools import accumulate
 
-from ctxasm.keys import content_key, text_cache
+from ctxasm.keys import CACHE_CHARS, HEAVY_CACHE_CHARS, content_key, text_cache
 from ctxasm.stems import search_keys, stem
 
 __all__ = [
@@ -391,7 +391,7 @@ def _without_qualifier(title: str) -> str:
     return end[:start].rstrip()
 
 
-@text_cache(16384)
+@text_cache(CACHE_CHARS)
 def phrase_key(text: str) -> str:
     """``text`` normalised to single-spaced words, for whole-phrase matching: a phrase occurs
     in a text when ``f" {phrase_key(p)} "`` is in ``f" {phrase_key(t)} "``. Cached, like token
@@ -399,7 +399,7 @@ def phrase_key(text: str) -> str:
     return " ".join(normalize(text).split())
 
 
-@text_cache(16384)
+@text_cache(HEAVY_CACHE_CHARS)
 def key_words(text: str) -> frozenset[str]:
     """The distinct words of ``text`` (of its phrase key). Cached, like :func:`phrase_key`."""
     return frozenset(phrase_key(text).split())
@@ -668,7 +668,7 @@ def _short_names(title: str) -> tuple[str, ...]:
     return tuple(n for n in names if len(n) >= 4 and not all(w in STOPWORDS for w in n.split()))
 
 
-@text_cache(8192)
+@text_cache(CACHE_CHARS)
 def entities(text: str, min_chars: int = 4) -> frozenset[str]:
     """The phrase keys of capitalised phrases, numbers and dates in ``text``: what a passage
     introduces that a later passage may mention. Sentence-initial function words ("The") and
@@ -724,7 +724,7 @@ _ABBREVIATION = re.compile(
 )
 
 
-@text_cache(8192)
+@text_cache(CACHE_CHARS)
 def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """``(start, end)`` of each sentence of ``text``; together they cover the text exactly
     (white space after a sentence belongs to it). Splits conservatively: when unsure, two
@@ -742,7 +742,7 @@ def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(spans)
 
 
-@text_cache(8192)
+@text_cache(HEAVY_CACHE_CHARS)
 def sentence_words(text: str) -> tuple[tuple[str, ...], ...]:
     """The words of each sentence of ``text`` (see :func:`sentence_spans`)."""
     return tuple(tuple(words(text[start:end])) for start, end in sentence_spans(text))

@@ -34,7 +34,7 @@ from functools import lru_cache
 from itertools import accumulate
 from urllib.parse import quote, urlsplit
 
-from ctxasm.keys import text_cache
+from ctxasm.keys import CACHE_CHARS, text_cache
 from ctxasm.lookalikes import BLANK_LETTERS, LABEL_LOOKALIKES
 
 __all__ = [
@@ -289,7 +289,7 @@ def _quoted(part: str, also_safe: str) -> str:
     return quote(part, safe=_URL_SAFE + also_safe, errors="surrogatepass")
 
 
-@text_cache(4096)
+@text_cache(CACHE_CHARS)
 def neutral_text(text: str) -> str:
     """Passage text with :data:`NEUTRAL_MARK` in every worded label look-alike that starts a
     line (``[Source 2] Fake`` becomes ``[Source № 2] Fake``); other text is unchanged."""

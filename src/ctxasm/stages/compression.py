@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from ctxasm.data import Candidate, Compressed, Reason
-from ctxasm.keys import text_cache
+from ctxasm.keys import HEAVY_CACHE_CHARS, text_cache
 from ctxasm.lexical import (
     entities,
     query_terms,
@@ -81,7 +81,7 @@ def lemma(word: str) -> str:
     return lemmatizer().lemmatize(word, "en").lower()
 
 
-@text_cache(8192)
+@text_cache(HEAVY_CACHE_CHARS)
 def sentence_lemmas(text: str) -> tuple[frozenset[str], ...]:
     """For each sentence of ``text`` (see :func:`ctxasm.lexical.sentence_spans`), its words
     together with their lemmas, so a query word matches in either form."""

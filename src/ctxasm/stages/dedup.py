@@ -29,7 +29,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 import xxhash
 
 from ctxasm.data import Candidate
-from ctxasm.keys import content_key, text_cache
+from ctxasm.keys import CACHE_CHARS, HEAVY_CACHE_CHARS, content_key, text_cache
 from ctxasm.lexical import normalize, phrase_key
 from ctxasm.strategy import Strategy, require_int, require_number
 
@@ -276,7 +276,7 @@ def _grows_too_long(kept: Candidate, new: Candidate, length: int) -> bool:
     return length > max(MAX_STITCHED_CHARS, len(kept.text), len(new.text))
 
 
-@text_cache(65536, texts=2)
+@text_cache(CACHE_CHARS, texts=2)
 def _text_relation(kept: str, new: str, minimum: int) -> tuple[str, int]:
     """How ``new`` relates to ``kept``: inside it, containing it, continuing it (kept's end is
     new's start), preceding it, or unrelated; with the overlap in characters. Cached: the same
@@ -322,7 +322,7 @@ def _suffix_prefix_overlap(first: str, second: str, minimum: int) -> int:
     return 0
 
 
-@text_cache(8192)
+@text_cache(CACHE_CHARS)
 def _normalized_key(text: str) -> int:
     # The phrase key is the text's words joined by single spaces (and is usually cached
     # already: selection and relevance key every candidate the same way).
@@ -372,7 +372,7 @@ _U32 = next(code for code in "IL" if array(code).itemsize == 4)  # "I" on every 
 _SWAP = sys.byteorder == "big"  # lanes are packed into the integers little-endian
 
 
-@text_cache(8192)
+@text_cache(HEAVY_CACHE_CHARS)
 def shingles(text: str, size: int) -> frozenset[int]:
     """32-bit hashes of the word ``size``-grams of ``text`` (its words, when it is shorter).
 

@@ -45,7 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ctxasm.keys import text_cache
+from ctxasm.keys import CACHE_CHARS, text_cache
 from ctxasm.stages.guard_markers import blob_hits, hidden_hits, line_hits, link_hits, token_hits
 from ctxasm.stages.guard_phrases import (
     Hit,
@@ -153,7 +153,7 @@ def clear_caches() -> None:
     clear_text_cache()
 
 
-@text_cache(16384)
+@text_cache(CACHE_CHARS)
 def _scan(text: str, min_blob_chars: int, threshold: float) -> tuple[str, ...]:
     found: set[str] = set()
     runs = encoded_runs(text)
@@ -214,8 +214,7 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
     if shown is not None:
         folded_shown = fold(shown)
         reading = with_parts(folded_shown)
-        seen = {hit.rule for hit in marks}
-        shown_marks = [hit for hit in _mark_hits(shown, folded_shown) if hit.rule not in seen]
+        shown_marks = _mark_hits(shown, folded_shown)  # a rule met in both counts once
         hits = [*_phrase_hits(reading, spell(reading)), *marks, *shown_marks]
         checks |= _flagged(hits, threshold)
     for payload in decoded_payloads(window, runs, ciphers(spelled)):

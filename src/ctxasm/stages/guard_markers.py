@@ -29,8 +29,9 @@ _TAG = re.compile(
     r"|function_calls?|im_start|sys|assistant|user_query|thinking|invoke"
     # not HTML's <source src=...> of a video or a picture
     r"|source(?![^<>\n]{0,200}?\bsrc(?:set)?\s{0,3}=))"
-    # attributes, or the slash that closes an empty element: not a path ("<sys/socket.h>")
-    r"(?:\s[^<>\n]{0,200}|\s{0,3}/)?>"
+    # attributes, or a slash ("<system/>", "<system/admin>"), but not a file's path as C
+    # includes it ("<sys/socket.h>")
+    r"(?!/[\w./+-]{0,200}\.\w{1,5}>)(?:[\s/][^<>\n]{0,200})?>"
 )
 # A chat role written as a Markdown link to an anchor ("[system](#context)"), as some chat
 # front ends serialise their turns.

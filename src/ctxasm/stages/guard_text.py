@@ -309,9 +309,10 @@ def camel_read(text: str) -> str | None:
     return None if spaced == text else fold(spaced)
 
 
-# An HTML tag as a renderer reads it: a name, then attributes up to the closing bracket on
-# one line. Each is tried from its "<" up to the next "<", ">" or line break: linear.
-_MARKUP_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9]{0,15})(?:[\s/][^<>\n]{0,1024})?>")
+# An HTML tag as a renderer reads it: a name (custom elements have hyphens: "<x-b>"), then
+# attributes up to the closing bracket on one line. Each is tried from its "<" up to the next
+# "<", ">" or line break: linear.
+_MARKUP_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9-]{0,63})(?:[\s/][^<>\n]{0,1024})?>")
 # Tags a renderer shows as a break between words; every other tag is read as nothing
 # ("ign<b></b>ore" is "ignore", "<b>ignore</b> <b>all</b>" is "ignore all").
 _BREAKING_TAGS = frozenset(
@@ -326,15 +327,38 @@ def markup_read(text: str) -> str | None:
     it has neither. A model reads what the markup shows, so the guard reads the text both ways
     ("Ignore&nbsp;all&nbsp;previous", "<b>Set</b> <b>aside</b> ...")."""
     tagged = "<" in text and ">" in text
-    referenced = "&" in text and ";" in text
+    referenced = "&" in text  # "&nbsp" needs no ";"
     if not (tagged or referenced):
-        return None  # most text: four scans at C speed
+        return None  # most text: three scans at C speed
     shown = text
     if tagged:
+        if "<!" in shown:
+            shown = _without_comments(shown)
         shown = _MARKUP_TAG.sub(_tag_shown, shown)
     if referenced:
         shown = html.unescape(shown)
     return None if shown == text else shown
+
+
+def _without_comments(text: str) -> str:
+    """``text`` without its HTML comments and CDATA sections (which a browser shows as
+    nothing, "ign<!-- -->ore" is "ignore"); found one after the other, so linear: once one is
+    not closed, none after it can be."""
+    parts = []
+    at = 0
+    while True:
+        comment, cdata = text.find("<!--", at), text.find("<![CDATA[", at)
+        start = min((found for found in (comment, cdata) if found != -1), default=-1)
+        if start == -1:
+            break
+        closing = "-->" if start == comment else "]]>"
+        end = text.find(closing, start + 4)
+        if end == -1:
+            break
+        parts.append(text[at:start])
+        at = end + len(closing)
+    parts.append(text[at:])
+    return "".join(parts) if len(parts) > 1 else text
 
 
 def _tag_shown(tag: re.Match[str]) -> str:

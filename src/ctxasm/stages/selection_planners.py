@@ -19,10 +19,13 @@ from ctxasm.data import Candidate, Chosen, Reason
 from ctxasm.lexical import (
     covered_terms,
     entities,
+    normalize,
     phrase_key,
     query_terms,
+    sentence_spans,
     term_counts_all,
     term_forms,
+    title_aliases,
     title_key,
     title_links,
     titled,
@@ -230,8 +233,11 @@ class BridgeSelection(Strategy):
     second hop of a bridge question often shares no word with the query, but the first passage
     names it), plus ``backlink`` when it names a chosen passage's title, plus ``entities``
     times the share (up to three) of entities it shares with the chosen passages that the
-    query does not mention (names, numbers, dates). The best is offered, and the rest are
-    re-scored, until the budget is full. The best ``max_candidates`` are planned; the rest fill
+    query does not mention (names, numbers, dates). A passage names many others; a link counts
+    whole where the text names the title in a sentence that states a query word or phrase
+    (the hop the question asks about: "... married the lead singer of R.E.M."), and
+    ``anchor`` times as much elsewhere. The best is offered, and the rest are re-scored,
+    until the budget is full. The best ``max_candidates`` are planned; the rest fill
     any budget left in rank order. Use it for multi-hop and comparison questions (the
     default does, for them).
     """
@@ -245,6 +251,7 @@ class BridgeSelection(Strategy):
     entities: float = 0.3
     lookahead: float = 1.0
     trust: float = 4.0
+    anchor: float = 0.3
     max_candidates: int = 50
 
     def __post_init__(self) -> None:
@@ -258,6 +265,7 @@ class BridgeSelection(Strategy):
             "trust",
         ):
             require_number(weight, getattr(self, weight), low=0.0, high=100.0)
+        require_number("anchor", self.anchor, low=0.0, high=1.0)
         require_int("max_candidates", self.max_candidates, low=1, high=PLANNER_MAX_CANDIDATES)
 
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
@@ -272,6 +280,8 @@ class BridgeSelection(Strategy):
         holders = _holders(evidence.covers)  # query element -> candidates covering it
         mentions = _holders(evidence.introduced)  # entity -> candidates introducing it
         links = title_links([c.passage.title for c in pool], [c.text for c in pool])
+        if self.anchor < 1.0:
+            links = _anchored(links, pool, evidence, self.anchor)
         backlinks = _reverse(links)  # for each candidate, those that name its title
         bridged = [0.0] * len(pool)  # the strongest link to it from a kept passage
         linked = [False] * len(pool)  # it names a kept passage's title
@@ -358,6 +368,74 @@ class BridgeSelection(Strategy):
             via,
             candidate.passage.score,
         )
+
+
+def _anchored(
+    links: Sequence[dict[int, float]],
+    pool: Sequence[Candidate],
+    evidence: Evidence,
+    weak: float,
+) -> list[dict[int, float]]:
+    """``links`` (see :func:`ctxasm.lexical.title_links`), those a text makes in no sentence
+    that states a query word (in one of its forms) or a named phrase of the query ``weak``
+    times as strong: of the pages a passage names, the question follows the one named where
+    its words are. A passage of one sentence, or one that covers nothing of the query in its
+    title or text (a bridge the question never names: "... a native of Kestrel"), keeps its
+    links as they are, as does a name no sentence holds whole (a sentence end the splitter saw
+    inside it)."""
+    aliases: list[list[tuple[str, float]]] | None = None
+    anchored: list[dict[int, float]] = []
+    for index, out in enumerate(links):
+        text = pool[index].text
+        covered = evidence.terms_of(index)  # a sentence states only what its passage covers
+        if not (out and covered) or len(spans := sentence_spans(text)) < 2:
+            anchored.append(out)
+            continue
+        terms = [e for e in covered if e in evidence.terms]
+        phrases = [e for e in covered if e not in evidence.terms]
+        if aliases is None:
+            aliases = title_aliases([c.passage.title for c in pool])
+        sentences = [text[start:end] for start, end in spans]
+        words = normalize(text)  # one character for one where lower case keeps the length
+        if len(words) == len(text):
+            keys = [f" {' '.join(words[start:end].split())} " for start, end in spans]
+        else:
+            keys = [f" {phrase_key(sentence)} " for sentence in sentences]
+        stating: dict[int, bool] = {}  # by sentence, asked only where a linked name is
+        stated: dict[int, bool] = {}
+        for linked in out:
+            names = [f" {alias} " for alias, _ in aliases[linked]]
+            where = [k for k, key in enumerate(keys) if any(name in key for name in names)]
+            stated[linked] = not where or any(
+                _states(k, sentences, keys, (terms, phrases), stating) for k in where
+            )
+        if all(stated.values()):
+            anchored.append(out)
+        else:
+            anchored.append(
+                {linked: s if stated[linked] else s * weak for linked, s in out.items()}
+            )
+    return anchored
+
+
+def _states(
+    at: int,
+    sentences: Sequence[str],
+    keys: Sequence[str],
+    elements: tuple[Sequence[str], Sequence[str]],
+    known: dict[int, bool],
+) -> bool:
+    """Whether sentence ``at`` states one of the query's words or named phrases ``elements``
+    (remembered in ``known``)."""
+    found = known.get(at)
+    if found is None:
+        terms, phrases = elements
+        key = keys[at]
+        found = any(f" {phrase} " in key for phrase in phrases) or bool(
+            terms and covered_terms(terms, sentences[at])
+        )
+        known[at] = found
+    return found
 
 
 def _reverse(links: Sequence[dict[int, float]]) -> list[dict[int, float]]:

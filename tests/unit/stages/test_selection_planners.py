@@ -82,6 +82,56 @@ def test_bridge_follows_the_title_the_first_hop_names() -> None:
     }
 
 
+# The first hop names two people; the question's words are in the sentence naming one of them.
+ANCHOR_QUERY = "Who did the lead singer of Blue Harbor marry?"
+ANCHOR_PASSAGES: list[dict[str, Any]] = [
+    {
+        "id": "band",
+        "title": "Blue Harbor",
+        "text": "Blue Harbor is a rock band from Oslo. Its lead singer is Tom Vale. In 2003 the "
+        "band toured with Kim Reed across Europe.",
+    },
+    {
+        "id": "other",
+        "title": "Kim Reed",
+        "text": "Kim Reed is a Swedish singer and songwriter. She married the actor Per Holm in "
+        "2001.",
+    },
+    {
+        "id": "singer",
+        "title": "Tom Vale",
+        "text": "Tom Vale is a Norwegian musician. He married the painter Ada Lind in 1999.",
+    },
+]
+
+
+def _anchor_run(**bridge: Any) -> list[str]:
+    result = ctxasm.assemble(
+        ANCHOR_QUERY,
+        ANCHOR_PASSAGES,
+        max_context_tokens=80,
+        strategy={
+            "ordering": "score",
+            "compression": None,
+            "selection": {"name": "bridge", **bridge},
+        },
+    )
+    return _ids(result)
+
+
+def test_a_link_counts_where_its_sentence_states_the_question() -> None:
+    # Both people are linked from the band; "Kim Reed" is named where the question's words are
+    # not ("toured ... across Europe"), and her passage says "singer" too.
+    assert _anchor_run() == ["band", "singer"]
+    assert _anchor_run(anchor=1.0) == ["band", "other"]
+
+
+@pytest.mark.parametrize("anchor", [-0.1, 1.5, "high", None])
+def test_anchor_is_a_share_of_a_link(anchor: object) -> None:
+    with pytest.raises(ctxasm.RequestError, match="anchor"):
+        _anchor_run(anchor=anchor)
+
+
 def test_bm25_greedy_misses_the_second_hop_at_the_same_budget() -> None:
     result = _bridge(BM25_GREEDY)
     assert _ids(result) == ["hop1", "d1"]
