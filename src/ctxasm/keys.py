@@ -13,6 +13,7 @@ however long the passages it meets."""
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from functools import _CacheInfo, update_wrapper
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
@@ -57,6 +58,8 @@ class TextCached(Protocol[_P, _R_co]):
 
     def cache_info(self) -> _CacheInfo: ...
 
+    def cache_chars(self) -> int: ...
+
 
 def text_cache(
     max_chars: int, *, texts: int = 1
@@ -73,17 +76,18 @@ def text_cache(
         compute: Callable[..., Any] = function
         # Insertion order is the order of eviction: the first kept goes first (as least
         # recently used would, but for a hit moving nothing: a hit costs one lookup).
-        entries: dict[Any, Any] = {}
+        entries: OrderedDict[Any, Any] = OrderedDict()
         counts = [0, 0]  # characters held, misses
         lock = threading.Lock()
 
         def size(key: Any) -> int:
-            return ENTRY_CHARS + (len(key) if texts == 1 else sum(map(len, key[:texts])))
+            # a call of one text is keyed by the text, any other by its arguments
+            return ENTRY_CHARS + (len(key) if type(key) is str else sum(map(len, key[:texts])))
 
         def cached(*args: Any, **named: Any) -> Any:
             if named:  # a call with keywords (none of ctxasm's own) is computed, not kept
                 return compute(*args, **named)
-            key = args[0] if len(args) == 1 else args
+            key = args[0] if len(args) == 1 and type(args[0]) is str else args
             value = entries.get(key, _MISSING)
             if value is not _MISSING:
                 return value
@@ -95,8 +99,7 @@ def text_cache(
                     entries[key] = value
                     counts[0] += cost
                     while counts[0] > max_chars:
-                        counts[0] -= size(next(iter(entries)))
-                        del entries[next(iter(entries))]
+                        counts[0] -= size(entries.popitem(last=False)[0])
             return value
 
         def cache_clear() -> None:
@@ -107,9 +110,14 @@ def text_cache(
         def cache_info() -> _CacheInfo:
             return _CacheInfo(0, counts[1], max_chars, len(entries))
 
+        def held() -> int:
+            """The characters the cache counts as held (its entries' texts and overhead)."""
+            return counts[0]
+
         update_wrapper(cached, function)
         setattr(cached, "cache_clear", cache_clear)  # noqa: B010 - a function's attribute
         setattr(cached, "cache_info", cache_info)  # noqa: B010
+        setattr(cached, "cache_chars", held)  # noqa: B010
         return cast(TextCached[_P, _R_co], cached)
 
     return decorate

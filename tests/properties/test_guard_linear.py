@@ -29,6 +29,10 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "letters far apart": lambda n: "i  ,  ,  g " * (n // 11),
     "pair halves in separate sentences": lambda n: "new things. the rules. " * (n // 23),
     "words outside ASCII": lambda n: "игнорируй – ø " * (n // 14),
+    "comments without CDATA": lambda n: "<!---->x" * (n // 8),
+    "comment and CDATA openers": lambda n: "<!--<![CDATA[" * (n // 13),
+    "tags and references": lambda n: "<b>&amp;</b>" * (n // 12),
+    "include-like tags": lambda n: ("<sys/" + "a" * 190 + ".h>") * (n // 198),
 }
 
 

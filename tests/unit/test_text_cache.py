@@ -123,3 +123,30 @@ def test_a_call_with_keywords_is_computed_as_before() -> None:
     assert lexical.entities(text, min_chars=3) == lexical.entities.__wrapped__(text, 3)
     assert lexical.entities(text=text) == lexical.entities(text)
     assert dedup.shingles(text, size=2) == dedup.shingles(text, 2)
+
+
+def test_the_characters_counted_are_those_of_the_texts() -> None:
+    @text_cache(10_000)
+    def scanned(text: str, size: int, threshold: float) -> int:
+        return len(text) + size
+
+    texts = [f"{n} " + "w" * 500 for n in range(40)]  # 40 calls of about 500 characters
+    for text in texts:
+        scanned(text, 5, 1.0)
+    held = scanned.cache_info().currsize
+    assert held == 10_000 // (len(texts[0]) + ENTRY_CHARS)  # not 40: the texts are counted
+    assert scanned.cache_chars() == sum(len(t) + ENTRY_CHARS for t in texts[-held:])
+
+
+def test_a_tuple_argument_is_not_taken_for_two_arguments() -> None:
+    @text_cache(1000)
+    def first(text: object) -> object:
+        return text
+
+    assert first(("ab", "cd")) == ("ab", "cd")
+    try:
+        first("ab", "cd")  # type: ignore[call-arg]
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("two arguments were answered from the cache of one")

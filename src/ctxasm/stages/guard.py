@@ -68,6 +68,7 @@ from ctxasm.stages.guard_text import (
     load_fold_table,
     markup_read,
     symbols_read,
+    uncommented_read,
     without_padding,
 )
 from ctxasm.strategy import Strategy, require_choice, require_int, require_number
@@ -208,15 +209,16 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
         if other is not None:
             reading = with_parts(other)
             checks |= _flagged([*_phrase_hits(reading, spell(reading)), *marks], threshold)
-    # HTML is read as it renders: "Ignore&nbsp;all", "<b>Set</b> <b>aside</b>". What its
-    # structure shows once tags are gone (a role line a paragraph tag hid) counts too.
-    shown = markup_read(window)
-    if shown is not None:
-        folded_shown = fold(shown)
-        reading = with_parts(folded_shown)
-        shown_marks = _mark_hits(shown, folded_shown)  # a rule met in both counts once
-        hits = [*_phrase_hits(reading, spell(reading)), *marks, *shown_marks]
-        checks |= _flagged(hits, threshold)
+    # HTML is read as it renders: "Ignore&nbsp;all", "<b>Set</b> <b>aside</b>", and again
+    # without its comments ("ign<!-- -->ore"). What its structure shows once tags are gone (a
+    # role line a paragraph tag hid) counts too.
+    for shown in (markup_read(window), uncommented_read(window)):
+        if shown is not None:
+            folded_shown = fold(shown)
+            reading = with_parts(folded_shown)
+            shown_marks = _mark_hits(shown, folded_shown)  # a rule met in both counts once
+            hits = [*_phrase_hits(reading, spell(reading)), *marks, *shown_marks]
+            checks |= _flagged(hits, threshold)
     for payload in decoded_payloads(window, runs, ciphers(spelled)):
         decoded = _flagged(_text_hits(payload), threshold)
         if decoded:

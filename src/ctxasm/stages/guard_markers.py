@@ -26,12 +26,12 @@ _TEMPLATE_TOKENS = (
 _ANY_TEMPLATE_TOKEN = re.compile(r"<\|[a-z_]{2,32}\|>")
 _TAG = re.compile(
     r"</?(?:documents?|document_content|system|instructions?|tool_call|tool_result"
-    r"|function_calls?|im_start|sys|assistant|user_query|thinking|invoke"
+    r"|function_calls?|im_start|assistant|user_query|thinking|invoke"
+    # not a header C includes ("<sys/socket.h>")
+    r"|sys(?!/[\w./+-]{0,200}\.h(?:pp)?>)"
     # not HTML's <source src=...> of a video or a picture
     r"|source(?![^<>\n]{0,200}?\bsrc(?:set)?\s{0,3}=))"
-    # attributes, or a slash ("<system/>", "<system/admin>"), but not a file's path as C
-    # includes it ("<sys/socket.h>")
-    r"(?!/[\w./+-]{0,200}\.\w{1,5}>)(?:[\s/][^<>\n]{0,200})?>"
+    r"(?:[\s/][^<>\n]{0,200})?>"
 )
 # A chat role written as a Markdown link to an anchor ("[system](#context)"), as some chat
 # front ends serialise their turns.

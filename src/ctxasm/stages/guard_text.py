@@ -46,6 +46,7 @@ __all__ = [
     "outside_ascii",
     "symbols_read",
     "tag_text",
+    "uncommented_read",
     "without_padding",
 ]
 
@@ -332,27 +333,43 @@ def markup_read(text: str) -> str | None:
         return None  # most text: three scans at C speed
     shown = text
     if tagged:
-        if "<!" in shown:
-            shown = _without_comments(shown)
         shown = _MARKUP_TAG.sub(_tag_shown, shown)
     if referenced:
         shown = html.unescape(shown)
     return None if shown == text else shown
 
 
+def uncommented_read(text: str) -> str | None:
+    """:func:`markup_read` of ``text`` without its HTML comments and CDATA sections, which a
+    browser shows as nothing ("ign<!-- -->ore" is "ignore"); ``None`` where it has none. A
+    model reads what is inside them too, so this is one more reading, not the rendered one."""
+    if "<!" not in text:
+        return None
+    uncommented = _without_comments(text)
+    if uncommented == text:
+        return None
+    return markup_read(uncommented) or uncommented
+
+
 def _without_comments(text: str) -> str:
     """``text`` without its HTML comments and CDATA sections (which a browser shows as
-    nothing, "ign<!-- -->ore" is "ignore"); found one after the other, so linear: once one is
-    not closed, none after it can be."""
+    nothing, "ign<!-- -->ore" is "ignore"). Linear: each opening is searched for again only
+    once the text read has passed the last one found, and once one is not closed, none after
+    it can be."""
     parts = []
     at = 0
+    comment, cdata = text.find("<!--"), text.find("<![CDATA[")
     while True:
-        comment, cdata = text.find("<!--", at), text.find("<![CDATA[", at)
+        if 0 <= comment < at:
+            comment = text.find("<!--", at)
+        if 0 <= cdata < at:
+            cdata = text.find("<![CDATA[", at)
         start = min((found for found in (comment, cdata) if found != -1), default=-1)
         if start == -1:
             break
-        closing = "-->" if start == comment else "]]>"
-        end = text.find(closing, start + 4)
+        # "<!-->" and "<!--->" are whole (empty) comments
+        closing, after = ("-->", start + 2) if start == comment else ("]]>", start + 9)
+        end = text.find(closing, after)
         if end == -1:
             break
         parts.append(text[at:start])

@@ -370,6 +370,12 @@ class BridgeSelection(Strategy):
         )
 
 
+# A passage whose links times sentences pass this keeps its links as they are: anchoring
+# compares every linked name with every sentence (500 candidates naming 50 titles each in
+# 200 sentences took 5 s), and a page naming that many is a list, not one hop of a chain.
+_ANCHOR_WORK = 1024
+
+
 def _anchored(
     links: Sequence[dict[int, float]],
     pool: Sequence[Candidate],
@@ -379,16 +385,18 @@ def _anchored(
     """``links`` (see :func:`ctxasm.lexical.title_links`), those a text makes in no sentence
     that states a query word (in one of its forms) or a named phrase of the query ``weak``
     times as strong: of the pages a passage names, the question follows the one named where
-    its words are. A passage of one sentence, or one that covers nothing of the query in its
-    title or text (a bridge the question never names: "... a native of Kestrel"), keeps its
-    links as they are, as does a name no sentence holds whole (a sentence end the splitter saw
-    inside it)."""
+    its words are. A passage of one sentence, one that covers nothing of the query in its
+    title or text (a bridge the question never names: "... a native of Kestrel") and one with
+    more than ``_ANCHOR_WORK`` links times sentences keep their links as they are, as does a
+    name no sentence holds whole (a sentence end the splitter saw inside it). One that covers
+    the query in its title alone states it in no sentence: its links all count ``weak``."""
     aliases: list[list[tuple[str, float]]] | None = None
     anchored: list[dict[int, float]] = []
     for index, out in enumerate(links):
         text = pool[index].text
         covered = evidence.terms_of(index)  # a sentence states only what its passage covers
-        if not (out and covered) or len(spans := sentence_spans(text)) < 2:
+        spans = sentence_spans(text) if out and covered else ()
+        if len(spans) < 2 or len(out) * len(spans) > _ANCHOR_WORK:
             anchored.append(out)
             continue
         terms = [e for e in covered if e in evidence.terms]
