@@ -19,10 +19,10 @@ from ctxasm.data import Candidate, Chosen, Reason
 from ctxasm.lexical import (
     covered_terms,
     entities,
-    normalize,
     phrase_key,
     query_terms,
     sentence_spans,
+    sentence_words,
     term_counts_all,
     term_forms,
     title_aliases,
@@ -404,11 +404,7 @@ def _anchored(
         if aliases is None:
             aliases = title_aliases([c.passage.title for c in pool])
         sentences = [text[start:end] for start, end in spans]
-        words = normalize(text)  # one character for one where lower case keeps the length
-        if len(words) == len(text):
-            keys = [f" {' '.join(words[start:end].split())} " for start, end in spans]
-        else:
-            keys = [f" {phrase_key(sentence)} " for sentence in sentences]
+        keys = [f" {' '.join(words)} " for words in sentence_words(text)]  # their phrase keys
         stating: dict[int, bool] = {}  # by sentence, asked only where a linked name is
         stated: dict[int, bool] = {}
         for linked in out:
