@@ -239,8 +239,9 @@ def _nearest_finds_every_chunk(url: str, store: Any) -> None:
 
 @pytest.fixture
 def small_tail_store(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
-    """A store whose HNSW index is built from a tail of 30 vectors and kept row by row past
-    50 (instead of 20,000 and 50,000), closed after the test."""
+    """A store whose HNSW index is first built at 30 vectors, rebuilt from a tail of 30 and
+    kept row by row past 50 (instead of 150,000, 20,000 and 50,000), closed after the test."""
+    monkeypatch.setattr(postgres_schema, "FIRST_INDEX", 30)
     monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
     monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
     store = open_store(postgres_url)
@@ -345,6 +346,29 @@ def test_a_long_tail_left_by_a_failed_bulk_load_waits_for_the_next_one(
     with store.bulk():  # type: ignore[attr-defined]
         pass  # the next bulk load's end builds it
     assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 80})
+
+
+def test_no_index_is_built_before_the_store_holds_first_index_vectors(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_schema, "FIRST_INDEX", 100)
+    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
+    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
+    store = open_store(postgres_url)
+    try:
+        rng = random.Random(9)
+        for batch in range(4):  # past TAIL_MIN and TAIL_MAX: still no index, all exact
+            _write_batch(store, batch, rng)
+        assert _generations(postgres_url) == (0, [], {1: 80})
+        _nearest_finds_every_chunk(postgres_url, store)
+        with store.bulk():  # type: ignore[attr-defined]
+            pass  # 80 < FIRST_INDEX: nothing to build
+        assert _generations(postgres_url) == (0, [], {1: 80})
+        _write_batch(store, 4, rng)  # 100: built by the ordinary write that reaches it
+        assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 100})
+        _nearest_finds_every_chunk(postgres_url, store)
+    finally:
+        store.close()
 
 
 def test_index_paths_loads_in_bulk(

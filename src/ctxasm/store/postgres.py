@@ -21,7 +21,9 @@ are found:
   row by row (five times cheaper): rows of a write join a *tail* outside it (each row has a
   ``generation``, the index covers those up to the store's), searched exactly beside the
   index, and the index is rebuilt over everything when the tail grows as large as what it
-  covers, so a store loaded in batches builds it a few times in all. Past ``TAIL_MAX`` rows
+  covers, so a store loaded in batches builds it a few times in all. A store of fewer than
+  ``FIRST_INDEX`` vectors has no index: its searches are exact, no slower at that size than
+  the index's filtered search, and its loads build no graph. Past ``TAIL_MAX`` rows
   of tail, writes go into the index row by row, so the exact search stays bounded; inside
   :meth:`PostgresStore.bulk` (``ctxasm index`` opens one) they stay in the tail, and the index
   is rebuilt once at the end.
@@ -79,9 +81,9 @@ from ctxasm.store.postgres_rows import (
 from ctxasm.store.postgres_schema import (
     _SCHEMA,
     _STORAGE,
+    FIRST_INDEX,
     INDEX_MEMORY_MB,
     SCHEMA_VERSION,
-    TAIL_MIN,
     _drop_stale_indexes,
     _Plan,
     _plan,
@@ -316,7 +318,7 @@ class PostgresStore:
         reference = max(float(average), 1.0)
         db.execute("UPDATE store_state SET reference_words = %s", (reference,))
         rewrite_bounds(db, reference)
-        if rows >= TAIL_MIN:
+        if rows >= FIRST_INDEX:
             _rebuild(db, 1, rows, memory_mb=self._index_memory_mb)
 
     def close(self) -> None:
