@@ -7,6 +7,7 @@ the same, while the index is rebuilt, generation by generation, as the tail grow
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -333,19 +334,19 @@ def test_a_long_tail_left_by_a_failed_bulk_load_waits_for_the_next_one(
     store = small_tail_store
     rng = random.Random(8)
     with pytest.raises(RuntimeError), store.bulk():  # type: ignore[attr-defined]
-        for batch in range(3):
+        for batch in range(5):
             _write_batch(store, batch, rng)
         raise RuntimeError("stop")
-    assert _generations(postgres_url) == (0, [], {1: 60})
-    # an ordinary write adds to a tail past TAIL_MAX instead of rebuilding it
+    assert _generations(postgres_url) == (0, [], {1: 100})
+    # an ordinary write adds to a tail past FIRST_INDEX + TAIL_MAX instead of building it
     store.upsert_many(  # type: ignore[attr-defined]
-        [_document(n, rng.randint(5, 40), rng, "t1") for n in range(60, 80)]
+        [_document(n, rng.randint(5, 40), rng, "t1") for n in range(100, 120)]
     )
-    assert _generations(postgres_url) == (0, [], {1: 80})
+    assert _generations(postgres_url) == (0, [], {1: 120})
     _nearest_finds_every_chunk(postgres_url, store)
     with store.bulk():  # type: ignore[attr-defined]
         pass  # the next bulk load's end builds it
-    assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 80})
+    assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 120})
 
 
 def test_no_index_is_built_before_the_store_holds_first_index_vectors(
@@ -366,6 +367,55 @@ def test_no_index_is_built_before_the_store_holds_first_index_vectors(
         assert _generations(postgres_url) == (0, [], {1: 80})
         _write_batch(store, 4, rng)  # 100: built by the ordinary write that reaches it
         assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 100})
+        _nearest_finds_every_chunk(postgres_url, store)
+    finally:
+        store.close()
+
+
+def test_two_writes_that_pass_first_index_together_leave_the_build_to_the_next(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two writes each planned under FIRST_INDEX (neither builds) commit past it together; the
+    # next ordinary write builds the index (it once waited for a bulk load's end, the tail
+    # growing without bound meanwhile).
+    monkeypatch.setattr(postgres_schema, "FIRST_INDEX", 100)
+    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
+    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
+    store = open_store(postgres_url)
+    try:
+        rng = random.Random(1)
+        for batch in range(4):
+            _write_batch(store, batch, rng)
+        barrier = threading.Barrier(2, timeout=30)
+        plan = pg._plan
+
+        def planned_together(*args: Any, **named: Any) -> Any:
+            planned = plan(*args, **named)
+            barrier.wait()  # both have planned before either commits
+            return planned
+
+        monkeypatch.setattr(pg, "_plan", planned_together)
+        halves = [range(80, 95), range(95, 110)]
+        failed: list[BaseException] = []
+
+        def write(numbers: range) -> None:
+            try:
+                store.upsert_many(  # type: ignore[attr-defined]
+                    [_document(n, 20, random.Random(n), "t1") for n in numbers]
+                )
+            except BaseException as error:  # reported below
+                failed.append(error)
+
+        writers = [threading.Thread(target=write, args=(half,)) for half in halves]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join()
+        assert not failed
+        monkeypatch.setattr(pg, "_plan", plan)
+        assert _generations(postgres_url) == (0, [], {1: 110})
+        _write_batch(store, 6, rng)
+        assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 130})
         _nearest_finds_every_chunk(postgres_url, store)
     finally:
         store.close()

@@ -21,9 +21,9 @@ are found:
   row by row (five times cheaper): rows of a write join a *tail* outside it (each row has a
   ``generation``, the index covers those up to the store's), searched exactly beside the
   index, and the index is rebuilt over everything when the tail grows as large as what it
-  covers, so a store loaded in batches builds it a few times in all. A store of fewer than
-  ``FIRST_INDEX`` vectors has no index: its searches are exact, no slower at that size than
-  the index's filtered search, and its loads build no graph. Past ``TAIL_MAX`` rows
+  covers, so a store loaded in batches builds it a few times in all. A store builds no index
+  until it first holds ``FIRST_INDEX`` vectors: its searches are exact, about as fast at that
+  size as the index's filtered search, and its loads build no graph. Past ``TAIL_MAX`` rows
   of tail, writes go into the index row by row, so the exact search stays bounded; inside
   :meth:`PostgresStore.bulk` (``ctxasm index`` opens one) they stay in the tail, and the index
   is rebuilt once at the end.
@@ -56,6 +56,7 @@ from typing import Any
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
 from ctxasm.lexical import query_words
+from ctxasm.store import postgres_schema
 from ctxasm.store.arguments import (
     check_for_postgres,
     checked_doc_id,
@@ -81,7 +82,6 @@ from ctxasm.store.postgres_rows import (
 from ctxasm.store.postgres_schema import (
     _SCHEMA,
     _STORAGE,
-    FIRST_INDEX,
     INDEX_MEMORY_MB,
     SCHEMA_VERSION,
     _drop_stale_indexes,
@@ -318,7 +318,7 @@ class PostgresStore:
         reference = max(float(average), 1.0)
         db.execute("UPDATE store_state SET reference_words = %s", (reference,))
         rewrite_bounds(db, reference)
-        if rows >= FIRST_INDEX:
+        if rows >= postgres_schema.FIRST_INDEX:  # read here: tests make it small
             _rebuild(db, 1, rows, memory_mb=self._index_memory_mb)
 
     def close(self) -> None:

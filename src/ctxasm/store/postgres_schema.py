@@ -135,7 +135,8 @@ def _plan(db: Any, rows: int, *, bulk: bool = False, settle: bool = False) -> _P
     over everything, once the tail would be as large as what the index holds (and at least
     ``TAIL_MIN``); else the tail while it stays under ``TAIL_MAX`` rows; else the index, row
     by row. A store without an index keeps every vector in the tail until it holds
-    ``FIRST_INDEX`` of them, then builds it. A rebuild first locks out other writers (who
+    ``FIRST_INDEX`` of them, then builds it (a tail past that by ``TAIL_MAX`` too: a bulk
+    load that failed, left to the next one). A rebuild first locks out other writers (who
     would deadlock later) and decides again once it holds the lock (another may have rebuilt
     meanwhile).
 
@@ -151,7 +152,8 @@ def _plan(db: Any, rows: int, *, bulk: bool = False, settle: bool = False) -> _P
     while True:
         generation = int(db.execute("SELECT generation FROM store_state").fetchone()[0])
         # generation 0: no index was ever built, every vector is in the tail
-        least, most = (TAIL_MIN, TAIL_MAX) if generation else (FIRST_INDEX, FIRST_INDEX)
+        # (past FIRST_INDEX by up to TAIL_MAX: two writes planned under it, committed together)
+        least, most = (TAIL_MIN, TAIL_MAX) if generation else (FIRST_INDEX, FIRST_INDEX + TAIL_MAX)
         tail = _count(db, f"generation > {generation}") + rows
         if not settle and tail - rows > most:
             return _Plan(generation + 1)
