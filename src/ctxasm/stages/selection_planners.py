@@ -388,8 +388,9 @@ def _anchored(
     its words are. A passage of one sentence, one that covers nothing of the query in its
     title or text (a bridge the question never names: "... a native of Kestrel") and one with
     more than ``_ANCHOR_WORK`` links times sentences keep their links as they are, as does a
-    name no sentence holds whole (a sentence end the splitter saw inside it). One that covers
-    the query in its title alone states it in no sentence: its links all count ``weak``."""
+    name no sentence holds whole (a sentence end the splitter saw inside it), and one whose
+    sentences state none of the query (it covers it in its title alone: the page the question
+    names, every sentence about it, none the hop's more than another)."""
     aliases: list[list[tuple[str, float]]] | None = None
     anchored: list[dict[int, float]] = []
     for index, out in enumerate(links):
@@ -413,7 +414,9 @@ def _anchored(
             stated[linked] = not where or any(
                 _states(k, sentences, keys, (terms, phrases), stating) for k in where
             )
-        if all(stated.values()):
+        if all(stated.values()) or not any(
+            _states(k, sentences, keys, (terms, phrases), stating) for k in range(len(keys))
+        ):
             anchored.append(out)
         else:
             anchored.append(

@@ -9,6 +9,7 @@ import pytest
 
 import ctxasm
 from ctxasm.data import Candidate, Passage
+from ctxasm.lexical import title_links
 from ctxasm.stages import selection_planners
 from ctxasm.stages.selection_planners import Evidence
 
@@ -124,6 +125,36 @@ def test_a_link_counts_where_its_sentence_states_the_question() -> None:
     # not ("toured ... across Europe"), and her passage says "singer" too.
     assert _anchor_run() == ["band", "singer"]
     assert _anchor_run(anchor=1.0) == ["band", "other"]
+
+
+def _links_of(query: str, passages: list[Passage]) -> list[dict[int, float]]:
+    candidates = [Candidate.of(p, i, 1.0) for i, p in enumerate(passages)]
+    evidence = Evidence(query, candidates)
+    links = title_links([p.title for p in passages], [p.text for p in passages])
+    return selection_planners._anchored(links, candidates, evidence, 0.3)
+
+
+def test_a_page_the_question_names_by_title_alone_keeps_its_links() -> None:
+    # "Blue Harbor" is named by the question through its title; its text says neither "blue",
+    # "harbor" nor "founded" in any sentence, so no sentence is the hop's: its link stays whole
+    # (it was weakened with every other link of the page).
+    village = Passage(
+        "village",
+        "It is a small fishing village on the coast of Norway. The first houses there were "
+        "built by Tom Vale in 1820.",
+        title="Blue Harbor",
+    )
+    founder = Passage("founder", "Tom Vale was a Norwegian shipbuilder.", title="Tom Vale")
+    assert _links_of("Who founded Blue Harbor?", [village, founder])[0] == {1: 1.0}
+    # Where a sentence of the text does state the question, the other sentences' links weaken.
+    stated = Passage(
+        "village",
+        f"{village.text} Blue Harbor was founded by Ada Lind.",
+        title="Blue Harbor",
+    )
+    lind = Passage("lind", "Ada Lind was a painter.", title="Ada Lind")
+    links = _links_of("Who founded Blue Harbor?", [stated, founder, lind])
+    assert links[0] == {1: pytest.approx(0.3), 2: 1.0}
 
 
 @pytest.mark.parametrize("anchor", [-0.1, 1.5, "high", None])
