@@ -560,6 +560,43 @@ def test_delete_refuses_a_doc_id_that_is_not_a_plain_string(store: SQLiteStore) 
         assert (caught.value.field, caught.value.message) == ("doc_id", message)
 
 
+class _Hiding(str):
+    """A string whose own methods hide what it holds: no NUL is ever "in" it, and it encodes
+    and prints as something else."""
+
+    def __contains__(self, part: object) -> bool:
+        return False
+
+    def encode(self, *args: object, **named: object) -> bytes:
+        return b"elsewhere"
+
+    def __str__(self) -> str:
+        return "elsewhere"
+
+
+def test_a_document_keeps_plain_strings_whatever_str_subclass_it_is_given(
+    store: SQLiteStore,
+) -> None:
+    # The NUL check read the subclass's own "in", and every later use its other methods.
+    with pytest.raises(RequestError) as caught:
+        Document(_Hiding("a\x00b"), "Text.")
+    assert caught.value.field == "document.doc_id"
+    document = Document(
+        _Hiding("d1"),
+        _Hiding("The Danube flows east."),
+        _Hiding("Danube"),
+        _Hiding("https://d"),
+        tenant="t1",
+        readers=("g1",),
+    )
+    fields = (document.doc_id, document.text, document.title, document.url)
+    assert [type(value) for value in fields] == [str] * 4
+    assert fields == ("d1", "The Danube flows east.", "Danube", "https://d")
+    store.upsert(document, chunk_text(document.text, 64, 0))
+    [passage] = store.retrieve("Danube", ALICE, 5)
+    assert (passage.doc_id, passage.title) == ("d1", "Danube")
+
+
 @pytest.mark.parametrize(
     ("metadata", "message"),
     [

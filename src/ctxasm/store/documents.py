@@ -56,17 +56,20 @@ class Document:
 
     def __post_init__(self) -> None:
         """Check every field (errors name it ``document.<name>``); lists become tuples."""
-        string(self.doc_id, "document.doc_id", nonempty=True)
-        if "\x00" in self.doc_id:
+        set_field = object.__setattr__
+        # The plain strings are kept: a str subclass may redefine what the checks and the
+        # stores use ("in", encode, hashing), so its own methods would see another text.
+        doc_id = string(self.doc_id, "document.doc_id", nonempty=True)
+        if "\x00" in doc_id:
             raise RequestError(
-                f"document.doc_id contains a NUL character; got {shown(self.doc_id)}",
+                f"document.doc_id contains a NUL character; got {shown(doc_id)}",
                 field="document.doc_id",
             )
-        string(self.text, "document.text")
+        set_field(self, "doc_id", doc_id)
+        set_field(self, "text", string(self.text, "document.text"))
         for key in ("title", "url"):
-            string(getattr(self, key), f"document.{key}", optional=True)
-        timestamp(self.timestamp, "document.timestamp")
-        set_field = object.__setattr__
+            set_field(self, key, string(getattr(self, key), f"document.{key}", optional=True))
+        set_field(self, "timestamp", timestamp(self.timestamp, "document.timestamp"))
         set_field(self, "tenant", name(self.tenant, "document.tenant", optional=True))
         set_field(self, "readers", names(self.readers, "document.readers", optional=True))
         set_field(self, "authority", number(self.authority, "document.authority", low=0, high=1))
