@@ -373,6 +373,8 @@ class BridgeSelection(Strategy):
 # A passage whose links times sentences pass this keeps its links as they are: anchoring
 # compares every linked name with every sentence (500 candidates naming 50 titles each in
 # 200 sentences took 5 s), and a page naming that many is a list, not one hop of a chain.
+# Past 8 query elements the passage covers, the bound shrinks in proportion (each sentence
+# asked is searched for every one: 512 of them took about 1 ms a sentence).
 _ANCHOR_WORK = 1024
 
 
@@ -387,17 +389,19 @@ def _anchored(
     times as strong: of the pages a passage names, the question follows the one named where
     its words are. A passage of one sentence, one that covers nothing of the query in its
     title or text (a bridge the question never names: "... a native of Kestrel") and one with
-    more than ``_ANCHOR_WORK`` links times sentences keep their links as they are, as does a
-    name no sentence holds whole (a sentence end the splitter saw inside it), and one whose
-    sentences state none of the query (it covers it in its title alone: the page the question
-    names, every sentence about it, none the hop's more than another)."""
+    more than ``_ANCHOR_WORK`` links times sentences (fewer where it covers many query
+    elements) keep their links as they are, as does a name no sentence holds whole (a
+    sentence end the splitter saw inside it), and one whose text states none of the query (it
+    covers it in its title alone: the page the question names, every sentence about it, none
+    the hop's more than another)."""
     aliases: list[list[tuple[str, float]]] | None = None
     anchored: list[dict[int, float]] = []
     for index, out in enumerate(links):
         text = pool[index].text
         covered = evidence.terms_of(index)  # a sentence states only what its passage covers
         spans = sentence_spans(text) if out and covered else ()
-        if len(spans) < 2 or len(out) * len(spans) > _ANCHOR_WORK:
+        # each sentence asked is searched for what the passage covers: many elements count
+        if len(spans) < 2 or len(out) * len(spans) * max(len(covered), 8) > _ANCHOR_WORK * 8:
             anchored.append(out)
             continue
         terms = [e for e in covered if e in evidence.terms]
@@ -414,9 +418,7 @@ def _anchored(
             stated[linked] = not where or any(
                 _states(k, sentences, keys, (terms, phrases), stating) for k in where
             )
-        if all(stated.values()) or not any(
-            _states(k, sentences, keys, (terms, phrases), stating) for k in range(len(keys))
-        ):
+        if all(stated.values()) or not _states_any(text, terms, phrases):
             anchored.append(out)
         else:
             anchored.append(
@@ -443,6 +445,15 @@ def _states(
         )
         known[at] = found
     return found
+
+
+def _states_any(text: str, terms: Sequence[str], phrases: Sequence[str]) -> bool:
+    """Whether ``text`` states one of the query's words or named phrases (one search of the
+    whole text, not one per sentence)."""
+    key = f" {phrase_key(text)} "
+    return any(f" {phrase} " in key for phrase in phrases) or bool(
+        terms and covered_terms(terms, text)
+    )
 
 
 def _reverse(links: Sequence[dict[int, float]]) -> list[dict[int, float]]:

@@ -157,6 +157,32 @@ def test_a_page_the_question_names_by_title_alone_keeps_its_links() -> None:
     assert links[0] == {1: pytest.approx(0.3), 2: 1.0}
 
 
+def test_a_page_named_by_title_alone_is_read_once_not_sentence_by_sentence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Whether its text states the query is one search of the text: asked sentence by sentence,
+    # a page of 1,000 sentences and a query of 512 words took 1 s a passage.
+    searched: list[str] = []
+    covered_terms = selection_planners.covered_terms
+
+    def counting(terms: Any, text: str, *rest: Any) -> Any:
+        searched.append(text)
+        return covered_terms(terms, text, *rest)
+
+    village = Passage(
+        "village",
+        "The first houses were built by Tom Vale. " + "It lies on a fjord. " * 300,
+        title="Blue Harbor",
+    )
+    founder = Passage("founder", "Tom Vale was a Norwegian shipbuilder.", title="Tom Vale")
+    candidates = [Candidate.of(p, i, 1.0) for i, p in enumerate([village, founder])]
+    evidence = Evidence("Who founded Blue Harbor?", candidates)
+    links = title_links([village.title, founder.title], [village.text, founder.text])
+    monkeypatch.setattr(selection_planners, "covered_terms", counting)
+    assert selection_planners._anchored(links, candidates, evidence, 0.3)[0] == {1: 1.0}
+    assert len(searched) <= 2  # the sentence naming the link, then the whole text
+
+
 @pytest.mark.parametrize("anchor", [-0.1, 1.5, "high", None])
 def test_anchor_is_a_share_of_a_link(anchor: object) -> None:
     with pytest.raises(ctxasm.RequestError, match="anchor"):
