@@ -597,6 +597,40 @@ def test_a_document_keeps_plain_strings_whatever_str_subclass_it_is_given(
     assert (passage.doc_id, passage.title) == ("d1", "Danube")
 
 
+class _ClaimsFive(str):
+    def __len__(self) -> int:
+        return 5
+
+
+class _Shouting(str):
+    def lower(self) -> str:  # type: ignore[override]
+        return "nuclear launch codes"
+
+
+def test_chunks_and_queries_are_read_as_plain_strings(store: SQLiteStore) -> None:
+    # A chunk text that says it is the span's length while it is the whole document, a chunk
+    # and a query whose own lower() says other words: the checks and the store read the text.
+    document = Document("d1", "Hello world. Secret plans follow.", tenant="t1", readers=("g1",))
+    with pytest.raises(RequestError) as caught:
+        store.upsert(document, [Chunk(0, 5, _ClaimsFive(document.text))])
+    assert caught.value.field == "chunks[0]"
+    garden = Document("d2", "Gardening tips for spring.", tenant="t1", readers=("g1",))
+    store.upsert(garden, [Chunk(0, len(garden.text), _Shouting(garden.text))])
+    assert store.hidden_matches("nuclear", Principal("bob", "t1", ("g2",))) is False
+    assert store.retrieve(_Shouting("rhine"), ALICE, 5) == []
+    assert [p.doc_id for p in store.retrieve(_Shouting("gardening"), ALICE, 5)] == ["d2"]
+
+
+def test_metadata_changed_after_the_document_is_made_does_not_reach_the_store(
+    store: SQLiteStore,
+) -> None:
+    metadata: dict[str, object] = {"source": "wiki", "rank": (1, 2)}
+    document = Document("d1", "Some text here.", metadata=metadata)
+    metadata["source"] = "half \ud800 pair"  # refused if given; changed after the check
+    assert document.metadata == {"rank": [1, 2], "source": "wiki"}  # as the stores write it
+    assert store.upsert(document, chunk_text(document.text, 64, 0)) == "added"
+
+
 @pytest.mark.parametrize(
     ("metadata", "message"),
     [

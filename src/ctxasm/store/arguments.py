@@ -28,11 +28,12 @@ _ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 def checked_retrieval(
     query: object, principal: object, k: object, allow_public: object
-) -> Principal | None:
-    """The principal to retrieve for, once every argument of ``retrieve`` is checked."""
-    string(query, "query")
+) -> tuple[str, Principal | None]:
+    """The query (a plain string: a str subclass's own ``lower`` would read another text)
+    and the principal to retrieve for, once every argument of ``retrieve`` is checked."""
+    text: str = string(query, "query")
     integer(k, "k", minimum=1, optional=False)
-    return checked_scope(principal, allow_public)
+    return text, checked_scope(principal, allow_public)
 
 
 def checked_scope(principal: object, allow_public: object) -> Principal | None:

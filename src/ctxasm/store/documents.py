@@ -75,19 +75,23 @@ class Document:
         set_field(self, "authority", number(self.authority, "document.authority", low=0, high=1))
         if not isinstance(self.metadata, Mapping):
             raise invalid("document.metadata", "an object", self.metadata)
-        _check_metadata(self.metadata)
+        # A copy of what was checked, as the stores write it: the caller's object may change
+        # after the check (a lone surrogate added reached the content hash as a traceback).
+        set_field(self, "metadata", _checked_metadata(self.metadata))
 
 
-def _check_metadata(metadata: Mapping[str, Any]) -> None:
-    """Refuse metadata the stores cannot write as JSON (both write it as stores do: values
-    other than JSON's as their ``str``), naming the field."""
+def _checked_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """``metadata`` as the stores write it, JSON's values only (others as their ``str``, keys
+    in order), or a :class:`RequestError` naming the field where they cannot write it as JSON
+    (keys that cannot be sorted included: ``1`` and ``"1"`` would be one key)."""
     if not metadata:
-        return
+        return {}
     try:
         # keys sorted, as a store's content hash sorts them ({1: ..., None: ...} cannot be)
-        json.dumps(
+        written = json.dumps(
             dict(metadata), ensure_ascii=False, allow_nan=False, default=str, sort_keys=True
-        ).encode()
+        )
+        written.encode()
     except UnicodeEncodeError:
         raise RequestError(
             "document.metadata holds a lone surrogate (half of a UTF-16 pair), which no store "
@@ -99,6 +103,8 @@ def _check_metadata(metadata: Mapping[str, Any]) -> None:
             f"document.metadata cannot be written as JSON: {' '.join(str(exc).split())[:200]}",
             field="document.metadata",
         ) from None
+    copy: dict[str, Any] = json.loads(written)
+    return copy
 
 
 _FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)

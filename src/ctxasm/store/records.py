@@ -52,24 +52,25 @@ def checked_items(items: object) -> list[tuple[Document, Sequence[Chunk]]]:
             raise invalid("document", "a ctxasm.store.Document", document)
         if not isinstance(chunks, (tuple, list)) or not all(isinstance(c, Chunk) for c in chunks):
             raise invalid("chunks", "a list of ctxasm.store.Chunk (see chunk_text)", chunks)
-        for number, chunk in enumerate(chunks):
-            _check_chunk(document, chunk, number)
-        found.append((document, chunks))
+        checked = [_check_chunk(document, chunk, number) for number, chunk in enumerate(chunks)]
+        found.append((document, checked))
     return found
 
 
-def _check_chunk(document: Document, chunk: Chunk, number: int) -> None:
-    """Refuse a chunk that is not ``document.text[start:end]``, naming it: its text is then
-    checked as the document's was (a NUL or a lone surrogate reached the database's driver),
-    and its offsets are what the content hash keeps."""
+def _check_chunk(document: Document, chunk: Chunk, number: int) -> Chunk:
+    """The chunk, refused (naming it) when it is not ``document.text[start:end]``: its text is
+    then checked as the document's was (a NUL or a lone surrogate reached the database's
+    driver), and its offsets are what the content hash keeps. Made anew from what was checked:
+    a str subclass as its text (or a subclass of Chunk) would go on with methods of its own
+    (its ``len``, ``lower``) that the checks did not read."""
     start, end, text = chunk.start, chunk.end, chunk.text
     if not (
         type(start) is int
         and type(end) is int
         and 0 <= start <= end <= len(document.text)
         and isinstance(text, str)
-        and len(text) == end - start
-        and document.text.startswith(text, start)
+        and str.__len__(text) == end - start
+        and document.text.startswith(str.__str__(text), start)
     ):
         raise RequestError(
             f"chunks[{number}] of document {shown(document.doc_id)} is not the document's "
@@ -77,6 +78,7 @@ def _check_chunk(document: Document, chunk: Chunk, number: int) -> None:
             "make chunks with ctxasm.store.chunk_text",
             field=f"chunks[{number}]",
         )
+    return Chunk(start, end, document.text[start:end])
 
 
 def content_hash(document: Document, chunks: Sequence[Chunk], embedder: str = "") -> str:

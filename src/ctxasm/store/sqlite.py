@@ -611,7 +611,7 @@ class SQLiteStore:
         """The ``k`` best visible chunks for ``query`` by BM25 over the visible chunks (fused
         with vector similarity when the store has an embedder), as passages carrying their
         offsets, scores and access data. The work and the memory are bounded by ``k``."""
-        principal = checked_retrieval(query, principal, k, allow_public)
+        query, principal = checked_retrieval(query, principal, k, allow_public)
         terms = [t for t in query_words(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return []
@@ -638,7 +638,7 @@ class SQLiteStore:
     ) -> bool:
         """Whether chunks this principal may not read (with these arguments) hold a term of
         ``query`` while none it may read does (see :func:`ctxasm.store.ranking.only_hidden`)."""
-        principal = checked_retrieval(query, principal, 1, allow_public)
+        query, principal = checked_retrieval(query, principal, 1, allow_public)
         terms = [t for t in query_words(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return False
