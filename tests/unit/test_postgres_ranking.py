@@ -238,16 +238,22 @@ def _nearest_finds_every_chunk(url: str, store: Any) -> None:
             assert min(found)[1] == chunk_id  # (distance, chunk_id, ...)
 
 
-@pytest.fixture
-def small_tail_store(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
-    """A store whose HNSW index is first built at 30 vectors, rebuilt from a tail of 30 and
-    kept row by row past 50 (instead of 150,000, 20,000 and 50,000), closed after the test."""
-    monkeypatch.setattr(postgres_schema, "FIRST_INDEX", 30)
+def _small_store(url: str, monkeypatch: pytest.MonkeyPatch, first: int) -> Iterator[Store]:
+    """A store whose HNSW index is first built at ``first`` vectors, rebuilt from a tail of 30
+    and kept row by row past 50 (instead of 150,000, 20,000 and 50,000), closed after the
+    test."""
+    monkeypatch.setattr(postgres_schema, "FIRST_INDEX", first)
     monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
     monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
-    store = open_store(postgres_url)
+    store = open_store(url)
     yield store
     store.close()
+
+
+@pytest.fixture
+def small_tail_store(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    """The index first built at 30 vectors (see _small_store)."""
+    yield from _small_store(postgres_url, monkeypatch, 30)
 
 
 def test_vectors_are_found_in_the_tail_and_after_each_rebuild(
@@ -349,76 +355,70 @@ def test_a_long_tail_left_by_a_failed_bulk_load_waits_for_the_next_one(
     assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 120})
 
 
+@pytest.fixture
+def first_index_store(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    """The index first built at 100 vectors (see _small_store)."""
+    yield from _small_store(postgres_url, monkeypatch, 100)
+
+
 def test_no_index_is_built_before_the_store_holds_first_index_vectors(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    postgres_url: str, first_index_store: Store
 ) -> None:
-    monkeypatch.setattr(postgres_schema, "FIRST_INDEX", 100)
-    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
-    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
-    store = open_store(postgres_url)
-    try:
-        rng = random.Random(9)
-        for batch in range(4):  # past TAIL_MIN and TAIL_MAX: still no index, all exact
-            _write_batch(store, batch, rng)
-        assert _generations(postgres_url) == (0, [], {1: 80})
-        _nearest_finds_every_chunk(postgres_url, store)
-        with store.bulk():  # type: ignore[attr-defined]
-            pass  # 80 < FIRST_INDEX: nothing to build
-        assert _generations(postgres_url) == (0, [], {1: 80})
-        _write_batch(store, 4, rng)  # 100: built by the ordinary write that reaches it
-        assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 100})
-        _nearest_finds_every_chunk(postgres_url, store)
-    finally:
-        store.close()
+    store = first_index_store
+    rng = random.Random(9)
+    for batch in range(4):  # past TAIL_MIN and TAIL_MAX: still no index, all exact
+        _write_batch(store, batch, rng)
+    assert _generations(postgres_url) == (0, [], {1: 80})
+    _nearest_finds_every_chunk(postgres_url, store)
+    with store.bulk():  # type: ignore[attr-defined]
+        pass  # 80 < FIRST_INDEX: nothing to build
+    assert _generations(postgres_url) == (0, [], {1: 80})
+    _write_batch(store, 4, rng)  # 100: built by the ordinary write that reaches it
+    assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 100})
+    _nearest_finds_every_chunk(postgres_url, store)
 
 
 def test_two_writes_that_pass_first_index_together_leave_the_build_to_the_next(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    postgres_url: str, first_index_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Two writes each planned under FIRST_INDEX (neither builds) commit past it together; the
     # next ordinary write builds the index (it once waited for a bulk load's end, the tail
     # growing without bound meanwhile).
-    monkeypatch.setattr(postgres_schema, "FIRST_INDEX", 100)
-    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 30)
-    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 50)
-    store = open_store(postgres_url)
-    try:
-        rng = random.Random(1)
-        for batch in range(4):
-            _write_batch(store, batch, rng)
-        barrier = threading.Barrier(2, timeout=30)
-        plan = pg._plan
+    store = first_index_store
+    rng = random.Random(1)
+    for batch in range(4):
+        _write_batch(store, batch, rng)
+    barrier = threading.Barrier(2, timeout=30)
+    plan = pg._plan
 
-        def planned_together(*args: Any, **named: Any) -> Any:
-            planned = plan(*args, **named)
-            barrier.wait()  # both have planned before either commits
-            return planned
+    def planned_together(*args: Any, **named: Any) -> Any:
+        planned = plan(*args, **named)
+        barrier.wait()  # both have planned before either commits
+        return planned
 
-        monkeypatch.setattr(pg, "_plan", planned_together)
-        halves = [range(80, 95), range(95, 110)]
-        failed: list[BaseException] = []
+    monkeypatch.setattr(pg, "_plan", planned_together)
+    halves = [range(80, 95), range(95, 110)]
+    failed: list[BaseException] = []
 
-        def write(numbers: range) -> None:
-            try:
-                store.upsert_many(  # type: ignore[attr-defined]
-                    [_document(n, 20, random.Random(n), "t1") for n in numbers]
-                )
-            except BaseException as error:  # reported below
-                failed.append(error)
+    def write(numbers: range) -> None:
+        try:
+            store.upsert_many(  # type: ignore[attr-defined]
+                [_document(n, 20, random.Random(n), "t1") for n in numbers]
+            )
+        except BaseException as error:  # reported below
+            failed.append(error)
 
-        writers = [threading.Thread(target=write, args=(half,)) for half in halves]
-        for writer in writers:
-            writer.start()
-        for writer in writers:
-            writer.join()
-        assert not failed
-        monkeypatch.setattr(pg, "_plan", plan)
-        assert _generations(postgres_url) == (0, [], {1: 110})
-        _write_batch(store, 6, rng)
-        assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 130})
-        _nearest_finds_every_chunk(postgres_url, store)
-    finally:
-        store.close()
+    writers = [threading.Thread(target=write, args=(half,)) for half in halves]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    assert not failed
+    monkeypatch.setattr(pg, "_plan", plan)
+    assert _generations(postgres_url) == (0, [], {1: 110})
+    _write_batch(store, 6, rng)
+    assert _generations(postgres_url) == (1, ["chunk_vectors_hnsw_1"], {1: 130})
+    _nearest_finds_every_chunk(postgres_url, store)
 
 
 def test_index_paths_loads_in_bulk(
