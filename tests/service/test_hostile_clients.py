@@ -330,16 +330,19 @@ def test_allowed_request_templates_are_bounded(start_service: Start) -> None:
         started = time.monotonic()
         status, error = _post(base, {**REQUEST, "format": "template", "template": NESTED})
         assert time.monotonic() - started < 10
-        assert (status, error["error"]) == (
-            422,
-            {
-                "code": "invalid_request",
-                "message": "template does more than 1,000,000 steps (loop iterations, calls, "
-                "filter items) for one request; simplify it",
-                "field": "template",
-                "request_id": error["error"]["request_id"],
-            },
+        # the step bound, or on a slow machine the time bound first (each is tested alone in
+        # tests/unit/formatting/test_template.py)
+        bounds = (
+            "template does more than 1,000,000 steps (loop iterations, calls, filter items) "
+            "for one request; simplify it",
+            "template took more than 2 s to render for one request; simplify it",
         )
+        assert (status, error["error"]["code"], error["error"]["field"]) == (
+            422,
+            "invalid_request",
+            "template",
+        )
+        assert error["error"]["message"] in bounds
 
 
 def test_healthz_answers_while_an_assembly_runs(served_patient: Any) -> None:
