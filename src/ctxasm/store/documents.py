@@ -82,7 +82,7 @@ class Document:
 
 def _checked_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """``metadata`` as the stores write it, JSON's values only (others as their ``str``, keys
-    in order), or a :class:`RequestError` naming the field where they cannot write it as JSON
+    sorted), or a :class:`RequestError` naming the field where they cannot write it as JSON
     (keys that cannot be sorted included: ``1`` and ``"1"`` would be one key)."""
     if not metadata:
         return {}

@@ -15,8 +15,8 @@ SCHEMA_VERSION = 4
 # The HNSW index is first built once a store has FIRST_INDEX vectors: below that an exact
 # search (recall 1) is about as fast as the index's filtered search of the hashed vectors
 # (recall@50 0.5-0.7 at 100k), and a load builds no graph (half of a 100k load's time). Once
-# built, it is rebuilt when the tail reaches as many vectors as it holds (and at least
-# TAIL_MIN), and the tail outside it never passes TAIL_MAX rows.
+# built, the tail outside it never passes TAIL_MAX rows (then writes go into it row by row),
+# and the end of a bulk load rebuilds it (see _plan).
 FIRST_INDEX = 150_000
 TAIL_MIN = 20_000
 TAIL_MAX = 50_000
