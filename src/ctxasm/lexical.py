@@ -570,7 +570,8 @@ def title_links(
 ) -> list[dict[int, float]]:
     """For each text, the indexes of the titles it names, with the link's strength (see
     :func:`title_aliases`): a text names a title when it contains one of its names as a whole
-    phrase (a shorter name only where the text writes it capitalised, as a name). When
+    phrase (a shorter name, or the one word of a capitalised title, only where the text
+    writes it capitalised, as a name: "home games" do not name the song "Home"). When
     ``aligned`` (``titles[i]`` is the title of ``texts[i]``) a text never links to its own
     title, nor through a name its own title shares ("Green" in the text of "Green (Steve
     Hillage album)" is the passage naming itself, not "Green (R.E.M. album)"). Found through
@@ -611,7 +612,7 @@ def title_links(
                     continue  # its own title's name (the text of passage ``first`` among them)
                 if strength <= found[i].get(first, 0.0) or padded not in keys[i]:
                     continue
-                if strength < 1.0:
+                if strength < 1.0 or (len(alias_words) == 1 and (title or "")[:1].isupper()):
                     names = capitalised[i]
                     if names is None:
                         names = capitalised[i] = {w for e in entities(texts[i]) for w in e.split()}

@@ -387,18 +387,24 @@ def _anchored(
     """``links`` (see :func:`ctxasm.lexical.title_links`), those a text makes in no sentence
     that states a query word (in one of its forms) or a named phrase of the query ``weak``
     times as strong: of the pages a passage names, the question follows the one named where
-    its words are. A passage of one sentence, one that covers nothing of the query in its
-    title or text (a bridge the question never names: "... a native of Kestrel") and one with
-    more than ``_ANCHOR_WORK`` links times sentences (fewer where it covers many query
-    elements) keep their links as they are, as does a name no sentence holds whole (a
-    sentence end the splitter saw inside it), and one whose text states none of the query (it
-    covers it in its title alone: the page the question names, every sentence about it, none
-    the hop's more than another)."""
+    its words are. Words of the passage's own title anchor nothing: every sentence of a page
+    is about the page, and one naming a page beside the title's words ("Radio 538 ... its
+    sister station TV 538") names no hop for that. A passage of one sentence, one that covers
+    nothing of the query beyond its own title (a bridge the question never names: "... a
+    native of Kestrel") and one with more than ``_ANCHOR_WORK`` links times sentences (fewer
+    where it covers many query elements) keep their links as they are, as does a name no
+    sentence holds whole (a sentence end the splitter saw inside it), and one whose text
+    states none of the rest of the query (it covers it in its title alone: the page the
+    question names, every sentence about it, none the hop's more than another)."""
     aliases: list[list[tuple[str, float]]] | None = None
     anchored: list[dict[int, float]] = []
     for index, out in enumerate(links):
         text = pool[index].text
-        covered = evidence.terms_of(index)  # a sentence states only what its passage covers
+        # A sentence states only what its passage covers, and what its title says marks no
+        # hop: every sentence of a page is about the page ("TV 538" beside "Radio 538").
+        title = pool[index].passage.title
+        own = f" {phrase_key(title)} " if title else ""
+        covered = [e for e in evidence.terms_of(index) if f" {e} " not in own]
         spans = sentence_spans(text) if out and covered else ()
         # each sentence asked is searched for what the passage covers: many elements count
         if len(spans) < 2 or len(out) * len(spans) * max(len(covered), 8) > _ANCHOR_WORK * 8:

@@ -36,6 +36,22 @@ def test_title_links_whole_and_capitalised_shorter_names() -> None:
     assert links[2] == {}  # "nixon" is not written as a name; "Bantu" is the text's own title
 
 
+def test_a_one_word_title_is_named_only_where_written_as_a_name() -> None:
+    titles = ["Home (Leah McFall song)", "Sport in Miami", "Sport in Leeds", "iPod"]
+    texts = [
+        "Home is a song by Leah McFall.",
+        "The Miami Heat play their home games downtown.",
+        "Leeds Rhinos sing Home before their home games.",
+        "The ipod sold well.",
+    ]
+    links = title_links(titles, texts)
+    assert links[1] == {}  # "home" in lower case is a word, not the song
+    assert links[2] == {0: 1.0}
+    # a title written in lower case is named however a text writes it
+    fans = title_links([*titles, "Fans"], [*texts, "Fans play Home on an ipod."])
+    assert fans[4] == {0: 1.0, 3: 1.0}
+
+
 def test_title_links_never_link_a_text_to_its_own_title() -> None:
     assert title_links(["Danube"], ["The Danube flows east."]) == [{}]
     assert title_links(["Danube"], ["The Danube flows east."], aligned=False) == [{0: 1.0}]

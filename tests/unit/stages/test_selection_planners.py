@@ -183,6 +183,21 @@ def test_a_page_named_by_title_alone_is_read_once_not_sentence_by_sentence(
     assert len(searched) <= 2  # the sentence naming the link, then the whole text
 
 
+def test_the_words_of_a_pages_own_title_anchor_no_link() -> None:
+    # Every sentence of "Radio 538" is about Radio 538: the one naming its sister station beside
+    # those words marks no hop; the one stating "owner" (as "owned") names the hop asked.
+    radio = Passage(
+        "radio",
+        "Radio 538 is a Dutch radio station. Radio 538 shares a studio with TV 538. "
+        "It is owned by Talpa Holding.",
+        title="Radio 538",
+    )
+    tv = Passage("tv", "TV 538 is a Dutch music channel.", title="TV 538")
+    talpa = Passage("talpa", "Talpa Holding is a media company.", title="Talpa Holding")
+    links = _links_of("Who founded the owner of Radio 538?", [radio, tv, talpa])
+    assert links[0] == {1: pytest.approx(0.3), 2: 1.0}
+
+
 @pytest.mark.parametrize("anchor", [-0.1, 1.5, "high", None])
 def test_anchor_is_a_share_of_a_link(anchor: object) -> None:
     with pytest.raises(ctxasm.RequestError, match="anchor"):
