@@ -389,3 +389,42 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(
     for target, why in ((tmp_path / "missing" / name, "no such folder"), (folder, "a folder")):
         done = ctxasm("eval", str(dataset), "--strategy", "nosuch", *subset, option, str(target))
         _one_line_error(done, f"cannot write {target}", why, f"[{field}]")
+
+
+def test_eval_composed_subset_is_built_saved_and_split_by_hops(tmp_path: Path) -> None:
+    def passage(pid: str, title: str, *sentences: str) -> dict[str, Any]:
+        text = " ".join(sentences)
+        return {"pid": pid, "title": title, "text": text, "sentences": list(sentences)}
+
+    chain = [
+        passage("a#0", "Green Album", "Green Album is a record by the guitarist Steve Hillage."),
+        passage(
+            "a#1",
+            "Steve Hillage",
+            "Steve Hillage is a musician.",
+            "His partner is the keyboardist Miquette Giraudy.",
+        ),
+        passage(
+            "a#2", "Tom Bowler", "Tom Bowler was a guitarist of note and a keyboardist of skill."
+        ),
+    ]
+    record = {"id": "a", "question": "Q?", "answers": ["x"], "passages": chain}
+    data = tmp_path / "pool.jsonl"
+    data.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    saved = tmp_path / "composed.jsonl"
+    args = ["--budget", "512", "--strategy", "oracle", "--json", "--no-progress", "--by-type"]
+    done = ctxasm("eval", str(data), "--subset", "composed", "--save-subset", str(saved), *args)
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["results"]
+    assert (row["n"], row["n_gold"], row["all_gold"], row["answer_recall"]) == (1, 1, 1.0, 1.0)
+    (asked,) = [json.loads(line) for line in saved.read_text(encoding="utf-8").splitlines()]
+    assert asked["question"] == "What is the keyboardist of the guitarist of Green Album?"
+    assert asked["meta"]["type"] == "composed-2"
+    assert sorted(asked["gold_pids"]) == ["a#0", "a#1"]
+    table = ctxasm("eval", str(data), "--subset", "composed", "--budget", "512")
+    assert table.returncode == 0, table.stderr
+    assert "pool.jsonl (composed subset): 1 questions" in table.stdout
+
+
+def test_eval_composed_subset_needs_chains(dataset: Path) -> None:
+    _one_line_error(ctxasm("eval", str(dataset), "--subset", "composed"), "chains", "[subset]")

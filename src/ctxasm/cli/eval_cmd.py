@@ -25,7 +25,7 @@ __all__ = ["eval_command"]
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 # The names --subset and --scores take; checked before the dataset is read (ctxasm.evaluation
 # holds the same lists as SUBSETS and SCORE_KINDS; importing it here would slow --help).
-SUBSET_NAMES = ("hard",)
+SUBSET_NAMES = ("hard", "composed")
 SCORE_NAMES = ("bm25", "dense", "noisy-oracle", "random")
 
 BudgetOption = Annotated[
@@ -61,7 +61,9 @@ SubsetOption = Annotated[
         "--subset",
         metavar="NAME",
         help="Evaluate on a subset built from DATASET: 'hard' (bridge questions padded to 20 "
-        "candidates with look-alike distractors; needs full-wiki style data).",
+        "candidates with look-alike distractors; needs full-wiki style data) or 'composed' "
+        "(chains of 2 to 4 passages that name one another, asked as one question, among 20 "
+        "candidates).",
         show_default=False,
     ),
 ]
@@ -223,12 +225,19 @@ def _questions(
 ) -> list[EvalQuestion]:
     """The questions to evaluate: the dataset's, or the subset built from all of them (written
     whole to ``save_subset``), the first ``limit`` of them, with ``scores`` attached."""
-    from ctxasm.evaluation import attach_scores, hard_subset, load_dataset, write_dataset
+    from ctxasm.evaluation import (
+        attach_scores,
+        composed_subset,
+        hard_subset,
+        load_dataset,
+        write_dataset,
+    )
 
     if subset is None:
         questions = load_dataset(dataset, limit=limit)
     else:
-        questions = hard_subset(load_dataset(dataset), seed=seed)
+        build = composed_subset if subset == "composed" else hard_subset
+        questions = build(load_dataset(dataset), seed=seed)
         if save_subset is not None:
             write_dataset(questions, save_subset)
         questions = questions[:limit] if limit is not None else questions

@@ -4,6 +4,7 @@
 >>> rows = evaluate(load_dataset(path), [resolve_strategy("default")], [512])  # doctest: +SKIP
 """
 
+from ctxasm.evaluation.composed import composed_subset
 from ctxasm.evaluation.dataset import (
     EvalPassage,
     EvalQuestion,
@@ -37,6 +38,7 @@ __all__ = [
     "bridge_titles",
     "choose_model",
     "choose_strategies",
+    "composed_subset",
     "evaluate",
     "hard_subset",
     "load_dataset",

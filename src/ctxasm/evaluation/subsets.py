@@ -36,9 +36,9 @@ from ctxasm.errors import RequestError
 from ctxasm.evaluation.dataset import EvalPassage, EvalQuestion
 from ctxasm.lexical import phrase_key, query_terms, title_key
 
-__all__ = ["SUBSETS", "answer_key", "bridge_titles", "hard_subset"]
+__all__ = ["SUBSETS", "answer_key", "bridge_titles", "hard_subset", "has_answer"]
 
-SUBSETS = ("hard",)
+SUBSETS = ("hard", "composed")  # composed: ctxasm.evaluation.composed
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
@@ -50,7 +50,9 @@ def answer_key(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION)).split())
 
 
-def _has_answer(text: str, answers: Sequence[str]) -> bool:
+def has_answer(text: str, answers: Sequence[str]) -> bool:
+    """Whether ``text`` contains one of ``answers`` as the data's labels define it: as whole
+    words once both are normalised (see :func:`answer_key`)."""
     padded = f" {answer_key(text)} "
     return any(key and f" {key} " in padded for key in map(answer_key, answers))
 
@@ -120,7 +122,7 @@ def _padded(question: EvalQuestion, extra: Sequence[EvalPassage], seed: int) -> 
             title=p.title,
             text=p.text,
             is_gold=False,
-            has_answer=_has_answer(p.text, question.answers) if labelled else None,
+            has_answer=has_answer(p.text, question.answers) if labelled else None,
             sentences=p.sentences,
         )
         for p in extra

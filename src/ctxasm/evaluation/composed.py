@@ -1,0 +1,631 @@
+"""The composed subset: questions that chain two to four single-hop questions.
+
+"What is the label of the band of Green?" needs the passage about "Green", which names the
+band, then the band's passage, which names the label: each bridge entity is found only through
+the passage before it. Built from any file in the unified format, by a fixed recipe, so anyone
+with the same file and seed rebuilds the same subset:
+
+1. Pool every question's passages, one per title (HTML entities in titles, as in "&amp;", read
+   as the characters they are), with their sentence split; a passage keeps its pid, or, where
+   an earlier one has it, its question's id before it.
+2. Passage P links to passage Q when one of P's sentences holds Q's title key
+   (:func:`~ctxasm.lexical.title_key`, else :func:`~ctxasm.lexical.phrase_key`) as a phrase,
+   the longest key first where two start at one word, written as a name: no capitalised word or
+   number just before or after it, and, of several words, one capitalised that does not open
+   the sentence. Only specific titles are linked to: a key no other title of the pool has, of
+   two to eight words, or of one word of five letters or more that the pool never writes in
+   lower case. A title with a "(qualifier)" is linked to only from a passage with a word that
+   starts as one of the qualifier's does ("films" for "(2014 film)"): a name in a text is often
+   another thing of that name. Each phrase starting with a key's first word is looked up, so
+   the cost follows the text, not the number of titles.
+3. Walk chains P1 -> ... -> Pk (k of 2, 3 or 4), each Pi linking to P(i+1), titles distinct,
+   without a shortcut (no passage before Pi mentions P(i+1)'s title), at most 560 characters a
+   passage on average (about 125 tokens). Starts in a seeded order, each used once; links
+   followed in a seeded order, at most 64 steps from a start.
+4. Ask "What is the r_k of the r_(k-1) of ... the r_1 of T1?", T1 being P1's title without its
+   "(qualifier)". r_i is the word nearest the mention of T(i+1) in the sentence of Pi that
+   makes it (before the mention preferred: a word after costs two of distance), r_k the one
+   nearest the answer; a word the pool writes as "the ... of" (a noun), at least four letters,
+   no word of a chain title, or a verb that says a relation as its noun ("born": "birth",
+   "directed": "director"). The question names no chain title but T1.
+5. The answer is the first, in Pk's sentences, capitalised name of two to six words (leading
+   function words and a trailing "'s" dropped; not one used as an adjective, as "West Germanic
+   language") or number of three digits or more, that no other chain passage states and that
+   shares no word with a chain title. A chain without an answer or a relation is not asked.
+6. Gold: the k chain passages, ``gold_pids`` in chain order, each supported by its linking
+   sentence (Pk by its answer sentence); the type is ``composed-k``.
+7. Distractors fill ``candidates``: up to half of them neighbours of the chain (passages whose
+   title key a chain passage holds as a name, or that hold a chain title's key), the rest any
+   pool passages; each part in order of the question's content words
+   (:func:`~ctxasm.lexical.query_terms`) they share, ties in a seeded order. ``has_answer`` is
+   computed for every candidate as the data defines it (see :mod:`ctxasm.evaluation.subsets`).
+   The candidates are shuffled in a seeded order.
+8. Up to ``per_hops`` chains of each length, at most two of a length ending in one passage;
+   at each start, the longest length still short of ``per_hops`` is tried first.
+"""
+
+from __future__ import annotations
+
+import html
+import random
+import re
+from collections import Counter
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+import xxhash
+
+from ctxasm.errors import RequestError
+from ctxasm.evaluation.dataset import EvalPassage, EvalQuestion
+from ctxasm.evaluation.subsets import has_answer
+from ctxasm.lexical import STOPWORDS, phrase_key, query_terms, sentence_spans, title_key
+
+__all__ = ["HOPS", "composed_subset"]
+
+HOPS = (2, 3, 4)
+
+_LONGEST_KEY = 8  # words; longer titles are not linked to
+_STEPS_PER_START = 64  # partial chains taken from the stack, per start and length
+_CHAINS_PER_END = 2  # chains of one length ending in one passage
+# Characters of a chain passage on average, at most: about 125 tokens, so that a whole chain
+# fits a budget of about 128 tokens a hop.
+_CHARS_PER_HOP = 560
+_WORD = re.compile(r"\w+")
+# An answer: a capitalised name of two or more words (an initial as "M." is one, a few
+# lower-case particles may join them), or a number of three digits or more (years among them;
+# a day of a month is too easily guessed).
+_NAME_WORD = r"[A-Z](?:\.|[\w'’]*(?:-[A-Z][\w'’]*)*)"
+_ANSWER = re.compile(
+    rf"(?<![\w.'’-]){_NAME_WORD}(?:\s+(?:(?:of|the|de|la|del|von|van|der|du)\s+)*{_NAME_WORD})+"
+    r"|\b\d{1,3}(?:,\d{3})+\b|\b\d{3,}\b"
+)
+# A lower-case word right after a name, which makes the name an adjective ("West Germanic
+# language", "Award-winning").
+_AFTER_NAME = re.compile(r"(?:\s+|-)([a-z]\w*)")
+_LONGEST_ANSWER = 6  # words
+
+
+@dataclass(frozen=True, slots=True)
+class _Mention:
+    """Where a sentence names a linked title: the sentence and its words ``start:end``."""
+
+    target: int
+    sentence: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """A chain put as a question."""
+
+    chain: tuple[int, ...]
+    question: str
+    answer: str
+    answer_sentence: int
+
+
+class _Pool:
+    """Every passage once per title, with the links between them (steps 1 and 2)."""
+
+    def __init__(self, questions: Iterable[EvalQuestion]) -> None:
+        self.passages = _pooled(questions)
+        self.words = [tuple(map(_words, p.sentences)) for p in self.passages]
+        self.keys = [title_key(p.title) or phrase_key(p.title) for p in self.passages]
+        self.unique = _unique_keys(self.keys)
+        titles = [p.title for p in self.passages]
+        targets = _targets(self.unique, _lowercase_words(self.words))
+        self.nouns = _nouns(self.words)
+        lengths = _lengths(targets)
+        qualifiers = [_qualifier(title) for title in titles]
+        self.mentions = [
+            [
+                m
+                for m in _mentions(index, sentences, targets, lengths)
+                if _fits(qualifiers[m.target], sentences)
+            ]
+            for index, sentences in enumerate(self.words)
+        ]
+        self.links = [tuple(dict.fromkeys(m.target for m in found)) for found in self.mentions]
+        # Every title by its key, however common or shared, for the neighbours of a chain.
+        self.named: dict[str, list[int]] = {}
+        for index, key in enumerate(self.keys):
+            if len(key) >= 4:
+                self.named.setdefault(key, []).append(index)
+        self.named_lengths = _lengths(self.named)
+        self.postings: dict[str, list[int]] = {}
+        for index, passage in enumerate(self.passages):
+            for word in query_terms(f"{passage.title} {passage.text}"):
+                self.postings.setdefault(word, []).append(index)
+
+    def mention(self, source: int, target: int) -> _Mention:
+        """The first mention of passage ``target`` in passage ``source``."""
+        return next(m for m in self.mentions[source] if m.target == target)
+
+    def neighbours(self, index: int) -> set[int]:
+        """The passages whose title passage ``index`` names, or that name its title, by the
+        title's key alone (as a reader's links do: no test that it means that thing)."""
+        found = {
+            other
+            for words in self.words[index]
+            for start, end, key in _keys_in(
+                [w.lower() for w in words], self.named, self.named_lengths
+            )
+            if _named(words, start, end)
+            for other in self.named[key]
+        }
+        key = self.keys[index]
+        if len(key) < 4:
+            return found
+        holders = [self.postings.get(w, []) for w in key.split() if w not in STOPWORDS]
+        if holders:
+            phrase = f" {key} "
+            rarest = min(holders, key=len)
+            found.update(i for i in rarest if phrase in f" {phrase_key(self.passages[i].text)} ")
+        found.discard(index)
+        return found
+
+
+def _pooled(questions: Iterable[EvalQuestion]) -> list[EvalPassage]:
+    """The passages of ``questions``, the first of each title, unlabelled, with unique pids."""
+    pooled: list[EvalPassage] = []
+    titles: set[str] = set()
+    pids: set[str] = set()
+    for question in questions:
+        for passage in question.passages:
+            title = html.unescape(passage.title)
+            if title in titles:
+                continue
+            titles.add(title)
+            # pids may be numbered per question ("0", "1", ...): a repeated one is qualified
+            pid = passage.pid if passage.pid not in pids else f"{question.id}:{passage.pid}"
+            pids.add(pid)
+            sentences = passage.sentences or tuple(
+                passage.text[start:end] for start, end in sentence_spans(passage.text)
+            )
+            pooled.append(EvalPassage(pid, title, passage.text, False, None, (), sentences))
+    return pooled
+
+
+def _words(sentence: str) -> tuple[str, ...]:
+    """The words of ``sentence`` as written (a word is a run of ``\\w``, as in phrase keys)."""
+    return tuple(_WORD.findall(sentence))
+
+
+def _unique_keys(keys: Sequence[str]) -> dict[str, int]:
+    """Each title key that only one passage has, with that passage's index."""
+    counts = Counter(keys)
+    return {key: index for index, key in enumerate(keys) if key and counts[key] == 1}
+
+
+def _lowercase_words(words: Iterable[Sequence[Sequence[str]]]) -> set[str]:
+    """The words the pool's sentences write in lower case somewhere."""
+    return {
+        word for passage in words for sentence in passage for word in sentence if word.islower()
+    }
+
+
+def _nouns(words: Iterable[Sequence[Sequence[str]]]) -> frozenset[str]:
+    """The content words the pool's sentences write as "the ... of" (or "a", "an"): nouns
+    that a question can ask with."""
+    return frozenset(
+        word
+        for passage in words
+        for sentence in passage
+        for before, word, after in zip(sentence, sentence[1:], sentence[2:], strict=False)
+        if after == "of"
+        and before.lower() in _ARTICLES
+        and word.isalpha()
+        and word.islower()
+        and word not in STOPWORDS
+    )
+
+
+_ARTICLES = frozenset(("the", "a", "an"))
+
+
+def _targets(unique: dict[str, int], common: set[str]) -> dict[str, int]:
+    """The specific title keys (see step 2) with their passages."""
+    return {
+        key: index
+        for key, index in unique.items()
+        if (
+            2 <= key.count(" ") + 1 <= _LONGEST_KEY
+            if " " in key
+            else len(key) >= 5 and key.isalpha() and key not in common
+        )
+    }
+
+
+def _qualifier(title: str) -> tuple[str, ...]:
+    """The first five letters of each content word of ``title``'s trailing "(qualifier)",
+    those that start a word of the name before it left out ("alex" of "Alexander (Alex Ebert
+    album)", which every mention has)."""
+    head, parenthesis, rest = title.rpartition(" (")
+    if not parenthesis or not title.endswith(")"):
+        return ()
+    name = phrase_key(head).split()
+    stems = (w[:5] for w in phrase_key(rest).split() if w.isalpha() and w not in STOPWORDS)
+    return tuple(stem for stem in stems if not any(word.startswith(stem) for word in name))
+
+
+def _fits(qualifier: tuple[str, ...], sentences: Iterable[Sequence[str]]) -> bool:
+    """Whether a passage of ``sentences`` can mean the title of ``qualifier``: it has a word
+    that starts as a word of the qualifier does ("films" for "(2014 film)"), or there is no
+    qualifier. A name in a text is often another thing of that name ("Wichita", the city, for
+    "Wichita (film)")."""
+    return not qualifier or any(
+        word.lower().startswith(qualifier) for words in sentences for word in words
+    )
+
+
+def _lengths(keys: Iterable[str]) -> dict[str, list[int]]:
+    """For each first word of ``keys``, the lengths in words of the keys it starts, longest
+    first (up to ``_LONGEST_KEY``)."""
+    firsts: dict[str, set[int]] = {}
+    for key in keys:
+        size = key.count(" ") + 1
+        if size <= _LONGEST_KEY:
+            firsts.setdefault(key.split(" ", 1)[0], set()).add(size)
+    return {word: sorted(sizes, reverse=True) for word, sizes in firsts.items()}
+
+
+def _keys_in(
+    low: Sequence[str], keys: Container[str], lengths: dict[str, list[int]]
+) -> Iterator[tuple[int, int, str]]:
+    """The ``keys`` that the lower-case words ``low`` hold as phrases, leftmost and longest
+    first, with the words they span: a look-up for each phrase that starts with a key's first
+    word (``lengths``, see :func:`_lengths`), not a search for each key."""
+    free = 0  # words before this one are part of a key found already
+    for at in [at for at, word in enumerate(low) if word in lengths]:
+        if at < free:
+            continue
+        for size in lengths[low[at]]:
+            phrase = " ".join(low[at : at + size]) if at + size <= len(low) else ""
+            if phrase in keys:
+                free = at + size
+                yield at, free, phrase
+                break
+
+
+def _mentions(
+    source: int,
+    sentences: Sequence[Sequence[str]],
+    targets: dict[str, int],
+    lengths: dict[str, list[int]],
+) -> list[_Mention]:
+    """The linked titles that passage ``source``'s sentences name, its own title left out."""
+    found = []
+    for number, words in enumerate(sentences):
+        for start, end, key in _keys_in([word.lower() for word in words], targets, lengths):
+            target = targets[key]
+            if target != source and _named(words, start, end):
+                found.append(_Mention(target, number, start, end))
+    return found
+
+
+def _named(words: Sequence[str], start: int, end: int) -> bool:
+    """Whether ``words[start:end]`` of a sentence are written as a name of their own: no
+    capitalised word or number just before or after ("Danny" in "Danny Willson" is part of
+    another name), and, of several words, one with a capital or a digit that does not open
+    the sentence ("Going back" opening one names no film). One word is a name wherever it
+    stands: only keys the pool never writes in lower case are linked to by one."""
+    if (start > 0 and _capitalised(words[start - 1])) or (
+        end < len(words) and _capitalised(words[end])
+    ):
+        return False
+    return end - start == 1 or any(
+        not words[at].islower() and words[at].lower() not in STOPWORDS
+        for at in range(max(start, 1), end)
+    )
+
+
+def _capitalised(word: str) -> bool:
+    """Whether ``word`` continues a name: capitalised (not a function word) or a number, as
+    in "September 1981"."""
+    return (word[:1].isupper() and word.lower() not in STOPWORDS) or word[:1].isdigit()
+
+
+def _rank(seed: int, *parts: str) -> int:
+    """A seeded pseudo-random rank of ``parts``, the same on every run."""
+    return int(xxhash.xxh64_intdigest(":".join((str(seed), *parts)).encode()))
+
+
+def _relation(
+    words: Sequence[str], start: int, end: int, banned: set[str], nouns: frozenset[str]
+) -> str | None:
+    """The relation word of ``words`` for the phrase ``words[start:end]`` (see step 4): the
+    nearest of ``nouns``, or of the verbs that say a relation taken as their noun, none of
+    ``banned``. A word before the phrase, which usually says what it is ("the band R.E.M.",
+    "starring Kyle Massey"), wins over one as near after it."""
+    best: tuple[int, int, str] | None = None
+    for at, word in enumerate(words):
+        noun = _RELATION_NOUNS.get(word) or (word if word in nouns else None)
+        if noun is None or start <= at < end or len(noun) < 4 or noun in banned:
+            continue
+        distance = start - at if at < start else at - end + 1 + _AFTER
+        if best is None or (distance, at) < best[:2]:
+            best = (distance, at, noun)
+    return None if best is None else best[2]
+
+
+# A relation word after the phrase costs this many words of distance more than one before.
+_AFTER = 2
+# Verbs that say a relation, as the noun a question asks it with ("published by X": X is the
+# publisher).
+_RELATION_NOUNS = {
+    "born": "birth",
+    "composed": "composer",
+    "created": "creator",
+    "died": "death",
+    "directed": "director",
+    "founded": "founder",
+    "married": "spouse",
+    "owned": "owner",
+    "performed": "performer",
+    "produced": "producer",
+    "published": "publisher",
+    "released": "release",
+    "starred": "star",
+    "starring": "star",
+    "written": "writer",
+    "wrote": "writer",
+}
+
+
+class _Chains:
+    """Chains walked through the pool and put as questions (steps 3 to 5)."""
+
+    def __init__(self, pool: _Pool, seed: int) -> None:
+        self.pool = pool
+        self.seed = seed
+        self.names = [_name(p.title) for p in pool.passages]
+
+    def starts(self) -> list[int]:
+        """The passages a question can name, in a seeded order."""
+        pool = self.pool
+        named = [
+            index
+            for key, index in pool.unique.items()
+            if pool.links[index] and len(key) >= 4 and self.names[index]
+        ]
+        return sorted(named, key=lambda i: _rank(self.seed, pool.passages[i].pid))
+
+    def ask(self, start: int, hops: int, taken_last: set[int]) -> _Asked | None:
+        """The first chain of ``hops`` passages from ``start`` that can be asked, its last
+        passage none of ``taken_last``; None if none within the step limit."""
+        for chain in self._walks(start, hops):
+            if chain[-1] not in taken_last:
+                asked = self._asked(chain)
+                if asked is not None:
+                    return asked
+        return None
+
+    def _walks(self, start: int, hops: int) -> Iterator[tuple[int, ...]]:
+        """Chains of ``hops`` passages from ``start`` without a shortcut (a passage mentioned
+        before the last one is never the next) and of at most ``_CHARS_PER_HOP`` characters a
+        passage on average, depth first, within ``_STEPS_PER_START`` steps."""
+        links, passages = self.pool.links, self.pool.passages
+        room = hops * _CHARS_PER_HOP
+        stack: list[tuple[tuple[int, ...], frozenset[int], int]] = [
+            ((start,), frozenset(), len(passages[start].text))
+        ]
+        for _ in range(_STEPS_PER_START):
+            if not stack:
+                return
+            chain, shortcut, size = stack.pop()
+            if len(chain) == hops:
+                yield chain
+                continue
+            last = chain[-1]
+            onward = [
+                t
+                for t in links[last]
+                if t not in chain and t not in shortcut and size + len(passages[t].text) <= room
+            ]
+            pid = passages[last].pid
+            onward.sort(key=lambda t: _rank(self.seed, pid, passages[t].pid))
+            passed = shortcut.union(links[last])
+            stack.extend(
+                ((*chain, t), passed, size + len(passages[t].text)) for t in reversed(onward)
+            )
+
+    def _asked(self, chain: tuple[int, ...]) -> _Asked | None:
+        """``chain`` put as a question (steps 4 and 5), or None when it cannot be."""
+        pool = self.pool
+        banned = {
+            word
+            for i in chain
+            for word in phrase_key(pool.passages[i].title).split()
+            if word not in STOPWORDS
+        }
+        relations = []
+        for source, target in pairwise(chain):
+            mention = pool.mention(source, target)
+            words = pool.words[source][mention.sentence]
+            relations.append(_relation(words, mention.start, mention.end, banned, pool.nouns))
+        found = self._answer(chain, banned)
+        if found is None or None in relations:
+            return None
+        answer, sentence, relation = found
+        asked = [relation, *reversed([r for r in relations if r is not None])]
+        question = "What is the " + " of the ".join(asked) + f" of {self.names[chain[0]]}?"
+        padded = f" {phrase_key(question)} "
+        if any(f" {pool.keys[i]} " in padded for i in chain[1:]):
+            return None
+        return _Asked(chain, question, answer, sentence)
+
+    def _answer(self, chain: tuple[int, ...], banned: set[str]) -> tuple[str, int, str] | None:
+        """The answer in the chain's last passage, its sentence and the relation word nearest
+        it; None when no sentence has one."""
+        pool = self.pool
+        last = pool.passages[chain[-1]]
+        others = [pool.passages[i].text for i in chain[:-1]]
+        for number, sentence in enumerate(last.sentences):
+            for answer, start, end in _answers(sentence):
+                if not banned.isdisjoint(phrase_key(answer).split()):
+                    continue
+                if any(has_answer(text, (answer,)) for text in others):
+                    continue
+                words = pool.words[chain[-1]][number]
+                relation = _relation(words, *_word_span(sentence, start, end), banned, pool.nouns)
+                if relation is not None:
+                    return answer, number, relation
+        return None
+
+
+def _answers(sentence: str) -> Iterator[tuple[str, int, int]]:
+    """The answers ``sentence`` offers (see ``_ANSWER``), with where each starts and ends: a
+    name without its leading function words ("On" of "On June") nor a trailing "'s", not an
+    adjective, of at most ``_LONGEST_ANSWER`` words."""
+    for match in _ANSWER.finditer(sentence):
+        answer, start, end = match.group(), match.start(), match.end()
+        if answer[0].isdigit():
+            yield answer, start, end
+            continue
+        words = list(re.finditer(r"\S+", answer))
+        while words and words[0].group().lower() in STOPWORDS:
+            words.pop(0)
+        if not 2 <= len(words) <= _LONGEST_ANSWER:
+            continue
+        start += words[0].start()
+        answer = sentence[start:end]
+        if answer.endswith(("'s", "’s")):  # "Oscar Wilde's": the name is "Oscar Wilde"
+            yield answer[:-2], start, end - 2
+            continue
+        after = _AFTER_NAME.match(sentence, end)
+        if after is None or after.group(1) in STOPWORDS:
+            yield answer, start, end
+
+
+def _name(title: str) -> str:
+    """``title`` without a trailing "(qualifier)", as a question names it."""
+    head, parenthesis, _ = title.rpartition(" (")
+    return head.strip() if parenthesis and title.endswith(")") else title.strip()
+
+
+def _word_span(sentence: str, start: int, end: int) -> tuple[int, int]:
+    """The indexes of the first and past the last word of ``sentence[start:end]``."""
+    first = len(_WORD.findall(sentence[:start]))
+    return first, first + len(_WORD.findall(sentence[start:end]))
+
+
+def _chosen(chains: _Chains, per_hops: int) -> list[_Asked]:
+    """Up to ``per_hops`` asked chains per length (step 8), by length, then in start order."""
+    found: dict[int, list[_Asked]] = {hops: [] for hops in HOPS}
+    ends: dict[int, Counter[int]] = {hops: Counter() for hops in HOPS}
+    for start in chains.starts():
+        wanted = [hops for hops in reversed(HOPS) if len(found[hops]) < per_hops]
+        if not wanted:
+            break
+        for hops in wanted:
+            full = {end for end, times in ends[hops].items() if times == _CHAINS_PER_END}
+            asked = chains.ask(start, hops, full)
+            if asked is not None:
+                found[hops].append(asked)
+                ends[hops][asked.chain[-1]] += 1
+                break
+    return [asked for hops in HOPS for asked in found[hops]]
+
+
+def _distractors(pool: _Pool, asked: _Asked, count: int, seed: int) -> list[int]:
+    """``count`` pool passages off the chain: neighbours of the chain first (up to half), then
+    any, each in order of the question's content words shared (step 7)."""
+    shared: Counter[int] = Counter()
+    for word in query_terms(asked.question):
+        shared.update(pool.postings.get(word, ()))
+    chain = set(asked.chain)
+    salt = f"composed:{pool.passages[asked.chain[0]].pid}"
+
+    def rank(index: int) -> int:
+        return _rank(seed, salt, pool.passages[index].pid)
+
+    near = set().union(*map(pool.neighbours, asked.chain)) - chain
+    chosen = _best(near, count // 2, shared, rank)
+    taken = chain.union(chosen)
+    chosen += _best(shared.keys() - taken, count - len(chosen), shared, rank)
+    return chosen
+
+
+def _best(
+    indexes: Iterable[int], count: int, shared: Counter[int], rank: Callable[[int], int]
+) -> list[int]:
+    """The first ``count`` of ``indexes`` by ``shared`` words, most first, ties by ``rank``:
+    only the ties at the cut are ranked (most of the pool shares a word with a question)."""
+    by_shared = sorted(indexes, key=shared.__getitem__, reverse=True)
+    if count <= 0:
+        return []
+    if len(by_shared) > count:
+        floor = shared[by_shared[count - 1]]
+        by_shared = [i for i in by_shared if shared[i] >= floor]
+    ranked = sorted(by_shared, key=lambda i: (-shared[i], rank(i)))
+    return ranked[:count]
+
+
+def _question(pool: _Pool, asked: _Asked, candidates: int, seed: int) -> EvalQuestion:
+    """``asked`` as a question with its gold and distractor candidates (steps 6 and 7)."""
+    hops = len(asked.chain)
+    answers = (asked.answer,)
+    gold = []
+    for place, index in enumerate(asked.chain):
+        passage = pool.passages[index]
+        if place + 1 < hops:
+            sentence = pool.mention(index, asked.chain[place + 1]).sentence
+        else:
+            sentence = asked.answer_sentence
+        gold.append(_labelled(passage, answers, (passage.sentences[sentence],)))
+    extra = _distractors(pool, asked, max(0, candidates - hops), seed)
+    passages = [*gold, *(_labelled(pool.passages[i], answers, ()) for i in extra)]
+    qid = f"composed-{hops}:{gold[0].pid}"
+    random.Random(f"composed:{seed}:{qid}").shuffle(passages)
+    return EvalQuestion(
+        id=qid,
+        question=asked.question,
+        answers=answers,
+        passages=tuple(passages),
+        gold_pids=tuple(p.pid for p in gold),
+        type=f"composed-{hops}",
+        all_gold_in_candidates=True,
+    )
+
+
+def _labelled(
+    passage: EvalPassage, answers: Sequence[str], supporting: tuple[str, ...]
+) -> EvalPassage:
+    """``passage`` as a candidate: gold when it has ``supporting`` sentences."""
+    return EvalPassage(
+        pid=passage.pid,
+        title=passage.title,
+        text=passage.text,
+        is_gold=bool(supporting),
+        has_answer=has_answer(passage.text, answers),
+        supporting=supporting,
+        sentences=passage.sentences,
+    )
+
+
+def composed_subset(
+    questions: Sequence[EvalQuestion], *, candidates: int = 20, seed: int = 0, per_hops: int = 100
+) -> list[EvalQuestion]:
+    """The composed subset built from the passages of ``questions`` (see the module
+    docstring): up to ``per_hops`` questions per chain length, by length, each with
+    ``candidates`` candidates (fewer only where too few passages of the pool neighbour its
+    chain or share a word with it). The same input, ``candidates``, ``seed`` and ``per_hops``
+    give the same subset."""
+    if candidates < max(HOPS):
+        raise RequestError(
+            f"candidates must be at least {max(HOPS)} (the longest chain), got {candidates}",
+            field="candidates",
+        )
+    if per_hops < 1:
+        raise RequestError(f"per_hops must be a positive count, got {per_hops}", field="per_hops")
+    pool = _Pool(questions)
+    chosen = _chosen(_Chains(pool, seed), per_hops)
+    if not chosen:
+        raise RequestError(
+            "the composed subset needs passages that name one another's titles in chains of "
+            f"{min(HOPS)} to {max(HOPS)}, with an answer in the last; this dataset has none",
+            field="subset",
+        )
+    return [_question(pool, asked, candidates, seed) for asked in chosen]
