@@ -570,8 +570,9 @@ def title_links(
 ) -> list[dict[int, float]]:
     """For each text, the indexes of the titles it names, with the link's strength (see
     :func:`title_aliases`): a text names a title when it contains one of its names as a whole
-    phrase (a shorter name, or the one word of a capitalised title, only where the text
-    writes it capitalised, as a name: "home games" do not name the song "Home"). When
+    phrase (a shorter name, or the one word of a capitalised title with a "(qualifier)", only
+    where the text writes it capitalised, as a name: "home games" do not name "Home (Leah
+    McFall song)"; "a musket" does name "Musket"). When
     ``aligned`` (``titles[i]`` is the title of ``texts[i]``) a text never links to its own
     title, nor through a name its own title shares ("Green" in the text of "Green (Steve
     Hillage album)" is the passage naming itself, not "Green (R.E.M. album)"). Found through
@@ -594,6 +595,7 @@ def title_links(
         for word in needed.intersection(key_words(text)):
             holders.setdefault(word, []).append(i)
     capitalised: list[set[str] | None] = [None] * len(texts)
+    as_names: list[frozenset[str] | None] = [None] * len(texts)
     found: list[dict[int, float]] = [{} for _ in texts]
     # A title's own names, by title (an unnamed title has none: all its passages are unnamed).
     own = {t: {alias for alias, _, _ in names} for t, names in names_of.items()} if aligned else {}
@@ -612,11 +614,17 @@ def title_links(
                     continue  # its own title's name (the text of passage ``first`` among them)
                 if strength <= found[i].get(first, 0.0) or padded not in keys[i]:
                     continue
-                if strength < 1.0 or (len(alias_words) == 1 and (title or "")[:1].isupper()):
+                if strength < 1.0:
                     names = capitalised[i]
                     if names is None:
                         names = capitalised[i] = {w for e in entities(texts[i]) for w in e.split()}
                     if not names.issuperset(alias_words):
+                        continue
+                elif len(alias_words) == 1 and _qualified_name(title):
+                    written = as_names[i]
+                    if written is None:
+                        written = as_names[i] = _capitalised_words(texts[i])
+                    if alias not in written:
                         continue
                 for j in passages:
                     found[i][j] = strength
@@ -627,6 +635,20 @@ def title_links(
 
 
 _MANY_TITLES = 64  # from this many titles, title_links first drops those no text can name
+
+
+def _qualified_name(title: str | None) -> bool:
+    """Whether ``title`` is a capitalised name told apart from others by a "(qualifier)", as
+    "Home (Leah McFall song)" is: its one word in lower case is that word, not the name."""
+    return title is not None and title[:1].isupper() and _without_qualifier(title) != title
+
+
+def _capitalised_words(text: str) -> frozenset[str]:
+    """The phrase-key words of the words ``text`` writes with a capital (in any script)."""
+    return key_words(" ".join(w for w in _WORD_RUN.findall(text) if w[:1].isupper()))
+
+
+_WORD_RUN = re.compile(r"\w+")
 
 
 def _nameable(titles: Sequence[str | None], texts: Sequence[str]) -> list[int]:

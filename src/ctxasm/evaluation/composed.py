@@ -7,7 +7,8 @@ with the same file and seed rebuilds the same subset:
 
 1. Pool every question's passages, one per title (HTML entities in titles, as in "&amp;", read
    as the characters they are), with their sentence split; a passage keeps its pid, or, where
-   an earlier one has it, its question's id before it.
+   an earlier one has it, its question's id before it (and a number after, if that is taken
+   too), so pids are unique.
 2. Passage P links to passage Q when one of P's sentences holds Q's title key
    (:func:`~ctxasm.lexical.title_key`, else :func:`~ctxasm.lexical.phrase_key`) as a phrase,
    the longest key first where two start at one word, written as a name: no capitalised word or
@@ -21,7 +22,7 @@ with the same file and seed rebuilds the same subset:
 3. Walk chains P1 -> ... -> Pk (k of 2, 3 or 4), each Pi linking to P(i+1), titles distinct,
    without a shortcut (no passage before Pi mentions P(i+1)'s title), at most 560 characters a
    passage on average (about 125 tokens). Starts in a seeded order, each used once; links
-   followed in a seeded order, at most 64 steps from a start.
+   followed in a seeded order, at most 64 steps from a start for each length.
 4. Ask "What is the r_k of the r_(k-1) of ... the r_1 of T1?", T1 being P1's title without its
    "(qualifier)". r_i is the word nearest the mention of T(i+1) in the sentence of Pi that
    makes it (before the mention preferred: a word after costs two of distance), r_k the one
@@ -31,17 +32,25 @@ with the same file and seed rebuilds the same subset:
 5. The answer is the first, in Pk's sentences, capitalised name of two to six words (leading
    function words and a trailing "'s" dropped; not one used as an adjective, as "West Germanic
    language") or number of three digits or more, that no other chain passage states and that
-   shares no word with a chain title. A chain without an answer or a relation is not asked.
+   shares no word with a chain title, that its own passage holds as the labels find answers
+   (whole words once normalised: not "13,361" of "13,361.74"), and that has a relation word
+   (else the next one is tried). A chain without such an answer, or without a relation word
+   for a hop, is not asked.
 6. Gold: the k chain passages, ``gold_pids`` in chain order, each supported by its linking
    sentence (Pk by its answer sentence); the type is ``composed-k``.
 7. Distractors fill ``candidates``: up to half of them neighbours of the chain (passages whose
-   title key a chain passage holds as a name, or that hold a chain title's key), the rest any
-   pool passages; each part in order of the question's content words
+   title key a chain passage holds as a name, or that hold a chain title's key), the rest
+   other pool passages that share a content word with the question; each part in order of the
+   question's content words
    (:func:`~ctxasm.lexical.query_terms`) they share, ties in a seeded order. ``has_answer`` is
    computed for every candidate as the data defines it (see :mod:`ctxasm.evaluation.subsets`).
    The candidates are shuffled in a seeded order.
 8. Up to ``per_hops`` chains of each length, at most two of a length ending in one passage;
-   at each start, the longest length still short of ``per_hops`` is tried first.
+   at each start, the longest length still short of ``per_hops`` is tried first. The questions
+   come with the lengths in turn (2, 3, 4, 2, ...), so the first of them hold every length.
+
+Building it costs the pool's words once, plus, per question, the pool passages that share a
+word with it.
 """
 
 from __future__ import annotations
@@ -51,7 +60,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import pairwise, zip_longest
 
 import xxhash
 
@@ -60,6 +69,7 @@ from ctxasm.evaluation.composed_pool import Pool
 from ctxasm.evaluation.dataset import EvalPassage, EvalQuestion
 from ctxasm.evaluation.subsets import has_answer
 from ctxasm.lexical import STOPWORDS, phrase_key, query_terms
+from ctxasm.validation import shown
 
 __all__ = ["HOPS", "composed_subset"]
 
@@ -234,6 +244,10 @@ class _Chains:
             for answer, start, end in _answers(sentence):
                 if not banned.isdisjoint(phrase_key(answer).split()):
                     continue
+                # as the labels find it: "Shakespeare" of "Shakespeare's", or "13,361" cut
+                # from "13,361.74", is not found in its own passage
+                if not has_answer(last.text, (answer,)):
+                    continue
                 if any(has_answer(text, (answer,)) for text in others):
                     continue
                 words = pool.words[chain[-1]][number]
@@ -280,7 +294,9 @@ def _word_span(sentence: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _chosen(chains: _Chains, per_hops: int) -> list[_Asked]:
-    """Up to ``per_hops`` asked chains per length (step 8), by length, then in start order."""
+    """Up to ``per_hops`` asked chains per length (step 8), the lengths taken in turn (a
+    chain of 2, of 3, of 4, then the next of 2, ...), each length in start order: the first
+    questions of the subset hold every length."""
     found: dict[int, list[_Asked]] = {hops: [] for hops in HOPS}
     ends: dict[int, Counter[int]] = {hops: Counter() for hops in HOPS}
     for start in chains.starts():
@@ -294,7 +310,7 @@ def _chosen(chains: _Chains, per_hops: int) -> list[_Asked]:
                 found[hops].append(asked)
                 ends[hops][asked.chain[-1]] += 1
                 break
-    return [asked for hops in HOPS for asked in found[hops]]
+    return [asked for turn in zip_longest(*found.values()) for asked in turn if asked is not None]
 
 
 def _distractors(pool: Pool, asked: _Asked, count: int, seed: int) -> list[int]:
@@ -377,17 +393,19 @@ def composed_subset(
     questions: Sequence[EvalQuestion], *, candidates: int = 20, seed: int = 0, per_hops: int = 100
 ) -> list[EvalQuestion]:
     """The composed subset built from the passages of ``questions`` (see the module
-    docstring): up to ``per_hops`` questions per chain length, by length, each with
+    docstring): up to ``per_hops`` questions per chain length, the lengths in turn, each with
     ``candidates`` candidates (fewer only where too few passages of the pool neighbour its
     chain or share a word with it). The same input, ``candidates``, ``seed`` and ``per_hops``
     give the same subset."""
-    if candidates < max(HOPS):
+    for name, value, low in (("candidates", candidates, max(HOPS)), ("per_hops", per_hops, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise RequestError(
+                f"{name} must be an integer of at least {low}, got {shown(value)}", field=name
+            )
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise RequestError(
-            f"candidates must be at least {max(HOPS)} (the longest chain), got {candidates}",
-            field="candidates",
+            f"seed must be an integer of at least 0, got {shown(seed)}", field="seed"
         )
-    if per_hops < 1:
-        raise RequestError(f"per_hops must be a positive count, got {per_hops}", field="per_hops")
     pool = Pool(questions)
     chosen = _chosen(_Chains(pool, seed), per_hops)
     if not chosen:

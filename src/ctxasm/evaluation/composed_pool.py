@@ -19,6 +19,7 @@ __all__ = ["LONGEST_KEY", "Mention", "Pool", "word_list"]
 
 LONGEST_KEY = 8  # words; longer titles are not linked to
 _WORD = re.compile(r"\w+")
+_STEM = 5  # letters of a qualifier's word that a passage's word must start with
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +45,13 @@ class Pool:
         self.nouns = _nouns(self.words)
         lengths = _lengths(targets)
         qualifiers = [_qualifier(title) for title in titles]
-        self.mentions = [
-            [
-                m
-                for m in _mentions(index, sentences, targets, lengths)
-                if _fits(qualifiers[m.target], sentences)
-            ]
-            for index, sentences in enumerate(self.words)
-        ]
+        self.mentions = []
+        for index, sentences in enumerate(self.words):
+            found = _mentions(index, sentences, targets, lengths)
+            if any(qualifiers[m.target] for m in found):
+                starts = _starts(sentences)
+                found = [m for m in found if _fits(qualifiers[m.target], starts)]
+            self.mentions.append(found)
         self.links = [tuple(dict.fromkeys(m.target for m in found)) for found in self.mentions]
         # Every title by its key, however common or shared, for the neighbours of a chain.
         self.named: dict[str, list[int]] = {}
@@ -103,8 +103,12 @@ def _pooled(questions: Iterable[EvalQuestion]) -> list[EvalPassage]:
             if title in titles:
                 continue
             titles.add(title)
-            # pids may be numbered per question ("0", "1", ...): a repeated one is qualified
-            pid = passage.pid if passage.pid not in pids else f"{question.id}:{passage.pid}"
+            # pids may be numbered per question ("0", "1", ...): a repeated one is qualified by
+            # its question's id, and numbered if that is taken too
+            pid, number = passage.pid, 1
+            while pid in pids:
+                pid = f"{question.id}:{passage.pid}" + (f":{number}" if number > 1 else "")
+                number += 1
             pids.add(pid)
             sentences = passage.sentences or tuple(
                 passage.text[start:end] for start, end in sentence_spans(passage.text)
@@ -171,18 +175,27 @@ def _qualifier(title: str) -> tuple[str, ...]:
     if not parenthesis or not title.endswith(")"):
         return ()
     name = phrase_key(head).split()
-    stems = (w[:5] for w in phrase_key(rest).split() if w.isalpha() and w not in STOPWORDS)
+    stems = (w[:_STEM] for w in phrase_key(rest).split() if w.isalpha() and w not in STOPWORDS)
     return tuple(stem for stem in stems if not any(word.startswith(stem) for word in name))
 
 
-def _fits(qualifier: tuple[str, ...], sentences: Iterable[Sequence[str]]) -> bool:
-    """Whether a passage of ``sentences`` can mean the title of ``qualifier``: it has a word
-    that starts as a word of the qualifier does ("films" for "(2014 film)"), or there is no
-    qualifier. A name in a text is often another thing of that name ("Wichita", the city, for
-    "Wichita (film)")."""
-    return not qualifier or any(
-        word.lower().startswith(qualifier) for words in sentences for word in words
+def _starts(sentences: Iterable[Sequence[str]]) -> frozenset[str]:
+    """The first one to ``_STEM`` letters of every word of ``sentences``, in lower case: what
+    a qualifier's stems are looked up in, once per passage."""
+    return frozenset(
+        word[:size]
+        for words in sentences
+        for word in map(str.lower, words)
+        for size in range(1, _STEM + 1)
     )
+
+
+def _fits(qualifier: tuple[str, ...], starts: frozenset[str]) -> bool:
+    """Whether a passage whose words start as ``starts`` (see :func:`_starts`) can mean the
+    title of ``qualifier``: it has a word that starts as a word of the qualifier does
+    ("films" for "(2014 film)"), or there is no qualifier. A name in a text is often another
+    thing of that name ("Wichita", the city, for "Wichita (film)")."""
+    return not qualifier or any(stem in starts for stem in qualifier)
 
 
 def _lengths(keys: Iterable[str]) -> dict[str, list[int]]:

@@ -402,9 +402,7 @@ def _anchored(
         text = pool[index].text
         # A sentence states only what its passage covers, and what its title says marks no
         # hop: every sentence of a page is about the page ("TV 538" beside "Radio 538").
-        title = pool[index].passage.title
-        own = f" {phrase_key(title)} " if title else ""
-        covered = [e for e in evidence.terms_of(index) if f" {e} " not in own]
+        covered = _beyond_title(evidence, index, pool[index].passage.title)
         spans = sentence_spans(text) if out and covered else ()
         # each sentence asked is searched for what the passage covers: many elements count
         if len(spans) < 2 or len(out) * len(spans) * max(len(covered), 8) > _ANCHOR_WORK * 8:
@@ -431,6 +429,22 @@ def _anchored(
                 {linked: s if stated[linked] else s * weak for linked, s in out.items()}
             )
     return anchored
+
+
+def _beyond_title(evidence: Evidence, index: int, title: str | None) -> list[str]:
+    """The query elements candidate ``index`` covers that its own ``title`` does not say: a
+    named phrase not in the title, a word none of whose forms is a word of it ("studios" is
+    said by the title "Dutch Studio")."""
+    if not title:
+        return list(evidence.terms_of(index))
+    key = phrase_key(title)
+    padded, words = f" {key} ", frozenset(key.split())
+    return [
+        element
+        for element in evidence.terms_of(index)
+        if f" {element} " not in padded
+        and (element not in evidence.terms or words.isdisjoint(term_forms(element)))
+    ]
 
 
 def _states(

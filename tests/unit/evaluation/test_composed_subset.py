@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +127,7 @@ def test_the_subset_is_deterministic_and_the_seed_shuffles(
 
 
 def test_chains_of_every_length_are_asked_hop_by_hop(chains: list[EvalQuestion]) -> None:
+    # the lengths in turn: 2, 3, 4, then the next 3
     asked = [
         (q.id, q.question, q.answers, [p.title for p in _gold(q)]) for q in composed_subset(chains)
     ]
@@ -141,18 +145,18 @@ def test_chains_of_every_length_are_asked_hop_by_hop(chains: list[EvalQuestion])
             ["Steve Hillage", "Miquette Giraudy", "Planet Gong"],
         ),
         (
+            "composed-4:g#0",
+            "What is the founder of the band of the keyboardist of the guitarist of Green Album?",
+            ("1977",),
+            ["Green Album", "Steve Hillage", "Miquette Giraudy", "Planet Gong"],
+        ),
+        (
             # Blue Album names Miquette Giraudy itself: "Blue Album -> Steve Hillage ->
             # Miquette Giraudy" would be a shortcut, and Steve Hillage's answer is in Blue Album
             "composed-3:c#2",
             "What is the founder of the band of the keyboardist of Blue Album?",
             ("1977",),
             ["Blue Album", "Miquette Giraudy", "Planet Gong"],
-        ),
-        (
-            "composed-4:g#0",
-            "What is the founder of the band of the keyboardist of the guitarist of Green Album?",
-            ("1977",),
-            ["Green Album", "Steve Hillage", "Miquette Giraudy", "Planet Gong"],
         ),
     ]
 
@@ -217,8 +221,8 @@ def test_pids_numbered_per_question_stay_unique() -> None:
     assert [(q.id, q.gold_pids) for q in subset] == [
         ("composed-2:c:0", ("c:0", "c:1")),
         ("composed-3:1", ("1", "c:0", "c:1")),
-        ("composed-3:c:2", ("c:2", "c:0", "c:1")),
         ("composed-4:0", ("0", "1", "c:0", "c:1")),
+        ("composed-3:c:2", ("c:2", "c:0", "c:1")),
     ]
     for question in subset:
         assert len({p.pid for p in question.passages}) == len(question.passages) == 6
@@ -232,14 +236,86 @@ def test_data_without_chains_is_refused() -> None:
     with pytest.raises(RequestError, match="at least 4") as small:
         composed_subset(lonely, candidates=3)
     assert small.value.field == "candidates"
-    with pytest.raises(RequestError, match="positive") as none:
+    with pytest.raises(RequestError, match="at least 1") as none:
         composed_subset(lonely, per_hops=0)
     assert none.value.field == "per_hops"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("candidates", 4.5),
+        ("candidates", "20"),
+        ("candidates", None),
+        ("candidates", True),
+        ("per_hops", 1.5),
+        ("per_hops", True),
+        ("seed", "x"),
+        ("seed", -1),
+        ("seed", None),
+        ("seed", 1.5),
+    ],
+)
+def test_arguments_that_are_not_counts_are_refused_by_name(
+    chains: list[EvalQuestion], field: str, value: Any
+) -> None:
+    with pytest.raises(RequestError, match=f"^{field} must be an integer") as caught:
+        composed_subset(chains, **{field: value})
+    assert caught.value.field == field
+
+
+def test_three_passages_with_one_pid_in_one_question_get_three_pids() -> None:
+    same = [{**p, "pid": "0"} for p in (GREEN, HILLAGE, BOWLER)]
+    (asked,) = composed_subset(_read(_record("a", *same)), candidates=4)
+    assert sorted(p.pid for p in asked.passages) == ["0", "a:0", "a:0:2"]
+
+
+def test_the_subset_is_the_same_in_every_process() -> None:
+    # no set or dict order of a process (string hashing is salted per process) may show
+    script = (
+        "import json, sys\n"
+        "from ctxasm.evaluation import composed_subset, read_dataset\n"
+        "questions = read_dataset(sys.stdin.read().splitlines())\n"
+        "print(json.dumps([q.to_record() for q in composed_subset(questions, candidates=6)]))\n"
+    )
+    lines = "\n".join(
+        json.dumps(r)
+        for r in (
+            _record("g", GREEN, HILLAGE, BOWLER),
+            _record("c", GIRAUDY, GONG, BLUE),
+            _record("d", *OTHERS),
+        )
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            input=lines,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(salt)},
+        ).stdout
+        for salt in (0, 1, 2)
+    }
+    assert len(outputs) == 1
 
 
 def test_per_hops_caps_each_length(chains: list[EvalQuestion]) -> None:
     kinds = [q.type for q in composed_subset(chains, per_hops=1)]
     assert kinds == ["composed-2", "composed-3", "composed-4"]
+
+
+def test_the_answer_is_found_in_the_last_passage_as_the_labels_find_it() -> None:
+    # "Daevid Allen's" and a number cut from "13,361.74" are not answers the labels find there
+    gong = _passage(
+        "c#1",
+        "Planet Gong",
+        "Planet Gong is a band from Paris.",
+        "It was Daevid Allen's band of 13,361.74 members, founded by Gilli Smyth.",
+    )
+    (asked,) = composed_subset(_read(_record("c", GIRAUDY, gong)), candidates=4)
+    assert asked.answers == ("Gilli Smyth",)
+    assert [p.has_answer for p in _gold(asked)] == [False, True]
 
 
 def test_composed_subset_of_hotpotqa_fullwiki() -> None:
@@ -251,3 +327,4 @@ def test_composed_subset_of_hotpotqa_fullwiki() -> None:
     assert {len(q.passages) for q in subset} == {20}
     assert all(len({p.pid for p in q.passages}) == 20 for q in subset)
     assert all(len({p.title for p in q.passages}) == 20 for q in subset)
+    assert all(_gold(q)[-1].has_answer for q in subset)  # every answer is found where it is

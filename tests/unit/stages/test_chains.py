@@ -3,6 +3,7 @@ planner's look-ahead to the hop that completes a chain."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,20 +37,38 @@ def test_title_links_whole_and_capitalised_shorter_names() -> None:
     assert links[2] == {}  # "nixon" is not written as a name; "Bantu" is the text's own title
 
 
-def test_a_one_word_title_is_named_only_where_written_as_a_name() -> None:
-    titles = ["Home (Leah McFall song)", "Sport in Miami", "Sport in Leeds", "iPod"]
+def test_a_qualified_one_word_title_is_named_only_where_written_as_a_name() -> None:
+    titles = ["Home (Leah McFall song)", "Sport in Miami", "Sport in Leeds", "iPod", "Musket"]
     texts = [
         "Home is a song by Leah McFall.",
         "The Miami Heat play their home games downtown.",
-        "Leeds Rhinos sing Home before their home games.",
+        "Leeds Rhinos sing Home before their home games with a musket.",
         "The ipod sold well.",
+        "A musket is a firearm.",
     ]
     links = title_links(titles, texts)
     assert links[1] == {}  # "home" in lower case is a word, not the song
-    assert links[2] == {0: 1.0}
+    # the song where written as a name; "Musket", with no qualifier, is the thing itself
+    assert links[2] == {0: 1.0, 4: 1.0}
     # a title written in lower case is named however a text writes it
     fans = title_links([*titles, "Fans"], [*texts, "Fans play Home on an ipod."])
-    assert fans[4] == {0: 1.0, 3: 1.0}
+    assert fans[5] == {0: 1.0, 3: 1.0}
+
+
+@pytest.mark.parametrize(
+    ("title", "text"),
+    [
+        ("Москва (город)", "Он родился в Москва в 1950 году."),
+        ("Łódź (city)", "He was born in Łódź in 1950."),
+        ("Αθήνα (πόλη)", "Γεννήθηκε στην Αθήνα."),
+        ("Ely (film)", "She starred in Ely in 1950."),
+        ("Ufa (city)", "HE WAS BORN IN UFA IN 1950."),
+    ],
+)
+def test_a_qualified_name_written_with_a_capital_in_any_script_is_named(
+    title: str, text: str
+) -> None:
+    assert title_links(["Other page", title], [text, "x"])[0] == {1: 1.0}
 
 
 def test_title_links_never_link_a_text_to_its_own_title() -> None:
@@ -277,7 +296,7 @@ def _links_one_passage_at_a_time(
 ) -> list[dict[int, float]]:
     """The plain search title_links must equal: every passage's title on its own, in order,
     its shorter names counted once per passage (no filter of unnameable titles)."""
-    from ctxasm.lexical import _names, entities, phrase_key
+    from ctxasm.lexical import _names, entities, key_words, phrase_key
 
     names = [_names(title) for title in titles]
     counts: dict[str, int] = {}
@@ -299,6 +318,11 @@ def _links_one_passage_at_a_time(
                     continue
                 capitals = {w for e in entities(texts[i]) for w in e.split()}
                 if strength < 1.0 and not capitals.issuperset(alias.split()):
+                    continue
+                # the one word of a capitalised, qualified title: only where written capitalised
+                qualified = titles[j][:1].isupper() and titles[j].endswith(")")
+                written = key_words(" ".join(w for w in texts[i].split() if w[:1].isupper()))
+                if strength == 1.0 and " " not in alias and qualified and alias not in written:
                     continue
                 found[i][j] = strength
     return found

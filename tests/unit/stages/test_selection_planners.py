@@ -196,6 +196,9 @@ def test_the_words_of_a_pages_own_title_anchor_no_link() -> None:
     talpa = Passage("talpa", "Talpa Holding is a media company.", title="Talpa Holding")
     links = _links_of("Who founded the owner of Radio 538?", [radio, tv, talpa])
     assert links[0] == {1: pytest.approx(0.3), 2: 1.0}
+    # a word the title says in another form ("radios" of "Radio 538") anchors nothing either
+    links = _links_of("Who founded the owner of the radios of 538?", [radio, tv, talpa])
+    assert links[0] == {1: pytest.approx(0.3), 2: 1.0}
 
 
 @pytest.mark.parametrize("anchor", [-0.1, 1.5, "high", None])
