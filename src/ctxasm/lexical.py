@@ -639,16 +639,23 @@ _MANY_TITLES = 64  # from this many titles, title_links first drops those no tex
 
 def _qualified_name(title: str | None) -> bool:
     """Whether ``title`` is a capitalised name told apart from others by a "(qualifier)", as
-    "Home (Leah McFall song)" is: its one word in lower case is that word, not the name."""
-    return title is not None and title[:1].isupper() and _without_qualifier(title) != title
+    "Home (Leah McFall song)" is: its one word in lower case is that word, not the name. The
+    name's first letter is what is capitalised ('"Heroes" (song)', "¡Home! (song)")."""
+    if title is None:
+        return False
+    name = _without_qualifier(title)
+    if name == title:
+        return False
+    first = _WORDS.search(name)
+    return first is not None and first[0][:1].isupper()
 
 
 def _capitalised_words(text: str) -> frozenset[str]:
     """The phrase-key words of the words ``text`` writes with a capital (in any script)."""
-    return key_words(" ".join(w for w in _WORD_RUN.findall(text) if w[:1].isupper()))
+    return key_words(" ".join(w for w in _WORDS.findall(text) if w[:1].isupper()))
 
 
-_WORD_RUN = re.compile(r"\w+")
+_WORDS = re.compile(r"\w+")  # the words of a text (_WORD_RUN above also matches none)
 
 
 def _nameable(titles: Sequence[str | None], texts: Sequence[str]) -> list[int]:

@@ -328,3 +328,13 @@ def test_composed_subset_of_hotpotqa_fullwiki() -> None:
     assert all(len({p.pid for p in q.passages}) == 20 for q in subset)
     assert all(len({p.title for p in q.passages}) == 20 for q in subset)
     assert all(_gold(q)[-1].has_answer for q in subset)  # every answer is found where it is
+
+
+def test_a_qualified_title_is_linked_from_a_passage_with_a_word_its_qualifier_starts() -> None:
+    from ctxasm.evaluation.composed_pool import _fits, _qualifier, _starts
+
+    starts = _starts([("Two", "Films", "were", "made"), ("Documentary", "makers")])
+    assert _fits(_qualifier("Wichita (2014 film)"), starts)  # "film" starts "films"
+    assert _fits(_qualifier("Wichita (documentary)"), starts)  # "docum" starts "documentary"
+    assert not _fits(_qualifier("Wichita (band)"), starts)
+    assert _fits(_qualifier("Wichita"), starts)  # no qualifier: any passage
