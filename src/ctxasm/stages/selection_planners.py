@@ -398,18 +398,19 @@ def _anchored(
     question names, every sentence about it, none the hop's more than another)."""
     aliases: list[list[tuple[str, float]]] | None = None
     anchored: list[dict[int, float]] = []
+    words = frozenset(evidence.terms)  # a set: a long query has many
     for index, out in enumerate(links):
         text = pool[index].text
         # A sentence states only what its passage covers, and what its title says marks no
         # hop: every sentence of a page is about the page ("TV 538" beside "Radio 538").
-        covered = _beyond_title(evidence, index, pool[index].passage.title)
+        covered = _beyond_title(evidence, index, pool[index].passage.title, words) if out else []
         spans = sentence_spans(text) if out and covered else ()
         # each sentence asked is searched for what the passage covers: many elements count
         if len(spans) < 2 or len(out) * len(spans) * max(len(covered), 8) > _ANCHOR_WORK * 8:
             anchored.append(out)
             continue
-        terms = [e for e in covered if e in evidence.terms]
-        phrases = [e for e in covered if e not in evidence.terms]
+        terms = [e for e in covered if e in words]
+        phrases = [e for e in covered if e not in words]
         if aliases is None:
             aliases = title_aliases([c.passage.title for c in pool])
         sentences = [text[start:end] for start, end in spans]
@@ -431,10 +432,12 @@ def _anchored(
     return anchored
 
 
-def _beyond_title(evidence: Evidence, index: int, title: str | None) -> list[str]:
+def _beyond_title(
+    evidence: Evidence, index: int, title: str | None, terms: frozenset[str]
+) -> list[str]:
     """The query elements candidate ``index`` covers that its own ``title`` does not say: a
-    named phrase not in the title, a word none of whose forms is a word of it ("studios" is
-    said by the title "Dutch Studio")."""
+    named phrase not in the title, a query word (of ``terms``) none of whose forms is a word
+    of it ("studios" is said by the title "Dutch Studio")."""
     if not title:
         return list(evidence.terms_of(index))
     key = phrase_key(title)
@@ -443,7 +446,7 @@ def _beyond_title(evidence: Evidence, index: int, title: str | None) -> list[str
         element
         for element in evidence.terms_of(index)
         if f" {element} " not in padded
-        and (element not in evidence.terms or words.isdisjoint(term_forms(element)))
+        and (element not in terms or words.isdisjoint(term_forms(element)))
     ]
 
 
