@@ -11,7 +11,7 @@ import re
 import string
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache, lru_cache
 from itertools import accumulate
 
@@ -21,6 +21,7 @@ from ctxasm.stems import search_keys, stem
 __all__ = [
     "PARTIAL",
     "STOPWORDS",
+    "Phrases",
     "clear_caches",
     "covered_terms",
     "entities",
@@ -635,6 +636,64 @@ def title_links(
 
 
 _MANY_TITLES = 64  # from this many titles, title_links first drops those no text can name
+
+
+class Phrases:
+    """Phrase keys to look for in sentences, indexed by their first word and length, so a
+    sentence is checked with one dictionary lookup per word, and one set lookup per length of
+    the phrases that start with it, rather than one comparison per phrase (thousands of names
+    that start with one word, in a sentence that repeats it, were compared pair by pair)."""
+
+    def __init__(self, phrases: Iterable[str] = ()) -> None:
+        self._by_first: dict[str, dict[int, set[tuple[str, ...]]]] = {}
+        self.update(phrases)
+
+    def update(self, phrases: Iterable[str]) -> None:
+        for phrase in phrases:
+            parts = tuple(phrase.split())
+            if parts:
+                lengths = self._by_first.setdefault(parts[0], {})
+                lengths.setdefault(len(parts), set()).add(parts)
+
+    def found_in(self, sentence: Sequence[str]) -> bool:
+        """Whether the word sequence ``sentence`` contains one of the phrases."""
+        return bool(self.found(sentence, first=True))
+
+    def found(self, sentence: Sequence[str], *, first: bool = False) -> set[tuple[str, ...]]:
+        """The phrases (as word tuples) the word sequence ``sentence`` contains; only the
+        first one met when ``first``."""
+        by_first = self._by_first
+        seen: set[tuple[str, ...]] = set()
+        if by_first.keys().isdisjoint(sentence):  # the usual case, settled at C speed
+            return seen
+        for start, word in enumerate(sentence):
+            lengths = by_first.get(word)
+            if lengths is None:
+                continue
+            for length, phrases in lengths.items():
+                parts = tuple(sentence[start : start + length])
+                if parts in phrases:
+                    seen.add(parts)
+                    if first:
+                        return seen
+        return seen
+
+    def spans(self, words: Sequence[str]) -> Iterator[tuple[int, int, str]]:
+        """The phrases the word sequence ``words`` holds, as (start, end, phrase key): the
+        leftmost first, the longest where several start at one word, and none that overlaps
+        one found before it."""
+        by_first = self._by_first
+        free = 0  # words before this one are part of a phrase found already
+        for start, word in enumerate(words):
+            lengths = by_first.get(word)
+            if lengths is None or start < free:
+                continue
+            for length in sorted(lengths, reverse=True):
+                parts = tuple(words[start : start + length])
+                if parts in lengths[length]:
+                    free = start + length
+                    yield start, free, " ".join(parts)
+                    break
 
 
 def _qualified_name(title: str | None) -> bool:

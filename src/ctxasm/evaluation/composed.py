@@ -65,7 +65,7 @@ from itertools import pairwise, zip_longest
 import xxhash
 
 from ctxasm.errors import RequestError
-from ctxasm.evaluation.composed_pool import Pool
+from ctxasm.evaluation.composed_pool import Pool, word_list
 from ctxasm.evaluation.dataset import EvalPassage, EvalQuestion
 from ctxasm.evaluation.subsets import has_answer
 from ctxasm.lexical import STOPWORDS, phrase_key, query_terms
@@ -80,7 +80,6 @@ _CHAINS_PER_END = 2  # chains of one length ending in one passage
 # Characters of a chain passage on average, at most: about 125 tokens, so that a whole chain
 # fits a budget of about 128 tokens a hop.
 _CHARS_PER_HOP = 560
-_WORD = re.compile(r"\w+")
 # An answer: a capitalised name of two or more words (an initial as "M." is one, a few
 # lower-case particles may join them), or a number of three digits or more (years among them;
 # a day of a month is too easily guessed).
@@ -289,8 +288,8 @@ def _name(title: str) -> str:
 
 def _word_span(sentence: str, start: int, end: int) -> tuple[int, int]:
     """The indexes of the first and past the last word of ``sentence[start:end]``."""
-    first = len(_WORD.findall(sentence[:start]))
-    return first, first + len(_WORD.findall(sentence[start:end]))
+    first = len(word_list(sentence[:start]))
+    return first, first + len(word_list(sentence[start:end]))
 
 
 def _chosen(chains: _Chains, per_hops: int) -> list[_Asked]:

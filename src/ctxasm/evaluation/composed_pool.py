@@ -9,11 +9,11 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ctxasm.evaluation.dataset import EvalPassage, EvalQuestion
-from ctxasm.lexical import STOPWORDS, phrase_key, query_terms, sentence_spans, title_key
+from ctxasm.lexical import STOPWORDS, Phrases, phrase_key, query_terms, sentence_spans, title_key
 
 __all__ = ["LONGEST_KEY", "Mention", "Pool", "word_list"]
 
@@ -43,11 +43,11 @@ class Pool:
         titles = [p.title for p in self.passages]
         targets = _targets(self.unique, _lowercase_words(self.words))
         self.nouns = _nouns(self.words)
-        lengths = _lengths(targets)
+        phrases = _phrases(targets)
         qualifiers = [_qualifier(title) for title in titles]
         self.mentions = []
         for index, sentences in enumerate(self.words):
-            found = _mentions(index, sentences, targets, lengths)
+            found = _mentions(index, sentences, targets, phrases)
             if any(qualifiers[m.target] for m in found):
                 starts = _starts(sentences)
                 found = [m for m in found if _fits(qualifiers[m.target], starts)]
@@ -58,7 +58,7 @@ class Pool:
         for index, key in enumerate(self.keys):
             if len(key) >= 4:
                 self.named.setdefault(key, []).append(index)
-        self.named_lengths = _lengths(self.named)
+        self.named_phrases = _phrases(self.named)
         self.postings: dict[str, list[int]] = {}
         for index, passage in enumerate(self.passages):
             for word in query_terms(f"{passage.title} {passage.text}"):
@@ -74,9 +74,7 @@ class Pool:
         found = {
             other
             for words in self.words[index]
-            for start, end, key in _keys_in(
-                [w.lower() for w in words], self.named, self.named_lengths
-            )
+            for start, end, key in self.named_phrases.spans([w.lower() for w in words])
             if _named(words, start, end)
             for other in self.named[key]
         }
@@ -198,45 +196,22 @@ def _fits(qualifier: tuple[str, ...], starts: frozenset[str]) -> bool:
     return not qualifier or any(stem in starts for stem in qualifier)
 
 
-def _lengths(keys: Iterable[str]) -> dict[str, list[int]]:
-    """For each first word of ``keys``, the lengths in words of the keys it starts, longest
-    first (up to ``LONGEST_KEY``)."""
-    firsts: dict[str, set[int]] = {}
-    for key in keys:
-        size = key.count(" ") + 1
-        if size <= LONGEST_KEY:
-            firsts.setdefault(key.split(" ", 1)[0], set()).add(size)
-    return {word: sorted(sizes, reverse=True) for word, sizes in firsts.items()}
-
-
-def _keys_in(
-    low: Sequence[str], keys: Container[str], lengths: dict[str, list[int]]
-) -> Iterator[tuple[int, int, str]]:
-    """The ``keys`` that the lower-case words ``low`` hold as phrases, leftmost and longest
-    first, with the words they span: a look-up for each phrase that starts with a key's first
-    word (``lengths``, see :func:`_lengths`), not a search for each key."""
-    free = 0  # words before this one are part of a key found already
-    for at in [at for at, word in enumerate(low) if word in lengths]:
-        if at < free:
-            continue
-        for size in lengths[low[at]]:
-            phrase = " ".join(low[at : at + size]) if at + size <= len(low) else ""
-            if phrase in keys:
-                free = at + size
-                yield at, free, phrase
-                break
+def _phrases(keys: Iterable[str]) -> Phrases:
+    """``keys`` of up to ``LONGEST_KEY`` words, to be found in a sentence's words with a
+    look-up for each word that starts one, not a search for each key."""
+    return Phrases(key for key in keys if key.count(" ") < LONGEST_KEY)
 
 
 def _mentions(
     source: int,
     sentences: Sequence[Sequence[str]],
     targets: dict[str, int],
-    lengths: dict[str, list[int]],
+    phrases: Phrases,
 ) -> list[Mention]:
     """The linked titles that passage ``source``'s sentences name, its own title left out."""
     found = []
     for number, words in enumerate(sentences):
-        for start, end, key in _keys_in([word.lower() for word in words], targets, lengths):
+        for start, end, key in phrases.spans([word.lower() for word in words]):
             target = targets[key]
             if target != source and _named(words, start, end):
                 found.append(Mention(target, number, start, end))

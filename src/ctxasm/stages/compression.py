@@ -36,6 +36,7 @@ from typing import ClassVar
 from ctxasm.data import Candidate, Compressed, Reason
 from ctxasm.keys import HEAVY_CACHE_CHARS, text_cache
 from ctxasm.lexical import (
+    Phrases,
     entities,
     query_terms,
     sentence_spans,
@@ -86,47 +87,6 @@ def sentence_lemmas(text: str) -> tuple[frozenset[str], ...]:
     """For each sentence of ``text`` (see :func:`ctxasm.lexical.sentence_spans`), its words
     together with their lemmas, so a query word matches in either form."""
     return tuple(frozenset((*sentence, *map(lemma, sentence))) for sentence in sentence_words(text))
-
-
-class Phrases:
-    """Phrase keys to look for in sentences, indexed by their first word and length, so a
-    sentence is checked with one dictionary lookup per word, and one set lookup per length of
-    the phrases that start with it, rather than one comparison per phrase (thousands of names
-    that start with one word, in a sentence that repeats it, were compared pair by pair)."""
-
-    def __init__(self, phrases: Iterable[str] = ()) -> None:
-        self._by_first: dict[str, dict[int, set[tuple[str, ...]]]] = {}
-        self.update(phrases)
-
-    def update(self, phrases: Iterable[str]) -> None:
-        for phrase in phrases:
-            parts = tuple(phrase.split())
-            if parts:
-                lengths = self._by_first.setdefault(parts[0], {})
-                lengths.setdefault(len(parts), set()).add(parts)
-
-    def found_in(self, sentence: Sequence[str]) -> bool:
-        """Whether the word sequence ``sentence`` contains one of the phrases."""
-        return bool(self.found(sentence, first=True))
-
-    def found(self, sentence: Sequence[str], *, first: bool = False) -> set[tuple[str, ...]]:
-        """The phrases (as word tuples) the word sequence ``sentence`` contains; only the
-        first one met when ``first``."""
-        by_first = self._by_first
-        seen: set[tuple[str, ...]] = set()
-        if by_first.keys().isdisjoint(sentence):  # the usual case, settled at C speed
-            return seen
-        for start, word in enumerate(sentence):
-            lengths = by_first.get(word)
-            if lengths is None:
-                continue
-            for length, phrases in lengths.items():
-                parts = tuple(sentence[start : start + length])
-                if parts in phrases:
-                    seen.add(parts)
-                    if first:
-                        return seen
-        return seen
 
 
 class Hops:

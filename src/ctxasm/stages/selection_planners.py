@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from ctxasm.data import Candidate, Chosen, Reason
 from ctxasm.lexical import (
+    Phrases,
     covered_terms,
     entities,
     phrase_key,
@@ -30,7 +31,6 @@ from ctxasm.lexical import (
     title_links,
     titled,
 )
-from ctxasm.stages.compression import Phrases
 from ctxasm.stages.relevance import rank_agreement
 from ctxasm.stages.selection import offer_in_order, scaled_scores
 from ctxasm.stages.selection_packing import Offer, Packing
@@ -461,19 +461,19 @@ def _states(
     (remembered in ``known``)."""
     found = known.get(at)
     if found is None:
-        terms, phrases = elements
-        key = keys[at]
-        found = any(f" {phrase} " in key for phrase in phrases) or bool(
-            terms and covered_terms(terms, sentences[at])
-        )
-        known[at] = found
+        found = known[at] = _says(keys[at], sentences[at], *elements)
     return found
 
 
 def _states_any(text: str, terms: Sequence[str], phrases: Sequence[str]) -> bool:
     """Whether ``text`` states one of the query's words or named phrases (one search of the
     whole text, not one per sentence)."""
-    key = f" {phrase_key(text)} "
+    return _says(f" {phrase_key(text)} ", text, terms, phrases)
+
+
+def _says(key: str, text: str, terms: Sequence[str], phrases: Sequence[str]) -> bool:
+    """Whether ``text`` (``key``: its padded phrase key) states one of the query's words
+    ``terms`` (in one of their forms) or named ``phrases``."""
     return any(f" {phrase} " in key for phrase in phrases) or bool(
         terms and covered_terms(terms, text)
     )
