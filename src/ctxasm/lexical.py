@@ -22,6 +22,7 @@ __all__ = [
     "PARTIAL",
     "STOPWORDS",
     "Phrases",
+    "bridge_names",
     "clear_caches",
     "covered_terms",
     "entities",
@@ -778,6 +779,34 @@ def entities(text: str, min_chars: int = 4) -> frozenset[str]:
     return frozenset(found)
 
 
+@text_cache(CACHE_CHARS)
+def bridge_names(text: str) -> frozenset[str]:
+    """The names in ``text`` that may tie it to another passage about the same thing: of its
+    :func:`entities`, the capitalised phrases of two words or more ("Steve Hillage",
+    "University of Rochester"; two joined by "and" apart), less function words that open one
+    ("During" of "During World War II") and a possessive "'s". One capitalised word is as
+    often a nationality, a country or a first name ("American", "France", "Thomas") as a
+    bridge, and a number or a date two passages share ties nothing, so neither is one.
+    Cached, like :func:`entities`."""
+    names = set()
+    for key in entities(text):
+        if " " not in key or _DIGIT.search(key) is not None:
+            continue
+        for name in key.split(" and "):  # "Bette Davis and Joan Crawford" names two
+            parts = name.split()
+            if parts[-1:] == ["s"]:  # "Jules Verne's"
+                parts.pop()
+            lead = 0
+            while lead < len(parts) and parts[lead] in STOPWORDS:
+                lead += 1
+            if len(parts) - lead >= 2:
+                names.add(" ".join(parts[lead:]))
+    return frozenset(names)
+
+
+_DIGIT = re.compile(r"\d")
+
+
 def clear_caches() -> None:
     """Forget cached keys, entities, term counts and sentence splits (for cold-start
     measurements)."""
@@ -788,6 +817,7 @@ def clear_caches() -> None:
         title_key,
         _short_names,
         entities,
+        bridge_names,
         sentence_spans,
         sentence_words,
     ):

@@ -13,7 +13,8 @@
   among the candidates (so the result does not depend on the clock), 0 when absent;
 - ``graph``: ``1 / (1 + graph_distance)``, 0 when absent;
 - ``link``: 1 when the passage shares nothing with the query but one of the first
-  ``max_link_sources`` relevant passages names its title (a second hop), else 0.
+  ``max_link_sources`` relevant passages names its title (a second hop), 0.5 when it shares a
+  name with one instead (see :func:`shared_names`), half that for each further hop, else 0.
 
 Novelty against what is already selected is the planners' part
 (:mod:`ctxasm.stages.selection_planners`): it depends on the selection, not on the passage alone.
@@ -21,12 +22,13 @@ Novelty against what is already selected is the planners' part
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from ctxasm.data import Passage
-from ctxasm.lexical import phrase_key, query_terms, title_key, title_links, titled
+from ctxasm.lexical import bridge_names, phrase_key, query_terms, title_key, title_links, titled
 from ctxasm.stages.relevance import Scores, bm25
 from ctxasm.strategy import Strategy, require_int, require_number
 
@@ -47,8 +49,9 @@ class UtilityRelevance(Strategy):
     query, authority, freshness and graph distance, weighted (see the module docstring).
 
     A passage with no retriever score that shares no content word with the query, whose title
-    the query does not name and that no relevant passage names, scores 0 and is dropped as
-    irrelevant, whatever its metadata. Use it (the default) unless you want one signal alone.
+    the query does not name and that no relevant passage names or shares a name with, scores 0
+    and is dropped as irrelevant, whatever its metadata. Use it (the default) unless you want
+    one signal alone.
     """
 
     name: ClassVar[str] = "utility"
@@ -117,9 +120,10 @@ class UtilityRelevance(Strategy):
         """How strongly a chain from the query reaches this passage's title, for passages the
         query itself does not reach: a relevant passage naming it gives the link's strength (1
         for the whole title, less for a shorter name; see :func:`ctxasm.lexical.title_links`),
-        a passage reached that way naming it half that, and so on for ``max_hops`` hops. The
-        second hop of a multi-hop question often shares no word with the query, but the
-        first hop names it; the third is named by the second."""
+        one sharing a name with it ``NAME_LINK`` (see :func:`shared_names`), a passage reached
+        that way half that, and so on for ``max_hops`` hops. The second hop of a multi-hop
+        question often shares no word with the query, but the first hop names it or a name
+        in it; the third is reached from the second."""
         links = [0.0] * len(passages)
         if self.w_link == 0:
             return links
@@ -127,6 +131,7 @@ class UtilityRelevance(Strategy):
             i for i, (lex, title) in enumerate(zip(lexical, titles, strict=True)) if lex or title
         ][: self.max_link_sources]
         targets = [i for i in range(len(passages)) if lexical[i] == 0.0 and titles[i] == 0.0]
+        names = shared_names(passages) if targets else None
         weight = 1.0
         for _ in range(self.max_hops):
             if not sources or not targets:
@@ -141,6 +146,11 @@ class UtilityRelevance(Strategy):
                 for position, strength in named.items():
                     index = targets[position]
                     reached[index] = max(reached.get(index, 0.0), weight * strength)
+            if names is not None:
+                bridges = frozenset().union(*(names[i] for i in sources))
+                for index in targets:
+                    if index not in reached and not bridges.isdisjoint(names[index]):
+                        reached[index] = weight * NAME_LINK
             for index, strength in reached.items():
                 links[index] = strength
             targets = [i for i in targets if i not in reached]
@@ -161,6 +171,30 @@ class UtilityRelevance(Strategy):
         newest = max(known)
         half_life = self.half_life_days * _SECONDS_PER_DAY
         return [0.0 if s is None else 0.5 ** ((newest - s) / half_life) for s in stamps]
+
+
+# A name a relevant passage shares with a passage that shares nothing with the query links them
+# this much, against 1 for a title named whole: the next hop of a chain is often a page about
+# the answer that names the bridge in its text ("... with her partner Steve Hillage"), not the
+# bridge's own page.
+NAME_LINK = 0.5
+# Names are compared among at most this many passages: each one's names are read, a cost
+# that follows the text, which a retriever's long list would pay in full for passages ranked
+# far below the few dozen a planner weighs (see PLANNER_MAX_CANDIDATES and its default of 50).
+MAX_NAME_PASSAGES = 64
+
+
+def shared_names(passages: Sequence[Passage]) -> list[frozenset[str]] | None:
+    """For each passage, the names of its text (see :func:`ctxasm.lexical.bridge_names`) that
+    at least one other passage and at most a quarter of them (at least three) name: a name
+    nearly every candidate has ("United States") ties none of them to another. ``None`` for
+    more than ``MAX_NAME_PASSAGES`` passages."""
+    if len(passages) > MAX_NAME_PASSAGES:
+        return None
+    names = [bridge_names(p.text) for p in passages]
+    held = Counter(name for found in names for name in found)
+    most = max(3, len(passages) // 4)
+    return [frozenset(n for n in found if 2 <= held[n] <= most) for found in names]
 
 
 def _specific_titles(query_key: str, passages: Sequence[Passage]) -> list[float]:

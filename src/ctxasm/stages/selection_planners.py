@@ -32,6 +32,7 @@ from ctxasm.lexical import (
     titled,
 )
 from ctxasm.stages.relevance import rank_agreement
+from ctxasm.stages.relevance_utility import shared_names
 from ctxasm.stages.selection import offer_in_order, scaled_scores
 from ctxasm.stages.selection_packing import Offer, Packing
 from ctxasm.strategy import Strategy, require_int, require_number
@@ -236,9 +237,11 @@ class BridgeSelection(Strategy):
     query does not mention (names, numbers, dates). A passage names many others; a link counts
     whole where the text names the title in a sentence that states a query word or phrase
     (the hop the question asks about: "... married the lead singer of R.E.M."), and
-    ``anchor`` times as much elsewhere. The best is offered, and the rest are re-scored,
-    until the budget is full. The best ``max_candidates`` are planned; the rest fill
-    any budget left in rank order. Use it for multi-hop and comparison questions (the
+    ``anchor`` times as much elsewhere. Two passages that share a name the query does not say
+    ("Steve Hillage") link both ways with strength ``names``, anchored alike (see
+    :func:`_name_links`), except for comparison questions. The best is offered, and the rest
+    are re-scored, until the budget is full. The best ``max_candidates`` are planned; the rest
+    fill any budget left in rank order. Use it for multi-hop and comparison questions (the
     default does, for them).
     """
 
@@ -252,6 +255,7 @@ class BridgeSelection(Strategy):
     lookahead: float = 1.0
     trust: float = 4.0
     anchor: float = 0.3
+    names: float = 0.3
     max_candidates: int = 50
 
     def __post_init__(self) -> None:
@@ -263,6 +267,7 @@ class BridgeSelection(Strategy):
             "entities",
             "lookahead",
             "trust",
+            "names",
         ):
             require_number(weight, getattr(self, weight), low=0.0, high=100.0)
         require_number("anchor", self.anchor, low=0.0, high=1.0)
@@ -279,14 +284,13 @@ class BridgeSelection(Strategy):
         value = [relevance * v + self.coverage * coverage[i] for i, v in enumerate(scaled)]
         holders = _holders(evidence.covers)  # query element -> candidates covering it
         mentions = _holders(evidence.introduced)  # entity -> candidates introducing it
-        links = title_links([c.passage.title for c in pool], [c.text for c in pool])
-        if self.anchor < 1.0:
-            links = _anchored(links, pool, evidence, self.anchor)
-        backlinks = _reverse(links)  # for each candidate, those that name its title
+        links, named = self._links(pool, evidence, packing.context.query_class)
+        backlinks = _reverse(links)  # for each candidate, those that name its title (or a name)
         bridged = [0.0] * len(pool)  # the strongest link to it from a kept passage
         linked = [False] * len(pool)  # it names a kept passage's title
-        # The kept passage whose link counts most for a candidate, and whose title links them.
-        link_source: dict[int, tuple[int, int]] = {}
+        # The kept passage whose link counts most for a candidate, and the title or name that
+        # links them.
+        link_source: dict[int, tuple[int, str | None]] = {}
         shared = [0] * len(pool)  # entities it shares with kept passages
         covered: set[str] = set()
         introduced: set[str] = set()  # entities of kept passages the query does not name
@@ -325,13 +329,28 @@ class BridgeSelection(Strategy):
                 if strength > bridged[j]:
                     value[j] += self.bridge * (strength - bridged[j])
                     bridged[j] = strength
-                    link_source[j] = (pick, j)
+                    link_source[j] = (pick, named.get((pick, j), pool[j].passage.title))
             for i, strength in backlinks[pick].items():
                 if not linked[i]:
                     linked[i] = True
                     value[i] += self.backlink * strength
-                    link_source.setdefault(i, (pick, pick))
+                    via = named.get((i, pick), pool[pick].passage.title)
+                    link_source.setdefault(i, (pick, via))
         offer_in_order(rest, packing, _FILL)
+
+    def _links(
+        self, pool: Sequence[Candidate], evidence: Evidence, query_class: str
+    ) -> tuple[list[dict[int, float]], dict[tuple[int, int], str]]:
+        """For each candidate, the candidates it links to and how strongly: titles it names
+        (see :func:`ctxasm.lexical.title_links` and :func:`_anchored`) and names it shares
+        (:func:`_name_links`); and the shared name behind each link that is one."""
+        links = title_links([c.passage.title for c in pool], [c.text for c in pool])
+        if self.anchor < 1.0:
+            links = _anchored(links, pool, evidence, self.anchor)
+        # A comparison names each thing it compares: a name two passages share hides no hop.
+        if self.names > 0 and query_class != "comparison":
+            return _name_links(links, pool, evidence, self.names, self.anchor)
+        return links, {}
 
     @staticmethod
     def _chosen(
@@ -339,7 +358,7 @@ class BridgeSelection(Strategy):
         pick: int,
         evidence: Evidence,
         parts: tuple[float, float, float],
-        source: tuple[int, int] | None,
+        source: tuple[int, str | None] | None,
     ) -> Chosen:
         """Why ``pick`` is offered: the largest part of its value (``parts``: its relevance,
         its new query coverage and its whole value, the rest of which came from links to kept
@@ -360,7 +379,7 @@ class BridgeSelection(Strategy):
             by = "query"  # entities shared with kept passages, no title link
         linked_from = via = None
         if source is not None:
-            linked_from, via = pool[source[0]].id, pool[source[1]].passage.title
+            linked_from, via = pool[source[0]].id, source[1]
         return Chosen(
             by,
             evidence.terms_of(pick),
@@ -477,6 +496,66 @@ def _says(key: str, text: str, terms: Sequence[str], phrases: Sequence[str]) -> 
     return any(f" {phrase} " in key for phrase in phrases) or bool(
         terms and covered_terms(terms, text)
     )
+
+
+def _name_links(
+    links: Sequence[dict[int, float]],
+    pool: Sequence[Candidate],
+    evidence: Evidence,
+    strength: float,
+    weak: float,
+) -> tuple[list[dict[int, float]], dict[tuple[int, int], str]]:
+    """``links``, plus a link both ways between passages that share a name the query does not
+    say (see :func:`ctxasm.stages.relevance_utility.shared_names`: the next hop of a chain is
+    often a page about the answer that names the bridge in its text, "... with her partner
+    Steve Hillage", not the bridge's own page), where no link is stronger: ``strength`` strong
+    where one of the two writes the name in a sentence that states a query element it covers
+    beyond its own title (the relation the hop answers), ``weak`` times that elsewhere. Also
+    the name behind each such link, by (from, to)."""
+    names = shared_names([c.passage for c in pool])
+    joined = [dict(out) for out in links]
+    named: dict[tuple[int, int], str] = {}
+    if names is None:
+        return joined, named
+    asked = frozenset(evidence.terms)  # a name the question says ties all that say it
+    names = [frozenset(n for n in found if asked.isdisjoint(n.split())) for found in names]
+    stating = _stating(names, pool, evidence)
+    for name, holders in sorted(_holders(names).items()):
+        for i in holders:
+            for j in holders:
+                s = strength if name in stating[i] or name in stating[j] else strength * weak
+                if i != j and joined[i].get(j, 0.0) < s:
+                    joined[i][j] = s
+                    named[(i, j)] = name
+    return joined, named
+
+
+def _stating(
+    names: Sequence[frozenset[str]], pool: Sequence[Candidate], evidence: Evidence
+) -> list[frozenset[str]]:
+    """For each candidate, those of its ``names`` that it writes in a sentence stating a
+    query element it covers beyond its own title."""
+    words = frozenset(evidence.terms)
+    found: list[frozenset[str]] = []
+    for index, own in enumerate(names):
+        covered = _beyond_title(evidence, index, pool[index].passage.title, words) if own else []
+        if not covered:
+            found.append(frozenset())
+            continue
+        terms = [e for e in covered if e in words]
+        phrases = [e for e in covered if e not in words]
+        text = pool[index].text
+        spans = sentence_spans(text)
+        keys = [f" {' '.join(w)} " for w in sentence_words(text)]
+        stated = set()
+        for name in own:
+            padded = f" {name} "
+            for key, (start, end) in zip(keys, spans, strict=True):
+                if padded in key and _says(key, text[start:end], terms, phrases):
+                    stated.add(name)
+                    break
+        found.append(frozenset(stated))
+    return found
 
 
 def _reverse(links: Sequence[dict[int, float]]) -> list[dict[int, float]]:
