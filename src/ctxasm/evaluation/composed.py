@@ -61,6 +61,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise, zip_longest
+from typing import Protocol, TypeVar
 
 import xxhash
 
@@ -292,19 +293,36 @@ def _word_span(sentence: str, start: int, end: int) -> tuple[int, int]:
     return first, first + len(word_list(sentence[start:end]))
 
 
-def _chosen(chains: _Chains, per_hops: int) -> list[_Asked]:
-    """Up to ``per_hops`` asked chains per length (step 8), the lengths taken in turn (a
-    chain of 2, of 3, of 4, then the next of 2, ...), each length in start order: the first
-    questions of the subset hold every length."""
-    found: dict[int, list[_Asked]] = {hops: [] for hops in HOPS}
-    ends: dict[int, Counter[int]] = {hops: Counter() for hops in HOPS}
-    for start in chains.starts():
-        wanted = [hops for hops in reversed(HOPS) if len(found[hops]) < per_hops]
+class _Chained(Protocol):
+    """A chain put as a question, as :func:`_chosen` sees it."""
+
+    @property
+    def chain(self) -> tuple[int, ...]: ...
+
+
+_AskedChain = TypeVar("_AskedChain", bound=_Chained)
+
+
+def _chosen(
+    starts: Iterable[int],
+    ask: Callable[[int, int, set[int]], _AskedChain | None],
+    lengths: Sequence[int],
+    per_hops: int,
+) -> list[_AskedChain]:
+    """Up to ``per_hops`` chains per length of ``lengths`` (step 8), each from a start of
+    ``starts`` that ``ask(start, hops, full)`` puts as a question ending in none of ``full``,
+    the longest length still short first; the lengths taken in turn (a chain of 2, of 3, of 4,
+    then the next of 2, ...), each length in start order: the first questions of the subset
+    hold every length."""
+    found: dict[int, list[_AskedChain]] = {hops: [] for hops in lengths}
+    ends: dict[int, Counter[int]] = {hops: Counter() for hops in lengths}
+    for start in starts:
+        wanted = [hops for hops in reversed(lengths) if len(found[hops]) < per_hops]
         if not wanted:
             break
         for hops in wanted:
             full = {end for end, times in ends[hops].items() if times == _CHAINS_PER_END}
-            asked = chains.ask(start, hops, full)
+            asked = ask(start, hops, full)
             if asked is not None:
                 found[hops].append(asked)
                 ends[hops][asked.chain[-1]] += 1
@@ -349,26 +367,43 @@ def _best(
 def _question(pool: Pool, asked: _Asked, candidates: int, seed: int) -> EvalQuestion:
     """``asked`` as a question with its gold and distractor candidates (steps 6 and 7)."""
     hops = len(asked.chain)
-    answers = (asked.answer,)
-    gold = []
-    for place, index in enumerate(asked.chain):
-        passage = pool.passages[index]
-        if place + 1 < hops:
-            sentence = pool.mention(index, asked.chain[place + 1]).sentence
-        else:
-            sentence = asked.answer_sentence
-        gold.append(_labelled(passage, answers, (passage.sentences[sentence],)))
+    mentions = [pool.mention(source, target).sentence for source, target in pairwise(asked.chain)]
+    supporting = [(sentence,) for sentence in (*mentions, asked.answer_sentence)]
     extra = _distractors(pool, asked, max(0, candidates - hops), seed)
+    return _chain_question(
+        pool, "composed", asked.chain, supporting, asked.question, asked.answer, extra, seed
+    )
+
+
+def _chain_question(
+    pool: Pool,
+    kind: str,
+    chain: tuple[int, ...],
+    supporting: Sequence[Iterable[int]],
+    question: str,
+    answer: str,
+    extra: Sequence[int],
+    seed: int,
+) -> EvalQuestion:
+    """``chain`` asked as ``question``, of type ``kind``-length: its passages gold, each
+    supported by its sentences numbered in ``supporting``, then the ``extra`` pool passages,
+    all shuffled in an order seeded by ``seed`` and the question's id."""
+    answers = (answer,)
+    gold = []
+    for index, numbers in zip(chain, supporting, strict=True):
+        passage = pool.passages[index]
+        sentences = tuple(passage.sentences[n] for n in dict.fromkeys(numbers))
+        gold.append(_labelled(passage, answers, sentences))
     passages = [*gold, *(_labelled(pool.passages[i], answers, ()) for i in extra)]
-    qid = f"composed-{hops}:{gold[0].pid}"
-    random.Random(f"composed:{seed}:{qid}").shuffle(passages)
+    qid = f"{kind}-{len(chain)}:{gold[0].pid}"
+    random.Random(f"{kind}:{seed}:{qid}").shuffle(passages)
     return EvalQuestion(
         id=qid,
-        question=asked.question,
+        question=question,
         answers=answers,
         passages=tuple(passages),
         gold_pids=tuple(p.pid for p in gold),
-        type=f"composed-{hops}",
+        type=f"{kind}-{len(chain)}",
         all_gold_in_candidates=True,
     )
 
@@ -396,7 +431,24 @@ def composed_subset(
     ``candidates`` candidates (fewer only where too few passages of the pool neighbour its
     chain or share a word with it). The same input, ``candidates``, ``seed`` and ``per_hops``
     give the same subset."""
-    for name, value, low in (("candidates", candidates, max(HOPS)), ("per_hops", per_hops, 1)):
+    _check_counts(candidates, seed, per_hops, longest=max(HOPS))
+    pool = Pool(questions)
+    chains = _Chains(pool, seed)
+    chosen = _chosen(chains.starts(), chains.ask, HOPS, per_hops)
+    if not chosen:
+        raise RequestError(
+            "the composed subset needs passages that name one another's titles in chains of "
+            f"{min(HOPS)} to {max(HOPS)}, with an answer in the last; this dataset has none",
+            field="subset",
+        )
+    return [_question(pool, asked, candidates, seed) for asked in chosen]
+
+
+def _check_counts(candidates: object, seed: object, per_hops: object, *, longest: int) -> None:
+    """Raise :class:`~ctxasm.errors.RequestError`, naming the argument, unless ``candidates``
+    is an integer of at least ``longest`` (the longest chain), ``per_hops`` one of at least 1
+    and ``seed`` one of at least 0."""
+    for name, value, low in (("candidates", candidates, longest), ("per_hops", per_hops, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise RequestError(
                 f"{name} must be an integer of at least {low}, got {shown(value)}", field=name
@@ -405,12 +457,3 @@ def composed_subset(
         raise RequestError(
             f"seed must be an integer of at least 0, got {shown(seed)}", field="seed"
         )
-    pool = Pool(questions)
-    chosen = _chosen(_Chains(pool, seed), per_hops)
-    if not chosen:
-        raise RequestError(
-            "the composed subset needs passages that name one another's titles in chains of "
-            f"{min(HOPS)} to {max(HOPS)}, with an answer in the last; this dataset has none",
-            field="subset",
-        )
-    return [_question(pool, asked, candidates, seed) for asked in chosen]

@@ -41,7 +41,9 @@ class Pool:
         self.keys = [title_key(p.title) or phrase_key(p.title) for p in self.passages]
         self.unique = _unique_keys(self.keys)
         titles = [p.title for p in self.passages]
-        targets = _targets(self.unique, _lowercase_words(self.words))
+        # The words the pool's sentences write in lower case somewhere.
+        self.lowercase = _lowercase_words(self.words)
+        targets = _targets(self.unique, self.lowercase)
         self.nouns = _nouns(self.words)
         phrases = _phrases(targets)
         qualifiers = [_qualifier(title) for title in titles]
