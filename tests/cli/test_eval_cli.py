@@ -428,3 +428,57 @@ def test_eval_composed_subset_is_built_saved_and_split_by_hops(tmp_path: Path) -
 
 def test_eval_composed_subset_needs_chains(dataset: Path) -> None:
     _one_line_error(ctxasm("eval", str(dataset), "--subset", "composed"), "chains", "[subset]")
+
+
+def test_eval_comention_subset_is_built_saved_and_split_by_hops(tmp_path: Path) -> None:
+    def passage(pid: str, title: str, *sentences: str) -> dict[str, Any]:
+        text = " ".join(sentences)
+        return {"pid": pid, "title": title, "text": text, "sentences": list(sentences)}
+
+    # Green Album and Planet Gong both name Steve Hillage, Planet Gong and Mother Gong Gilli Smyth
+    pool = [
+        passage("a#0", "Green Album", "Green Album is a record by the guitarist Steve Hillage."),
+        passage(
+            "a#1",
+            "Planet Gong",
+            "Planet Gong was a band with the guitarist Steve Hillage.",
+            "It was led by the singer Gilli Smyth.",
+        ),
+        passage(
+            "a#2",
+            "Mother Gong",
+            "Mother Gong is a group of the singer Gilli Smyth with the drummer Didier Malherbe.",
+        ),
+        passage(
+            "a#3",
+            "Tom Bowler",
+            "Tom Bowler was a guitarist of note, a singer of songs and a drummer of skill.",
+        ),
+    ]
+    record = {"id": "a", "question": "Q?", "answers": ["x"], "passages": pool}
+    data = tmp_path / "pool.jsonl"
+    data.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    saved = tmp_path / "comention.jsonl"
+    args = ["--budget", "512", "--strategy", "oracle", "--json", "--no-progress", "--by-type"]
+    done = ctxasm("eval", str(data), "--subset", "comention", "--save-subset", str(saved), *args)
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["results"]
+    assert (row["n"], row["n_gold"], row["all_gold"], row["answer_recall"]) == (2, 2, 1.0, 1.0)
+    assert sorted(row["by_type"]) == ["comention-2", "comention-3"]
+    asked = [json.loads(line) for line in saved.read_text(encoding="utf-8").splitlines()]
+    assert [(q["question"], q["meta"]["type"], q["gold_pids"]) for q in asked] == [
+        ("What is the drummer of the singer of Planet Gong?", "comention-2", ["a#1", "a#2"]),
+        (
+            "What is the drummer of the singer of the guitarist of Green Album?",
+            "comention-3",
+            ["a#0", "a#1", "a#2"],
+        ),
+    ]
+    table = ctxasm("eval", str(data), "--subset", "comention", "--budget", "512", "--limit", "1")
+    assert table.returncode == 0, table.stderr
+    assert "pool.jsonl (comention subset): 1 questions" in table.stdout
+
+
+def test_eval_comention_subset_needs_chains(dataset: Path) -> None:
+    done = ctxasm("eval", str(dataset), "--subset", "comention")
+    _one_line_error(done, "comention subset needs", "[subset]")

@@ -25,7 +25,7 @@ __all__ = ["eval_command"]
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 # The names --subset and --scores take; checked before the dataset is read (ctxasm.evaluation
 # holds the same lists as SUBSETS and SCORE_KINDS; importing it here would slow --help).
-SUBSET_NAMES = ("hard", "composed")
+SUBSET_NAMES = ("hard", "composed", "comention")
 SCORE_NAMES = ("bm25", "dense", "noisy-oracle", "random")
 
 BudgetOption = Annotated[
@@ -61,9 +61,10 @@ SubsetOption = Annotated[
         "--subset",
         metavar="NAME",
         help="Evaluate on a subset built from DATASET: 'hard' (bridge questions padded to 20 "
-        "candidates with look-alike distractors; needs full-wiki style data) or 'composed' "
+        "candidates with look-alike distractors; needs full-wiki style data), 'composed' "
         "(chains of 2 to 4 passages that name one another, asked as one question, among 20 "
-        "candidates).",
+        "candidates) or 'comention' (chains of 2 or 3 passages whose texts name one entity, "
+        "neither's title, asked as one question, among 20 candidates).",
         show_default=False,
     ),
 ]
@@ -227,6 +228,7 @@ def _questions(
     whole to ``save_subset``), the first ``limit`` of them, with ``scores`` attached."""
     from ctxasm.evaluation import (
         attach_scores,
+        comention_subset,
         composed_subset,
         hard_subset,
         load_dataset,
@@ -236,8 +238,8 @@ def _questions(
     if subset is None:
         questions = load_dataset(dataset, limit=limit)
     else:
-        build = composed_subset if subset == "composed" else hard_subset
-        questions = build(load_dataset(dataset), seed=seed)
+        builders = {"hard": hard_subset, "composed": composed_subset, "comention": comention_subset}
+        questions = builders[subset](load_dataset(dataset), seed=seed)
         if save_subset is not None:
             write_dataset(questions, save_subset)
         questions = questions[:limit] if limit is not None else questions

@@ -4,6 +4,7 @@
 >>> rows = evaluate(load_dataset(path), [resolve_strategy("default")], [512])  # doctest: +SKIP
 """
 
+from ctxasm.evaluation.comention import comention_subset
 from ctxasm.evaluation.composed import composed_subset
 from ctxasm.evaluation.dataset import (
     EvalPassage,
@@ -38,6 +39,7 @@ __all__ = [
     "bridge_titles",
     "choose_model",
     "choose_strategies",
+    "comention_subset",
     "composed_subset",
     "evaluate",
     "hard_subset",

@@ -38,7 +38,7 @@ from ctxasm.lexical import phrase_key, query_terms, title_key
 
 __all__ = ["SUBSETS", "answer_key", "bridge_titles", "hard_subset", "has_answer"]
 
-SUBSETS = ("hard", "composed")  # composed: ctxasm.evaluation.composed
+SUBSETS = ("hard", "composed", "comention")  # ctxasm.evaluation.composed, .comention
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
