@@ -783,28 +783,34 @@ def entities(text: str, min_chars: int = 4) -> frozenset[str]:
 def bridge_names(text: str) -> frozenset[str]:
     """The names in ``text`` that may tie it to another passage about the same thing: of its
     :func:`entities`, the capitalised phrases of two words or more ("Steve Hillage",
-    "University of Rochester"; two joined by "and" apart), less function words that open one
-    ("During" of "During World War II") and a possessive "'s". One capitalised word is as
-    often a nationality, a country or a first name ("American", "France", "Thomas") as a
-    bridge, and a number or a date two passages share ties nothing, so neither is one.
-    Cached, like :func:`entities`."""
+    "University of Rochester"; two joined by "and", "for" or a number apart), less function
+    words that open one ("During" of "During World War II") and a possessive "'s". One
+    capitalised word is as often a nationality, a country or a first name ("American",
+    "France", "Thomas") as a bridge, and a number or a date two passages share ties nothing,
+    so neither is one. Cached, like :func:`entities`."""
     names = set()
     for key in entities(text):
-        if " " not in key or _DIGIT.search(key) is not None:
+        if " " not in key:
             continue
-        for name in key.split(" and "):  # "Bette Davis and Joan Crawford" names two
-            parts = name.split()
-            if parts[-1:] == ["s"]:  # "Jules Verne's"
-                parts.pop()
-            lead = 0
-            while lead < len(parts) and parts[lead] in STOPWORDS:
-                lead += 1
-            if len(parts) - lead >= 2:
-                names.add(" ".join(parts[lead:]))
+        run: list[str] = []
+        for word in (*key.split(), "and"):
+            # "Bette Davis and Joan Crawford", "David Byrne for the 1985 Talking Heads": two
+            if word not in _NAME_BREAKS and _DIGIT.search(word) is None:
+                run.append(word)
+                continue
+            if run and run[-1] == "s":  # "Jules Verne's"
+                run.pop()
+            while run and run[0] in STOPWORDS:
+                del run[0]
+            if len(run) >= 2:
+                names.add(" ".join(run))
+            run = []
     return frozenset(names)
 
 
 _DIGIT = re.compile(r"\d")
+# Words that join two names in one capitalised phrase (see _ENTITY), not one name's parts.
+_NAME_BREAKS = frozenset(("and", "for"))
 
 
 def clear_caches() -> None:

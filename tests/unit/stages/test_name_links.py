@@ -53,14 +53,17 @@ def _assemble(budget: int = 90, **selection: object) -> ctxasm.Assembly:
 def test_bridge_names_are_capitalised_phrases_of_two_words_or_more() -> None:
     text = (
         "During World War II, Jules Verne's heirs met Steve Hillage and the University of "
-        "Rochester in Persia. However, Thomas left on 9 February 1953 for Apollo 11 and Nice."
+        "Rochester in Persia. However, Thomas left on 9 February 1953 for Apollo 11 and Nice. "
+        "It was written by David Byrne for the 1985 Talking Heads album."
     )
     assert bridge_names(text) == {
         "world war ii",  # the function word opening it dropped
         "jules verne",  # and the possessive
-        "steve hillage",
+        "steve hillage",  # two names "and" joins
         "university of rochester",
-    }  # one word ("Persia", "Thomas") and anything with a number are no bridge
+        "david byrne",  # two names "for" and a number join
+        "talking heads",
+    }  # one word ("Persia", "Thomas") and a number or date are no bridge
 
 
 @settings(max_examples=200, deadline=None)
