@@ -783,8 +783,8 @@ def entities(text: str, min_chars: int = 4) -> frozenset[str]:
 def bridge_names(text: str) -> frozenset[str]:
     """The names in ``text`` that may tie it to another passage about the same thing: of its
     :func:`entities`, the capitalised phrases of two words or more ("Steve Hillage",
-    "University of Rochester"; two joined by "and", "for" or a number apart), less function
-    words that open one ("During" of "During World War II") and a possessive "'s". One
+    "University of Rochester"; two joined by "and", "for", a number or a possessive "'s"
+    apart), less function words that open one ("During" of "During World War II"). One
     capitalised word is as often a nationality, a country or a first name ("American",
     "France", "Thomas") as a bridge, and a number or a date two passages share ties nothing,
     so neither is one. Cached, like :func:`entities`."""
@@ -794,23 +794,24 @@ def bridge_names(text: str) -> frozenset[str]:
             continue
         run: list[str] = []
         for word in (*key.split(), "and"):
-            # "Bette Davis and Joan Crawford", "David Byrne for the 1985 Talking Heads": two
+            # "Bette Davis and Joan Crawford", "David Byrne for the 1985 Talking Heads", "Jules
+            # Verne's Nautilus": two names each
             if word not in _NAME_BREAKS and _DIGIT.search(word) is None:
                 run.append(word)
                 continue
-            if run and run[-1] == "s":  # "Jules Verne's"
-                run.pop()
-            while run and run[0] in STOPWORDS:
-                del run[0]
-            if len(run) >= 2:
-                names.add(" ".join(run))
+            lead = 0
+            while lead < len(run) and run[lead] in STOPWORDS:
+                lead += 1
+            if len(run) - lead >= 2:
+                names.add(" ".join(run[lead:]))
             run = []
     return frozenset(names)
 
 
 _DIGIT = re.compile(r"\d")
-# Words that join two names in one capitalised phrase (see _ENTITY), not one name's parts.
-_NAME_BREAKS = frozenset(("and", "for"))
+# Words that join two names in one capitalised phrase (see _ENTITY), not one name's parts:
+# "s" is what is left of a possessive "'s".
+_NAME_BREAKS = frozenset(("and", "for", "s"))
 
 
 def clear_caches() -> None:

@@ -180,7 +180,8 @@ class Compression(_Closed):
 
 class Chosen(_Closed):
     """Why selection kept a passage: the signal that decided, the query terms it covers, the
-    kept passage that links to it and the title that links them, and the retriever's score."""
+    kept passage that links to it and the title (or the name both hold, as a lower-case phrase
+    key) that links them, and the retriever's score."""
 
     by: Literal["score", "query", "link", "fill"] = Field(
         description="score: the retriever's score; query: the query terms it covers; link: a "

@@ -120,7 +120,8 @@ class UtilityRelevance(Strategy):
         """How strongly a chain from the query reaches this passage's title, for passages the
         query itself does not reach: a relevant passage naming it gives the link's strength (1
         for the whole title, less for a shorter name; see :func:`ctxasm.lexical.title_links`),
-        one sharing a name with it ``NAME_LINK`` (see :func:`shared_names`), a passage reached
+        one sharing a name with it ``NAME_LINK`` (see :func:`shared_names`: among the first
+        ``MAX_NAME_PASSAGES`` passages, in the order given), a passage reached
         that way half that, and so on for ``max_hops`` hops. The second hop of a multi-hop
         question often shares no word with the query, but the first hop names it or a name
         in it; the third is reached from the second."""
@@ -131,7 +132,7 @@ class UtilityRelevance(Strategy):
             i for i, (lex, title) in enumerate(zip(lexical, titles, strict=True)) if lex or title
         ][: self.max_link_sources]
         targets = [i for i in range(len(passages)) if lexical[i] == 0.0 and titles[i] == 0.0]
-        names = shared_names(passages) if targets else None
+        names = shared_names([p.text for p in passages]) if targets else None
         weight = 1.0
         for _ in range(self.max_hops):
             if not sources or not targets:
@@ -147,9 +148,13 @@ class UtilityRelevance(Strategy):
                     index = targets[position]
                     reached[index] = max(reached.get(index, 0.0), weight * strength)
             if names is not None:
-                bridges = frozenset().union(*(names[i] for i in sources))
-                for index in targets:
-                    if index not in reached and not bridges.isdisjoint(names[index]):
+                bridges = frozenset().union(*(names[i] for i in sources if i < len(names)))
+                for index in targets:  # of the first MAX_NAME_PASSAGES only
+                    if (
+                        index < len(names)
+                        and index not in reached
+                        and not bridges.isdisjoint(names[index])
+                    ):
                         reached[index] = weight * NAME_LINK
             for index, strength in reached.items():
                 links[index] = strength
@@ -178,22 +183,20 @@ class UtilityRelevance(Strategy):
 # the answer that names the bridge in its text ("... with her partner Steve Hillage"), not the
 # bridge's own page.
 NAME_LINK = 0.5
-# Names are compared among at most this many passages: each one's names are read, a cost
+# Names are compared among the first this many texts only: each one's names are read, a cost
 # that follows the text, which a retriever's long list would pay in full for passages ranked
 # far below the few dozen a planner weighs (see PLANNER_MAX_CANDIDATES and its default of 50).
 MAX_NAME_PASSAGES = 64
 
 
-def shared_names(passages: Sequence[Passage]) -> list[frozenset[str]] | None:
-    """For each passage, the names of its text (see :func:`ctxasm.lexical.bridge_names`) that
-    at least one other passage and at most a quarter of them (at least three) name: a name
-    nearly every candidate has ("United States") ties none of them to another. ``None`` for
-    more than ``MAX_NAME_PASSAGES`` passages."""
-    if len(passages) > MAX_NAME_PASSAGES:
-        return None
-    names = [bridge_names(p.text) for p in passages]
+def shared_names(texts: Sequence[str]) -> list[frozenset[str]]:
+    """For each of the first ``MAX_NAME_PASSAGES`` ``texts``, its names (see
+    :func:`ctxasm.lexical.bridge_names`) that at least one other of them and at most a quarter
+    of them (at least three) name: a name nearly every candidate has ("United States") ties
+    none of them to another. Texts past those have no entry."""
+    names = [bridge_names(text) for text in texts[:MAX_NAME_PASSAGES]]
     held = Counter(name for found in names for name in found)
-    most = max(3, len(passages) // 4)
+    most = max(3, len(names) // 4)
     return [frozenset(n for n in found if 2 <= held[n] <= most) for found in names]
 
 

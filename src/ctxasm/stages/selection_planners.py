@@ -505,20 +505,22 @@ def _name_links(
     strength: float,
     weak: float,
 ) -> tuple[list[dict[int, float]], dict[tuple[int, int], str]]:
-    """``links``, plus a link both ways between passages that share a name the query does not
-    say (see :func:`ctxasm.stages.relevance_utility.shared_names`: the next hop of a chain is
-    often a page about the answer that names the bridge in its text, "... with her partner
-    Steve Hillage", not the bridge's own page), where no link is stronger: ``strength`` strong
-    where one of the two writes the name in a sentence that states a query element it covers
-    beyond its own title (the relation the hop answers), ``weak`` times that elsewhere. Also
-    the name behind each such link, by (from, to)."""
-    names = shared_names([c.passage for c in pool])
+    """``links``, plus a link both ways between passages that share a name (see
+    :func:`ctxasm.stages.relevance_utility.shared_names`, of the texts as they stand: a
+    sentence compression cut names nothing) with no word of the query (a name the question
+    says ties every passage that says it), where no link is stronger: the next hop of a chain
+    is often a page about the answer that names the bridge in its text, "... with her partner
+    Steve Hillage", not the bridge's own page. ``strength`` strong where one of the two writes
+    the name in a sentence that states a query element it covers beyond its own title (the
+    relation the hop answers), ``weak`` times that elsewhere. Also the name behind each such
+    link, by (from, to)."""
+    asked = frozenset(evidence.terms)
+    names = [
+        frozenset(n for n in found if asked.isdisjoint(n.split()))
+        for found in shared_names([c.text for c in pool])
+    ]
     joined = [dict(out) for out in links]
     named: dict[tuple[int, int], str] = {}
-    if names is None:
-        return joined, named
-    asked = frozenset(evidence.terms)  # a name the question says ties all that say it
-    names = [frozenset(n for n in found if asked.isdisjoint(n.split())) for found in names]
     stating = _stating(names, pool, evidence)
     for name, holders in sorted(_holders(names).items()):
         for i in holders:
@@ -530,30 +532,38 @@ def _name_links(
     return joined, named
 
 
+# A passage that shares more names than this with the others is a list (a filmography, a
+# roster): which of them its sentences state the question beside is not asked (each sentence
+# holding one would be), and its name links stay weak.
+_MOST_STATED_NAMES = 16
+
+
 def _stating(
     names: Sequence[frozenset[str]], pool: Sequence[Candidate], evidence: Evidence
 ) -> list[frozenset[str]]:
     """For each candidate, those of its ``names`` that it writes in a sentence stating a
-    query element it covers beyond its own title."""
+    query element it covers beyond its own title: its sentences are read once, each for the
+    names it holds, and a sentence that holds one is asked once (none, where it shares more
+    than ``_MOST_STATED_NAMES`` names)."""
     words = frozenset(evidence.terms)
     found: list[frozenset[str]] = []
     for index, own in enumerate(names):
-        covered = _beyond_title(evidence, index, pool[index].passage.title, words) if own else []
+        title = pool[index].passage.title
+        # a list of names is no one hop: none of them is asked about
+        listed = len(own) > _MOST_STATED_NAMES
+        covered = _beyond_title(evidence, index, title, words) if own and not listed else []
         if not covered:
             found.append(frozenset())
             continue
         terms = [e for e in covered if e in words]
         phrases = [e for e in covered if e not in words]
         text = pool[index].text
-        spans = sentence_spans(text)
-        keys = [f" {' '.join(w)} " for w in sentence_words(text)]
-        stated = set()
-        for name in own:
-            padded = f" {name} "
-            for key, (start, end) in zip(keys, spans, strict=True):
-                if padded in key and _says(key, text[start:end], terms, phrases):
-                    stated.add(name)
-                    break
+        index_of = Phrases(own)
+        stated: set[str] = set()
+        for sentence, (start, end) in zip(sentence_words(text), sentence_spans(text), strict=True):
+            held = {" ".join(parts) for parts in index_of.found(sentence)} - stated
+            if held and _says(f" {' '.join(sentence)} ", text[start:end], terms, phrases):
+                stated |= held
         found.append(frozenset(stated))
     return found
 

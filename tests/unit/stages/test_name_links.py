@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxasm
-from ctxasm.data import Passage
+from ctxasm.data import Candidate, Passage
 from ctxasm.lexical import bridge_names, phrase_key
 from ctxasm.stages import relevance_utility
 from ctxasm.stages.relevance_utility import shared_names
+from ctxasm.stages.selection_planners import Evidence, _name_links
 
 QUESTION = "Who is the spouse of the Harbor Lights performer?"
 PASSAGES = [
@@ -84,26 +85,42 @@ def test_every_bridge_name_is_a_phrase_of_two_words_of_its_text(text: str) -> No
 
 
 def test_a_name_is_shared_by_at_least_two_and_at_most_a_quarter_of_the_passages() -> None:
-    def passage(text: str) -> Passage:
-        return Passage(str(len(text)), text)
-
-    rare = [passage("Dana Roux sang."), passage("It was Dana Roux."), passage("No one.")]
+    rare = ["Dana Roux sang.", "It was Dana Roux.", "No one."]
     assert shared_names(rare) == [{"dana roux"}, {"dana roux"}, frozenset()]
-    alone = [passage("Dana Roux sang."), passage("Nobody else.")]
-    assert shared_names(alone) == [frozenset(), frozenset()]
+    assert shared_names(["Dana Roux sang.", "Nobody else."]) == [frozenset(), frozenset()]
     # Held by 4 of 12 (more than a quarter, and than 3): a name nearly all of them have.
-    common = [passage(f"The United States, {'x' * i}.") for i in range(4)]
-    common += [passage(f"Other text {i}.") for i in range(8)]
-    assert all(not found for found in shared_names(common) or [])
+    common = [f"The United States, {'x' * i}." for i in range(4)]
+    common += [f"Other text {i}." for i in range(8)]
+    assert shared_names(common) == [frozenset()] * 12
+    # Held by 4 of 16: a quarter.
+    assert shared_names(common + ["More."] * 4)[:4] == [{"united states"}] * 4
 
 
-def test_names_are_compared_among_at_most_max_name_passages(
+def test_names_are_compared_among_the_first_max_name_passages_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(relevance_utility, "MAX_NAME_PASSAGES", 3)
-    passages = [Passage(p["id"], p["text"], title=p["title"]) for p in PASSAGES]
-    assert shared_names(passages) is None
-    assert shared_names(passages[:3]) is not None
+    texts = ["Dana Roux sang.", "It was Dana Roux.", "No one.", "Dana Roux again."]
+    assert shared_names(texts) == [{"dana roux"}, {"dana roux"}, frozenset()]
+
+
+def _fillers(count: int) -> list[dict[str, str]]:
+    return [
+        {"id": f"filler-{i}", "title": f"Filler {i}", "text": f"Sculptor number {i} works in clay."}
+        for i in range(count)
+    ]
+
+
+def test_a_long_list_keeps_the_names_of_its_first_passages() -> None:
+    """65 candidates: the first 64 still share names (no cliff past the bound), a passage
+    after them does not."""
+    passages = PASSAGES + _fillers(61)
+    result = ctxasm.assemble(QUESTION, passages, model="gpt-4o", max_context_tokens=400)
+    assert "pianist" in {item.id for item in result.report.included}
+    last = [p for p in passages if p["id"] != "pianist"] + [PASSAGES[1]]
+    result = ctxasm.assemble(QUESTION, last, model="gpt-4o", max_context_tokens=400)
+    excluded = {item.id: item.reason.value for item in result.report.excluded}
+    assert excluded["pianist"] == "below_threshold"
 
 
 def test_a_passage_sharing_a_name_with_a_relevant_one_is_not_irrelevant() -> None:
@@ -163,3 +180,55 @@ def test_a_comparison_follows_no_shared_name() -> None:
     )
     vias = {item.chosen.via for item in result.report.included if item.chosen is not None}
     assert "dana roux" in vias
+
+
+def _pool(passages: list[dict[str, str]]) -> list[Candidate]:
+    return [
+        Candidate(Passage(p["id"], p["text"], title=p["title"]), i, 1.0, p["text"], None, None)
+        for i, p in enumerate(passages)
+    ]
+
+
+def test_a_name_link_is_strong_where_a_sentence_naming_it_states_the_question() -> None:
+    stated = {**PASSAGES[1], "text": "Teo Marchal is a pianist. His wife was Dana Roux."}
+    quiet = {**PASSAGES[1], "id": "quiet", "text": "Teo Marchal toured beside Dana Roux."}
+    pool = _pool([PASSAGES[0], stated, quiet])
+    links, named = _name_links([{}, {}, {}], pool, Evidence(QUESTION, pool), 0.3, 0.5)
+    # "wife" states "spouse" beside the name; the album names it beside "performed", a form of
+    # "performer": every link of the album is strong, and both ways.
+    assert links[0] == {1: 0.3, 2: 0.3} and links[1][0] == links[2][0] == 0.3
+    assert links[1][2] == links[2][1] == 0.3  # the pianist states it: strong
+    assert named == {pair: "dana roux" for pair in [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]}
+    # Nobody states the question beside it: weak.
+    plain = {**PASSAGES[0], "text": "Harbor Lights is an album. It was made by Dana Roux."}
+    pool = _pool([plain, quiet, {**quiet, "id": "again"}])
+    links, _ = _name_links([{}, {}, {}], pool, Evidence(QUESTION, pool), 0.3, 0.5)
+    assert links == [{1: 0.15, 2: 0.15}, {0: 0.15, 2: 0.15}, {0: 0.15, 1: 0.15}]
+
+
+def test_a_title_link_stronger_than_a_name_link_stays() -> None:
+    pool = _pool(PASSAGES[:2])
+    links, named = _name_links([{1: 1.0}, {}], pool, Evidence(QUESTION, pool), 0.3, 0.5)
+    assert links == [{1: 1.0}, {0: 0.3}] and named == {(1, 0): "dana roux"}
+
+
+def test_a_list_of_names_is_no_hop_its_name_links_stay_weak() -> None:
+    roster = ", ".join(f"Dana Roux{chr(97 + i)}" for i in range(17))  # 17 names, "and"-free
+    pool = _pool(
+        [
+            {"id": "list", "title": "Roster", "text": f"His wife knew {roster}."},
+            {"id": "same", "title": "Other", "text": f"His wife met {roster}."},
+            *({"id": f"f{i}", "title": f"F{i}", "text": "Nothing."} for i in range(6)),
+        ]
+    )
+    links, _ = _name_links([{} for _ in pool], pool, Evidence(QUESTION, pool), 0.3, 0.5)
+    assert links[0] == {1: 0.15} and links[1] == {0: 0.15}
+    # The same two with one name each: the sentence naming it states "wife", and is asked.
+    pair = _pool(
+        [
+            {"id": "one", "title": "Roster", "text": "His wife knew Dana Roux."},
+            {"id": "two", "title": "Other", "text": "His wife met Dana Roux."},
+        ]
+    )
+    links, _ = _name_links([{}, {}], pair, Evidence(QUESTION, pair), 0.3, 0.5)
+    assert links == [{1: 0.3}, {0: 0.3}]
