@@ -783,35 +783,96 @@ def entities(text: str, min_chars: int = 4) -> frozenset[str]:
 def bridge_names(text: str) -> frozenset[str]:
     """The names in ``text`` that may tie it to another passage about the same thing: of its
     :func:`entities`, the capitalised phrases of two words or more ("Steve Hillage",
-    "University of Rochester"; two joined by "and", "for", a number or a possessive "'s"
-    apart), less function words that open one ("During" of "During World War II"). One
-    capitalised word is as often a nationality, a country or a first name ("American",
-    "France", "Thomas") as a bridge, and a number or a date two passages share ties nothing,
-    so neither is one. Cached, like :func:`entities`."""
-    names = set()
+    "University of Rochester"), less function words that open one ("During" of "During World
+    War II"). Two names that "and" or "for" join, each of two words or more, are two ("Bette
+    Davis and Joan Crawford"; "Marks and Spencer Group" and "Institute for Advanced Study"
+    stay one); a number parts what it stands between ("David Byrne for the 1985 Talking
+    Heads"); a possessive names its owner too ("Jules Verne's Nautilus": "Jules Verne" and
+    the whole). One capitalised word is as often a nationality, a country or a first name
+    ("American", "France", "Thomas") as a bridge, and a number or a date two passages share
+    ties nothing, so neither is one. Cached, like :func:`entities`."""
+    names: set[str] = set()
     for key in entities(text):
         if " " not in key:
             continue
         run: list[str] = []
-        for word in (*key.split(), "and"):
-            # "Bette Davis and Joan Crawford", "David Byrne for the 1985 Talking Heads", "Jules
-            # Verne's Nautilus": two names each
-            if word not in _NAME_BREAKS and _DIGIT.search(word) is None:
+        for word in (*key.split(), "0"):
+            if _DIGIT.search(word) is None:
                 run.append(word)
-                continue
-            lead = 0
-            while lead < len(run) and run[lead] in STOPWORDS:
-                lead += 1
-            if len(run) - lead >= 2:
-                names.add(" ".join(run[lead:]))
-            run = []
+            elif run:
+                _add_names(run, names)
+                run = []
     return frozenset(names)
 
 
+def _add_names(words: list[str], names: set[str]) -> None:
+    """Add to ``names`` the names of ``words``, a capitalised phrase's words with no number
+    (see :func:`bridge_names`)."""
+    pieces: list[list[str]] = [[]]
+    joints: list[str] = []
+    for word in words:
+        if word in _JOINTS:
+            joints.append(word)
+            pieces.append([])
+        else:
+            pieces[-1].append(word)
+    # A piece of one word joins the next ("Institute for Advanced Study", "Marks and Spencer
+    # Group"), the last one the one before ("Tom Hanks and Rita").
+    groups: list[list[str]] = []
+    between: list[str] = []  # the joint between each group and the next
+    current: list[str] = []
+    lead = 0  # function words that open current (it only grows: counted on, not again)
+    for at, piece in enumerate(pieces):
+        current.extend(piece)
+        while lead < len(current) and current[lead] in STOPWORDS:
+            lead += 1
+        if at < len(joints) and len(current) - lead < 2:
+            current.append(joints[at])
+            continue
+        groups.append(current)
+        current, lead = [], 0
+        if at < len(joints):
+            between.append(joints[at])
+    if len(groups) > 1 and _short(groups[-1]):
+        last = groups.pop()
+        groups[-1] = [*groups[-1], between[-1], *last]
+    for group in groups:
+        _add_name(group, names)
+
+
+def _short(words: Sequence[str]) -> bool:
+    """Whether ``words`` hold less than two words past the function words that open them."""
+    return _opening(words) > len(words) - 2
+
+
+def _add_name(words: list[str], names: set[str]) -> None:
+    """Add the name ``words`` spell to ``names`` (less function words that open or close it,
+    as the "s" of a closing possessive), and the owner of a possessive in it ("jules verne" of
+    "jules verne s nautilus"), where each is of two words or more."""
+    end = len(words)
+    while end and (words[end - 1] in STOPWORDS or words[end - 1] in _JOINTS):
+        end -= 1  # "David Byrne for the" (a number came next): "David Byrne"
+    words = words[:end]
+    if "s" in words:
+        owner = words[: words.index("s")]
+        if not _short(owner):
+            names.add(" ".join(owner[_opening(owner) :]))
+    lead = _opening(words)
+    if not _short(words):
+        names.add(" ".join(words[lead:]))
+
+
+def _opening(words: Sequence[str]) -> int:
+    """How many function words open ``words``."""
+    lead = 0
+    while lead < len(words) and words[lead] in STOPWORDS:
+        lead += 1
+    return lead
+
+
 _DIGIT = re.compile(r"\d")
-# Words that join two names in one capitalised phrase (see _ENTITY), not one name's parts:
-# "s" is what is left of a possessive "'s".
-_NAME_BREAKS = frozenset(("and", "for", "s"))
+# Words that may join two names in one capitalised phrase (see _ENTITY).
+_JOINTS = frozenset(("and", "for"))
 
 
 def clear_caches() -> None:

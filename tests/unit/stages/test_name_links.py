@@ -65,6 +65,17 @@ def test_bridge_names_are_capitalised_phrases_of_two_words_or_more() -> None:
         "david byrne",  # two names "for" and a number join
         "talking heads",
     }  # one word ("Persia", "Thomas") and a number or date are no bridge
+    whole = (
+        "The People's Republic of China, the Institute for Advanced Study and Marks and "
+        "Spencer Group met at Jules Verne's Nautilus."
+    )
+    assert bridge_names(whole) == {
+        "people s republic of china",  # a possessive inside a name: the whole, not its tail
+        "institute for advanced study",  # "for" and "and" join one name here
+        "marks and spencer group",
+        "jules verne s nautilus",  # and the owner of a possessive
+        "jules verne",
+    }
 
 
 @settings(max_examples=200, deadline=None)
