@@ -354,7 +354,8 @@ class _Comentions:
 def _distractors(comentions: _Comentions, asked: _Asked, count: int, seed: int) -> list[int]:
     """``count`` pool passages off the chain (step 7): up to half near it, passages naming a
     bridge first, then passages holding a word of its first title or neighbouring its first
-    passage; then any; each part in order of the question's content words shared."""
+    passage; then passages sharing a content word with the question; each part in order of
+    the question's content words shared."""
     pool = comentions.pool
     shared: Counter[int] = Counter()
     for word in query_terms(asked.question):

@@ -14,7 +14,8 @@
 - ``graph``: ``1 / (1 + graph_distance)``, 0 when absent;
 - ``link``: 1 when the passage shares nothing with the query but one of the first
   ``max_link_sources`` relevant passages names its title (a second hop), 0.5 when it shares a
-  name with one instead (see :func:`shared_names`), half that for each further hop, else 0.
+  name with one instead (see :func:`shared_names`; among the first ``MAX_NAME_PASSAGES``
+  passages), half that for each further hop, else 0.
 
 Novelty against what is already selected is the planners' part
 (:mod:`ctxasm.stages.selection_planners`): it depends on the selection, not on the passage alone.
