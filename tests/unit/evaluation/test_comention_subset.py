@@ -11,9 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chain_records import NOT_COUNTS
+from chain_records import passage as _passage
+from chain_records import read as _read
+from chain_records import record as _record
 
 from ctxasm.errors import RequestError
-from ctxasm.evaluation import EvalQuestion, comention_subset, load_dataset, read_dataset
+from ctxasm.evaluation import EvalQuestion, comention_subset, load_dataset
 from ctxasm.evaluation.comention import HOPS, _Comentions
 from ctxasm.evaluation.composed import _chosen
 from ctxasm.evaluation.composed_pool import Pool
@@ -24,31 +28,6 @@ REPO = Path(__file__).resolve().parents[3]
 SAMPLE = REPO / "examples" / "eval" / "hotpotqa_distractor_20.jsonl"
 SHARED_EVAL = REPO.parent / "shared" / "eval"
 FULLWIKI = SHARED_EVAL / "hotpotqa_fullwiki.unified.jsonl"
-
-
-def _passage(pid: str, title: str, *sentences: str) -> dict[str, Any]:
-    return {
-        "pid": pid,
-        "title": title,
-        "text": " ".join(sentences),
-        "sentences": list(sentences),
-        "is_gold": False,
-        "has_answer": False,
-    }
-
-
-def _record(qid: str, *passages: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": qid,
-        "question": f"Question {qid}?",
-        "answers": ["unused"],
-        "passages": list(passages),
-        "meta": {"type": "bridge"},
-    }
-
-
-def _read(*records: dict[str, Any]) -> list[EvalQuestion]:
-    return read_dataset([json.dumps(r) for r in records])
 
 
 # Green Album and Planet Gong both name Steve Hillage; Planet Gong and Mother Gong both name
@@ -245,21 +224,7 @@ def test_data_without_chains_is_refused() -> None:
     assert none.value.field == "per_hops"
 
 
-@pytest.mark.parametrize(
-    ("field", "value"),
-    [
-        ("candidates", 4.5),
-        ("candidates", "20"),
-        ("candidates", None),
-        ("candidates", True),
-        ("per_hops", 1.5),
-        ("per_hops", True),
-        ("seed", "x"),
-        ("seed", -1),
-        ("seed", None),
-        ("seed", 1.5),
-    ],
-)
+@pytest.mark.parametrize(("field", "value"), NOT_COUNTS)
 def test_arguments_that_are_not_counts_are_refused_by_name(
     chains: list[EvalQuestion], field: str, value: Any
 ) -> None:
