@@ -795,12 +795,22 @@ def bridge_names(text: str) -> frozenset[str]:
     for key in entities(text):
         if " " not in key:
             continue
+        words = key.split()
+        if (
+            _DIGIT.search(key) is None
+            and words[0] not in STOPWORDS
+            and words[-1] not in STOPWORDS
+            and _PARTING.isdisjoint(words)
+        ):
+            names.add(key)  # the common name, nothing to part or trim (as _add_names reads it)
+            continue
         run: list[str] = []
-        for word in (*key.split(), "0"):
+        for word in (*words, "0"):
             if _DIGIT.search(word) is None:
                 run.append(word)
             elif run:
-                _add_names(run, names)
+                if len(run) > 1:  # one word names nothing
+                    _add_names(run, names)
                 run = []
     return frozenset(names)
 
@@ -873,6 +883,8 @@ def _opening(words: Sequence[str]) -> int:
 _DIGIT = re.compile(r"\d")
 # Words that may join two names in one capitalised phrase (see _ENTITY).
 _JOINTS = frozenset(("and", "for"))
+# Words of a name that _add_names parts it at, or reads an owner before.
+_PARTING = _JOINTS | {"s"}
 
 
 def clear_caches() -> None:
