@@ -134,6 +134,41 @@ def _with_title(title: str | None, padded_text: str) -> str:
     return f" {head}{padded_text}" if padded_text != "  " else f" {head} "
 
 
+class _Subjects:
+    """The words of the pages a question names, taken back from the relevance of the
+    candidates that repeat them once such a page is kept (see :class:`BridgeSelection`)."""
+
+    def __init__(self, query: str, evidence: Evidence, weight: float) -> None:
+        self.evidence = evidence
+        self.weight = weight
+        self.query = f" {phrase_key(query)} "
+        self.spent: set[str] = set()  # the query elements already taken back
+        # the weight of the query elements each candidate covers, summed in query order
+        self.total = [
+            sum(evidence.weight[e] for e in evidence.terms_of(i))
+            for i in range(len(evidence.covers))
+        ]
+
+    def repeated(self, kept: int, open_: Sequence[int]) -> list[tuple[int, float]]:
+        """When candidate ``kept`` is a page the question names (its title key is a phrase of
+        the question), the open candidates that cover words of that title not taken back yet,
+        each with ``weight`` times the share of its query weight they hold; none otherwise."""
+        key = self.evidence.titles[kept]
+        if self.weight == 0 or not key or f" {key} " not in self.query:
+            return []
+        padded = f" {key} "
+        words = {e for e in self.evidence.weight if f" {e} " in padded} - self.spent
+        if not words:
+            return []
+        self.spent |= words
+        found = []
+        for i in open_:
+            held = sum(self.evidence.weight[e] for e in self.evidence.terms_of(i) if e in words)
+            if held > 0 and self.total[i] > 0:
+                found.append((i, self.weight * held / self.total[i]))
+        return found
+
+
 @dataclass(frozen=True)
 class CoverageSelection(Strategy):
     """Redundancy-aware greedy: pick the candidate with the most new evidence per token.
@@ -239,8 +274,13 @@ class BridgeSelection(Strategy):
     (the hop the question asks about: "... married the lead singer of R.E.M."), and
     ``anchor`` times as much elsewhere. Two passages that share a name the query does not say
     ("Steve Hillage") link both ways with strength ``names``, anchored alike (see
-    :func:`_name_links`), except for comparison questions. The best is offered, and the rest
-    are re-scored, until the budget is full. The best ``max_candidates`` are planned; the rest
+    :func:`_name_links`), except for comparison questions. Once the page the question names
+    is kept (its title, less a qualifier, is a phrase of the question), ``subject`` times the
+    share of each other candidate's relevance that the words of that title bring is taken
+    back: pages that repeat the question's subject ("No Matter What", a single from the album
+    "Paper Trail") say nothing of the next hop; except for comparison questions, whose every
+    named thing is asked about. The best is offered, and the rest are re-scored, until the
+    budget is full. The best ``max_candidates`` are planned; the rest
     fill any budget left in rank order. Use it for multi-hop and comparison questions (the
     default does, for them).
     """
@@ -256,6 +296,7 @@ class BridgeSelection(Strategy):
     trust: float = 4.0
     anchor: float = 0.3
     names: float = 0.3
+    subject: float = 1.0
     max_candidates: int = 50
 
     def __post_init__(self) -> None:
@@ -271,6 +312,7 @@ class BridgeSelection(Strategy):
         ):
             require_number(weight, getattr(self, weight), low=0.0, high=100.0)
         require_number("anchor", self.anchor, low=0.0, high=1.0)
+        require_number("subject", self.subject, low=0.0, high=1.0)
         require_int("max_candidates", self.max_candidates, low=1, high=PLANNER_MAX_CANDIDATES)
 
     def select(self, candidates: Sequence[Candidate], packing: Packing) -> None:
@@ -296,6 +338,8 @@ class BridgeSelection(Strategy):
         introduced: set[str] = set()  # entities of kept passages the query does not name
         open_ = list(range(len(pool)))  # in rank order, so max() breaks ties by rank
         is_open = [True] * len(pool)
+        subjects = _Subjects(packing.context.query, evidence, self.subject)
+        taken = [0.0] * len(pool)  # relevance taken back for repeating a kept subject
 
         def ahead(i: int) -> float:
             """Its value, plus what the best open next hop from it would add to coverage."""
@@ -308,7 +352,10 @@ class BridgeSelection(Strategy):
             pick = max(open_, key=ahead)
             is_open[pick] = False
             open_.remove(pick)
-            parts = (relevance * scaled[pick], self.coverage * evidence.new_coverage(pick, covered))
+            parts = (
+                relevance * scaled[pick] - taken[pick],
+                self.coverage * evidence.new_coverage(pick, covered),
+            )
             why = self._chosen(pool, pick, evidence, (*parts, value[pick]), link_source.get(pick))
             if packing.offer(pool[pick], why) not in _KEPT:
                 continue
@@ -336,6 +383,11 @@ class BridgeSelection(Strategy):
                     value[i] += self.backlink * strength
                     via = named.get((i, pick), pool[pick].passage.title)
                     link_source.setdefault(i, (pick, via))
+            if packing.context.query_class != "comparison":
+                for i, share in subjects.repeated(pick, open_):
+                    cut = relevance * scaled[i] * share
+                    value[i] -= cut
+                    taken[i] += cut
         offer_in_order(rest, packing, _FILL)
 
     def _links(

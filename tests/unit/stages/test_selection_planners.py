@@ -218,8 +218,9 @@ def test_bm25_greedy_misses_the_second_hop_at_the_same_budget() -> None:
 
 
 def test_bridge_without_its_bonus_takes_the_word_match_instead() -> None:
-    # The second hop is chosen for the bridge bonus, not by its own (tiny) link score.
-    result = _bridge({"selection": {"name": "bridge", "bridge": 0.0}})
+    # The second hop is chosen for the bridge bonus, not by its own (tiny) link score (the
+    # relevance the words of hop1's title bring kept, as subject=0 keeps it).
+    result = _bridge({"selection": {"name": "bridge", "bridge": 0.0, "subject": 0.0}})
     assert _ids(result) == ["hop1", "d1"]
 
 

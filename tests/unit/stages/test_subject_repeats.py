@@ -1,0 +1,104 @@
+"""Pages that repeat the question's subject: once the page the question names is kept, the
+words of its title say nothing more of the next hop, so the relevance they bring to other
+candidates is taken back (``BridgeSelection.subject``)."""
+
+from __future__ import annotations
+
+import pytest
+
+import ctxasm
+from ctxasm.data import Candidate, Passage
+from ctxasm.errors import RequestError
+from ctxasm.stages.selection_planners import Evidence, _Subjects
+
+QUESTION = "Who is the spouse of the Harbor Lights performer?"
+ALBUM = {
+    "id": "album",
+    "title": "Harbor Lights (Dana Roux album)",
+    "text": "Harbor Lights is the second album performed by the French singer Dana Roux, "
+    "recorded in Marseille in 1984.",
+}
+PIANIST = {  # no word of the question: only the name "Dana Roux" ties it to the album
+    "id": "pianist",
+    "title": "Teo Marchal",
+    "text": "Teo Marchal is a pianist who toured for ten years beside Dana Roux. He later "
+    "taught at a conservatory in Lyon.",
+}
+TRIBUTE = {  # the subject's words again, and one more of the question's
+    "id": "tribute",
+    "title": "Harbor Lights Revisited",
+    "text": "Harbor Lights Revisited is a tribute record on which younger bands cover the songs "
+    "of Harbor Lights, the 1984 album of the same name, as the Harbor Lights tour had them "
+    "performed.",
+}
+OTHER = {
+    "id": "other",
+    "title": "Lena Ostrow",
+    "text": "Lena Ostrow is a Polish sculptor who works in bronze in Gdansk.",
+}
+PASSAGES = [ALBUM, PIANIST, TRIBUTE, OTHER]
+
+
+def _kept(query: str = QUESTION, budget: int = 100, **selection: object) -> list[str]:
+    result = ctxasm.assemble(
+        query,
+        PASSAGES,
+        model="gpt-4o",
+        max_context_tokens=budget,
+        strategy={"compression": None, "selection": {"name": "bridge", **selection}},
+    )
+    return [item.id for item in result.report.included]
+
+
+def test_a_page_repeating_the_subject_gives_way_to_the_next_hop() -> None:
+    # Room for the album and one more page: the tribute shares the question's words, the
+    # pianist only the performer's name.
+    assert _kept(subject=0.0) == ["album", "tribute"]
+    result = ctxasm.assemble(
+        QUESTION,
+        PASSAGES,
+        model="gpt-4o",
+        max_context_tokens=100,
+        strategy={"compression": None, "selection": "bridge"},
+    )
+    included = {item.id: item for item in result.report.included}
+    assert list(included) == ["album", "pianist"]
+    chosen = included["pianist"].chosen
+    assert chosen is not None
+    assert (chosen.by, chosen.linked_from, chosen.via) == ("link", "album", "dana roux")
+
+
+def test_the_words_are_taken_back_once_and_only_from_pages_that_hold_them() -> None:
+    pool = [
+        Candidate(Passage(id=p["id"], text=p["text"], title=p["title"]), i, 1.0, p["text"])
+        for i, p in enumerate(PASSAGES)
+    ]
+    evidence = Evidence(QUESTION, pool)
+    subjects = _Subjects(QUESTION, evidence, 1.0)
+    assert subjects.repeated(1, [0, 2, 3]) == []  # the pianist's page: not the one asked about
+    taken = dict(subjects.repeated(0, [1, 2, 3]))
+    assert set(taken) == {2}  # the tribute: the pianist and the sculptor hold no such word
+    assert 0.0 < taken[2] < 1.0  # "performer" is no word of the title: its part stays
+    assert subjects.repeated(0, [1, 2, 3]) == []  # taken back once
+    half = dict(_Subjects(QUESTION, evidence, 0.5).repeated(0, [2]))
+    assert half[2] == pytest.approx(taken[2] / 2)
+
+
+def test_comparison_questions_keep_the_relevance_of_what_they_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A comparison asks about every page it names: none of them is a subject to take back.
+    def taken(*_: object) -> list[tuple[int, float]]:
+        raise AssertionError("relevance taken back")
+
+    monkeypatch.setattr(_Subjects, "repeated", taken)
+    query = "Were Harbor Lights and Teo Marchal recorded in the same city?"
+    assert _kept(query, 140)
+    with pytest.raises(AssertionError, match="taken back"):
+        _kept(QUESTION)  # the factoid asks for it
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, "all"])
+def test_subject_outside_zero_to_one_is_refused(value: object) -> None:
+    with pytest.raises(RequestError, match="subject"):
+        _kept(subject=value)
