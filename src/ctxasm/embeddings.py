@@ -103,17 +103,25 @@ class HashingEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         return self.embed_words([words(text) for text in texts])
 
-    def embed_words(self, texts: Sequence[list[str]]) -> Vectors:
-        """:meth:`embed` for texts already split by :func:`ctxasm.lexical.words`."""
+    def embed_words(
+        self, texts: Sequence[list[str]], counts: Sequence[Counter[str]] | None = None
+    ) -> Vectors:
+        """:meth:`embed` for texts already split by :func:`ctxasm.lexical.words`; ``counts``:
+        each text's ``Counter`` of its words, where the caller has counted them already."""
         import numpy as np
 
+        if counts is not None and len(counts) != len(texts):
+            raise ValueError(f"{len(counts)} word counts for {len(texts)} texts")
         result = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for start in range(0, len(texts), _EMBED_SLICE):
             part = texts[start : start + _EMBED_SLICE]
-            result[start : start + len(part)] = self._unit_rows(part)
+            counted = None if counts is None else counts[start : start + _EMBED_SLICE]
+            result[start : start + len(part)] = self._unit_rows(part, counted)
         return result
 
-    def _unit_rows(self, texts: Sequence[list[str]]) -> Any:
+    def _unit_rows(
+        self, texts: Sequence[list[str]], word_counts: Sequence[Counter[str]] | None = None
+    ) -> Any:
         """The texts' vectors (float64), summed in numpy: each n-gram's signed weight is added
         to its bucket in the order the n-grams first occur, as one text at a time would, so the
         rows are the same to the last bit."""
@@ -122,8 +130,8 @@ class HashingEmbedder:
         digests: list[int] = []
         counts: list[int] = []
         lengths: list[int] = []
-        for tokens in texts:
-            grams = self._ngrams(tokens)
+        for index, tokens in enumerate(texts):
+            grams = self._ngrams(tokens, None if word_counts is None else word_counts[index])
             digests.extend(map(xxhash.xxh3_64_intdigest, map(_UTF8, grams)))
             counts.extend(grams.values())
             lengths.append(len(grams))
@@ -143,13 +151,16 @@ class HashingEmbedder:
                 rows[row] /= norm
         return rows
 
-    def _ngrams(self, tokens: list[str]) -> Counter[str]:
+    def _ngrams(self, tokens: list[str], unigrams: Counter[str] | None = None) -> Counter[str]:
+        """The text's n-grams and how often each occurs, in the order they first occur
+        (``unigrams``: ``Counter(tokens)``, where counted already)."""
         # Words never contain spaces, so a space-joined bigram cannot collide with a unigram.
         low, high = self.ngram
         grams: Counter[str] = Counter()
         for n in range(low, high + 1):
             if n == 1:
-                grams.update(tokens)
+                # the first n: the same counts, in the same order, as an update would make
+                grams = Counter(tokens if unigrams is None else unigrams)
             else:
                 grams.update(map(" ".join, zip(*(tokens[i:] for i in range(n)), strict=False)))
         return grams

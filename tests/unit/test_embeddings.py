@@ -75,6 +75,19 @@ def test_hashing_is_deterministic_within_a_process() -> None:
     assert _digest(first[1:2]) == _digest(HashingEmbedder().embed(TEXTS[1:2]))
 
 
+def test_hashing_of_counted_words_is_the_same_to_the_last_bit() -> None:
+    from collections import Counter
+
+    from ctxasm.lexical import words
+
+    split = [words(text) for text in [*TEXTS, "the the cat the dog the"]]
+    embedder = HashingEmbedder()
+    counted = embedder.embed_words(split, [Counter(found) for found in split])
+    assert _digest(counted) == _digest(embedder.embed_words(split))
+    with pytest.raises(ValueError, match="2 word counts for 5 texts"):
+        embedder.embed_words(split[:5], [Counter(), Counter()])
+
+
 def test_hashing_is_the_same_in_every_process_whatever_the_hash_seed() -> None:
     script = (
         "import hashlib, sys; from ctxasm.embeddings import HashingEmbedder; "

@@ -6,6 +6,7 @@ the same, while the index is rebuilt, generation by generation, as the tail grow
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -64,6 +65,28 @@ def _brute_force(url: str, store: Any, query: str) -> tuple[list[tuple[float, st
     expected = rescored([pg.PostgresRow(*row[1:]) for row in rows], terms, stats)[:100]
     answer = [(score, row.chunk_id) for score, row in found]
     return [(score, row.chunk_id) for score, row in expected], (answer, lexical._params["fetch"])
+
+
+def test_a_bound_vector_holds_each_words_share_in_its_bucket() -> None:
+    """Entry by entry, as the definition reads: each distinct word's share, rounded up, in its
+    bucket, the shares of words that share a bucket added up (zq16418 and zq26406 do)."""
+    from collections import Counter
+
+    from ctxasm.store.ranking import saturation
+
+    assert postgres_rows._bucket("zq16418") == postgres_rows._bucket("zq26406")
+    for text in ["zq16418 zq16418 zq16418 zq26406 a b b c", "one", "", "a a b b c c d"]:
+        counts = Counter(text.split())
+        found = postgres_rows._bound(counts, len(text.split()), 5.0)
+        assert found is not None and found.endswith(f"}}/{postgres_rows.BOUND_DIMENSION}")
+        body = found[1 : found.index("}")]
+        entries = [entry.split(":") for entry in body.split(",")] if body else []
+        expected: Counter[int] = Counter()
+        for word, tf in counts.items():
+            share = saturation(tf, len(text.split()), 5.0) * postgres_rows.BOUND_SCALE
+            expected[postgres_rows._bucket(word)] += math.ceil(share)
+        assert len({int(key) for key, _ in entries}) == len(entries)  # one entry a bucket
+        assert {int(key): int(share) for key, share in entries} == expected
 
 
 # The reference length far below the visible average and far above it (kept there: the

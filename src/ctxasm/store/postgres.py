@@ -477,18 +477,20 @@ class PostgresStore:
                 for item in batch:
                     for reader in reader_names(item.document):
                         copy.write_row((item.document.doc_id, reader))
-            words: list[list[str]] = []  # each chunk's, split once for its row and its vector
+            # each chunk's words and their counts, found once for its row and its vector
+            words: list[list[str]] = []
+            counts: list[Counter[str]] = []
             with cursor.copy(
                 'COPY chunks (id, chunk_id, doc_id, seq, start, "end", words, text, terms, '
                 "class_id, bound) FROM STDIN"
             ) as copy:
-                rows = _chunk_rows(batch, classes, reference, deltas, words)
+                rows = _chunk_rows(batch, classes, reference, deltas, words, counts)
                 for chunk_id, row in zip(ids, rows, strict=True):
                     copy.write_row((chunk_id, *row))
             changes = _stage(db, deltas)  # a COPY: before the pipeline, which cannot hold one
             with db.pipeline():
                 _apply(db, changes)  # sent whole, not awaited
-                vectors = self._embedder.embed_words(words).astype(">f4")
+                vectors = self._embedder.embed_words(words, counts).astype(">f4")
             owners = (c for item, c in zip(batch, classes, strict=True) for _ in item.chunks)
             with cursor.copy(
                 "COPY chunk_vectors (id, class_id, generation, embedding) FROM STDIN "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import struct
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -57,32 +57,55 @@ def _bucket(term: str) -> int:
     return xxhash.xxh3_64_intdigest(term.encode("utf-8", "surrogatepass")) % BOUND_DIMENSION + 1
 
 
+BUCKET_TEXTS = 1 << 17  # words whose bucket text is kept (with _bucket's cache: 20 MiB at most)
+
+
+class _BucketTexts(dict[str, str]):
+    """Words' bound-vector indexes as text, kept for the next chunks that hold them (emptied
+    when ``BUCKET_TEXTS`` are kept): a plain dictionary look-up, at C speed, for a word seen
+    before."""
+
+    def __missing__(self, term: str) -> str:
+        if len(self) >= BUCKET_TEXTS:
+            self.clear()
+        text = self[term] = str(_bucket(term))
+        return text
+
+
+_BUCKET_TEXTS = _BucketTexts()
+
+
 def _bound(counts: Counter[str], length: int, reference: float) -> str | None:
     """A chunk's bound vector: each word's :func:`~ctxasm.store.ranking.saturation` at the
     ``reference`` average length, rounded up to ``1 / BOUND_SCALE``, in its bucket (pgvector
-    sorts the entries; words that share a bucket are added up)."""
+    sorts the entries; words that share a bucket are added up). The words of one term
+    frequency share one share, and their entries are written by one join."""
     if len(counts) > BOUND_MAX_WORDS:
         return None
-    keys = list(map(_bucket_key, counts))
-    shares = list(map(_shares(counts.values(), length, reference).__getitem__, counts.values()))
+    frequencies = Counter(counts.values())  # how many words occur tf times, for each tf
+    # by term frequency (most words occur once), in the order they occur within one
+    ordered = sorted(counts, key=counts.__getitem__) if len(frequencies) > 1 else list(counts)
+    keys = list(map(_BUCKET_TEXTS.__getitem__, ordered))
+    shares = {tf: _share(tf, length, reference) for tf in sorted(frequencies)}
     if len(set(keys)) < len(keys):
         merged: dict[str, int] = {}
-        for key, share in zip(keys, shares, strict=True):
-            merged[key] = merged.get(key, 0) + int(share)
-        keys, shares = list(merged), [str(share) for share in merged.values()]
-    return "{" + ",".join(map(str.__add__, keys, shares)) + f"}}/{BOUND_DIMENSION}"
+        for key, word in zip(keys, ordered, strict=True):
+            merged[key] = merged.get(key, 0) + shares[counts[word]]
+        entries = ",".join(f"{key}:{share}" for key, share in merged.items())
+        return "{" + entries + f"}}/{BOUND_DIMENSION}"
+    groups = []
+    start = 0
+    for tf, share in shares.items():
+        end = start + frequencies[tf]
+        groups.append(f":{share},".join(keys[start:end]) + f":{share}")
+        start = end
+    return "{" + ",".join(groups) + f"}}/{BOUND_DIMENSION}"
 
 
-def _shares(tfs: Iterable[int], length: int, reference: float) -> dict[int, str]:
-    """The bound share, as text, of each term frequency among ``tfs`` (a chunk has a few
-    distinct ones: most of its words occur once)."""
-    return {tf: str(math.ceil(saturation(tf, length, reference) * BOUND_SCALE)) for tf in set(tfs)}
-
-
-@lru_cache(maxsize=65536)
-def _bucket_key(term: str) -> str:
-    """``"bucket:"``, the start of a word's entry in a bound vector."""
-    return f"{_bucket(term)}:"
+def _share(tf: int, length: int, reference: float) -> int:
+    """A word's bound share, in ``1 / BOUND_SCALE``: its term frequency's saturation at the
+    ``reference`` length, rounded up."""
+    return math.ceil(saturation(tf, length, reference) * BOUND_SCALE)
 
 
 def _query_bound(weights: list[tuple[str, float]]) -> str:
@@ -194,16 +217,18 @@ def _chunk_rows(
     reference: float,
     deltas: dict[int, ClassDelta],
     words: list[list[str]],
+    counts: list[Counter[str]],
 ) -> Iterator[tuple[Any, ...]]:
     """The ``chunks`` rows of ``batch`` (all but their ids), counted into ``deltas`` as they
-    are made, each chunk's words added to ``words``."""
+    are made, each chunk's words added to ``words`` and their counts to ``counts``."""
     for item, class_id in zip(batch, classes, strict=True):
         delta = deltas.setdefault(class_id, ClassDelta())
         for seq, chunk in enumerate(item.chunks):
             found = chunk_words(chunk.text)
             words.append(found)
-            counts = Counter(found)
-            delta.add_words(counts.keys(), len(found))
+            counted = Counter(found)
+            counts.append(counted)
+            delta.add_words(counted.keys(), len(found))
             yield (
                 f"{item.document.doc_id}#{seq}",
                 item.document.doc_id,
@@ -212,9 +237,9 @@ def _chunk_rows(
                 chunk.end,
                 len(found),
                 chunk.text,
-                _text_array(_terms(counts, class_id)),
+                _text_array(_terms(counted, class_id)),
                 class_id,
-                _bound(counts, len(found), reference),
+                _bound(counted, len(found), reference),
             )
 
 
@@ -248,23 +273,37 @@ def _stage(db: Any, deltas: dict[int, ClassDelta]) -> _Changes:
 
     if db.info.transaction_status == pq.TransactionStatus.IDLE:
         raise RuntimeError("class statistics change only inside the write's transaction")
-    rows = [
+    if not any(any(delta.terms.values()) for delta in deltas.values()):
+        return _Changes(deltas, False, False)
+    falls = any(min(delta.terms.values(), default=0) < 0 for delta in deltas.values())
+    if not _may_stage(db):
+        return _Changes(deltas, False, falls, _columns(_term_rows(deltas)))
+    # one line a term whose count changes, each class's lines made in one pass
+    text = "".join(_lines(class_id, delta.terms) for class_id, delta in deltas.items())
+    if "\\" in text:  # COPY's escape (tabs and line ends are never in a word)
+        text = text.replace("\\", "\\\\")
+    db.execute(_CHANGES)
+    with db.cursor().copy("COPY class_term_changes (term, class_id, df) FROM STDIN") as copy:
+        copy.write(text)
+    return _Changes(deltas, True, falls)
+
+
+def _lines(class_id: int, terms: Counter[str]) -> str:
+    """The ``COPY`` lines of a class's term changes (none for a term whose count is kept)."""
+    tail = f"\t{class_id}\t"
+    if min(terms.values(), default=1) > 0:  # a write adding chunks only: every term changes
+        return "".join([f"{term}{tail}{change}\n" for term, change in terms.items()])
+    return "".join([f"{term}{tail}{change}\n" for term, change in terms.items() if change])
+
+
+def _term_rows(deltas: dict[int, ClassDelta]) -> list[tuple[str, int, int]]:
+    """``(term, class, change)`` of every term whose count changes."""
+    return [
         (term, class_id, change)
         for class_id, delta in deltas.items()
         for term, change in delta.terms.items()
         if change
     ]
-    falls = any(change < 0 for _, _, change in rows)
-    if rows and not _may_stage(db):
-        return _Changes(deltas, False, falls, _columns(rows))
-    if rows:
-        text = "".join(f"{term}\t{class_id}\t{change}\n" for term, class_id, change in rows)
-        if "\\" in text:  # COPY's escape (tabs and line ends are never in a word)
-            text = text.replace("\\", "\\\\")
-        db.execute(_CHANGES)
-        with db.cursor().copy("COPY class_term_changes (term, class_id, df) FROM STDIN") as copy:
-            copy.write(text)
-    return _Changes(deltas, bool(rows), falls)
 
 
 def _may_stage(db: Any) -> bool:
