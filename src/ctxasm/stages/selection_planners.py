@@ -279,8 +279,9 @@ class BridgeSelection(Strategy):
     share of each other candidate's relevance that the words of that title bring is taken
     back: pages that repeat the question's subject ("No Matter What", a single from the album
     "Paper Trail") say nothing of the next hop; except for comparison questions, whose every
-    named thing is asked about. The best is offered, and the rest are re-scored, until the
-    budget is full. The best ``max_candidates`` are planned; the rest
+    named thing is asked about, and for candidates ranked by the retriever's own scores, which
+    do not say which words earned them. The best is offered, and the rest are re-scored,
+    until the budget is full. The best ``max_candidates`` are planned; the rest
     fill any budget left in rank order. Use it for multi-hop and comparison questions (the
     default does, for them).
     """
@@ -338,7 +339,10 @@ class BridgeSelection(Strategy):
         introduced: set[str] = set()  # entities of kept passages the query does not name
         open_ = list(range(len(pool)))  # in rank order, so max() breaks ties by rank
         is_open = [True] * len(pool)
-        subjects = _Subjects(packing.context.query, evidence, self.subject)
+        # Ranked by the retriever's own scores, candidates carry a relevance the planner cannot
+        # split by word: the subject's words take none of it back.
+        retriever = all(c.score == c.passage.score for c in pool)
+        subjects = _Subjects(packing.context.query, evidence, 0.0 if retriever else self.subject)
         taken = [0.0] * len(pool)  # relevance taken back for repeating a kept subject
 
         def ahead(i: int) -> float:

@@ -68,6 +68,21 @@ def test_a_page_repeating_the_subject_gives_way_to_the_next_hop() -> None:
     assert (chosen.by, chosen.linked_from, chosen.via) == ("link", "album", "dana roux")
 
 
+def test_candidates_ranked_by_the_retrievers_scores_keep_their_relevance() -> None:
+    # The retriever scored the tribute high: its score does not say which words earned it, so
+    # none of it is taken back (forced on, the pianist would replace it).
+    scores = {"album": 0.9, "tribute": 0.8, "pianist": 0.3, "other": 0.1}
+    scored = [{**passage, "score": scores[str(passage["id"])]} for passage in PASSAGES]
+    result = ctxasm.assemble(
+        QUESTION,
+        scored,
+        model="gpt-4o",
+        max_context_tokens=100,
+        strategy={"compression": None, "selection": "bridge"},
+    )
+    assert [item.id for item in result.report.included] == ["album", "tribute"]
+
+
 def test_the_words_are_taken_back_once_and_only_from_pages_that_hold_them() -> None:
     pool = [
         Candidate(Passage(id=p["id"], text=p["text"], title=p["title"]), i, 1.0, p["text"])
