@@ -34,7 +34,7 @@ from ctxasm.lexical import (
 from ctxasm.stages.relevance import rank_agreement
 from ctxasm.stages.relevance_utility import shared_names
 from ctxasm.stages.selection import offer_in_order, scaled_scores
-from ctxasm.stages.selection_packing import Offer, Packing
+from ctxasm.stages.selection_packing import Offer, Packing, SelectionContext
 from ctxasm.strategy import Strategy, require_int, require_number
 from ctxasm.validation import shown
 
@@ -143,11 +143,43 @@ class _Subjects:
         self.weight = weight
         self.query = f" {phrase_key(query)} "
         self.spent: set[str] = set()  # the query elements already taken back
+        self.taken = [0.0] * len(evidence.covers)  # the relevance taken back, by candidate
         # the weight of the query elements each candidate covers, summed in query order
         self.total = [
             sum(evidence.weight[e] for e in evidence.terms_of(i))
             for i in range(len(evidence.covers))
         ]
+
+    @classmethod
+    def planned(
+        cls,
+        context: SelectionContext,
+        pool: Sequence[Candidate],
+        evidence: Evidence,
+        weight: float,
+    ) -> _Subjects:
+        """The subjects of a selection: none taken back for a comparison (every page it
+        names is asked about) nor for candidates ranked by the retriever's own scores, whose
+        relevance the planner cannot split by word."""
+        ranked_by_retriever = all(c.score == c.passage.score for c in pool)
+        off = context.query_class == "comparison" or ranked_by_retriever
+        return cls(context.query, evidence, 0.0 if off else weight)
+
+    def take_back(
+        self,
+        kept: int,
+        open_: Sequence[int],
+        value: list[float],
+        relevance: float,
+        scaled: Sequence[float],
+    ) -> None:
+        """Lower ``value`` (and add to ``taken``) by the share of each open candidate's
+        relevance (``relevance`` times its ``scaled`` score) that repeats the subject ``kept``
+        is the page of (see :meth:`repeated`)."""
+        for i, share in self.repeated(kept, open_):
+            cut = relevance * scaled[i] * share
+            value[i] -= cut
+            self.taken[i] += cut
 
     def repeated(self, kept: int, open_: Sequence[int]) -> list[tuple[int, float]]:
         """When candidate ``kept`` is a page the question names (its title key is a phrase of
@@ -325,8 +357,8 @@ class BridgeSelection(Strategy):
         relevance = self.relevance * (1.0 + self.trust * _retriever_trust(pool, coverage))
         scaled = scaled_scores(pool)
         value = [relevance * v + self.coverage * coverage[i] for i, v in enumerate(scaled)]
-        holders = _holders(evidence.covers)  # query element -> candidates covering it
-        mentions = _holders(evidence.introduced)  # entity -> candidates introducing it
+        # query element -> candidates covering it; entity -> candidates introducing it
+        holders, mentions = _holders(evidence.covers), _holders(evidence.introduced)
         links, named = self._links(pool, evidence, packing.context.query_class)
         backlinks = _reverse(links)  # for each candidate, those that name its title (or a name)
         bridged = [0.0] * len(pool)  # the strongest link to it from a kept passage
@@ -339,11 +371,7 @@ class BridgeSelection(Strategy):
         introduced: set[str] = set()  # entities of kept passages the query does not name
         open_ = list(range(len(pool)))  # in rank order, so max() breaks ties by rank
         is_open = [True] * len(pool)
-        # Ranked by the retriever's own scores, candidates carry a relevance the planner cannot
-        # split by word: the subject's words take none of it back.
-        retriever = all(c.score == c.passage.score for c in pool)
-        subjects = _Subjects(packing.context.query, evidence, 0.0 if retriever else self.subject)
-        taken = [0.0] * len(pool)  # relevance taken back for repeating a kept subject
+        subjects = _Subjects.planned(packing.context, pool, evidence, self.subject)
 
         def ahead(i: int) -> float:
             """Its value, plus what the best open next hop from it would add to coverage."""
@@ -357,7 +385,7 @@ class BridgeSelection(Strategy):
             is_open[pick] = False
             open_.remove(pick)
             parts = (
-                relevance * scaled[pick] - taken[pick],
+                relevance * scaled[pick] - subjects.taken[pick],
                 self.coverage * evidence.new_coverage(pick, covered),
             )
             why = self._chosen(pool, pick, evidence, (*parts, value[pick]), link_source.get(pick))
@@ -387,11 +415,7 @@ class BridgeSelection(Strategy):
                     value[i] += self.backlink * strength
                     via = named.get((i, pick), pool[pick].passage.title)
                     link_source.setdefault(i, (pick, via))
-            if packing.context.query_class != "comparison":
-                for i, share in subjects.repeated(pick, open_):
-                    cut = relevance * scaled[i] * share
-                    value[i] -= cut
-                    taken[i] += cut
+            subjects.take_back(pick, open_, value, relevance, scaled)
         offer_in_order(rest, packing, _FILL)
 
     def _links(

@@ -4,10 +4,13 @@ candidates is taken back (``BridgeSelection.subject``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import pytest
 
 import ctxasm
-from ctxasm.data import Candidate, Passage
+from ctxasm.data import Candidate, Passage, Report
 from ctxasm.errors import RequestError
 from ctxasm.stages.selection_planners import Evidence, _Subjects
 
@@ -39,29 +42,30 @@ OTHER = {
 PASSAGES = [ALBUM, PIANIST, TRIBUTE, OTHER]
 
 
-def _kept(query: str = QUESTION, budget: int = 100, **selection: object) -> list[str]:
-    result = ctxasm.assemble(
+def _report(
+    query: str = QUESTION,
+    budget: int = 100,
+    selection: dict[str, object] | None = None,
+    passages: Sequence[Mapping[str, object]] = PASSAGES,
+) -> Report:
+    return ctxasm.assemble(
         query,
-        PASSAGES,
+        passages,
         model="gpt-4o",
         max_context_tokens=budget,
-        strategy={"compression": None, "selection": {"name": "bridge", **selection}},
-    )
-    return [item.id for item in result.report.included]
+        strategy={"compression": None, "selection": {"name": "bridge", **(selection or {})}},
+    ).report
+
+
+def _kept(query: str = QUESTION, budget: int = 100, **selection: object) -> list[str]:
+    return [item.id for item in _report(query, budget, selection).included]
 
 
 def test_a_page_repeating_the_subject_gives_way_to_the_next_hop() -> None:
     # Room for the album and one more page: the tribute shares the question's words, the
     # pianist only the performer's name.
     assert _kept(subject=0.0) == ["album", "tribute"]
-    result = ctxasm.assemble(
-        QUESTION,
-        PASSAGES,
-        model="gpt-4o",
-        max_context_tokens=100,
-        strategy={"compression": None, "selection": "bridge"},
-    )
-    included = {item.id: item for item in result.report.included}
+    included = {item.id: item for item in _report().included}
     assert list(included) == ["album", "pianist"]
     chosen = included["pianist"].chosen
     assert chosen is not None
@@ -73,14 +77,7 @@ def test_candidates_ranked_by_the_retrievers_scores_keep_their_relevance() -> No
     # none of it is taken back (forced on, the pianist would replace it).
     scores = {"album": 0.9, "tribute": 0.8, "pianist": 0.3, "other": 0.1}
     scored = [{**passage, "score": scores[str(passage["id"])]} for passage in PASSAGES]
-    result = ctxasm.assemble(
-        QUESTION,
-        scored,
-        model="gpt-4o",
-        max_context_tokens=100,
-        strategy={"compression": None, "selection": "bridge"},
-    )
-    assert [item.id for item in result.report.included] == ["album", "tribute"]
+    assert [item.id for item in _report(passages=scored).included] == ["album", "tribute"]
 
 
 def test_the_words_are_taken_back_once_and_only_from_pages_that_hold_them() -> None:
@@ -103,14 +100,17 @@ def test_comparison_questions_keep_the_relevance_of_what_they_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A comparison asks about every page it names: none of them is a subject to take back.
-    def taken(*_: object) -> list[tuple[int, float]]:
-        raise AssertionError("relevance taken back")
+    planned: list[_Subjects] = []
+    plan = _Subjects.planned
 
-    monkeypatch.setattr(_Subjects, "repeated", taken)
-    query = "Were Harbor Lights and Teo Marchal recorded in the same city?"
-    assert _kept(query, 140)
-    with pytest.raises(AssertionError, match="taken back"):
-        _kept(QUESTION)  # the factoid asks for it
+    def spied(*args: Any) -> _Subjects:
+        planned.append(plan(*args))
+        return planned[-1]
+
+    monkeypatch.setattr(_Subjects, "planned", spied)
+    assert _kept("Were Harbor Lights and Teo Marchal recorded in the same city?", 140)
+    assert _kept(QUESTION)  # the factoid takes it back
+    assert [subjects.weight for subjects in planned] == [0.0, 1.0]
 
 
 @pytest.mark.parametrize("value", [-0.1, 1.5, "all"])
