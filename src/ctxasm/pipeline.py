@@ -453,7 +453,11 @@ def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) 
     )
     heading = counter.count(block.heading) + _BLOCK_SEAM
     query = ranked.reading.query
-    context = SelectionContext(query, request.query_class or classify(query))
+    weight, previous = setup.stickiness, setup.previous
+    favoured = frozenset(i for i, _ in previous.sources) if weight > 0 and previous else None
+    context = SelectionContext(
+        query, request.query_class or classify(query), favoured or frozenset()
+    )
     packing = Packing(
         max(0, planned.budget.context - heading),
         meter,
@@ -461,7 +465,6 @@ def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) 
         context,
         setup.strategies.guard,
     )
-    weight, previous = setup.stickiness, setup.previous
     candidates, forms = ranked.candidates, {}
     if weight > 0 and previous is not None:
         # a source shown compressed is offered as it was shown, so it stays byte-identical

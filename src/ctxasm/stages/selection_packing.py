@@ -38,6 +38,10 @@ class SelectionContext:
 
     query: str = ""
     query_class: str = "factoid"
+    # The ids of candidates whose scores were raised to keep the previous turn's passages in
+    # the prompt cache (see ctxasm.prompt_cache.prefer_previous): part of their score is no
+    # relevance.
+    favoured: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

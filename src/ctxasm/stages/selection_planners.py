@@ -11,7 +11,7 @@ They read the query from ``packing.context`` (see :class:`SelectionContext`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -138,10 +138,14 @@ class _Subjects:
     """The words of the pages a question names, taken back from the relevance of the
     candidates that repeat them once such a page is kept (see :class:`BridgeSelection`)."""
 
-    def __init__(self, query: str, evidence: Evidence, weight: float) -> None:
+    def __init__(
+        self, query: str, evidence: Evidence, weight: float, kept_whole: Set[int] = frozenset()
+    ) -> None:
         self.evidence = evidence
         self.weight = weight
+        self.kept_whole = kept_whole  # candidates that lose none of their relevance
         self.query = f" {phrase_key(query)} "
+        self.named = entities(query)  # the names the question writes (see repeated)
         self.spent: set[str] = set()  # the query elements already taken back
         self.taken = [0.0] * len(evidence.covers)  # the relevance taken back, by candidate
         # the weight of the query elements each candidate covers, summed in query order
@@ -163,7 +167,9 @@ class _Subjects:
         relevance the planner cannot split by word."""
         ranked_by_retriever = all(c.score == c.passage.score for c in pool)
         off = context.query_class == "comparison" or ranked_by_retriever
-        return cls(context.query, evidence, 0.0 if off else weight)
+        # a previous turn's passage raised for the prompt cache keeps all it was given
+        kept_whole = {i for i, c in enumerate(pool) if c.id in context.favoured}
+        return cls(context.query, evidence, 0.0 if off else weight, kept_whole)
 
     def take_back(
         self,
@@ -183,18 +189,29 @@ class _Subjects:
 
     def repeated(self, kept: int, open_: Sequence[int]) -> list[tuple[int, float]]:
         """When candidate ``kept`` is a page the question names (its title key is a phrase of
-        the question), the open candidates that cover words of that title not taken back yet,
-        each with ``weight`` times the share of its query weight they hold; none otherwise."""
+        the question and one of its names, or of two words or more and inside none of them:
+        "Harbor Lights", not a "Spouse" page for "the spouse of", nor "Paper Trail" for
+        "Paper Trail Records"), the open candidates that cover words of that title not taken
+        back yet, each with ``weight`` times the share of its query weight they hold; none
+        otherwise."""
         key = self.evidence.titles[kept]
-        if self.weight == 0 or not key or f" {key} " not in self.query:
-            return []
         padded = f" {key} "
+        if self.weight == 0 or not key or padded not in self.query:
+            return []
+        # Not a name the question writes: of two words or more, and inside none of its names.
+        if key not in self.named and (
+            " " not in key or any(padded in f" {name} " for name in self.named)
+        ):
+            return []
         words = {e for e in self.evidence.weight if f" {e} " in padded} - self.spent
         if not words:
             return []
         self.spent |= words
         found = []
         for i in open_:
+            # more of the page asked about (another chunk of it) is no page that repeats it
+            if i in self.kept_whole or self.evidence.titles[i] == key:
+                continue
             held = sum(self.evidence.weight[e] for e in self.evidence.terms_of(i) if e in words)
             if held > 0 and self.total[i] > 0:
                 found.append((i, self.weight * held / self.total[i]))
@@ -307,15 +324,15 @@ class BridgeSelection(Strategy):
     ``anchor`` times as much elsewhere. Two passages that share a name the query does not say
     ("Steve Hillage") link both ways with strength ``names``, anchored alike (see
     :func:`_name_links`), except for comparison questions. Once the page the question names
-    is kept (its title, less a qualifier, is a phrase of the question), ``subject`` times the
-    share of each other candidate's relevance that the words of that title bring is taken
-    back: pages that repeat the question's subject ("No Matter What", a single from the album
-    "Paper Trail") say nothing of the next hop; except for comparison questions, whose every
-    named thing is asked about, and for candidates ranked by the retriever's own scores, which
-    do not say which words earned them. The best is offered, and the rest are re-scored,
-    until the budget is full. The best ``max_candidates`` are planned; the rest
-    fill any budget left in rank order. Use it for multi-hop and comparison questions (the
-    default does, for them).
+    is kept (its title, less a qualifier, is one of the question's names; see
+    :meth:`_Subjects.repeated`), ``subject`` times the share of each other candidate's
+    relevance that the words of that title bring is taken back: pages that repeat the
+    question's subject ("No Matter What", a single from the album "Paper Trail") say nothing
+    of the next hop; except for comparison questions, whose every named thing is asked
+    about, and for candidates ranked by the retriever's own scores, which do not say which
+    words earned them. The best is offered, and the rest are re-scored, until the budget is
+    full. The best ``max_candidates`` are planned; the rest fill any budget left in rank
+    order. Use it for multi-hop and comparison questions (the default does, for them).
     """
 
     name: ClassVar[str] = "bridge"
@@ -385,7 +402,7 @@ class BridgeSelection(Strategy):
             is_open[pick] = False
             open_.remove(pick)
             parts = (
-                relevance * scaled[pick] - subjects.taken[pick],
+                max(0.0, relevance * scaled[pick] - subjects.taken[pick]),
                 self.coverage * evidence.new_coverage(pick, covered),
             )
             why = self._chosen(pool, pick, evidence, (*parts, value[pick]), link_source.get(pick))
@@ -449,7 +466,7 @@ class BridgeSelection(Strategy):
         link = value - relevance - coverage  # what links and shared entities added
         by = max(
             (
-                (link if link > _RESIDUE else 0.0, "link"),
+                (link if link > _RESIDUE else -1.0, "link"),  # none: never by a tie
                 (relevance, "score" if retriever else "query"),
                 (coverage, "query"),
             ),

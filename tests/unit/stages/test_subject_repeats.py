@@ -12,7 +12,7 @@ import pytest
 import ctxasm
 from ctxasm.data import Candidate, Passage, Report
 from ctxasm.errors import RequestError
-from ctxasm.stages.selection_planners import Evidence, _Subjects
+from ctxasm.stages.selection_planners import BridgeSelection, Evidence, _Subjects
 
 QUESTION = "Who is the spouse of the Harbor Lights performer?"
 ALBUM = {
@@ -72,6 +72,56 @@ def test_a_page_repeating_the_subject_gives_way_to_the_next_hop() -> None:
     assert (chosen.by, chosen.linked_from, chosen.via) == ("link", "album", "dana roux")
 
 
+def test_the_report_says_what_brought_a_page_whose_relevance_was_taken_back() -> None:
+    # With room for all three, the tribute comes last: the album names its title, and what
+    # its relevance kept of the question's words ("performed") is less than that link.
+    chosen = {item.id: item.chosen for item in _report(budget=200).included}
+    assert chosen["tribute"] is not None
+    assert (chosen["tribute"].by, chosen["tribute"].linked_from) == ("link", "album")
+
+
+def _spent(question: str, title: str) -> list[str]:
+    """The query elements taken back once a page titled ``title`` is kept for ``question``."""
+    pool = [
+        Candidate(Passage(id=str(i), text=f"{name} is a page.", title=name), i, 1.0, "")
+        for i, name in enumerate((title, "Lena Ostrow"))
+    ]
+    subjects = _Subjects(question, Evidence(question, pool), 1.0)
+    subjects.repeated(0, [1])
+    return sorted(subjects.spent)
+
+
+@pytest.mark.parametrize(
+    ("question", "title", "spent"),
+    [
+        # whole words and phrases of the title only: "light" is no word of "Harbor Lights"
+        (
+            f"{QUESTION[:-1]}, a light tenor?",
+            "Harbor Lights (album)",
+            ["harbor", "harbor lights", "lights"],
+        ),
+        (QUESTION, "Harbor Light", []),  # not a phrase of the question
+        (QUESTION, "Spouse", []),  # one word the question writes, not as a name
+        ("Who founded Paper Trail Records?", "Paper Trail (album)", []),  # inside a longer name
+        (
+            "Who founded the label of Paper Trail?",
+            "Paper Trail (album)",
+            ["paper", "paper trail", "trail"],
+        ),
+        (
+            "Who directed the battle of the bulge film?",
+            "Battle of the Bulge (film)",
+            ["battle", "bulge"],
+        ),
+        ("Who is the spouse of the Bagboy performer?", "Bagboy (TV special)", ["bagboy"]),
+    ],
+)
+def test_a_subject_is_a_page_the_question_names(
+    question: str, title: str, spent: list[str]
+) -> None:
+    assert _spent(question, title) == spent
+
+
 def test_candidates_ranked_by_the_retrievers_scores_keep_their_relevance() -> None:
     # The retriever scored the tribute high: its score does not say which words earned it, so
     # none of it is taken back (forced on, the pianist would replace it).
@@ -117,3 +167,16 @@ def test_comparison_questions_keep_the_relevance_of_what_they_name(
 def test_subject_outside_zero_to_one_is_refused(value: object) -> None:
     with pytest.raises(RequestError, match="subject"):
         _kept(subject=value)
+
+
+def test_a_page_nothing_but_its_source_brought_is_not_said_to_be_linked() -> None:
+    # Its relevance all taken back, no coverage, no link value: a tie of zeros is no link.
+    pool = [
+        Candidate(Passage(id=p["id"], text=p["text"], title=p["title"]), i, 1.0, p["text"])
+        for i, p in enumerate(PASSAGES)
+    ]
+    evidence = Evidence(QUESTION, pool)
+    chosen = BridgeSelection._chosen(pool, 2, evidence, (0.0, 0.0, 0.0), (0, "Harbor Lights"))
+    assert (chosen.by, chosen.linked_from) == ("query", "album")
+    linked = BridgeSelection._chosen(pool, 2, evidence, (0.0, 0.0, 0.5), (0, "Harbor Lights"))
+    assert linked.by == "link"
