@@ -12,6 +12,7 @@ import pytest
 import ctxasm
 from ctxasm.data import Candidate, Passage, Report
 from ctxasm.errors import RequestError
+from ctxasm.stages.selection_packing import SelectionContext
 from ctxasm.stages.selection_planners import BridgeSelection, Evidence, _Subjects
 
 QUESTION = "Who is the spouse of the Harbor Lights performer?"
@@ -40,6 +41,13 @@ OTHER = {
     "text": "Lena Ostrow is a Polish sculptor who works in bronze in Gdansk.",
 }
 PASSAGES = [ALBUM, PIANIST, TRIBUTE, OTHER]
+
+
+def _pool(*pages: dict[str, str]) -> list[Candidate]:
+    return [
+        Candidate(Passage(id=p["id"], text=p["text"], title=p["title"]), i, 1.0, p["text"])
+        for i, p in enumerate(pages)
+    ]
 
 
 def _report(
@@ -82,10 +90,12 @@ def test_the_report_says_what_brought_a_page_whose_relevance_was_taken_back() ->
 
 def _spent(question: str, title: str) -> list[str]:
     """The query elements taken back once a page titled ``title`` is kept for ``question``."""
-    pool = [
-        Candidate(Passage(id=str(i), text=f"{name} is a page.", title=name), i, 1.0, "")
-        for i, name in enumerate((title, "Lena Ostrow"))
-    ]
+    pool = _pool(
+        *(
+            {"id": str(i), "text": f"{name} is a page.", "title": name}
+            for i, name in enumerate((title, "Lena Ostrow"))
+        )
+    )
     subjects = _Subjects(question, Evidence(question, pool), 1.0)
     subjects.repeated(0, [1])
     return sorted(subjects.spent)
@@ -131,10 +141,7 @@ def test_candidates_ranked_by_the_retrievers_scores_keep_their_relevance() -> No
 
 
 def test_the_words_are_taken_back_once_and_only_from_pages_that_hold_them() -> None:
-    pool = [
-        Candidate(Passage(id=p["id"], text=p["text"], title=p["title"]), i, 1.0, p["text"])
-        for i, p in enumerate(PASSAGES)
-    ]
+    pool = _pool(*PASSAGES)
     evidence = Evidence(QUESTION, pool)
     subjects = _Subjects(QUESTION, evidence, 1.0)
     assert subjects.repeated(1, [0, 2, 3]) == []  # the pianist's page: not the one asked about
@@ -171,12 +178,51 @@ def test_subject_outside_zero_to_one_is_refused(value: object) -> None:
 
 def test_a_page_nothing_but_its_source_brought_is_not_said_to_be_linked() -> None:
     # Its relevance all taken back, no coverage, no link value: a tie of zeros is no link.
-    pool = [
-        Candidate(Passage(id=p["id"], text=p["text"], title=p["title"]), i, 1.0, p["text"])
-        for i, p in enumerate(PASSAGES)
-    ]
+    pool = _pool(*PASSAGES)
     evidence = Evidence(QUESTION, pool)
     chosen = BridgeSelection._chosen(pool, 2, evidence, (0.0, 0.0, 0.0), (0, "Harbor Lights"))
     assert (chosen.by, chosen.linked_from) == ("query", "album")
     linked = BridgeSelection._chosen(pool, 2, evidence, (0.0, 0.0, 0.5), (0, "Harbor Lights"))
     assert linked.by == "link"
+
+
+def test_more_of_the_page_asked_about_keeps_its_relevance() -> None:
+    # another chunk of the album's own page is no page that repeats it
+    more = {**ALBUM, "id": "album-2", "text": "Harbor Lights was performed live in 1985."}
+    pool = _pool(ALBUM, more, TRIBUTE)
+    subjects = _Subjects(QUESTION, Evidence(QUESTION, pool), 1.0)
+    assert [i for i, _ in subjects.repeated(0, [1, 2])] == [2]
+
+
+def test_the_previous_turns_passages_kept_for_the_prompt_cache_keep_theirs() -> None:
+    pool = _pool(ALBUM, PIANIST, TRIBUTE, OTHER)
+    evidence = Evidence(QUESTION, pool)
+    context = SelectionContext(QUESTION, "factoid", frozenset({"tribute"}))
+    assert _Subjects.planned(context, pool, evidence, 1.0).repeated(0, [1, 2, 3]) == []
+    plain = SelectionContext(QUESTION, "factoid")
+    assert [i for i, _ in _Subjects.planned(plain, pool, evidence, 1.0).repeated(0, [2])] == [2]
+
+
+def test_the_pipeline_names_the_previous_turns_passages(monkeypatch: pytest.MonkeyPatch) -> None:
+    contexts: list[SelectionContext] = []
+    plan = _Subjects.planned
+
+    def spied(context: SelectionContext, *args: Any) -> _Subjects:
+        contexts.append(context)
+        return plan(context, *args)
+
+    monkeypatch.setattr(_Subjects, "planned", spied)
+    strategy = {"compression": None, "selection": "bridge", "ordering": "cache_stable"}
+    first = ctxasm.assemble(
+        QUESTION, PASSAGES, model="gpt-4o", max_context_tokens=400, strategy=strategy
+    )
+    ctxasm.assemble(
+        "Who is the spouse of the performer of Harbor Lights?",
+        PASSAGES,
+        model="gpt-4o",
+        max_context_tokens=400,
+        strategy=strategy,
+        previous=first,
+    )
+    kept = frozenset(item.id for item in first.report.included)
+    assert [context.favoured for context in contexts] == [frozenset(), kept]
