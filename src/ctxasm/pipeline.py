@@ -454,10 +454,8 @@ def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) 
     heading = counter.count(block.heading) + _BLOCK_SEAM
     query = ranked.reading.query
     weight, previous = setup.stickiness, setup.previous
-    favoured = frozenset(i for i, _ in previous.sources) if weight > 0 and previous else None
-    context = SelectionContext(
-        query, request.query_class or classify(query), favoured or frozenset()
-    )
+    favoured = frozenset(i for i, _ in previous.sources) if weight > 0 and previous else frozenset()
+    context = SelectionContext(query, request.query_class or classify(query), favoured)
     packing = Packing(
         max(0, planned.budget.context - heading),
         meter,

@@ -148,11 +148,6 @@ class _Subjects:
         self.named = entities(query)  # the names the question writes (see repeated)
         self.spent: set[str] = set()  # the query elements already taken back
         self.taken = [0.0] * len(evidence.covers)  # the relevance taken back, by candidate
-        # the weight of the query elements each candidate covers, summed in query order
-        self.total = [
-            sum(evidence.weight[e] for e in evidence.terms_of(i))
-            for i in range(len(evidence.covers))
-        ]
 
     @classmethod
     def planned(
@@ -165,8 +160,7 @@ class _Subjects:
         """The subjects of a selection: none taken back for a comparison (every page it
         names is asked about) nor for candidates ranked by the retriever's own scores, whose
         relevance the planner cannot split by word."""
-        ranked_by_retriever = all(c.score == c.passage.score for c in pool)
-        off = context.query_class == "comparison" or ranked_by_retriever
+        off = context.query_class == "comparison" or _ranked_by_retriever(pool)
         # a previous turn's passage raised for the prompt cache keeps all it was given
         kept_whole = {i for i, c in enumerate(pool) if c.id in context.favoured}
         return cls(context.query, evidence, 0.0 if off else weight, kept_whole)
@@ -213,8 +207,9 @@ class _Subjects:
             if i in self.kept_whole or self.evidence.titles[i] == key:
                 continue
             held = sum(self.evidence.weight[e] for e in self.evidence.terms_of(i) if e in words)
-            if held > 0 and self.total[i] > 0:
-                found.append((i, self.weight * held / self.total[i]))
+            total = self.evidence.new_coverage(i, set())  # all it covers, in query order
+            if held > 0 and total > 0:
+                found.append((i, self.weight * held / total))
         return found
 
 
@@ -683,11 +678,16 @@ def _holders(found: Sequence[frozenset[str]]) -> dict[str, list[int]]:
     return holders
 
 
+def _ranked_by_retriever(pool: Sequence[Candidate]) -> bool:
+    """Whether every candidate is ranked by the score it was given (the retriever's)."""
+    return all(c.score == c.passage.score for c in pool)
+
+
 def _retriever_trust(pool: Sequence[Candidate], coverage: Sequence[float]) -> float:
     """How far the retriever's scores, where they rank the candidates as given, agree with
     the query coverage the planner measures itself (rank correlation, 0 when they do not
     agree or when the ranking is not the retriever's)."""
-    if len(pool) < 5 or any(c.score != c.passage.score for c in pool):
+    if len(pool) < 5 or not _ranked_by_retriever(pool):
         return 0.0
     return max(0.0, rank_agreement([c.score for c in pool], coverage))
 
