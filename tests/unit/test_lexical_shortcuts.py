@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxasm.lexical import STOPWORDS, entities, normalize, outside_ascii
+from ctxasm.lexical import STOPWORDS, entities, normalize, outside_ascii, sentence_spans
 
 # Letters, digits and separators, and the characters a byte-level shortcut could get wrong:
 # lower cases of another length (İ), the capital sigma, marks, apostrophes, non-ASCII
@@ -43,10 +43,16 @@ def test_normalize_maps_every_non_word_character_to_a_space(text: str) -> None:
 
 
 # The definition of an entity: the pattern as first written (each first word as three plain
-# alternatives), each match normalised on its own.
+# alternatives), with a capital of any script where it said A-Z, each match normalised on its own.
+_CAPITALS = "".join(
+    re.escape(chr(code))
+    for code in range(0x110000)
+    if chr(code).isalpha() and (chr(code).isupper() or chr(code).istitle())
+)
 _ENTITY_DEFINITION = re.compile(
-    r"(?:[A-Z][\w'’\-]*|\d[\d,.]*\d|\d)"
-    r"(?:\s+(?:(?:of|the|de|la|del|von|van|der|and|for|du)\s+)*(?:[A-Z][\w'’\-]*|\d[\d,.]*\d|\d))*"
+    rf"(?:[{_CAPITALS}][\w'’\-]*|\d[\d,.]*\d|\d)"
+    r"(?:\s+(?:(?:of|the|de|la|del|von|van|der|and|for|du)\s+)*"
+    rf"(?:[{_CAPITALS}][\w'’\-]*|\d[\d,.]*\d|\d))*"
 )
 
 
@@ -59,7 +65,7 @@ def _entities_by_definition(text: str, min_chars: int = 4) -> frozenset[str]:
 
 # Capitals, digits and what joins or follows them, with the characters whose lower case depends
 # on their neighbours (a final sigma) or changes length (İ).
-ENTITY_ALPHABET = "ABZ of the and 19 2,0.5 x-'’\n\tİΣΟσÉé\u0301中²١\ud800😀\x00"
+ENTITY_ALPHABET = "ABZ of the and 19 2,0.5 x-'’\n\tİΣΟσÉéŁłДдǅⒶ\u0301中²١\ud800😀\x00"
 
 
 @settings(max_examples=800, deadline=None)
@@ -81,3 +87,11 @@ def test_entities_normalised_together_keep_each_match_apart() -> None:
     for text, expected in cases.items():
         entities.cache_clear()
         assert entities(text) == expected == _entities_by_definition(text), text
+
+
+def test_names_are_entities_in_every_script_that_writes_capitals() -> None:
+    text = "Émile Zola met Никола Тесла in Łódź; ǅemal saw Ōfuji. Ⓐbc is no name, nor émile."
+    assert entities(text) == {"émile zola", "никола тесла", "łódź", "ǆemal", "ōfuji"}
+    # a capital outside ASCII starts a sentence as an ASCII one does
+    assert sentence_spans("He met Zola. Émile left. Ok.") == ((0, 13), (13, 25), (25, 28))
+    assert sentence_spans("He met Zola. émile left.") == ((0, 24),)
