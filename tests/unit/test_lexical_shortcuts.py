@@ -95,3 +95,12 @@ def test_names_are_entities_in_every_script_that_writes_capitals() -> None:
     # a capital outside ASCII starts a sentence as an ASCII one does
     assert sentence_spans("He met Zola. Émile left. Ok.") == ((0, 13), (13, 25), (25, 28))
     assert sentence_spans("He met Zola. émile left.") == ((0, 24),)
+
+
+def test_many_capitals_outside_ascii_are_read_in_one_pass() -> None:
+    # every capital of Latin Extended-A, Greek and Cyrillic: more than are replaced one by one
+    capitals = "".join(chr(c) for c in range(0x100, 0x530) if chr(c).isupper())
+    text = " ".join(f"{capital}ab" for capital in capitals)
+    entities.cache_clear()
+    assert entities(text) == _entities_by_definition(text)
+    assert len(entities(text)) == 1  # one run of capitalised words
