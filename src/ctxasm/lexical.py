@@ -579,8 +579,11 @@ def title_links(
     McFall song)"; "a musket" does name "Musket"). When
     ``aligned`` (``titles[i]`` is the title of ``texts[i]``) a text never links to its own
     title, nor through a name its own title shares ("Green" in the text of "Green (Steve
-    Hillage album)" is the passage naming itself, not "Green (R.E.M. album)"). Found through
-    an index of the texts' words, so the cost follows the matches, not the number of pairs."""
+    Hillage album)" is the passage naming itself, not "Green (R.E.M. album)"). A name written
+    only inside a longer title of ``titles`` names that title alone: "What Ever Happened to
+    Baby Jane?" names the film, not "What Ever Happened to...", and "Thurgood Marshall College
+    Fund" not "Thurgood Marshall College". Found through an index of the texts' words, so the
+    cost follows the matches, not the number of pairs."""
     named = _nameable(titles, texts) if len(titles) > _MANY_TITLES else range(len(titles))
     # Passages often share a title (windows of one document): each distinct title's names are
     # looked for once, and the texts naming one are linked to every passage with that title.
@@ -603,11 +606,24 @@ def title_links(
     found: list[dict[int, float]] = [{} for _ in texts]
     # A title's own names, by title (an unnamed title has none: all its passages are unnamed).
     own = {t: {alias for alias, _, _ in names} for t, names in names_of.items()} if aligned else {}
+    # The longer titles each name is a phrase of: where a text writes one of those, it names
+    # that title, not the shorter one inside it (see _named_apart). Only titles of two words
+    # or more whose every word some text holds can be written whole.
+    longer = _longer_titles(
+        (
+            key
+            for aliases in names_of.values()
+            for key, strength, words_ in aliases
+            if strength == 1.0 and len(words_) > 1 and all(map(holders.__contains__, words_))
+        ),
+        names_of,
+    )
     for title, aliases in names_of.items():
         # A text names every passage of a title alike (its own excepted, when aligned: the
         # names of its own title), so the first passage's link speaks for all.
         passages = sharing[title]
         first = passages[0]
+        whole = aliases[0][0] if aliases and aliases[0][1] == 1.0 else None  # its own key
         for alias, strength, alias_words in aliases:
             if not all(map(holders.__contains__, alias_words)):
                 continue  # a word of the name is in no text: the usual case, settled at C speed
@@ -617,6 +633,8 @@ def title_links(
                 if aligned and alias in own.get(titles[i], ()):
                     continue  # its own title's name (the text of passage ``first`` among them)
                 if strength <= found[i].get(first, 0.0) or padded not in keys[i]:
+                    continue
+                if alias in longer and not _named_apart(keys[i], padded, longer[alias], whole):
                     continue
                 if strength < 1.0:
                     names = capitalised[i]
@@ -639,6 +657,62 @@ def title_links(
 
 
 _MANY_TITLES = 64  # from this many titles, title_links first drops those no text can name
+
+
+def _longer_titles(
+    keys: Iterable[str], names_of: Mapping[str | None, list[tuple[str, float, list[str]]]]
+) -> dict[str, list[str]]:
+    """For each name in ``names_of`` that is a phrase of a longer title key of ``keys``, those
+    keys: "what ever happened to" (the title "What Ever Happened to...") is one of "what ever
+    happened to baby jane" (the film). Found from the keys' phrases (keys of up to 32 words),
+    so the cost follows the keys' lengths, not pairs of titles."""
+    wanted = {alias for aliases in names_of.values() for alias, _, _ in aliases}
+    longer: dict[str, list[str]] = {}
+    for key in dict.fromkeys(keys):
+        parts = key.split()
+        if len(parts) > 32:
+            continue
+        for width in range(1, len(parts)):
+            for start in range(len(parts) - width + 1):
+                phrase = " ".join(parts[start : start + width])
+                if phrase in wanted:
+                    found = longer.setdefault(phrase, [])
+                    if key not in found:
+                        found.append(key)
+    return longer
+
+
+def _named_apart(key: str, padded: str, longer: Sequence[str], own: str | None) -> bool:
+    """Whether the padded phrase key ``key`` of a text writes ``padded`` (a padded name of a
+    title whose key is ``own``) somewhere other than inside one of the ``longer`` title keys
+    that contain it, other than ``own`` (which names the same title): a text that writes "What
+    Ever Happened to Baby Jane?" names the film, not "What Ever Happened to..."; one that also
+    writes the shorter name on its own names both. Linear in the places found."""
+    inside: set[int] = set()
+    for name in longer:
+        if name == own:
+            continue
+        written = f" {name} "
+        at = key.find(written)
+        if at == -1:
+            continue
+        offsets = _places(written, padded)
+        while at != -1:
+            inside.update(at + offset for offset in offsets)
+            at = key.find(written, at + 1)
+    if not inside:
+        return True
+    return any(at not in inside for at in _places(key, padded))
+
+
+def _places(text: str, phrase: str) -> list[int]:
+    """Where ``phrase`` starts in ``text``, overlapping places included."""
+    places = []
+    at = text.find(phrase)
+    while at != -1:
+        places.append(at)
+        at = text.find(phrase, at + 1)
+    return places
 
 
 class Phrases:

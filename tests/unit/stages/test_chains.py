@@ -76,6 +76,26 @@ def test_a_qualified_name_written_with_a_capital_in_any_script_is_named(
     assert title_links(["Other page", title], [text, "x"])[0] == {1: 1.0}
 
 
+def test_a_name_written_only_inside_a_longer_title_names_that_title() -> None:
+    titles = ["What Ever Happened to...", "What Ever Happened to Baby Jane? (1962 film)", "Baby"]
+    inside = "The novel What Ever Happened to Baby Jane? was filmed in 1962."
+    assert title_links(titles, ["a", "b", inside]) == [{}, {}, {1: 1.0}]
+    # written on its own as well: both are named
+    both = f"{inside} What Ever Happened to... followed."
+    assert title_links(titles, ["a", "b", both]) == [{}, {}, {0: 1.0, 1: 1.0}]
+    # without the longer title among the candidates, the shorter one is named as before
+    assert title_links(titles[::2], ["a", inside]) == [{}, {0: 1.0}]
+    # a text writing its own longer title names neither itself nor the shorter one
+    fund = ["Thurgood Marshall College", "Thurgood Marshall College Fund", "Johnny Taylor"]
+    texts = ["x", "The Thurgood Marshall College Fund supports students.", "He ran it."]
+    assert title_links(fund, texts) == [{}, {}, {}]
+    assert title_links(fund, texts, aligned=False)[1] == {1: 1.0}
+    # a shorter name of a person inside a longer title: "Nixon" in "Richard Nixon Library"
+    people = ["Richard Nixon", "Richard Nixon Presidential Library", "Yorba Linda"]
+    library = "Yorba Linda holds the Richard Nixon Presidential Library."
+    assert title_links(people, ["a", "b", library]) == [{}, {}, {1: 1.0}]
+
+
 def test_title_links_never_link_a_text_to_its_own_title() -> None:
     assert title_links(["Danube"], ["The Danube flows east."]) == [{}]
     assert title_links(["Danube"], ["The Danube flows east."], aligned=False) == [{0: 1.0}]
