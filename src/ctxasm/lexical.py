@@ -664,20 +664,20 @@ def _longer_titles(
 ) -> dict[str, list[str]]:
     """For each name in ``names_of`` that is a phrase of a longer title key of ``keys``, those
     keys: "what ever happened to" (the title "What Ever Happened to...") is one of "what ever
-    happened to baby jane" (the film). Found from the keys' phrases (keys of up to 32 words),
-    so the cost follows the keys' lengths, not pairs of titles."""
+    happened to baby jane" (the film). Found from the keys' phrases (keys of up to
+    ``_LONGER_WORDS`` words), so the cost follows the keys' lengths, not pairs of titles."""
     wanted = {alias for aliases in names_of.values() for alias, _, _ in aliases}
     longer: dict[str, list[str]] = {}
     for key in dict.fromkeys(keys):
         parts = key.split()
-        if len(parts) > 32:
+        if len(parts) > _LONGER_WORDS:
             continue
         for width in range(1, len(parts)):
             for start in range(len(parts) - width + 1):
                 phrase = " ".join(parts[start : start + width])
                 if phrase in wanted:
                     found = longer.setdefault(phrase, [])
-                    if key not in found:
+                    if not found or found[-1] != key:  # keys come once each, in turn
                         found.append(key)
     return longer
 
@@ -687,7 +687,15 @@ def _named_apart(key: str, padded: str, longer: Sequence[str], own: str | None) 
     title whose key is ``own``) somewhere other than inside one of the ``longer`` title keys
     that contain it, other than ``own`` (which names the same title): a text that writes "What
     Ever Happened to Baby Jane?" names the film, not "What Ever Happened to..."; one that also
-    writes the shorter name on its own names both. Linear in the places found."""
+    writes the shorter name on its own names both. A name written more than ``_MOST_PLACES``
+    times, or inside more than ``_MOST_LONGER`` longer titles, counts as written apart (the
+    rule is not asked): each check then costs a bounded number of scans of ``key``, however
+    many titles share the name or however often a text repeats it."""
+    if len(longer) > _MOST_LONGER + 1 or (len(longer) > _MOST_LONGER and own not in longer):
+        return True  # counted, not searched: a name many titles share costs nothing more
+    places = _places(key, padded, _MOST_PLACES + 1)
+    if len(places) > _MOST_PLACES:
+        return True
     inside: set[int] = set()
     for name in longer:
         if name == own:
@@ -696,20 +704,27 @@ def _named_apart(key: str, padded: str, longer: Sequence[str], own: str | None) 
         at = key.find(written)
         if at == -1:
             continue
-        offsets = _places(written, padded)
+        offsets = _places(written, padded, _LONGER_WORDS)
+        # each place of the longer title holds a place of the name: at most _MOST_PLACES
         while at != -1:
             inside.update(at + offset for offset in offsets)
             at = key.find(written, at + 1)
-    if not inside:
-        return True
-    return any(at not in inside for at in _places(key, padded))
+    return any(at not in inside for at in places)
 
 
-def _places(text: str, phrase: str) -> list[int]:
-    """Where ``phrase`` starts in ``text``, overlapping places included."""
-    places = []
+# Longer titles of up to this many words hide the names inside them; a name written more
+# often than _MOST_PLACES in one text, or inside more than _MOST_LONGER longer titles, is
+# taken as written apart (see _named_apart).
+_LONGER_WORDS = 12
+_MOST_PLACES = 8
+_MOST_LONGER = 8
+
+
+def _places(text: str, phrase: str, most: int) -> list[int]:
+    """Where ``phrase`` starts in ``text``, overlapping places included: the first ``most``."""
+    places: list[int] = []
     at = text.find(phrase)
-    while at != -1:
+    while at != -1 and len(places) < most:
         places.append(at)
         at = text.find(phrase, at + 1)
     return places
@@ -1033,9 +1048,10 @@ def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     sentences stay one, so a cut between spans never falls inside a sentence."""
     spans = []
     start = 0
-    for match in _SENTENCE_END.finditer(_capitals_as_ascii(text)):  # at the same places
+    read = _capitals_as_ascii(text)  # at the same places: "А. С. Пушкин" has initials too
+    for match in _SENTENCE_END.finditer(read):
         stop = match.start() + 1
-        if _ABBREVIATION.search(text[max(start, stop - 12) : stop]):
+        if _ABBREVIATION.search(read[max(start, stop - 12) : stop]):
             continue
         spans.append((start, match.end()))
         start = match.end()

@@ -95,6 +95,9 @@ def test_names_are_entities_in_every_script_that_writes_capitals() -> None:
     # a capital outside ASCII starts a sentence as an ASCII one does
     assert sentence_spans("He met Zola. Émile left. Ok.") == ((0, 13), (13, 25), (25, 28))
     assert sentence_spans("He met Zola. émile left.") == ((0, 24),)
+    # an initial in any script is no sentence end
+    assert len(sentence_spans("Поэт А. С. Пушкин родился в Москве.")) == 1
+    assert len(sentence_spans("The poet É. Zola wrote it. Ó. Wilde too.")) == 2
 
 
 def test_many_capitals_outside_ascii_are_read_in_one_pass() -> None:

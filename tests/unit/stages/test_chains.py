@@ -406,3 +406,30 @@ def test_a_title_two_passages_share_keeps_its_key_and_loses_its_shorter_names() 
         {0: 1.0, 2: 1.0},
     ]
     assert title_links(titles[:2], texts[:2], aligned=False)[1] == {0: PARTIAL, 1: 1.0}
+
+
+def test_the_longest_name_rule_counts_every_place() -> None:
+    # every place the longer title is written hides the shorter name (not the first alone)
+    twice = "Cd Ef Gh met Cd Ef Gh."
+    assert title_links(["Cd Ef", "Cd Ef Gh", "x"], ["a", "b", twice])[2] == {1: 1.0}
+    # overlapping places: "Ab Ab" is also written outside "Cd Ab Ab Ab" (words 3-4)
+    titles = ["Ab Ab", "Ab Ab Cd", "Cd Ab Ab Ab", "x"]
+    assert title_links(titles, ["a", "b", "c", "Cd Ab Ab Ab Ab"])[3] == {0: 1.0, 1: 0.5, 2: 1.0}
+    # longer titles of more than six words hide their names as well
+    long = ["Ab Cd", "Ab Cd Ef Gh Ij Kl Mn", "x"]
+    assert title_links(long, ["a", "b", "Ab Cd Ef Gh Ij Kl Mn."])[2] == {1: 1.0}
+
+
+def test_the_longest_name_rule_stays_bounded_and_keeps_links_it_cannot_check() -> None:
+    # A name written more than 8 times in one text counts as written apart (the rule is not
+    # asked), as does one inside more than 8 longer candidate titles: each check costs a few
+    # scans of the text, however many titles or places there are.
+    titles = ["Ab Ab", "Ab Ab Ab", "x"]
+    assert title_links(titles, ["a", "b", "Ab Ab Ab. " * 3])[2] == {1: 1.0}
+    assert title_links(titles, ["a", "b", "Ab Ab Ab. " * 9])[2] == {0: 1.0, 1: 1.0}
+    many = ["Common Name", *(f"W{i} Common Name" for i in range(9)), "x"]
+    listed = " ".join(f"W{i}" for i in range(9))  # every word of the longer titles is written
+    texts = [listed, *["a"] * 9, "It is the W1 Common Name."]
+    assert title_links(many, texts)[10] == {0: 1.0, 2: 1.0}
+    # with 8 longer titles the rule is asked: the text names W1 Common Name alone
+    assert title_links([*many[:9], "x"], [*texts[:9], *texts[10:]])[9] == {2: 1.0}
