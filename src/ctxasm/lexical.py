@@ -27,6 +27,7 @@ __all__ = [
     "covered_terms",
     "entities",
     "has_unspaced_run",
+    "inner_phrases",
     "key_words",
     "normalize",
     "outside_ascii",
@@ -672,14 +673,20 @@ def _longer_titles(
         parts = key.split()
         if len(parts) > _LONGER_WORDS:
             continue
-        for width in range(1, len(parts)):
-            for start in range(len(parts) - width + 1):
-                phrase = " ".join(parts[start : start + width])
-                if phrase in wanted:
-                    found = longer.setdefault(phrase, [])
-                    if not found or found[-1] != key:  # keys come once each, in turn
-                        found.append(key)
+        for phrase in inner_phrases(parts):
+            if phrase in wanted:
+                found = longer.setdefault(phrase, [])
+                if not found or found[-1] != key:  # keys come once each, in turn
+                    found.append(key)
     return longer
+
+
+def inner_phrases(words: Sequence[str]) -> Iterator[str]:
+    """Every run of ``words`` shorter than all of them, joined by spaces, shortest first: the
+    phrases inside a phrase key ("peter", "pan" and "peter pan" inside "peter pan live")."""
+    for width in range(1, len(words)):
+        for start in range(len(words) - width + 1):
+            yield " ".join(words[start : start + width])
 
 
 def _named_apart(key: str, padded: str, longer: Sequence[str], own: str | None) -> bool:

@@ -29,7 +29,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ctxasm.data import Passage
-from ctxasm.lexical import bridge_names, phrase_key, query_terms, title_key, title_links, titled
+from ctxasm.lexical import (
+    bridge_names,
+    inner_phrases,
+    phrase_key,
+    query_terms,
+    title_key,
+    title_links,
+    titled,
+)
 from ctxasm.stages.relevance import Scores, bm25
 from ctxasm.strategy import Strategy, require_int, require_number
 
@@ -214,9 +222,7 @@ def _specific_titles(query_key: str, passages: Sequence[Passage]) -> list[float]
     for key in named:
         parts = key.split()
         if len(parts) <= 32:
-            for width in range(1, len(parts)):
-                for start in range(len(parts) - width + 1):
-                    inside.add(" ".join(parts[start : start + width]))
+            inside.update(inner_phrases(parts))
     return [0.0 if key not in named else 0.5 if key in inside else 1.0 for key in keys]
 
 
