@@ -156,7 +156,9 @@ class SourcesBlock(Protocol):
 
     def pricing(self, candidate: Candidate, number: int) -> tuple[str, str]:
         """(opening, body) of ``candidate`` as the ``number``-th source, before the final order
-        is known (an upper bound on the label's length)."""
+        is known (an upper bound on the label's length). The guard's flags show in the opening
+        only: selection counts the body before the guard reads the candidate, and refuses one
+        whose body alone cannot fit unscanned."""
         ...
 
     def parts(

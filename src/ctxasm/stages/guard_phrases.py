@@ -684,10 +684,11 @@ def _bits(spaced: bytes, table: _Presence) -> int:
 
 
 # A run of hyphens or of dots that joins two words ("previous-instructions", "ignore...all",
-# "i.g.n.o.r.e"); the words either side are read from at most _JOINED_WORD letters.
+# "i.g.n.o.r.e"); the words either side are read from at most _JOINED_WORD letters. The word
+# before is read backwards, from the join (a search anchored at the join tried every start
+# before it, each reading up to the join: 64 times the work).
 _JOINED_WORD = 64
-_LETTERS_BEFORE = re.compile(rf"[^\W\d_]{{1,{_JOINED_WORD}}}$")
-_LETTERS_AFTER = re.compile(rf"[^\W\d_]{{1,{_JOINED_WORD}}}")
+_LETTER_RUN = re.compile(rf"[^\W\d_]{{1,{_JOINED_WORD}}}")
 
 
 def _joins(text: str, mark: str) -> list[tuple[int, int]]:
@@ -735,15 +736,15 @@ def _hyphens_read(text: str) -> str:
     word_end = -1  # where the current joined word ends
     done = 0
     for start, end in _joins(text, "-"):
-        before = _LETTERS_BEFORE.search(text, max(0, start - _JOINED_WORD), start)
-        after = _LETTERS_AFTER.match(text, end)
+        before = _LETTER_RUN.match(text[max(0, start - _JOINED_WORD) : start][::-1])
+        after = _LETTER_RUN.match(text, end)
         if before is None or after is None:  # a letter str.isalpha takes and \w does not
             continue
-        if before.end() != word_end:  # a new joined word: the last one's parts after it
+        if start != word_end:  # a new joined word: the last one's parts after it
             if parts:
                 pieces.extend((text[done:word_end], " ", " ".join(parts)))
                 done = word_end
-            parts = [before.group()]
+            parts = [before.group()[::-1]]
         parts.append(after.group())
         word_end = after.end()
     if not parts:

@@ -11,7 +11,11 @@ turns the candidate away:
    (``over_budget``); guard flags only add tokens, so the bound holds for the flagged candidate;
 3. **readability**: its text, title and url must be tokenizable in linear time
    (``untokenizable``);
-4. **guard**: its id, title, url and text (all a header or a template can show) are scanned;
+4. **guard**: with policy ``flag``, its body alone (the text as the block carries it, which
+   flags never change) is counted first, as far as what is left, and one that cannot fit is
+   refused (``over_budget``) unscanned (with policy ``drop`` an injection is reported as one,
+   whatever its size); then its id, title, url and text (all a header or a template can show)
+   are scanned;
    with policy ``drop`` a flagged candidate is refused (``injection``), otherwise it carries its
    flags from here on;
 5. **price**: its exact cost, counted only as far as what is left (``over_budget`` when above);
@@ -109,12 +113,32 @@ class Meter:
         opening, fenced = self.pricing(candidate)
         return self.counter.count(opening) + self.counter.count(fenced) + 1
 
-    def cost_upto(self, candidate: Candidate, limit: int) -> int:
+    def cost_upto(
+        self,
+        candidate: Candidate,
+        limit: int,
+        body: int | None = None,
+        priced: tuple[str, str] | None = None,
+    ) -> int:
         """The exact cost when it is at most ``limit``, else some cost above ``limit``:
-        a passage that cannot fit is only tokenized as far as needed to know it."""
-        opening, fenced = self.pricing(candidate)
+        a passage that cannot fit is only tokenized as far as needed to know it. ``body`` is
+        the exact count of its body where :meth:`body_upto` found it, and ``priced`` its
+        ``pricing`` where already made."""
+        opening, fenced = self.pricing(candidate) if priced is None else priced
         framing = self.counter.count(opening) + 1
+        if body is not None:
+            return framing + body
         return framing + self.counter.count_upto(fenced, max(0, limit - framing))
+
+    def body_upto(self, fenced: str, limit: int) -> int | None:
+        """The count of a candidate's body ``fenced`` (its text as the block carries it, which
+        the guard's flags never change: they go in the opening) when the candidate may fit in
+        ``limit`` tokens, else some count of ``limit`` or more; ``None`` where the body cannot
+        be tokenized (the price then says so, as it would have)."""
+        try:
+            return self.counter.count_upto(fenced, max(0, limit - 1))
+        except UntokenizableError:
+            return None
 
     def cost_after_merge(self, kept: Candidate, merged: Candidate) -> int:
         """The cost of ``merged``, a kept passage grown by stitching: only the new text is
@@ -281,13 +305,22 @@ class Admission:
         unreadable = self.meter.unreadable(candidate)  # 3. readability
         if unreadable is not None:
             return untokenizable(candidate, unreadable)
-        if self.guard is not None:  # 4. guard
-            flags = self.guard.scan(_scanned(candidate))
+        body: int | None = None
+        priced: tuple[str, str] | None = None
+        if self.guard is not None:
+            if self.guard.policy != "drop":  # 4a. body bound (a dropped one says injection)
+                priced = self.meter.pricing(candidate)
+                body = self.meter.body_upto(priced[1], remaining)
+                if body is not None and body + 1 > remaining:
+                    return too_big(candidate, room)
+            flags = self.guard.scan(_scanned(candidate))  # 4. guard
             if flags and self.guard.policy == "drop":
                 return injection(candidate, flags)
+            if flags != candidate.flags:
+                priced = None  # its opening changes
             candidate = candidate._replace(flags=flags)
         try:
-            cost = self.meter.cost_upto(candidate, remaining)  # 5. price
+            cost = self.meter.cost_upto(candidate, remaining, body, priced)  # 5. price
         except UntokenizableError as exc:
             return untokenizable(candidate, exc.message)
         if cost > remaining:

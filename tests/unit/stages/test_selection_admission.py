@@ -21,7 +21,18 @@ from ctxasm.stages.selection_admission import (
 )
 from ctxasm.stages.selection_packing import Packing
 
-FULL_ORDER = ["placement", "lower_bound", "unreadable", "scan", "cost_upto", "verdict"]
+FULL_ORDER = [
+    "placement",
+    "lower_bound",
+    "unreadable",
+    "body_upto",
+    "scan",
+    "cost_upto",
+    "verdict",
+]
+# With policy drop the guard is asked before the body is counted: an injection is one.
+DROP_ORDER = [call for call in FULL_ORDER if call != "body_upto"]
+OPENING = 5  # of the tokens the fake meter charges for a text, those of its header
 
 
 class _Log:
@@ -30,7 +41,8 @@ class _Log:
 
 
 class _Meter:
-    """Costs one token per character; ``long`` texts have an unbroken run."""
+    """Costs one token per character, ``OPENING`` of them for the header and the rest for the
+    body; ``long`` texts have an unbroken run."""
 
     def __init__(self, log: _Log) -> None:
         self.log, self.floor = log, 1
@@ -43,9 +55,23 @@ class _Meter:
         self.log.calls.append("unreadable")
         return "an unbroken run" if candidate.text.startswith("long") else None
 
-    def cost_upto(self, candidate: Candidate, limit: int) -> int:
+    def pricing(self, candidate: Candidate) -> tuple[str, str]:
+        return candidate.text[:OPENING], candidate.text[OPENING:]
+
+    def body_upto(self, fenced: str, limit: int) -> int | None:
+        self.log.calls.append("body_upto")
+        return len(fenced)
+
+    def cost_upto(
+        self,
+        candidate: Candidate,
+        limit: int,
+        body: int | None = None,
+        priced: tuple[str, str] | None = None,
+    ) -> int:
         self.log.calls.append("cost_upto")
-        return len(candidate.text)
+        opening, fenced = priced or self.pricing(candidate)
+        return len(opening) + (len(fenced) if body is None else body)
 
     def cost_after_merge(self, kept: Candidate, merged: Candidate) -> int:
         self.log.calls.append("cost_after_merge")
@@ -117,8 +143,9 @@ def test_a_candidate_that_passes_goes_through_every_check_in_order() -> None:
         ("duplicate by placement", ["placement"], Offer.DUPLICATE, Reason.DUPLICATE),
         ("over the size bound", ["placement", "lower_bound"], Offer.TOO_BIG, Reason.OVER_BUDGET),
         ("unreadable", FULL_ORDER[:3], Offer.UNTOKENIZABLE, Reason.UNTOKENIZABLE),
-        ("dropped by the guard", FULL_ORDER[:4], Offer.REFUSED, Reason.INJECTION),
-        ("over budget once priced", FULL_ORDER[:5], Offer.TOO_BIG, Reason.OVER_BUDGET),
+        ("body over budget", FULL_ORDER[:4], Offer.TOO_BIG, Reason.OVER_BUDGET),
+        ("dropped by the guard", DROP_ORDER[:4], Offer.REFUSED, Reason.INJECTION),
+        ("over budget once priced", FULL_ORDER[:6], Offer.TOO_BIG, Reason.OVER_BUDGET),
         ("duplicate by content", FULL_ORDER, Offer.DUPLICATE, Reason.DUPLICATE),
     ],
 )
@@ -132,11 +159,13 @@ def test_each_check_stops_the_ones_after_it(
         placement=duplicate if case == "duplicate by placement" else None,
         verdict=duplicate if case == "duplicate by content" else None,
     )
-    guard = _Guard(log, "drop", ("role_marker",) if case == "dropped by the guard" else ())
+    dropping = case == "dropped by the guard"
+    guard = _Guard(log, "drop", ("role_marker",)) if dropping else _Guard(log, "flag")
     text = {
         "over the size bound": "x" * 100,
         "unreadable": "long" + "x" * 6,
-        "over budget once priced": "x" * 30,
+        "body over budget": "x" * 30,
+        "over budget once priced": "x" * 22,
     }.get(case, "x" * 10)
     decision = _admission(log, dedup, guard).admit(_candidate("a", text), Room(40, 20), {})
     assert log.calls == calls
@@ -146,6 +175,21 @@ def test_each_check_stops_the_ones_after_it(
         "a",
         reason,
     )
+
+
+def test_an_injection_too_big_to_fit_is_reported_as_one_under_policy_drop() -> None:
+    log = _Log()
+    admission = _admission(log, guard=_Guard(log, "drop", ("role_marker",)))
+    decision = admission.admit(_candidate("a", "x" * 30), Room(40, 20), {})
+    assert log.calls == DROP_ORDER[:4]
+    assert isinstance(decision, Refuse)
+    assert decision.exclusion.reason is Reason.INJECTION
+    log.calls.clear()
+    admission = _admission(log, guard=_Guard(log, "flag", ("role_marker",)))
+    decision = admission.admit(_candidate("a", "x" * 30), Room(40, 20), {})
+    assert log.calls == FULL_ORDER[:4]  # flags could not make it fit: it is not read
+    assert isinstance(decision, Refuse)
+    assert decision.exclusion.reason is Reason.OVER_BUDGET
 
 
 def test_a_refusal_over_budget_says_what_is_left() -> None:
