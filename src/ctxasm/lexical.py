@@ -470,7 +470,9 @@ def _names(title: str | None) -> tuple[str, tuple[str, ...]]:
 
 # Words a passage uses to state a relation a question asks about in other words ("Who is the
 # spouse of X?" is answered by "X married Y"). General English, for the relations questions
-# over encyclopedic text ask most; inflections are found by term_forms, not listed here.
+# over encyclopedic text ask most, those of questions chained from single facts included ("the
+# star of", "the label of", "the network of", "the paternal grandfather of"); inflections are
+# found by term_forms, not listed here.
 _RELATIONS: dict[str, tuple[str, ...]] = {
     "spouse": ("married", "marry", "wife", "husband", "widow", "widower"),
     "wife": ("married", "spouse", "widow"),
@@ -483,7 +485,7 @@ _RELATIONS: dict[str, tuple[str, ...]] = {
     "death": ("died",),
     "father": ("son", "daughter"),
     "mother": ("son", "daughter"),
-    "parent": ("son", "daughter"),
+    "parent": ("son", "daughter", "subsidiary"),
     "child": ("son", "daughter", "children"),
     "children": ("son", "daughter"),
     "son": ("father", "mother"),
@@ -504,6 +506,23 @@ _RELATIONS: dict[str, tuple[str, ...]] = {
     "attended": ("graduated", "studied", "educated", "alumnus"),
     "nationality": ("citizen",),
     "citizenship": ("citizen",),
+    "founder": ("founded", "established", "formed"),
+    "label": ("records", "signed"),
+    "network": ("aired", "broadcast", "premiered"),
+    "broadcaster": ("aired", "broadcast", "premiered"),
+    "channel": ("aired", "broadcast", "premiered"),
+    "cast": ("starring", "starred", "stars"),
+    "star": ("starring", "starred", "cast"),
+    "screenwriter": ("screenplay", "written", "wrote"),
+    "lyricist": ("lyrics",),
+    "award": ("won", "awarded"),
+    "burial": ("buried", "interred"),
+    "grandfather": ("father", "son", "daughter"),
+    "grandmother": ("mother", "son", "daughter"),
+    "paternal": ("father",),
+    "maternal": ("mother",),
+    "study": ("studied", "attended", "graduated", "educated", "alumnus"),
+    "studied": ("attended", "graduated", "educated", "alumnus"),
 }
 # Inflections and derivations tried on a word's stem ("directed": director, directing, ...).
 _SUFFIXES = ("ed", "er", "ers", "or", "ors", "ing", "ion", "ions", "es", "s", "e")

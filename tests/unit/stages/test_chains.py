@@ -108,6 +108,14 @@ def test_term_forms_cover_inflections_and_relation_words() -> None:
     # a word of three letters has its own inflections too: "end" is covered by "ends"
     assert {"ends", "ended", "ending"} <= set(term_forms("end"))
     assert {"uses", "used", "using"} <= set(term_forms("use"))
+    # what questions composed of single facts ask, in the words passages state it in
+    assert {"starring", "starred"} <= set(term_forms("star")) & set(term_forms("cast"))
+    assert "records" in term_forms("label")
+    assert {"aired", "broadcast"} <= set(term_forms("network"))
+    assert "established" in term_forms("founder")
+    assert "subsidiary" in term_forms("parent")
+    assert {"father", "son"} <= set(term_forms("grandfather"))
+    assert {"studied", "graduated"} <= set(term_forms("study"))
 
 
 _GREEN = [
