@@ -596,7 +596,8 @@ def title_links(
     :func:`title_aliases`): a text names a title when it contains one of its names as a whole
     phrase (a shorter name, or the one word of a capitalised title with a "(qualifier)", only
     where the text writes it capitalised, as a name: "home games" do not name "Home (Leah
-    McFall song)"; "a musket" does name "Musket"). When
+    McFall song)"; "a musket" names "Musket", at the strength of a shorter name, as the common
+    noun it then is rather than the page's name). When
     ``aligned`` (``titles[i]`` is the title of ``texts[i]``) a text never links to its own
     title, nor through a name its own title shares ("Green" in the text of "Green (Steve
     Hillage album)" is the passage naming itself, not "Green (R.E.M. album)"). A name written
@@ -662,14 +663,19 @@ def title_links(
                         names = capitalised[i] = {w for e in entities(texts[i]) for w in e.split()}
                     if not names.issuperset(alias_words):
                         continue
-                elif len(alias_words) == 1 and _qualified_name(title):
+                link = strength
+                if strength == 1.0 and len(alias_words) == 1 and _capital_title(title):
                     written = as_names[i]
                     if written is None:
                         written = as_names[i] = _capitalised_words(texts[i])
                     if alias not in written:
-                        continue
+                        if _qualified_name(title):
+                            continue
+                        link = PARTIAL  # "a musket": a common noun, a weaker hop
+                        if link <= found[i].get(first, 0.0):
+                            continue
                 for j in passages:
-                    found[i][j] = strength
+                    found[i][j] = link
     if len(sharing) == len(named):
         return found  # titles were looked for in passage order
     # Links in passage order, as if each passage's title were looked for in turn.
@@ -677,6 +683,14 @@ def title_links(
 
 
 _MANY_TITLES = 64  # from this many titles, title_links first drops those no text can name
+
+
+def _capital_title(title: str | None) -> bool:
+    """Whether ``title`` starts with a capital letter (in any script): only then does a text
+    that writes its one word in lower case write a common noun, not the name ("a musket" for
+    "Musket"; "an ipod" still names "iPod")."""
+    first = _WORDS.search(title or "")
+    return first is not None and first[0][:1].isupper()
 
 
 def _longer_titles(

@@ -52,8 +52,10 @@ def test_a_qualified_one_word_title_is_named_only_where_written_as_a_name() -> N
     assert links[1] == {}  # "home" in lower case is a word, not the song
     quoted = title_links(['"Heroes" (song)', "Fans"], ["x", "They sang heroes loudly."])
     assert quoted[1] == {}  # the name's first letter is the capital, not the quote mark
-    # the song where written as a name; "Musket", with no qualifier, is the thing itself
-    assert links[2] == {0: 1.0, 4: 1.0}
+    # the song where written as a name; "Musket", with no qualifier, is the thing itself,
+    # named by a common noun: a weaker hop than a name
+    assert links[2] == {0: 1.0, 4: PARTIAL}
+    assert title_links(titles, [*texts[:2], "A Musket hangs here.", *texts[3:]])[2] == {4: 1.0}
     # a title written in lower case is named however a text writes it
     fans = title_links([*titles, "Fans"], [*texts, "Fans play Home on an ipod."])
     assert fans[5] == {0: 1.0, 3: 1.0}
