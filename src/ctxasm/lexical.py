@@ -835,10 +835,7 @@ def _qualified_name(title: str | None) -> bool:
     if title is None:
         return False
     name = _without_qualifier(title)
-    if name == title:
-        return False
-    first = _WORDS.search(name)
-    return first is not None and first[0][:1].isupper()
+    return name != title and _capital_title(name)
 
 
 def _capitalised_words(text: str) -> frozenset[str]:

@@ -360,10 +360,43 @@ def _links_one_passage_at_a_time(
                 written = key_words(
                     " ".join(w for w in re.findall(r"\w+", texts[i]) if w[:1].isupper())
                 )
-                if strength == 1.0 and " " not in alias and qualified and alias not in written:
+                link = strength
+                if strength == 1.0 and " " not in alias and alias not in written:
+                    if qualified:
+                        continue
+                    if re.match(r"\W*\w", titles[j]) and re.search(r"\w", titles[j])[0].isupper():
+                        link = PARTIAL  # a capitalised one-word title as a common noun
+                        if link <= found[i].get(j, 0.0):
+                            continue
+                if _inside_longer_titles(alias, key, titles, j):
                     continue
-                found[i][j] = strength
+                found[i][j] = link
     return found
+
+
+def _inside_longer_titles(alias: str, key: str, titles: list[str], j: int) -> bool:
+    """Whether every place padded ``key`` writes ``alias`` lies inside a longer title key of
+    ``titles`` (of two to 12 words, not the key of title ``j``) written there: the longest name
+    wins (a name written more than 8 times, or inside more than 8 longer titles, does not)."""
+    from ctxasm.lexical import title_key
+
+    own = title_key(titles[j])
+    padded = f" {alias} "
+    longer = {
+        k
+        for k in map(title_key, titles)
+        if k and k != own and 1 < len(k.split()) <= 12 and padded in f" {k} " and k != alias
+    }
+    places = [at for at in range(len(key)) if key.startswith(padded, at)]
+    if not longer or len(places) > 8 or len(longer) > 8:
+        return False
+    covered = set()
+    for k in longer:
+        written = f" {k} "
+        for at in range(len(key)):
+            if key.startswith(written, at):
+                covered.update(at + o for o in range(len(written)) if written.startswith(padded, o))
+    return all(at in covered for at in places)
 
 
 _SHARED_TITLES = st.lists(_TITLE, min_size=1, max_size=6).flatmap(
@@ -375,6 +408,8 @@ _SHARED_TITLES = st.lists(_TITLE, min_size=1, max_size=6).flatmap(
 @given(_SHARED_TITLES, st.lists(_TEXT, min_size=1, max_size=12), st.booleans())
 @example(["Green (album)"], ["the green x."], False)  # the word, not the album
 @example(["Other", "Green (album)"], ["Green x.", "x"], False)
+@example(["Richard", "Richard The"], ["Richard the"], False)  # the longer title wins
+@example(["Musket", "Green"], ["a musket, the Green x."], False)  # a common noun: weaker
 def test_title_links_equal_looking_for_each_passages_title_in_turn(
     titles: list[str], texts: list[str], many: bool
 ) -> None:
