@@ -72,6 +72,7 @@ from ctxasm.store.postgres_rows import (
     REFERENCE_LOCK,
     _apply,
     _chunk_rows,
+    _chunk_words,
     _reference,
     _stage,
     _terms,
@@ -438,8 +439,8 @@ class PostgresStore:
         lengths: list[int] | None = None,
     ) -> None:
         """Write ``batch`` (inside a transaction), removing the ``replaced`` versions first.
-        Python's work overlaps the database's: chunk rows are made while ``COPY`` sends the
-        previous ones, and the vectors while the statistics are updated."""
+        Python's work overlaps the database's: the chunk rows and vectors are made while the
+        database updates the classes' statistics."""
         deltas: dict[int, ClassDelta] = {}
         tenants = _lock_documents(db, replaced)  # a concurrent delete may have taken some
         check_owners(batch, tenants)  # and a concurrent writer given one to another tenant
@@ -478,19 +479,18 @@ class PostgresStore:
                     for reader in reader_names(item.document):
                         copy.write_row((item.document.doc_id, reader))
             # each chunk's words and their counts, found once for its row and its vector
-            words: list[list[str]] = []
-            counts: list[Counter[str]] = []
+            words, counts = _chunk_words(batch, classes, deltas)
+            changes = _stage(db, deltas)  # a COPY: before the pipeline, which cannot hold one
+            with db.pipeline():
+                _apply(db, changes)  # sent whole, not awaited: the rows are made meanwhile
+                rows = _chunk_rows(batch, classes, reference, words, counts)
+                vectors = self._embedder.embed_words(words, counts).astype(">f4")
             with cursor.copy(
                 'COPY chunks (id, chunk_id, doc_id, seq, start, "end", words, text, terms, '
                 "class_id, bound) FROM STDIN"
             ) as copy:
-                rows = _chunk_rows(batch, classes, reference, deltas, words, counts)
                 for chunk_id, row in zip(ids, rows, strict=True):
                     copy.write_row((chunk_id, *row))
-            changes = _stage(db, deltas)  # a COPY: before the pipeline, which cannot hold one
-            with db.pipeline():
-                _apply(db, changes)  # sent whole, not awaited
-                vectors = self._embedder.embed_words(words, counts).astype(">f4")
             owners = (c for item, c in zip(batch, classes, strict=True) for _ in item.chunks)
             with cursor.copy(
                 "COPY chunk_vectors (id, class_id, generation, embedding) FROM STDIN "

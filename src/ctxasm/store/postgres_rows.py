@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import struct
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -211,36 +210,62 @@ def rewrite_bounds(db: Any, reference: float) -> None:
         last = found[-1][0]
 
 
+def _chunk_words(
+    batch: list[Pending], classes: list[int], deltas: dict[int, ClassDelta]
+) -> tuple[list[list[str]], list[Counter[str]]]:
+    """Each chunk's words and their counts, for its row and its vector, counted into the
+    ``deltas`` of the chunks' classes (a class's words all at once: one pass over its counts,
+    which stay in the processor's cache, rather than one per chunk, between other classes')."""
+    words: list[list[str]] = []
+    counts: list[Counter[str]] = []
+    added: dict[int, tuple[list[str], list[int]]] = {}
+    for item, class_id in zip(batch, classes, strict=True):
+        distinct, lengths = added.setdefault(class_id, ([], []))
+        for chunk in item.chunks:
+            found = chunk_words(chunk.text)
+            counted = Counter(found)
+            words.append(found)
+            counts.append(counted)
+            distinct.extend(counted)
+            lengths.append(len(found))
+    for class_id, (distinct, lengths) in added.items():
+        delta = deltas.setdefault(class_id, ClassDelta())
+        delta.add_words(distinct, sum(lengths), chunks=len(lengths))
+    return words, counts
+
+
 def _chunk_rows(
     batch: list[Pending],
     classes: list[int],
     reference: float,
-    deltas: dict[int, ClassDelta],
     words: list[list[str]],
     counts: list[Counter[str]],
-) -> Iterator[tuple[Any, ...]]:
-    """The ``chunks`` rows of ``batch`` (all but their ids), counted into ``deltas`` as they
-    are made, each chunk's words added to ``words`` and their counts to ``counts``."""
+) -> list[tuple[Any, ...]]:
+    """The ``chunks`` rows of ``batch`` (all but their ids), from each chunk's ``words`` and
+    their ``counts`` (:func:`_chunk_words`)."""
+    rows = []
+    index = 0
     for item, class_id in zip(batch, classes, strict=True):
-        delta = deltas.setdefault(class_id, ClassDelta())
+        doc_id = item.document.doc_id
         for seq, chunk in enumerate(item.chunks):
-            found = chunk_words(chunk.text)
-            words.append(found)
-            counted = Counter(found)
-            counts.append(counted)
-            delta.add_words(counted.keys(), len(found))
-            yield (
-                f"{item.document.doc_id}#{seq}",
-                item.document.doc_id,
-                seq,
-                chunk.start,
-                chunk.end,
-                len(found),
-                chunk.text,
-                _text_array(_terms(counted, class_id)),
-                class_id,
-                _bound(counted, len(found), reference),
+            counted = counts[index]
+            length = len(words[index])
+            index += 1
+            rows.append(
+                (
+                    f"{doc_id}#{seq}",
+                    doc_id,
+                    seq,
+                    chunk.start,
+                    chunk.end,
+                    length,
+                    chunk.text,
+                    _text_array(_terms(counted, class_id)),
+                    class_id,
+                    _bound(counted, length, reference),
+                )
             )
+    return rows
 
 
 # A write's term changes are copied into this table of the session (parsed several times faster

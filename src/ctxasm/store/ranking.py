@@ -67,9 +67,12 @@ class ClassDelta:
             found = chunk_words(text)
             self.add_words(set(found), len(found), sign)
 
-    def add_words(self, distinct: Collection[str], length: int, sign: int = 1) -> None:
-        """:meth:`add` for one chunk already split: its ``distinct`` words and its length."""
-        self.chunks += sign
+    def add_words(
+        self, distinct: Iterable[str], length: int, sign: int = 1, *, chunks: int = 1
+    ) -> None:
+        """:meth:`add` for chunks already split: the ``distinct`` words of each (one after
+        the other), the ``length`` of all together, and how many ``chunks`` they are."""
+        self.chunks += sign * chunks
         self.words += sign * length
         if sign > 0:
             self.terms.update(distinct)

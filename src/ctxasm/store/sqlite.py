@@ -467,6 +467,7 @@ class SQLiteStore:
         documents: list[tuple[Any, ...]] = []
         readers: list[tuple[str, str]] = []
         chunks: list[tuple[Any, ...]] = []
+        added: dict[int, tuple[list[str], list[int]]] = {}  # each class's words and lengths
         for item in batch:
             document = item.document
             access = (document.tenant, document.readers)
@@ -475,7 +476,10 @@ class SQLiteStore:
                 class_id = classes[access] = self._class_id(document)
             documents.append(document_row(document, item.digest))
             readers.extend((document.doc_id, r) for r in reader_names(document))
-            chunks.extend(_chunk_rows(item, class_id, deltas.setdefault(class_id, ClassDelta())))
+            chunks.extend(_chunk_rows(item, class_id, added.setdefault(class_id, ([], []))))
+        for class_id, (distinct, lengths) in added.items():  # a class's words all at once
+            delta = deltas.setdefault(class_id, ClassDelta())
+            delta.add_words(distinct, sum(lengths), chunks=len(lengths))
         db.executemany(
             "INSERT INTO documents (doc_id, title, url, tenant, has_readers, timestamp, "
             "authority, metadata, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -768,14 +772,19 @@ class SQLiteStore:
         return {doc_id: tuple(names) for doc_id, names in found.items()}
 
 
-def _chunk_rows(item: Pending, class_id: int, delta: ClassDelta) -> list[tuple[Any, ...]]:
-    """The ``chunks`` rows of one document (see :data:`_CHUNK_FIELDS`), each chunk counted
-    into its class's ``delta`` on the way (its words are found once, for both)."""
+def _chunk_rows(
+    item: Pending, class_id: int, added: tuple[list[str], list[int]]
+) -> list[tuple[Any, ...]]:
+    """The ``chunks`` rows of one document (see :data:`_CHUNK_FIELDS`), each chunk's distinct
+    words and length ``added`` on the way for its class's statistics (its words are found
+    once, for both; a class's are counted all at once, in one pass over its counts)."""
     doc_id = item.document.doc_id
+    distinct, lengths = added
     rows = []
     for seq, chunk in enumerate(item.chunks):
         found = chunk_words(chunk.text)
-        delta.add_words(set(found), len(found))
+        distinct.extend(set(found))
+        lengths.append(len(found))
         rows.append(
             (
                 f"{doc_id}#{seq}",
