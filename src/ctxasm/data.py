@@ -499,7 +499,8 @@ class Chosen:
     - ``query``: the query's words and named phrases it covers (``terms``);
     - ``link``: a link to a passage kept before it, ``linked_from`` (that passage's id), ``via``
       the title that links them (the first hop names the second's title, or the other way),
-      or the name both texts hold, as a lower-case phrase key ("steve hillage");
+      or the name both texts hold, as the passage (else the one before it) writes it
+      ("Steve Hillage");
     - ``fill``: budget that was left after the planned picks, taken in rank order.
 
     ``terms`` lists the query terms it covers in any case, and ``given_score`` the retriever's

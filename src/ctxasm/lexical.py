@@ -44,6 +44,7 @@ __all__ = [
     "title_links",
     "titled",
     "words",
+    "written_phrase",
 ]
 
 _WORD_BYTES = (string.ascii_letters + string.digits + "_").encode()
@@ -402,6 +403,17 @@ def phrase_key(text: str) -> str:
     in a text when ``f" {phrase_key(p)} "`` is in ``f" {phrase_key(t)} "``. Cached, like token
     counts: passages seen again (a service, a batch) are not normalised again."""
     return " ".join(normalize(text).split())
+
+
+def written_phrase(key: str, text: str) -> str | None:
+    """How ``text`` writes the phrase whose :func:`phrase_key` is ``key`` ("Steve Hillage"
+    for ``steve hillage``), the first time it does; ``None`` where it does not."""
+    parts = key.split()
+    if not parts:
+        return None
+    phrase = r"\W+".join(map(re.escape, parts))  # words apart as the key's spaces stand for
+    found = re.search(rf"(?<!\w){phrase}(?!\w)", text, re.IGNORECASE)
+    return None if found is None else found.group()
 
 
 @text_cache(HEAVY_CACHE_CHARS)

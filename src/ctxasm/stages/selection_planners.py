@@ -30,6 +30,7 @@ from ctxasm.lexical import (
     title_key,
     title_links,
     titled,
+    written_phrase,
 )
 from ctxasm.stages.relevance import rank_agreement
 from ctxasm.stages.relevance_utility import shared_names
@@ -472,6 +473,13 @@ class BridgeSelection(Strategy):
         linked_from = via = None
         if source is not None:
             linked_from, via = pool[source[0]].id, source[1]
+            titles = (candidate.passage.title, pool[source[0]].passage.title)
+            if via is not None and via not in titles:  # a shared name: as the texts write it
+                via = (
+                    written_phrase(via, candidate.text)
+                    or written_phrase(via, pool[source[0]].text)
+                    or via
+                )
         return Chosen(
             by,
             evidence.terms_of(pick),

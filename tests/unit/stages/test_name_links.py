@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import ctxasm
 from ctxasm.data import Candidate, Passage
-from ctxasm.lexical import bridge_names, phrase_key
+from ctxasm.lexical import bridge_names, phrase_key, written_phrase
 from ctxasm.stages import relevance_utility
 from ctxasm.stages.relevance_utility import shared_names
 from ctxasm.stages.selection_planners import Evidence, _name_links
@@ -152,7 +152,7 @@ def test_the_planner_follows_a_shared_name_and_the_report_names_it() -> None:
     assert set(chosen) == {"album", "pianist"}
     hop = chosen["pianist"]
     assert hop is not None
-    assert (hop.by, hop.linked_from, hop.via) == ("link", "album", "dana roux")
+    assert (hop.by, hop.linked_from, hop.via) == ("link", "album", "Dana Roux")
 
 
 def test_without_name_links_the_planner_takes_the_question_words() -> None:
@@ -176,14 +176,14 @@ def _vias(question: str, query_class: str | None = None) -> set[str | None]:
 
 
 def test_a_name_the_question_says_links_nothing() -> None:
-    assert "dana roux" in _vias(QUESTION)
-    assert "dana roux" not in _vias("Who is the spouse of the Dana Roux performer?")
+    assert "Dana Roux" in _vias(QUESTION)
+    assert "Dana Roux" not in _vias("Who is the spouse of the Dana Roux performer?")
 
 
 def test_a_comparison_follows_no_shared_name() -> None:
     compared = "Which was recorded first, Harbor Lights or the album by Teo Marchal?"
-    assert "dana roux" not in _vias(compared, "comparison")
-    assert "dana roux" in _vias(compared, "multihop")
+    assert "Dana Roux" not in _vias(compared, "comparison")
+    assert "Dana Roux" in _vias(compared, "multihop")
 
 
 def _pool(passages: list[dict[str, str]]) -> list[Candidate]:
@@ -236,3 +236,10 @@ def test_a_list_of_names_is_no_hop_its_name_links_stay_weak() -> None:
     )
     links, _ = _name_links([{}, {}], pair, Evidence(QUESTION, pair), 0.3, 0.5)
     assert links == [{1: 0.3}, {0: 0.3}]
+
+
+def test_the_report_names_a_shared_name_as_the_texts_write_it() -> None:
+    assert written_phrase("steve hillage", "toured with  Steve-Hillage, then") == "Steve-Hillage"
+    assert written_phrase("dana roux", "Dana Rouxville played") is None  # whole words only
+    assert written_phrase("dana roux", "İstanbul and DANA ROUX") == "DANA ROUX"
+    assert written_phrase("", "text") is None

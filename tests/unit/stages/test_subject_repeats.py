@@ -77,7 +77,7 @@ def test_a_page_repeating_the_subject_gives_way_to_the_next_hop() -> None:
     assert list(included) == ["album", "pianist"]
     chosen = included["pianist"].chosen
     assert chosen is not None
-    assert (chosen.by, chosen.linked_from, chosen.via) == ("link", "album", "dana roux")
+    assert (chosen.by, chosen.linked_from, chosen.via) == ("link", "album", "Dana Roux")
 
 
 def test_the_report_says_what_brought_a_page_whose_relevance_was_taken_back() -> None:
