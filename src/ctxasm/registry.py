@@ -21,9 +21,13 @@ strategy is built.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple, TypeVar
 
 from ctxasm.data import StrategySpec
 from ctxasm.errors import ConfigError, PluginError, RequestError, UnknownStrategyError
@@ -36,9 +40,6 @@ from ctxasm.strategy import (
     require_number,
 )
 from ctxasm.validation import key_path, plain, shown
-
-if TYPE_CHECKING:
-    from importlib import metadata
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -62,7 +63,7 @@ _BUILTIN_DISTRIBUTION = "ctxasm"
 
 # Loaded classes, and the entry points found but not loaded yet, by slot and name.
 _REGISTRY: dict[str, dict[str, type[Strategy]]] = {slot: {} for slot in SLOTS}
-_FOUND: dict[str, dict[str, metadata.EntryPoint]] | None = None
+_FOUND: dict[str, dict[str, _Point]] | None = None
 S = TypeVar("S", bound=type[Strategy])
 
 
@@ -163,7 +164,7 @@ def _add(cls: type[Strategy]) -> None:
     table[cls.name] = cls
 
 
-def _entry_points() -> dict[str, dict[str, metadata.EntryPoint]]:
+def _entry_points() -> dict[str, dict[str, _Point]]:
     """The entry points of :data:`ENTRY_POINT_GROUP` by slot and name, read once."""
     global _FOUND  # noqa: PLW0603 - read once, on first use
     if _FOUND is None:
@@ -182,18 +183,11 @@ def _plugin_setting() -> str:
     return value
 
 
-def _discover(setting: str) -> dict[str, dict[str, metadata.EntryPoint]]:
-    from importlib import metadata  # only when a strategy is first looked up: import stays cheap
-
-    found: dict[str, dict[str, metadata.EntryPoint]] = {slot: {} for slot in SLOTS}
+def _discover(setting: str) -> dict[str, dict[str, _Point]]:
+    found: dict[str, dict[str, _Point]] = {slot: {} for slot in SLOTS}
     builtins = 0
-    # A distribution's points share one object, whose name parses its metadata on every read.
-    distributions: dict[int, str | None] = {}
-    for point in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        key = id(point.dist)
-        if key not in distributions:
-            distributions[key] = point.dist.name if point.dist is not None else None
-        builtin = distributions[key] == _BUILTIN_DISTRIBUTION
+    for point in _read_points():
+        builtin = point.distribution == _BUILTIN_DISTRIBUTION
         builtins += builtin
         if setting == "builtin" and not builtin:
             continue
@@ -219,6 +213,119 @@ def _discover(setting: str) -> dict[str, dict[str, metadata.EntryPoint]]:
             field=ENTRY_POINT_GROUP,
         )
     return found
+
+
+class _Point(NamedTuple):
+    """An entry point of :data:`ENTRY_POINT_GROUP`: its name (``<slot>.<strategy>``), its
+    object (``module:attribute``) and the normalized name of the distribution declaring it."""
+
+    name: str
+    value: str
+    distribution: str | None
+
+    def load(self) -> Any:
+        """The object the entry point names, imported (as ``EntryPoint.load`` does)."""
+        found = _OBJECT.match(self.value)
+        if found is None:
+            raise ValueError(f"{self.value!r} is not 'module' or 'module:attribute'")
+        attributes = (found.group("attr") or "").split(".")
+        return functools.reduce(
+            getattr, filter(None, attributes), importlib.import_module(found.group("module"))
+        )
+
+
+# What an entry point's object may be (importlib.metadata.EntryPoint.pattern's syntax).
+_OBJECT = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
+
+
+def _read_points() -> list[_Point]:
+    """The entry points of :data:`ENTRY_POINT_GROUP` that ``importlib.metadata`` finds, in its
+    order: read straight from the ``entry_points.txt`` of each distribution on ``sys.path``
+    (importing ``importlib.metadata`` and listing every distribution through it cost a cold
+    ``ctxasm assemble`` 40-60 ms), except where the layout calls for ``importlib.metadata``
+    itself (a zip archive or an egg on the path, another finder of distributions)."""
+    points = _read_folders(sys.path, sys.meta_path)
+    if points is not None:
+        return points
+    from importlib import metadata
+
+    return [
+        _Point(p.name, p.value, _normalized(p.dist.name) if p.dist and p.dist.name else None)
+        for p in metadata.entry_points(group=ENTRY_POINT_GROUP)
+    ]
+
+
+def _read_folders(paths: Iterable[str], finders: Iterable[object]) -> list[_Point] | None:
+    """:func:`_read_points` from the folders of ``paths`` as ``importlib.metadata`` reads them
+    (its ``MetadataPathFinder``: the ``*.dist-info`` and ``*.egg-info`` folders of each path
+    in turn, each distribution's first found by its normalized name); ``None`` where it would
+    read something else too."""
+    from importlib.machinery import PathFinder
+
+    if any(f is not PathFinder and hasattr(f, "find_distributions") for f in finders):
+        return None
+    points: list[_Point] = []
+    seen: set[str] = set()
+    for path in paths:
+        root = path or "."
+        try:
+            children = os.listdir(root)
+        except OSError:
+            if os.path.isfile(root):
+                return None  # a zip archive, whose metadata importlib.metadata reads
+            continue
+        if os.path.basename(path).lower().endswith(".egg"):
+            return None
+        grouped: dict[str, list[str]] = {}
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")):
+                name = low.rpartition(".")[0].partition("-")[0]
+                grouped.setdefault(_normalized(name), []).append(child)
+        for child in (child for children in grouped.values() for child in children):
+            stem, extension = os.path.splitext(child)
+            if extension not in (".dist-info", ".egg-info"):
+                return None  # named from its metadata, which only importlib.metadata reads
+            distribution = _normalized(stem.partition("-")[0])
+            if distribution in seen:
+                continue
+            seen.add(distribution)
+            points.extend(_declared(os.path.join(root, child), distribution))
+    return points
+
+
+def _declared(folder: str, distribution: str) -> list[_Point]:
+    """The entry points of :data:`ENTRY_POINT_GROUP` in ``folder``'s ``entry_points.txt`` (a
+    line ``[group]`` opens a section, ``name = value`` lines follow, ``#`` starts a comment)."""
+    try:
+        with open(os.path.join(folder, "entry_points.txt"), encoding="utf-8") as declared:
+            text = declared.read()
+    except (OSError, UnicodeDecodeError):
+        return []
+    if ENTRY_POINT_GROUP not in text:
+        return []
+    points = []
+    section = None
+    for line in map(str.strip, text.splitlines()):
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line.strip("[]")
+        elif section == ENTRY_POINT_GROUP:
+            name, equals, value = line.partition("=")
+            if not equals:
+                raise PluginError(
+                    f"the line {line!r} of {ENTRY_POINT_GROUP} in {folder} is not "
+                    "'<slot>.<name> = <module>:<class>'",
+                    field=ENTRY_POINT_GROUP,
+                )
+            points.append(_Point(name.strip(), value.strip(), distribution))
+    return points
+
+
+def _normalized(name: str) -> str:
+    """A distribution's name as ``importlib.metadata`` compares them (PEP 503, with ``_``)."""
+    return re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
 
 
 def _check_slot(slot: str, what: str) -> None:

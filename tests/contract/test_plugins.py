@@ -205,3 +205,90 @@ def test_the_builtin_strategies_are_entry_points_of_ctxasm() -> None:
     declared = sorted(f"{slot}.{name}" for slot in registry.SLOTS for name in registry.names(slot))
     assert ours == declared
     assert len(ours) == 24
+
+
+def _importlib_points(
+    monkeypatch: pytest.MonkeyPatch, paths: list[str]
+) -> set[tuple[str, str, str | None]]:
+    from importlib import metadata
+
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "path", paths)
+        importlib.invalidate_caches()
+        return {
+            (p.name, p.value, registry._normalized(p.dist.name) if p.dist else None)
+            for p in metadata.entry_points(group=registry.ENTRY_POINT_GROUP)
+        }
+
+
+def test_entry_points_are_read_as_importlib_metadata_reads_them(
+    plugin_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registry reads ``entry_points.txt`` files itself (a cold process saves importing
+    importlib.metadata); it finds what importlib.metadata finds, on this environment's path
+    and on folders laid out the ways it reads: upper-case names, two versions of one
+    distribution (the first found counts), one distribution in two folders of the path, an
+    egg-info folder, comments, other groups, a file with no group of ours."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    _fake_distribution(first, "Clash_Name", "ordering.upper = mod_a:Upper")
+    _fake_distribution(second, "clash.name", "ordering.later = mod_b:Later")  # shadowed
+    info = first / "Two-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: Two\nVersion: 2.0\n")
+    (info / "entry_points.txt").write_text(
+        "# a comment\n[console_scripts]\nx = y:z\n\n[ctxasm.strategies]\n"
+        "  guard.spaced   =   mod_c : Spaced  \n# ordering.commented = m:C\n"
+    )
+    egg = second / "eggy.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.0\nName: eggy\nVersion: 1.0\n")
+    (egg / "entry_points.txt").write_text("[ctxasm.strategies]\nordering.egg = mod_d:Egg\n")
+    (second / "other-1.0.dist-info").mkdir()
+    (second / "other-1.0.dist-info" / "entry_points.txt").write_text("[console_scripts]\na=b\n")
+    (second / "noinfo.egg-info").write_text("a file, as old setuptools wrote it")
+    paths = [str(first), str(second), str(plugin_site), *sys.path]
+    found = registry._read_folders(paths, sys.meta_path)
+    assert found is not None
+    read = {(p.name, p.value, p.distribution) for p in found}
+    assert read == _importlib_points(monkeypatch, paths)
+    assert ("guard.spaced", "mod_c : Spaced", "two") in read
+    assert ("ordering.egg", "mod_d:Egg", "eggy") in read
+    assert not any(p.value == "mod_b:Later" for p in found)
+    assert len([p for p in found if p.distribution == "ctxasm"]) == 24
+
+
+def test_entry_points_in_archives_are_left_to_importlib_metadata(tmp_path: Path) -> None:
+    archive = tmp_path / "plugins.zip"
+    archive.write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip archive
+    assert registry._read_folders([str(archive)], sys.meta_path) is None
+    assert registry._read_folders([str(tmp_path / "old.egg")], []) is not None  # absent
+    (tmp_path / "old.egg").mkdir()
+    assert registry._read_folders([str(tmp_path / "old.egg")], []) is None
+
+    class Finder:
+        @staticmethod
+        def find_distributions(context: object = None) -> list[object]:
+            return []
+
+    assert registry._read_folders([], [Finder()]) is None
+    assert registry._read_folders([], []) == []
+    (tmp_path / "upper-1.0.DIST-INFO").mkdir()  # named from its METADATA by importlib.metadata
+    assert registry._read_folders([str(tmp_path)], []) is None
+
+
+def test_a_malformed_entry_point_line_names_its_file(tmp_path: Path) -> None:
+    info = tmp_path / "bad-1.0.dist-info"
+    info.mkdir()
+    (info / "entry_points.txt").write_text("[ctxasm.strategies]\nordering.bad\n")
+    with pytest.raises(PluginError, match=r"the line 'ordering.bad' of ctxasm.strategies in "):
+        registry._read_folders([str(tmp_path)], [])
+
+
+def test_a_point_loads_its_object_as_importlib_metadata_does() -> None:
+    point = registry._Point("ordering.score", "ctxasm.stages.ordering : ByScoreOrdering", None)
+    from ctxasm.stages.ordering import ByScoreOrdering
+
+    assert point.load() is ByScoreOrdering
+    assert registry._Point("x.y", "ctxasm.registry", None).load() is registry
+    with pytest.raises(ValueError, match="is not 'module' or 'module:attribute'"):
+        registry._Point("x.y", "not a path", None).load()
