@@ -11,7 +11,6 @@ import math
 import struct
 from collections import Counter
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import xxhash
@@ -50,13 +49,12 @@ def _text_array(items: list[str]) -> str:
     return '{"' + '","'.join(items) + '"}' if items else "{}"
 
 
-@lru_cache(maxsize=65536)
 def _bucket(term: str) -> int:
     """A word's bound-vector index (pgvector's text form counts from 1)."""
     return xxhash.xxh3_64_intdigest(term.encode("utf-8", "surrogatepass")) % BOUND_DIMENSION + 1
 
 
-BUCKET_TEXTS = 1 << 17  # words whose bucket text is kept (with _bucket's cache: 20 MiB at most)
+BUCKET_TEXTS = 1 << 17  # words whose bucket text is kept (about 20 MiB at most, words included)
 
 
 class _BucketTexts(dict[str, str]):
