@@ -407,13 +407,29 @@ def phrase_key(text: str) -> str:
 
 def written_phrase(key: str, text: str) -> str | None:
     """How ``text`` writes the phrase whose :func:`phrase_key` is ``key`` ("Steve Hillage"
-    for ``steve hillage``), the first time it does; ``None`` where it does not."""
-    parts = key.split()
-    if not parts:
+    for ``steve hillage``), the first time it does; ``None`` where it does not. One search of
+    the key among the text's words, joined by single spaces: linear in the text's length
+    whatever the key (a pattern of the key's words would try each of them at each word)."""
+    wanted = key.split()
+    if not wanted:
         return None
-    phrase = r"\W+".join(map(re.escape, parts))  # words apart as the key's spaces stand for
-    found = re.search(rf"(?<!\w){phrase}(?!\w)", text, re.IGNORECASE)
-    return None if found is None else found.group()
+    pieces: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for word in _WORD.finditer(text):
+        found = word.group()
+        # each word as phrase_key reads it (lower-casing may part it: "İ" is "i" and a mark)
+        for piece in found.lower().split() if found.isascii() else normalize(found).split():
+            pieces.append(piece)
+            spans.append(word.span())
+    joined = f" {' '.join(pieces)} "
+    at = joined.find(f" {' '.join(wanted)} ")
+    if at < 0:
+        return None
+    first = joined.count(" ", 0, at + 1) - 1  # the pieces before it, each after one space
+    return text[spans[first][0] : spans[first + len(wanted) - 1][1]]
+
+
+_WORD = re.compile(r"\w+")
 
 
 @text_cache(HEAVY_CACHE_CHARS)

@@ -4,6 +4,9 @@ bridge's own page, so no title links them."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -242,4 +245,33 @@ def test_the_report_names_a_shared_name_as_the_texts_write_it() -> None:
     assert written_phrase("steve hillage", "toured with  Steve-Hillage, then") == "Steve-Hillage"
     assert written_phrase("dana roux", "Dana Rouxville played") is None  # whole words only
     assert written_phrase("dana roux", "İstanbul and DANA ROUX") == "DANA ROUX"
+    assert written_phrase(phrase_key("İstanbul Park"), "at İstanbul Park") == "İstanbul Park"
+    assert written_phrase(phrase_key("Jules Verne"), "Jules Verne's Nautilus") == "Jules Verne"
     assert written_phrase("", "text") is None
+
+
+def _cpu(call: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(5):
+        started = time.process_time()
+        call()
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def test_finding_how_a_text_writes_a_name_is_linear_in_the_text() -> None:
+    """A long capitalised run repeated almost whole before the name itself: a pattern of the
+    name's words tried each of them at each word (quadratic). At n and 4n words, a linear
+    search takes about 4 times as long, a quadratic one 16 (bound 10, best of five, CPU)."""
+
+    def shape(words: int) -> tuple[str, str]:
+        run = words // 6
+        text = ("Aa " * (run - 1) + "x. ") * 5 + "Aa " * run + "end."
+        return " ".join(["aa"] * run), text
+
+    key, text = shape(6_000)
+    assert written_phrase(key, text) == " ".join(["Aa"] * 1_000)
+    bigger_key, bigger_text = shape(24_000)
+    small = _cpu(lambda: written_phrase(key, text))
+    large = _cpu(lambda: written_phrase(bigger_key, bigger_text))
+    assert large / small < 10
