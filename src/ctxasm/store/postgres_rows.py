@@ -16,7 +16,7 @@ from typing import Any
 import xxhash
 
 from ctxasm.store.ranking import ClassDelta, chunk_words, saturation
-from ctxasm.store.records import Pending
+from ctxasm.store.records import Pending, chunk_row
 
 DIMENSION = 256
 # Bound vectors: a word's bucket is its xxh3 hash modulo pgvector's largest sparsevec dimension
@@ -251,13 +251,7 @@ def _chunk_rows(
             index += 1
             rows.append(
                 (
-                    f"{doc_id}#{seq}",
-                    doc_id,
-                    seq,
-                    chunk.start,
-                    chunk.end,
-                    length,
-                    chunk.text,
+                    *chunk_row(doc_id, seq, chunk, length),
                     _text_array(_terms(counted, class_id)),
                     class_id,
                     _bound(counted, length, reference),

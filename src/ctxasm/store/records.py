@@ -24,6 +24,7 @@ __all__ = [
     "StoreStats",
     "batches",
     "check_owners",
+    "chunk_row",
     "class_key",
     "content_hash",
     "document_row",
@@ -129,6 +130,12 @@ def document_row(document: Document, digest: str) -> tuple[Any, ...]:
         json.dumps(dict(document.metadata), ensure_ascii=False, default=str),
         digest,
     )
+
+
+def chunk_row(doc_id: str, seq: int, chunk: Chunk, words: int) -> tuple[Any, ...]:
+    """The columns every store's ``chunks`` row starts with: chunk_id, doc_id, seq, start,
+    end, words (the chunk's length in words) and text."""
+    return (f"{doc_id}#{seq}", doc_id, seq, chunk.start, chunk.end, words, chunk.text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,7 @@ from ctxasm.store.records import (
     batches,
     check_owners,
     checked_items,
+    chunk_row,
     class_key,
     content_hash,
     document_row,
@@ -785,19 +786,7 @@ def _chunk_rows(
         found = chunk_words(chunk.text)
         distinct.extend(set(found))
         lengths.append(len(found))
-        rows.append(
-            (
-                f"{doc_id}#{seq}",
-                doc_id,
-                seq,
-                chunk.start,
-                chunk.end,
-                len(found),
-                chunk.text,
-                item.vectors[seq],
-                class_id,
-            )
-        )
+        rows.append((*chunk_row(doc_id, seq, chunk, len(found)), item.vectors[seq], class_id))
     return rows
 
 
