@@ -13,7 +13,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache, lru_cache
-from itertools import accumulate
+from itertools import accumulate, pairwise
 
 from ctxasm.keys import CACHE_CHARS, HEAVY_CACHE_CHARS, content_key, text_cache
 from ctxasm.stems import search_keys, stem
@@ -406,10 +406,14 @@ def phrase_key(text: str) -> str:
 
 
 def written_phrase(key: str, text: str) -> str | None:
-    """How ``text`` writes the phrase whose :func:`phrase_key` is ``key`` ("Steve Hillage"
-    for ``steve hillage``), the first time it does; ``None`` where it does not. One search of
-    the key among the text's words, joined by single spaces: linear in the text's length
-    whatever the key (a pattern of the key's words would try each of them at each word)."""
+    """How ``text`` writes the name whose :func:`phrase_key` is ``key`` ("Steve Hillage" for
+    ``steve hillage``): its words apart as a name's are (white space, or a hyphen or an
+    apostrophe inside a word: "Jules Verne's"), white space shown as one space; the first such
+    place that starts with a capital or a digit, as a name does, else the first; ``None`` where
+    there is none ("new. York" is no "New York"). The key is searched for among the text's
+    words joined by single spaces, at most ``_MOST_PLACES_WRITTEN`` places looked at: linear in
+    the text's length whatever the key (a pattern of the key's words tried each of them at
+    each word)."""
     wanted = key.split()
     if not wanted:
         return None
@@ -422,13 +426,33 @@ def written_phrase(key: str, text: str) -> str | None:
             pieces.append(piece)
             spans.append(word.span())
     joined = f" {' '.join(pieces)} "
-    at = joined.find(f" {' '.join(wanted)} ")
-    if at < 0:
-        return None
-    first = joined.count(" ", 0, at + 1) - 1  # the pieces before it, each after one space
-    return text[spans[first][0] : spans[first + len(wanted) - 1][1]]
+    needle = f" {' '.join(wanted)} "
+    first_written = None
+    at = joined.find(needle)
+    for _ in range(_MOST_PLACES_WRITTEN):
+        if at < 0:
+            break
+        first = joined.count(" ", 0, at + 1) - 1  # the pieces before it, each after one space
+        written = _as_name(text, spans[first : first + len(wanted)])
+        if written is not None:
+            if written[0].isupper() or written[0].isdigit():
+                return written
+            first_written = first_written or written
+        at = joined.find(needle, at + 1)
+    return first_written
 
 
+def _as_name(text: str, spans: list[tuple[int, int]]) -> str | None:
+    """The words of ``text`` at ``spans`` (in order) as a name writes them, white space shown
+    as one space; ``None`` where something else stands between two of them."""
+    for (_, end), (start, _) in pairwise(spans):
+        between = text[end:start]
+        if between and not between.isspace() and between.strip("'’-"):
+            return None
+    return " ".join(text[spans[0][0] : spans[-1][1]].split())
+
+
+_MOST_PLACES_WRITTEN = 16
 _WORD = re.compile(r"\w+")
 
 
@@ -802,10 +826,15 @@ class Phrases:
     """Phrase keys to look for in sentences, indexed by their first word and length, so a
     sentence is checked with one dictionary lookup per word, and one set lookup per length of
     the phrases that start with it, rather than one comparison per phrase (thousands of names
-    that start with one word, in a sentence that repeats it, were compared pair by pair)."""
+    that start with one word, in a sentence that repeats it, were compared pair by pair).
+    Phrases of more than ``_SLICED_WORDS`` words are compared by a hash of the words at each
+    place (their words taken only where it matches), so a long phrase costs the same at every
+    word of a sentence however long it is (a name of 15,000 capitalised words in a sentence
+    repeating its first word took 0.8 s)."""
 
     def __init__(self, phrases: Iterable[str] = ()) -> None:
         self._by_first: dict[str, dict[int, set[tuple[str, ...]]]] = {}
+        self._hashes: dict[int, set[int]] = {}  # the hashes of the long phrases, by length
         self.update(phrases)
 
     def update(self, phrases: Iterable[str]) -> None:
@@ -814,6 +843,10 @@ class Phrases:
             if parts:
                 lengths = self._by_first.setdefault(parts[0], {})
                 lengths.setdefault(len(parts), set()).add(parts)
+                if len(parts) > _SLICED_WORDS:
+                    self._hashes.setdefault(len(parts), set()).add(
+                        _Windows(parts).of(0, len(parts))
+                    )
 
     def found_in(self, sentence: Sequence[str]) -> bool:
         """Whether the word sequence ``sentence`` contains one of the phrases."""
@@ -826,14 +859,25 @@ class Phrases:
         seen: set[tuple[str, ...]] = set()
         if by_first.keys().isdisjoint(sentence):  # the usual case, settled at C speed
             return seen
+        windows = None  # made when a long phrase may start here
+        found_hashes: set[int] = set()  # of the long phrases found: each is taken once
         for start, word in enumerate(sentence):
             lengths = by_first.get(word)
             if lengths is None:
                 continue
             for length, phrases in lengths.items():
+                if length > _SLICED_WORDS:
+                    if start + length > len(sentence):
+                        continue
+                    windows = windows or _Windows(sentence)
+                    key = windows.of(start, length)
+                    if key in found_hashes or key not in self._hashes[length]:
+                        continue
                 parts = tuple(sentence[start : start + length])
                 if parts in phrases:
                     seen.add(parts)
+                    if length > _SLICED_WORDS:
+                        found_hashes.add(key)
                     if first:
                         return seen
         return seen
@@ -843,17 +887,54 @@ class Phrases:
         leftmost first, the longest where several start at one word, and none that overlaps
         one found before it."""
         by_first = self._by_first
+        windows = None  # made when a long phrase may start here
         free = 0  # words before this one are part of a phrase found already
         for start, word in enumerate(words):
             lengths = by_first.get(word)
             if lengths is None or start < free:
                 continue
             for length in sorted(lengths, reverse=True):
+                if length > _SLICED_WORDS:
+                    if start + length > len(words):
+                        continue
+                    windows = windows or _Windows(words)
+                    if windows.of(start, length) not in self._hashes[length]:
+                        continue
                 parts = tuple(words[start : start + length])
                 if parts in lengths[length]:
                     free = start + length
                     yield start, free, " ".join(parts)
                     break
+
+
+# Phrases of up to this many words are compared word by word at each place they may start.
+_SLICED_WORDS = 8
+_HASH_MODULUS = (1 << 61) - 1
+_HASH_BASE = 1_000_003
+
+
+class _Windows:
+    """Hashes of the runs of a word sequence, each in constant time once the sequence is read:
+    a polynomial over the words' own hashes, modulo a Mersenne prime. Equal runs hash alike;
+    unequal ones almost never do, and a match is confirmed word by word."""
+
+    __slots__ = ("_powers", "_prefix")
+
+    def __init__(self, words: Sequence[str]) -> None:
+        prefix = [0]
+        powers = [1]
+        value = 0
+        for word in words:
+            value = (value * _HASH_BASE + hash(word)) % _HASH_MODULUS
+            prefix.append(value)
+            powers.append(powers[-1] * _HASH_BASE % _HASH_MODULUS)
+        self._prefix = prefix
+        self._powers = powers
+
+    def of(self, start: int, length: int) -> int:
+        """The hash of the ``length`` words from ``start``."""
+        prefix = self._prefix
+        return (prefix[start + length] - prefix[start] * self._powers[length]) % _HASH_MODULUS
 
 
 def _qualified_name(title: str | None) -> bool:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import time
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
@@ -407,3 +409,66 @@ def test_many_phrases_sharing_a_first_word_are_looked_up_not_compared() -> None:
     phrases = Phrases(f"alpha b{i}" for i in range(4_000))
     assert [len(lengths) for lengths in phrases._by_first.values()] == [1]
     assert phrases.found(["alpha"] * 2_000 + ["b7"]) == {("alpha", "b7")}
+
+
+def _spans_one_place_at_a_time(phrases: set[str], words: list[str]) -> list[tuple[int, int, str]]:
+    """Phrases.spans as its docstring says it: leftmost, longest, none overlapping."""
+    found = []
+    start = 0
+    while start < len(words):
+        held = [p for p in phrases if words[start : start + len(p.split())] == p.split()]
+        if held:
+            longest = max(held, key=lambda p: len(p.split()))
+            found.append((start, start + len(longest.split()), longest))
+            start += len(longest.split())
+        else:
+            start += 1
+    return found
+
+
+def test_long_phrases_are_found_as_short_ones_are() -> None:
+    """Phrases of more than 8 words are compared by a hash of the words at each place: the
+    same phrases found, and the same spans, as comparing every place word by word, on
+    sentences made of few words (so long phrases and near misses abound)."""
+    rng = random.Random(11)
+    vocabulary = ["aa", "bb", "cc"]
+    for _ in range(400):
+        phrases = {" ".join(rng.choices(vocabulary, k=rng.randrange(1, 14))) for _ in range(5)}
+        sentence = rng.choices(vocabulary, k=rng.randrange(0, 40))
+        expected = {
+            tuple(p.split())
+            for p in phrases
+            for start in range(len(sentence))
+            if sentence[start : start + len(p.split())] == p.split()
+        }
+        index = Phrases(phrases)
+        assert index.found(sentence) == expected
+        assert index.found_in(sentence) == bool(expected)
+        assert list(index.spans(sentence)) == _spans_one_place_at_a_time(phrases, sentence)
+
+
+def _best_cpu(call: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(5):
+        started = time.process_time()
+        call()
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def test_a_long_phrase_costs_the_same_at_every_word() -> None:
+    """A name of n words and a sentence repeating its first word 2n times, then the name: at
+    n and 4n, linear work takes about 4 times as long, comparing every place word by word 16
+    (bound 10; best of five, CPU)."""
+
+    def case(n: int) -> tuple[Phrases, list[str]]:
+        name = ["aa"] * (n - 1) + ["zz"]
+        return Phrases([" ".join(name)]), ["aa"] * (2 * n) + name
+
+    index, sentence = case(1_500)
+    assert index.found(sentence) == {tuple(["aa"] * 1_499 + ["zz"])}
+    assert [(s, e) for s, e, _ in index.spans(sentence)] == [(3_000, 4_500)]
+    bigger, longer = case(6_000)
+    small = _best_cpu(lambda: (index.found(sentence), list(index.spans(sentence))))
+    large = _best_cpu(lambda: (bigger.found(longer), list(bigger.spans(longer))))
+    assert large / small < 10
