@@ -262,7 +262,10 @@ def _read_folders(paths: Iterable[str], finders: Iterable[object]) -> list[_Poin
     read something else too."""
     from importlib.machinery import PathFinder
 
-    if any(f is not PathFinder and hasattr(f, "find_distributions") for f in finders):
+    finders = list(finders)
+    if PathFinder not in finders or any(
+        f is not PathFinder and hasattr(f, "find_distributions") for f in finders
+    ):
         return None
     points: list[_Point] = []
     seen: set[str] = set()
@@ -284,9 +287,10 @@ def _read_folders(paths: Iterable[str], finders: Iterable[object]) -> list[_Poin
                 grouped.setdefault(_normalized(name), []).append(child)
         for child in (child for children in grouped.values() for child in children):
             stem, extension = os.path.splitext(child)
-            if extension not in (".dist-info", ".egg-info"):
+            name = stem.partition("-")[0]
+            if extension not in (".dist-info", ".egg-info") or not name:
                 return None  # named from its metadata, which only importlib.metadata reads
-            distribution = _normalized(stem.partition("-")[0])
+            distribution = _normalized(name)
             if distribution in seen:
                 continue
             seen.add(distribution)
@@ -297,13 +301,22 @@ def _read_folders(paths: Iterable[str], finders: Iterable[object]) -> list[_Poin
 def _declared(folder: str, distribution: str) -> list[_Point]:
     """The entry points of :data:`ENTRY_POINT_GROUP` in ``folder``'s ``entry_points.txt`` (a
     line ``[group]`` opens a section, ``name = value`` lines follow, ``#`` starts a comment)."""
+    path = os.path.join(folder, "entry_points.txt")
     try:
-        with open(os.path.join(folder, "entry_points.txt"), encoding="utf-8") as declared:
-            text = declared.read()
-    except (OSError, UnicodeDecodeError):
-        return []
-    if ENTRY_POINT_GROUP not in text:
-        return []
+        with open(path, "rb") as declared:
+            data = declared.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        return []  # no entry points, as importlib.metadata reads it
+    except OSError as exc:  # importlib.metadata raises it too: say which file
+        raise PluginError(f"cannot read {path}: {exc}", field=ENTRY_POINT_GROUP) from None
+    if ENTRY_POINT_GROUP.encode() not in data:
+        return []  # another library's entry points, whatever they hold
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PluginError(
+            f"{path} declares {ENTRY_POINT_GROUP} but is not UTF-8 ({exc})", field=ENTRY_POINT_GROUP
+        ) from None
     points = []
     section = None
     for line in map(str.strip, text.splitlines()):

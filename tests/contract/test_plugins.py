@@ -14,6 +14,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import ClassVar
 
@@ -261,27 +262,42 @@ def test_entry_points_in_archives_are_left_to_importlib_metadata(tmp_path: Path)
     archive = tmp_path / "plugins.zip"
     archive.write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip archive
     assert registry._read_folders([str(archive)], sys.meta_path) is None
-    assert registry._read_folders([str(tmp_path / "old.egg")], []) is not None  # absent
+    assert registry._read_folders([str(tmp_path / "old.egg")], [PathFinder]) == []  # absent
     (tmp_path / "old.egg").mkdir()
-    assert registry._read_folders([str(tmp_path / "old.egg")], []) is None
+    assert registry._read_folders([str(tmp_path / "old.egg")], [PathFinder]) is None
 
     class Finder:
         @staticmethod
         def find_distributions(context: object = None) -> list[object]:
             return []
 
-    assert registry._read_folders([], [Finder()]) is None
-    assert registry._read_folders([], []) == []
+    standard = [PathFinder]
+    assert registry._read_folders([], [*standard, Finder()]) is None
+    assert registry._read_folders([], []) is None  # importlib.metadata then finds nothing
+    assert registry._read_folders([], standard) == []
     (tmp_path / "upper-1.0.DIST-INFO").mkdir()  # named from its METADATA by importlib.metadata
-    assert registry._read_folders([str(tmp_path)], []) is None
+    assert registry._read_folders([str(tmp_path)], standard) is None
+    (tmp_path / "upper-1.0.DIST-INFO").rmdir()
+    (tmp_path / "-1.0.dist-info").mkdir()  # no name before the version: the same
+    assert registry._read_folders([str(tmp_path)], standard) is None
 
 
-def test_a_malformed_entry_point_line_names_its_file(tmp_path: Path) -> None:
+def test_a_malformed_entry_point_file_names_itself(tmp_path: Path) -> None:
     info = tmp_path / "bad-1.0.dist-info"
     info.mkdir()
-    (info / "entry_points.txt").write_text("[ctxasm.strategies]\nordering.bad\n")
+    declared = info / "entry_points.txt"
+    declared.write_text("[ctxasm.strategies]\nordering.bad\n")
     with pytest.raises(PluginError, match=r"the line 'ordering.bad' of ctxasm.strategies in "):
-        registry._read_folders([str(tmp_path)], [])
+        registry._read_folders([str(tmp_path)], [PathFinder])
+    declared.write_bytes(b"[ctxasm.strategies]\nordering.caf\xe9 = m:C\n")
+    with pytest.raises(PluginError, match=r"declares ctxasm.strategies but is not UTF-8"):
+        registry._read_folders([str(tmp_path)], [PathFinder])
+    declared.write_bytes(b"[console_scripts]\ncaf\xe9 = m:C\n")  # not ours: not read
+    assert registry._read_folders([str(tmp_path)], [PathFinder]) == []
+    declared.unlink()
+    declared.symlink_to(declared)  # a loop: importlib.metadata raises OSError too
+    with pytest.raises(PluginError, match=r"cannot read .*entry_points.txt"):
+        registry._read_folders([str(tmp_path)], [PathFinder])
 
 
 def test_a_point_loads_its_object_as_importlib_metadata_does() -> None:
