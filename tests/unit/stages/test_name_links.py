@@ -247,6 +247,14 @@ def test_the_report_names_a_shared_name_as_the_texts_write_it() -> None:
     assert written_phrase("dana roux", "İstanbul and DANA ROUX") == "DANA ROUX"
     assert written_phrase(phrase_key("İstanbul Park"), "at İstanbul Park") == "İstanbul Park"
     assert written_phrase(phrase_key("Jules Verne"), "Jules Verne's Nautilus") == "Jules Verne"
+    # only where a name's words stand: not across a sentence's end, the capitalised first
+    assert written_phrase("new york", "It was new. York Records, in New York.") == "New York"
+    assert written_phrase("new york", "It was new. York Records.") is None
+    assert written_phrase("atlantic records", "an atlantic records deal; Atlantic  Records") == (
+        "Atlantic Records"
+    )
+    assert written_phrase("atlantic records", "an atlantic records deal") == "atlantic records"
+    assert written_phrase("steve hillage", "Steve\n\nHillage's band") == "Steve Hillage"
     assert written_phrase("", "text") is None
 
 
