@@ -446,13 +446,13 @@ def _as_name(text: str, spans: list[tuple[int, int]]) -> str | None:
     """The words of ``text`` at ``spans`` (in order) as a name writes them, white space shown
     as one space; ``None`` where something else stands between two of them."""
     for (_, end), (start, _) in pairwise(spans):
-        between = text[end:start]
-        if between and not between.isspace() and between.strip("'’-"):
+        if text[end:start].translate(_IN_NAME_MARKS).strip():  # "Winners' Cup": marks, space
             return None
     return " ".join(text[spans[0][0] : spans[-1][1]].split())
 
 
 _MOST_PLACES_WRITTEN = 16
+_IN_NAME_MARKS = str.maketrans("", "", "'’-")  # what a name's word may hold beside letters
 _WORD = re.compile(r"\w+")
 
 
@@ -834,19 +834,26 @@ class Phrases:
 
     def __init__(self, phrases: Iterable[str] = ()) -> None:
         self._by_first: dict[str, dict[int, set[tuple[str, ...]]]] = {}
-        self._hashes: dict[int, set[int]] = {}  # the hashes of the long phrases, by length
+        self._longest_first: dict[str, list[int]] = {}  # each first word's lengths, longest first
+        # the long phrases' hashes, by length, with how many phrases have each
+        self._hashes: dict[int, dict[int, int]] = {}
         self.update(phrases)
 
     def update(self, phrases: Iterable[str]) -> None:
         for phrase in phrases:
             parts = tuple(phrase.split())
-            if parts:
-                lengths = self._by_first.setdefault(parts[0], {})
-                lengths.setdefault(len(parts), set()).add(parts)
-                if len(parts) > _SLICED_WORDS:
-                    self._hashes.setdefault(len(parts), set()).add(
-                        _Windows(parts).of(0, len(parts))
-                    )
+            if not parts:
+                continue
+            lengths = self._by_first.setdefault(parts[0], {})
+            same = lengths.setdefault(len(parts), set())
+            if parts in same:
+                continue
+            same.add(parts)
+            self._longest_first[parts[0]] = sorted(lengths, reverse=True)
+            if len(parts) > _SLICED_WORDS:
+                hashes = self._hashes.setdefault(len(parts), {})
+                key = _Windows(parts).of(0, len(parts))
+                hashes[key] = hashes.get(key, 0) + 1
 
     def found_in(self, sentence: Sequence[str]) -> bool:
         """Whether the word sequence ``sentence`` contains one of the phrases."""
@@ -860,7 +867,9 @@ class Phrases:
         if by_first.keys().isdisjoint(sentence):  # the usual case, settled at C speed
             return seen
         windows = None  # made when a long phrase may start here
-        found_hashes: set[int] = set()  # of the long phrases found: each is taken once
+        # the long phrases found, by length and hash: a hash all of whose phrases were found
+        # is not confirmed again (a phrase repeated at every word is read once)
+        taken: dict[tuple[int, int], int] = {}
         for start, word in enumerate(sentence):
             lengths = by_first.get(word)
             if lengths is None:
@@ -871,13 +880,13 @@ class Phrases:
                         continue
                     windows = windows or _Windows(sentence)
                     key = windows.of(start, length)
-                    if key in found_hashes or key not in self._hashes[length]:
+                    if taken.get((length, key), 0) >= self._hashes[length].get(key, 0):
                         continue
                 parts = tuple(sentence[start : start + length])
-                if parts in phrases:
+                if parts in phrases and parts not in seen:
                     seen.add(parts)
                     if length > _SLICED_WORDS:
-                        found_hashes.add(key)
+                        taken[length, key] = taken.get((length, key), 0) + 1
                     if first:
                         return seen
         return seen
@@ -893,7 +902,7 @@ class Phrases:
             lengths = by_first.get(word)
             if lengths is None or start < free:
                 continue
-            for length in sorted(lengths, reverse=True):
+            for length in self._longest_first[word]:
                 if length > _SLICED_WORDS:
                     if start + length > len(words):
                         continue

@@ -249,9 +249,16 @@ def _read_points() -> list[_Point]:
         return points
     from importlib import metadata
 
+    try:
+        found = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # a file it cannot read or parse
+        raise PluginError(
+            f"the installed distributions' entry points cannot be read: {exc}",
+            field=ENTRY_POINT_GROUP,
+        ) from None
     return [
         _Point(p.name, p.value, _normalized(p.dist.name) if p.dist and p.dist.name else None)
-        for p in metadata.entry_points(group=ENTRY_POINT_GROUP)
+        for p in found
     ]
 
 

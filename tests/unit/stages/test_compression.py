@@ -12,6 +12,7 @@ import pytest
 import tiktoken
 
 import ctxasm
+from ctxasm import lexical
 from ctxasm.data import Compression
 from ctxasm.lexical import sentence_spans
 from ctxasm.stages.compression import ELISION, Phrases
@@ -426,10 +427,16 @@ def _spans_one_place_at_a_time(phrases: set[str], words: list[str]) -> list[tupl
     return found
 
 
-def test_long_phrases_are_found_as_short_ones_are() -> None:
+@pytest.mark.parametrize("modulus", [None, 3], ids=["hashes", "colliding hashes"])
+def test_long_phrases_are_found_as_short_ones_are(
+    modulus: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Phrases of more than 8 words are compared by a hash of the words at each place: the
     same phrases found, and the same spans, as comparing every place word by word, on
-    sentences made of few words (so long phrases and near misses abound)."""
+    sentences made of few words (so long phrases and near misses abound); with hashes that
+    collide all the time too (the words confirm every match)."""
+    if modulus is not None:
+        monkeypatch.setattr(lexical, "_HASH_MODULUS", modulus)
     rng = random.Random(11)
     vocabulary = ["aa", "bb", "cc"]
     for _ in range(400):

@@ -255,6 +255,9 @@ def test_the_report_names_a_shared_name_as_the_texts_write_it() -> None:
     )
     assert written_phrase("atlantic records", "an atlantic records deal") == "atlantic records"
     assert written_phrase("steve hillage", "Steve\n\nHillage's band") == "Steve Hillage"
+    winners = "the UEFA Cup Winners' Cup, beside Guns N’ Roses"  # a mark ends a name's word
+    assert written_phrase("uefa cup winners cup", winners) == "UEFA Cup Winners' Cup"
+    assert written_phrase("guns n roses", winners) == "Guns N’ Roses"
     assert written_phrase("", "text") is None
 
 
