@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
@@ -16,6 +14,7 @@ from ctxasm import lexical
 from ctxasm.data import Compression
 from ctxasm.lexical import sentence_spans
 from ctxasm.stages.compression import ELISION, Phrases
+from scaling import best_cpu_seconds
 
 O200K = tiktoken.get_encoding("o200k_base")
 
@@ -387,21 +386,45 @@ def test_compressed_windows_of_one_document_still_stitch() -> None:
     ]
 
 
-def test_phrases_are_found_as_by_their_definition() -> None:
+def _found_one_place_at_a_time(phrases: set[str], words: list[str]) -> set[tuple[str, ...]]:
+    """Phrases.found by its definition: the phrases that start at some place of ``words``."""
+    return {
+        tuple(p.split())
+        for p in phrases
+        for start in range(len(words))
+        if words[start : start + len(p.split())] == p.split()
+    }
+
+
+@pytest.mark.parametrize(
+    ("vocabulary", "longest", "modulus"),
+    [
+        (["new", "york", "city", "of", "a"], 3, None),
+        (["aa", "bb", "cc"], 13, None),
+        (["aa", "bb", "cc"], 13, 3),
+    ],
+    ids=["short phrases", "long phrases", "long phrases, colliding hashes"],
+)
+def test_phrases_are_found_as_by_their_definition(
+    vocabulary: list[str], longest: int, modulus: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found phrases and spans as by their definitions, place by place. Phrases of more than
+    8 words are compared by a hash of the words at each place: few words make long phrases
+    and near misses abound, and with hashes that collide all the time the words still
+    confirm every match."""
+    if modulus is not None:
+        monkeypatch.setattr(lexical, "_HASH_MODULUS", modulus)
     rng = random.Random(5)
-    vocabulary = ["new", "york", "city", "of", "a"]
-    for _ in range(500):
-        phrases = {" ".join(rng.choices(vocabulary, k=rng.randrange(1, 4))) for _ in range(6)}
-        sentence = rng.choices(vocabulary, k=rng.randrange(0, 12))
-        expected = {
-            tuple(p.split())
-            for p in phrases
-            for start in range(len(sentence))
-            if sentence[start : start + len(p.split())] == p.split()
+    for _ in range(400):
+        phrases = {
+            " ".join(rng.choices(vocabulary, k=rng.randrange(1, longest + 1))) for _ in range(6)
         }
-        found = Phrases(phrases)
-        assert found.found(sentence) == expected
-        assert found.found_in(sentence) == bool(expected)
+        sentence = rng.choices(vocabulary, k=rng.randrange(0, 3 * longest + 3))
+        expected = _found_one_place_at_a_time(phrases, sentence)
+        index = Phrases(phrases)
+        assert index.found(sentence) == expected
+        assert index.found_in(sentence) == bool(expected)
+        assert list(index.spans(sentence)) == _spans_one_place_at_a_time(phrases, sentence)
 
 
 def test_many_phrases_sharing_a_first_word_are_looked_up_not_compared() -> None:
@@ -427,42 +450,6 @@ def _spans_one_place_at_a_time(phrases: set[str], words: list[str]) -> list[tupl
     return found
 
 
-@pytest.mark.parametrize("modulus", [None, 3], ids=["hashes", "colliding hashes"])
-def test_long_phrases_are_found_as_short_ones_are(
-    modulus: int | None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Phrases of more than 8 words are compared by a hash of the words at each place: the
-    same phrases found, and the same spans, as comparing every place word by word, on
-    sentences made of few words (so long phrases and near misses abound); with hashes that
-    collide all the time too (the words confirm every match)."""
-    if modulus is not None:
-        monkeypatch.setattr(lexical, "_HASH_MODULUS", modulus)
-    rng = random.Random(11)
-    vocabulary = ["aa", "bb", "cc"]
-    for _ in range(400):
-        phrases = {" ".join(rng.choices(vocabulary, k=rng.randrange(1, 14))) for _ in range(5)}
-        sentence = rng.choices(vocabulary, k=rng.randrange(0, 40))
-        expected = {
-            tuple(p.split())
-            for p in phrases
-            for start in range(len(sentence))
-            if sentence[start : start + len(p.split())] == p.split()
-        }
-        index = Phrases(phrases)
-        assert index.found(sentence) == expected
-        assert index.found_in(sentence) == bool(expected)
-        assert list(index.spans(sentence)) == _spans_one_place_at_a_time(phrases, sentence)
-
-
-def _best_cpu(call: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(5):
-        started = time.process_time()
-        call()
-        best = min(best, time.process_time() - started)
-    return best
-
-
 def test_a_long_phrase_costs_the_same_at_every_word() -> None:
     """A name of n words and a sentence repeating its first word 2n times, then the name: at
     n and 4n, linear work takes about 4 times as long, comparing every place word by word 16
@@ -476,6 +463,6 @@ def test_a_long_phrase_costs_the_same_at_every_word() -> None:
     assert index.found(sentence) == {tuple(["aa"] * 1_499 + ["zz"])}
     assert [(s, e) for s, e, _ in index.spans(sentence)] == [(3_000, 4_500)]
     bigger, longer = case(6_000)
-    small = _best_cpu(lambda: (index.found(sentence), list(index.spans(sentence))))
-    large = _best_cpu(lambda: (bigger.found(longer), list(bigger.spans(longer))))
+    small = best_cpu_seconds(lambda: (index.found(sentence), list(index.spans(sentence))))
+    large = best_cpu_seconds(lambda: (bigger.found(longer), list(bigger.spans(longer))))
     assert large / small < 10

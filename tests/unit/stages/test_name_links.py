@@ -4,9 +4,6 @@ bridge's own page, so no title links them."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +14,7 @@ from ctxasm.lexical import bridge_names, phrase_key, written_phrase
 from ctxasm.stages import relevance_utility
 from ctxasm.stages.relevance_utility import shared_names
 from ctxasm.stages.selection_planners import Evidence, _name_links
+from scaling import best_cpu_seconds
 
 QUESTION = "Who is the spouse of the Harbor Lights performer?"
 PASSAGES = [
@@ -261,15 +259,6 @@ def test_the_report_names_a_shared_name_as_the_texts_write_it() -> None:
     assert written_phrase("", "text") is None
 
 
-def _cpu(call: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(5):
-        started = time.process_time()
-        call()
-        best = min(best, time.process_time() - started)
-    return best
-
-
 def test_finding_how_a_text_writes_a_name_is_linear_in_the_text() -> None:
     """A long capitalised run repeated almost whole before the name itself: a pattern of the
     name's words tried each of them at each word (quadratic). At n and 4n words, a linear
@@ -283,6 +272,6 @@ def test_finding_how_a_text_writes_a_name_is_linear_in_the_text() -> None:
     key, text = shape(6_000)
     assert written_phrase(key, text) == " ".join(["Aa"] * 1_000)
     bigger_key, bigger_text = shape(24_000)
-    small = _cpu(lambda: written_phrase(key, text))
-    large = _cpu(lambda: written_phrase(bigger_key, bigger_text))
+    small = best_cpu_seconds(lambda: written_phrase(key, text))
+    large = best_cpu_seconds(lambda: written_phrase(bigger_key, bigger_text))
     assert large / small < 10
