@@ -242,8 +242,9 @@ def _read_points() -> list[_Point]:
     """The entry points of :data:`ENTRY_POINT_GROUP` that ``importlib.metadata`` finds, in its
     order: read straight from the ``entry_points.txt`` of each distribution on ``sys.path``
     (importing ``importlib.metadata`` and listing every distribution through it cost a cold
-    ``ctxasm assemble`` 40-60 ms), except where the layout calls for ``importlib.metadata``
-    itself (a zip archive or an egg on the path, another finder of distributions)."""
+    ``ctxasm assemble`` about 60 ms of CPU), except where the layout calls for
+    ``importlib.metadata`` itself (a zip archive or an egg on the path, another finder of
+    distributions)."""
     points = _read_folders(sys.path, sys.meta_path)
     if points is not None:
         return points
@@ -256,10 +257,13 @@ def _read_points() -> list[_Point]:
             f"the installed distributions' entry points cannot be read: {exc}",
             field=ENTRY_POINT_GROUP,
         ) from None
-    return [
-        _Point(p.name, p.value, _normalized(p.dist.name) if p.dist and p.dist.name else None)
-        for p in found
-    ]
+    # A distribution's points share one object, whose name parses its metadata on every read.
+    names: dict[int, str | None] = {}
+    for point in found:
+        if id(point.dist) not in names:
+            name = point.dist.name if point.dist is not None else None
+            names[id(point.dist)] = _normalized(name) if name else None
+    return [_Point(p.name, p.value, names[id(p.dist)]) for p in found]
 
 
 def _read_folders(paths: Iterable[str], finders: Iterable[object]) -> list[_Point] | None:
