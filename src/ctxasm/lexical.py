@@ -419,7 +419,7 @@ def written_phrase(key: str, text: str) -> str | None:
         return None
     pieces: list[str] = []
     spans: list[tuple[int, int]] = []
-    for word in _WORD.finditer(text):
+    for word in _WORDS.finditer(text):
         found = word.group()
         # each word as phrase_key reads it (lower-casing may part it: "İ" is "i" and a mark)
         for piece in found.lower().split() if found.isascii() else normalize(found).split():
@@ -453,7 +453,6 @@ def _as_name(text: str, spans: list[tuple[int, int]]) -> str | None:
 
 _MOST_PLACES_WRITTEN = 16
 _IN_NAME_MARKS = str.maketrans("", "", "'’-")  # what a name's word may hold beside letters
-_WORD = re.compile(r"\w+")
 
 
 @text_cache(HEAVY_CACHE_CHARS)

@@ -15,7 +15,7 @@ from typing import Any
 
 import xxhash
 
-from ctxasm.store.ranking import ClassDelta, chunk_words, saturation
+from ctxasm.store.ranking import ClassDelta, ClassWords, chunk_words, saturation
 from ctxasm.store.records import Pending, chunk_row
 
 DIMENSION = 256
@@ -212,23 +212,18 @@ def _chunk_words(
     batch: list[Pending], classes: list[int], deltas: dict[int, ClassDelta]
 ) -> tuple[list[list[str]], list[Counter[str]]]:
     """Each chunk's words and their counts, for its row and its vector, counted into the
-    ``deltas`` of the chunks' classes (a class's words all at once: one pass over its counts,
-    which stay in the processor's cache, rather than one per chunk, between other classes')."""
+    ``deltas`` of the chunks' classes (see :class:`~ctxasm.store.ranking.ClassWords`)."""
     words: list[list[str]] = []
     counts: list[Counter[str]] = []
-    added: dict[int, tuple[list[str], list[int]]] = {}
+    gathered = ClassWords()
     for item, class_id in zip(batch, classes, strict=True):
-        distinct, lengths = added.setdefault(class_id, ([], []))
         for chunk in item.chunks:
             found = chunk_words(chunk.text)
             counted = Counter(found)
             words.append(found)
             counts.append(counted)
-            distinct.extend(counted)
-            lengths.append(len(found))
-    for class_id, (distinct, lengths) in added.items():
-        delta = deltas.setdefault(class_id, ClassDelta())
-        delta.add_words(distinct, sum(lengths), chunks=len(lengths))
+            gathered.add(class_id, counted, len(found))
+    gathered.count_into(deltas)
     return words, counts
 
 

@@ -48,6 +48,7 @@ from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
 from ctxasm.store.ranking import (
     ClassDelta,
+    ClassWords,
     VisibleStats,
     chunk_words,
     count_into,
@@ -468,7 +469,7 @@ class SQLiteStore:
         documents: list[tuple[Any, ...]] = []
         readers: list[tuple[str, str]] = []
         chunks: list[tuple[Any, ...]] = []
-        added: dict[int, tuple[list[str], list[int]]] = {}  # each class's words and lengths
+        gathered = ClassWords()
         for item in batch:
             document = item.document
             access = (document.tenant, document.readers)
@@ -477,10 +478,8 @@ class SQLiteStore:
                 class_id = classes[access] = self._class_id(document)
             documents.append(document_row(document, item.digest))
             readers.extend((document.doc_id, r) for r in reader_names(document))
-            chunks.extend(_chunk_rows(item, class_id, added.setdefault(class_id, ([], []))))
-        for class_id, (distinct, lengths) in added.items():  # a class's words all at once
-            delta = deltas.setdefault(class_id, ClassDelta())
-            delta.add_words(distinct, sum(lengths), chunks=len(lengths))
+            chunks.extend(_chunk_rows(item, class_id, gathered))
+        gathered.count_into(deltas)
         db.executemany(
             "INSERT INTO documents (doc_id, title, url, tenant, has_readers, timestamp, "
             "authority, metadata, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -773,19 +772,14 @@ class SQLiteStore:
         return {doc_id: tuple(names) for doc_id, names in found.items()}
 
 
-def _chunk_rows(
-    item: Pending, class_id: int, added: tuple[list[str], list[int]]
-) -> list[tuple[Any, ...]]:
-    """The ``chunks`` rows of one document (see :data:`_CHUNK_FIELDS`), each chunk's distinct
-    words and length ``added`` on the way for its class's statistics (its words are found
-    once, for both; a class's are counted all at once, in one pass over its counts)."""
+def _chunk_rows(item: Pending, class_id: int, gathered: ClassWords) -> list[tuple[Any, ...]]:
+    """The ``chunks`` rows of one document (see :data:`_CHUNK_FIELDS`), each chunk's words
+    ``gathered`` on the way for its class's statistics (found once, for both)."""
     doc_id = item.document.doc_id
-    distinct, lengths = added
     rows = []
     for seq, chunk in enumerate(item.chunks):
         found = chunk_words(chunk.text)
-        distinct.extend(set(found))
-        lengths.append(len(found))
+        gathered.add(class_id, set(found), len(found))
         rows.append((*chunk_row(doc_id, seq, chunk, len(found)), item.vectors[seq], class_id))
     return rows
 
