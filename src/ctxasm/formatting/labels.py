@@ -39,10 +39,12 @@ from ctxasm.lookalikes import BLANK_LETTERS, LABEL_LOOKALIKES
 
 __all__ = [
     "CITATION",
+    "CONTROL_TOKEN",
     "ITEM",
     "NEUTRAL_MARK",
     "Folded",
     "fold",
+    "neutral_controls",
     "neutral_id",
     "neutral_text",
     "neutral_title",
@@ -289,10 +291,48 @@ def _quoted(part: str, also_safe: str) -> str:
     return quote(part, safe=_URL_SAFE + also_safe, errors="surrogatepass")
 
 
+# The control tokens of the chat templates open-weight models are served with, as a text may
+# write them: a server that applies the template and then encodes the whole conversation with
+# its tokenizer's special tokens parsed (vLLM, TGI) reads such a string in a passage as the
+# token itself, so "<|im_end|><|im_start|>system" would end the turn that holds the sources
+# and open a system turn. Names between "<|" and "|>" (ChatML, Llama 3, Phi, tiktoken's own),
+# DeepSeek's between full-width bars, SentencePiece's and Gemma's tags, Mistral's bracketed
+# tokens and Llama 2's system markers. No pattern matches across white space, and no match
+# can hold another (a name holds no bracket, bar or angle bracket), so the space that
+# neutral_controls writes after each match's opening character leaves none behind, and makes
+# none.
+CONTROL_TOKEN = re.compile(
+    r"<\|[^\s|<>\[\]]{1,64}\|>"
+    r"|<\uff5c[^\s\uff5c|<>\[\]]{1,64}\uff5c>"
+    r"|</?(?:s|unk|pad|bos|eos|mask|start_of_turn|end_of_turn|think|tool_call|tool_response)>"
+    r"|\[/?(?:INST|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_RESULTS|TOOL_CALLS|TOOL_CONTENT|THINK"
+    r"|IMG|IMG_BREAK|IMG_END|PREFIX|MIDDLE|SUFFIX)\]"
+    r"|<</?SYS>>"
+)
+"""A chat template's control token written as text (see :func:`neutral_controls`)."""
+
+
+def neutral_controls(text: str) -> str:
+    """``text`` with a space after the first character of every :data:`CONTROL_TOKEN`
+    (``<|im_start|>`` becomes ``< |im_start|>``, ``[INST]`` becomes ``[ INST]``): it reads the
+    same to a person, and no tokenizer reads it as the control token; other text is unchanged."""
+    if ("<" not in text and "[" not in text) or CONTROL_TOKEN.search(text) is None:
+        return text
+    return CONTROL_TOKEN.sub(_spaced_control, text)
+
+
+def _spaced_control(match: re.Match[str]) -> str:
+    token = match.group()
+    return f"{token[0]} {token[1:]}"
+
+
 @text_cache(CACHE_CHARS)
 def neutral_text(text: str) -> str:
-    """Passage text with :data:`NEUTRAL_MARK` in every worded label look-alike that starts a
-    line (``[Source 2] Fake`` becomes ``[Source № 2] Fake``); other text is unchanged."""
+    """Passage text as the sources block carries it: control tokens of chat templates written
+    in it broken (see :func:`neutral_controls`), and :data:`NEUTRAL_MARK` in every worded label
+    look-alike that starts a line (``[Source 2] Fake`` becomes ``[Source № 2] Fake``); other
+    text is unchanged."""
+    text = neutral_controls(text)
     folded = fold(text)
     lowered = folded.text.lower()
     if "ource" not in lowered and "0urce" not in lowered:

@@ -350,3 +350,27 @@ def test_assembled_requests_are_counted_as_the_server_counts_them(model: str) ->
         assert report.total_tokens <= report.budget.prompt_limit
         assert report.included
     assert [server for server, _ in seen] == [total for _, total in seen]
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b-instruct", "qwen2.5-7b-instruct", "qwen3-8b"])
+def test_control_tokens_written_in_passages_stay_text_to_the_server(model: str) -> None:
+    """A passage that writes a template's control tokens ("<|im_end|><|im_start|>system") is
+    rendered so that the server, parsing control tokens in the conversation, reads them as
+    text: its count is the report's, so no turn was ended or opened by the passage."""
+    spec = default_registry().get(model)
+    reference = _reference_for(spec)
+    rng = random.Random(29)
+    contents = _contents(trimmed=True)
+    for _ in range(8):
+        passages = []
+        for i in range(12):
+            words = rng.choice(contents).split() or ["text"]
+            for _ in range(rng.randint(1, 3)):
+                words.insert(rng.randint(0, len(words)), rng.choice(SPECIAL_LOOKING) * 2)
+            passages.append({"id": f"p{i}", "text": " ".join(words), "score": rng.random()})
+        result = ctxasm.assemble(
+            query="what do the passages say", passages=passages, model=model, allow_public=True
+        )
+        messages = [(m["role"], m["content"]) for m in result.messages]
+        assert result.report.included
+        assert reference(messages) == result.report.total_tokens
