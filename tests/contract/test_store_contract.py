@@ -604,6 +604,26 @@ def test_the_best_chunk_wins_however_many_chunks_match(store: Store) -> None:
     assert found[0].doc_id == "best"
 
 
+@pytest.mark.parametrize(
+    ("look_alike", "text", "question"),
+    [
+        ("cafe menu", "The café on the corner serves coffee every morning.", "café"),
+        ("flush_all now", "Call flush to write the buffers before the process exits.", "flush"),
+    ],
+)
+def test_chunks_that_hold_the_word_are_found_past_look_alikes(
+    store: Store, look_alike: str, text: str, question: str
+) -> None:
+    """Chunks the full-text index finds by a folded form of the word ("cafe" for "café", the
+    "flush" of "flush_all") score nothing, however many fill its candidates; the chunk that
+    holds the word itself is still found."""
+    documents = [Document(f"like{n}", look_alike, tenant="t") for n in range(60)]
+    documents.append(Document("real", text, tenant="t"))
+    store.upsert_many([(d, chunk_text(d.text, 64, 0)) for d in documents])  # type: ignore[attr-defined]
+    for k in (1, 5, 50):
+        assert [p.doc_id for p in store.retrieve(question, Principal("a", "t"), k)] == ["real"]
+
+
 def test_retrieved_passages_are_slices_of_their_documents_best_first(
     tmp_path: Path, store: Store
 ) -> None:

@@ -194,6 +194,10 @@ _STAGED_CHUNKS = f"CREATE TEMP TABLE IF NOT EXISTS staged_chunks ({_CHUNK_FIELDS
 
 
 SCORE_DIGITS = 6  # a passage's score is rounded to this many decimals
+# Where fewer than k of the candidate pool score above 0 (see SQLiteStore.retrieve), the pool is
+# read again this many times larger, at most this many times: memory stays bounded by k.
+_POOL_GROWTH = 4
+_POOL_ROUNDS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -625,9 +629,18 @@ class SQLiteStore:
             if not stats.total:
                 return []
             pool = max(4 * k, 200) if self.embedder is not None else max(2 * k, 20)
-            rows = self._candidates(classes, stats, terms, pool)
+            most = pool * _POOL_GROWTH**_POOL_ROUNDS
+            while True:
+                rows = self._candidates(classes, stats, terms, pool)
+                scored = rescored(rows, terms, stats)
+                # FTS5 finds words by their folded forms ("cafe" for "café", "flush" in
+                # "flush_all"), which the exact score does not count: where those fill the
+                # pool, the chunks that hold the words themselves lie further down.
+                found = sum(1 for score, _ in scored if score > 0)
+                if found >= k or len(rows) < pool or pool >= most:
+                    break
+                pool *= _POOL_GROWTH
             readers = self._readers({row.doc_id for row in rows if row.has_readers})
-        scored = rescored(rows, terms, stats)
         near = self._nearest(query, rows, max(2 * k, 20))
         if near:
             scored = fused(scored, near)
