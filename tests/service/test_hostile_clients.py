@@ -371,3 +371,27 @@ def test_healthz_answers_while_an_assembly_runs(served_patient: Any) -> None:
         sender.join(timeout=120)
     assert [status for _, status in finished] == [200] * 4
     assert health < max(at for at, _ in finished)  # answered while assemblies were still running
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("3", "3")])
+def test_workers_run_numpy_with_one_blas_thread_unless_told(
+    start_service: Start, given: str | None, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests share a worker's cores: its numpy gets one OpenBLAS thread (threads per product
+    waited on one another on a busy machine), unless the operator set OPENBLAS_NUM_THREADS."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    env = {} if given is None else {"OPENBLAS_NUM_THREADS": given}
+    with start_service(None, "--workers", "2", env=env) as (_, pid):
+        workers = _children(pid)
+        assert workers
+        for worker in workers:
+            variables = Path(f"/proc/{worker}/environ").read_bytes().split(b"\0")
+            assert f"OPENBLAS_NUM_THREADS={expected}".encode() in variables

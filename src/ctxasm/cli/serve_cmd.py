@@ -10,7 +10,9 @@ import typer
 
 from ctxasm.cli.exits import EXIT_BAD_INPUT, error_line, fail
 
-__all__ = ["serve_command"]
+__all__ = ["BLAS_THREADS_ENV", "serve_command"]
+
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 
 
 HostOption = Annotated[str, typer.Option("--host", metavar="ADDRESS", help="Address to listen on.")]
@@ -54,6 +56,11 @@ def serve_command(
         import uvicorn
     except ImportError:
         fail("the service needs: pip install 'ctxasm[service]'", EXIT_BAD_INPUT)
+    # Requests run side by side in threads, and numpy's OpenBLAS would start threads of its own
+    # for each product: on a busy machine they wait on one another (semantic dedup of 2,000
+    # passages took 8.5 s instead of 0.9). One BLAS thread per process, unless the environment
+    # says otherwise; set before numpy loads, which reads it then.
+    os.environ.setdefault(BLAS_THREADS_ENV, "1")
     from ctxasm.errors import CtxasmError
     from ctxasm.service.app import ALLOW_TEMPLATES_ENV
     from ctxasm.service.protocol import HEADER_TIMEOUT_ENV, SEND_TIMEOUT_ENV
