@@ -114,9 +114,6 @@ class TemplateFormat:
     def render(
         self, parts: PromptParts, context: str, sources: Sequence[Candidate] = ()
     ) -> Rendered:
-        from jinja2 import TemplateError
-        from jinja2.exceptions import SecurityError, UndefinedError
-
         variables = {
             "system": parts.system,
             "rules": RULES,
@@ -129,12 +126,46 @@ class TemplateFormat:
             "sources_block": context,
             "has_sources": bool(sources),
         }
+        try:
+            text = self._text(variables)
+        except RequestError as error:
+            # Every template is also rendered without sources: to measure the prompt around
+            # them for the budget, and for a request where no passage is relevant. One that
+            # fails only then ("sources[0]") is told so.
+            if sources or error.field != FIELD or not self._renders_with_a_source(variables):
+                raise
+            raise RequestError(f"{error.message}{_WITHOUT_SOURCES}", field=FIELD) from None
+        if not text.isascii():
+            try:
+                text.encode()
+            except UnicodeEncodeError as exc:
+                raise RequestError(
+                    f"template writes a lone surrogate (U+{ord(text[exc.start]):04X}), which is "
+                    "not text a model can be sent",
+                    field=FIELD,
+                ) from None
+        return Rendered((), None, text)
+
+    def _renders_with_a_source(self, variables: dict[str, Any]) -> bool:
+        """Whether the template renders with ``variables`` given one placeholder source."""
+        try:
+            self._text({**variables, "sources": [_PLACEHOLDER], "has_sources": True})
+        except RequestError:
+            return False
+        return True
+
+    def _text(self, variables: dict[str, Any]) -> str:
+        """The template rendered with ``variables``, in the request's render budget; a
+        RequestError naming ``template`` for whatever goes wrong in it."""
+        from jinja2 import TemplateError
+        from jinja2.exceptions import SecurityError, UndefinedError
+
         from ctxasm.formatting.template_sandbox import active_budget
 
         token = active_budget().set(self.budget)
         self.budget.start()
         try:
-            text = self.template.render(variables)
+            text: str = self.template.render(variables)
         except RequestError:
             raise
         except UndefinedError as exc:
@@ -156,19 +187,29 @@ class TemplateFormat:
         finally:
             self.budget.stop()
             active_budget().reset(token)
-        if not text.isascii():
-            try:
-                text.encode()
-            except UnicodeEncodeError as exc:
-                raise RequestError(
-                    f"template writes a lone surrogate (U+{ord(text[exc.start]):04X}), which is "
-                    "not text a model can be sent",
-                    field=FIELD,
-                ) from None
-        return Rendered((), None, text)
+        return text
 
     def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:
         return counter.count(rendered.text or "")
+
+
+_WITHOUT_SOURCES = (
+    " when rendered with no sources, as ctxasm renders every template to measure the prompt "
+    "around them and for a request where no passage is relevant: read sources only "
+    "{% if has_sources %}"
+)
+# A source as a template sees one, to tell a template that fails only without sources.
+_PLACEHOLDER: dict[str, Any] = {
+    "number": 1,
+    "label": label(1),
+    "id": "passage",
+    "title": None,
+    "url": None,
+    "text": "",
+    "fenced": "```\n\n```",
+    "flags": [],
+    "warning": "",
+}
 
 
 def _failure(exc: Exception) -> str:

@@ -466,3 +466,28 @@ def test_lists_and_dicts_of_ordinary_size_are_written_out_as_before() -> None:
     )
     text = ctxasm.assemble("q", [{"text": "Paris."}], format="template", template=template).text
     assert text == "[1, 'a'] {'k': [2]} [3] [4] x[5]"
+
+
+@pytest.mark.parametrize(
+    "template", ["{{ sources[0].label }}", "{{ (sources|first).label }}", "{{ sources[-1].id }}"]
+)
+def test_a_template_that_fails_only_without_sources_is_told_how_to_read_them(
+    template: str,
+) -> None:
+    """Every template is also rendered without sources (the budget measures the prompt around
+    them); one that reads a source unguarded fails there, and the error says how to guard it,
+    while the guarded template renders."""
+    with pytest.raises(RequestError) as error:
+        ctxasm.assemble("Where?", PASSAGES, format="template", template=template)
+    assert error.value.field == "template"
+    assert "when rendered with no sources" in error.value.message
+    assert "{% if has_sources %}" in error.value.message
+    guarded = "{% if has_sources %}" + template + "{% endif %}\n{{ sources_block }}"
+    result = ctxasm.assemble("Where?", PASSAGES, format="template", template=guarded)
+    assert result.report.included
+
+
+def test_a_template_that_fails_with_sources_too_gets_no_hint_about_them() -> None:
+    with pytest.raises(RequestError) as error:
+        ctxasm.assemble("Where?", PASSAGES, format="template", template="{{ 1/0 }}")
+    assert "no sources" not in error.value.message
