@@ -82,8 +82,8 @@ def make_tokenizer(spec: str) -> Tokenizer:
             factor = float(factor_text) if factor_text else 1.0
         except ValueError:
             raise TokenizerError(
-                f"invalid tokenizer spec {spec!r}: the factor after '*' must be a positive "
-                f"number, got {factor_text!r}"
+                f"invalid tokenizer spec {spec!r}: the factor after '*' must be a number, got "
+                f"{factor_text!r}"
             ) from None
         try:
             return EstimateTokenizer(TiktokenTokenizer(encoding), factor)
