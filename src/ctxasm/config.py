@@ -36,6 +36,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -230,4 +231,10 @@ class AssemblerConfig:
             return source
         if isinstance(source, Mapping):
             return cls.from_mapping(source)
+        if not isinstance(source, str | PathLike):
+            raise ConfigError(
+                "config must be a mapping, a path to a TOML or JSON file, or None, got "
+                f"{shown(source)}",
+                field="config",
+            )
         return cls.from_mapping(load_config_file(source))

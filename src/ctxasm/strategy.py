@@ -76,8 +76,15 @@ def require_number(
     if not finite:
         raise ParamError(param, f"must be a finite number, got {shown(value)}")
     if (low is not None and value < low) or (high is not None and value > high):
-        raise ParamError(param, f"must be between {low} and {high}, got {shown(value)}")
+        raise ParamError(param, f"must be {_range(low, high)}, got {shown(value)}")
     return float(value)
+
+
+def _range(low: float | None, high: float | None) -> str:
+    """The numbers ``require_number`` takes, in words ("between 0 and 1", "at least 1e-06")."""
+    if low is not None and high is not None:
+        return f"between {low} and {high}"
+    return f"at least {low}" if low is not None else f"at most {high}"
 
 
 def require_int(param: str, value: object, *, low: int, high: int | None = None) -> int:

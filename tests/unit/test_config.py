@@ -220,3 +220,11 @@ def test_serve_refuses_to_start_with_one_line(tmp_path: Path) -> None:
         "gpt-4.1, gpt-4o-mini, gpt-4-turbo? Run `ctxasm models` for the full list, or add the "
         "model with context_window, max_output and tokenizer in a config file. [defaults.model]"
     ]
+
+
+@pytest.mark.parametrize("config", [5, 1.5, b"ctxasm.toml", ["a"], True])
+def test_a_config_of_another_kind_is_refused_naming_it(config: object) -> None:
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler(config)  # type: ignore[arg-type]
+    assert caught.value.field == "config"
+    assert "a mapping, a path to a TOML or JSON file, or None" in caught.value.message

@@ -216,20 +216,21 @@ def test_a_query_of_stop_words_finds_no_relevant_context(relevance: str) -> None
 
 
 @pytest.mark.parametrize(
-    ("params", "field"),
+    ("params", "field", "allowed"),
     [
-        ({"half_life_days": 0}, "strategy.relevance.half_life_days"),
-        ({"w_title": -1}, "strategy.relevance.w_title"),
-        ({"max_link_sources": -1}, "strategy.relevance.max_link_sources"),
-        ({"b": 2}, "strategy.relevance.b"),
+        ({"half_life_days": 0}, "strategy.relevance.half_life_days", "must be at least 1e-06"),
+        ({"w_title": -1}, "strategy.relevance.w_title", "must be between 0.0 and 100.0"),
+        ({"max_link_sources": -1}, "strategy.relevance.max_link_sources", "must be an integer"),
+        ({"b": 2}, "strategy.relevance.b", "must be between 0.0 and 1.0"),
     ],
 )
-def test_bad_parameters_name_the_field(params: dict[str, Any], field: str) -> None:
+def test_bad_parameters_name_the_field(params: dict[str, Any], field: str, allowed: str) -> None:
     with pytest.raises(ctxasm.RequestError) as caught:
         ctxasm.assemble(
             LINK_QUERY, LINK_PASSAGES, strategy={"relevance": {"name": "utility", **params}}
         )
     assert caught.value.field == field
+    assert f"{field}: {allowed}" in caught.value.message
 
 
 def test_a_stopword_only_query_says_why_nothing_is_relevant() -> None:
