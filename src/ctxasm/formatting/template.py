@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from ctxasm.data import Candidate
-from ctxasm.errors import RequestError
+from ctxasm.errors import RequestError, UntokenizableError
 from ctxasm.formatting.base import PromptParts, Rendered
 from ctxasm.formatting.blocks import (
     RULES,
@@ -190,7 +190,15 @@ class TemplateFormat:
         return text
 
     def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:
-        return counter.count(rendered.text or "")
+        try:
+            return counter.count(rendered.text or "")
+        except UntokenizableError as error:
+            # The passages were checked before the template wrote them: this is its own text.
+            if error.field is not None:
+                raise
+            raise UntokenizableError(
+                f"template writes text that cannot be counted: {error.message}", field=FIELD
+            ) from None
 
 
 _WITHOUT_SOURCES = (

@@ -8,7 +8,7 @@ import tracemalloc
 import pytest
 
 import ctxasm
-from ctxasm.errors import RequestError
+from ctxasm.errors import RequestError, UntokenizableError
 from ctxasm.formatting import template_sandbox
 from ctxasm.formatting.template import compile_template
 
@@ -491,3 +491,12 @@ def test_a_template_that_fails_with_sources_too_gets_no_hint_about_them() -> Non
     with pytest.raises(RequestError) as error:
         ctxasm.assemble("Where?", PASSAGES, format="template", template="{{ 1/0 }}")
     assert "no sources" not in error.value.message
+
+
+def test_a_template_that_writes_an_uncountable_run_is_named() -> None:
+    """A passage with a run too long to count is excluded before any template sees it; a run
+    the template writes itself is the template's, and the error names it."""
+    with pytest.raises(UntokenizableError) as error:
+        ctxasm.assemble("Where?", PASSAGES, format="template", template='{{ "a" * 9000 }}')
+    assert error.value.field == "template"
+    assert error.value.message.startswith("template writes text that cannot be counted: ")
