@@ -110,6 +110,14 @@ def test_check_citations_over_http(service: str) -> None:
     assert status == 200 and report["invalid"] == ["Source 9"]
     status, error = _call(service, "/v1/check-citations", {"answer": 3})
     assert (status, error["error"]["field"]) == (422, "answer")
+    # a key the endpoint does not take is refused, as /v1/assemble refuses one, and a missing
+    # result is named as such
+    body = {"answer": "Yes [Source 1].", "result": result, "links": True}
+    status, error = _call(service, "/v1/check-citations", body)
+    assert (status, error["error"]["field"]) == (422, "links")
+    status, error = _call(service, "/v1/check-citations", {"answer": "Yes [Source 1]."})
+    assert (status, error["error"]["field"]) == (422, "result")
+    assert error["error"]["message"].startswith("result must be an object, it is missing; send ")
     # a 1 MB url cited 150 times made a 150 MB response (hundreds of MB of server memory);
     # here a 150 kB url cited 1,000 times, under this service's 200 kB body limit
     result["report"]["included"][0]["url"] = "https://example.org/" + "a" * 150_000

@@ -51,6 +51,7 @@ from ctxasm.service.openapi import (
     request_body,
 )
 from ctxasm.service.sessions import SessionStore
+from ctxasm.validation import shown
 
 __all__ = ["ALLOW_TEMPLATES_ENV", "create_app", "create_app_from_env"]
 
@@ -170,14 +171,28 @@ class _Endpoints:
 
         try:
             data = decode_object(raw, max_bytes=self.limits["max_body_bytes"])
-            if not isinstance(data.get("answer"), str):
-                raise RequestError('send {"answer": str, "result": {...}}', field="answer")
+            unknown = sorted(set(data) - {"answer", "result"})
+            if unknown:
+                raise RequestError(
+                    f"unknown field {shown(unknown[0])}; send {_CITATIONS_BODY}", field=unknown[0]
+                )
+            for name, kind, wanted in (("answer", str, "a string"), ("result", dict, "an object")):
+                if not isinstance(data.get(name), kind):
+                    got = f"got {shown(data[name])}" if name in data else "it is missing"
+                    raise RequestError(
+                        f"{name} must be {wanted}, {got}; send {_CITATIONS_BODY}", field=name
+                    )
             # to_dict refuses a report out of proportion to the request (a long url cited
             # many times), before it is built
-            report = check_citations(data["answer"], data.get("result") or {}).to_dict()
+            report = check_citations(data["answer"], data["result"]).to_dict()
         except CtxasmError as error:
             return _failure(error, request_id)
         return _json(report)
+
+
+_CITATIONS_BODY = (
+    '{"answer": "...", "result": {...}}, the result being the assembly\'s result JSON'
+)
 
 
 def _http_error(request: Request, exc: Exception) -> Response:

@@ -148,9 +148,7 @@ class CheckCitationsRequest(_Closed):
     """An answer and the result of the assembly it answers."""
 
     answer: str = Field(description="The model's answer, with [Source N] markers.")
-    result: dict[str, Any] = Field(
-        default_factory=dict, description="The result JSON of POST /v1/assemble."
-    )
+    result: dict[str, Any] = Field(description="The result JSON of POST /v1/assemble.")
 
 
 # ---- results -------------------------------------------------------------------------------
