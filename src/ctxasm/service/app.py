@@ -190,9 +190,7 @@ class _Endpoints:
         return _json(report)
 
 
-_CITATIONS_BODY = (
-    '{"answer": "...", "result": {...}}, the result being the assembly\'s result JSON'
-)
+_CITATIONS_BODY = '{"answer": "...", "result": {...}}, the result being the assembly\'s result JSON'
 
 
 def _http_error(request: Request, exc: Exception) -> Response:
