@@ -10,6 +10,8 @@ counts at most ``max_tokens`` tokens with the model's own tokenizer, separators 
 ``cutoff="strict"`` stops at the first item that does not fit: every item ranked after it is
 excluded with ``priority_cutoff``, so a lower priority never jumps a higher one.
 ``cutoff="skip"`` excludes only what does not fit (``over_budget``) and keeps trying the rest.
+An item that is empty or only white space is excluded as ``empty`` either way (it would add
+nothing but a separator).
 
 The guarantee: ``built.total_tokens == count(built.context) <= max_tokens``, where ``count`` is
 the counter :func:`ctxasm.tokens.get_counter` returns for the model's tokenizer spec.
@@ -193,6 +195,12 @@ class ContextBuilder:
         excluded: list[Excluded] = []
         blocker: _Item | None = None
         for item in ranked:
+            if not item.text.strip():  # nothing to add but a separator, as assemble's "empty"
+                detail = "text is empty" if not item.text else "text is only white space"
+                excluded.append(
+                    Excluded(item.label, Reason.EMPTY, self._own_count(item.text), detail)
+                )
+                continue
             if blocker is not None:
                 excluded.append(self._cut_off(item, blocker))
                 continue

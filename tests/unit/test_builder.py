@@ -60,6 +60,9 @@ def reference(
     dropped: list[tuple[int, str]] = []
     stopped = False
     for index in ranked:
+        if not items[index][0].strip():
+            dropped.append((index, "empty"))
+            continue
         if stopped:
             dropped.append((index, "priority_cutoff"))
             continue
@@ -665,3 +668,20 @@ def test_items_without_spaces_are_not_recounted_whole_for_each_item(item: str) -
     built = builder.build()
     assert time.perf_counter() - started < 5.0
     assert built.total_tokens == o200k(built.context)
+
+
+@pytest.mark.parametrize("cutoff", ["strict", "skip"])
+def test_an_empty_or_blank_item_is_excluded_and_leaves_no_separator(cutoff: str) -> None:
+    built = (
+        ContextBuilder(max_tokens=50, cutoff=cutoff)
+        .add("", 3)
+        .add("b", 2)
+        .add("  \n\t", 1, label="blank")
+        .build()
+    )
+    assert built.context == "b"
+    assert built.included == ("item-2",)
+    assert [(e.label, e.reason.value) for e in built.excluded] == [
+        ("item-1", "empty"),
+        ("blank", "empty"),
+    ]
