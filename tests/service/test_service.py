@@ -98,6 +98,10 @@ def test_the_api_key_is_required(service: str) -> None:
     status, models = _call(service, "/v1/models")
     assert status == 200 and any(m["name"] == "gpt-4o" for m in models)
     assert _call(service, "/healthz", key=None) == (200, {"status": "ok"})
+    # load balancers often check with HEAD: the same status, no body
+    head = urllib.request.Request(f"{service}/healthz", method="HEAD")
+    with urllib.request.urlopen(head, timeout=30) as response:
+        assert (response.status, response.read()) == (200, b"")
 
 
 def test_check_citations_over_http(service: str) -> None:

@@ -323,7 +323,7 @@ def _add_work_routes(app: FastAPI, work: _Endpoints) -> None:
 
 
 def _add_info_routes(app: FastAPI, assembler: Assembler, metrics: _Metrics) -> None:
-    """``GET /v1/models``, ``GET /healthz`` and ``GET /metrics``."""
+    """``GET /v1/models``, ``GET /healthz`` (``HEAD`` too) and ``GET /metrics``."""
 
     @app.get(
         "/v1/models",
@@ -341,6 +341,11 @@ def _add_info_routes(app: FastAPI, assembler: Assembler, metrics: _Metrics) -> N
         responses=errors_for(500, 503),
     )
     async def health() -> Response:
+        return JSONResponse({"status": "ok"})
+
+    # Load balancers often check with HEAD: the same answer, without its body.
+    @app.head("/healthz", include_in_schema=False)
+    async def health_head() -> Response:
         return JSONResponse({"status": "ok"})
 
     @app.get(
