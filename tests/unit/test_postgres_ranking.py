@@ -17,7 +17,15 @@ import pytest
 
 from ctxasm.data import Principal
 from ctxasm.lexical import query_terms
-from ctxasm.store import Chunk, Document, Store, open_store, postgres_rows, postgres_schema
+from ctxasm.store import (
+    Chunk,
+    Document,
+    Store,
+    open_store,
+    postgres_rows,
+    postgres_schema,
+    postgres_search,
+)
 from ctxasm.store import postgres as pg
 from ctxasm.store.ranking import rescored
 
@@ -255,7 +263,7 @@ def _nearest_finds_every_chunk(url: str, store: Any) -> None:
     with store._connection() as db:
         for chunk_id, vector in vectors:
             found = db.execute(
-                pg._NEAREST.format(generation=generation),
+                postgres_search._NEAREST.format(generation=generation),
                 {"vector": vector, "distance": 0.95, "k": 5, "classes": classes},
             ).fetchall()
             assert min(found)[1] == chunk_id  # (distance, chunk_id, ...)
@@ -494,7 +502,7 @@ def test_the_index_scan_stops_at_k_and_the_distance_limit_applies_after_it(
     )
     limit = (exact[3][1] + exact[4][1]) / 2  # four vectors within it, k = 10
     params = {"vector": vector[0][0], "distance": limit, "k": 10, "classes": classes}
-    query = pg._NEAREST.format(generation=generation)
+    query = postgres_search._NEAREST.format(generation=generation)
     with store._connection() as db:
         # the HNSW index, as a large store uses it
         db.execute("SET enable_seqscan = off")
@@ -562,3 +570,46 @@ def test_a_retrieval_gives_the_same_passages_with_one_connection_or_two(postgres
     assert not lent_two[1]  # a pool of one never lends a second connection
     assert found[1] == found[4]
     assert all(found[1])
+
+
+def test_another_tenants_writes_change_nothing_once_the_index_is_built(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The HNSW graph is shared by every tenant, and which neighbours its scan reaches depends
+    on what the others wrote: a principal who sees no more chunks than a store holds before it
+    has an index is searched exactly, so another tenant's writes, which here build the index and
+    fill it, change neither its passages nor their scores (8 of 20 questions changed before)."""
+    monkeypatch.setattr(postgres_schema, "FIRST_INDEX", 300)
+    monkeypatch.setattr(postgres_schema, "TAIL_MIN", 20)
+    monkeypatch.setattr(postgres_schema, "TAIL_MAX", 60)
+    store = open_store(postgres_url)
+    try:
+        rng = random.Random(5)
+        vocabulary = [f"w{n}" for n in range(400)]
+
+        def write(prefix: str, tenant: str) -> None:
+            for n in range(0, 200, 10):
+                store.upsert_many(  # type: ignore[attr-defined]
+                    [
+                        (d, [Chunk(0, len(d.text), d.text)])
+                        for d in (
+                            Document(
+                                f"{prefix}{m}",
+                                " ".join(rng.choices(vocabulary, k=12)),
+                                tenant=tenant,
+                            )
+                            for m in range(n, n + 10)
+                        )
+                    ]
+                )
+
+        write("a", "A")
+        reader = Principal("u", "A")
+        questions = [" ".join(rng.choices(vocabulary, k=3)) for _ in range(20)]
+        before = [[(p.id, p.score) for p in store.retrieve(q, reader, 10)] for q in questions]
+        write("b", "B")
+        assert _generations(postgres_url)[1]  # the other tenant's writes built the index
+        after = [[(p.id, p.score) for p in store.retrieve(q, reader, 10)] for q in questions]
+        assert after == before
+    finally:
+        store.close()

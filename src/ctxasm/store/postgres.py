@@ -93,12 +93,12 @@ from ctxasm.store.postgres_schema import (
 )
 from ctxasm.store.postgres_search import (
     _HOLDING,
-    _NEAREST,
     _ROWS,  # noqa: F401 - re-exported for the tests
     PostgresRow,
     _Lexical,
     _statistics,
     _vector,
+    nearest_query,
 )
 from ctxasm.store.ranking import ClassDelta, chunk_words, count_into, fused, only_hidden
 from ctxasm.store.records import (
@@ -575,7 +575,7 @@ class PostgresStore:
             if not stats.total:
                 return []
             lexical = _Lexical(classes, stats, terms, reference, pool)
-            near_query = _NEAREST.format(generation=generation)
+            near_query = nearest_query(stats.total, generation, postgres_schema.FIRST_INDEX)
             near_params["classes"] = classes
             with self._spare_connection() as other:
                 # the neighbours on a second connection, searched while this one finds the

@@ -78,6 +78,28 @@ WITH indexed AS MATERIALIZED (
      ORDER BY key LIMIT %(k)s)
 ){_ROWS}"""
 
+# The nearest visible vectors, every one of them compared: for a principal who sees no more
+# vectors than a store holds before it has an index (see nearest_query).
+_EXACT_NEAREST = f"""
+WITH found AS (
+    SELECT v.id, v.embedding <=> %(vector)s::vector AS key FROM chunk_vectors v
+    WHERE v.class_id = ANY(%(classes)s) AND (v.embedding <=> %(vector)s::vector) < %(distance)s
+    ORDER BY key LIMIT %(k)s
+){_ROWS}"""
+
+
+def nearest_query(visible: int, generation: int, exact_up_to: int) -> str:
+    """The statement that finds the nearest vectors of a principal who sees ``visible`` chunks,
+    in a store whose index covers the generations up to ``generation``. Up to ``exact_up_to``
+    visible chunks, every visible vector is compared, as in a store with no index yet: the
+    graph is shared by every principal, and which neighbours its scan reaches, and where the
+    tail begins, depend on what the others wrote, so a document this principal cannot read
+    would change its results. The count of visible chunks does not depend on them."""
+    if visible <= exact_up_to:
+        return _EXACT_NEAREST
+    return _NEAREST.format(generation=generation)
+
+
 _QUERY_VECTOR = "[" + ",".join(["%.9g"] * DIMENSION) + "]"  # float32 to the last bit
 
 
