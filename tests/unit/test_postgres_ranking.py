@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from ctxasm.data import Principal
+from ctxasm.errors import RequestError
 from ctxasm.lexical import query_terms
 from ctxasm.store import (
     Chunk,
@@ -611,5 +612,27 @@ def test_another_tenants_writes_change_nothing_once_the_index_is_built(
         assert _generations(postgres_url)[1]  # the other tenant's writes built the index
         after = [[(p.id, p.score) for p in store.retrieve(q, reader, 10)] for q in questions]
         assert after == before
+    finally:
+        store.close()
+
+
+def test_a_word_longer_than_an_index_row_takes_is_refused_naming_the_chunk(
+    postgres_url: str,
+) -> None:
+    """PostgreSQL limits an index row to about 2,700 bytes: a chunk holding a longer word (a
+    random token, a base64 blob) is refused by name, before the server would fail the write,
+    and the document's previous version stays."""
+    store = open_store(postgres_url)
+    try:
+        old = Document("long", "A short first version.", tenant="t")
+        store.upsert_many([(old, [Chunk(0, len(old.text), old.text)])])  # type: ignore[attr-defined]
+        text = "Data: " + "x7" * 1_200 + " end."
+        new = Document("long", text, tenant="t")
+        with pytest.raises(RequestError) as caught:
+            store.upsert_many([(new, [Chunk(0, len(text), text)])])  # type: ignore[attr-defined]
+        assert caught.value.field == "chunks[0]"
+        assert "holds a word of 2,400 bytes" in caught.value.message
+        found = store.retrieve("short first version", Principal("u", "t"), 5)
+        assert [p.text for p in found] == ["A short first version."]
     finally:
         store.close()

@@ -15,8 +15,10 @@ from typing import Any
 
 import xxhash
 
+from ctxasm.errors import RequestError
 from ctxasm.store.ranking import ClassDelta, ClassWords, chunk_words, saturation
 from ctxasm.store.records import Pending, chunk_row
+from ctxasm.validation import shown
 
 DIMENSION = 256
 # Bound vectors: a word's bucket is its xxh3 hash modulo pgvector's largest sparsevec dimension
@@ -217,14 +219,40 @@ def _chunk_words(
     counts: list[Counter[str]] = []
     gathered = ClassWords()
     for item, class_id in zip(batch, classes, strict=True):
-        for chunk in item.chunks:
+        for number, chunk in enumerate(item.chunks):
             found = chunk_words(chunk.text)
+            _check_word_sizes(found, item, number)
             counted = Counter(found)
             words.append(found)
             counts.append(counted)
             gathered.add(class_id, counted, len(found))
     gathered.count_into(deltas)
     return words, counts
+
+
+# The longest word, in UTF-8 bytes, a chunk may hold: its class statistics and its GIN entry
+# are index rows, which PostgreSQL limits to about 2,700 bytes (a word past that failed the
+# write with the server's own "index row size exceeds btree maximum").
+MAX_WORD_BYTES = 2_000
+
+
+def _check_word_sizes(found: list[str], item: Pending, number: int) -> None:
+    """Refuse a chunk with a word longer than :data:`MAX_WORD_BYTES`, naming it."""
+    longest = max(found, key=len, default="")
+    if len(longest) * 4 <= MAX_WORD_BYTES:  # no character takes more than 4 bytes
+        return
+    size = max(
+        len(word.encode("utf-8", "surrogatepass"))
+        for word in found
+        if len(word) * 4 > MAX_WORD_BYTES
+    )
+    if size > MAX_WORD_BYTES:
+        raise RequestError(
+            f"chunks[{number}] of document {shown(item.document.doc_id)} holds a word of "
+            f"{size:,} bytes; the PostgreSQL store indexes words of at most "
+            f"{MAX_WORD_BYTES:,} bytes (split the text, or leave such data out of the document)",
+            field=f"chunks[{number}]",
+        )
 
 
 def _chunk_rows(
