@@ -28,6 +28,7 @@ __all__ = [
     "class_key",
     "content_hash",
     "document_row",
+    "open_class_key",
     "outcomes",
     "reader_names",
 ]
@@ -112,8 +113,15 @@ def reader_names(document: Document) -> list[str]:
 
 def class_key(document: Document) -> str:
     """The key of the document's access class (tenant and reader set)."""
-    readers = None if document.readers is None else reader_names(document)
-    return json.dumps([document.tenant, readers], ensure_ascii=False)
+    if document.readers is None:
+        return open_class_key(document.tenant)
+    return json.dumps([document.tenant, reader_names(document)], ensure_ascii=False)
+
+
+def open_class_key(tenant: str | None) -> str:
+    """The key of the access class of ``tenant``'s documents without a reader list: a store
+    finds the one such class a principal's tenant can see by this key, without a scan."""
+    return json.dumps([tenant, None], ensure_ascii=False)
 
 
 def document_row(document: Document, digest: str) -> tuple[Any, ...]:
