@@ -271,13 +271,11 @@ class SQLiteStore:
         db = self._db
         if self._version() == SCHEMA_VERSION:
             return
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _write_transaction(db):
             # Read again under the write lock: another process may have created or upgraded
             # the store since (doing it twice fails).
             version = self._version()
             if version == SCHEMA_VERSION:
-                db.execute("COMMIT")
                 return
             old = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'documents'").fetchone()
             if old is None:
@@ -289,10 +287,6 @@ class SQLiteStore:
                     self._upgrade_to_2()
                 self._upgrade_to_3()
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     def _check_empty(self) -> None:
         """Refuse to create a store in a database that holds other tables, or, when opened
@@ -443,8 +437,7 @@ class SQLiteStore:
         with self._locked():
             known, changed = self._stored(batch)
             if changed:
-                db.execute("BEGIN IMMEDIATE")
-                try:
+                with _write_transaction(db):
                     # Read again under the write lock: another process may have deleted an id
                     # and indexed it under another tenant since (its document must not be
                     # written over), or written the same version already.
@@ -454,10 +447,6 @@ class SQLiteStore:
                             p.document.doc_id for p in changed if p.document.doc_id in known
                         ]
                         self._replace(changed, replaced)
-                    db.execute("COMMIT")
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
         return outcomes(batch, known)
 
     def _stored(self, batch: list[Pending]) -> tuple[dict[str, str], list[Pending]]:
@@ -607,17 +596,11 @@ class SQLiteStore:
     def delete(self, doc_id: str) -> bool:
         """Remove a document, its readers, chunks and index rows; whether it existed."""
         doc_id = checked_doc_id(doc_id)
-        with self._locked():
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                deltas: dict[int, ClassDelta] = {}
-                self._uncount([doc_id], deltas)
-                gone = self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
-                self._apply(deltas)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._locked(), _write_transaction(self._db):
+            deltas: dict[int, ClassDelta] = {}
+            self._uncount([doc_id], deltas)
+            gone = self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+            self._apply(deltas)
         return gone.rowcount > 0
 
     def stats(self) -> StoreStats:
@@ -800,6 +783,23 @@ class SQLiteStore:
         ):
             found.setdefault(doc_id, []).append(reader)
         return {doc_id: tuple(names) for doc_id, names in found.items()}
+
+
+@contextmanager
+def _write_transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction around the block: committed when it ends, rolled back when it (or
+    the commit) raises, and the error raised as it was. After some errors (a full disk, an I/O
+    error, no memory, a trigger's RAISE(ROLLBACK)) SQLite has rolled the transaction back
+    itself, and a ROLLBACK then would fail ("no transaction is active") in place of the
+    error that says what went wrong."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
 
 
 def _chunk_rows(item: Pending, class_id: int, gathered: ClassWords) -> list[tuple[Any, ...]]:

@@ -125,6 +125,35 @@ def test_a_version_2_store_that_cannot_be_renumbered_is_left_as_it_was(tmp_path:
     db.close()
 
 
+def test_an_upgrade_sqlite_rolled_back_itself_reports_why(tmp_path: Path) -> None:
+    # SQLite rolls back by itself after a full disk or an I/O error, as after this trigger's
+    # RAISE(ROLLBACK); the ROLLBACK that followed failed and its message took the cause's place.
+    store = _store(tmp_path / "s.db")
+    store.close()
+    _as_version_2(tmp_path / "s.db")
+    db = sqlite3.connect(tmp_path / "s.db")
+    db.execute(
+        "CREATE TRIGGER full BEFORE UPDATE ON chunks "
+        "BEGIN SELECT RAISE(ROLLBACK, 'database or disk is full (simulated)'); END"
+    )
+    db.commit()
+    db.close()
+    with pytest.raises(ConfigError) as caught:
+        SQLiteStore(tmp_path / "s.db")
+    assert caught.value.message == (
+        f"cannot open the store {tmp_path / 's.db'}: database or disk is full (simulated)"
+    )
+    db = sqlite3.connect(tmp_path / "s.db")
+    assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    assert db.execute("SELECT max(id) FROM chunks").fetchone()[0] < 20
+    db.execute("DROP TRIGGER full")
+    db.commit()
+    db.close()
+    upgraded = SQLiteStore(tmp_path / "s.db")
+    _intact(upgraded)
+    upgraded.close()
+
+
 def _document(doc_id: str, words: str) -> tuple[Document, list[Chunk]]:
     """A document of class (t1, g1) with one chunk per word of ``words``."""
     chunks, start = [], 0

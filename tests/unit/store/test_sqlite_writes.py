@@ -76,6 +76,38 @@ def test_nothing_stays_staged_when_a_write_fails(tmp_path: Path) -> None:
     store.close()
 
 
+# SQLite rolls the transaction back itself after some errors (a full disk, an I/O error, no
+# memory); a trigger's RAISE(ROLLBACK) does the same, and stands in for them here.
+FULL = "database or disk is full (simulated)"
+
+
+def test_an_error_after_which_sqlite_rolled_back_is_raised_as_it_was(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "r.db")
+    kept = Document("a", "The river flows. " * 20, tenant="t")
+    store.upsert(kept, chunk_text(kept.text, 16, 4))
+    before = (_rows(store), _statistics(store))
+    for table, when in (("chunks", "INSERT"), ("documents", "DELETE")):
+        store._db.execute(
+            f"CREATE TEMP TRIGGER full_{table} BEFORE {when} ON {table} "
+            f"BEGIN SELECT RAISE(ROLLBACK, '{FULL}'); END"
+        )
+    new = Document("b", "The otter swims. " * 20, tenant="t")
+    # Both said "cannot rollback - no transaction is active", the cause lost.
+    with pytest.raises(sqlite3.DatabaseError) as written:
+        store.upsert(new, chunk_text(new.text, 16, 4))
+    with pytest.raises(sqlite3.DatabaseError) as deleted:
+        store.delete("a")
+    assert (str(written.value), str(deleted.value)) == (FULL, FULL)
+    assert (_rows(store), _statistics(store)) == before
+    assert not store._db.in_transaction
+    store._db.execute("DROP TRIGGER temp.full_chunks")
+    store._db.execute("DROP TRIGGER temp.full_documents")
+    assert store.upsert(new, chunk_text(new.text, 16, 4)) == "added"
+    assert store.delete("a") is True
+    assert store._db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    store.close()
+
+
 def _statistics(store: SQLiteStore) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     classes = store._db.execute(
         "SELECT key, chunks, words FROM access_classes WHERE chunks > 0 ORDER BY key"
