@@ -368,6 +368,33 @@ def test_a_file_that_is_not_utf8_is_named_once(tmp_path: Path) -> None:
     )
 
 
+def test_a_named_pipe_or_device_is_skipped_unread(tmp_path: Path) -> None:
+    # A named pipe with a supported suffix was read until a writer closed it: the run hung.
+    os.mkfifo(tmp_path / "pipe.txt")
+    (tmp_path / "device.md").symlink_to(os.devnull)
+    (tmp_path / "fine.txt").write_text("The river Po.", encoding="utf-8")
+    done = ctxasm(
+        "index",
+        "pipe.txt",
+        "device.md",
+        "fine.txt",
+        "--store",
+        STORE,
+        "--tenant",
+        "t1",
+        cwd=tmp_path,
+    )
+    only = "only regular files are read (write what it holds to a file and index that)"
+    assert (done.returncode, done.stderr.splitlines()) == (
+        1,
+        [
+            f"ctxasm: skipped pipe.txt: not a regular file but a named pipe; {only}",
+            f"ctxasm: skipped device.md: not a regular file but a device; {only}",
+            "ctxasm: 1 added, 0 updated, 0 unchanged (1 chunks written), 2 failed",
+        ],
+    )
+
+
 class _ChatCompletions(BaseHTTPRequestHandler):
     seen: ClassVar[list[dict[str, Any]]] = []
     content: ClassVar[str] = ""

@@ -283,6 +283,33 @@ def test_non_utf8_files_are_refused(tmp_path: Path) -> None:
     assert (caught.value.field, caught.value.message) == (str(path), f"{path}: not UTF-8 text")
 
 
+def test_only_regular_files_are_read(tmp_path: Path) -> None:
+    # Named and read, a named pipe blocked until a writer came and went, and a device such as
+    # /dev/zero filled memory: each is refused by what it is, before it is read.
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    (tmp_path / "null.txt").symlink_to(os.devnull)
+    (tmp_path / "folder.md").mkdir()
+    refused = {}
+    for name in ("pipe.jsonl", "null.txt", "folder.md"):
+        with pytest.raises(RequestError) as caught:
+            list(read_documents(tmp_path / name))
+        assert caught.value.field == str(tmp_path / name)
+        refused[name] = caught.value.message.removeprefix(f"{tmp_path / name}: ")
+    only = "only regular files are read (write what it holds to a file and index that)"
+    assert refused == {
+        "pipe.jsonl": f"not a regular file but a named pipe; {only}",
+        "null.txt": f"not a regular file but a device; {only}",
+        "folder.md": f"not a regular file but a folder; {only}",
+    }
+
+
+def test_a_file_is_read_with_universal_newlines_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "crlf.txt"
+    path.write_bytes("\ufeffFirst line.\r\nSecond line.\rThird.".encode())
+    [document] = read_documents(path)
+    assert document.text == "First line.\nSecond line.\nThird."
+
+
 # ingestion
 
 

@@ -14,7 +14,9 @@ indexed as public; ``"readers": []`` is kept and admits nobody.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,6 +184,38 @@ def _record(raw: Any, where: str, tenant: str | None, readers: tuple[str, ...] |
         raise relocated(error, "document", where) from None
 
 
+def _read_text(path: Path) -> str:
+    """The text of the regular file at ``path``, read as ``Path.read_text`` reads it (UTF-8
+    without a byte order mark before it, universal newlines); a :class:`RequestError` for
+    anything else, before a byte is read: a named pipe blocked the run forever, a device such
+    as /dev/zero would fill its memory. The file is opened without waiting for a pipe's writer
+    and what was opened is checked, so nothing can take its place in between."""
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(handle).st_mode
+        if not stat.S_ISREG(mode):
+            raise RequestError(
+                f"{path}: not a regular file but {_kind(mode)}; only regular files are read "
+                "(write what it holds to a file and index that)",
+                field=str(path),
+            )
+        with open(os.dup(handle), encoding="utf-8-sig") as stream:
+            return stream.read()
+    finally:
+        os.close(handle)
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular one is, for a message."""
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
+
+
 def read_documents(
     path: Path,
     *,
@@ -200,7 +234,7 @@ def read_documents(
             f"{path}: unsupported file type; index {', '.join(SUFFIXES)}", field=str(path)
         )
     try:
-        raw = path.read_text(encoding="utf-8-sig")  # without a byte order mark before it
+        raw = _read_text(path)
     except UnicodeDecodeError:
         raise RequestError(f"{path}: not UTF-8 text", field=str(path)) from None
     except OSError as exc:
