@@ -116,6 +116,46 @@ def test_a_version_1_store_is_upgraded_and_a_newer_one_refused(postgres_url: str
     )
 
 
+@pytest.mark.parametrize(
+    ("schema", "found"),
+    [
+        (
+            "CREATE TABLE documents (id SERIAL PRIMARY KEY, body TEXT); "
+            "CREATE TABLE chunks (id SERIAL PRIMARY KEY, document_id INT, content TEXT)",
+            "tables 'chunks', 'documents' that are",
+        ),
+        ("CREATE TABLE chunks (id SERIAL PRIMARY KEY, content TEXT)", "a 'chunks' table that is"),
+        # version 1's tables, but its chunks without their terms
+        (
+            V1.split("INSERT", 1)[0].replace("terms TEXT[] NOT NULL, ", ""),
+            "tables 'chunks', 'documents', 'readers' that are",
+        ),
+    ],
+)
+def test_a_database_with_tables_of_a_stores_names_is_refused_untouched(
+    postgres_url: str, schema: str, found: str
+) -> None:
+    # Taken for a version-1 store: the vector extension and the class tables were created and
+    # its chunks table altered (under an exclusive lock), until "column doc_id does not exist"
+    # stopped the upgrade and rolled it back.
+    _sql(postgres_url, schema)
+    layout = """
+        SELECT table_name::text, column_name::text, data_type::text
+        FROM information_schema.columns WHERE table_schema = 'public'
+        UNION ALL SELECT 'extension', extname::text, '' FROM pg_extension
+        ORDER BY 1, 2
+    """
+    before = _sql(postgres_url, layout)
+    for create in (True, False):
+        with pytest.raises(ConfigError) as caught:
+            open_store(postgres_url, create=create)
+        assert caught.value.message == (
+            f"this database already has {found} not a ctxasm store's; give the store a "
+            "database (or a schema, with ?options=-csearch_path=...) of its own"
+        )
+    assert _sql(postgres_url, layout) == before
+
+
 V2 = """
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE ctxasm_schema (version INTEGER NOT NULL);

@@ -773,6 +773,49 @@ def test_a_folder_or_another_database_is_not_a_store(tmp_path: Path) -> None:
     assert other.read_bytes() == before
 
 
+@pytest.mark.parametrize(
+    ("schema", "tables"),
+    [
+        ("CREATE TABLE documents (id INTEGER PRIMARY KEY, body TEXT)", "documents"),
+        (
+            "CREATE TABLE documents (id INTEGER PRIMARY KEY, body TEXT); "
+            "CREATE TABLE chunks (id INTEGER PRIMARY KEY, document_id INTEGER, content TEXT); "
+            "CREATE TABLE readers (document_id INTEGER, name TEXT)",
+            "chunks, documents, readers",
+        ),
+        # a version-1 store's documents and readers, but chunks of another layout
+        (
+            "CREATE TABLE documents (doc_id TEXT PRIMARY KEY, title TEXT, url TEXT, "
+            "tenant TEXT, has_readers INTEGER NOT NULL, timestamp TEXT, authority REAL, "
+            "metadata TEXT NOT NULL DEFAULT '{}', content_hash TEXT NOT NULL); "
+            "CREATE TABLE readers (doc_id TEXT, reader TEXT); "
+            "CREATE TABLE chunks (id INTEGER PRIMARY KEY, doc_id TEXT, text TEXT)",
+            "chunks, documents, readers",
+        ),
+        # another application's own user_version, as a version-2 store's
+        ("CREATE TABLE documents (doc_id TEXT); PRAGMA user_version = 2", "documents"),
+    ],
+)
+def test_a_database_with_its_own_documents_table_is_not_taken_for_an_old_store(
+    tmp_path: Path, schema: str, tables: str
+) -> None:
+    # It was taken for a version-1 store, and its upgrade stopped at an SQL error
+    # ("no such column: doc_id", "no such table: chunks_fts").
+    other = tmp_path / "app.db"
+    with sqlite3.connect(other) as db:
+        db.executescript(schema)
+    before = other.read_bytes()
+    for create in (True, False):
+        with pytest.raises(ConfigError) as caught:
+            open_store(f"sqlite:///{other}", create=create)
+        assert caught.value.message == (
+            f"{other} is a database of other tables ({tables}), not a ctxasm store; name "
+            "another file"
+        )
+    assert other.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]  # no journal or WAL left
+
+
 def test_a_failure_after_a_repeated_id_reports_what_was_written(tmp_path: Path) -> None:
     # The batch was written in two transactions (a repeated id starts the second); the second
     # failed, and the retry one by one reported the first's new documents as unchanged.

@@ -108,26 +108,75 @@ class _Plan:
     rebuild: int | None = None
 
 
+# The columns, in order, of the tables of ctxasm 0.1 (version 1, before ctxasm_schema), the one
+# version told by its tables: a database holding anything else under the names of a store's
+# tables is not a store, and is refused before anything is written or any table locked.
+_VERSION_1_COLUMNS = {
+    "documents": (
+        "doc_id",
+        "title",
+        "url",
+        "tenant",
+        "has_readers",
+        "timestamp",
+        "authority",
+        "metadata",
+        "content_hash",
+    ),
+    "readers": ("doc_id", "reader"),
+    "chunks": (
+        "id",
+        "chunk_id",
+        "doc_id",
+        "seq",
+        "start",
+        "end",
+        "words",
+        "text",
+        "terms",
+        "embedding",
+    ),
+}
+_STORE_TABLES = (
+    *_VERSION_1_COLUMNS,
+    "access_classes",
+    "class_terms",
+    "chunk_vectors",
+    "store_state",
+    "ctxasm_schema",
+)
+
+
 def _schema_version(db: Any) -> int | None:
-    """The store's schema version: None for an empty database, 1 for ctxasm 0.1's tables."""
-    tables = {
-        name
-        for (name,) in db.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-            "AND tablename IN ('documents', 'chunks', 'ctxasm_schema')"
-        )
-    }
-    if "ctxasm_schema" in tables:
+    """The store's schema version: None for a database without a store's tables, 1 for
+    ctxasm 0.1's (:data:`_VERSION_1_COLUMNS`); a :class:`ConfigError` for relations under
+    those names that are neither (one with its own ``documents`` and ``chunks`` tables was
+    taken for a version-1 store, and its upgrade altered them until an SQL error stopped it)."""
+    found = dict(
+        db.execute(
+            "SELECT c.relname::text, array_agg(a.attname::text ORDER BY a.attnum) "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
+            "WHERE n.nspname = current_schema() AND c.relname::text = ANY(%s) GROUP BY c.relname",
+            (list(_STORE_TABLES),),
+        ).fetchall()
+    )
+    if "ctxasm_schema" in found:
         row = db.execute("SELECT max(version) FROM ctxasm_schema").fetchone()
         if row[0] is not None:
             return int(row[0])
-    if "documents" in tables and "chunks" not in tables:
-        raise ConfigError(
-            "this database already has a 'documents' table that is not a ctxasm store's; give "
-            "the store a database (or a schema, with ?options=-csearch_path=...) of its own",
-            field="store",
-        )
-    return 1 if "documents" in tables else None
+        del found["ctxasm_schema"]
+    if not found:
+        return None
+    if {name: tuple(columns) for name, columns in found.items()} == _VERSION_1_COLUMNS:
+        return 1
+    named = ", ".join(f"'{name}'" for name in sorted(found))
+    what = f"a {named} table that is" if len(found) == 1 else f"tables {named} that are"
+    raise ConfigError(
+        f"this database already has {what} not a ctxasm store's; give the store a database "
+        "(or a schema, with ?options=-csearch_path=...) of its own",
+        field="store",
+    )
 
 
 def _plan(db: Any, rows: int, *, bulk: bool = False, settle: bool = False) -> _Plan:

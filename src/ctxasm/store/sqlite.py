@@ -23,7 +23,8 @@ read are passed over on their row id alone, without a lookup; the lengths and ch
 rest are read from a covering index (``chunks_rank``), not from the rows with their text.
 
 The schema version is ``PRAGMA user_version``: a store written by an older ctxasm is upgraded
-when it is opened, one written by a newer one is refused.
+when it is opened (once its tables are found to be that version's), one written by a newer one
+is refused.
 """
 
 from __future__ import annotations
@@ -153,6 +154,33 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab(chunks_fts, inst
 _RANKS = """
 CREATE INDEX IF NOT EXISTS chunks_rank ON chunks(id, words, chunk_id);
 """
+# The columns, in order, of the tables of a store of each version that is upgraded when opened
+# (ctxasm 0.1 set no user_version: 0, or 1). A database whose tables under these names differ
+# is not a ctxasm store: it is refused before anything is written or locked, never upgraded.
+_VERSION_1_COLUMNS = {
+    "documents": (
+        "doc_id",
+        "title",
+        "url",
+        "tenant",
+        "has_readers",
+        "timestamp",
+        "authority",
+        "metadata",
+        "content_hash",
+    ),
+    "readers": ("doc_id", "reader"),
+    "chunks": ("id", "chunk_id", "doc_id", "seq", "start", "end", "words", "text", "embedding"),
+    "chunks_fts": ("text",),
+}
+_VERSION_2_COLUMNS = {
+    **_VERSION_1_COLUMNS,
+    "chunks": (*_VERSION_1_COLUMNS["chunks"], "class_id"),
+    "access_classes": ("id", "key", "tenant", "has_readers", "chunks", "words"),
+    "class_readers": ("reader", "class_id"),
+    "class_terms": ("term", "class_id", "df"),
+}
+_UPGRADED_COLUMNS = {0: _VERSION_1_COLUMNS, 1: _VERSION_1_COLUMNS, 2: _VERSION_2_COLUMNS}
 
 # The visibility rule, in SQL, over access classes (parameters :tenant, :public, :names and
 # :open_keys). A class is visible when its tenant is the principal's or none, one of the
@@ -269,8 +297,10 @@ class SQLiteStore:
     def _prepare(self) -> None:
         """Create the tables, or upgrade a store an older ctxasm wrote (refusing a newer one)."""
         db = self._db
-        if self._version() == SCHEMA_VERSION:
+        version = self._version()
+        if version == SCHEMA_VERSION:
             return
+        self._check_columns(version)
         with _write_transaction(db):
             # Read again under the write lock: another process may have created or upgraded
             # the store since (doing it twice fails).
@@ -288,27 +318,50 @@ class SQLiteStore:
                 self._upgrade_to_3()
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
+    def _check_columns(self, version: int) -> None:
+        """Refuse a database that holds tables but not those of a store of ``version``, with
+        their columns (:data:`_VERSION_1_COLUMNS`): one with a ``documents`` table of its own
+        was taken for a version-1 store, and its upgrade failed on an SQL error."""
+        if not self._tables():
+            return  # an empty file: made a store, or refused as none (_check_empty)
+        expected = _UPGRADED_COLUMNS.get(version)  # none for a user_version below 0
+        if expected is None:
+            raise self._other_tables()
+        for table, columns in expected.items():
+            found = self._db.execute(
+                "SELECT name FROM pragma_table_info(?) ORDER BY cid", (table,)
+            ).fetchall()
+            if tuple(name for (name,) in found) != columns:
+                raise self._other_tables()
+
     def _check_empty(self) -> None:
         """Refuse to create a store in a database that holds other tables, or, when opened
         without ``create``, in an empty file."""
-        tables = [
-            name
-            for (name,) in self._db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4"
-            )
-        ]
-        if tables:
-            raise ConfigError(
-                f"{self.path} is a database of other tables ({', '.join(tables[:3])}), not a "
-                "ctxasm store; name another file",
-                field="store",
-            )
+        if self._tables():
+            raise self._other_tables()
         if not self._create:
             raise ConfigError(
                 f"no store at {self.path}: the file is empty; index documents into it first "
                 "(ctxasm index)",
                 field="store",
             )
+
+    def _tables(self) -> list[str]:
+        """The names of the database's first tables (four at most), in order."""
+        return [
+            name
+            for (name,) in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4"
+            )
+        ]
+
+    def _other_tables(self) -> ConfigError:
+        """The refusal of a database that is not a ctxasm store, naming its first tables."""
+        return ConfigError(
+            f"{self.path} is a database of other tables ({', '.join(self._tables()[:3])}), not "
+            "a ctxasm store; name another file",
+            field="store",
+        )
 
     def _version(self) -> int:
         """The store's schema version, refusing one a newer ctxasm wrote."""
