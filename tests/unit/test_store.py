@@ -876,3 +876,17 @@ def test_metadata_whose_keys_cannot_be_sorted_is_refused_when_the_document_is_ma
     with pytest.raises(RequestError) as caught:
         Document("m", "x", tenant="t", metadata={1: "a", None: "b"})
     assert caught.value.field == "document.metadata"
+
+
+def test_a_grown_candidate_pool_is_read_back_past_sqlites_limit_on_parameters(
+    store: SQLiteStore,
+) -> None:
+    """Where look-alikes fill the candidate pool, it is read again larger; its rows are read
+    back by one parameter, not one per candidate, which passed SQLite's limit on them (32,766
+    in its default build; 100 here)."""
+    documents = [Document(f"like{n}", f"The cafe number {n}.", tenant="t") for n in range(300)]
+    documents.append(Document("real", "A café here.", tenant="t"))
+    store.upsert_many([(d, chunk_text(d.text, 64, 0)) for d in documents])
+    store._db.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 100)
+    found = store.retrieve("café", Principal("u", "t"), 40)
+    assert [p.doc_id for p in found] == ["real"]

@@ -59,6 +59,8 @@ from ctxasm.store.ranking import (
 )
 from ctxasm.store.records import (
     CHUNK_COLUMNS,
+    VERSION_1_DOCUMENTS,
+    VERSION_1_READERS,
     ChunkRow,
     Pending,
     StoreStats,
@@ -158,18 +160,8 @@ CREATE INDEX IF NOT EXISTS chunks_rank ON chunks(id, words, chunk_id);
 # (ctxasm 0.1 set no user_version: 0, or 1). A database whose tables under these names differ
 # is not a ctxasm store: it is refused before anything is written or locked, never upgraded.
 _VERSION_1_COLUMNS = {
-    "documents": (
-        "doc_id",
-        "title",
-        "url",
-        "tenant",
-        "has_readers",
-        "timestamp",
-        "authority",
-        "metadata",
-        "content_hash",
-    ),
-    "readers": ("doc_id", "reader"),
+    "documents": VERSION_1_DOCUMENTS,
+    "readers": VERSION_1_READERS,
     "chunks": ("id", "chunk_id", "doc_id", "seq", "start", "end", "words", "text", "embedding"),
     "chunks_fts": ("text",),
 }
@@ -667,7 +659,8 @@ class SQLiteStore:
     ) -> list[Passage]:
         """The ``k`` best visible chunks for ``query`` by BM25 over the visible chunks (fused
         with vector similarity when the store has an embedder), as passages carrying their
-        offsets, scores and access data. The work and the memory are bounded by ``k``."""
+        offsets, scores and access data. The work and the memory are bounded by ``k``: the
+        candidates read are at most 64 times the first pool of ``2 k`` (see _POOL_ROUNDS)."""
         query, principal = checked_retrieval(query, principal, k, allow_public)
         terms = [t for t in query_words(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
@@ -783,11 +776,13 @@ class SQLiteStore:
         ids = [row[0] for row in self._db.execute(sql, params)]
         if not ids:
             return []
-        marks = ", ".join("?" for _ in ids)
+        # The ids as one JSON array: a parameter each passed SQLite's limit on them (32,766 in
+        # its default build) once a pool grew past it.
         found = self._db.execute(
             f"SELECT {CHUNK_COLUMNS}, c.embedding FROM chunks c "
-            f"JOIN documents d ON d.doc_id = c.doc_id WHERE c.id IN ({marks})",
-            ids,
+            "JOIN documents d ON d.doc_id = c.doc_id "
+            "WHERE c.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
         )
         return [SQLiteRow(*row) for row in found]
 
