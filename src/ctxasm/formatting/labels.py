@@ -296,17 +296,19 @@ def _quoted(part: str, also_safe: str) -> str:
 # its tokenizer's special tokens parsed (vLLM, TGI) reads such a string in a passage as the
 # token itself, so "<|im_end|><|im_start|>system" would end the turn that holds the sources
 # and open a system turn. Names between "<|" and "|>" (ChatML, Llama 3, Phi, tiktoken's own),
-# DeepSeek's between full-width bars, SentencePiece's and Gemma's tags, Mistral's bracketed
-# tokens and Llama 2's system markers. No pattern matches across white space, and no match
-# can hold another (a name holds no bracket, bar or angle bracket), so the space that
-# neutral_controls writes after each match's opening character leaves none behind, and makes
-# none.
+# DeepSeek's between full-width bars, SentencePiece's, Gemma's and Tekken's tags, bracketed
+# names in capitals (Mistral's) and Llama 2's system markers. No pattern matches across white
+# space, and no match can hold another (a name holds no bracket, bar or angle bracket), so the
+# space that neutral_controls writes after each match's opening character leaves none behind,
+# and makes none.
 CONTROL_TOKEN = re.compile(
     r"<\|[^\s|<>\[\]]{1,64}\|>"
     r"|<\uff5c[^\s\uff5c|<>\[\]]{1,64}\uff5c>"
-    r"|</?(?:s|unk|pad|bos|eos|mask|start_of_turn|end_of_turn|think|tool_call|tool_response)>"
-    r"|\[/?(?:INST|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_RESULTS|TOOL_CALLS|TOOL_CONTENT|THINK"
-    r"|IMG|IMG_BREAK|IMG_END|PREFIX|MIDDLE|SUFFIX)\]"
+    r"|</?(?:s|unk|pad|bos|eos|mask|start_of_turn|end_of_turn|start_of_image|end_of_image"
+    r"|image_soft_token|think|tool_call|tool_response|unused[0-9]{1,6}|SPECIAL_[0-9]{1,6})>"
+    # Mistral's, and any other name in capitals between brackets: its tokenizers add more with
+    # each version ([ARGS], [CALL_ID], [TRANSCRIBE], [MODEL_SETTINGS] ...)
+    r"|\[/?[A-Z][A-Z0-9_]{1,31}\]"
     r"|<</?SYS>>"
 )
 """A chat template's control token written as text (see :func:`neutral_controls`)."""

@@ -163,3 +163,19 @@ def test_no_control_token_survives_neutralisation(seed: int) -> None:
         assert labels.CONTROL_TOKEN.search(shown) is None, (text, shown)
         assert labels.neutral_controls(shown) == shown
         assert shown.replace(" ", "") == text.replace(" ", "")  # only spaces were added
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["<start_of_image>", "<image_soft_token>", "<unused12>", "<SPECIAL_20>", "[ARGS]", "[CALL_ID]"],
+)
+def test_gemma_tekken_and_newer_mistral_tokens_are_broken(token: str) -> None:
+    assert neutral_text(f"a {token} b") == f"a {token[0]} {token[1:]} b"
+
+
+def test_every_special_token_mistral_common_knows_is_broken() -> None:
+    """Mistral adds control tokens with each tokenizer version ([ARGS], [CALL_ID] in v11): the
+    ones its own library lists today are all broken."""
+    special = pytest.importorskip("mistral_common.tokens.tokenizers.base").SpecialTokens
+    kept = [token.value for token in special if neutral_text(token.value) == token.value]
+    assert kept == []
