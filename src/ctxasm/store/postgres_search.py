@@ -79,12 +79,13 @@ WITH indexed AS MATERIALIZED (
 ){_ROWS}"""
 
 # The nearest visible vectors, every one of them compared: for a principal who sees no more
-# vectors than a store holds before it has an index (see nearest_query).
+# vectors than a store holds before it has an index (see nearest_query). Ties are broken by
+# the chunk's row id, not the order the rows were read in, which other tenants' writes move.
 _EXACT_NEAREST = f"""
 WITH found AS (
     SELECT v.id, v.embedding <=> %(vector)s::vector AS key FROM chunk_vectors v
     WHERE v.class_id = ANY(%(classes)s) AND (v.embedding <=> %(vector)s::vector) < %(distance)s
-    ORDER BY key LIMIT %(k)s
+    ORDER BY key, v.id LIMIT %(k)s
 ){_ROWS}"""
 
 
