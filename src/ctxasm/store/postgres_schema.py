@@ -10,6 +10,7 @@ from typing import Any
 
 from ctxasm.errors import ConfigError
 from ctxasm.store.postgres_rows import BOUND_DIMENSION, DIMENSION
+from ctxasm.store.records import VERSION_1_DOCUMENTS, VERSION_1_READERS
 
 SCHEMA_VERSION = 4
 # The HNSW index is first built once a store has FIRST_INDEX vectors: below that an exact
@@ -112,18 +113,8 @@ class _Plan:
 # version told by its tables: a database holding anything else under the names of a store's
 # tables is not a store, and is refused before anything is written or any table locked.
 _VERSION_1_COLUMNS = {
-    "documents": (
-        "doc_id",
-        "title",
-        "url",
-        "tenant",
-        "has_readers",
-        "timestamp",
-        "authority",
-        "metadata",
-        "content_hash",
-    ),
-    "readers": ("doc_id", "reader"),
+    "documents": VERSION_1_DOCUMENTS,
+    "readers": VERSION_1_READERS,
     "chunks": (
         "id",
         "chunk_id",

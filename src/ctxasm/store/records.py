@@ -19,6 +19,8 @@ from ctxasm.validation import invalid, shown
 
 __all__ = [
     "CHUNK_COLUMNS",
+    "VERSION_1_DOCUMENTS",
+    "VERSION_1_READERS",
     "ChunkRow",
     "Pending",
     "StoreStats",
@@ -32,6 +34,22 @@ __all__ = [
     "outcomes",
     "reader_names",
 ]
+
+
+# The columns, in order, of ctxasm 0.1's documents and readers tables, the same in both stores:
+# part of how a store written before schema versions is told from another application's tables.
+VERSION_1_DOCUMENTS = (
+    "doc_id",
+    "title",
+    "url",
+    "tenant",
+    "has_readers",
+    "timestamp",
+    "authority",
+    "metadata",
+    "content_hash",
+)
+VERSION_1_READERS = ("doc_id", "reader")
 
 
 @dataclass(frozen=True, slots=True)
