@@ -46,6 +46,7 @@ item's number or bullet (``1.``, ``2)``, ``-``) is not part of its sentence.
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from bisect import bisect_left, bisect_right
@@ -454,7 +455,7 @@ def _same_target(link: str, url: str | None) -> bool:
     given, linked, decoded, lowered, plain = _targets(url)
     if link in (given, linked):
         return True
-    found = unquote(link)
+    found = unquote(html.unescape(link))  # as a renderer reads it, then as a browser does
     return found == decoded or (found.lower() == lowered and _plain(found) == plain)
 
 
@@ -482,15 +483,21 @@ def _link_target(url: str | None) -> str | None:
     """``url`` made safe inside a markdown link, or ``None`` when it should not be linked."""
     url = (url or "").strip()
     try:
-        scheme = urlsplit(url).scheme.lower()
-    except ValueError:  # a malformed url, such as an unclosed IPv6 bracket
+        # Its scheme as a renderer reads it: markdown decodes character references in a link's
+        # destination (and a browser does in an href), so "javascript&colon;..." is a
+        # javascript: url, though it has no colon for urlsplit.
+        schemes = {urlsplit(url).scheme.lower(), urlsplit(html.unescape(url)).scheme.lower()}
+        encoded = quote(url, safe="/:?#@!$&'*+,;=%~")
+    except (ValueError, UnicodeError):  # an unclosed IPv6 bracket; a lone surrogate
         return None
-    if not url or scheme not in _SAFE_SCHEMES:
+    if not url or not schemes <= _SAFE_SCHEMES:
         return None
     # Percent-encoding white space, parentheses and angle brackets keeps the url from ending
     # the link early.
     # Brackets too: a "[2]" in a query string ("?page[2]=x") would read as a citation.
-    return quote(url, safe="/:?#@!$&'*+,;=%~")
+    # And "&" is written "&amp;" (read back as "&"), so no character reference is left for a
+    # renderer to decode into something the scheme check did not see.
+    return encoded.replace("&", "&amp;")
 
 
 def _scan(answer: str) -> tuple[str, list[_Marker]]:

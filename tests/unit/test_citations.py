@@ -437,6 +437,43 @@ def test_link_citations_only_links_safe_urls_and_escapes_them() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript&colon;alert(1)",
+        "javascript&#58;alert(document.domain)",
+        "JavaScript&#x3a;alert(1)",
+        "javascript&#58alert(1)",  # no semicolon: a browser decodes it in an href
+        "data&colon;text/html,<script>alert(1)</script>",
+    ],
+)
+def test_a_url_whose_scheme_a_renderer_decodes_is_not_linked(url: str) -> None:
+    # Markdown decodes character references in a link's destination, and a browser in an href:
+    # each of these is a javascript: or data: url once rendered.
+    data = result()
+    data["report"]["included"][0]["url"] = url
+    assert link_citations("Paris [1].", data) == "Paris [1]."
+
+
+def test_ampersands_are_written_as_references_that_read_back_as_the_url() -> None:
+    # No "&" is left for a renderer to read as the start of a character reference; rendered,
+    # the destination is the url again, and check_citations knows the link as its source's.
+    from markdown_it import MarkdownIt
+
+    data = result()
+    data["report"]["included"][0]["url"] = "https://example.org/find?q=1&amp=2&lt;x"
+    linked = link_citations("Paris [1].", data)
+    assert linked == "Paris [1](https://example.org/find?q=1&amp;amp=2&amp;lt;x)."
+    href = MarkdownIt("commonmark").parseInline(linked)[0].children[1].attrs["href"]
+    assert href == "https://example.org/find?q=1&amp=2&lt;x"
+    assert check_citations(linked, data).all_valid
+    written = "Paris [1](https://example.org/find?q=1&amp;amp=2&amp;lt;x)."
+    assert check_citations(written, data).all_valid
+    # a url a link only hides behind references is still another url
+    other = "Paris [1](https://example.org/find?q=1&amp;amp=3)."
+    assert check_citations(other, data).mislinked == ("Source 1",)
+
+
 def test_brackets_in_urls_are_linked_encoded_and_stay_no_citation() -> None:
     data = result()
     data["report"]["included"][0]["url"] = "https://example.org/list?page[2]=x"
@@ -533,3 +570,11 @@ def test_many_different_links_to_one_long_url_are_compared_once_per_url() -> Non
     report = check_citations(answer, sources)
     assert [c.mislinked for c in report.citations] == [True] * 200 + [False]
     assert citations._targets.cache_info().misses == 1
+
+
+def test_a_url_holding_a_lone_surrogate_is_left_unlinked() -> None:
+    # Only a Python mapping can hold one (JSON paths refuse it); it cannot be percent-encoded.
+    data = result()
+    data["report"]["included"][0]["url"] = "https://example.org/\ud800"
+    assert link_citations("Paris [1].", data) == "Paris [1]."
+    assert check_citations("Paris [1].", data).all_valid
