@@ -440,6 +440,23 @@ def test_report_prints_markup_in_a_saved_result_as_text() -> None:
     assert "[red]access 1.0" in out
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"selected": "\x1b]8;;https://evil.example/\x07x"}, "report.selected: Input should be"),
+        ({"considered": "[/b]"}, "report.considered: Input should be"),
+    ],
+)
+def test_report_refuses_a_count_that_is_text(change: dict[str, object], message: str) -> None:
+    # The counts were printed as they came: terminal escapes reached the terminal (exit 0),
+    # and "[/b]" was read as markup (an internal error, exit 1).
+    result = json.loads(ctxasm("assemble", "-", stdin=EXAMPLE.read_bytes()).stdout)
+    result["report"].update(change)
+    failed = ctxasm("report", "-", stdin=json.dumps(result).encode())
+    assert failed.returncode == 2
+    assert message in failed.stderr.decode() and b"\x1b" not in failed.stdout
+
+
 def test_a_piped_report_keeps_each_row_on_one_line(tmp_path: Path) -> None:
     # At rich's 80 columns a "why chosen" cell wrapped ("link from / Source 1 via ..."), so
     # `ctxasm report result.json | grep -c Source` counted 5 rows for 3, and urls were cut.

@@ -287,11 +287,12 @@ def report_command(
         result = result_of(decode_json(read_input(source, max_bytes, "result"), what="result"))
     except CtxasmError as error:
         _fail_with(error)
+    # Either view shows what it is given; a report it would show wrong is refused first.
+    problem = _report_problem(result)
+    if problem is not None:
+        verb = "print" if html is None else "draw"
+        _fail(f"{source} is not a report ctxasm can {verb}: {problem}", EXIT_BAD_INPUT)
     if html is not None:
-        # The page draws what it is given; a report it would draw wrong is refused first.
-        problem = _report_problem(result)
-        if problem is not None:
-            _fail(f"{source} is not a report ctxasm can draw: {problem}", EXIT_BAD_INPUT)
         write_html(result, html)
         echo(f"ctxasm: wrote {html}", err=True)
         return

@@ -57,7 +57,8 @@ def print_report(
     table.add_row("[b]total request[/b]", f"{report['total_tokens']:,}")
     console.print(table)
 
-    included = Table(title=f"Included: {report['selected']} of {report['considered']}")
+    selected, considered = _escape(str(report["selected"])), _escape(str(report["considered"]))
+    included = Table(title=f"Included: {selected} of {considered}")
     labels = {item["id"]: item["label"] for item in report["included"]}
     for column in ("pos", "label", "id", "tokens", "score", "why chosen", "source"):
         included.add_column(column, justify="right" if column in ("pos", "tokens") else "left")
@@ -71,10 +72,10 @@ def print_report(
                 f"{kept['kept_tokens']}/{kept['original_tokens']} tokens)"
             )
         included.add_row(
-            str(item["position"]),
+            _escape(str(item["position"])),
             _escape(item["label"]),
             _escape(item["id"]),
-            tokens,
+            _escape(tokens),
             f"{item['score']:.4g}",
             _escape(why_chosen(item.get("chosen"), labels)),
             source,
