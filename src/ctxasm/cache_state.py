@@ -211,7 +211,9 @@ def parse_previous(value: object, where: str = "previous") -> CacheState:
     if value is None:
         return CacheState()
     if isinstance(value, CacheState):
-        return value
+        # Checked as its JSON is: one built by hand, or kept from an older turn, may hold
+        # labels that clash or that a citation cannot name.
+        return parse_cache_state(value.to_dict(), where)
     if not isinstance(value, Mapping):
         raise invalid(where, "a prior result, its report.cache or its cache state", value)
     return _unwrap(value, where)

@@ -654,3 +654,28 @@ def test_a_state_with_compressed_sources_round_trips() -> None:
     assert parse_previous(state.to_dict()) == state
     older = {k: v for k, v in state.to_dict().items() if k != "compressed"}
     assert parse_previous(older) == replace(state, compressed={})
+
+
+@pytest.mark.parametrize(
+    ("state", "field"),
+    [
+        (CacheState(labels={"lyon": 1}, next_label=1), "previous.labels['lyon']"),
+        (CacheState(labels={"lyon": 0}, next_label=5), "previous.labels['lyon']"),
+        (CacheState(labels={"lyon": -3}, next_label=5), "previous.labels['lyon']"),
+        (CacheState(labels={"a": 2, "b": 2}, next_label=5), "previous.labels"),
+        (CacheState(next_label=10**12), "previous.next_label"),
+    ],
+)
+def test_a_cache_state_object_is_checked_as_its_json_is(state: CacheState, field: str) -> None:
+    # An object was trusted as given: two passages were both labelled [Source 1], or one
+    # "Source 0", which no citation can name.
+    passages = [
+        {"id": "paris", "text": "Paris is the capital of France.", "score": 0.9},
+        {"id": "lyon", "text": "Lyon was the capital of Gaul, in France.", "score": 0.8},
+    ]
+    with pytest.raises(RequestError) as raised:
+        ctxasm.assemble("What is the capital of France?", passages, previous=state)
+    assert raised.value.field == field
+    with pytest.raises(RequestError) as from_json:
+        ctxasm.assemble("What is the capital of France?", passages, previous=state.to_dict())
+    assert from_json.value.field == field
