@@ -315,8 +315,17 @@ def context_for_chat(
         hits.append((where, text, score, label))
     # a hit without an id is named after the ids the others have (one may be "hit-2")
     taken = {label for _, _, _, label in hits if label is not None}
+    # Each search starts past the number the one before found, not again from its own index:
+    # the numbers between are taken (they were when that one searched, and names are never
+    # freed), so the names are the same, found in time linear in the hits (ids "hit-1" ...
+    # "hit-N" beside N hits without one made it quadratic).
+    last = 0
     for index, (where, text, score, label) in enumerate(hits):
-        name = label if label is not None else _free(taken, "hit", index + 1)
+        if label is None:
+            name = _free(taken, "hit", max(index + 1, last + 1))
+            last = int(name.rpartition("-")[2])
+        else:
+            name = label
         taken.add(name)
         builder._append(text, score, name, f"{where}.id")
     return builder.build()

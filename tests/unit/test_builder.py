@@ -539,6 +539,41 @@ def test_a_hit_without_an_id_is_named_after_the_ids_of_the_others() -> None:
     assert context_for_chat(Hits(), "q", 100).included == ("hit-2", "hit-3")
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(1, 12)), max_size=12))
+def test_hits_without_ids_take_the_first_free_number_from_their_place(
+    ids: list[int | None],
+) -> None:
+    # The search for a free name starts past the last one found (it was quadratic when other
+    # hits held the names "hit-1" ... "hit-N"); the names stay those of a search from each
+    # hit's own place.
+    taken = {f"hit-{n}" for n in ids if n is not None}
+    if len(taken) < sum(n is not None for n in ids):
+        return  # ids repeat: refused, another test's case
+    expected = []
+    for index, number in enumerate(ids):
+        name = f"hit-{number}" if number is not None else None
+        if name is None:
+            free = index + 1
+            while f"hit-{free}" in taken:
+                free += 1
+            name = f"hit-{free}"
+        taken.add(name)
+        expected.append(name)
+
+    class Hits:
+        def retrieve(self, query: str, k: int) -> list[dict[str, Any]]:
+            return [
+                {"text": "t", "score": 1}
+                if n is None
+                else {"text": "t", "score": 1, "id": f"hit-{n}"}
+                for n in ids
+            ]
+
+    built = context_for_chat(Hits(), "q", 10_000, k=len(ids) or 1)
+    assert sorted(built.included) == sorted(expected)
+
+
 def test_integer_priorities_past_2_53_keep_their_order() -> None:
     builder = ContextBuilder(max_tokens=3).add("older", 2**60, label="older")
     assert builder.add("newer", 2**60 + 100, label="newer").build().included == ("newer",)
