@@ -462,8 +462,10 @@ def parse_request(
     _check_size(data, raw_passages, max_request_chars)
     passages = _free_default_ids(_parse_passages(raw_passages), raw_passages)
     _check_unique_ids(passages)
-    query_class = data.get("query_class")
-    if query_class is not None and query_class not in ("auto", *QUERY_CLASSES):
+    query_class = plain(data.get("query_class"))  # compared as a str, not by a subclass's ==
+    if query_class is not None and (
+        not isinstance(query_class, str) or query_class not in ("auto", *QUERY_CLASSES)
+    ):
         raise _fail("query_class", "one of auto, " + ", ".join(QUERY_CLASSES), query_class)
     # The constructor checks the types and ranges of the plain fields (ctxasm.data), with the
     # messages every entry point shares; what needs more than the value is checked here.

@@ -118,3 +118,20 @@ def test_a_page_label_that_is_no_string_or_number_is_left_out_of_the_title() -> 
         node = NodeWithScore(node=TextNode(text="alpha", metadata=metadata), score=1.0)
         _, assembly = assemble_nodes([node], "alpha")
         assert [c.passage.title for c in assembly.passages] == ["a.pdf"]
+
+
+def test_a_page_number_too_long_to_write_leaves_the_title_alone() -> None:
+    # f"{page}" raised the built-in ValueError past 4,300 digits.
+    class Page(str):
+        def __format__(self, spec: str) -> str:
+            raise RuntimeError("no format")
+
+    for label, title in (
+        (10**5000, "a.pdf"),
+        (Page("7"), "a.pdf, page 7"),
+        (2.5, "a.pdf, page 2.5"),
+    ):
+        metadata = {"file_name": "a.pdf", "page_label": label}
+        node = NodeWithScore(node=TextNode(text="alpha", metadata=metadata), score=1.0)
+        _, assembly = assemble_nodes([node], "alpha")
+        assert [c.passage.title for c in assembly.passages] == [title]

@@ -97,6 +97,29 @@ def test_a_bad_class_is_a_request_error(value: object) -> None:
     assert "one of auto, factoid, multihop, comparison, summary" in caught.value.message
 
 
+class _Equal(str):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+
+class _Raising(str):
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("no comparing")
+
+    __hash__ = str.__hash__
+
+
+@pytest.mark.parametrize("value", [_Equal("not-a-class"), _Raising("nope")])
+def test_a_class_is_compared_as_a_plain_string(value: str) -> None:
+    # A str subclass was compared by its own ==: one equal to anything passed as "auto", one
+    # that raises escaped as a RuntimeError.
+    with pytest.raises(ctxasm.RequestError) as caught:
+        _report("Who wrote Hamlet?", query_class=value)
+    assert caught.value.field == "query_class"
+
+
 def test_parse_request_keeps_the_class_and_drops_auto() -> None:
     assert (
         ctxasm.parse_request({"query": "q", "passages": [], "query_class": "summary"}).query_class

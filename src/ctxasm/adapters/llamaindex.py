@@ -35,8 +35,18 @@ def readable_title(metadata: dict[str, Any], position: int) -> str:
         return f"node {position}"
     title = PurePath(name).name or name
     page = metadata.get("page_label")
-    if isinstance(page, str | int | float) and not isinstance(page, bool):  # no object's str
-        return f"{title}, page {page}"
+    # Written by the built-in types' own methods: no object's str, no subclass's format.
+    if isinstance(page, bool):
+        return title
+    if isinstance(page, str):
+        return f"{title}, page {str.__str__(page)}"
+    if isinstance(page, float):
+        return f"{title}, page {float.__repr__(page)}"
+    if isinstance(page, int):
+        try:
+            return f"{title}, page {int.__repr__(page)}"
+        except ValueError:  # more digits than Python writes (4,300 by default)
+            return title
     return title
 
 
