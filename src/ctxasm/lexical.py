@@ -417,15 +417,7 @@ def written_phrase(key: str, text: str) -> str | None:
     wanted = key.split()
     if not wanted:
         return None
-    pieces: list[str] = []
-    spans: list[tuple[int, int]] = []
-    for word in _WORDS.finditer(text):
-        found = word.group()
-        # each word as phrase_key reads it (lower-casing may part it: "İ" is "i" and a mark)
-        for piece in found.lower().split() if found.isascii() else normalize(found).split():
-            pieces.append(piece)
-            spans.append(word.span())
-    joined = f" {' '.join(pieces)} "
+    joined, spans = _written_words(text)
     needle = f" {' '.join(wanted)} "
     first_written = None
     at = joined.find(needle)
@@ -442,7 +434,23 @@ def written_phrase(key: str, text: str) -> str | None:
     return first_written
 
 
-def _as_name(text: str, spans: list[tuple[int, int]]) -> str | None:
+@text_cache(HEAVY_CACHE_CHARS)
+def _written_words(text: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The words of ``text`` as :func:`phrase_key` reads them, joined by single spaces (one
+    before and after), and where each stands in ``text``. Cached: a planner asks how a text
+    writes a name for each passage it offers, and a service asks again for texts it has seen."""
+    pieces: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for word in _WORDS.finditer(text):
+        found = word.group()
+        # each word as phrase_key reads it (lower-casing may part it: "İ" is "i" and a mark)
+        for piece in found.lower().split() if found.isascii() else normalize(found).split():
+            pieces.append(piece)
+            spans.append(word.span())
+    return f" {' '.join(pieces)} ", tuple(spans)
+
+
+def _as_name(text: str, spans: Sequence[tuple[int, int]]) -> str | None:
     """The words of ``text`` at ``spans`` (in order) as a name writes them, white space shown
     as one space; ``None`` where something else stands between two of them."""
     for (_, end), (start, _) in pairwise(spans):
@@ -1172,6 +1180,7 @@ def clear_caches() -> None:
         bridge_names,
         sentence_spans,
         sentence_words,
+        _written_words,
     ):
         cached.cache_clear()
     _TERM_COUNTS.clear()

@@ -93,6 +93,7 @@ def test_the_pipeline_caches_are_bounded_by_characters() -> None:
         lexical.sentence_spans: CACHE_CHARS,
         lexical.key_words: HEAVY_CACHE_CHARS,
         lexical.sentence_words: HEAVY_CACHE_CHARS,
+        lexical._written_words: HEAVY_CACHE_CHARS,
         dedup.shingles: HEAVY_CACHE_CHARS,
         dedup._normalized_key: CACHE_CHARS,
         dedup._text_relation: CACHE_CHARS,
@@ -107,10 +108,12 @@ def test_clear_caches_empties_every_text_cache() -> None:
     text = "The Danube ends in the Black Sea. It flows through Vienna."
     ctxasm.assemble("Where does the Danube end?", [{"id": "a", "text": text}], model="gpt-4o")
     compression.sentence_lemmas(text)
+    lexical.written_phrase("danube", text)
     ctxasm.clear_caches()
     for cached in (
         guard._scan,
         lexical.phrase_key,
+        lexical._written_words,
         lexical.sentence_spans,
         compression.sentence_lemmas,
         labels.neutral_text,
