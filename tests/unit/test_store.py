@@ -52,6 +52,10 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def _doc_ids(store: SQLiteStore) -> list[str]:
+    return [str(row[0]) for row in _rows(store, "SELECT doc_id FROM documents")]
+
+
 def _rows(store: SQLiteStore, sql: str, *params: object) -> list[tuple[object, ...]]:
     return list(store._db.execute(sql, params).fetchall())
 
@@ -308,6 +312,72 @@ def test_a_file_is_read_with_universal_newlines_as_before(tmp_path: Path) -> Non
     path.write_bytes("\ufeffFirst line.\r\nSecond line.\rThird.".encode())
     [document] = read_documents(path)
     assert document.text == "First line.\nSecond line.\nThird."
+
+
+def test_a_jsonl_line_ends_at_a_line_feed_only(tmp_path: Path) -> None:
+    # Read with universal newlines, a bare CR inside a line's JSON split it into two bad lines
+    # and moved every later line number by one.
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(
+        b'{"doc_id": "a",\r"text": "Alpha text."}\r\n{"doc_id": "b", "text": "Beta text."}\n'
+    )
+    errors: list[tuple[str, str]] = []
+    assert [d.doc_id for d in read_documents(path, errors=errors)] == ["a", "b"]
+    assert errors == []
+    path.write_bytes(
+        b'{"doc_id": "a", "text": "A."}\n{"doc_id": \r}\n{"doc_id": "c", "text": "C."}\n'
+    )
+    assert [d.doc_id for d in read_documents(path, errors=errors)] == ["a", "c"]
+    assert [where for where, _ in errors] == [f"{path}:2"]
+
+
+def test_a_page_the_html_reader_fails_on_is_one_failed_file(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    # A character reference of 5,000 digits made html.unescape raise ValueError, which ended
+    # the whole run ("internal error") and lost the documents read before it.
+    _write(tmp_path / "docs" / "a_good.md", "# Good\n\n" + " ".join(SENTENCES))
+    _write(tmp_path / "docs" / "b_bad.html", "<p>x &#" + "9" * 5000 + "; y</p>")
+    _write(tmp_path / "docs" / "c_good.txt", " ".join(SENTENCES))
+    report = index_paths(store, [tmp_path / "docs"])
+    assert report.added == 2 + (len(report.failed) == 0)
+    assert all(where.endswith(("b_bad.html",)) for where, _ in report.failed)
+    assert {d.split("/")[-1] for d in _doc_ids(store)} >= {"a_good.md", "c_good.txt"}
+
+
+def test_a_link_in_a_folder_to_a_file_outside_it_is_not_followed(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    # A link dropped into an indexed folder made the run read the file it names, wherever it
+    # was, and store it readable by the run's readers.
+    secret = _write(tmp_path / "private" / "secret.txt", "The vault code is 4521.")
+    docs = tmp_path / "docs"
+    _write(docs / "notes.md", "# Notes\n\n" + " ".join(SENTENCES))
+    (docs / "leak.txt").symlink_to(secret)
+    (docs / "same.md").symlink_to(docs / "notes.md")  # inside: read once, as before
+    report = index_paths(store, [docs], readers=["everyone"])
+    assert report.failed == [
+        (
+            str(docs / "leak.txt"),
+            "a link to a file outside the folder being indexed: not followed (name the file "
+            "itself to index it)",
+        )
+    ]
+    assert report.added == 1
+    assert not any("secret" in d for d in _doc_ids(store))
+    named = index_paths(store, [docs / "leak.txt"], readers=["everyone"])  # named: read
+    assert (named.added, named.failed) == (1, [])
+
+
+def test_a_walked_file_swapped_for_a_link_before_it_is_read_is_refused(tmp_path: Path) -> None:
+    secret = _write(tmp_path / "secret.txt", "The vault code is 4521.")
+    path = tmp_path / "docs" / "notes.txt"
+    path.parent.mkdir()
+    path.symlink_to(secret)
+    with pytest.raises(RequestError) as caught:
+        list(read_documents(path, follow_links=False))
+    assert caught.value.message == f"{path}: became a link after the folder was read; not followed"
+    assert [d.text for d in read_documents(path)] == ["The vault code is 4521."]
 
 
 # ingestion

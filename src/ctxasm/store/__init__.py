@@ -156,20 +156,38 @@ class IndexReport:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _files(paths: Iterable[Path]) -> list[Path]:
+def _files(paths: Iterable[Path], skipped: list[tuple[str, str]]) -> list[tuple[Path, bool]]:
     """The files to read, each once (a file named and in a folder named too was read twice,
-    and reported unchanged the second time), in the order first met."""
-    found: dict[Path, Path] = {}
+    and reported unchanged the second time), in the order first met, each with whether it may
+    be a link. A file named is read wherever it is. In a folder, a link to a file outside it is
+    not followed but recorded in ``skipped`` (whoever may add a link to a shared folder would
+    otherwise have the run read any file it can, with the run's readers); folders it links to
+    are not walked either (``Path.rglob``), and a file found there that is no link is read only
+    if it is no link when opened."""
+    found: dict[Path, tuple[Path, bool]] = {}
     for path in paths:
         if path.is_dir():
-            walked = sorted(
-                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES
-            )
+            root = _same_file(path)
+            walked = []
+            for file in sorted(path.rglob("*")):
+                if not (file.is_file() and file.suffix.lower() in SUFFIXES):
+                    continue
+                linked = file.is_symlink()
+                if linked and root not in _same_file(file).parents:
+                    skipped.append((str(file), _OUTSIDE))
+                    continue
+                walked.append((file, linked))
         else:
-            walked = [path]
-        for file in walked:
-            found.setdefault(_same_file(file), file)
+            walked = [(path, True)]
+        for file, may_link in walked:
+            found.setdefault(_same_file(file), (file, may_link))
     return list(found.values())
+
+
+_OUTSIDE = (
+    "a link to a file outside the folder being indexed: not followed (name the file itself to "
+    "index it)"
+)
 
 
 def _same_file(path: Path) -> Path:
@@ -294,11 +312,11 @@ def index_paths(
     load_encoding(encoding)
     report = IndexReport()
     batch = _Batch(store, report, encoding)
-    files = _files(Path(p) for p in paths)
+    files = _files((Path(p) for p in paths), report.failed)
     # The PostgreSQL store builds its vector index once, at the end of the bulk block.
     with _bulk(store), Chunker(chunk_tokens, overlap, encoding, workers or 0) as chunker:
-        for number, path in enumerate(files, start=1):
-            _read_file(path, chunker, batch, tenant, readers)
+        for number, (path, may_link) in enumerate(files, start=1):
+            _read_file(path, chunker, batch, tenant, readers, may_link)
             if number == len(files):
                 _add(chunker.finish(), batch)
                 batch.flush()
@@ -321,9 +339,10 @@ def _read_file(
     batch: _Batch,
     tenant: str | None,
     readers: Sequence[str] | None,
+    may_link: bool = True,
 ) -> None:
     """Hand the documents of one file to ``chunker``, and what cannot be read, in file order;
-    what it has chunked goes on to ``batch`` meanwhile."""
+    what it has chunked goes on to ``batch`` meanwhile (``may_link``: see :func:`_files`)."""
     errors: list[tuple[str, str]] = []
 
     def pass_on_errors() -> None:
@@ -332,7 +351,10 @@ def _read_file(
         errors.clear()
 
     try:
-        for document in read_documents(path, tenant=tenant, readers=readers, errors=errors):
+        documents = read_documents(
+            path, tenant=tenant, readers=readers, errors=errors, follow_links=may_link
+        )
+        for document in documents:
             pass_on_errors()
             # named in a failure: a long id shortened
             chunker.add(f"{path} ({shortened(document.doc_id, 80)})", document)

@@ -13,6 +13,7 @@ indexed as public; ``"readers": []`` is kept and admits nobody.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -184,13 +185,17 @@ def _record(raw: Any, where: str, tenant: str | None, readers: tuple[str, ...] |
         raise relocated(error, "document", where) from None
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, *, lines: str | None = None, follow_links: bool = True) -> str:
     """The text of the regular file at ``path``, read as ``Path.read_text`` reads it (UTF-8
-    without a byte order mark before it, universal newlines); a :class:`RequestError` for
-    anything else, before a byte is read: a named pipe blocked the run forever, a device such
-    as /dev/zero would fill its memory. The file is opened without waiting for a pipe's writer
-    and what was opened is checked, so nothing can take its place in between."""
-    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    without a byte order mark before it; universal newlines, or ``lines`` as ``open``'s
+    ``newline``); a :class:`RequestError` for anything else, before a byte is read: a named
+    pipe blocked the run forever, a device such as /dev/zero would fill its memory. The file is
+    opened without waiting for a pipe's writer and what was opened is checked, so nothing can
+    take its place in between; without ``follow_links``, a link at ``path`` is refused (an
+    ``OSError``), so a file a folder walk found cannot be swapped for a link before it is
+    read."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
+    handle = os.open(path, flags)
     try:
         mode = os.fstat(handle).st_mode
         if not stat.S_ISREG(mode):
@@ -199,7 +204,7 @@ def _read_text(path: Path) -> str:
                 "(write what it holds to a file and index that)",
                 field=str(path),
             )
-        with open(os.dup(handle), encoding="utf-8-sig") as stream:
+        with open(os.dup(handle), encoding="utf-8-sig", newline=lines) as stream:
             return stream.read()
     finally:
         os.close(handle)
@@ -222,10 +227,11 @@ def read_documents(
     tenant: str | None = None,
     readers: Sequence[str] | None = None,
     errors: list[tuple[str, str]] | None = None,
+    follow_links: bool = True,
 ) -> Iterator[Document]:
     """The documents of one file (a :class:`RequestError` names the file and what is wrong).
     With ``errors``, a bad JSONL line is recorded there (``("file:line", reason)``) and skipped
-    instead of ending the file."""
+    instead of ending the file. Without ``follow_links``, a link at ``path`` is refused."""
     tenant = name(tenant, "tenant", optional=True)  # the run's defaults, checked before any file
     default_readers = names(readers, "readers", optional=True)
     suffix = path.suffix.lower()
@@ -234,10 +240,16 @@ def read_documents(
             f"{path}: unsupported file type; index {', '.join(SUFFIXES)}", field=str(path)
         )
     try:
-        raw = _read_text(path)
+        # JSONL lines end at "\n" alone: a bare "\r" is white space inside a line's JSON.
+        raw = _read_text(path, lines="" if suffix == ".jsonl" else None, follow_links=follow_links)
     except UnicodeDecodeError:
         raise RequestError(f"{path}: not UTF-8 text", field=str(path)) from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_links:
+            raise RequestError(
+                f"{path}: became a link after the folder was read; not followed",
+                field=str(path),
+            ) from None
         raise RequestError(f"{path}: cannot read: {exc.strerror}", field=str(path)) from None
     if suffix == ".jsonl":
         # Lines end at "\n" only: JSON writes it escaped inside a string, while U+2028, U+0085
@@ -262,7 +274,12 @@ def read_documents(
             yield document
         return
     if suffix in (".html", ".htm"):
-        text, title = visible_text(raw)
+        try:
+            text, title = visible_text(raw)
+        except (ValueError, RecursionError) as exc:  # whatever a page makes the reader fail on
+            raise RequestError(
+                f"{path}: cannot read as HTML ({type(exc).__name__})", field=str(path)
+            ) from None
     else:
         text = raw
         title = _markdown_title(raw) if suffix in (".md", ".markdown") else None
