@@ -126,13 +126,20 @@ def defaults_error(error: CtxasmError) -> ConfigError:
     return ConfigError(message, field=field)
 
 
+MAX_CONFIG_BYTES = 16 * 1024 * 1024  # a config is a few kB; anything near this is no config
+
+
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """The raw mapping in a TOML or JSON config file."""
+    from ctxasm.files import TooLargeError, read_bounded
+
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, MAX_CONFIG_BYTES)
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except TooLargeError as exc:  # a device such as /dev/zero filled memory
+        raise ConfigError(f"config file {path} is too large: {exc}") from None
     try:
         if path.suffix.lower() == ".json":
             # read as requests are: repeated keys, NaN and nesting over 64 levels refused

@@ -21,7 +21,26 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_output", "new_file_mode", "write_atomic"]
+__all__ = ["TooLargeError", "atomic_output", "new_file_mode", "read_bounded", "write_atomic"]
+
+
+class TooLargeError(ValueError):
+    """A file holds more than a reader takes (see :func:`read_bounded`)."""
+
+
+def read_bounded(path: str | Path, most_bytes: int) -> bytes:
+    """The bytes of the file at ``path``, of at most ``most_bytes``; :class:`TooLargeError`
+    beyond (a regular file by its size, before a byte is read; a device such as /dev/zero,
+    which never ends, once it has given one byte more), an ``OSError`` where it cannot be
+    read. A named pipe is read as it comes (``--config <(...)`` names one)."""
+    with open(path, "rb") as stream:
+        status = os.fstat(stream.fileno())
+        if stat.S_ISREG(status.st_mode) and status.st_size > most_bytes:
+            raise TooLargeError(f"it is {status.st_size:,} bytes, more than {most_bytes:,}")
+        data = stream.read(most_bytes + 1)
+    if len(data) > most_bytes:
+        raise TooLargeError(f"it holds more than {most_bytes:,} bytes")
+    return data
 
 
 def new_file_mode(target: Path, *, folder: bool = False) -> int:

@@ -228,3 +228,15 @@ def test_a_config_of_another_kind_is_refused_naming_it(config: object) -> None:
         ctxasm.Assembler(config)  # type: ignore[arg-type]
     assert caught.value.field == "config"
     assert "a mapping, a path to a TOML or JSON file, or None" in caught.value.message
+
+
+def test_a_config_path_that_never_ends_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # /dev/zero was read until the memory ran out (MemoryError, an internal error).
+    from ctxasm import config
+
+    monkeypatch.setattr(config, "MAX_CONFIG_BYTES", 1000)
+    with pytest.raises(ConfigError) as caught:
+        config.load_config_file("/dev/zero")
+    assert str(caught.value) == (
+        "config file /dev/zero is too large: it holds more than 1,000 bytes"
+    )

@@ -84,13 +84,28 @@ class TokenizerFile:
     def read(self) -> bytes:
         """The file's bytes, after checking its SHA-256 when one is pinned."""
         path = self.locate()
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise TokenizerError(f"cannot read tokenizer file {path}: {exc}") from None
+        data = read_tokenizer_file(path)
         if self.sha256 is not None:
             check_sha256(path, data, self.sha256)
         return data
+
+
+# The most a tokenizer file may hold: the largest official ones (Gemma's tokenizer.json) are
+# about 35 MB; a file far larger is no tokenizer, and read whole it could fill the memory.
+MAX_TOKENIZER_BYTES = 256 * 1024 * 1024
+
+
+def read_tokenizer_file(path: Path) -> bytes:
+    """The bytes of the tokenizer file at ``path``; a :class:`TokenizerError` naming it where it
+    cannot be read or holds more than ``MAX_TOKENIZER_BYTES``."""
+    from ctxasm.files import TooLargeError, read_bounded  # on use: it imports tempfile
+
+    try:
+        return read_bounded(path, MAX_TOKENIZER_BYTES)
+    except OSError as exc:
+        raise TokenizerError(f"cannot read tokenizer file {path}: {exc}") from None
+    except TooLargeError as exc:
+        raise TokenizerError(f"{path} is too large to be a tokenizer file: {exc}") from None
 
 
 def check_sha256(path: Path, data: bytes, expected: str) -> None:

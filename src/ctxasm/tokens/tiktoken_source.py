@@ -132,7 +132,9 @@ def find_rank_file(name: str) -> Path | None:
 
 def _verify(name: str, path: Path) -> bytes:
     """The bytes of ``path``, once their SHA-256 is the official one for ``name``."""
-    data = path.read_bytes()
+    from ctxasm.tokens.files import read_tokenizer_file
+
+    data = read_tokenizer_file(path)
     digest = hashlib.sha256(data).hexdigest()
     expected = OFFICIAL_RANKS[name].sha256
     if digest != expected:

@@ -209,3 +209,22 @@ def test_hf_files_count_control_tokens_as_text(tmp_path: Path) -> None:
     assert counted.count("a<|eot_id|>b") == 9
     assert counted.count("a<think>b") == 3
     assert len(tokenizer.encode("a<|eot_id|>b").ids) == 3  # what a server's parse gives
+
+
+def test_a_tokenizer_file_too_large_to_be_one_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Read whole before its hash was checked, an 8 GiB file filled the memory (MemoryError,
+    # an internal error).
+    from ctxasm.tokens import files
+    from ctxasm.tokens.files import TokenizerFile
+
+    monkeypatch.setattr(files, "MAX_TOKENIZER_BYTES", 1000)
+    big = tmp_path / "tokenizer.json"
+    with open(big, "wb") as out:
+        out.truncate(8 * 1024**3)  # sparse: no disk used
+    with pytest.raises(TokenizerError) as caught:
+        TokenizerFile(str(big), "0" * 64).read()
+    assert str(caught.value) == (
+        f"{big} is too large to be a tokenizer file: it is 8,589,934,592 bytes, more than 1,000"
+    )
