@@ -219,7 +219,8 @@ def _tekken_ranks(
             base64.b64decode(entry["token_bytes"], validate=True): int(entry["rank"])
             for entry in parsed["vocab"][:size]
         }
-    except (ValueError, KeyError, TypeError, binascii.Error):
+    # OverflowError: int() of Infinity; RecursionError: nesting too deep for the reader
+    except (ValueError, KeyError, TypeError, binascii.Error, OverflowError, RecursionError):
         raise TokenizerError(
             f"{file.label} is not a tekken.json file (config with pattern and sizes, vocab "
             "entries with rank and token_bytes)"

@@ -446,6 +446,25 @@ def _tekken(path: Path, pattern: str) -> Path:
 
 
 @pytest.mark.parametrize(
+    "body",
+    [
+        '{"config": {"default_vocab_size": Infinity, "default_num_special_tokens": 0}}',
+        '{"config": ' + "[" * 50_000 + "]" * 50_000 + "}",
+    ],
+)
+def test_a_tekken_file_with_infinity_or_deep_nesting_is_named_as_no_tekken_file(
+    tmp_path: Path, body: str
+) -> None:
+    # OverflowError and RecursionError escaped the reader, and the load was reported as a
+    # failure on "a text of 3 characters".
+    path = tmp_path / "tekken.json"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(TokenizerError) as caught:
+        make_tokenizer(f"tekken:{path}").count("abc")
+    assert caught.value.message.startswith(f"{path} is not a tekken.json file")
+
+
+@pytest.mark.parametrize(
     ("pattern", "skipped"),
     [
         (r"[a-z]+", "'!'"),
