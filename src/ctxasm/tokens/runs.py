@@ -10,9 +10,10 @@ punctuation, ``"a" * 600_000`` or a million newlines is one pre-token.
 
 This module bounds pre-tokens without tokenizing. Every pre-token of the o200k and cl100k
 patterns is made of at most one leading character, then characters of one *letter-like* run or
-of one *symbol-like* run, then trailing white space, or it is white space only. So when no run
-of each kind below is longer than ``limit`` characters, no pre-token is longer than
-``2 * limit + 1``, and counting a text costs time linear in its length:
+of one *symbol-like* run, then trailing white space or (o200k, Tekken: ``[\r\n/]*``) a mix of
+slashes and line breaks, or it is white space only. So when no run of each kind below is longer
+than ``limit`` characters, no pre-token is longer than ``2 * limit + 1``, and counting a text
+costs time linear in its length:
 
 letters
     anything but white space, decimal digits, punctuation, symbols and controls: letters,
@@ -21,7 +22,10 @@ symbols
     anything but white space, decimal digits and letters: punctuation, symbols, controls,
     combining marks, other numbers, and the same unassigned characters;
 white space
-    the characters of Unicode's ``White_Space`` property (what the tokenizers' ``\\s`` means).
+    the characters of Unicode's ``White_Space`` property (what the tokenizers' ``\\s`` means);
+slashes and line breaks
+    ``/``, ``\\r`` and ``\\n`` (``"x!" + "/\\n" * 100_000`` is one o200k pre-token, though
+    neither its symbols nor its white space run long).
 
 The categories come from the Unicode 3.2 tables that ship with Python (``unicodedata.ucd_3_2_0``),
 which are older than any tokenizer's: a character assigned since then is in both of the first
@@ -93,6 +97,10 @@ def _ranges(categories: tuple[str, ...]) -> str:
     return "".join(parts)
 
 
+# What o200k's and Tekken's patterns let follow a run of symbols, in any mix and number.
+_SLASHES_AND_BREAKS = r"[\r\n/]"
+
+
 @functools.cache
 def _screen(limit: int) -> re.Pattern[str]:
     """A quick screen for runs of non-white-space or of white space longer than ``limit``
@@ -106,16 +114,31 @@ def _screen(limit: int) -> re.Pattern[str]:
 
 
 @functools.cache
-def _precise(limit: int) -> tuple[tuple[str, re.Pattern[str]], ...]:
+def _mixed(limit: int) -> re.Pattern[str]:
+    """Runs of slashes and line breaks longer than ``limit``, each entered at its first
+    character: the one kind the screen cannot see (it breaks both of the screen's)."""
+    mixed = _SLASHES_AND_BREAKS
+    return re.compile(f"(?<!{mixed}){mixed}{{{limit + 1},}}")
+
+
+_SLASHES_KIND = "slash and line-break"
+
+
+@functools.cache
+def _precise(limit: int, slashes: bool = True) -> tuple[tuple[str, re.Pattern[str]], ...]:
     """One pattern per kind, matching its whole runs longer than ``limit``, each entered at its
-    first character only. Building the letter-like and symbol-like classes walks the Unicode
-    tables (about 0.1 s), so it waits for the first text the screen does not clear."""
+    first character only; without ``slashes`` (for a text with no slash, which cannot hold a
+    run of that kind), none for slashes and line breaks. Building the letter-like and
+    symbol-like classes walks the Unicode tables (about 0.1 s), so it waits for the first text
+    the screen does not clear."""
     breaks = {
         "letter-like": _WHITE_SPACE + _ranges(_NOT_LETTER_LIKE),
         "symbol-like": _WHITE_SPACE + _ranges(_NOT_SYMBOL_LIKE),
     }
     kinds = {name: f"[^{body}]" for name, body in breaks.items()}
     kinds["white-space"] = f"[{_WHITE_SPACE}]"
+    if slashes:
+        kinds[_SLASHES_KIND] = _SLASHES_AND_BREAKS
     return tuple(
         (name, re.compile(f"(?<!{chars}){chars}{{{limit + 1},}}")) for name, chars in kinds.items()
     )
@@ -131,10 +154,15 @@ def find_long_run(text: str, limit: int = MAX_RUN_CHARS) -> LongRun | None:
         return None
     found = _screen(limit).search(text)
     if found is None:
-        return None
+        # Only a mix of slashes and line breaks is left, which needs a slash (a text without
+        # one, such as Chinese prose, is not read again).
+        mixed = _mixed(limit).search(text) if "/" in text else None
+        if mixed is None:
+            return None
+        return LongRun(mixed.start(), mixed.end() - mixed.start(), _SLASHES_KIND)
     if found.lastgroup == "space":
         return LongRun(found.start(), found.end() - found.start(), "white-space")
-    for kind, pattern in _precise(limit):
+    for kind, pattern in _precise(limit, "/" in text):
         found = pattern.search(text)
         if found is not None:
             return LongRun(found.start(), found.end() - found.start(), kind)
@@ -161,7 +189,7 @@ def long_runs(text: str, limit: int = MAX_RUN_CHARS) -> list[LongRun]:
         return []
     found = [
         LongRun(match.start(), match.end() - match.start(), kind)
-        for kind, pattern in _precise(limit)
+        for kind, pattern in _precise(limit, "/" in text)
         for match in pattern.finditer(text)
     ]
     return sorted(found, key=lambda run: (run.start, run.kind))

@@ -41,6 +41,12 @@ def _cjk(n: int) -> str:
         ("!\u1885" * PAIRS, LongRun(0, 2 * PAIRS, "symbol-like")),
         ("。".join([_cjk(N - 1)] * 5), None),  # Chinese prose: punctuation breaks the runs
         ("/".join(["https://example.org/path"] * 100), None),  # long url, short pieces
+        # o200k lets slashes and line breaks, in any mix, follow symbols in one pre-token:
+        # neither the symbols nor the white space run long, and its merge grew faster than
+        # the text (review)
+        ("x!" + "////\n" * PAIRS, LongRun(2, 5 * PAIRS, "slash and line-break")),
+        ("x!" + "/\r\n" * PAIRS, LongRun(2, 3 * PAIRS, "slash and line-break")),
+        ("x!" + "/\n" * (N // 2), None),
     ],
 )
 def test_long_runs_are_found_by_kind(text: str, expected: LongRun | None) -> None:
