@@ -208,7 +208,8 @@ class AssemblerConfig:
         max_chars = limits.get("max_request_chars", DEFAULT_MAX_REQUEST_CHARS)
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
             raise ConfigError(
-                f"limits.max_request_chars must be a positive integer, got {shown(max_chars)}"
+                f"limits.max_request_chars must be a positive integer, got {shown(max_chars)}",
+                field="limits.max_request_chars",
             )
         try:
             parse_request({"query": "check", "passages": [], **defaults})

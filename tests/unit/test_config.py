@@ -240,3 +240,17 @@ def test_a_config_path_that_never_ends_is_refused(monkeypatch: pytest.MonkeyPatc
     assert str(caught.value) == (
         "config file /dev/zero is too large: it holds more than 1,000 bytes"
     )
+
+
+@pytest.mark.parametrize("name", ["", "   ", "gpt\n4"])
+def test_a_model_name_no_request_could_give_is_refused(name: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler(config={"models": {name: {"context_window": 8000, "max_output": 100}}})
+    assert caught.value.field == "models"
+    assert "a model's name must be printable text, not blank" in str(caught.value)
+
+
+def test_a_bad_request_size_limit_names_its_field() -> None:
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler(config={"limits": {"max_request_chars": 0}})
+    assert caught.value.field == "limits.max_request_chars"

@@ -229,6 +229,11 @@ class ModelRegistry:
                     f"models: a model's name must be a string, got {type(name).__name__} {name!r}",
                     field="models",
                 )
+            if not name.strip() or not name.isprintable():  # no request could name it
+                raise ConfigError(
+                    f"models: a model's name must be printable text, not blank, got {name!r}",
+                    field="models",
+                )
             existing = self._names.get(name.lower())
             if existing is not None:
                 checked = _check_entry(name, entry, partial=True)
