@@ -369,6 +369,25 @@ def test_a_link_in_a_folder_to_a_file_outside_it_is_not_followed(
     assert (named.added, named.failed) == (1, [])
 
 
+def test_what_a_folder_holds_that_is_no_file_is_reported_not_passed_over(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    docs = tmp_path / "docs"
+    _write(docs / "notes.md", "# Notes\n\n" + " ".join(SENTENCES))
+    os.mkfifo(docs / "feed.jsonl")
+    (docs / "gone.md").symlink_to(tmp_path / "missing.md")
+    (docs / "sub.md").mkdir()  # a folder named like a file is walked, not reported
+    report = index_paths(store, [docs])
+    assert report.added == 1
+    assert report.failed == [
+        (
+            str(docs / "feed.jsonl"),
+            "not a regular file but a named pipe; only regular files are read",
+        ),
+        (str(docs / "gone.md"), "a link to nothing (its target is missing)"),
+    ]
+
+
 def test_a_walked_file_swapped_for_a_link_before_it_is_read_is_refused(tmp_path: Path) -> None:
     secret = _write(tmp_path / "secret.txt", "The vault code is 4521.")
     path = tmp_path / "docs" / "notes.txt"

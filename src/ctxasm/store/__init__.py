@@ -21,7 +21,7 @@ from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
 from ctxasm.store.arguments import without_secrets
 from ctxasm.store.chunk_pool import Chunked, Chunker, auto_workers, failure_reason
 from ctxasm.store.chunking import Chunk, check_chunking, chunk_text, count_tokens_batch
-from ctxasm.store.documents import SUFFIXES, Document, read_documents
+from ctxasm.store.documents import SUFFIXES, Document, file_kind, read_documents
 from ctxasm.store.records import StoreStats
 from ctxasm.store.scoped import PrincipalRetriever
 from ctxasm.store.sqlite import SQLiteStore
@@ -170,7 +170,10 @@ def _files(paths: Iterable[Path], skipped: list[tuple[str, str]]) -> list[tuple[
             root = _same_file(path)
             walked = []
             for file in sorted(path.rglob("*")):
-                if not (file.is_file() and file.suffix.lower() in SUFFIXES):
+                if file.suffix.lower() not in SUFFIXES or file.is_dir():
+                    continue
+                if not file.is_file():  # a pipe or a device was passed over without a word
+                    skipped.append((str(file), _not_regular(file)))
                     continue
                 linked = file.is_symlink()
                 if linked and root not in _same_file(file).parents:
@@ -182,6 +185,15 @@ def _files(paths: Iterable[Path], skipped: list[tuple[str, str]]) -> list[tuple[
         for file, may_link in walked:
             found.setdefault(_same_file(file), (file, may_link))
     return list(found.values())
+
+
+def _not_regular(path: Path) -> str:
+    """Why a name a folder walk found with a suffix it reads is not read."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "a link to nothing (its target is missing)"
+    return f"not a regular file but {file_kind(mode)}; only regular files are read"
 
 
 _OUTSIDE = (

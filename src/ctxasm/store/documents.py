@@ -200,7 +200,7 @@ def _read_text(path: Path, *, lines: str | None = None, follow_links: bool = Tru
         mode = os.fstat(handle).st_mode
         if not stat.S_ISREG(mode):
             raise RequestError(
-                f"{path}: not a regular file but {_kind(mode)}; only regular files are read "
+                f"{path}: not a regular file but {file_kind(mode)}; only regular files are read "
                 "(write what it holds to a file and index that)",
                 field=str(path),
             )
@@ -210,7 +210,7 @@ def _read_text(path: Path, *, lines: str | None = None, follow_links: bool = Tru
         os.close(handle)
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     """What a file that is not a regular one is, for a message."""
     if stat.S_ISFIFO(mode):
         return "a named pipe"
