@@ -341,7 +341,7 @@ class BridgeSelection(Strategy):
     lookahead: float = 1.0
     trust: float = 4.0
     anchor: float = 0.3
-    names: float = 0.3
+    names: float = 0.5
     subject: float = 1.0
     max_candidates: int = 50
 
@@ -372,7 +372,7 @@ class BridgeSelection(Strategy):
         value = [relevance * v + self.coverage * coverage[i] for i, v in enumerate(scaled)]
         # query element -> candidates covering it; entity -> candidates introducing it
         holders, mentions = _holders(evidence.covers), _holders(evidence.introduced)
-        links, named = self._links(pool, evidence, packing.context.query_class)
+        links, named = self._links(pool, evidence, packing.context)
         backlinks = _reverse(links)  # for each candidate, those that name its title (or a name)
         bridged = [0.0] * len(pool)  # the strongest link to it from a kept passage
         linked = [False] * len(pool)  # it names a kept passage's title
@@ -432,7 +432,7 @@ class BridgeSelection(Strategy):
         offer_in_order(rest, packing, _FILL)
 
     def _links(
-        self, pool: Sequence[Candidate], evidence: Evidence, query_class: str
+        self, pool: Sequence[Candidate], evidence: Evidence, context: SelectionContext
     ) -> tuple[list[dict[int, float]], dict[tuple[int, int], str]]:
         """For each candidate, the candidates it links to and how strongly: titles it names
         (see :func:`ctxasm.lexical.title_links` and :func:`_anchored`) and names it shares
@@ -441,8 +441,10 @@ class BridgeSelection(Strategy):
         if self.anchor < 1.0:
             links = _anchored(links, pool, evidence, self.anchor)
         # A comparison names each thing it compares: a name two passages share hides no hop.
-        if self.names > 0 and query_class != "comparison":
-            return _name_links(links, pool, evidence, self.names, self.anchor)
+        if self.names > 0 and context.query_class != "comparison":
+            query = f" {phrase_key(context.query)} "
+            titled = [bool(key) and f" {key} " in query for key in evidence.titles]
+            return _name_links(links, pool, evidence, self.names, self.anchor, titled)
         return links, {}
 
     @staticmethod
@@ -604,16 +606,21 @@ def _name_links(
     evidence: Evidence,
     strength: float,
     weak: float,
+    titled_in_query: Sequence[bool] = (),
 ) -> tuple[list[dict[int, float]], dict[tuple[int, int], str]]:
     """``links``, plus a link both ways between passages that share a name (see
     :func:`ctxasm.stages.relevance_utility.shared_names`, of the texts as they stand: a
     sentence compression cut names nothing) with no word of the query (a name the question
     says ties every passage that says it), where no link is stronger: the next hop of a chain
     is often a page about the answer that names the bridge in its text, "... with her partner
-    Steve Hillage", not the bridge's own page. ``strength`` strong where one of the two writes
-    the name in a sentence that states a query element it covers beyond its own title (the
-    relation the hop answers), ``weak`` times that elsewhere. Also the name behind each such
-    link, by (from, to)."""
+    Steve Hillage", not the bridge's own page. A link from passage A to passage B is
+    ``strength`` strong where A writes the name in a sentence that states a query element it
+    covers beyond its own title (the relation the hop from A answers: the next passage of a
+    chain is the one the kept passage names where it states the question's words, not every
+    passage that writes the name beside the question's words of its own), ``weak`` times that
+    elsewhere; half that again where the question names B's title (``titled_in_query``, by
+    candidate: the question reaches that page itself, and a name it shares with a kept page
+    is no hop). Also the name behind each such link, by (from, to)."""
     asked = frozenset(evidence.terms)
     names = [
         frozenset(n for n in found if asked.isdisjoint(n.split()))
@@ -625,12 +632,19 @@ def _name_links(
     for name, holders in sorted(_holders(names).items()):
         for i in holders:
             for j in holders:
-                s = strength if name in stating[i] or name in stating[j] else strength * weak
+                s = strength if name in stating[i] else strength * weak
+                if titled_in_query and titled_in_query[j]:
+                    s *= _ASKED_NAME_LINK
                 if i != j and joined[i].get(j, 0.0) < s:
                     joined[i][j] = s
                     named[(i, j)] = name
     return joined, named
 
+
+# A name link to a page whose title the question names counts this much of its strength: the
+# question reaches that page by its title already (a character the question names beside the
+# actor it asks about), and a name it shares with a kept page names no hop.
+_ASKED_NAME_LINK = 0.5
 
 # A passage that shares more names than this with the others is a list (a filmography, a
 # roster): which of them its sentences state the question beside is not asked (each sentence

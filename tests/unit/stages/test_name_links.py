@@ -200,9 +200,12 @@ def test_a_name_link_is_strong_where_a_sentence_naming_it_states_the_question() 
     pool = _pool([PASSAGES[0], stated, quiet])
     links, named = _name_links([{}, {}, {}], pool, Evidence(QUESTION, pool), 0.3, 0.5)
     # "wife" states "spouse" beside the name; the album names it beside "performed", a form of
-    # "performer": every link of the album is strong, and both ways.
-    assert links[0] == {1: 0.3, 2: 0.3} and links[1][0] == links[2][0] == 0.3
-    assert links[1][2] == links[2][1] == 0.3  # the pianist states it: strong
+    # "performer": every link from the album is strong, and so is the pianist's.
+    assert links[0] == {1: 0.3, 2: 0.3} and links[1][0] == 0.3
+    assert links[1][2] == 0.3  # the pianist states it: strong from the pianist
+    # The quiet one names it beside nothing the question says: its links are weak, whoever
+    # states it at the other end (the kept passage says where the chain goes on).
+    assert links[2][0] == links[2][1] == 0.15
     assert named == {pair: "dana roux" for pair in [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]}
     # Nobody states the question beside it: weak.
     plain = {**PASSAGES[0], "text": "Harbor Lights is an album. It was made by Dana Roux."}
@@ -211,10 +214,22 @@ def test_a_name_link_is_strong_where_a_sentence_naming_it_states_the_question() 
     assert links == [{1: 0.15, 2: 0.15}, {0: 0.15, 2: 0.15}, {0: 0.15, 1: 0.15}]
 
 
+def test_a_name_link_to_a_page_the_question_names_is_weaker() -> None:
+    stated = {**PASSAGES[1], "text": "Teo Marchal is a pianist. His wife was Dana Roux."}
+    pool = _pool([PASSAGES[0], stated])
+    evidence = Evidence(QUESTION, pool)
+    links, _ = _name_links([{}, {}], pool, evidence, 0.3, 0.5, [True, False])
+    # the question names "Harbor Lights": it reaches that page itself, the name is no hop to it
+    assert links == [{1: 0.3}, {0: 0.15}]
+    links, _ = _name_links([{}, {}], pool, evidence, 0.3, 0.5)
+    assert links == [{1: 0.3}, {0: 0.3}]
+
+
 def test_a_title_link_stronger_than_a_name_link_stays() -> None:
     pool = _pool(PASSAGES[:2])
     links, named = _name_links([{1: 1.0}, {}], pool, Evidence(QUESTION, pool), 0.3, 0.5)
-    assert links == [{1: 1.0}, {0: 0.3}] and named == {(1, 0): "dana roux"}
+    # the pianist "toured" beside the name, which states nothing the question asks: weak back
+    assert links == [{1: 1.0}, {0: 0.15}] and named == {(1, 0): "dana roux"}
 
 
 def test_a_list_of_names_is_no_hop_its_name_links_stay_weak() -> None:
