@@ -8,8 +8,10 @@ with ``http.client`` directly, not ``urllib``'s opener:
 - a redirect is refused, never followed (``urllib`` sent the key on to the host it named);
 - a header value with a control character is refused before anything is sent, without
   showing it (a key read with its line end would have been printed in the error);
-- the whole call, from connecting to the last byte, has one deadline (the socket's timeout
-  bounds each read only: an endpoint sending a byte a second never timed out);
+- the whole call, from looking the host up to the last byte, has one deadline (the socket's
+  timeout bounds each read only: an endpoint sending a byte a second never timed out), kept by
+  :class:`_Deadline` however many addresses the host has and whatever a proxy or a TLS
+  handshake trickles;
 - the answer is read up to ``max_bytes`` and parsed as requests are (:mod:`ctxasm.jsonio`:
   a repeated key, ``NaN`` or deep nesting is refused);
 - the environment's proxies are used as ``urllib`` used them (see :func:`_connection`).
@@ -26,7 +28,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
@@ -89,19 +91,15 @@ def post_json(
     connection, target, extra = _connection(parts, timeout)
     headers = {**headers, **extra}
     payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    deadline = time.monotonic() + timeout
-    # At the deadline the socket is shut: a read then ends, whatever the endpoint trickles.
-    # (It is held here: the connection lets go of it once the response has it.)
-    held: list[socket.socket] = []
-    watchdog = threading.Timer(timeout, _shut, (connection, held))
-    watchdog.daemon = True
-    watchdog.start()
+    deadline = _Deadline(timeout)
+    # http.client's own hook for opening its socket (its tests use it; the type stubs leave it
+    # out): every socket of the call, to the host or to a proxy, is then opened by the deadline.
+    connection._create_connection = deadline.connect  # type: ignore[attr-defined]
+    late = EndpointError(f"no whole answer within {timeout:g} s")
     try:
         connection.connect()
-        if connection.sock is not None:
-            held.append(connection.sock)
-        if time.monotonic() >= deadline:  # the watchdog fired while connecting: nothing to shut
-            raise EndpointError(f"no whole answer within {timeout:g} s")
+        if deadline.passed():  # connected as time ran out: the socket is shut already
+            raise late
         connection.request(
             "POST", target, body=payload, headers={**headers, "content-type": "application/json"}
         )
@@ -114,18 +112,18 @@ def post_json(
         if response.status >= 400:
             raise EndpointError(f"the endpoint answered HTTP {response.status} {_reason(response)}")
         data = response.read(max_bytes + 1)
-        if time.monotonic() >= deadline:  # shut by the watchdog while it was read
-            raise EndpointError(f"no whole answer within {timeout:g} s")
+        if deadline.passed():  # shut while it was read
+            raise late
         if response.length and len(data) <= max_bytes:  # fewer bytes than it said it sends
             raise EndpointError("the answer ended before the length it announced")
     except EndpointError:
         raise
     except (OSError, http.client.HTTPException, ValueError) as exc:
-        if time.monotonic() >= deadline:
-            raise EndpointError(f"no whole answer within {timeout:g} s") from None
+        if deadline.passed():
+            raise late from None
         raise EndpointError(_described(exc, headers)) from None
     finally:
-        watchdog.cancel()
+        deadline.close()
         connection.close()
     if len(data) > max_bytes:
         raise EndpointError(f"the answer is larger than {max_bytes:,} bytes")
@@ -183,11 +181,133 @@ def _connection(
     )
 
 
-def _shut(connection: http.client.HTTPConnection, held: list[socket.socket]) -> None:
-    for sock in (*held, connection.sock):
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+# What getaddrinfo answers for a stream socket: family, type, protocol, name, address.
+_Found = tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]
+
+
+class _Deadline:
+    """The one deadline of a call, and the sockets it cuts off when it passes.
+
+    The call's sockets are opened here (:meth:`connect`), each address the host resolves to
+    tried with only the time left, never the whole timeout again (``socket.create_connection``
+    gave every address all of it: four black-holed addresses took four times the deadline).
+    Each socket is watched from before it connects: when the deadline passes, a timer shuts
+    every socket watched, and one watched later is shut at once, so whatever http.client is
+    blocked in (a connect, a proxy's CONNECT answer, whose header lines it reads without a
+    count limit, a TLS handshake, the answer) ends then.
+
+    A socket is watched through a duplicate of it: shutting the duplicate shuts the connection
+    both share, and still reaches it once ``ssl`` has wrapped the socket (wrapping detaches the
+    socket object http.client made: shutting that one did nothing during a handshake).
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self._end = time.monotonic() + seconds
+        self._lock = threading.Lock()
+        self._watched: list[socket.socket] = []
+        self._expired = False
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def left(self) -> float:
+        """Seconds until the deadline (zero or less once it has passed)."""
+        return self._end - time.monotonic()
+
+    def passed(self) -> bool:
+        """Whether the deadline has passed."""
+        return self.left() <= 0
+
+    def connect(self, address: tuple[str, int], *_: object) -> socket.socket:
+        """A socket connected to ``address`` (host, port), as ``socket.create_connection``
+        connects one but within the deadline; a TimeoutError when the time runs out first. The
+        timeout and source address http.client passes are not used: the deadline replaces the
+        one, and the other is never set here."""
+        host, port = address
+        errors: list[OSError] = []
+        for family, kind, protocol, _name, where in self._lookup(host, port):
+            left = self.left()
+            if left <= 0:
+                break
+            try:
+                return self._connected(socket.socket(family, kind, protocol), where, left)
+            except OSError as error:
+                errors.append(error)
+        if errors and not self.passed():  # every address failed: the first error, as
+            raise errors[0]  # socket.create_connection raises it
+        raise TimeoutError(f"no connection to {host} port {port} before the deadline")
+
+    def _connected(self, sock: socket.socket, where: Any, seconds: float) -> socket.socket:
+        """``sock``, watched, connected to ``where`` within ``seconds``; closed (and no longer
+        watched) when it fails to connect."""
+        watched = self._watch(sock)
+        try:
+            sock.settimeout(seconds)
+            sock.connect(where)
+        except BaseException:
+            sock.close()
+            self._forget(watched)
+            raise
+        return sock
+
+    def _lookup(self, host: str, port: int) -> Sequence[_Found]:
+        """The addresses of ``host``, looked up on a thread of its own: getaddrinfo cannot be
+        interrupted, so a resolver that has not answered when the deadline passes is left to
+        finish alone (the thread is a daemon) while the call fails with a TimeoutError."""
+        answer: list[Sequence[_Found] | Exception] = []
+
+        def lookup() -> None:
+            try:
+                answer.append(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
+            except Exception as error:  # raised again on the caller's thread
+                answer.append(error)
+
+        thread = threading.Thread(target=lookup, name="ctxasm-endpoint-lookup", daemon=True)
+        thread.start()
+        thread.join(max(self.left(), 0.0))
+        if not answer:
+            raise TimeoutError(f"the address of {host} was not found before the deadline")
+        if isinstance(answer[0], Exception):
+            raise answer[0]
+        if not answer[0]:
+            raise OSError(f"no address was found for {host}")
+        return answer[0]
+
+    def _watch(self, sock: socket.socket) -> socket.socket:
+        """Watch ``sock`` (shut at once if the deadline has passed); the duplicate watched."""
+        duplicate = sock.dup()
+        with self._lock:
+            self._watched.append(duplicate)
+            if self._expired:
+                _shut(duplicate)
+        return duplicate
+
+    def _forget(self, duplicate: socket.socket) -> None:
+        """Stop watching a socket whose connect failed, and close its duplicate."""
+        with self._lock:
+            self._watched.remove(duplicate)
+        duplicate.close()
+
+    def _expire(self) -> None:
+        """The timer's work at the deadline: shut every socket watched, and any watched later."""
+        with self._lock:
+            self._expired = True
+            for sock in self._watched:
+                _shut(sock)
+
+    def close(self) -> None:
+        """Stop the timer and close the duplicates (the sockets are the connection's to close)."""
+        self._timer.cancel()
+        with self._lock:
+            for sock in self._watched:
+                sock.close()
+            self._watched.clear()
+
+
+def _shut(sock: socket.socket) -> None:
+    """Shut both ways of ``sock``: a read blocked on it, on any thread, returns at once."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 def _reason(response: http.client.HTTPResponse) -> str:

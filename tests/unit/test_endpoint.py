@@ -4,10 +4,12 @@ the answer is bounded and read strictly, and no message shows the API key."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
@@ -228,3 +230,177 @@ def test_an_https_proxy_url_is_spoken_to_as_urllib_did(
     with pytest.raises(EndpointError, match="407"):
         _post("https://llm.example/v1/x")
     assert ("CONNECT", "llm.example:443", None) in _Misbehaving.seen
+
+
+# The one deadline against hosts with several addresses, proxies and TLS handshakes that
+# trickle. A name's addresses are what a patched socket.getaddrinfo answers (as a resolver
+# with several records would); each call runs on a thread given a few seconds, so a call that
+# would never end fails the test instead of hanging it.
+
+_NAME = "llm.example.test"
+
+
+def _black_hole() -> tuple[int, list[socket.socket]]:
+    """A local port whose accept queue is full: a connect to it hangs (its SYNs are dropped),
+    as to an address whose packets a firewall drops. The sockets to close afterwards."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(4):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.1", port))
+        fillers.append(filler)
+    time.sleep(0.2)  # the handshakes that fill the queue complete
+    return port, [listener, *fillers]
+
+
+def _trickler(first: bytes, each: bytes) -> tuple[int, Callable[[], None]]:
+    """A local server that reads what a client sends first, answers ``first``, then ``each``
+    every 0.05 s until stopped (or the client goes); its port and what stops it."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.1)
+    stop = threading.Event()
+
+    def answer(client: socket.socket) -> None:
+        with client, contextlib.suppress(OSError):
+            client.recv(65536)
+            client.sendall(first)
+            while not stop.wait(0.05):
+                client.sendall(each)
+
+    def serve() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                threading.Thread(target=answer, args=(listener.accept()[0],), daemon=True).start()
+        listener.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1], stop.set
+
+
+def _resolve(monkeypatch: pytest.MonkeyPatch, name: str, ports: list[int]) -> None:
+    """Make ``name`` resolve to 127.0.0.1 at each of ``ports``, in order."""
+    real = socket.getaddrinfo
+
+    def fake(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != name:
+            return real(host, port, *args, **kwargs)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", p)) for p in ports]
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+
+
+def _timed(url: str, timeout: float) -> tuple[str, float]:
+    """What a call to ``url`` ended with (an error's message, or "answered") and the seconds
+    it took; "still running" when it had not ended after 6 s."""
+    outcome: list[str] = []
+
+    def call() -> None:
+        try:
+            _post(url, timeout=timeout)
+            outcome.append("answered")
+        except EndpointError as error:
+            outcome.append(error.message)
+
+    started = time.monotonic()
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(6.0)
+    return (outcome[0] if outcome else "still running"), time.monotonic() - started
+
+
+@pytest.fixture()
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_addresses_that_drop_packets_share_the_one_deadline(
+    monkeypatch: pytest.MonkeyPatch, no_proxy: None, scheme: str
+) -> None:
+    # socket.create_connection gave each of the four addresses the whole second: 4 s.
+    port, sockets = _black_hole()
+    _resolve(monkeypatch, _NAME, [port] * 4)
+    try:
+        outcome, took = _timed(f"{scheme}://{_NAME}:{port}/v1/x", timeout=1.0)
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert outcome == "no whole answer within 1 s"
+    assert took < 2.5
+
+
+def test_an_address_that_refuses_is_followed_by_the_next(
+    server: str, monkeypatch: pytest.MonkeyPatch, no_proxy: None
+) -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: a connect to it is refused
+    open_port = int(server.rsplit(":", 1)[1])
+    _resolve(monkeypatch, _NAME, [closed.getsockname()[1], open_port])
+    try:
+        assert _post(f"http://{_NAME}:{open_port}/v1/x") == {"ok": True, "path": "/v1/x"}
+    finally:
+        closed.close()
+
+
+def test_the_deadline_holds_through_a_proxy_whose_first_address_drops_packets(
+    monkeypatch: pytest.MonkeyPatch, no_proxy: None
+) -> None:
+    # The one-shot watchdog fired while the first address was tried (no socket to shut yet),
+    # and the second, a proxy sending a header line at a time, then held the call forever.
+    hole, sockets = _black_hole()
+    proxy, stop = _trickler(b"HTTP/1.1 200 Connection established\r\n", b"X-Wait: 1\r\n")
+    _resolve(monkeypatch, "proxy.example.test", [hole, proxy])
+    monkeypatch.setenv("HTTPS_PROXY", f"http://proxy.example.test:{proxy}")
+    try:
+        outcome, took = _timed(f"https://{_NAME}/v1/x", timeout=1.0)
+    finally:
+        stop()
+        for sock in sockets:
+            sock.close()
+    assert outcome == "no whole answer within 1 s"
+    assert took < 2.5
+
+
+def test_the_deadline_holds_through_a_proxy_that_trickles_its_answer(
+    monkeypatch: pytest.MonkeyPatch, no_proxy: None
+) -> None:
+    proxy, stop = _trickler(b"HTTP/1.1 200 Connection established\r\n", b"X-Wait: 1\r\n")
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy}")
+    try:
+        outcome, took = _timed(f"https://{_NAME}/v1/x", timeout=1.0)
+    finally:
+        stop()
+    assert outcome == "no whole answer within 1 s"
+    assert took < 2.5
+
+
+def test_the_deadline_holds_through_a_tls_handshake_that_trickles(no_proxy: None) -> None:
+    # A handshake record of 16 kB announced, then a byte at a time. (ssl detaches the socket
+    # object http.client made, so the watchdog reaches the handshake through its duplicate.)
+    port, stop = _trickler(b"\x16\x03\x03\x40\x00", b"\x00")
+    try:
+        outcome, took = _timed(f"https://127.0.0.1:{port}/v1/x", timeout=1.0)
+    finally:
+        stop()
+    assert outcome == "no whole answer within 1 s"
+    assert took < 2.5
+
+
+def test_the_deadline_holds_while_the_name_is_looked_up(
+    monkeypatch: pytest.MonkeyPatch, no_proxy: None
+) -> None:
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(3.0)
+        raise socket.gaierror("no answer")
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    outcome, took = _timed(f"http://{_NAME}/v1/x", timeout=1.0)
+    assert outcome == "no whole answer within 1 s"
+    assert took < 2.5
