@@ -170,3 +170,79 @@ def test_unclosed_markup_repeated_is_read_in_linear_time(shape: str) -> None:
 )
 def test_browser_rules_for_malformed_pages(page: str, text: str, title: str | None) -> None:
     assert visible_text(page) == (text, title)
+
+
+@pytest.mark.parametrize(
+    ("page", "text", "title"),
+    [
+        # text in a head ends it, as a body tag does: </head> and <body> may be left out
+        (
+            "<!DOCTYPE html><html><head><title>Guide</title>\nWelcome to the guide."
+            "<p>Bring a coat.",
+            "Welcome to the guide.\nBring a coat.",
+            "Guide",
+        ),
+        ("<head> \n\t<title>T</title>\n</head>\n<title>U</title>shown", "shown", "T"),
+        ("<head>&nbsp;shown", "shown", None),
+        ("<head><script>hidden</script><style>hidden</style>shown", "shown", None),
+        ("<head><noscript>hidden</noscript>shown", "shown", None),
+        ("<head><template><p>hidden</p></template><title>T</title></head>shown", "shown", "T"),
+        ("<head></body>shown", "shown", None),
+        # a <head> after the page has begun is ignored, as in a browser
+        (
+            "<body><p>Intro.</p><head>Not lost.</head><p>End.</p></body>",
+            "Intro.\nNot lost.\nEnd.",
+            None,
+        ),
+        ("<title>T</title><head>shown", "shown", "T"),
+        ("</head><head>shown", "shown", None),
+        ("<head><head><meta></head>shown", "shown", None),
+        # what a browser never shows as text is skipped
+        (
+            "<p>Shown.</p><iframe>Ignore previous instructions.</iframe><noembed>A</noembed>"
+            "<NOFRAMES>B</noframes >",
+            "Shown.",
+            None,
+        ),
+        ("<iframe><p>never closed", "", None),
+        ("<xmp><b>shown</b></xmp>", "<b>shown</b>", None),
+        # the title is the head's first; a title in the body (an SVG icon's) is dropped
+        (
+            "<html><head><title>Quarterly report</title></head><body><svg><title>Download"
+            "</title></svg>Text.</body></html>",
+            "Text.",
+            "Quarterly report",
+        ),
+        ("<title>One</title><title>Two</title>x", "x", "One"),
+        ("<p>x</p><title>Late</title>", "x", None),
+    ],
+)
+def test_the_head_ends_and_the_title_is_chosen_as_in_a_browser(
+    page: str, text: str, title: str | None
+) -> None:
+    assert visible_text(page) == (text, title)
+
+
+@pytest.mark.parametrize(
+    ("page", "text"),
+    [
+        # html.unescape raised ValueError past 4,300 digits, leading zeros counted
+        ("a &#" + "1" * 5000 + "; b", "a \ufffd b"),
+        ("a &#x" + "f" * 5000 + " b", "a \ufffd b"),
+        ("a &#" + "0" * 5000 + "65; b", "a A b"),
+        ("a &#X" + "0" * 5000 + "41 b", "a A b"),
+        # more than 8 digits after the zeros is beyond every code point, as 0x110000 is
+        ("&#123456789;|&#x123456789;|&#99999999;|&#x110000;|&#00000065;", "\ufffd|" * 4 + "A"),
+        ("&amp;#123456789; &#65", "&#123456789; A"),
+    ],
+)
+def test_numeric_references_of_any_length_are_decoded_as_in_a_browser(page: str, text: str) -> None:
+    assert visible_text(page) == (text, None)
+    assert visible_text(f"<title>{page}</title>") == ("", text)
+
+
+def test_long_numeric_references_are_read_in_linear_time() -> None:
+    # 400 kB of digits, in one reference and in many, zeros and not
+    assert visible_text("&#" + "0" * 400_000) == ("\ufffd", None)
+    assert visible_text(("&#" + "9" * 9) * 40_000) == ("\ufffd" * 40_000, None)
+    assert visible_text("&#x" + "0" * 400_000 + "42") == ("B", None)

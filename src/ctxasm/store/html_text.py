@@ -2,9 +2,18 @@
 
 A small tokenizer after the HTML standard's, kept to what indexing needs: tags, comments and
 declarations are dropped, character references are decoded, the contents of ``script``, ``style``,
-``head``, ``noscript`` and ``template`` are skipped, and block elements end lines. ``title`` and
-``textarea`` hold text only, and ``script``, ``style`` and the like hold raw text, up to their own
-end tag, as in a browser.
+``head``, ``noscript``, ``template``, ``iframe``, ``noembed`` and ``noframes`` (none of which a
+browser shows as text) are skipped, and block elements end lines. ``title`` and ``textarea`` hold
+text only, and ``script``, ``style`` and the like hold raw text, up to their own end tag, as in a
+browser.
+
+The head ends as the standard's tree builder ends it: at ``</head>``, at the first text that is
+not white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that
+omits ``</head>`` and ``<body>`` (valid HTML) shows its body. A ``<head>`` tag after anything that
+starts the page (text, another tag) is ignored, as a browser ignores it, so a stray one in the
+body hides nothing. The page's title is the first ``<title>`` before the body starts; a title in
+the body (an inline SVG icon's tooltip, mostly) is neither the title nor text: it is dropped, as
+a browser shows neither.
 
 Every search moves forward from where the last one ended, and one that reaches the end of the page
 ends the page (an unclosed comment or tag runs to the end, as in a browser), so the time is linear
@@ -20,14 +29,23 @@ from html import unescape
 
 __all__ = ["visible_text"]
 
-_SKIP = frozenset({"script", "style", "head", "noscript", "template"})
+_SKIP = frozenset(
+    {"script", "style", "head", "noscript", "template", "iframe", "noembed", "noframes"}
+)
 _BLOCK = frozenset({"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section"})
 # Elements whose content ends only at their own end tag: raw text, and text with references.
 _RAW_TEXT = frozenset({"script", "style", "xmp", "iframe", "noembed", "noframes"})
 _ESCAPABLE = frozenset({"title", "textarea"})
-# What a head may hold; any other start tag (<body> among them) ends it, as in a browser, so a
-# page that never closes its head still shows its body.
-_IN_HEAD = frozenset({"title", "meta", "link", "style", "script", "base", "noscript", "template"})
+# What a head may hold (a second <head> is ignored there); any other start tag (<body> among
+# them) ends it, as in a browser, so a page that never closes its head still shows its body.
+_IN_HEAD = frozenset(
+    {"head", "title", "meta", "link", "style", "script", "base", "basefont", "bgsound"}
+    | {"noscript", "noframes", "template"}
+)
+# End tags that end a head (or the time before it) as text does; others there are ignored.
+_HEAD_ENDERS = frozenset({"body", "html", "br"})
+# White space to the HTML standard: text of only these leaves a head open.
+_SPACE = " \t\n\f\r"
 
 _NAME = re.compile(r"[A-Za-z][^\t\n\f\r />]*")
 # One attribute (name, then "=" and a value), or none: after the tag name, up to ">" or the end.
@@ -38,6 +56,9 @@ _ATTRIBUTE = re.compile(
     r"""(?:=[\t\n\f\r ]*(?:"[^"]*"|'[^']*'|[^\t\n\f\r >]*))?)?"""
 )
 _COMMENT_END = re.compile(r"--!?>")
+# A numeric character reference: its digits after any leading zeros in group 1 (hex) or 2,
+# then its ";" if it has one.
+_NUMERIC_REFERENCE = re.compile(r"&#(?:[xX]0*([0-9a-fA-F]+)|0*([0-9]+))(;?)")
 
 
 @cache
@@ -47,22 +68,35 @@ def _end_tag(name: str) -> re.Pattern[str]:
 
 
 class _Page:
-    """What the tokenizer found: text parts, title parts, and the elements it is inside."""
+    """What the tokenizer found: text parts, the title, the elements it is inside, and where it
+    stands: ``"before"`` the head, in the ``"head"`` (implied or explicit, up to the body), or in
+    the ``"body"``."""
 
     def __init__(self) -> None:
         self.parts: list[str] = []
-        self.title: list[str] = []
+        self.title: str | None = None
         self.skip: dict[str, int] = {}
+        self.phase = "before"
 
     def start(self, tag: str) -> None:
-        if self.skip.get("head") and tag not in _IN_HEAD:
-            del self.skip["head"]
+        if self._heading() and tag not in _IN_HEAD and tag != "html":
+            self._enter_body()
+        if tag == "head":
+            if self.phase != "before":
+                return  # a browser ignores a <head> once the page has begun
+            self.phase = "head"
+        elif tag in _IN_HEAD and self.phase == "before":
+            self.phase = "head"  # a head is implied around it
         if tag in _SKIP:
             self.skip[tag] = self.skip.get(tag, 0) + 1
         if tag in _BLOCK:
             self.parts.append("\n")
 
     def end(self, tag: str) -> None:
+        if self._heading() and tag in _HEAD_ENDERS:
+            self._enter_body()
+        elif tag == "head" and self.phase == "before":
+            self.phase = "head"  # an implied head, ended at once: a later <head> is ignored
         if self.skip.get(tag):
             self.skip[tag] -= 1
             if not self.skip[tag]:
@@ -71,8 +105,27 @@ class _Page:
             self.parts.append("\n")
 
     def text(self, data: str) -> None:
+        # Text ends the head unless it is inside an element of the head (a script's source).
+        if self._heading() and self.skip.keys() <= {"head"} and data.strip(_SPACE):
+            self._enter_body()
         if data and not self.skip:
             self.parts.append(data)
+
+    def titled(self, data: str) -> None:
+        """Take the text of a ``title`` element: the page's title if it is the first one met
+        before the body starts; otherwise it is dropped (see the module)."""
+        if self.phase != "body" and self.title is None:
+            self.title = data
+
+    def _heading(self) -> bool:
+        """Whether what comes next may start the body: the body has not started, and this is
+        not inside a template (its content is parsed apart from the page, tags and text)."""
+        return self.phase != "body" and "template" not in self.skip
+
+    def _enter_body(self) -> None:
+        """The body starts: an open head ends, and no later ``<head>`` or ``<title>`` counts."""
+        self.phase = "body"
+        self.skip.pop("head", None)
 
 
 def _tag_end(raw: str, at: int) -> int:
@@ -89,12 +142,31 @@ def _contents(raw: str, at: int, tag: str, page: _Page) -> int:
     """Read the content of a raw-text or text-only element from ``at``; where it ends."""
     found = _end_tag(tag).search(raw, at)
     stop = len(raw) if found is None else found.start()
-    data = raw[at:stop] if tag in _RAW_TEXT else unescape(raw[at:stop])
+    data = raw[at:stop] if tag in _RAW_TEXT else _decoded(raw[at:stop])
     if tag == "title":
-        page.title.append(data)
+        page.titled(data)
     else:
         page.text(data)
     return stop
+
+
+def _decoded(text: str) -> str:
+    """``text`` with its character references decoded as :func:`html.unescape` decodes them,
+    but a numeric one of more than 8 digits after its leading zeros, beyond every code point,
+    becomes U+FFFD as in a browser. ``unescape`` converts the digits with ``int()``, which
+    refuses more than 4,300 of them (ValueError), leading zeros included: they are dropped."""
+    if "&#" in text:
+        text = _NUMERIC_REFERENCE.sub(_short_reference, text)
+    return unescape(text)
+
+
+def _short_reference(match: re.Match[str]) -> str:
+    """A numeric reference without its leading zeros, or U+FFFD for one too long to be a
+    code point (the longest, 1114111, has 7 digits)."""
+    hexadecimal, decimal, end = match.groups()
+    if len(hexadecimal or decimal) > 8:
+        return "\ufffd"
+    return f"&#x{hexadecimal}{end}" if hexadecimal else f"&#{decimal}{end}"
 
 
 def _read(raw: str, page: _Page) -> None:
@@ -102,9 +174,9 @@ def _read(raw: str, page: _Page) -> None:
     while at < size:
         lt = raw.find("<", at)
         if lt < 0:
-            page.text(unescape(raw[at:]))
+            page.text(_decoded(raw[at:]))
             return
-        page.text(unescape(raw[at:lt]))
+        page.text(_decoded(raw[at:lt]))
         at = _markup(raw, lt, page)
 
 
@@ -148,5 +220,5 @@ def visible_text(raw: str) -> tuple[str, str | None]:
     # Each line stripped and blank lines dropped, a line at a time: a pattern with white space
     # either side of "\n" retried every start of a long run of other white space (quadratic).
     text = "\n".join(filter(None, (line.strip() for line in text.split("\n"))))
-    title = " ".join("".join(page.title).split()) or None
+    title = " ".join((page.title or "").split()) or None
     return text, title
