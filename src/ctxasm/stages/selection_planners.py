@@ -341,7 +341,7 @@ class BridgeSelection(Strategy):
     lookahead: float = 1.0
     trust: float = 4.0
     anchor: float = 0.3
-    names: float = 0.5
+    names: float = 0.4
     subject: float = 1.0
     max_candidates: int = 50
 
