@@ -95,11 +95,13 @@ def post_json(
     # http.client's own hook for opening its socket (its tests use it; the type stubs leave it
     # out): every socket of the call, to the host or to a proxy, is then opened by the deadline.
     connection._create_connection = deadline.connect  # type: ignore[attr-defined]
-    late = EndpointError(f"no whole answer within {timeout:g} s")
+    # The message, not an error made beforehand: raised from here, one exception object would
+    # hold this frame, and so the response and its socket, until the garbage collector ran.
+    late = f"no whole answer within {timeout:g} s"
     try:
         connection.connect()
         if deadline.passed():  # connected as time ran out: the socket is shut already
-            raise late
+            raise EndpointError(late)
         connection.request(
             "POST", target, body=payload, headers={**headers, "content-type": "application/json"}
         )
@@ -113,14 +115,14 @@ def post_json(
             raise EndpointError(f"the endpoint answered HTTP {response.status} {_reason(response)}")
         data = response.read(max_bytes + 1)
         if deadline.passed():  # shut while it was read
-            raise late
+            raise EndpointError(late)
         if response.length and len(data) <= max_bytes:  # fewer bytes than it said it sends
             raise EndpointError("the answer ended before the length it announced")
     except EndpointError:
         raise
     except (OSError, http.client.HTTPException, ValueError) as exc:
         if deadline.passed():
-            raise late from None
+            raise EndpointError(late) from None
         raise EndpointError(_described(exc, headers)) from None
     finally:
         deadline.close()

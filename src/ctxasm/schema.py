@@ -515,7 +515,7 @@ def _parse_previous(data: Mapping[str, Any]) -> CacheState | None:
                 'a first turn, or use strategy.ordering "cache_stable"',
                 field="previous",
             )
-        return value.report.cache.state
+        return parse_previous(value.report.cache.state)  # checked as any state is
     return parse_previous(value)
 
 

@@ -679,3 +679,24 @@ def test_a_cache_state_object_is_checked_as_its_json_is(state: CacheState, field
     with pytest.raises(RequestError) as from_json:
         ctxasm.assemble("What is the capital of France?", passages, previous=state.to_dict())
     assert from_json.value.field == field
+
+
+def test_a_state_inside_a_prior_result_object_is_checked_too() -> None:
+    import dataclasses
+
+    passages = [
+        {"id": "paris", "text": "Paris is the capital of France.", "score": 0.9},
+        {"id": "lyon", "text": "Lyon was the capital of Gaul, in France.", "score": 0.8},
+    ]
+    first = ctxasm.assemble("What is the capital of France?", passages, previous=None)
+    assert first.report.cache is not None
+    bad = CacheState(labels={"paris": 1, "lyon": 1}, next_label=5)
+    forged = dataclasses.replace(
+        first,
+        report=dataclasses.replace(
+            first.report, cache=dataclasses.replace(first.report.cache, state=bad)
+        ),
+    )
+    with pytest.raises(RequestError) as caught:
+        ctxasm.assemble("What is the capital of France?", passages, previous=forged)
+    assert caught.value.field == "previous.labels"
