@@ -455,8 +455,23 @@ def _same_target(link: str, url: str | None) -> bool:
     given, linked, decoded, lowered, plain = _targets(url)
     if link in (given, linked):
         return True
-    found = unquote(html.unescape(link))  # as a renderer reads it, then as a browser does
+    found = unquote(_references(link))  # as a renderer reads it, then as a browser does
     return found == decoded or (found.lower() == lowered and _plain(found) == plain)
+
+
+# A character reference as CommonMark decodes one in a link: closed by ";" (html.unescape also
+# reads about a hundred old names without it, "&copy" in "?a=1&copy=2", which neither markdown
+# nor a browser decodes in a link).
+_CHARACTER_REFERENCE = re.compile(
+    r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{0,31});"
+)
+
+
+def _references(text: str) -> str:
+    """``text`` with each character reference closed by ";" decoded."""
+    if "&" not in text:
+        return text
+    return _CHARACTER_REFERENCE.sub(lambda found: html.unescape(found.group()), text)
 
 
 def _plain(url: str) -> str:

@@ -578,3 +578,15 @@ def test_a_url_holding_a_lone_surrogate_is_left_unlinked() -> None:
     data["report"]["included"][0]["url"] = "https://example.org/\ud800"
     assert link_citations("Paris [1].", data) == "Paris [1]."
     assert check_citations("Paris [1].", data).all_valid
+
+
+def test_a_name_a_reference_would_have_without_its_semicolon_is_left_as_it_is() -> None:
+    # html.unescape read "&copy" in "?page=2&copy=1" as "©", which markdown does not: a link
+    # to the source, written with its "é" percent-encoded, was reported as mislinked.
+    data = result()
+    data["report"]["included"][0]["url"] = "https://example.com/wiki/Café?page=2&copy=1"
+    for link in (
+        "https://example.com/wiki/Caf%C3%A9?page=2&copy=1",
+        "https://EXAMPLE.com/wiki/Café?page=2&copy=1",
+    ):
+        assert check_citations(f"Paris [1]({link}).", data).mislinked == ()
