@@ -12,6 +12,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -390,13 +391,43 @@ def test_what_a_folder_holds_that_is_no_file_is_reported_not_passed_over(
 
 def test_a_walked_file_swapped_for_a_link_before_it_is_read_is_refused(tmp_path: Path) -> None:
     secret = _write(tmp_path / "secret.txt", "The vault code is 4521.")
-    path = tmp_path / "docs" / "notes.txt"
-    path.parent.mkdir()
+    path = _write(tmp_path / "docs" / "notes.txt", "Notes.")
+    walked = path.stat()
+    path.unlink()
     path.symlink_to(secret)
     with pytest.raises(RequestError) as caught:
-        list(read_documents(path, follow_links=False))
-    assert caught.value.message == f"{path}: became a link after the folder was read; not followed"
+        list(read_documents(path, expected=(walked.st_dev, walked.st_ino)))
+    assert caught.value.message == (
+        f"{path}: names another file than when the folder was read (a link or a folder "
+        "swapped in meanwhile); not read"
+    )
     assert [d.text for d in read_documents(path)] == ["The vault code is 4521."]
+
+
+def test_a_folder_swapped_for_a_link_after_the_walk_brings_in_nothing(
+    tmp_path: Path, store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # O_NOFOLLOW checked the last part of a path only: a folder inside the indexed one, swapped
+    # for a link to another folder between the walk and the reads, brought its files in.
+    import ctxasm.store as store_module
+
+    docs = tmp_path / "docs"
+    _write(docs / "sub" / "notes.md", "# Notes\n\n" + " ".join(SENTENCES))
+    _write(tmp_path / "private" / "notes.md", "# Secret\n\nThe vault code is 4521.")
+    walk = store_module._files
+
+    def walk_then_swap(
+        paths: Any, skipped: list[tuple[str, str]]
+    ) -> list[tuple[Path, tuple[int, int] | None]]:
+        found = walk(paths, skipped)
+        (docs / "sub").rename(tmp_path / "moved")
+        (docs / "sub").symlink_to(tmp_path / "private")
+        return found
+
+    monkeypatch.setattr(store_module, "_files", walk_then_swap)
+    report = index_paths(store, [docs], readers=["everyone"])
+    assert report.added == 0
+    assert [where for where, _ in report.failed] == [str(docs / "sub" / "notes.md")]
 
 
 # ingestion

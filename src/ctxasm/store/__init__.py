@@ -9,6 +9,7 @@ principal may read, ranked, as :class:`~ctxasm.Passage` objects ready for ``ctxa
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -156,34 +157,40 @@ class IndexReport:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _files(paths: Iterable[Path], skipped: list[tuple[str, str]]) -> list[tuple[Path, bool]]:
+def _files(
+    paths: Iterable[Path], skipped: list[tuple[str, str]]
+) -> list[tuple[Path, tuple[int, int] | None]]:
     """The files to read, each once (a file named and in a folder named too was read twice,
-    and reported unchanged the second time), in the order first met, each with whether it may
-    be a link. A file named is read wherever it is. In a folder, a link to a file outside it is
-    not followed but recorded in ``skipped`` (whoever may add a link to a shared folder would
-    otherwise have the run read any file it can, with the run's readers); folders it links to
-    are not walked either (``Path.rglob``), and a file found there that is no link is read only
-    if it is no link when opened."""
-    found: dict[Path, tuple[Path, bool]] = {}
+    and reported unchanged the second time), in the order first met. A file named is read
+    wherever it is. In a folder, a link to a file outside it is not followed but recorded in
+    ``skipped`` (whoever may add a link to a shared folder would otherwise have the run read any
+    file it can, with the run's readers), and folders it links to are not walked
+    (``Path.rglob``); each file found comes with its device and inode, which the file opened
+    later must have (so a link or a folder swapped in after the walk cannot bring in another)."""
+    found: dict[Path, tuple[Path, tuple[int, int] | None]] = {}
     for path in paths:
         if path.is_dir():
             root = _same_file(path)
-            walked = []
+            walked: list[tuple[Path, tuple[int, int] | None]] = []
             for file in sorted(path.rglob("*")):
                 if file.suffix.lower() not in SUFFIXES or file.is_dir():
                     continue
                 if not file.is_file():  # a pipe or a device was passed over without a word
                     skipped.append((str(file), _not_regular(file)))
                     continue
-                linked = file.is_symlink()
-                if linked and root not in _same_file(file).parents:
+                if file.is_symlink() and root not in _same_file(file).parents:
                     skipped.append((str(file), _OUTSIDE))
                     continue
-                walked.append((file, linked))
+                try:
+                    status = file.stat()
+                except OSError:  # gone since: reading it says why
+                    walked.append((file, None))
+                    continue
+                walked.append((file, (status.st_dev, status.st_ino)))
         else:
-            walked = [(path, True)]
-        for file, may_link in walked:
-            found.setdefault(_same_file(file), (file, may_link))
+            walked = [(path, None)]
+        for file, identity in walked:
+            found.setdefault(_same_file(file), (file, identity))
     return list(found.values())
 
 
@@ -191,7 +198,9 @@ def _not_regular(path: Path) -> str:
     """Why a name a folder walk found with a suffix it reads is not read."""
     try:
         mode = path.stat().st_mode
-    except OSError:
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a link that leads back to itself"
         return "a link to nothing (its target is missing)"
     return f"not a regular file but {file_kind(mode)}; only regular files are read"
 
@@ -327,8 +336,8 @@ def index_paths(
     files = _files((Path(p) for p in paths), report.failed)
     # The PostgreSQL store builds its vector index once, at the end of the bulk block.
     with _bulk(store), Chunker(chunk_tokens, overlap, encoding, workers or 0) as chunker:
-        for number, (path, may_link) in enumerate(files, start=1):
-            _read_file(path, chunker, batch, tenant, readers, may_link)
+        for number, (path, identity) in enumerate(files, start=1):
+            _read_file(path, chunker, batch, tenant, readers, identity)
             if number == len(files):
                 _add(chunker.finish(), batch)
                 batch.flush()
@@ -351,10 +360,10 @@ def _read_file(
     batch: _Batch,
     tenant: str | None,
     readers: Sequence[str] | None,
-    may_link: bool = True,
+    identity: tuple[int, int] | None = None,
 ) -> None:
     """Hand the documents of one file to ``chunker``, and what cannot be read, in file order;
-    what it has chunked goes on to ``batch`` meanwhile (``may_link``: see :func:`_files`)."""
+    what it has chunked goes on to ``batch`` meanwhile (``identity``: see :func:`_files`)."""
     errors: list[tuple[str, str]] = []
 
     def pass_on_errors() -> None:
@@ -364,7 +373,7 @@ def _read_file(
 
     try:
         documents = read_documents(
-            path, tenant=tenant, readers=readers, errors=errors, follow_links=may_link
+            path, tenant=tenant, readers=readers, errors=errors, expected=identity
         )
         for document in documents:
             pass_on_errors()

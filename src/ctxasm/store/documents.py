@@ -13,7 +13,6 @@ indexed as public; ``"readers": []`` is kept and admits nobody.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
@@ -185,19 +184,27 @@ def _record(raw: Any, where: str, tenant: str | None, readers: tuple[str, ...] |
         raise relocated(error, "document", where) from None
 
 
-def _read_text(path: Path, *, lines: str | None = None, follow_links: bool = True) -> str:
+def _read_text(
+    path: Path, *, lines: str | None = None, expected: tuple[int, int] | None = None
+) -> str:
     """The text of the regular file at ``path``, read as ``Path.read_text`` reads it (UTF-8
     without a byte order mark before it; universal newlines, or ``lines`` as ``open``'s
     ``newline``); a :class:`RequestError` for anything else, before a byte is read: a named
     pipe blocked the run forever, a device such as /dev/zero would fill its memory. The file is
     opened without waiting for a pipe's writer and what was opened is checked, so nothing can
-    take its place in between; without ``follow_links``, a link at ``path`` is refused (an
-    ``OSError``), so a file a folder walk found cannot be swapped for a link before it is
-    read."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
-    handle = os.open(path, flags)
+    take its place in between; with ``expected`` (device and inode), the file opened must be
+    that one (a folder walk's file, its name or a folder on its way swapped for a link to
+    another file before it was read, is refused)."""
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        mode = os.fstat(handle).st_mode
+        opened = os.fstat(handle)
+        if expected is not None and (opened.st_dev, opened.st_ino) != expected:
+            raise RequestError(
+                f"{path}: names another file than when the folder was read (a link or a "
+                "folder swapped in meanwhile); not read",
+                field=str(path),
+            )
+        mode = opened.st_mode
         if not stat.S_ISREG(mode):
             raise RequestError(
                 f"{path}: not a regular file but {file_kind(mode)}; only regular files are read "
@@ -227,11 +234,12 @@ def read_documents(
     tenant: str | None = None,
     readers: Sequence[str] | None = None,
     errors: list[tuple[str, str]] | None = None,
-    follow_links: bool = True,
+    expected: tuple[int, int] | None = None,
 ) -> Iterator[Document]:
     """The documents of one file (a :class:`RequestError` names the file and what is wrong).
     With ``errors``, a bad JSONL line is recorded there (``("file:line", reason)``) and skipped
-    instead of ending the file. Without ``follow_links``, a link at ``path`` is refused."""
+    instead of ending the file. With ``expected`` (device and inode), ``path`` must still name
+    that file when it is opened."""
     tenant = name(tenant, "tenant", optional=True)  # the run's defaults, checked before any file
     default_readers = names(readers, "readers", optional=True)
     suffix = path.suffix.lower()
@@ -241,15 +249,10 @@ def read_documents(
         )
     try:
         # JSONL lines end at "\n" alone: a bare "\r" is white space inside a line's JSON.
-        raw = _read_text(path, lines="" if suffix == ".jsonl" else None, follow_links=follow_links)
+        raw = _read_text(path, lines="" if suffix == ".jsonl" else None, expected=expected)
     except UnicodeDecodeError:
         raise RequestError(f"{path}: not UTF-8 text", field=str(path)) from None
     except OSError as exc:
-        if exc.errno == errno.ELOOP and not follow_links:
-            raise RequestError(
-                f"{path}: became a link after the folder was read; not followed",
-                field=str(path),
-            ) from None
         raise RequestError(f"{path}: cannot read: {exc.strerror}", field=str(path)) from None
     if suffix == ".jsonl":
         # Lines end at "\n" only: JSON writes it escaped inside a string, while U+2028, U+0085
