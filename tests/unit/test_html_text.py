@@ -206,15 +206,26 @@ def test_browser_rules_for_malformed_pages(page: str, text: str, title: str | No
         ),
         ("<iframe><p>never closed", "", None),
         ("<xmp><b>shown</b></xmp>", "<b>shown</b>", None),
-        # the title is the head's first; a title in the body (an SVG icon's) is dropped
+        # the title is the first outside svg and math, wherever it stands (document.title);
+        # an SVG icon's is dropped
         (
             "<html><head><title>Quarterly report</title></head><body><svg><title>Download"
             "</title></svg>Text.</body></html>",
             "Text.",
             "Quarterly report",
         ),
+        ("<svg><title>Icon</title></svg><p>x</p><title>Page</title>", "x", "Page"),
+        ("<math><title>M</title></math>x", "x", None),
         ("<title>One</title><title>Two</title>x", "x", "One"),
-        ("<p>x</p><title>Late</title>", "x", None),
+        ("<p>x</p><title>Late</title>", "x", "Late"),
+        # a tag that ends the head early keeps the title after it (the review's pages)
+        ("<head><div>B</div><title>Page T</title></head>", "B", "Page T"),
+        # a noscript's tags in the head (a tracking pixel) do not end it
+        (
+            '<head><noscript><img src="p.gif"></noscript><title>Acme</title></head>Hello',
+            "Hello",
+            "Acme",
+        ),
     ],
 )
 def test_the_head_ends_and_the_title_is_chosen_as_in_a_browser(

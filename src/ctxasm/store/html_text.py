@@ -11,9 +11,11 @@ The head ends as the standard's tree builder ends it: at ``</head>``, at the fir
 not white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that
 omits ``</head>`` and ``<body>`` (valid HTML) shows its body. A ``<head>`` tag after anything that
 starts the page (text, another tag) is ignored, as a browser ignores it, so a stray one in the
-body hides nothing. The page's title is the first ``<title>`` before the body starts; a title in
-the body (an inline SVG icon's tooltip, mostly) is neither the title nor text: it is dropped, as
-a browser shows neither.
+body hides nothing; in the head, a ``<noscript>``'s tags (a tracking pixel's ``<img>``) do not
+end it, as they do not in a browser that runs scripts. The page's title is the first
+``<title>`` outside ``<svg>`` and ``<math>``, wherever it stands, as a browser's
+``document.title`` is; a title is never text, and one inside ``<svg>`` or ``<math>`` (an icon's
+tooltip) is dropped, as a browser shows neither.
 
 Every search moves forward from where the last one ended, and one that reaches the end of the page
 ends the page (an unclosed comment or tag runs to the end, as in a browser), so the time is linear
@@ -36,6 +38,8 @@ _BLOCK = frozenset({"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", 
 # Elements whose content ends only at their own end tag: raw text, and text with references.
 _RAW_TEXT = frozenset({"script", "style", "xmp", "iframe", "noembed", "noframes"})
 _ESCAPABLE = frozenset({"title", "textarea"})
+# Elements of other vocabularies: a <title> inside one is an icon's tooltip, not the page's.
+_FOREIGN = frozenset({"svg", "math"})
 # What a head may hold (a second <head> is ignored there); any other start tag (<body> among
 # them) ends it, as in a browser, so a page that never closes its head still shows its body.
 _IN_HEAD = frozenset(
@@ -77,10 +81,20 @@ class _Page:
         self.title: str | None = None
         self.skip: dict[str, int] = {}
         self.phase = "before"
+        self.foreign = 0  # open <svg> and <math> elements, whose titles name no page
 
     def start(self, tag: str) -> None:
-        if self._heading() and tag not in _IN_HEAD and tag != "html":
+        # In a head, a noscript's content is text to a browser that runs scripts: its tags (a
+        # tracking pixel's <img>) do not end the head.
+        if (
+            self._heading()
+            and tag not in _IN_HEAD
+            and tag != "html"
+            and "noscript" not in self.skip
+        ):
             self._enter_body()
+        if tag in _FOREIGN:
+            self.foreign += 1
         if tag == "head":
             if self.phase != "before":
                 return  # a browser ignores a <head> once the page has begun
@@ -93,6 +107,8 @@ class _Page:
             self.parts.append("\n")
 
     def end(self, tag: str) -> None:
+        if tag in _FOREIGN and self.foreign:
+            self.foreign -= 1
         if self._heading() and tag in _HEAD_ENDERS:
             self._enter_body()
         elif tag == "head" and self.phase == "before":
@@ -113,8 +129,10 @@ class _Page:
 
     def titled(self, data: str) -> None:
         """Take the text of a ``title`` element: the page's title if it is the first one met
-        before the body starts; otherwise it is dropped (see the module)."""
-        if self.phase != "body" and self.title is None:
+        outside ``svg`` and ``math``, wherever it stands (as a browser's ``document.title``:
+        a tag that ended the head early, or a page with no head, keeps its title); a title is
+        never text (see the module)."""
+        if not self.foreign and self.title is None:
             self.title = data
 
     def _heading(self) -> bool:
