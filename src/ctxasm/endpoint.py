@@ -183,6 +183,11 @@ def _connection(
     )
 
 
+# Name lookups running at once, each on a thread that may outlive its call (see
+# _Deadline._lookup).
+MAX_LOOKUPS = 16
+_LOOKUPS = threading.BoundedSemaphore(MAX_LOOKUPS)
+
 # What getaddrinfo answers for a stream socket: family, type, protocol, name, address.
 _Found = tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]
 
@@ -255,17 +260,29 @@ class _Deadline:
     def _lookup(self, host: str, port: int) -> Sequence[_Found]:
         """The addresses of ``host``, looked up on a thread of its own: getaddrinfo cannot be
         interrupted, so a resolver that has not answered when the deadline passes is left to
-        finish alone (the thread is a daemon) while the call fails with a TimeoutError."""
+        finish alone (the thread is a daemon) while the call fails with a TimeoutError. At most
+        ``MAX_LOOKUPS`` such threads run at once: while a resolver hangs, a service making a
+        call per request would otherwise gain a thread per request; past that, a call fails at
+        once."""
         answer: list[Sequence[_Found] | Exception] = []
+        slots = _LOOKUPS  # the semaphore acquired is the one released
+        if not slots.acquire(blocking=False):
+            raise TimeoutError(f"{MAX_LOOKUPS} name lookups are still waiting for an answer")
 
         def lookup() -> None:
             try:
                 answer.append(socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
             except Exception as error:  # raised again on the caller's thread
                 answer.append(error)
+            finally:
+                slots.release()
 
         thread = threading.Thread(target=lookup, name="ctxasm-endpoint-lookup", daemon=True)
-        thread.start()
+        try:
+            thread.start()
+        except BaseException:  # no thread (RuntimeError): the slot is not held
+            slots.release()
+            raise
         thread.join(max(self.left(), 0.0))
         if not answer:
             raise TimeoutError(f"the address of {host} was not found before the deadline")

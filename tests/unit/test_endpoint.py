@@ -422,3 +422,29 @@ def test_the_deadline_holds_while_the_name_is_looked_up(
     outcome, took = _timed(f"http://{_NAME}/v1/x", timeout=1.0)
     assert outcome == "no whole answer within 1 s"
     assert took < 2.5
+
+
+def test_calls_whose_lookups_hang_gain_no_thread_past_the_cap(
+    monkeypatch: pytest.MonkeyPatch, no_proxy: None
+) -> None:
+    # Each call left its lookup thread behind while the resolver hung: 50 calls, 52 threads.
+    from ctxasm import endpoint
+
+    release = threading.Event()
+
+    def hung(*args: Any, **kwargs: Any) -> Any:
+        release.wait(10)
+        raise socket.gaierror("no answer")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hung)
+    monkeypatch.setattr(endpoint, "_LOOKUPS", threading.BoundedSemaphore(3))
+    monkeypatch.setattr(endpoint, "MAX_LOOKUPS", 3)
+    before = threading.active_count()
+    try:
+        outcomes = [_timed(f"http://{_NAME}/v1/x", timeout=0.05)[0] for _ in range(10)]
+        time.sleep(0.2)  # the calls' own timers, cancelled, end meanwhile
+        assert threading.active_count() <= before + 3  # the three lookups still hanging
+        assert outcomes[:3] == ["no whole answer within 0.05 s"] * 3
+        assert all("3 name lookups are still waiting for an answer" in o for o in outcomes[3:])
+    finally:
+        release.set()
