@@ -48,7 +48,6 @@ from ctxasm.data import Candidate, Exclusion, Passage, Reason
 from ctxasm.errors import UntokenizableError
 from ctxasm.stages.dedup import DedupSession, Duplicate, Merge
 from ctxasm.tokens import TokenCounter
-from ctxasm.tokens.runs import find_long_run
 
 __all__ = [
     "Admission",
@@ -162,18 +161,18 @@ class Meter:
             ("title", passage.title),
             ("url", passage.url),
         ):
-            run = find_long_run(value, limit) if value else None
+            run = self.counter.long_run(value) if value else None
             if run is not None:
                 return f"its {name} has {run.describe(limit)}"
         if self.every_id and len(passage.id) > limit // 2:
-            run = find_long_run(passage.id, limit)
+            run = self.counter.long_run(passage.id)
             if run is not None:
                 return f"its id (which the template may show) has {run.describe(limit)}"
         if max(len(passage.id), len(passage.title or ""), len(passage.url or "")) > limit // 2:
             # The header, as rendered: it shows the id only where it shows no title or url,
             # and its parts together may make a run that none makes alone.
             opening, _ = self.pricing(candidate)
-            run = find_long_run(opening, limit)
+            run = self.counter.long_run(opening)
             if run is not None:
                 return f"its header (the title, url or id it shows) has {run.describe(limit)}"
         return None

@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 
 from ctxasm.errors import CtxasmError, UntokenizableError
 from ctxasm.keys import content_key
-from ctxasm.tokens.runs import MAX_RUN_CHARS, find_long_run
+from ctxasm.tokens.runs import MAX_RUN_CHARS, LongRun, find_long_run
 
 __all__ = ["GrowingCount", "TokenCounter", "Tokenizer"]
 
@@ -56,6 +56,9 @@ class TokenCounter:
         self.tokenizer = tokenizer
         self.max_entries = max_entries
         self.max_run = max_run
+        # Whether the tokenizer's pieces may run on through slashes and line breaks (o200k's
+        # and Tekken's do); a tokenizer that does not say is taken to.
+        self.slash_runs = bool(getattr(tokenizer, "slash_runs", True))
         self._counts: dict[int, int] = {}
         self._at_least: dict[int, int] = {}  # lower bounds from counts that stopped early
         self._bounds: dict[int, int] = {}  # the tokenizer's lower_bound, by content
@@ -100,9 +103,14 @@ class TokenCounter:
     def check(self, text: str) -> None:
         """Raise :class:`~ctxasm.errors.UntokenizableError` when ``text`` holds a run too
         long to tokenize in linear time (a scan, no tokenizing)."""
-        run = find_long_run(text, self.max_run)
+        run = self.long_run(text)
         if run is not None:
             raise UntokenizableError(f"the text has {run.describe(self.max_run)}")
+
+    def long_run(self, text: str) -> LongRun | None:
+        """The first run in ``text`` too long for this tokenizer to count in linear time
+        (see :mod:`ctxasm.tokens.runs`), or ``None``; a scan only."""
+        return find_long_run(text, self.max_run, slashes=self.slash_runs)
 
     def _tokenize(
         self, text: str, limit: int | None = None, count: Callable[[str], int] | None = None
@@ -285,7 +293,7 @@ class GrowingCount:
     def _placed(self, error: UntokenizableError, text: str) -> UntokenizableError:
         """``error`` on the tail and a piece (``text``), with the run it names placed in the
         whole text: the tail starts ``self._settled_chars`` characters in."""
-        run = find_long_run(text, self._counter.max_run)
+        run = self._counter.long_run(text)
         if run is None or not self._settled_chars:
             return error
         run = replace(run, start=run.start + self._settled_chars)

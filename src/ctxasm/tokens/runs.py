@@ -144,8 +144,10 @@ def _precise(limit: int, slashes: bool = True) -> tuple[tuple[str, re.Pattern[st
     )
 
 
-def find_long_run(text: str, limit: int = MAX_RUN_CHARS) -> LongRun | None:
-    """A run longer than ``limit`` in ``text`` (the first of the first kind found), if any.
+def find_long_run(text: str, limit: int = MAX_RUN_CHARS, *, slashes: bool = True) -> LongRun | None:
+    """A run longer than ``limit`` in ``text`` (the first of the first kind found), if any;
+    without ``slashes``, runs of slashes and line breaks are not looked for (a tokenizer whose
+    pieces never take slashes after line breaks, such as cl100k's, cuts them into short ones).
 
     Prose costs one quick scan; only a text with more than ``limit`` characters between two
     white-space characters (a long URL, Chinese or Thai prose) is scanned per kind.
@@ -156,13 +158,13 @@ def find_long_run(text: str, limit: int = MAX_RUN_CHARS) -> LongRun | None:
     if found is None:
         # Only a mix of slashes and line breaks is left, which needs a slash (a text without
         # one, such as Chinese prose, is not read again).
-        mixed = _mixed(limit).search(text) if "/" in text else None
+        mixed = _mixed(limit).search(text) if slashes and "/" in text else None
         if mixed is None:
             return None
         return LongRun(mixed.start(), mixed.end() - mixed.start(), _SLASHES_KIND)
     if found.lastgroup == "space":
         return LongRun(found.start(), found.end() - found.start(), "white-space")
-    for kind, pattern in _precise(limit, "/" in text):
+    for kind, pattern in _precise(limit, slashes and "/" in text):
         found = pattern.search(text)
         if found is not None:
             return LongRun(found.start(), found.end() - found.start(), kind)

@@ -212,6 +212,13 @@ class TiktokenTokenizer:
     # its end, and only o200k's punctuation piece goes on past them, with "/").
     splits_at_spaces = True
 
+    @property
+    def slash_runs(self) -> bool:
+        """Whether a piece may run on through slashes and line breaks after punctuation:
+        o200k's may (``[\\r\\n/]*``), cl100k's and the older encodings' take line breaks
+        only, which are white space (see :mod:`ctxasm.tokens.runs`)."""
+        return self.encoding.startswith("o200k")
+
     def __init__(self, encoding: str) -> None:
         if encoding not in OFFICIAL_RANKS:
             raise TokenizerError(

@@ -264,3 +264,16 @@ def test_document_tokens_are_counted_linearly_and_exactly_without_runs() -> None
     prose = "Aristotle taught at the Lyceum. " * 100
     assert count_tokens(prose, counter) == counter.count(prose)
     assert count_tokens("a" * 250 * N, counter) == 250 * counter.count("a" * N)
+
+
+def test_slashes_and_line_breaks_bound_only_the_encodings_that_join_them() -> None:
+    # o200k joins "{" and every "//" and line break after it into one piece; cl100k cuts at
+    # each line break, so the same block of empty comment lines was wrongly refused there.
+    import tiktoken
+
+    text = "int main() {\n" + "//\n" * 3000
+    assert get_counter("tiktoken:cl100k_base").count(text) == len(
+        tiktoken.get_encoding("cl100k_base").encode_ordinary(text)
+    )
+    with pytest.raises(UntokenizableError, match="slash and line-break characters"):
+        get_counter("tiktoken:o200k_base").count(text)
