@@ -386,29 +386,36 @@ def test_the_deadline_holds_through_a_proxy_whose_first_address_drops_packets(
     assert took < 2.5
 
 
-def test_the_deadline_holds_through_a_proxy_that_trickles_its_answer(
-    monkeypatch: pytest.MonkeyPatch, no_proxy: None
-) -> None:
-    proxy, stop = _trickler(b"HTTP/1.1 200 Connection established\r\n", b"X-Wait: 1\r\n")
-    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy}")
+def _timed_beside_trickler(first: bytes, then: bytes, url: Callable[[int], str]) -> None:
+    """Call ``url(port)`` of a server that sends ``first`` and then ``then`` again and again,
+    with a deadline of 1 s: the call must end by it."""
+    port, stop = _trickler(first, then)
     try:
-        outcome, took = _timed(f"https://{_NAME}/v1/x", timeout=1.0)
+        outcome, took = _timed(url(port), timeout=1.0)
     finally:
         stop()
     assert outcome == "no whole answer within 1 s"
     assert took < 2.5
+
+
+def test_the_deadline_holds_through_a_proxy_that_trickles_its_answer(
+    monkeypatch: pytest.MonkeyPatch, no_proxy: None
+) -> None:
+    def through_proxy(port: int) -> str:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{port}")
+        return f"https://{_NAME}/v1/x"
+
+    _timed_beside_trickler(
+        b"HTTP/1.1 200 Connection established\r\n", b"X-Wait: 1\r\n", through_proxy
+    )
 
 
 def test_the_deadline_holds_through_a_tls_handshake_that_trickles(no_proxy: None) -> None:
     # A handshake record of 16 kB announced, then a byte at a time. (ssl detaches the socket
     # object http.client made, so the watchdog reaches the handshake through its duplicate.)
-    port, stop = _trickler(b"\x16\x03\x03\x40\x00", b"\x00")
-    try:
-        outcome, took = _timed(f"https://127.0.0.1:{port}/v1/x", timeout=1.0)
-    finally:
-        stop()
-    assert outcome == "no whole answer within 1 s"
-    assert took < 2.5
+    _timed_beside_trickler(
+        b"\x16\x03\x03\x40\x00", b"\x00", lambda port: f"https://127.0.0.1:{port}/v1/x"
+    )
 
 
 def test_the_deadline_holds_while_the_name_is_looked_up(
