@@ -62,6 +62,10 @@ class Evidence:
         query_entities = entities(query)
         self.phrases = sorted(query_entities - set(self.terms))
         self.titles = [title_key(c.passage.title) for c in candidates]
+        # Whether the query names each one's title as a phrase (the page the question asks
+        # about: see _Subjects and _name_links).
+        asked = f" {phrase_key(query)} "
+        self.title_asked = [bool(key) and f" {key} " in asked for key in self.titles]
         # The text alone: a title that repeats another title is not a link between them.
         self.texts = [f" {phrase_key(c.text)} " for c in candidates]
         # A query word is in a passage when one of its forms is in the title or the text (see
@@ -145,7 +149,6 @@ class _Subjects:
         self.evidence = evidence
         self.weight = weight
         self.kept_whole = kept_whole  # candidates that lose none of their relevance
-        self.query = f" {phrase_key(query)} "
         self.named = entities(query)  # the names the question writes (see repeated)
         self.spent: set[str] = set()  # the query elements already taken back
         self.taken = [0.0] * len(evidence.covers)  # the relevance taken back, by candidate
@@ -191,7 +194,7 @@ class _Subjects:
         otherwise."""
         key = self.evidence.titles[kept]
         padded = f" {key} "
-        if self.weight == 0 or not key or padded not in self.query:
+        if self.weight == 0 or not self.evidence.title_asked[kept]:
             return []
         # Not a name the question writes: of two words or more, and inside none of its names.
         if key not in self.named and (
@@ -442,9 +445,7 @@ class BridgeSelection(Strategy):
             links = _anchored(links, pool, evidence, self.anchor)
         # A comparison names each thing it compares: a name two passages share hides no hop.
         if self.names > 0 and context.query_class != "comparison":
-            query = f" {phrase_key(context.query)} "
-            titled = [bool(key) and f" {key} " in query for key in evidence.titles]
-            return _name_links(links, pool, evidence, self.names, self.anchor, titled)
+            return _name_links(links, pool, evidence, self.names, self.anchor, evidence.title_asked)
         return links, {}
 
     @staticmethod
@@ -619,8 +620,9 @@ def _name_links(
     chain is the one the kept passage names where it states the question's words, not every
     passage that writes the name beside the question's words of its own), ``weak`` times that
     elsewhere; half that again where the question names B's title (``titled_in_query``, by
-    candidate: the question reaches that page itself, and a name it shares with a kept page
-    is no hop). Also the name behind each such link, by (from, to)."""
+    candidate, as :attr:`Evidence.title_asked` has it: the question reaches that page itself,
+    and a name it shares with a kept page is no hop). Also the name behind each such link, by
+    (from, to)."""
     asked = frozenset(evidence.terms)
     names = [
         frozenset(n for n in found if asked.isdisjoint(n.split()))

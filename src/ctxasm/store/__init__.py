@@ -22,7 +22,7 @@ from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
 from ctxasm.store.arguments import without_secrets
 from ctxasm.store.chunk_pool import Chunked, Chunker, auto_workers, failure_reason
 from ctxasm.store.chunking import Chunk, check_chunking, chunk_text, count_tokens_batch
-from ctxasm.store.documents import SUFFIXES, Document, file_kind, read_documents
+from ctxasm.store.documents import SUFFIXES, Document, not_regular, read_documents
 from ctxasm.store.records import StoreStats
 from ctxasm.store.scoped import PrincipalRetriever
 from ctxasm.store.sqlite import SQLiteStore
@@ -202,7 +202,7 @@ def _not_regular(path: Path) -> str:
         if exc.errno == errno.ELOOP:
             return "a link that leads back to itself"
         return "a link to nothing (its target is missing)"
-    return f"not a regular file but {file_kind(mode)}; only regular files are read"
+    return not_regular(mode)
 
 
 _OUTSIDE = (

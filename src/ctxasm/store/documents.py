@@ -207,14 +207,18 @@ def _read_text(
         mode = opened.st_mode
         if not stat.S_ISREG(mode):
             raise RequestError(
-                f"{path}: not a regular file but {file_kind(mode)}; only regular files are read "
-                "(write what it holds to a file and index that)",
+                f"{path}: {not_regular(mode)} (write what it holds to a file and index that)",
                 field=str(path),
             )
         with open(os.dup(handle), encoding="utf-8-sig", newline=lines) as stream:
             return stream.read()
     finally:
         os.close(handle)
+
+
+def not_regular(mode: int) -> str:
+    """Why a file of ``mode`` (not a regular one) is not read, for a message."""
+    return f"not a regular file but {file_kind(mode)}; only regular files are read"
 
 
 def file_kind(mode: int) -> str:

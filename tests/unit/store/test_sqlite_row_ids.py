@@ -105,14 +105,23 @@ def test_a_version_2_store_is_renumbered_when_opened(tmp_path: Path) -> None:
     upgraded.close()
 
 
-def test_a_version_2_store_that_cannot_be_renumbered_is_left_as_it_was(tmp_path: Path) -> None:
-    store = _store(tmp_path / "s.db")
-    store.close()
-    _as_version_2(tmp_path / "s.db")
-    db = sqlite3.connect(tmp_path / "s.db")
-    db.execute("UPDATE chunks SET class_id = NULL WHERE chunk_id = 'a#0'")
+def _version_2_with(path: Path, sql: str) -> None:
+    """A version 2 store at ``path``, then changed by ``sql``."""
+    _store(path).close()
+    _as_version_2(path)
+    db = sqlite3.connect(path)
+    db.execute(sql)
     db.commit()
     db.close()
+
+
+def _left_as_version_2(db: sqlite3.Connection) -> None:
+    assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    assert db.execute("SELECT max(id) FROM chunks").fetchone()[0] < 20
+
+
+def test_a_version_2_store_that_cannot_be_renumbered_is_left_as_it_was(tmp_path: Path) -> None:
+    _version_2_with(tmp_path / "s.db", "UPDATE chunks SET class_id = NULL WHERE chunk_id = 'a#0'")
     with pytest.raises(ConfigError) as caught:
         SQLiteStore(tmp_path / "s.db")
     assert caught.value.message == (
@@ -120,32 +129,25 @@ def test_a_version_2_store_that_cannot_be_renumbered_is_left_as_it_was(tmp_path:
         "access class; index its documents into a new store"
     )
     db = sqlite3.connect(tmp_path / "s.db")
-    assert db.execute("PRAGMA user_version").fetchone() == (2,)
-    assert db.execute("SELECT max(id) FROM chunks").fetchone()[0] < 20
+    _left_as_version_2(db)
     db.close()
 
 
 def test_an_upgrade_sqlite_rolled_back_itself_reports_why(tmp_path: Path) -> None:
     # SQLite rolls back by itself after a full disk or an I/O error, as after this trigger's
     # RAISE(ROLLBACK); the ROLLBACK that followed failed and its message took the cause's place.
-    store = _store(tmp_path / "s.db")
-    store.close()
-    _as_version_2(tmp_path / "s.db")
-    db = sqlite3.connect(tmp_path / "s.db")
-    db.execute(
+    _version_2_with(
+        tmp_path / "s.db",
         "CREATE TRIGGER full BEFORE UPDATE ON chunks "
-        "BEGIN SELECT RAISE(ROLLBACK, 'database or disk is full (simulated)'); END"
+        "BEGIN SELECT RAISE(ROLLBACK, 'database or disk is full (simulated)'); END",
     )
-    db.commit()
-    db.close()
     with pytest.raises(ConfigError) as caught:
         SQLiteStore(tmp_path / "s.db")
     assert caught.value.message == (
         f"cannot open the store {tmp_path / 's.db'}: database or disk is full (simulated)"
     )
     db = sqlite3.connect(tmp_path / "s.db")
-    assert db.execute("PRAGMA user_version").fetchone() == (2,)
-    assert db.execute("SELECT max(id) FROM chunks").fetchone()[0] < 20
+    _left_as_version_2(db)
     db.execute("DROP TRIGGER full")
     db.commit()
     db.close()
