@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxasm.errors import RequestError
-from ctxasm.validation import invalid, key_path, shown
+from ctxasm.validation import invalid, key_path, plain, shown
 
 __all__ = [
     "DIGEST_CHARS",
@@ -43,9 +43,10 @@ __all__ = [
 MAX_LABELS = 10_000
 # The largest label number: citations are read as 1 to 9 digits (ctxasm.formatting.labels).
 MAX_LABEL = 999_999_999
-# The largest next_label a state may carry: room below MAX_LABEL for any request's new passages
-# (a request of at most 32M characters holds fewer than 99M of them).
-_MAX_NEXT_LABEL = 900_000_000
+# The largest next_label a state may carry: one past the largest label, as a turn that gave
+# that label leaves it, so that every state a report gives is read back. A turn whose passages
+# could run past MAX_LABEL starts the session's numbers again (ctxasm.pipeline.Setup.previous).
+_MAX_NEXT_LABEL = MAX_LABEL + 1
 # Anthropic's limit of cache_control breakpoints per request.
 MAX_BREAKPOINTS = 4
 # Sentence indexes a state may list for its compressed sources, all together.
@@ -286,28 +287,36 @@ def parse_cache_state(value: object, where: str = "previous") -> CacheState:
     )
 
 
+# Strings and numbers are read as the plain str and int they subclass (validation.plain), before
+# any check: a subclass may redefine len, ==, hash, the comparisons or __format__, and a label
+# number goes into the prompt (the [Source N] label, the XML index) through an f-string.
+
+
 def _short(value: object, where: str, limit: int) -> str:
-    if not isinstance(value, str) or len(value) > limit:
+    text = plain(value)
+    if type(text) is not str or len(text) > limit:
         raise invalid(where, f"a string of at most {limit} characters", value)
     try:
-        value.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
         raise RequestError(f"{where} must be valid Unicode", field=where) from None
-    return value
+    return text
 
 
 def _digest(value: object, where: str, *, blank: bool = False) -> str:
-    if blank and value == "":
+    text = plain(value)
+    if blank and text == "" and type(text) is str:
         return ""
-    if not isinstance(value, str) or not _HEX.fullmatch(value):
+    if type(text) is not str or not _HEX.fullmatch(text):
         raise invalid(where, f"{DIGEST_CHARS} lowercase hex digits (as the report gave it)", value)
-    return value
+    return text
 
 
 def _count(value: object, where: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    number = plain(value)
+    if type(number) is not int or not low <= number <= high:
         raise invalid(where, f"an integer from {low} to {high:,}", value)
-    return value
+    return number
 
 
 def _bounded_list(value: object, where: str, limit: int) -> list[Any]:
@@ -328,7 +337,7 @@ def _labels(value: object, where: str, next_label: int) -> dict[str, int]:
     labels: dict[str, int] = {}
     taken: set[int] = set()
     for key, number in value.items():
-        ident = _short(key, f"{where} key", _MAX_ID_CHARS) if key else ""
+        ident = _short(key, f"{where} key", _MAX_ID_CHARS)
         if not ident:
             raise RequestError(f"{where} has an empty passage id", field=where)
         checked = _count(number, f"{where}[{shown(key)}]", 1, next_label - 1)
@@ -379,9 +388,10 @@ def _compressed(
     ids = {ident for ident, _ in sources}
     found: dict[str, tuple[int, ...]] = {}
     total = 0
-    for key, kept in value.items():
+    for given, kept in value.items():
+        key = plain(given)  # found in ids by the plain string's == and hash
         at = f"{where}[{shown(key)}]"  # a long id shortened, in the message and the field
-        if key not in ids:
+        if type(key) is not str or key not in ids:
             raise RequestError(f"{at}: {shown(key)} is not one of the sources", field=at)
         items = _bounded_list(kept, at, MAX_KEPT_SENTENCES)
         total += len(items)

@@ -30,7 +30,7 @@ from types import MappingProxyType
 from typing import ClassVar, Protocol, TypeVar
 
 from ctxasm import prompt_cache
-from ctxasm.cache_state import CacheState
+from ctxasm.cache_state import MAX_LABEL, CacheState
 from ctxasm.data import (
     Assembly,
     Budget,
@@ -149,9 +149,13 @@ class Setup:
     @property
     def previous(self) -> CacheState | None:
         """The previous turn's cache state when the assembly plans for the prompt cache
-        (``previous`` given, or the ``cache_stable`` ordering); else ``None``."""
+        (``previous`` given, or the ``cache_stable`` ordering); else ``None``. When this
+        request's passages could take label numbers past :data:`MAX_LABEL` (the largest a
+        citation can name), the session's numbers start again at 1, as on a first turn."""
         given = self.request.previous
         if given is None and isinstance(self.strategies.ordering, CacheStableOrdering):
+            return CacheState()
+        if given is not None and _labels_run_out(given, self.request.passages):
             return CacheState()
         return given
 
@@ -166,6 +170,15 @@ class Setup:
         if not isinstance(ordering, CacheStableOrdering):
             return 0.0
         return ordering.stickiness * prompt_cache.cache_discount(self.model, self.fmt)
+
+
+def _labels_run_out(previous: CacheState, passages: Sequence[Passage]) -> bool:
+    """Whether the passages that have no label yet could take numbers past :data:`MAX_LABEL`
+    (counted one by one only when all of them together could)."""
+    if previous.next_label + len(passages) <= MAX_LABEL + 1:
+        return False
+    new = sum(1 for p in passages if p.id not in previous.labels)
+    return previous.next_label + new > MAX_LABEL + 1
 
 
 @dataclass(frozen=True, slots=True)
