@@ -259,7 +259,7 @@ def _check_unique_ids(passages: Sequence[Passage]) -> None:
 
 def _parse_spec(value: object, field: str) -> StrategySpec:
     if isinstance(value, StrategySpec):
-        return value
+        return _checked_spec(value, field)
     if isinstance(value, str) and value:
         return StrategySpec(value)
     if isinstance(value, Mapping):
@@ -270,12 +270,28 @@ def _parse_spec(value: object, field: str) -> StrategySpec:
     raise _fail(field, 'a strategy name or {"name": ..., <parameters>}', value)
 
 
+def _checked_spec(spec: StrategySpec, field: str) -> StrategySpec:
+    """``spec`` when its name is a plain string and its parameters a mapping; rebuilt as a
+    plain :class:`StrategySpec` when it is a subclass (or its name a str subclass). Nothing
+    checks a StrategySpec's fields when it is built."""
+    name, params = plain(getattr(spec, "name", None)), getattr(spec, "params", None)
+    if type(name) is not str or not name:
+        raise _fail(f"{field}.name", "a strategy name", name)
+    if not isinstance(params, Mapping):
+        raise _fail(f"{field}.params", "a mapping of parameter names to values", params)
+    if type(spec) is StrategySpec and name is spec.name and type(params) is dict:
+        return spec
+    return StrategySpec(name, dict(params))
+
+
 def parse_strategies(value: object, field: str = "strategy") -> Strategies:
-    """The ``strategy`` object: per slot a name, ``{"name", ...params}``, or null where optional."""
-    if value is None:
+    """The ``strategy`` object: per slot a name, ``{"name", ...params}``, or null where optional.
+    A :class:`Strategies` object is read slot by slot like the JSON: nothing checks its fields
+    when it is built (``Strategies(relevance="auto")`` is taken as that name)."""
+    if value is None or value is _DEFAULT_STRATEGIES:
         return _DEFAULT_STRATEGIES
     if isinstance(value, Strategies):
-        return value
+        value = {slot: getattr(value, slot, None) for slot in _SLOTS}
     if not isinstance(value, Mapping):
         raise _fail(field, "an object with keys " + ", ".join(_SLOTS), value)
     unknown = [key for key in value if key not in _SLOTS]
@@ -319,8 +335,10 @@ def parse_history_policy(value: object, field: str = "history_policy") -> Histor
     """The ``history_policy`` request object, checked."""
     if value is None:
         return _DEFAULT_HISTORY_POLICY
-    if isinstance(value, HistoryPolicy):
-        return value
+    if type(value) is HistoryPolicy:
+        return value  # checked when it was built
+    if isinstance(value, HistoryPolicy):  # a subclass: its constructor may have skipped the checks
+        value = {key: getattr(value, key, None) for key in _HISTORY_POLICY_KEYS}
     if not isinstance(value, Mapping):
         raise RequestError(
             f"{field} must be an object with min_recent_turns, max_share, max_tokens",
@@ -350,11 +368,14 @@ def _parse_history(value: object) -> tuple[Message, ...]:
     if not isinstance(value, list | tuple):
         raise _fail("history", "a list of {role, content} messages", value)
     turns = []
-    for i, item in enumerate(value):
+    for i, given in enumerate(value):
         where = f"history[{i}]"
-        if isinstance(item, Message):
-            turns.append(item)  # checked when it was built
+        if type(given) is Message:
+            turns.append(given)  # checked when it was built
             continue
+        item = given
+        if isinstance(given, Message):  # a subclass: its constructor may have skipped the checks
+            item = {key: getattr(given, key, None) for key in ("role", "content")}
         if not isinstance(item, Mapping):
             raise _fail(where, "an object with role and content", item)
         unknown = [key for key in item if key not in ("role", "content")]

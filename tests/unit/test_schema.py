@@ -18,6 +18,7 @@ from ctxasm import (
     UnknownStrategyError,
     parse_request,
 )
+from ctxasm.data import Strategies, StrategySpec
 
 PASSAGES = [{"id": "a", "text": "Paris is the capital of France.", "score": 0.9}]
 
@@ -476,6 +477,79 @@ def test_unknown_strategy_parameter() -> None:
 def test_bad_strategy_parameters(strategy: dict[str, Any], field: str) -> None:
     error = _error(query="q", passages=PASSAGES, strategy=strategy)
     assert error.field == field
+
+
+class _OwnConfig(StrategySpec):
+    __slots__ = ()
+
+    def to_config(self) -> dict[str, Any]:
+        return {"name": "zzz"}
+
+
+@pytest.mark.parametrize(
+    ("strategy", "field", "message"),
+    [
+        (
+            Strategies(ordering=None),  # type: ignore[arg-type]
+            "strategy.ordering",
+            "strategy.ordering cannot be turned off; give a strategy name",
+        ),
+        (
+            Strategies(relevance=StrategySpec("auto", None)),  # type: ignore[arg-type]
+            "strategy.relevance.params",
+            "strategy.relevance.params must be a mapping of parameter names to values; "
+            "got null None",
+        ),
+        (
+            Strategies(selection=StrategySpec(3)),  # type: ignore[arg-type]
+            "strategy.selection.name",
+            "strategy.selection.name must be a strategy name; got int 3",
+        ),
+        (
+            Strategies(selection=5),  # type: ignore[arg-type]
+            "strategy.selection",
+            'strategy.selection must be a strategy name or {"name": ..., <parameters>}; got int 5',
+        ),
+        (
+            Strategies(dedup=[StrategySpec("near"), None]),  # type: ignore[arg-type]
+            "strategy.dedup[1]",
+            'strategy.dedup[1] must be a strategy name or {"name": ..., <parameters>}; '
+            "got null None",
+        ),
+    ],
+)
+def test_a_strategies_object_is_checked_slot_by_slot(
+    strategy: Strategies, field: str, message: str
+) -> None:
+    # Nothing checked a Strategies object: a raw AttributeError or TypeError came from the
+    # assembler instead.
+    error = _error(query="q", passages=PASSAGES, strategy=strategy)
+    assert (error.field, error.message) == (field, message)
+
+
+def test_a_strategies_object_is_read_as_its_json_would_be() -> None:
+    request = parse_request(
+        {
+            "query": "q",
+            "passages": [],
+            "strategy": Strategies(
+                relevance="bm25",  # type: ignore[arg-type]
+                dedup=StrategySpec("near"),  # type: ignore[arg-type]
+                compression={"name": "sentences"},  # type: ignore[arg-type]
+                ordering=_OwnConfig("primacy_recency"),
+            ),
+        }
+    )
+    strategy = request.strategy
+    assert (strategy.relevance, strategy.dedup, strategy.compression, strategy.ordering) == (
+        StrategySpec("bm25"),
+        (StrategySpec("near"),),
+        StrategySpec("sentences"),
+        StrategySpec("primacy_recency"),
+    )
+    assert type(strategy.ordering) is StrategySpec  # its own to_config named another strategy
+    result = Assembler().assemble(query="Paris?", passages=PASSAGES, strategy=request.strategy)
+    assert [item.id for item in result.report.included] == ["a"]
 
 
 @pytest.mark.parametrize(
