@@ -60,6 +60,7 @@ from ctxasm.data import Assembly
 from ctxasm.errors import ArgumentTypeError, RequestError
 from ctxasm.formatting.labels import CITATION, ITEM, Folded, fold
 from ctxasm.lexical import sentence_spans
+from ctxasm.validation import plain, shown, type_name
 
 __all__ = [
     "FORMS",
@@ -345,6 +346,7 @@ def check_citations(answer: str, assembly: Assembly | Mapping[str, Any]) -> Cita
     ``report.included[]``, each with ``id``, ``label`` and ``url``). A malformed mapping raises
     :class:`~ctxasm.errors.RequestError` naming the field, such as ``report.included[2].label``.
     """
+    answer = _answer(answer)
     sources = _sources(assembly)
     masked, markers = _scan(answer)
     citations = [citation for marker in markers for citation in marker.citations(sources)]
@@ -389,6 +391,7 @@ def link_citations(
             f"unknown link style {style!r}; choose one of {', '.join(LINK_STYLES)}",
             field="style",
         )
+    answer = _answer(answer)
     sources = _sources(assembly)
     urls = {number: url for number, s in sources.items() if (url := _link_target(s.url))}
     _, markers = _scan(answer)
@@ -910,6 +913,24 @@ def _sentences(
             inside = list(markers[bisect_left(starts, start) : bisect_left(starts, end)])
             found.append((answer[start:end].strip(), inside))
     return found
+
+
+def _answer(answer: object) -> str:
+    """``answer`` as a plain string. ``None`` is refused, not read as an empty answer: a reply
+    with no text (a refusal, a tool call) would otherwise pass every check."""
+    if isinstance(answer, str):
+        text: str = plain(answer)
+        return text
+    if answer is None:
+        raise ArgumentTypeError(
+            "answer must be a string (the model's reply); got null: a reply without text (a "
+            "refusal or a tool call) has no citations to check",
+            field="answer",
+        )
+    raise ArgumentTypeError(
+        f"answer must be a string (the model's reply); got {type_name(answer)} {shown(answer)}",
+        field="answer",
+    )
 
 
 def _sources(assembly: Assembly | Mapping[str, Any]) -> dict[int, _Source]:

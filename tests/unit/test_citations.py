@@ -14,7 +14,7 @@ import pytest
 import ctxasm
 from ctxasm.citations import MAX_RANGE, Citation, CitationReport, check_citations, link_citations
 from ctxasm.data import Assembly
-from ctxasm.errors import RequestError
+from ctxasm.errors import ArgumentTypeError, RequestError
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "citations.md"
 PARIS = "https://example.org/paris"
@@ -329,6 +329,26 @@ def test_a_malformed_result_names_the_field(data: Any, field: str, message: str)
 def test_something_else_than_an_assembly_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="Assembly or its result JSON; got Report"):
         check_citations("Paris [1].", assembly().report)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (
+            None,
+            "answer must be a string (the model's reply); got null: a reply without text (a "
+            "refusal or a tool call) has no citations to check",
+        ),
+        (b"Paris [1].", "answer must be a string (the model's reply); got bytes b'Paris [1].'"),
+        (5, "answer must be a string (the model's reply); got int 5"),
+    ],
+)
+def test_an_answer_that_is_not_a_string_is_refused(answer: Any, message: str) -> None:
+    # A raw TypeError came from the regex engine ("expected string or bytes-like object").
+    for check in (check_citations, link_citations):
+        with pytest.raises(ArgumentTypeError) as caught:
+            check(answer, assembly())
+        assert (caught.value.field, caught.value.message) == ("answer", message)
 
 
 def test_link_citations_links_valid_markers_only() -> None:
