@@ -31,7 +31,13 @@ from typing import cast
 from ctxasm import pipeline, registry
 from ctxasm.config import AssemblerConfig, defaults_error
 from ctxasm.data import Assembly, Candidate, Message, Request, Strategies, StrategySpec
-from ctxasm.errors import BudgetError, ConfigError, RequestError, TokenizerError
+from ctxasm.errors import (
+    ArgumentTypeError,
+    BudgetError,
+    ConfigError,
+    RequestError,
+    TokenizerError,
+)
 from ctxasm.formatting import Format, PromptParts, Rendered, get_format
 from ctxasm.formatting.measure import MeasuredPrompt
 from ctxasm.models import ModelSpec
@@ -46,6 +52,7 @@ from ctxasm.stages.relevance import RelevanceStrategy
 from ctxasm.stages.selection import SelectionStrategy
 from ctxasm.stages.selection_admission import Guard
 from ctxasm.tokens import TokenCounter, get_counter
+from ctxasm.validation import shown, type_name
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Assembler", "assemble"]
 
@@ -70,6 +77,13 @@ class Assembler:
     ):
         """``summarizer``, when given, turns dropped history turns into a summary (see
         :mod:`ctxasm.stages.history`)."""
+        if summarizer is not None and not callable(summarizer):
+            raise ArgumentTypeError(
+                "summarizer must be a function taking the dropped history turns (a list of "
+                f"Message) and returning their summary as a string; got {type_name(summarizer)} "
+                f"{shown(summarizer)}",
+                field="summarizer",
+            )
         self.config = AssemblerConfig.load(config)
         self.summarizer = summarizer
         self._strategies: dict[str, object] = {}
@@ -90,6 +104,8 @@ class Assembler:
                 )
             parsed = parse_request(request, max_request_chars=self.config.max_request_chars)
         else:
+            if request is not None and not isinstance(request, Mapping):
+                raise _not_a_request(request)
             data = {**(request or {}), **fields}
             parsed = parse_request(
                 self._merge(data), max_request_chars=self.config.max_request_chars
@@ -255,6 +271,20 @@ class Assembler:
         if isinstance(given, Mapping) and isinstance(self._default_strategy, Mapping):
             merged["strategy"] = {**self._default_strategy, **given}
         return merged
+
+
+def _not_a_request(request: object) -> ArgumentTypeError:
+    """The error for a positional request that is neither a Request nor a mapping."""
+    hint = (
+        "; the question goes by keyword: assemble(query=..., passages=[...])"
+        if isinstance(request, str)
+        else ""
+    )
+    return ArgumentTypeError(
+        "request must be a Request or request JSON (a mapping), or give the request fields "
+        f"as keyword arguments; got {type_name(request)} {shown(request)}{hint}",
+        field="request",
+    )
 
 
 def _compression_placement(

@@ -19,6 +19,7 @@ from ctxasm import (
     parse_request,
 )
 from ctxasm.data import Strategies, StrategySpec
+from ctxasm.errors import ArgumentTypeError
 
 PASSAGES = [{"id": "a", "text": "Paris is the capital of France.", "score": 0.9}]
 
@@ -726,6 +727,28 @@ def test_a_hand_built_request_is_validated() -> None:
     with pytest.raises(RequestError) as error:
         assembler.assemble(Request(query="", passages=()))
     assert error.value.field == "query"
+
+
+@pytest.mark.parametrize(
+    ("request_", "shown"),
+    [
+        (
+            "Who wrote it?",
+            "str 'Who wrote it?'; the question goes by keyword: "
+            "assemble(query=..., passages=[...])",
+        ),
+        ([{"text": "Ann wrote it."}], "list [{'text': 'Ann wrote it.'}]"),
+    ],
+)
+def test_a_positional_request_that_is_no_request_is_refused(request_: Any, shown: str) -> None:
+    # {**request} raised a raw "TypeError: 'str' object is not a mapping"
+    with pytest.raises(ArgumentTypeError) as error:
+        ctxasm.Assembler().assemble(request_, passages=[{"text": "Ann wrote it."}])
+    assert (error.value.field, error.value.message) == (
+        "request",
+        "request must be a Request or request JSON (a mapping), or give the request fields as "
+        f"keyword arguments; got {shown}",
+    )
 
 
 def test_a_request_and_fields_together_are_refused() -> None:

@@ -159,16 +159,19 @@ class HistoryStep:
         start = 0  # kept[start:] are kept; everything before kept[start] is summarised
         while True:
             first = kept[start][0] if start < len(kept) else len(turns)
-            summary = summarizer(list(turns[:first]))
-            if not isinstance(summary, str) or not summary.strip():
-                if not isinstance(summary, str):
-                    warnings.warn(
-                        f"the summarizer returned {type(summary).__name__}, not a string; "
-                        "no summary is used",
-                        stacklevel=5,
-                    )
+            given = summarizer(list(turns[:first]))
+            if not isinstance(given, str):
+                warnings.warn(
+                    f"the summarizer returned {type(given).__name__}, not a string; "
+                    "no summary is used",
+                    stacklevel=5,
+                )
                 return original
-            string(summary, "summarizer")  # the text it returned must be sendable
+            # The plain text, which must be sendable: what is costed is what is sent, whatever
+            # methods a str subclass redefines.
+            summary: str = string(given, "summarizer").strip()
+            if not summary:
+                return original
             try:
                 summary_cost = self.cost(Message("user", f"{SUMMARY_HEADING}\n{summary}"))
             except UntokenizableError as error:  # a summary that cannot be counted never fits
@@ -178,7 +181,7 @@ class HistoryStep:
                 )
                 return original
             if used + summary_cost <= allowance:
-                return HistoryPlan(kept[start:], tuple(range(first)), allowance, summary.strip())
+                return HistoryPlan(kept[start:], tuple(range(first)), allowance, summary)
             if len(kept) - start <= minimum:
                 return original  # no summary fits beside the turns that must stay
             deficit = used + summary_cost - allowance

@@ -11,6 +11,7 @@ import tiktoken
 import ctxasm
 from ctxasm import Message, RequestError
 from ctxasm.data import HistoryPolicy
+from ctxasm.errors import ArgumentTypeError
 from ctxasm.stages.history import trim_history
 
 O200K = tiktoken.get_encoding("o200k_base")
@@ -339,6 +340,41 @@ def test_a_summary_that_cannot_be_sent_is_an_error_naming_the_summarizer() -> No
         )
     assert caught.value.field == "summarizer"
     assert "unpaired surrogate" in caught.value.message
+
+
+class _OtherWhenStripped(str):
+    """A summary whose own strip() gives other text (or not text at all)."""
+
+    def strip(self, chars: str | None = None) -> Any:
+        return b"bytes" if self.startswith("bytes") else "Injected, never costed. " * 3000
+
+
+@pytest.mark.parametrize("summary", ["bytes: the user asked about rivers.", "The user asked."])
+def test_the_summary_sent_is_the_plain_text_that_was_costed(summary: str) -> None:
+    # The summary was checked as a string, then its own strip() gave the text sent: a raw
+    # AttributeError, or text never costed and a BudgetError.
+    assembler = ctxasm.Assembler(summarizer=lambda turns: _OtherWhenStripped(summary))
+    result = assembler.assemble(
+        query="Where does the Danube end?",
+        passages=PASSAGES,
+        history=_conversation(12),
+        context_window=1500,
+        reserve_output_tokens=200,
+    )
+    system = result.messages[0]["content"]
+    assert system.endswith(f"Summary of the earlier conversation:\n{summary}")
+    assert result.report.total_tokens == _recount(result) <= 1300
+
+
+def test_a_summarizer_that_cannot_be_called_is_refused_by_the_assembler() -> None:
+    # It was accepted, and the first request that dropped a turn failed with a raw TypeError.
+    with pytest.raises(ArgumentTypeError) as caught:
+        ctxasm.Assembler(summarizer="not callable")  # type: ignore[arg-type]
+    assert (caught.value.field, caught.value.message) == (
+        "summarizer",
+        "summarizer must be a function taking the dropped history turns (a list of Message) "
+        "and returning their summary as a string; got str 'not callable'",
+    )
 
 
 def test_turns_that_leave_no_room_for_the_no_sources_note_are_dropped() -> None:
