@@ -193,6 +193,8 @@ def _check_offsets(passage: Passage) -> None:
         )
     if end < start:
         raise RequestError(f"passage.end ({end}) is before start ({start})", field="passage.end")
+    _set(passage, "start", start)
+    _set(passage, "end", end)
 
 
 def _embedding(value: object) -> tuple[float, ...]:

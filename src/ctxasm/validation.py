@@ -11,6 +11,8 @@ This module is a leaf: it imports nothing of ctxasm but the errors.
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -126,15 +128,34 @@ def string(value: object, field: str, *, optional: bool = False, nonempty: bool 
 
 
 def integer(value: object, field: str, *, minimum: int, optional: bool = True) -> int | None:
-    """An integer from ``minimum`` to :data:`MAX_INTEGER` (never a bool)."""
+    """An integer from ``minimum`` to :data:`MAX_INTEGER` (never a bool), as a plain int; any
+    integral number is taken (numpy's ``int64`` too)."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or plain(value) < minimum:
+    found = _whole(value)
+    if found is None or found < minimum:
         qualifier = f"an integer >= {minimum}" + (" or null" if optional else "")
         raise invalid(field, qualifier, value)
-    found: int = plain(value)
     if found > MAX_INTEGER:
         raise invalid(field, "an integer <= 2**53", value)
+    return found
+
+
+def _whole(value: object) -> int | None:
+    """``value`` as a plain int when it is an integral number other than a bool: an int, or a
+    type registered as :class:`numbers.Integral` (numpy's ``int64``), read with
+    ``__index__``; ``None`` for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        found: int = plain(value)
+        return found
+    if not isinstance(value, numbers.Integral):
+        return None
+    try:
+        found = plain(operator.index(value))
+    except (TypeError, ValueError):  # an __index__ that refuses its own value
+        return None
     return found
 
 
@@ -146,20 +167,32 @@ def number(
     high: float | None = None,
     optional: bool = True,
 ) -> float | None:
-    """A finite number, as a float, within ``low`` and ``high`` where given (never a bool)."""
+    """A finite number, as a float, within ``low`` and ``high`` where given (never a bool). Any
+    real number is taken: an int or a float, or a type registered as :class:`numbers.Real`
+    (numpy's ``float32`` and ``int64``, which retrievers return as scores)."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    result = _real(value)
+    if result is None:
         raise invalid(field, "a number" + (" or null" if optional else ""), value)
-    try:
-        result = float(value)
-    except OverflowError:
-        result = math.inf
     if not math.isfinite(result):
         raise RequestError(f"{field} must be a finite number; got {shown(value)}", field=field)
     if (low is not None and result < low) or (high is not None and result > high):
         raise invalid(field, f"a number between {low} and {high}", value)
     return result
+
+
+def _real(value: object) -> float | None:
+    """``value`` as a float when it is a real number other than a bool, converted with its
+    ``__float__`` (infinity when it is too large for a float); ``None`` for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float | numbers.Real):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+    except (TypeError, ValueError):  # a __float__ that refuses its own value
+        return None
 
 
 def name(value: object, field: str, *, optional: bool = False) -> Any:

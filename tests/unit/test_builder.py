@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pytest
 import tiktoken
 from hypothesis import given, settings
@@ -577,6 +578,15 @@ def test_hits_without_ids_take_the_first_free_number_from_their_place(
 def test_integer_priorities_past_2_53_keep_their_order() -> None:
     builder = ContextBuilder(max_tokens=3).add("older", 2**60, label="older")
     assert builder.add("newer", 2**60 + 100, label="newer").build().included == ("newer",)
+
+
+def test_numpy_priorities_and_scores_are_numbers() -> None:
+    # A float32 score from FAISS was refused: "priority must be a number; got float32".
+    builder = ContextBuilder(max_tokens=100).add("low", np.float32(0.25), label="low")
+    built = builder.add("high", np.int64(3), label="high").build()
+    assert built.included == ("high", "low")
+    hits = MappingRetriever([{"text": "a fact", "score": np.float32(0.5)}])
+    assert context_for_chat(hits, "q", 100).included == ("hit-1",)
 
 
 @dataclass

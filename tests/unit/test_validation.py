@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import pytest
 
 import ctxasm
@@ -335,6 +337,58 @@ def test_passage_numbers_and_lists_are_normalised() -> None:
         (1.0, 0.5),
     )
     assert [type(v) for v in (passage.score, passage.priority, passage.authority)] == [float] * 3
+
+
+def test_numpy_numbers_are_numbers() -> None:
+    # FAISS and sentence-transformers give float32 scores: "must be a number; got float32"
+    passage = Passage(
+        "p",
+        "t",
+        score=np.float32(0.5),  # type: ignore[arg-type]
+        priority=np.int64(3),  # type: ignore[arg-type]
+        authority=np.float16(1),  # type: ignore[arg-type]
+        graph_distance=np.uint8(2),  # type: ignore[arg-type]
+        embedding=list(np.ones(2, np.float32)),  # type: ignore[arg-type]
+        start=np.int32(0),  # type: ignore[arg-type]
+        end=np.int64(4),  # type: ignore[arg-type]
+    )
+    values = (passage.score, passage.priority, passage.authority, *(passage.embedding or ()))
+    assert values == (0.5, 3.0, 1.0, 1.0, 1.0)
+    assert [type(v) for v in values] == [float] * 5
+    offsets = (passage.graph_distance, passage.start, passage.end)
+    assert offsets == (2, 0, 4) and [type(v) for v in offsets] == [int] * 3
+    request = ctxasm.parse_request(
+        {
+            "query": "q?",
+            "passages": [{"text": "x", "score": np.float32(0.25)}],
+            "top_k": np.int64(2),
+        }
+    )
+    assert (request.passages[0].score, request.top_k) == (0.25, 2)
+    assert type(request.top_k) is int
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (np.bool_(True), "passage.score must be a number or null; got bool np.True_"),
+        (np.float32("nan"), "passage.score must be a finite number; got np.float32(nan)"),
+        (np.float64("inf"), "passage.score must be a finite number; got np.float64(inf)"),
+        (
+            Decimal("0.5"),
+            "passage.score must be a number or null; got Decimal Decimal('0.5')",
+        ),
+    ],
+)
+def test_a_numpy_bool_or_non_finite_value_is_still_refused(value: object, message: str) -> None:
+    assert _refusal(Passage, "p", "t", score=value) == ("passage.score", message)
+
+
+def test_an_integer_field_refuses_a_numpy_float() -> None:
+    assert _refusal(Passage, "p", "t", graph_distance=np.float32(2)) == (
+        "passage.graph_distance",
+        "passage.graph_distance must be an integer >= 0 or null; got float32 np.float32(2.0)",
+    )
 
 
 def test_a_checked_passage_object_is_used_as_is_by_the_request_parser() -> None:
