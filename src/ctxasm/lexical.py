@@ -29,6 +29,7 @@ __all__ = [
     "has_unspaced_run",
     "inner_phrases",
     "key_words",
+    "lone_names",
     "normalize",
     "outside_ascii",
     "phrase_key",
@@ -44,6 +45,7 @@ __all__ = [
     "title_links",
     "titled",
     "words",
+    "writes_lower",
     "written_phrase",
 ]
 
@@ -1095,6 +1097,66 @@ def bridge_names(text: str) -> frozenset[str]:
     return frozenset(names)
 
 
+# A word, or one character that is neither a word character nor white space.
+_NAME_TOKEN = re.compile(r"[^\W\d_]+|\d+|[^\w\s]")
+# Tokens after which a capitalised word opens a sentence, or is written inside a word.
+_OPENERS = frozenset(".!?:;\"“”'’«»")
+_APOSTROPHES = frozenset("'’")
+_LONGEST_LONE_NAME = 64  # letters: a longer word is no name
+
+
+@text_cache(CACHE_CHARS)
+def lone_names(text: str) -> frozenset[str]:
+    """The single capitalised words of ``text`` of five letters or more that it writes as a
+    name of their own, as phrase keys ("Viacom", "Cambridge", "Qaeda"): not opening a
+    sentence, no capitalised word or number beside them (those are part of a longer name, see
+    :func:`bridge_names`), and not before a lower-case content word, which makes them an
+    adjective ("Danish singer"). A possessive names its owner ("Viacom's"). Whether such a
+    word is a name at all (a nationality or a common noun written in capitals) is for the
+    caller to judge, from how other texts write it (see :func:`writes_lower` and
+    :func:`ctxasm.stages.relevance_utility.shared_names`). Cached, like :func:`entities`."""
+    tokens = _NAME_TOKEN.findall(text)
+    found: set[str] = set()
+    for at, token in enumerate(tokens):
+        if not 5 <= len(token) <= _LONGEST_LONE_NAME or not (
+            token[0].isupper() and token[1:].islower()
+        ):
+            continue
+        before = tokens[at - 1] if at else "."
+        if before in _OPENERS or before[0].isupper() or before[0].isdigit():
+            continue
+        after = at + 1
+        owner = (
+            after + 1 < len(tokens) and tokens[after] in _APOSTROPHES and tokens[after + 1] == "s"
+        )
+        if owner:
+            after += 2  # "Viacom's studio": the owner, before a noun
+        following = tokens[after] if after < len(tokens) else "."
+        if following[0].isupper() or following[0].isdigit() or following in _APOSTROPHES:
+            continue
+        if not owner and following.islower() and following not in STOPWORDS:
+            continue  # an adjective: "Danish singer"
+        key = token.lower() if token.isascii() else phrase_key(token)
+        if " " not in key and key not in STOPWORDS:
+            found.add(key)
+    return frozenset(found)
+
+
+def writes_lower(text: str, key: str) -> bool:
+    """Whether ``text`` writes the word ``key`` (lower case, no space) in lower case, as a word
+    of its own: "the final" writes ``final``, "Finals" and "semifinal" do not."""
+    at = text.find(key)
+    while at != -1:
+        end = at + len(key)
+        if (at == 0 or not text[at - 1].isalnum()) and (
+            end == len(text) or not text[end].isalnum()
+        ):
+            return True
+        # a match that failed lies inside a run of letters, and so does any that overlaps it
+        at = text.find(key, end)
+    return False
+
+
 def _add_names(words: list[str], names: set[str]) -> None:
     """Add to ``names`` the names of ``words``, a capitalised phrase's words with no number
     (see :func:`bridge_names`)."""
@@ -1178,6 +1240,7 @@ def clear_caches() -> None:
         _short_names,
         entities,
         bridge_names,
+        lone_names,
         sentence_spans,
         sentence_words,
         _written_words,

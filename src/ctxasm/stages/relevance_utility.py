@@ -15,7 +15,7 @@
 - ``link``: 1 when the passage shares nothing with the query but one of the first
   ``max_link_sources`` relevant passages names its title (a second hop), 0.5 when it shares a
   name with one instead (see :func:`shared_names`; among the first ``MAX_NAME_PASSAGES``
-  passages), half that for each further hop, else 0.
+  passages; 0.375 for a name of one word), half that for each further hop, else 0.
 
 Novelty against what is already selected is the planners' part
 (:mod:`ctxasm.stages.selection_planners`): it depends on the selection, not on the passage alone.
@@ -24,7 +24,7 @@ Novelty against what is already selected is the planners' part
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -32,11 +32,13 @@ from ctxasm.data import Passage
 from ctxasm.lexical import (
     bridge_names,
     inner_phrases,
+    lone_names,
     phrase_key,
     query_terms,
     title_key,
     title_links,
     titled,
+    writes_lower,
 )
 from ctxasm.stages.relevance import Scores, bm25
 from ctxasm.strategy import Strategy, require_int, require_number
@@ -130,7 +132,8 @@ class UtilityRelevance(Strategy):
         query itself does not reach: a relevant passage naming it gives the link's strength (1
         for the whole title, less for a shorter name; see :func:`ctxasm.lexical.title_links`),
         one sharing a name with it ``NAME_LINK`` (see :func:`shared_names`: among the first
-        ``MAX_NAME_PASSAGES`` passages, in the order given), a passage reached
+        ``MAX_NAME_PASSAGES`` passages, in the order given; times ``LONE_NAME_LINK`` where
+        every name they share is one word), a passage reached
         that way half that, and so on for ``max_hops`` hops. The second hop of a multi-hop
         question often shares no word with the query, but the first hop names it or a name
         in it; the third is reached from the second."""
@@ -159,12 +162,10 @@ class UtilityRelevance(Strategy):
             if names is not None:
                 bridges = frozenset().union(*(names[i] for i in sources if i < len(names)))
                 for index in targets:  # of the first MAX_NAME_PASSAGES only
-                    if (
-                        index < len(names)
-                        and index not in reached
-                        and not bridges.isdisjoint(names[index])
-                    ):
-                        reached[index] = weight * NAME_LINK
+                    if index < len(names) and index not in reached:
+                        shared = bridges & names[index]
+                        if shared:
+                            reached[index] = weight * NAME_LINK * name_strength(shared)
             for index, strength in reached.items():
                 links[index] = strength
             targets = [i for i in targets if i not in reached]
@@ -192,6 +193,18 @@ class UtilityRelevance(Strategy):
 # the answer that names the bridge in its text ("... with her partner Steve Hillage"), not the
 # bridge's own page.
 NAME_LINK = 0.5
+# A link through a single word (a place, a company: "Cambridge", "Viacom") counts this much of
+# one through a name of two words or more: one capitalised word is more often another thing
+# of the same name.
+LONE_NAME_LINK = 0.75
+
+
+def name_strength(shared: Iterable[str]) -> float:
+    """How much of a name link's strength ``shared`` names give: whole where one of them has
+    two words or more, ``LONE_NAME_LINK`` where all are single words."""
+    return 1.0 if any(" " in name for name in shared) else LONE_NAME_LINK
+
+
 # Names are compared among the first this many texts only: each one's names are read, a cost
 # that follows the text, which a retriever's long list would pay in full for passages ranked
 # far below the few dozen a planner weighs (see PLANNER_MAX_CANDIDATES and its default of 50).
@@ -199,14 +212,24 @@ MAX_NAME_PASSAGES = 64
 
 
 def shared_names(texts: Sequence[str]) -> list[frozenset[str]]:
-    """For each of the first ``MAX_NAME_PASSAGES`` ``texts``, its names (see
-    :func:`ctxasm.lexical.bridge_names`) that at least one other of them and at most a quarter
-    of them (at least three) name: a name nearly every candidate has ("United States") ties
-    none of them to another. Texts past those have no entry."""
-    names = [bridge_names(text) for text in texts[:MAX_NAME_PASSAGES]]
+    """For each of the first ``MAX_NAME_PASSAGES`` ``texts``, its names that at least one
+    other of them and at most a quarter of them (at least three) name: a name nearly every
+    candidate has ("United States") ties none of them to another. Names are those of
+    :func:`ctxasm.lexical.bridge_names` (two words or more), and the single words
+    :func:`ctxasm.lexical.lone_names` finds that none of the texts writes in lower case ("the
+    final" makes "Final" no name); a link through one of those is weaker (see
+    ``LONE_NAME_LINK``). Texts past those have no entry."""
+    considered = texts[:MAX_NAME_PASSAGES]
+    names = [bridge_names(text) | lone_names(text) for text in considered]
     held = Counter(name for found in names for name in found)
     most = max(3, len(names) // 4)
-    return [frozenset(n for n in found if 2 <= held[n] <= most) for found in names]
+    shared = {name for name, count in held.items() if 2 <= count <= most}
+    shared -= {
+        name
+        for name in shared
+        if " " not in name and any(writes_lower(text, name) for text in considered)
+    }
+    return [found & shared for found in names]
 
 
 def _specific_titles(query_key: str, passages: Sequence[Passage]) -> list[float]:

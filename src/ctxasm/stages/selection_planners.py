@@ -33,7 +33,7 @@ from ctxasm.lexical import (
     written_phrase,
 )
 from ctxasm.stages.relevance import rank_agreement
-from ctxasm.stages.relevance_utility import shared_names
+from ctxasm.stages.relevance_utility import name_strength, shared_names
 from ctxasm.stages.selection import offer_in_order, scaled_scores
 from ctxasm.stages.selection_packing import Offer, Packing, SelectionContext
 from ctxasm.strategy import Strategy, require_int, require_number
@@ -635,6 +635,7 @@ def _name_links(
         for i in holders:
             for j in holders:
                 s = strength if name in stating[i] else strength * weak
+                s *= name_strength((name,))
                 if titled_in_query and titled_in_query[j]:
                     s *= _ASKED_NAME_LINK
                 if i != j and joined[i].get(j, 0.0) < s:

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 import ctxasm
 from ctxasm.data import Candidate, Passage
-from ctxasm.lexical import bridge_names, phrase_key, written_phrase
+from ctxasm.lexical import bridge_names, lone_names, phrase_key, writes_lower, written_phrase
 from ctxasm.stages import relevance_utility
-from ctxasm.stages.relevance_utility import shared_names
+from ctxasm.stages.relevance_utility import LONE_NAME_LINK, shared_names
 from ctxasm.stages.selection_planners import Evidence, _name_links
 from scaling import best_cpu_seconds
 
@@ -106,6 +106,66 @@ def test_a_name_is_shared_by_at_least_two_and_at_most_a_quarter_of_the_passages(
     assert shared_names(common) == [frozenset()] * 12
     # Held by 4 of 16: a quarter.
     assert shared_names(common + ["More."] * 4)[:4] == [{"united states"}] * 4
+
+
+def test_lone_names_are_single_capitalised_words_written_as_names() -> None:
+    text = (
+        "The club moved to Cambridge in 1990 and signed with Viacom's studio. Margulies won "
+        "it in Chicago, Illinois, beside Steve Hillage and the Danish singer Dana Roux on Apollo "
+        '11 in Lyon, near "Rouen" and Łódźka.'
+    )
+    assert lone_names(text) == {
+        "cambridge",
+        "viacom",  # a possessive before a noun names its owner
+        "chicago",  # a comma parts two names
+        "illinois",
+        "łódźka",  # capitals of any script
+    }
+    # Not "Margulies" (it opens a sentence), "Steve", "Hillage", "Dana", "Roux" (of longer
+    # names), "Danish" (an adjective before "singer"), "Apollo" (beside a number), "Lyon"
+    # (four letters), "Rouen" (in quotes, which may open a sentence or a title).
+    assert lone_names("cambridge is a city.") == frozenset()
+
+
+def test_a_text_writes_a_word_in_lower_case_only_as_a_whole_word() -> None:
+    assert writes_lower("They reached the final.", "final")
+    assert not writes_lower("The Finals, a semifinal and finalists.", "final")
+    assert writes_lower("semifinal, then final", "final")
+    assert not writes_lower("", "final")
+
+
+def test_a_single_word_is_shared_unless_a_text_writes_it_in_lower_case() -> None:
+    texts = ["It was sold to Viacom in 1999.", "He worked for Viacom until 2004.", "No one."]
+    assert shared_names(texts) == [{"viacom"}, {"viacom"}, frozenset()]
+    # another text writes it in lower case: a common noun, no name
+    texts = ["They met in the Final round.", "Both played the Final twice.", "The final ended."]
+    assert shared_names(texts) == [frozenset()] * 3
+
+
+def test_a_link_through_a_single_word_is_weaker_than_through_a_name() -> None:
+    pool = _pool(
+        [
+            {"id": "a", "title": "Harbor Lights", "text": "His wife was born in Marseille."},
+            {"id": "b", "title": "Teo Marchal", "text": "His wife moved to Marseille."},
+        ]
+    )
+    links, named = _name_links([{}, {}], pool, Evidence(QUESTION, pool), 0.4, 0.5)
+    assert links == [{1: 0.4 * LONE_NAME_LINK}, {0: 0.4 * LONE_NAME_LINK}]
+    assert named == {(0, 1): "marseille", (1, 0): "marseille"}
+
+
+def test_finding_lone_names_and_lower_case_words_is_linear_in_the_text() -> None:
+    """Capitalised words with every neighbour the checks look at, and a long word searched in
+    a run of its own letters (n and 4n: a linear scan takes about 4 times as long)."""
+    small_text = "Word, Other's x Third 1 " * 2_000
+    large_text = small_text * 4
+    small = best_cpu_seconds(lambda: (lone_names.cache_clear(), lone_names(small_text)))
+    large = best_cpu_seconds(lambda: (lone_names.cache_clear(), lone_names(large_text)))
+    assert large / small < 10
+    key = "a" * 1_000
+    small = best_cpu_seconds(lambda: writes_lower("A" + "a" * 100_000 + "A", key))
+    large = best_cpu_seconds(lambda: writes_lower("A" + "a" * 400_000 + "A", key))
+    assert large / small < 10
 
 
 def test_names_are_compared_among_the_first_max_name_passages_only(
