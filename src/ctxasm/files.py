@@ -15,13 +15,21 @@ import errno
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["TooLargeError", "atomic_output", "new_file_mode", "read_bounded", "write_atomic"]
+__all__ = [
+    "TooLargeError",
+    "atomic_output",
+    "is_input",
+    "new_file_mode",
+    "read_bounded",
+    "write_atomic",
+]
 
 
 class TooLargeError(ValueError):
@@ -41,6 +49,32 @@ def read_bounded(path: str | Path, most_bytes: int) -> bytes:
     if len(data) > most_bytes:
         raise TooLargeError(f"it holds more than {most_bytes:,} bytes")
     return data
+
+
+def is_input(source: str | Path, target: str | Path) -> bool:
+    """Whether writing ``target`` would replace the regular file that ``source`` names (``-``:
+    the file standard input reads, as in ``< data.jsonl``). The files are compared by device and
+    inode, so a second name, a link or another path to the same file counts. A target that
+    does not exist yet is not the input. Neither is a pipe or a device, because writing to
+    one replaces nothing."""
+    try:
+        written = os.stat(target)
+        read = _stdin_status() if str(source) == "-" else os.stat(source)
+    except (OSError, ValueError):  # missing, unreadable or unnamable: not the same file
+        return False
+    return read is not None and stat.S_ISREG(written.st_mode) and os.path.samestat(read, written)
+
+
+def _stdin_status() -> os.stat_result | None:
+    """What standard input reads, or ``None`` when it is no file (closed, or a stream in
+    memory, as under a test runner)."""
+    stream = sys.stdin
+    if stream is None:
+        return None
+    try:
+        return os.fstat(stream.fileno())
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        return None
 
 
 def new_file_mode(target: Path, *, folder: bool = False) -> int:

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -19,18 +20,22 @@ EXAMPLE = ROOT / "examples" / "request.json"
 
 
 def ctxasm(
-    *args: str, stdin: bytes | None = None, cwd: Path | None = None
+    *args: str, stdin: bytes | Path | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[bytes]:
+    """The console script's run; ``stdin`` is its input, or the file it reads (``< FILE``)."""
     script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
     command = [script] if script else [sys.executable, "-m", "ctxasm"]
-    return subprocess.run(
-        [*command, *args],
-        input=stdin,
-        capture_output=True,
-        cwd=cwd,
-        env=os.environ.copy(),
-        timeout=120,
-    )
+    with ExitStack() as files:
+        redirected = files.enter_context(stdin.open("rb")) if isinstance(stdin, Path) else None
+        return subprocess.run(
+            [*command, *args],
+            input=stdin if isinstance(stdin, bytes) else None,
+            stdin=redirected,
+            capture_output=True,
+            cwd=cwd,
+            env=os.environ.copy(),
+            timeout=120,
+        )
 
 
 def request(**overrides: object) -> dict[str, object]:
@@ -225,6 +230,48 @@ def test_batch_refuses_to_write_its_results_over_its_input(tmp_path: Path, how: 
     assert done.returncode == 2
     assert done.stderr.decode().startswith(f"ctxasm: error: the output {target} is the input")
     assert source.read_text() == json.dumps(request()) + "\n"
+
+
+def test_batch_refuses_to_write_over_the_file_standard_input_reads(tmp_path: Path) -> None:
+    # batch - in.jsonl < in.jsonl skipped the check that batch in.jsonl in.jsonl makes
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(request()) + "\n")
+    done = ctxasm("batch", "-", str(source), "--no-progress", stdin=source)
+    assert (done.returncode, done.stderr.decode()) == (
+        2,
+        f"ctxasm: error: the output {source} is the file standard input reads: the results "
+        "would replace the requests; choose another output file [OUT]\n",
+    )
+    assert source.read_text() == json.dumps(request()) + "\n"
+
+
+@pytest.mark.parametrize("how", ["same name", "symbolic link", "standard input"])
+@pytest.mark.parametrize("command", ["assemble", "report"])
+def test_html_is_never_written_over_the_input(tmp_path: Path, command: str, how: str) -> None:
+    # assemble req.json --html req.json replaced the request with the page, exit 0
+    source = tmp_path / "input.json"
+    source.write_bytes(EXAMPLE.read_bytes() if command == "assemble" else _result_bytes())
+    original = source.read_bytes()
+    target = tmp_path / "page.html" if how == "symbolic link" else source
+    if how == "symbolic link":
+        target.symlink_to(source)
+    argument = "-" if how == "standard input" else str(source)
+    done = ctxasm(command, argument, "--html", str(target), stdin=source)
+    read = "the file standard input reads" if how == "standard input" else f"the input {source}"
+    lost = "request" if command == "assemble" else "result"
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (
+        2,
+        b"",
+        f"ctxasm: error: the output {target} is {read}: the page would replace the {lost}; "
+        "choose another output file [html]\n",
+    )
+    assert source.read_bytes() == original
+
+
+def _result_bytes() -> bytes:
+    done = ctxasm("assemble", str(EXAMPLE))
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout
 
 
 def test_batch_names_the_output_when_writing_it_fails(tmp_path: Path) -> None:

@@ -391,6 +391,22 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(
         _one_line_error(done, f"cannot write {target}", why, f"[{field}]")
 
 
+@pytest.mark.parametrize("option", ["--html", "--plot", "--save-subset"])
+def test_an_output_that_is_the_dataset_is_refused_before_the_run(
+    dataset: Path, tmp_path: Path, option: str
+) -> None:
+    # eval tiny.jsonl --save-subset tiny.jsonl replaced the dataset with its subset, exit 0
+    field = option.removeprefix("--").replace("-", "_")
+    original = dataset.read_bytes()
+    link = tmp_path / "latest.png"  # --plot takes only an image's name: a link to the dataset
+    link.symlink_to(dataset)
+    target = link if option == "--plot" else dataset
+    subset = ["--subset", "composed"] if option == "--save-subset" else []
+    done = ctxasm("eval", str(dataset), "--budget", "256", *subset, option, str(target))
+    _one_line_error(done, f"the output {target} is the input {dataset}", f"[{field}]")
+    assert dataset.read_bytes() == original
+
+
 def test_eval_composed_subset_is_built_saved_and_split_by_hops(tmp_path: Path) -> None:
     def passage(pid: str, title: str, *sentences: str) -> dict[str, Any]:
         text = " ".join(sentences)

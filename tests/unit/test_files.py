@@ -11,7 +11,7 @@ import pytest
 
 from ctxasm.cli.report_view import write_page
 from ctxasm.evaluation.dataset import load_dataset, write_dataset
-from ctxasm.files import atomic_output, write_atomic
+from ctxasm.files import atomic_output, is_input, write_atomic
 
 
 def _full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,3 +64,22 @@ def test_an_open_descriptor_is_written_through_as_it_was_opened(tmp_path: Path) 
     with open(results, "a") as appended, atomic_output(f"/dev/fd/{appended.fileno()}") as out:
         out.write("new\n")
     assert results.read_text() == "old 1\nold 2\nnew\n"
+
+
+def test_the_input_is_known_by_its_identity_whatever_its_name(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text("{}\n")
+    (tmp_path / "link.jsonl").symlink_to(source)
+    (tmp_path / "hard.jsonl").hardlink_to(source)
+    (tmp_path / "copy.jsonl").write_text("{}\n")
+    names = ["in.jsonl", "link.jsonl", "hard.jsonl", "copy.jsonl", "missing.jsonl"]
+    assert [is_input(source, tmp_path / name) for name in names] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert is_input(tmp_path / "../" / tmp_path.name / "in.jsonl", str(source))
+    # writing a device replaces nothing: /dev/null as input and output is no mistake
+    assert not is_input(os.devnull, os.devnull)

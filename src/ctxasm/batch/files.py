@@ -1,5 +1,8 @@
 """Batch outputs: written whole or not at all (:func:`ctxasm.files.atomic_output`: a hidden
-temporary file beside the target, renamed over it at the end), and never over the input."""
+temporary file beside the target, renamed over it at the end), and never over the input.
+
+:func:`check_not_input` is the rule for every command that writes a file from what it read:
+``assemble --html``, ``report --html`` and ``eval``'s outputs apply it too."""
 
 from __future__ import annotations
 
@@ -7,26 +10,30 @@ import os
 from pathlib import Path
 
 from ctxasm.errors import RequestError
-from ctxasm.files import atomic_output, new_file_mode
+from ctxasm.files import atomic_output, is_input, new_file_mode
 
 __all__ = ["atomic_output", "check_not_input", "new_file_mode"]
 
 
-def check_not_input(source: str, target: str) -> None:
-    """Refuse a ``target`` that is the input ``source`` (by name, link or path): the results
-    would replace the requests they came from."""
-    if source == "-" or target == "-":
+def check_not_input(
+    source: str,
+    target: str | Path,
+    *,
+    field: str = "OUT",
+    replaced: str = "the results would replace the requests",
+) -> None:
+    """Refuse a ``target`` that is the input ``source``, by name, link or path (``-``: the file
+    standard input reads, as in ``< in.jsonl``), or a folder that holds it. Writing the target
+    would destroy the input. ``field`` names the option in the error, and ``replaced`` says
+    what would be lost."""
+    if str(target) == "-":
         return
-    try:
-        same = os.path.samefile(source, target)
-    except (OSError, ValueError):  # either missing (or unnamable): not the same file
-        return
-    if not same and os.path.isdir(target):  # a folder output replaces what is in it
+    same = is_input(source, target)
+    if not same and source != "-" and os.path.isdir(target):  # a folder output replaces its files
         inside = Path(os.path.realpath(source))
         same = Path(os.path.realpath(target)) in inside.parents
     if same:
+        read = "the file standard input reads" if source == "-" else f"the input {source}"
         raise RequestError(
-            f"the output {target} is the input {source}: the results would replace the "
-            "requests; write them to another file",
-            field="OUT",
+            f"the output {target} is {read}: {replaced}; choose another output file", field=field
         )

@@ -277,6 +277,7 @@ def report_command(
     max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
 ) -> None:
     """Show a saved result's report: tables on stdout, or an HTML page with --html."""
+    from ctxasm.batch.files import check_not_input
     from ctxasm.cli.report_view import print_report, write_html
     from ctxasm.cli.request_input import read_input
     from ctxasm.errors import CtxasmError
@@ -284,6 +285,9 @@ def report_command(
     from ctxasm.jsonio import decode_json
 
     try:
+        if html is not None:
+            replaced = "the page would replace the result"
+            check_not_input(source, html, field="html", replaced=replaced)
         result = result_of(decode_json(read_input(source, max_bytes, "result"), what="result"))
     except CtxasmError as error:
         _fail_with(error)

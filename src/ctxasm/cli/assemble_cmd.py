@@ -136,6 +136,11 @@ def assemble(options: AssembleOptions) -> None:
     if options.max_context_tokens is not None:
         overrides["max_context_tokens"] = options.max_context_tokens
     try:
+        if options.html is not None:  # checked before the input is read or anything written
+            from ctxasm.batch.files import check_not_input
+
+            replaced = "the page would replace the request"
+            check_not_input(options.source, options.html, field="html", replaced=replaced)
         assembler = open_assembler(options.config)
         data = request_fields(read_input(options.source, options.max_bytes), overrides)
         result = assembler.assemble(data)

@@ -153,11 +153,7 @@ def eval_command(
             "--save-subset needs --subset NAME (the subset to write) [save_subset]",
             EXIT_BAD_INPUT,
         )
-    from ctxasm.cli.report_view import check_writable
-
-    for path, field in ((plot, "plot"), (html, "html"), (save_subset, "save_subset")):
-        if path is not None:  # before the run: it may take minutes
-            check_writable(path, field)
+    _check_outputs(dataset, {"plot": plot, "html": html, "save_subset": save_subset})
     try:
         questions = _questions(dataset, subset, save_subset, scores, embedder, seed, limit)
         rows, model = _run(questions, budgets, strategy or [], config, model, progress)
@@ -173,6 +169,26 @@ def eval_command(
         echo(json.dumps({"results": [row.to_dict() for row in rows]}, indent=2))
     else:
         _print_table(_label(dataset, subset, scores), questions, rows, model, by_type=by_type)
+
+
+def _check_outputs(dataset: str, outputs: dict[str, Path | None]) -> None:
+    """Exit 2 for an output (by its option's field) that cannot be written or is the dataset,
+    before the run: it may take minutes, and the dataset is read after it is checked."""
+    from ctxasm.batch.files import check_not_input
+    from ctxasm.cli.report_view import check_writable
+    from ctxasm.errors import CtxasmError
+
+    # the dataset is a file's name; "-" would mean standard input to check_not_input
+    source = os.path.join(os.curdir, dataset) if dataset == "-" else dataset
+    for field, path in outputs.items():
+        if path is None:
+            continue
+        check_writable(path, field)
+        what = {"plot": "the plot", "html": "the page"}.get(field, "the subset")
+        try:
+            check_not_input(source, path, field=field, replaced=f"{what} would replace the dataset")
+        except CtxasmError as error:
+            fail_with(error)
 
 
 def _write_html(path: Path, rows: list[EvalRow], title: str) -> None:
