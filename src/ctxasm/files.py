@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
 __all__ = [
     "TooLargeError",
@@ -36,16 +36,23 @@ class TooLargeError(ValueError):
     """A file holds more than a reader takes (see :func:`read_bounded`)."""
 
 
-def read_bounded(path: str | Path, most_bytes: int) -> bytes:
-    """The bytes of the file at ``path``, of at most ``most_bytes``; :class:`TooLargeError`
-    beyond (a regular file by its size, before a byte is read; a device such as /dev/zero,
-    which never ends, once it has given one byte more), an ``OSError`` where it cannot be
-    read. A named pipe is read as it comes (``--config <(...)`` names one)."""
-    with open(path, "rb") as stream:
-        status = os.fstat(stream.fileno())
-        if stat.S_ISREG(status.st_mode) and status.st_size > most_bytes:
-            raise TooLargeError(f"it is {status.st_size:,} bytes, more than {most_bytes:,}")
-        data = stream.read(most_bytes + 1)
+def read_bounded(source: str | Path | BinaryIO, most_bytes: int) -> bytes:
+    """The bytes of the file at ``source``, or of an open binary stream (standard input), of at
+    most ``most_bytes``; :class:`TooLargeError` beyond (a regular file by its size, before a
+    byte is read; a device such as /dev/zero or a pipe, which may never end, once it has given
+    one byte more), an ``OSError`` where it cannot be read. A named pipe is read as it comes
+    (``--config <(...)`` names one)."""
+    if isinstance(source, (str, Path)):
+        with open(source, "rb") as stream:
+            return read_bounded(stream, most_bytes)
+    try:
+        status = os.fstat(source.fileno())
+        left = status.st_size - source.tell() if stat.S_ISREG(status.st_mode) else None
+    except (OSError, ValueError):  # a stream in memory (io.UnsupportedOperation is both)
+        left = None
+    if left is not None and left > most_bytes:
+        raise TooLargeError(f"it is {left:,} bytes, more than {most_bytes:,}")
+    data = source.read(most_bytes + 1)
     if len(data) > most_bytes:
         raise TooLargeError(f"it holds more than {most_bytes:,} bytes")
     return data

@@ -197,6 +197,33 @@ def test_unreadable_files_exit_2(result_file: Path, tmp_path: Path) -> None:
     assert done.stderr.endswith("No such file or directory [answer]\n")
 
 
+def test_an_input_over_its_limit_exits_2_unread(
+    result_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # check-citations /dev/zero answer.md read until the memory ran out: MemoryError, exit 1
+    monkeypatch.setattr("ctxasm.cli.citations_cmd.MAX_RESULT_BYTES", result_file.stat().st_size)
+    monkeypatch.setattr("ctxasm.cli.citations_cmd.MAX_ANSWER_BYTES", len(GOOD))
+    assert check(str(result_file), stdin=GOOD).exit_code == 0  # at the limits: read
+    big = tmp_path / "big.json"
+    big.write_bytes(result_file.read_bytes() + b" ")
+    done = check(str(big), stdin=GOOD)
+    size = big.stat().st_size
+    assert (done.exit_code, done.stdout, done.stderr) == (
+        2,
+        "",
+        f"ctxasm: error: the result {big} is too large: it is {size:,} bytes, more than "
+        f"{size - 1:,} [result]\n",
+    )
+    # standard input (or a device such as /dev/zero) is read no further than the limit
+    done = check(str(result_file), stdin=GOOD + " ")
+    assert (done.exit_code, done.stdout, done.stderr) == (
+        2,
+        "",
+        "ctxasm: error: the answer on standard input is too large: it holds more than "
+        f"{len(GOOD):,} bytes [answer]\n",
+    )
+
+
 def test_an_answer_that_is_not_utf8_exits_2(result_file: Path) -> None:
     done = check(str(result_file), stdin=b"caf\xe9 [1]")
     assert done.exit_code == 2

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
@@ -19,7 +18,18 @@ from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, echo, fail, fail_with
 if TYPE_CHECKING:
     from ctxasm.citations import CitationReport
 
-__all__ = ["check_citations_command", "print_citation_text"]
+__all__ = [
+    "MAX_ANSWER_BYTES",
+    "MAX_RESULT_BYTES",
+    "check_citations_command",
+    "print_citation_text",
+]
+
+# The most RESULT and ANSWER may hold. A result holds at most a context window of text, with
+# its report (a few MB); an answer is one model output (kB). Files far larger are no result or
+# answer, and read whole they could fill the memory.
+MAX_RESULT_BYTES = 256 * 1024 * 1024
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
 
 
 def check_citations_command(
@@ -92,12 +102,17 @@ def _fail(message: str) -> NoReturn:
 
 
 def _read(source: str, what: str) -> bytes:
-    if source == "-":
-        return sys.stdin.buffer.read()
+    """The bytes of ``source`` (``-``: standard input), of at most the limit for ``what``."""
+    from ctxasm.files import TooLargeError, read_bounded
+
+    most = MAX_RESULT_BYTES if what == "result" else MAX_ANSWER_BYTES
     try:
-        return Path(source).read_bytes()
+        return read_bounded(sys.stdin.buffer if source == "-" else source, most)
     except OSError as exc:
         _fail(f"cannot read {source}: {exc.strerror} [{what}]")
+    except TooLargeError as exc:  # /dev/zero, or a file given by mistake, filled the memory
+        name = "on standard input" if source == "-" else source
+        _fail(f"the {what} {name} is too large: {exc} [{what}]")
 
 
 def _decode(raw: bytes, what: str) -> str:

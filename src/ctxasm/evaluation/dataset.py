@@ -7,22 +7,42 @@ One JSON object per line::
      "gold_pids": [...],
      "meta": {"type"?, "all_gold_in_candidates"?, "supporting_facts"?: [[title, index], ...]}}
 
-A malformed line is a :class:`~ctxasm.errors.RequestError` naming the line and the field.
+A malformed line is a :class:`~ctxasm.errors.RequestError` naming the line and the field. A
+file is read a line at a time, each line at most :data:`MAX_LINE_BYTES` and the whole at most
+:data:`MAX_DATASET_BYTES` (a :class:`~ctxasm.errors.RequestTooLargeError` beyond).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from ctxasm.errors import CtxasmError, RequestError
+from ctxasm.errors import CtxasmError, RequestError, RequestTooLargeError
 from ctxasm.files import write_atomic
 from ctxasm.jsonio import decode_json
 
-__all__ = ["EvalPassage", "EvalQuestion", "load_dataset", "read_dataset", "write_dataset"]
+__all__ = [
+    "MAX_DATASET_BYTES",
+    "MAX_LINE_BYTES",
+    "EvalPassage",
+    "EvalQuestion",
+    "load_dataset",
+    "read_dataset",
+    "write_dataset",
+]
+
+# The most a dataset file may hold, and one line of it (one question and its candidates, read
+# as a request is, at most --max-bytes' default). HotpotQA's dev sets in the unified format
+# are tens of MB; a file far larger is no dataset, and /dev/zero given by mistake filled the
+# memory.
+MAX_DATASET_BYTES = 1024 * 1024 * 1024
+MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,17 +265,48 @@ def read_dataset(lines: Sequence[str] | Iterator[str], name: str = "dataset") ->
 
 
 def load_dataset(path: str | Path, limit: int | None = None) -> list[EvalQuestion]:
-    """Questions from a JSONL file; ``limit`` keeps the first ones."""
+    """Questions from a JSONL file, read a line at a time (see :data:`MAX_DATASET_BYTES`);
+    ``limit`` keeps the first ones."""
     path = Path(path)
     try:
-        with path.open(encoding="utf-8") as handle:
-            lines = handle.readlines()
+        with path.open("rb") as handle:
+            questions = read_dataset(_lines(handle, path), path.name)
     except OSError as exc:
         raise RequestError(f"cannot read {path}: {exc.strerror}", field="dataset") from None
-    except UnicodeDecodeError:
-        raise RequestError(f"{path} is not UTF-8 text", field="dataset") from None
-    questions = read_dataset(lines, path.name)
     return questions[:limit] if limit is not None else questions
+
+
+def _lines(handle: BinaryIO, path: Path) -> Iterator[str]:
+    """The lines of ``handle`` as text, as they are read; a :class:`RequestTooLargeError` for a
+    line over :data:`MAX_LINE_BYTES` or a file over :data:`MAX_DATASET_BYTES` (a regular file
+    by its size, before a line is read)."""
+    status = os.fstat(handle.fileno())
+    if stat.S_ISREG(status.st_mode) and status.st_size > MAX_DATASET_BYTES:
+        raise _too_large(path, f"it is {status.st_size:,} bytes, more than {MAX_DATASET_BYTES:,}")
+    total = 0
+    for number in itertools.count(1):
+        line = handle.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        total += len(line)
+        if total > MAX_DATASET_BYTES:  # a device or a pipe that does not end
+            raise _too_large(path, f"it holds more than {MAX_DATASET_BYTES:,} bytes")
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            raise RequestTooLargeError(
+                f"{path} line {number} holds more than {MAX_LINE_BYTES:,} bytes; no question "
+                "with its candidates is that long",
+                field=f"line {number}",
+            )
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise RequestError(
+                f"{path} line {number} is not UTF-8 text", field=f"line {number}"
+            ) from None
+
+
+def _too_large(path: Path, how: str) -> RequestTooLargeError:
+    return RequestTooLargeError(f"{path} is too large to be a dataset: {how}", field="dataset")
 
 
 def write_dataset(questions: Sequence[EvalQuestion], path: str | Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +241,54 @@ def test_load_dataset_limit_and_blank_lines(tmp_path: Path) -> None:
     path = _write(tmp_path / "gaps.jsonl", [json.dumps(Q1), "", "   ", json.dumps(Q2)])
     assert [q.id for q in load_dataset(path)] == ["q1", "q2"]
     assert [q.id for q in load_dataset(path, limit=1)] == ["q1"]
+
+
+def test_a_dataset_is_read_no_further_than_its_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # eval /dev/zero read until the memory ran out: "internal error: MemoryError"
+    monkeypatch.setattr("ctxasm.evaluation.dataset.MAX_LINE_BYTES", 2000)
+    monkeypatch.setattr("ctxasm.evaluation.dataset.MAX_DATASET_BYTES", 5000)
+    path = _write(tmp_path / "data.jsonl", [json.dumps(Q1)[:1900], "x" * 2001])
+    with pytest.raises(ctxasm.RequestError) as caught:
+        load_dataset(path)
+    assert (caught.value.code, caught.value.field, caught.value.message) == (
+        "too_large",
+        "line 2",
+        f"{path} line 2 holds more than 2,000 bytes; no question with its candidates is that long",
+    )
+    path.write_text("\n" * 5001)
+    with pytest.raises(ctxasm.RequestError) as caught:
+        load_dataset(path)
+    assert (caught.value.code, caught.value.field, caught.value.message) == (
+        "too_large",
+        "dataset",
+        f"{path} is too large to be a dataset: it is 5,001 bytes, more than 5,000",
+    )
+    # a pipe has no size: it is read up to the limit (/dev/zero never ends)
+    read, write = os.pipe()
+    writer = threading.Thread(target=lambda: (os.write(write, b"\n" * 5001), os.close(write)))
+    writer.start()
+    try:
+        with pytest.raises(ctxasm.RequestError) as caught:
+            load_dataset(f"/dev/fd/{read}")
+    finally:
+        writer.join()
+        os.close(read)
+    assert caught.value.message == (
+        f"/dev/fd/{read} is too large to be a dataset: it holds more than 5,000 bytes"
+    )
+
+
+def test_a_line_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(json.dumps(Q1).encode() + b'\n"caf\xe9"\n')
+    with pytest.raises(ctxasm.RequestError) as caught:
+        load_dataset(path)
+    assert (caught.value.field, caught.value.message) == (
+        "line 2",
+        f"{path} line 2 is not UTF-8 text",
+    )
 
 
 def test_gold_is_derived_when_not_listed() -> None:
