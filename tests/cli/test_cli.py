@@ -447,7 +447,27 @@ def test_report_calls_its_input_a_result() -> None:
     assert "the result is not valid JSON" in failed.stderr.decode()
     too_big = ctxasm("report", "-", "--max-bytes", "5", stdin=b'{"report": {}}')
     assert too_big.stderr.decode() == (
-        "ctxasm: error: the result is 14 bytes, more than the limit of 5 bytes [result]\n"
+        "ctxasm: error: the result is more than the limit of 5 bytes [result]\n"
+    )
+
+
+@pytest.mark.parametrize(("command", "what"), [("assemble", "request"), ("report", "result")])
+def test_standard_input_over_the_limit_is_read_no_further(
+    tmp_path: Path, command: str, what: str
+) -> None:
+    # assemble - < /dev/zero read on to state the size of an input that never ends: it hung
+    done = ctxasm(command, "-", "--max-bytes", "1000", stdin=Path("/dev/zero"))
+    assert (done.returncode, done.stderr.decode()) == (
+        2,
+        f"ctxasm: error: the {what} is more than the limit of 1,000 bytes [{what}]\n",
+    )
+    big = tmp_path / "big.json"  # a file on standard input has a size to state
+    big.write_bytes(b" " * 3_000_123)
+    done = ctxasm(command, "-", "--max-bytes", "1000", stdin=big)
+    assert (done.returncode, done.stderr.decode()) == (
+        2,
+        f"ctxasm: error: the {what} is 3,000,123 bytes, more than the limit of 1,000 bytes "
+        f"[{what}]\n",
     )
 
 

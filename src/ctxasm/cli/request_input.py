@@ -9,6 +9,7 @@ by the functions that need them.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -41,39 +42,44 @@ def open_assembler(config: Path | None) -> Assembler:
 
 
 def read_input(source: str, max_bytes: int, what: str = "request") -> bytes:
-    """At most ``max_bytes`` of the input; over that, an error stating the input's real size
-    (``what`` names the input: the request, or a saved result)."""
+    """At most ``max_bytes`` of the input; over that, an error stating the input's size where it
+    is known (a regular file, named or on standard input: a pipe or a device is not read past
+    the limit, as it may never end). ``what`` names the input: the request, or a saved
+    result."""
     try:
         if source == "-":
-            stream = sys.stdin.buffer
             if is_terminal(sys.stdin):  # a bare command waited silently for typed JSON
                 echo(
                     f"ctxasm: reading the {what} from standard input (end it with Ctrl-D); "
                     "give a file to read it from, or pipe one in",
                     err=True,
                 )
-            data = stream.read(max_bytes + 1)
-            size = len(data) + _drain(stream) if len(data) > max_bytes else len(data)
+            data, size = _read_most(sys.stdin.buffer, max_bytes)
         else:
             with Path(source).open("rb") as handle:
-                data = handle.read(max_bytes + 1)
-                size = os.fstat(handle.fileno()).st_size
+                data, size = _read_most(handle, max_bytes)
     except OSError as exc:
         fail(f"cannot read {source}: {exc.strerror}", EXIT_BAD_INPUT)
     if len(data) > max_bytes:
         from ctxasm.jsonio import too_large
 
-        error = too_large(max_bytes, what, size=max(size, len(data)))
+        error = too_large(max_bytes, what, size=size)
         fail(f"{error.message} [{what}]", EXIT_BAD_INPUT)
     return data
 
 
-def _drain(stream: BinaryIO) -> int:
-    """Bytes left in ``stream``, read and dropped (a pipe has no size to ask for)."""
-    total = 0
-    while chunk := stream.read(1 << 20):
-        total += len(chunk)
-    return total
+def _read_most(stream: BinaryIO, max_bytes: int) -> tuple[bytes, int | None]:
+    """At most one byte over ``max_bytes`` of ``stream``, and the size of the whole where it is
+    known: a regular file's, never found by reading on (``yes | ctxasm assemble -`` never
+    ends)."""
+    data = stream.read(max_bytes + 1)
+    if len(data) <= max_bytes:
+        return data, len(data)
+    try:
+        status = os.fstat(stream.fileno())
+    except (OSError, ValueError):  # a stream in memory (io.UnsupportedOperation is both)
+        return data, None
+    return data, status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
 def request_fields(raw: bytes, overrides: dict[str, Any]) -> dict[str, Any]:
