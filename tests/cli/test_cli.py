@@ -361,6 +361,19 @@ def test_a_config_file_read_as_requests_are_is_bad_input(
     assert b"Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("host", ["", " "])
+def test_serve_refuses_a_blank_host(host: str) -> None:
+    # --host "$HOST" with HOST unset listened on every interface (0.0.0.0 and ::)
+    done = ctxasm("serve", "--host", host, "--port", "1")
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (
+        2,
+        b"",
+        f"ctxasm: error: --host must be an address or a host name, got {host!r}, which would "
+        "listen on every interface; give 127.0.0.1 for this machine only, or write 0.0.0.0 "
+        "to listen on every interface [host]\n",
+    )
+
+
 def test_help_and_version() -> None:
     page = ctxasm("--help").stdout.decode()
     assert re.match(r"Usage: \S*ctxasm \[OPTIONS\] COMMAND \[ARGS\]\.\.\.\n", page), page

@@ -52,6 +52,13 @@ def serve_command(
     /healthz, /metrics, /docs. Set CTXASM_API_KEY to require an API key. Slow clients are
     closed: see [service] in the config (header_timeout_s, body_timeout_s, keep_alive_s,
     max_connections)."""
+    if not host.strip():  # --host "$HOST" with HOST unset: asyncio binds "" to every interface
+        fail(
+            f"--host must be an address or a host name, got {host!r}, which would listen on "
+            "every interface; give 127.0.0.1 for this machine only, or write 0.0.0.0 to "
+            "listen on every interface [host]",
+            EXIT_BAD_INPUT,
+        )
     try:
         import uvicorn
     except ImportError:
