@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import random
+import string
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +165,33 @@ def test_what_no_index_entry_can_hold_is_refused_naming_the_field(
     assert caught.value.field == field
     assert "more than the PostgreSQL store can index" in caught.value.message
     assert store.stats().documents == 0
+
+
+def _noise(size: int, seed: int) -> str:
+    """``size`` characters the server cannot compress (a compressed index entry would fit)."""
+    rng = random.Random(seed)
+    return "".join(rng.choices(string.ascii_letters + string.digits, k=size))
+
+
+def test_an_id_and_a_reader_too_long_together_are_refused_naming_both(postgres_url: str) -> None:
+    # each under 2,000 bytes, the two filled one entry of the readers table's key: the write
+    # failed with the server's "index row size 3816 exceeds btree version 4 maximum 2704"
+    store = open_store(postgres_url)
+    doc_id, reader = _noise(1900, 1), _noise(1900, 2)
+    document = Document(doc_id, "Text.", readers=("g1", reader))
+    with pytest.raises(ctxasm.RequestError) as caught:
+        store.upsert(document, chunk_text(document.text, 64, 0))
+    assert (caught.value.field, caught.value.message) == (
+        "document.readers",
+        f"document.readers of '{doc_id[:56]}...: its id and the reader '{reader[:56]}... "
+        "together take over 2,000 bytes, more than the PostgreSQL store can index; use a "
+        "shorter id or reader name",
+    )
+    assert store.stats().documents == 0
+    fits = Document(_noise(1000, 3), "Text.", readers=(_noise(1000, 4),))  # 2,000 bytes
+    assert store.upsert(fits, chunk_text(fits.text, 64, 0)) == "added"
+    assert store.stats().documents == 1
+    store.close()
 
 
 def test_a_database_without_a_store_is_refused_where_one_is_needed(postgres_url: str) -> None:

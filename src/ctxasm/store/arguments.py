@@ -51,8 +51,9 @@ def checked_doc_id(doc_id: object) -> str:
     return checked
 
 
-# PostgreSQL's B-tree indexes hold an entry of at most 2,704 bytes: the document id and the
-# access-class key (tenant and readers, as JSON) are kept well under it.
+# PostgreSQL's B-tree indexes hold an entry of at most 2,704 bytes: the document id, the
+# access-class key (tenant and readers, as JSON) and the id with each one reader (the readers
+# table's key, and its index by reader) are kept well under it.
 MAX_KEY_BYTES = 2000
 
 
@@ -61,10 +62,20 @@ def check_for_postgres(document: Document) -> None:
     it would store it (its text columns and ``jsonb`` cannot hold one), or an id or access
     data too long for an index entry. Chunks are cut from the text; the rest is checked by
     :class:`~ctxasm.store.documents.Document`."""
-    if len(document.doc_id.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+    id_bytes = _size(document.doc_id)
+    if id_bytes > MAX_KEY_BYTES:
         raise _too_long(document, "doc_id", "its id takes")
-    if len(class_key(document).encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+    if _size(class_key(document)) > MAX_KEY_BYTES:
         raise _too_long(document, "readers", "its tenant and readers together take")
+    # each under the limit, the id and one reader can still fill an index entry together
+    longest = max(document.readers or (), key=_size, default="")
+    if id_bytes + _size(longest) > MAX_KEY_BYTES:
+        raise _too_long(
+            document,
+            "readers",
+            f"its id and the reader {shown(longest)} together take",
+            "use a shorter id or reader name",
+        )
     for key in ("text", "title", "url", "timestamp"):
         value = getattr(document, key)
         if value is not None and "\x00" in value:
@@ -74,10 +85,19 @@ def check_for_postgres(document: Document) -> None:
         raise _nul(document, "metadata")
 
 
-def _too_long(document: Document, key: str, what: str) -> RequestError:
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _too_long(
+    document: Document,
+    key: str,
+    what: str,
+    fix: str = "use a shorter id, or a group for many readers",
+) -> RequestError:
     return RequestError(
         f"document.{key} of {shown(document.doc_id)}: {what} over {MAX_KEY_BYTES:,} bytes, "
-        "more than the PostgreSQL store can index; use a shorter id, or a group for many readers",
+        f"more than the PostgreSQL store can index; {fix}",
         field=f"document.{key}",
     )
 
