@@ -17,6 +17,8 @@ from typing import Any, NamedTuple
 from ctxasm.cache_state import CacheReport, CacheState
 from ctxasm.errors import RequestError
 from ctxasm.validation import (
+    as_real,
+    as_whole,
     integer,
     invalid,
     name,
@@ -299,18 +301,23 @@ class HistoryPolicy:
         where = "history_policy"
         if not isinstance(self.reclaim, bool):
             raise RequestError(f"{where}.reclaim must be true or false", field=f"{where}.reclaim")
-        # Read as plain numbers: a subclass may redefine the comparisons below.
-        turns, share, tokens = map(plain, (self.min_recent_turns, self.max_share, self.max_tokens))
-        if isinstance(turns, bool) or not isinstance(turns, int) or not 0 <= turns <= 10_000:
-            raise invalid(f"{where}.min_recent_turns", "an integer from 0 to 10000", turns)
+        # Read as plain numbers (numpy's too): a subclass may redefine the comparisons below.
+        turns, share = as_whole(self.min_recent_turns), as_real(self.max_share)
+        if turns is None or not 0 <= turns <= 10_000:
+            raise invalid(
+                f"{where}.min_recent_turns",
+                "an integer from 0 to 10000",
+                plain(self.min_recent_turns),
+            )
         object.__setattr__(self, "min_recent_turns", turns)
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
-            raise invalid(f"{where}.max_share", "a number from 0 to 1", share)
-        object.__setattr__(self, "max_share", float(share))
-        if tokens is not None and (
-            isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= 2**53
-        ):
-            raise invalid(f"{where}.max_tokens", "a non-negative integer or null", tokens)
+        if share is None or not 0 <= share <= 1:  # NaN is no number from 0 to 1
+            raise invalid(f"{where}.max_share", "a number from 0 to 1", plain(self.max_share))
+        object.__setattr__(self, "max_share", share)
+        tokens = None if self.max_tokens is None else as_whole(self.max_tokens)
+        if self.max_tokens is not None and (tokens is None or not 0 <= tokens <= 2**53):
+            raise invalid(
+                f"{where}.max_tokens", "a non-negative integer or null", plain(self.max_tokens)
+            )
         object.__setattr__(self, "max_tokens", tokens)
 
     def to_dict(self) -> dict[str, Any]:

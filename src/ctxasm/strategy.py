@@ -17,7 +17,7 @@ import math
 from typing import Any, ClassVar
 
 from ctxasm.errors import EXIT_BAD_INPUT, CtxasmError
-from ctxasm.validation import shown
+from ctxasm.validation import as_real, as_whole, shown
 
 __all__ = [
     "SLOTS",
@@ -66,18 +66,14 @@ class Strategy:
 def require_number(
     param: str, value: object, *, low: float | None = None, high: float | None = None
 ) -> float:
-    """``value`` as a finite float within [low, high], or a ParamError."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """``value`` as a finite float within [low, high], or a ParamError. Any real number but a
+    bool is taken (numpy's ``float32`` from a tuning script too)."""
+    number = as_real(value)
+    if number is None or not math.isfinite(number):
         raise ParamError(param, f"must be a finite number, got {shown(value)}")
-    try:
-        finite = math.isfinite(value)
-    except OverflowError:  # an integer too large for a float
-        finite = False
-    if not finite:
-        raise ParamError(param, f"must be a finite number, got {shown(value)}")
-    if (low is not None and value < low) or (high is not None and value > high):
+    if (low is not None and number < low) or (high is not None and number > high):
         raise ParamError(param, f"must be {_range(low, high)}, got {shown(value)}")
-    return float(value)
+    return number
 
 
 def _range(low: float | None, high: float | None) -> str:
@@ -88,18 +84,20 @@ def _range(low: float | None, high: float | None) -> str:
 
 
 def require_int(param: str, value: object, *, low: int, high: int | None = None) -> int:
-    """``value`` as an int >= low (and <= high, where given), or a ParamError."""
+    """``value`` as a plain int >= low (and <= high, where given), or a ParamError. Any
+    integral number but a bool is taken (numpy's ``int64`` too)."""
+    number = as_whole(value)
     if high is not None:
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        if number is None or not low <= number <= high:
             raise ParamError(
                 param, f"must be an integer from {low} to {high:,}, got {shown(value)}"
             )
-        return value
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        return number
+    if number is None or number < low:
         raise ParamError(param, f"must be an integer >= {low}, got {shown(value)}")
-    if value > 2**53:
+    if number > 2**53:
         raise ParamError(param, f"must be an integer <= 2**53, got {shown(value)}")
-    return value
+    return number
 
 
 def require_choice(param: str, value: object, choices: tuple[str, ...]) -> str:

@@ -21,6 +21,8 @@ from ctxasm.errors import RequestError
 
 __all__ = [
     "MAX_INTEGER",
+    "as_real",
+    "as_whole",
     "check_text",
     "integer",
     "invalid",
@@ -132,7 +134,7 @@ def integer(value: object, field: str, *, minimum: int, optional: bool = True) -
     integral number is taken (numpy's ``int64`` too)."""
     if value is None and optional:
         return None
-    found = _whole(value)
+    found = as_whole(value)
     if found is None or found < minimum:
         qualifier = f"an integer >= {minimum}" + (" or null" if optional else "")
         raise invalid(field, qualifier, value)
@@ -141,7 +143,7 @@ def integer(value: object, field: str, *, minimum: int, optional: bool = True) -
     return found
 
 
-def _whole(value: object) -> int | None:
+def as_whole(value: object) -> int | None:
     """``value`` as a plain int when it is an integral number other than a bool: an int, or a
     type registered as :class:`numbers.Integral` (numpy's ``int64``), read with
     ``__index__``; ``None`` for anything else."""
@@ -172,7 +174,7 @@ def number(
     (numpy's ``float32`` and ``int64``, which retrievers return as scores)."""
     if value is None and optional:
         return None
-    result = _real(value)
+    result = as_real(value)
     if result is None:
         raise invalid(field, "a number" + (" or null" if optional else ""), value)
     if not math.isfinite(result):
@@ -182,7 +184,7 @@ def number(
     return result
 
 
-def _real(value: object) -> float | None:
+def as_real(value: object) -> float | None:
     """``value`` as a float when it is a real number other than a bool, converted with its
     ``__float__`` (infinity when it is too large for a float); ``None`` for anything else."""
     if isinstance(value, bool) or not isinstance(value, int | float | numbers.Real):

@@ -391,6 +391,45 @@ def test_an_integer_field_refuses_a_numpy_float() -> None:
     )
 
 
+def test_numpy_numbers_are_numbers_in_strategy_parameters_history_and_eval_budgets() -> None:
+    # a tuning script's np.linspace / np.arange values, passed on as they come
+    result = ctxasm.assemble(
+        "Who is here?",
+        [{"id": "a", "text": "Who is here now.", "score": np.float32(0.5)}],
+        model="gpt-4o",
+        strategy={
+            "selection": {
+                "name": "bridge",
+                "names": np.float32(0.4),
+                "max_candidates": np.int64(20),
+            }
+        },
+    )
+    assert [item.id for item in result.report.included] == ["a"]
+    policy = HistoryPolicy(np.int64(2), np.float32(0.5), np.uint16(100))  # type: ignore[arg-type]
+    assert (policy.min_recent_turns, policy.max_share, policy.max_tokens) == (2, 0.5, 100)
+    assert [type(v) for v in (policy.min_recent_turns, policy.max_share, policy.max_tokens)] == [
+        int,
+        float,
+        int,
+    ]
+    with pytest.raises(RequestError, match="max_share must be a number from 0 to 1; got float nan"):
+        HistoryPolicy(1, math.nan)
+    with pytest.raises(RequestError, match="max_candidates: must be an integer from 1 to 500"):
+        ctxasm.assemble(
+            "q?",
+            [{"text": "x"}],
+            model="gpt-4o",
+            strategy={"selection": {"name": "bridge", "max_candidates": np.float64(20)}},
+        )
+    from ctxasm.evaluation import EvalPassage, EvalQuestion, evaluate, resolve_strategy
+
+    passage = EvalPassage("p", "T", "Ann was here.", is_gold=True, has_answer=True)
+    question = EvalQuestion("q1", "Who?", ("Ann",), (passage,), ("p",), "bridge", True)
+    rows = evaluate([question], [resolve_strategy("default")], list(np.arange(64, 129, 64)))
+    assert [(row.budget, type(row.budget)) for row in rows] == [(64, int), (128, int)]
+
+
 def test_a_checked_passage_object_is_used_as_is_by_the_request_parser() -> None:
     passage = Passage("p", "alpha", 0.5)
     request = ctxasm.parse_request({"query": "q?", "passages": [passage]})

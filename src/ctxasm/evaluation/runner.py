@@ -23,7 +23,7 @@ from ctxasm.evaluation.dataset import EvalQuestion
 from ctxasm.evaluation.metrics import QuestionScore, score_question
 from ctxasm.evaluation.strategies import EvalStrategy
 from ctxasm.tokens import get_counter
-from ctxasm.validation import MAX_INTEGER
+from ctxasm.validation import MAX_INTEGER, as_whole
 
 __all__ = ["EvalRow", "evaluate"]
 
@@ -137,10 +137,10 @@ def evaluate(
 ) -> list[EvalRow]:
     """One row per strategy and budget, in that order. ``progress`` is called with the number
     of questions just finished."""
-    if not budgets or any(
-        isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_INTEGER for b in budgets
-    ):
+    checked = [as_whole(b) for b in budgets]
+    if not checked or any(b is None or not 1 <= b <= MAX_INTEGER for b in checked):
         raise RequestError("budgets must be token counts from 1 to 2**53", field="budget")
+    budgets = [b for b in checked if b is not None]  # plain ints (numpy's arange gives int64)
     assembler = Assembler(config)
     counter = get_counter(assembler.config.models.get(model).tokenizer)
     positions = {id(q): i for i, q in enumerate(questions)}
