@@ -1097,9 +1097,13 @@ def bridge_names(text: str) -> frozenset[str]:
     return frozenset(names)
 
 
-# A word, or one character that is neither a word character nor white space.
-_NAME_TOKEN = re.compile(r"[^\W\d_]+|\d+|[^\w\s]")
-# Tokens after which a capitalised word opens a sentence, or is written inside a word.
+# A capitalised word of five letters or more (capitals outside ASCII are "A" in the text this
+# reads, see _capitals_as_ascii), opening with a class so that the engine skips to the next
+# capital at C speed; where it starts and ends inside a longer word is checked after.
+_CAPITALISED = re.compile(r"[A-Z][^\W\d_A-Z]{4,}")
+# What follows a word: a possessive "'s", then the next word (letters) or mark.
+_AFTER = re.compile(r"(['’]s(?![^\W_]))?\s*([^\W\d_]+|\S)?")
+# Marks after which a capitalised word opens a sentence or a quotation.
 _OPENERS = frozenset(".!?:;\"“”'’«»")
 _APOSTROPHES = frozenset("'’")
 _LONGEST_LONE_NAME = 64  # letters: a longer word is no name
@@ -1109,37 +1113,50 @@ _LONGEST_LONE_NAME = 64  # letters: a longer word is no name
 def lone_names(text: str) -> frozenset[str]:
     """The single capitalised words of ``text`` of five letters or more that it writes as a
     name of their own, as phrase keys ("Viacom", "Cambridge", "Qaeda"): not opening a
-    sentence, no capitalised word or number beside them (those are part of a longer name, see
-    :func:`bridge_names`), and not before a lower-case content word, which makes them an
-    adjective ("Danish singer"). A possessive names its owner ("Viacom's"). Whether such a
-    word is a name at all (a nationality or a common noun written in capitals) is for the
-    caller to judge, from how other texts write it (see :func:`writes_lower` and
-    :func:`ctxasm.stages.relevance_utility.shared_names`). Cached, like :func:`entities`."""
-    tokens = _NAME_TOKEN.findall(text)
+    sentence or a quotation, no capitalised word or number beside them (those are part of a
+    longer name, see :func:`bridge_names`), and not before a lower-case content word, which
+    makes them an adjective ("Danish singer"). A possessive names its owner ("Viacom's
+    studio"). Whether such a word is a name at all (a nationality or a common noun written in
+    capitals) is for the caller to judge, from how other texts write it (see
+    :func:`writes_lower` and :func:`ctxasm.stages.relevance_utility.shared_names`). Only the
+    capitalised words are looked at, each with the word on either side of it (each stretch of
+    text read at most twice); cached, like :func:`entities`."""
+    read = _capitals_as_ascii(text)
     found: set[str] = set()
-    for at, token in enumerate(tokens):
-        if not 5 <= len(token) <= _LONGEST_LONE_NAME or not (
-            token[0].isupper() and token[1:].islower()
-        ):
+    for match in _CAPITALISED.finditer(read):
+        start, end = match.span()
+        if (start and _joined(read[start - 1])) or (end < len(read) and _joined(read[end])):
+            continue  # inside a longer word: "McCain", "CamelCase", "Apollo11"
+        word = text[start:end]
+        if end - start > _LONGEST_LONE_NAME or not word[1:].islower():
             continue
-        before = tokens[at - 1] if at else "."
-        if before in _OPENERS or before[0].isupper() or before[0].isdigit():
-            continue
-        after = at + 1
-        owner = (
-            after + 1 < len(tokens) and tokens[after] in _APOSTROPHES and tokens[after + 1] == "s"
-        )
-        if owner:
-            after += 2  # "Viacom's studio": the owner, before a noun
-        following = tokens[after] if after < len(tokens) else "."
-        if following[0].isupper() or following[0].isdigit() or following in _APOSTROPHES:
-            continue
-        if not owner and following.islower() and following not in STOPWORDS:
-            continue  # an adjective: "Danish singer"
-        key = token.lower() if token.isascii() else phrase_key(token)
+        at = start - 1  # the word before: not a capital's (part of a name), nor a number
+        while at >= 0 and read[at].isspace():
+            at -= 1
+        if at < 0 or read[at] in _OPENERS or read[at].isdigit():
+            continue  # it opens the text, a sentence or a quotation
+        if read[at].isalpha():
+            while at > 0 and read[at - 1].isalpha():
+                at -= 1
+            if read[at].isupper():
+                continue
+        after = _AFTER.match(read, end)
+        owner, following = after is not None and after[1] is not None, after and after[2]
+        if following:
+            first = following[0]
+            if first.isupper() or first.isdigit() or (first in _APOSTROPHES and not owner):
+                continue
+            if not owner and following.islower() and following not in STOPWORDS:
+                continue  # an adjective: "Danish singer"
+        key = word.lower() if word.isascii() else phrase_key(word)
         if " " not in key and key not in STOPWORDS:
             found.add(key)
     return frozenset(found)
+
+
+def _joined(char: str) -> bool:
+    """Whether ``char`` beside a word makes it part of a longer one (``\\w``)."""
+    return char.isalnum() or char == "_"
 
 
 def writes_lower(text: str, key: str) -> bool:

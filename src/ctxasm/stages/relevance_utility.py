@@ -224,11 +224,10 @@ def shared_names(texts: Sequence[str]) -> list[frozenset[str]]:
     held = Counter(name for found in names for name in found)
     most = max(3, len(names) // 4)
     shared = {name for name, count in held.items() if 2 <= count <= most}
-    shared -= {
-        name
-        for name in shared
-        if " " not in name and any(writes_lower(text, name) for text in considered)
-    }
+    single = [name for name in shared if " " not in name]
+    if single:  # one search of all the texts for each (a line break parts no word)
+        every = "\n".join(considered)
+        shared.difference_update(name for name in single if writes_lower(every, name))
     return [found & shared for found in names]
 
 
