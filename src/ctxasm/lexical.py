@@ -30,6 +30,7 @@ __all__ = [
     "inner_phrases",
     "key_words",
     "lone_names",
+    "lower_words",
     "normalize",
     "outside_ascii",
     "phrase_key",
@@ -45,7 +46,6 @@ __all__ = [
     "title_links",
     "titled",
     "words",
-    "writes_lower",
     "written_phrase",
 ]
 
@@ -1118,7 +1118,7 @@ def lone_names(text: str) -> frozenset[str]:
     makes them an adjective ("Danish singer"). A possessive names its owner ("Viacom's
     studio"). Whether such a word is a name at all (a nationality or a common noun written in
     capitals) is for the caller to judge, from how other texts write it (see
-    :func:`writes_lower` and :func:`ctxasm.stages.relevance_utility.shared_names`). Only the
+    :func:`lower_words` and :func:`ctxasm.stages.relevance_utility.shared_names`). Only the
     capitalised words are looked at, each with the word on either side of it (each stretch of
     text read at most twice); cached, like :func:`entities`."""
     read = _capitals_as_ascii(text)
@@ -1159,19 +1159,16 @@ def _joined(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def writes_lower(text: str, key: str) -> bool:
-    """Whether ``text`` writes the word ``key`` (lower case, no space) in lower case, as a word
-    of its own: "the final" writes ``final``, "Finals" and "semifinal" do not."""
-    at = text.find(key)
-    while at != -1:
-        end = at + len(key)
-        if (at == 0 or not text[at - 1].isalnum()) and (
-            end == len(text) or not text[end].isalnum()
-        ):
-            return True
-        # a match that failed lies inside a run of letters, and so does any that overlaps it
-        at = text.find(key, end)
-    return False
+@text_cache(CACHE_CHARS)
+def lower_words(text: str) -> frozenset[str]:
+    """The words of five letters or more that ``text`` writes in lower case: "the final"
+    holds ``final``, "Finals", "iTunes" and "semiFinal" hold none. A capitalised word another
+    text writes so is no name (see :func:`lone_names`). Cached, like :func:`entities`."""
+    return frozenset(word for word in _LOWER_WORD.findall(text) if word.islower())
+
+
+# A word that starts with a letter other than an ASCII capital (others are checked after).
+_LOWER_WORD = re.compile(r"\b[^\W\d_A-Z][^\W\d_]{4,}\b")
 
 
 def _add_names(words: list[str], names: set[str]) -> None:
@@ -1258,6 +1255,7 @@ def clear_caches() -> None:
         entities,
         bridge_names,
         lone_names,
+        lower_words,
         sentence_spans,
         sentence_words,
         _written_words,

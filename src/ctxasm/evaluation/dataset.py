@@ -14,7 +14,6 @@ file is read a line at a time, each line at most :data:`MAX_LINE_BYTES` and the 
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import stat
@@ -277,32 +276,35 @@ def load_dataset(path: str | Path, limit: int | None = None) -> list[EvalQuestio
 
 
 def _lines(handle: BinaryIO, path: Path) -> Iterator[str]:
-    """The lines of ``handle`` as text, as they are read; a :class:`RequestTooLargeError` for a
-    line over :data:`MAX_LINE_BYTES` or a file over :data:`MAX_DATASET_BYTES` (a regular file
-    by its size, before a line is read)."""
+    """The lines of ``handle`` as text, as they are read, ended by LF, CRLF or a lone CR (JSON
+    holds no raw CR, and an old file may end its lines so); a :class:`RequestTooLargeError`
+    for a line over :data:`MAX_LINE_BYTES` or a file over :data:`MAX_DATASET_BYTES` (a
+    regular file by its size, before a line is read)."""
     status = os.fstat(handle.fileno())
     if stat.S_ISREG(status.st_mode) and status.st_size > MAX_DATASET_BYTES:
         raise _too_large(path, f"it is {status.st_size:,} bytes, more than {MAX_DATASET_BYTES:,}")
     total = 0
-    for number in itertools.count(1):
-        line = handle.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
+    number = 0
+    while line := handle.readline(MAX_LINE_BYTES + 1):
         total += len(line)
         if total > MAX_DATASET_BYTES:  # a device or a pipe that does not end
             raise _too_large(path, f"it holds more than {MAX_DATASET_BYTES:,} bytes")
         if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
             raise RequestTooLargeError(
-                f"{path} line {number} holds more than {MAX_LINE_BYTES:,} bytes; no question "
-                "with its candidates is that long",
-                field=f"line {number}",
+                f"{path} line {number + 1} holds more than {MAX_LINE_BYTES:,} bytes; no "
+                "question with its candidates is that long",
+                field=f"line {number + 1}",
             )
-        try:
-            yield line.decode("utf-8")
-        except UnicodeDecodeError:
-            raise RequestError(
-                f"{path} line {number} is not UTF-8 text", field=f"line {number}"
-            ) from None
+        if line.endswith(b"\r\n"):
+            line = line[:-2]
+        for piece in line.split(b"\r") if b"\r" in line else (line,):
+            number += 1
+            try:
+                yield piece.decode("utf-8")
+            except UnicodeDecodeError:
+                raise RequestError(
+                    f"{path} line {number} is not UTF-8 text", field=f"line {number}"
+                ) from None
 
 
 def _too_large(path: Path, how: str) -> RequestTooLargeError:

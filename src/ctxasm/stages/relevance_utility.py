@@ -33,12 +33,12 @@ from ctxasm.lexical import (
     bridge_names,
     inner_phrases,
     lone_names,
+    lower_words,
     phrase_key,
     query_terms,
     title_key,
     title_links,
     titled,
-    writes_lower,
 )
 from ctxasm.stages.relevance import Scores, bm25
 from ctxasm.strategy import Strategy, require_int, require_number
@@ -216,7 +216,8 @@ def shared_names(texts: Sequence[str]) -> list[frozenset[str]]:
     other of them and at most a quarter of them (at least three) name: a name nearly every
     candidate has ("United States") ties none of them to another. Names are those of
     :func:`ctxasm.lexical.bridge_names` (two words or more), and the single words
-    :func:`ctxasm.lexical.lone_names` finds that none of the texts writes in lower case ("the
+    :func:`ctxasm.lexical.lone_names` finds that none of the texts writes in lower case (see
+    :func:`ctxasm.lexical.lower_words`) ("the
     final" makes "Final" no name); a link through one of those is weaker (see
     ``LONE_NAME_LINK``). Texts past those have no entry."""
     considered = texts[:MAX_NAME_PASSAGES]
@@ -224,10 +225,9 @@ def shared_names(texts: Sequence[str]) -> list[frozenset[str]]:
     held = Counter(name for found in names for name in found)
     most = max(3, len(names) // 4)
     shared = {name for name, count in held.items() if 2 <= count <= most}
-    single = [name for name in shared if " " not in name]
-    if single:  # one search of all the texts for each (a line break parts no word)
-        every = "\n".join(considered)
-        shared.difference_update(name for name in single if writes_lower(every, name))
+    if any(" " not in name for name in shared):
+        lower = frozenset().union(*map(lower_words, considered))
+        shared.difference_update([name for name in shared if name in lower])
     return [found & shared for found in names]
 
 

@@ -291,6 +291,17 @@ def test_a_line_that_is_not_utf8_is_named(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"])
+def test_lines_may_end_in_lf_crlf_or_a_lone_cr(tmp_path: Path, end: bytes) -> None:
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(end.join([json.dumps(Q1).encode(), b"", json.dumps(Q4).encode()]) + end)
+    assert [q.id for q in load_dataset(path)] == [str(Q1["id"]), str(Q4["id"])]
+    path.write_bytes(end.join([json.dumps(Q1).encode(), b"", b"{"]))
+    with pytest.raises(ctxasm.RequestError) as caught:  # counted as the lines they are
+        load_dataset(path)
+    assert caught.value.field == "line 3"
+
+
 def test_gold_is_derived_when_not_listed() -> None:
     record = {**Q4, "gold_pids": []}
     record["meta"] = {"type": "bridge"}

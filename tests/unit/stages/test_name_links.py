@@ -10,7 +10,14 @@ from hypothesis import strategies as st
 
 import ctxasm
 from ctxasm.data import Candidate, Passage
-from ctxasm.lexical import bridge_names, lone_names, phrase_key, writes_lower, written_phrase
+from ctxasm.lexical import (
+    bridge_names,
+    clear_caches,
+    lone_names,
+    lower_words,
+    phrase_key,
+    written_phrase,
+)
 from ctxasm.stages import relevance_utility
 from ctxasm.stages.relevance_utility import LONE_NAME_LINK, shared_names
 from ctxasm.stages.selection_planners import Evidence, _name_links
@@ -127,11 +134,11 @@ def test_lone_names_are_single_capitalised_words_written_as_names() -> None:
     assert lone_names("cambridge is a city.") == frozenset()
 
 
-def test_a_text_writes_a_word_in_lower_case_only_as_a_whole_word() -> None:
-    assert writes_lower("They reached the final.", "final")
-    assert not writes_lower("The Finals, a semifinal and finalists.", "final")
-    assert writes_lower("semifinal, then final", "final")
-    assert not writes_lower("", "final")
+def test_the_words_a_text_writes_in_lower_case_are_whole_words() -> None:
+    assert lower_words("They reached the final, then Éclairs and élan.") == {"reached", "final"}
+    assert lower_words("The Finals, iTunes, semiFinal and McCain.") == frozenset()
+    assert lower_words("a semifinal") == {"semifinal"}
+    assert lower_words("") == frozenset()
 
 
 def test_a_single_word_is_shared_unless_a_text_writes_it_in_lower_case() -> None:
@@ -154,18 +161,28 @@ def test_a_link_through_a_single_word_is_weaker_than_through_a_name() -> None:
     assert named == {(0, 1): "marseille", (1, 0): "marseille"}
 
 
+def _letters(number: int) -> str:
+    """``number`` in base 26, written in lower-case letters (five of them)."""
+    return "".join(chr(97 + number // 26**place % 26) for place in range(5))
+
+
 def test_finding_lone_names_and_lower_case_words_is_linear_in_the_text() -> None:
-    """Capitalised words with every neighbour the checks look at, and a long word searched in
-    a run of its own letters (n and 4n: a linear scan takes about 4 times as long)."""
+    """Capitalised words with every neighbour the checks look at, and texts sharing many of
+    them (n and 8n: linear work takes about 8 times as long, quadratic 64)."""
     small_text = "Word, Other's x Third 1 " * 2_000
     large_text = small_text * 4
     small = best_cpu_seconds(lambda: (lone_names.cache_clear(), lone_names(small_text)))
     large = best_cpu_seconds(lambda: (lone_names.cache_clear(), lone_names(large_text)))
     assert large / small < 10
-    key = "a" * 1_000
-    small = best_cpu_seconds(lambda: writes_lower("A" + "a" * 100_000 + "A", key))
-    large = best_cpu_seconds(lambda: writes_lower("A" + "a" * 400_000 + "A", key))
-    assert large / small < 10
+    # Texts full of distinct names, each held by two texts (a roster): the names that no text
+    # writes in lower case are found once per text, not by searching every text for each.
+    names = [f"of Q{_letters(i)}" for i in range(3_300)]
+    small_texts = [" ".join(names[i * 50 : i * 50 + 100]) for i in range(8)]
+    large_texts = [" ".join(names[i * 400 : i * 400 + 800]) for i in range(8)]
+    assert len(shared_names(large_texts)[1]) == 800
+    small = best_cpu_seconds(lambda: (clear_caches(), shared_names(small_texts)))
+    large = best_cpu_seconds(lambda: (clear_caches(), shared_names(large_texts)))
+    assert large / small < 24
 
 
 def test_names_are_compared_among_the_first_max_name_passages_only(
