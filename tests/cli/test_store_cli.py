@@ -638,3 +638,43 @@ def test_asking_a_store_that_does_not_exist_is_bad_input(tmp_path: Path) -> None
     assert done.returncode == 2
     assert "no store at nosuch/typo.db" in done.stderr
     assert not (tmp_path / "nosuch").exists()
+
+
+def _limited_file_size() -> None:
+    """In the child: files of at most 160 KiB, and a write past that fails (EFBIG) instead of
+    killing the process, as a full disk makes writes fail."""
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (160 * 1024, 160 * 1024))
+
+
+def test_index_stops_at_a_store_that_cannot_be_written_and_resumes_after(tmp_path: Path) -> None:
+    """A full disk fails every later write alike: the run stops at the first, saying why, not
+    once per document with SQLite's bare 'disk I/O error'; the store stays whole, and the same
+    command, run again with room, indexes the rest."""
+    lines = [
+        json.dumps({"doc_id": f"d{i}", "text": f"Report {i} on the river trade. " * 40})
+        for i in range(400)
+    ]
+    (tmp_path / "docs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    args = [*command, "index", "docs.jsonl", "--store", STORE, "--tenant", "t1"]
+    full = subprocess.run(
+        args,
+        capture_output=True,
+        cwd=tmp_path,
+        text=True,
+        timeout=120,
+        preexec_fn=_limited_file_size,  # the child only sets its limits
+    )
+    assert full.returncode != 0
+    assert "cannot be used: the disk" in full.stderr, full.stderr
+    assert full.stderr.count("\n") <= 2, full.stderr  # one error, not one line per document
+    with sqlite3.connect(tmp_path / "store.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    again = ctxasm("index", "docs.jsonl", "--store", STORE, "--tenant", "t1", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    with sqlite3.connect(tmp_path / "store.db") as db:
+        assert db.execute("SELECT count(*) FROM documents").fetchone() == (400,)

@@ -427,6 +427,12 @@ class SQLiteStore:
             try:
                 yield
             except sqlite3.OperationalError as exc:
+                cannot = _cannot_write(exc)
+                if cannot is not None:
+                    raise StoreUnavailableError(
+                        f"the store {self.path} cannot be used: {cannot} ({exc}); what was "
+                        "written before stays, and the same command can be run again"
+                    ) from None
                 if "locked" not in str(exc) and "busy" not in str(exc):
                     raise
                 raise StoreUnavailableError(
@@ -831,6 +837,24 @@ class SQLiteStore:
         ):
             found.setdefault(doc_id, []).append(reader)
         return {doc_id: tuple(names) for doc_id, names in found.items()}
+
+
+# SQLite's errors that say the database file cannot be written at all (every later write would
+# fail alike, so an index run stops at the first), by the name of their primary code.
+_CANNOT_WRITE = {
+    "SQLITE_FULL": "the disk is full",
+    "SQLITE_IOERR": "the disk gave an I/O error (is it full, or gone?)",
+    "SQLITE_READONLY": "the file or its folder is read-only",
+    "SQLITE_CANTOPEN": "the file cannot be opened (its folder gone, or no permission)",
+}
+
+
+def _cannot_write(exc: sqlite3.Error) -> str | None:
+    """Why ``exc`` means the store cannot be written at all, or ``None``."""
+    name = getattr(exc, "sqlite_errorname", None)  # "SQLITE_IOERR_WRITE": its primary code first
+    if not isinstance(name, str):
+        return None
+    return next((why for code, why in _CANNOT_WRITE.items() if name.startswith(code)), None)
 
 
 @contextmanager
