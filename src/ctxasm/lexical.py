@@ -46,6 +46,7 @@ __all__ = [
     "title_links",
     "titled",
     "words",
+    "writes_lower",
     "written_phrase",
 ]
 
@@ -1157,6 +1158,20 @@ def lone_names(text: str) -> frozenset[str]:
 def _joined(char: str) -> bool:
     """Whether ``char`` beside a word makes it part of a longer one (``\\w``)."""
     return char.isalnum() or char == "_"
+
+
+def writes_lower(text: str, key: str) -> bool:
+    """Whether ``text`` writes ``key`` (a word of :func:`lower_words`' kind: letters, lower
+    case) as a word of its own, as :func:`lower_words` would find it, without reading all of
+    ``text``'s words: one search, for a few keys."""
+    at = text.find(key)
+    while at != -1:
+        end = at + len(key)
+        if not (at and _joined(text[at - 1])) and not (end < len(text) and _joined(text[end])):
+            return True
+        # a match that failed lies inside a longer word, and so does any that overlaps it
+        at = text.find(key, end)
+    return False
 
 
 @text_cache(CACHE_CHARS)

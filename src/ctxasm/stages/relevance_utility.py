@@ -39,6 +39,7 @@ from ctxasm.lexical import (
     title_key,
     title_links,
     titled,
+    writes_lower,
 )
 from ctxasm.stages.relevance import Scores, bm25
 from ctxasm.strategy import Strategy, require_int, require_number
@@ -225,10 +226,20 @@ def shared_names(texts: Sequence[str]) -> list[frozenset[str]]:
     held = Counter(name for found in names for name in found)
     most = max(3, len(names) // 4)
     shared = {name for name, count in held.items() if 2 <= count <= most}
-    if any(" " not in name for name in shared):
+    single = sorted(name for name in shared if " " not in name)
+    if len(single) > _SEARCHED_WORDS:  # many: each text's lower-case words, read once
         lower = frozenset().union(*map(lower_words, considered))
-        shared.difference_update([name for name in shared if name in lower])
+        shared.difference_update([name for name in single if name in lower])
+    elif single:  # a few: one search of all the texts each (a line break parts no word)
+        every = "\n".join(considered)
+        shared.difference_update([name for name in single if writes_lower(every, name)])
     return [found & shared for found in names]
+
+
+# Up to this many single words two texts share are each searched for in the texts written in
+# lower case; beyond, the texts' lower-case words are read (a search each would cost words x
+# text on a text full of names, a roster).
+_SEARCHED_WORDS = 16
 
 
 def _specific_titles(query_key: str, passages: Sequence[Passage]) -> list[float]:

@@ -16,6 +16,7 @@ from ctxasm.lexical import (
     lone_names,
     lower_words,
     phrase_key,
+    writes_lower,
     written_phrase,
 )
 from ctxasm.stages import relevance_utility
@@ -139,6 +140,9 @@ def test_the_words_a_text_writes_in_lower_case_are_whole_words() -> None:
     assert lower_words("The Finals, iTunes, semiFinal and McCain.") == frozenset()
     assert lower_words("a semifinal") == {"semifinal"}
     assert lower_words("") == frozenset()
+    # the search for a few words finds them where lower_words would
+    for text in ("They reached the final.", "The Finals, a semifinal", "final_x final2", "a final"):
+        assert writes_lower(text, "final") == ("final" in lower_words(text))
 
 
 def test_a_single_word_is_shared_unless_a_text_writes_it_in_lower_case() -> None:
