@@ -1098,10 +1098,10 @@ def bridge_names(text: str) -> frozenset[str]:
     return frozenset(names)
 
 
-# A capitalised word of five letters or more (capitals outside ASCII are "A" in the text this
-# reads, see _capitals_as_ascii), opening with a class so that the engine skips to the next
-# capital at C speed; where it starts and ends inside a longer word is checked after.
-_CAPITALISED = re.compile(r"[A-Z][^\W\d_A-Z]{4,}")
+# A run of capitalised words (capitals outside ASCII are "A" in the text this reads, see
+# _capitals_as_ascii): a run of two or more is a longer name, left to bridge_names whole, so
+# only runs of one word are looked at further.
+_CAPITALISED_RUN = re.compile(r"[A-Z]\w*(?:\s+[A-Z]\w*)*")
 # What follows a word: a possessive "'s", then the next word (letters) or mark.
 _AFTER = re.compile(r"(['’]s(?![^\W_]))?\s*([^\W\d_]+|\S)?")
 # Marks after which a capitalised word opens a sentence or a quotation.
@@ -1119,34 +1119,32 @@ def lone_names(text: str) -> frozenset[str]:
     makes them an adjective ("Danish singer"). A possessive names its owner ("Viacom's
     studio"). Whether such a word is a name at all (a nationality or a common noun written in
     capitals) is for the caller to judge, from how other texts write it (see
-    :func:`lower_words` and :func:`ctxasm.stages.relevance_utility.shared_names`). Only the
-    capitalised words are looked at, each with the word on either side of it (each stretch of
-    text read at most twice); cached, like :func:`entities`."""
+    :func:`lower_words` and :func:`ctxasm.stages.relevance_utility.shared_names`). Runs of
+    capitalised words are found at C speed, and a run of one word is read with the word on
+    either side of it (each stretch of text read at most twice); cached, like
+    :func:`entities`."""
     read = _capitals_as_ascii(text)
     found: set[str] = set()
-    for match in _CAPITALISED.finditer(read):
+    for match in _CAPITALISED_RUN.finditer(read):
         start, end = match.span()
-        if (start and _joined(read[start - 1])) or (end < len(read) and _joined(read[end])):
-            continue  # inside a longer word: "McCain", "CamelCase", "Apollo11"
-        word = text[start:end]
-        if end - start > _LONGEST_LONE_NAME or not word[1:].islower():
+        if not 5 <= end - start <= _LONGEST_LONE_NAME:
             continue
-        at = start - 1  # the word before: not a capital's (part of a name), nor a number
+        word = text[start:end]
+        if not (word[1:].isalpha() and word[1:].islower()):
+            continue  # several words, or a digit or capital inside: "McCain", "Apollo11"
+        if start and _joined(read[start - 1]):
+            continue  # the end of a longer word: "iTunes"
+        at = start - 1  # the word before: not a number, nor an opening mark
         while at >= 0 and read[at].isspace():
             at -= 1
         if at < 0 or read[at] in _OPENERS or read[at].isdigit():
             continue  # it opens the text, a sentence or a quotation
-        if read[at].isalpha():
-            while at > 0 and read[at - 1].isalpha():
-                at -= 1
-            if read[at].isupper():
-                continue
         after = _AFTER.match(read, end)
         owner, following = after is not None and after[1] is not None, after and after[2]
         if following:
             first = following[0]
             if first.isupper() or first.isdigit() or (first in _APOSTROPHES and not owner):
-                continue
+                continue  # "People's Republic", "Apollo 11", a closing quote
             if not owner and following.islower() and following not in STOPWORDS:
                 continue  # an adjective: "Danish singer"
         key = word.lower() if word.isascii() else phrase_key(word)
