@@ -629,6 +629,19 @@ def test_retrieve_refuses_bad_arguments_before_any_sql(
     assert (caught.value.field, caught.value.message) == (field, message)
 
 
+def test_a_numpy_k_is_taken_as_the_plain_int_it_equals(store: SQLiteStore) -> None:
+    # k was checked, then the numpy value itself went on to SQLite: "datatype mismatch".
+    np = pytest.importorskip("numpy")
+    document = Document("d1", " ".join(SENTENCES), tenant="t1", readers=("g1",))
+    store.upsert(document, chunk_text(document.text, 8, 0))
+    # over 10: the candidate pool, twice k, is then k's type too (not the int 20)
+    assert [p.id for p in store.retrieve("danube river", ALICE, 50)] == ["d1#5", "d1#0"]
+    for k in (np.int64(50), np.int32(50), np.uint8(50)):
+        assert [p.id for p in store.retrieve("danube river", ALICE, k)] == ["d1#5", "d1#0"]
+        found = store.for_principal(ALICE).retrieve("danube river", k)
+        assert [p.id for p in found] == ["d1#5", "d1#0"]
+
+
 def test_a_nul_in_a_principal_is_refused_before_the_store(store: SQLiteStore) -> None:
     for kwargs, field in (
         ({"id": "ann\x00"}, "principal.id"),

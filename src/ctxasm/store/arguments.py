@@ -28,12 +28,14 @@ _ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 def checked_retrieval(
     query: object, principal: object, k: object, allow_public: object
-) -> tuple[str, Principal | None]:
-    """The query (a plain string: a str subclass's own ``lower`` would read another text)
-    and the principal to retrieve for, once every argument of ``retrieve`` is checked."""
+) -> tuple[str, int, Principal | None]:
+    """The query (a plain string: a str subclass's own ``lower`` would read another text),
+    ``k`` (a plain int: numpy's ``int64`` is taken, and the database driver refuses it) and
+    the principal to retrieve for, once every argument of ``retrieve`` is checked."""
     text: str = string(query, "query")
-    integer(k, "k", minimum=1, optional=False)
-    return text, checked_scope(principal, allow_public)
+    count = integer(k, "k", minimum=1, optional=False)
+    assert count is not None  # not optional
+    return text, count, checked_scope(principal, allow_public)
 
 
 def checked_scope(principal: object, allow_public: object) -> Principal | None:

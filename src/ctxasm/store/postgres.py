@@ -554,7 +554,7 @@ class PostgresStore:
         """The ``k`` best visible chunks by reciprocal rank fusion of BM25 (exact, over the
         visible chunks) and vector similarity (the access condition in the same query). The
         work and the memory are bounded by ``k`` and the tail of vectors outside the index."""
-        query, principal = checked_retrieval(query, principal, k, allow_public)
+        query, k, principal = checked_retrieval(query, principal, k, allow_public)
         terms = query_words(query)
         if not terms:
             return []
@@ -598,7 +598,7 @@ class PostgresStore:
     ) -> bool:
         """Whether chunks this principal may not read (with these arguments) hold a term of
         ``query`` while none it may read does (see :func:`ctxasm.store.ranking.only_hidden`)."""
-        query, principal = checked_retrieval(query, principal, 1, allow_public)
+        query, _, principal = checked_retrieval(query, principal, 1, allow_public)
         terms = query_words(query)
         if not terms:
             return False

@@ -667,7 +667,7 @@ class SQLiteStore:
         with vector similarity when the store has an embedder), as passages carrying their
         offsets, scores and access data. The work and the memory are bounded by ``k``: the
         candidates read are at most 64 times the first pool of ``2 k`` (see _POOL_ROUNDS)."""
-        query, principal = checked_retrieval(query, principal, k, allow_public)
+        query, k, principal = checked_retrieval(query, principal, k, allow_public)
         terms = [t for t in query_words(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return []
@@ -703,7 +703,7 @@ class SQLiteStore:
     ) -> bool:
         """Whether chunks this principal may not read (with these arguments) hold a term of
         ``query`` while none it may read does (see :func:`ctxasm.store.ranking.only_hidden`)."""
-        query, principal = checked_retrieval(query, principal, 1, allow_public)
+        query, _, principal = checked_retrieval(query, principal, 1, allow_public)
         terms = [t for t in query_words(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return False
