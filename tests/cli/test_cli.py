@@ -268,6 +268,33 @@ def test_html_is_never_written_over_the_input(tmp_path: Path, command: str, how:
     assert source.read_bytes() == original
 
 
+@pytest.mark.parametrize("given", ["--config", "$CTXASM_CONFIG"])
+@pytest.mark.parametrize("command", ["assemble", "batch"])
+def test_no_output_is_written_over_the_config(tmp_path: Path, command: str, given: str) -> None:
+    # assemble req.json --config c.toml --html c.toml replaced the config with the page, and
+    # batch in.jsonl c.toml --config c.toml with the results, exit 0
+    config = tmp_path / "c.toml"
+    config.write_text('[defaults]\nmodel = "gpt-4o"\n')
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(request()) + "\n")
+    option = ["--config", str(config)] if given == "--config" else []
+    if command == "assemble":
+        args, field, what = ["--html", str(config)], "html", "the page"
+    else:
+        args, field, what = [str(config), "--no-progress"], "OUT", "the results"
+    with pytest.MonkeyPatch.context() as patch:
+        if given == "$CTXASM_CONFIG":
+            patch.setenv("CTXASM_CONFIG", str(config))
+        done = ctxasm(command, str(source), *args, *option)
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (
+        2,
+        b"",
+        f"ctxasm: error: the output {config} is the input {config}: {what} would replace the "
+        f"config; choose another output file [{field}]\n",
+    )
+    assert config.read_text() == '[defaults]\nmodel = "gpt-4o"\n'
+
+
 def _result_bytes() -> bytes:
     done = ctxasm("assemble", str(EXAMPLE))
     assert done.returncode == 0, done.stderr.decode()

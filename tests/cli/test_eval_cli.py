@@ -407,6 +407,35 @@ def test_an_output_that_is_the_dataset_is_refused_before_the_run(
     assert dataset.read_bytes() == original
 
 
+@pytest.mark.parametrize("option", ["--html", "--plot", "--save-subset"])
+def test_an_output_that_is_the_config_is_refused_before_the_run(
+    dataset: Path, tmp_path: Path, option: str
+) -> None:
+    # eval data.jsonl --config c.toml --html c.toml replaced the config with the page
+    field = option.removeprefix("--").replace("-", "_")
+    config = tmp_path / "c.toml"
+    config.write_text('[defaults]\nmodel = "gpt-4o"\n', encoding="utf-8")
+    link = tmp_path / "latest.png"  # --plot takes only an image's name: a link to the config
+    link.symlink_to(config)
+    target = link if option == "--plot" else config
+    subset = ["--subset", "composed"] if option == "--save-subset" else []
+    done = ctxasm(
+        "eval",
+        str(dataset),
+        "--budget",
+        "256",
+        "--config",
+        str(config),
+        *subset,
+        option,
+        str(target),
+    )
+    _one_line_error(
+        done, f"the output {target} is the input {config}", "replace the config", f"[{field}]"
+    )
+    assert config.read_text(encoding="utf-8") == '[defaults]\nmodel = "gpt-4o"\n'
+
+
 def test_eval_composed_subset_is_built_saved_and_split_by_hops(tmp_path: Path) -> None:
     def passage(pid: str, title: str, *sentences: str) -> dict[str, Any]:
         text = " ".join(sentences)

@@ -678,3 +678,48 @@ def test_index_stops_at_a_store_that_cannot_be_written_and_resumes_after(tmp_pat
     assert again.returncode == 0, again.stderr
     with sqlite3.connect(tmp_path / "store.db") as db:
         assert db.execute("SELECT count(*) FROM documents").fetchone() == (400,)
+
+
+@pytest.mark.parametrize("how", ["same name", "symbolic link", "URL option"])
+def test_ask_never_writes_its_page_over_the_store(indexed: Path, how: str) -> None:
+    # ask Q --store sqlite:///store.db --html store.db replaced the whole store with the page
+    original = (indexed / "store.db").read_bytes()
+    target = "page.html" if how == "symbolic link" else "store.db"
+    if how == "symbolic link":
+        (indexed / target).symlink_to(indexed / "store.db")
+    store = f"{STORE}?embedder=hashing" if how == "URL option" else STORE
+    done = ctxasm("ask", QUESTION, "--store", store, *ASKER, "--html", target, cwd=indexed)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        f"ctxasm: error: the output {target} is the input store.db: the page would replace the "
+        "store; choose another output file [html]\n",
+    )
+    assert (indexed / "store.db").read_bytes() == original
+
+
+@pytest.mark.parametrize("given", ["--config", "$CTXASM_CONFIG"])
+def test_ask_never_writes_its_page_over_the_config(indexed: Path, given: str) -> None:
+    config = indexed / "ctxasm.toml"
+    config.write_text('[defaults]\nmodel = "gpt-4o"\n', encoding="utf-8")
+    option = ("--config", str(config)) if given == "--config" else ()
+    env = {"CTXASM_CONFIG": str(config)} if given == "$CTXASM_CONFIG" else None
+    done = ctxasm(
+        "ask",
+        QUESTION,
+        "--store",
+        STORE,
+        *ASKER,
+        *option,
+        "--html",
+        str(config),
+        cwd=indexed,
+        env=env,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        f"ctxasm: error: the output {config} is the input {config}: the page would replace the "
+        "config; choose another output file [html]\n",
+    )
+    assert config.read_text(encoding="utf-8") == '[defaults]\nmodel = "gpt-4o"\n'

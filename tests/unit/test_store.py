@@ -26,6 +26,7 @@ from ctxasm.store import (
     chunk_text,
     index_paths,
     open_store,
+    store_files,
 )
 from ctxasm.store.documents import read_documents
 
@@ -576,6 +577,24 @@ def test_bad_store_urls_are_config_errors(url: str, message: str) -> None:
     assert message in caught.value.message
     hint = ("sqlite:///path.db", "database file", "PostgreSQL")
     assert any(h in caught.value.message for h in hint)
+
+
+@pytest.mark.parametrize(
+    ("url", "files"),
+    [
+        ("sqlite:///st.db", ["st.db", "st.db-wal", "st.db-shm", "st.db-journal"]),
+        (
+            "sqlite:////abs/st.db?embedder=hashing",
+            ["/abs/st.db", "/abs/st.db-wal", "/abs/st.db-shm", "/abs/st.db-journal"],
+        ),
+        ("postgresql://user:secret@host/db", []),
+        ("sqlite:///some/folder/", []),
+        ("st.db", []),
+    ],
+)
+def test_store_files_are_the_files_open_store_would_keep(url: str, files: list[str]) -> None:
+    # what a command that also writes a file (ask --html) must not write over
+    assert store_files(url) == files
 
 
 # --- issue 10, items 6 and 8: access data and principals are checked before any SQL -----------

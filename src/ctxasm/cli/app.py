@@ -28,7 +28,7 @@ from ctxasm.cli.options import (
     MaxBytesOption,
     ProgressOption,
 )
-from ctxasm.cli.request_input import open_assembler
+from ctxasm.cli.request_input import check_not_config, config_file, open_assembler
 
 if TYPE_CHECKING:
     from ctxasm.batch.jsonl import BatchStats
@@ -164,6 +164,10 @@ def batch(
 
     if engine not in ("local", "ray"):
         _fail(f"--engine must be local or ray, got {engine!r}", EXIT_BAD_INPUT)
+    try:
+        check_not_config(config, target, "OUT", "the results")
+    except CtxasmError as error:
+        _fail_with(error)
     if engine == "ray":
         _batch_on_ray(source, target, config, max_bytes)
         return
@@ -223,7 +227,7 @@ def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int)
         _fail(f"cannot read {source}: no such file", EXIT_BAD_INPUT)
     try:
         open_assembler(config)  # a bad config fails here, once
-        setting = str(config) if config is not None else os.environ.get("CTXASM_CONFIG")
+        setting = config_file(config)
         # Workers open it from their own folder (or machine): named from the root, it is the
         # file this process read.
         setting = os.path.abspath(setting) if setting else None

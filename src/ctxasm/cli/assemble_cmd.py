@@ -24,6 +24,7 @@ from ctxasm.cli.exits import echo, fail_with
 from ctxasm.cli.request_input import (
     DEFAULT_MAX_BYTES,
     MOST_MAX_BYTES,
+    check_not_config,
     open_assembler,
     read_input,
     request_fields,
@@ -141,6 +142,7 @@ def assemble(options: AssembleOptions) -> None:
 
             replaced = "the page would replace the request"
             check_not_input(options.source, options.html, field="html", replaced=replaced)
+            check_not_config(options.config, options.html, "html", "the page")
         assembler = open_assembler(options.config)
         data = request_fields(read_input(options.source, options.max_bytes), overrides)
         result = assembler.assemble(data)

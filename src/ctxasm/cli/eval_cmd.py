@@ -153,7 +153,7 @@ def eval_command(
             "--save-subset needs --subset NAME (the subset to write) [save_subset]",
             EXIT_BAD_INPUT,
         )
-    _check_outputs(dataset, {"plot": plot, "html": html, "save_subset": save_subset})
+    _check_outputs(dataset, config, {"plot": plot, "html": html, "save_subset": save_subset})
     try:
         questions = _questions(dataset, subset, save_subset, scores, embedder, seed, limit)
         rows, model = _run(questions, budgets, strategy or [], config, model, progress)
@@ -171,11 +171,13 @@ def eval_command(
         _print_table(_label(dataset, subset, scores), questions, rows, model, by_type=by_type)
 
 
-def _check_outputs(dataset: str, outputs: dict[str, Path | None]) -> None:
-    """Exit 2 for an output (by its option's field) that cannot be written or is the dataset,
-    before the run: it may take minutes, and the dataset is read after it is checked."""
+def _check_outputs(dataset: str, config: Path | None, outputs: dict[str, Path | None]) -> None:
+    """Exit 2 for an output (by its option's field) that cannot be written or is the dataset
+    or the config, before the run: it may take minutes, and the inputs are read after they
+    are checked."""
     from ctxasm.batch.files import check_not_input
     from ctxasm.cli.report_view import check_writable
+    from ctxasm.cli.request_input import check_not_config
     from ctxasm.errors import CtxasmError
 
     # the dataset is a file's name; "-" would mean standard input to check_not_input
@@ -187,6 +189,7 @@ def _check_outputs(dataset: str, outputs: dict[str, Path | None]) -> None:
         what = {"plot": "the plot", "html": "the page"}.get(field, "the subset")
         try:
             check_not_input(source, path, field=field, replaced=f"{what} would replace the dataset")
+            check_not_config(config, path, field, what)
         except CtxasmError as error:
             fail_with(error)
 

@@ -23,6 +23,8 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "HITS_HINT",
     "MOST_MAX_BYTES",
+    "check_not_config",
+    "config_file",
     "open_assembler",
     "read_input",
     "request_fields",
@@ -33,12 +35,31 @@ MOST_MAX_BYTES = 2**53  # the most --max-bytes takes (a larger one overflowed a 
 HITS_HINT = "for a list of retriever hits, give the question with --query"
 
 
+def config_file(config: Path | None) -> str | None:
+    """The config file a command reads: ``config`` (``--config``), else ``$CTXASM_CONFIG``,
+    else none (the built-in defaults)."""
+    return str(config) if config is not None else os.environ.get("CTXASM_CONFIG") or None
+
+
 def open_assembler(config: Path | None) -> Assembler:
-    """The assembler of ``config``, else of ``$CTXASM_CONFIG``, else of the built-in defaults."""
+    """The assembler of :func:`config_file`, else of the built-in defaults."""
     from ctxasm.assembler import Assembler
 
-    source = config if config is not None else os.environ.get("CTXASM_CONFIG") or None
-    return Assembler(source)
+    return Assembler(config_file(config))
+
+
+def check_not_config(config: Path | None, target: str | Path, field: str, output: str) -> None:
+    """Refuse ``target`` (the option ``field``, which writes ``output``) when it is the config
+    file the command reads (see :func:`config_file` and
+    :func:`ctxasm.batch.files.check_not_input`): the output would replace it."""
+    from ctxasm.batch.files import check_not_input
+
+    source = config_file(config)
+    if source is None:
+        return
+    if source == "-":  # a file of that name: "-" would mean standard input to the check
+        source = os.path.join(os.curdir, source)
+    check_not_input(source, target, field=field, replaced=f"{output} would replace the config")
 
 
 def read_input(source: str, max_bytes: int, what: str = "request") -> bytes:

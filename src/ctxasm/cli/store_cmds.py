@@ -251,6 +251,8 @@ def ask_command(
     configured) ask the model and check its citations."""
     if principal is None and (tenant or groups):
         _fail("--tenant and --groups need --principal", EXIT_BAD_INPUT)
+    if html is not None:  # before the store is opened or anything written
+        _check_html(html, store, config)
     fields = {"model": model, "format": fmt, "max_context_tokens": budget}
     result, hidden = _assemble_from_store(
         question,
@@ -287,6 +289,25 @@ def ask_command(
             raise typer.Exit(EXIT_FAILED)
 
 
+def _check_html(html: Path, store: str, config: Path | None) -> None:
+    """Exit 2 when ``--html`` names a file ``ask`` reads: the store's database (or a journal
+    beside it) or the config file. The page would replace it: a whole store lost."""
+    from ctxasm.batch.files import check_not_input
+    from ctxasm.cli.request_input import check_not_config
+    from ctxasm.errors import CtxasmError
+    from ctxasm.store import store_files
+
+    try:
+        for path in store_files(store):
+            # a file of that name: "-" would mean standard input to the check
+            source = os.path.join(os.curdir, path) if path == "-" else path
+            replaced = "the page would replace the store"
+            check_not_input(source, html, field="html", replaced=replaced)
+        check_not_config(config, html, "html", "the page")
+    except CtxasmError as error:
+        _fail_with(error)
+
+
 def _citations(checked: Any) -> dict[str, Any] | None:
     """The citation check as JSON, or ``None`` (said on standard error) when it would be out
     of proportion to the answer: the prompt and the answer are printed all the same."""
@@ -316,13 +337,14 @@ def _assemble_from_store(
     whether the store holds matches that ``asker`` may not read when it may read none (see
     :meth:`ctxasm.store.Store.hidden_matches`: one bit, nothing about which)."""
     from ctxasm.assembler import Assembler
+    from ctxasm.cli.request_input import config_file
     from ctxasm.data import Principal
     from ctxasm.errors import CtxasmError
     from ctxasm.store import open_store
 
     principal, tenant, groups = asker
     try:
-        assembler = Assembler(config if config is not None else _env_config())
+        assembler = Assembler(config_file(config))
         # Principal checks the names (blank, control characters such as NUL) before any SQL.
         who = (
             None
@@ -343,10 +365,6 @@ def _assemble_from_store(
         return assembler.assemble(request), hidden
     except CtxasmError as error:
         _fail_with(error)
-
-
-def _env_config() -> str | None:
-    return os.environ.get("CTXASM_CONFIG") or None
 
 
 def _hidden_notice(has_principal: bool, allow_public: bool) -> str:

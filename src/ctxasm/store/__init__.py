@@ -39,6 +39,7 @@ __all__ = [
     "chunk_text",
     "index_paths",
     "open_store",
+    "store_files",
 ]
 
 
@@ -74,14 +75,31 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+_SQLITE = "sqlite:///"
+# What SQLite keeps beside a database file while it writes: part of the store too.
+_SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def store_files(url: str) -> list[str]:
+    """The files on this machine that the store at ``url`` keeps, as :func:`open_store` reads
+    the URL: a SQLite database and the journals beside it (which may not exist yet); none
+    for a PostgreSQL store, or a URL :func:`open_store` refuses. Nothing is opened."""
+    if not url.startswith(_SQLITE):
+        return []
+    path = url.removeprefix(_SQLITE).partition("?")[0]
+    if not path or path.endswith("/"):
+        return []
+    return [path, *(path + suffix for suffix in _SQLITE_COMPANIONS)]
+
+
 def open_store(url: str, *, create: bool = True) -> Store:
     """The store at ``url``: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``
     (add ``?embedder=hashing`` or another embedder spec for vectors), or
     ``postgresql://user:password@host/database`` (needs ``pip install 'ctxasm[postgres]'``;
     add ``?pool_size=4&statement_timeout_ms=30000`` to change the pool and the timeout, and
     ``index_memory_mb=1024`` the memory of an HNSW index build)."""
-    if url.startswith("sqlite:///"):
-        path, _, options = url.removeprefix("sqlite:///").partition("?")
+    if url.startswith(_SQLITE):
+        path, _, options = url.removeprefix(_SQLITE).partition("?")
         if not path or path.endswith("/"):
             raise ConfigError(f"store URL {url!r} names no database file", field="store")
         embedder = None
