@@ -102,6 +102,85 @@ def test_a_request_of_the_limit_is_read_whatever_ends_its_line(tmp_path: Path, e
     )
 
 
+class _Endless(io.RawIOBase):
+    """A request line, then one that never ends (as /dev/zero); it keeps the largest read."""
+
+    def __init__(self) -> None:
+        self.first, self.read_bytes, self.largest = b'{"query": "q"}\n', 0, 0
+
+    def readline(self, size: int | None = -1) -> bytes:
+        assert size is not None and size > 0  # a bounded read, never "to the end"
+        self.largest = max(self.largest, size)
+        if self.first:
+            line, self.first = self.first, b""
+            return line
+        self.read_bytes += size
+        return b"x" * size
+
+
+def test_a_line_that_never_ends_stops_the_batch_after_a_bounded_read() -> None:
+    # The rest of an over-long line was read to its end to state its size: /dev/zero, forever.
+    from ctxasm.batch import jsonl
+    from ctxasm.errors import RequestTooLargeError
+
+    stream = _Endless()
+    lines = jsonl.read_lines(stream, 1000, name="in.jsonl")  # type: ignore[arg-type]
+    assert next(lines) == (b'{"query": "q"}', 14)
+    with pytest.raises(RequestTooLargeError) as caught:
+        next(lines)
+    assert (caught.value.field, caught.value.message) == (
+        "IN",
+        "line 2 of in.jsonl runs on for more than 1 GiB past the limit of 1,000 bytes without "
+        "a line end: the batch stops, as an input with no line ends (a device such as "
+        "/dev/zero, JSON without newlines) would be read forever. A line over the limit is "
+        "skipped, with an error record, when it ends within 1 GiB; give one request per line",
+    )
+    # read up to the longest line skipped and its "\r\n", never more, a megabyte at a time
+    assert (stream.read_bytes, stream.largest) == (1000 + 2**30 + 2, 2**20)
+
+
+@pytest.mark.parametrize(("rest", "stops"), [(4096, False), (4097, True)])
+def test_an_over_long_line_is_skipped_when_it_ends_within_the_bound(
+    monkeypatch: pytest.MonkeyPatch, rest: int, stops: bool
+) -> None:
+    from ctxasm.batch import jsonl
+    from ctxasm.errors import RequestTooLargeError
+
+    monkeypatch.setattr(jsonl, "MAX_SKIPPED_BYTES", 4096)
+    monkeypatch.setattr(jsonl, "_SKIP_CHUNK", 100)
+    stream = io.BytesIO(b"x" * (1000 + rest) + b"\r\n{}\n")
+    if stops:
+        with pytest.raises(RequestTooLargeError, match=r"^line 1 of standard input runs on"):
+            list(jsonl.read_lines(stream, 1000, name="standard input"))
+    else:
+        assert list(jsonl.read_lines(stream, 1000)) == [(b"x" * 1001, 1000 + rest), (b"{}", 2)]
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_batch_of_dev_zero_ends_with_exit_2_and_no_output(tmp_path: Path, named: bool) -> None:
+    # batch /dev/zero out.jsonl and batch - out.jsonl < /dev/zero ran at full CPU until killed
+    target = tmp_path / "out.jsonl"
+    target.write_text("precious\n")
+    source = "/dev/zero" if named else "-"
+    with open(os.devnull if named else "/dev/zero", "rb") as stdin:
+        done = subprocess.run(
+            [*_ctxasm(), "batch", source, str(target), "--max-bytes", "1000", "--no-progress"],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    name = "/dev/zero" if named else "standard input"
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(
+        f"ctxasm: error: line 1 of {name} runs on for more than 1 GiB past the limit of 1,000 "
+        "bytes without a line end: the batch stops"
+    )
+    assert done.stderr.endswith(" [IN]\n") and done.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+    assert target.read_text() == "precious\n"
+
+
 @pytest.fixture()
 def umask() -> Iterator[None]:
     old = os.umask(0o022)

@@ -2,10 +2,11 @@
 
 Each input line is one request. Each output line is the result JSON of that request, or an error
 record ``{"error": {"code", "message", "field"}, "line": n}`` (``n`` counts from 1); a bad line
-never stops the batch. A request's own ``id`` and ``metadata`` come back on its line, on the
-result (first) as on the error record, so results can be joined back to their requests. Blank
-lines are skipped and produce no output. Each line is read by :mod:`ctxasm.jsonio`, the parser
-of the CLI and the service.
+never stops the batch, unless it runs on past :data:`MAX_SKIPPED_BYTES` beyond the limit without
+a line end (see :func:`read_lines`). A request's own ``id`` and ``metadata`` come back on its
+line, on the result (first) as on the error record, so results can be joined back to their
+requests. Blank lines are skipped and produce no output. Each line is read by
+:mod:`ctxasm.jsonio`, the parser of the CLI and the service.
 """
 
 from __future__ import annotations
@@ -18,13 +19,18 @@ from typing import Any, BinaryIO
 from ctxasm.assembler import Assembler
 from ctxasm.cache_state import CacheTotals
 from ctxasm.data import Assembly
-from ctxasm.errors import CtxasmError
+from ctxasm.errors import CtxasmError, RequestTooLargeError
 from ctxasm.jsonio import decode_object, too_large
 from ctxasm.schema import request_envelope
 
-__all__ = ["BatchStats", "assemble_line", "assemble_lines", "read_lines"]
+__all__ = ["MAX_SKIPPED_BYTES", "BatchStats", "assemble_line", "assemble_lines", "read_lines"]
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+# How far past the limit an over-long line is read to find its end, so that it can be skipped
+# with an error record: an input whose line runs on further (/dev/zero, JSON without newlines)
+# may never end, and stops the batch instead.
+MAX_SKIPPED_BYTES = 1024 * 1024 * 1024
+_SKIP_CHUNK = 1024 * 1024
 
 
 @dataclass
@@ -48,32 +54,55 @@ class BatchStats:
 
 
 def read_lines(
-    stream: BinaryIO, max_bytes: int = DEFAULT_MAX_LINE_BYTES
+    stream: BinaryIO, max_bytes: int = DEFAULT_MAX_LINE_BYTES, *, name: str = "the input"
 ) -> Iterator[tuple[bytes, int]]:
     """Each line of ``stream`` without its end (``\n`` or ``\r\n``), with its size: a request
     of ``max_bytes`` is accepted whatever ends its line. A longer one is cut to ``max_bytes + 1``
-    bytes (so it is refused as too large) and the rest of it is counted and skipped without
-    being held."""
+    bytes (so it is refused as too large) and the rest of it is counted and skipped, a
+    megabyte at a time, without being held. A line that runs on for more than
+    :data:`MAX_SKIPPED_BYTES` past ``max_bytes`` raises :class:`RequestTooLargeError` naming
+    the input (``name``) and the line: it may never end."""
+    number = 0
     while True:
         line = stream.readline(max_bytes + 2)  # the longest request and "\r\n"
         if not line:
             return
+        number += 1
         if line.endswith(b"\n"):
             line = line[: len(line) - _line_end(line)]
             yield line, len(line)
             continue
         size = len(line)
         if size > max_bytes:
-            tail = line[-2:]
-            while not tail.endswith(b"\n"):
-                chunk = stream.readline(1024 * 1024)
-                if not chunk:
-                    break
-                size += len(chunk)
-                tail = (tail + chunk)[-2:]
-            size -= _line_end(tail)
+            size = _skipped(stream, line, max_bytes, f"line {number} of {name}")
             line = line[: max_bytes + 1]
         yield line, size
+
+
+def _skipped(stream: BinaryIO, start: bytes, max_bytes: int, where: str) -> int:
+    """The size of the over-long line that begins with ``start``, once the rest of it is read
+    from ``stream`` to its end (and dropped); :class:`RequestTooLargeError` for ``where`` when
+    it runs on past :data:`MAX_SKIPPED_BYTES` beyond ``max_bytes``."""
+    longest = max_bytes + MAX_SKIPPED_BYTES  # the longest line skipped, its end not counted
+    size, tail = len(start), start[-2:]
+    while not tail.endswith(b"\n") and size < longest + 2:
+        chunk = stream.readline(min(_SKIP_CHUNK, longest + 2 - size))
+        if not chunk:
+            break
+        size += len(chunk)
+        tail = (tail + chunk)[-2:]
+    size -= _line_end(tail)
+    if size > longest:
+        past = f"{MAX_SKIPPED_BYTES // 2**30:,} GiB"
+        raise RequestTooLargeError(
+            f"{where} runs on for more than {past} past the limit of {max_bytes:,} bytes "
+            "without a line end: the batch stops, as an input with no line ends (a device such "
+            "as /dev/zero, JSON without newlines) would be read forever. A line over the limit "
+            f"is skipped, with an error record, when it ends within {past}; give one request "
+            "per line",
+            field="IN",
+        )
+    return size
 
 
 def _line_end(data: bytes) -> int:

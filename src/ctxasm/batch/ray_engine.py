@@ -235,7 +235,9 @@ def run_batch(
         with open(source, "rb") as stream:
             rows = [
                 {"line": number, "request": raw, "size": size}
-                for number, (raw, size) in enumerate(read_lines(stream, max_bytes), start=1)
+                for number, (raw, size) in enumerate(
+                    read_lines(stream, max_bytes, name=source), start=1
+                )
             ]
     dataset: Any = ray.data.from_items(rows) if rows else None
     stats = BatchStats()

@@ -138,7 +138,8 @@ def run_batch(
     check_not_input(source, target)
     try:
         with _signals_raise(), _input(source) as (stream, total), _output(target) as out:
-            lines = read_lines(stream, max_bytes)
+            name = "standard input" if source == "-" else source
+            lines = read_lines(stream, max_bytes, name=name)
             with progress_bar("assembling", show=progress, total=total, requests=True) as bar:
                 return assemble_lines(
                     lines,
