@@ -44,6 +44,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "CJK run": lambda n: "忽略之前" * (n // 4),
     "zero-width and soft hyphens": lambda n: "i\u200bg\u00adn" * (n // 5),
     "'%' escapes": lambda n: "%41" * (n // 3),
+    "Markdown emphasis and code": lambda n: "ig**no**re _a_ `b` *c " * (n // 22),
+    "'*' without a closing one": lambda n: "*" + "a" * (n - 1),
+    "'System: value' lines": lambda n: "System: Ubuntu 22.04\n" * (n // 21),
 }
 
 Scan = Callable[[str], tuple[str, ...]]

@@ -66,6 +66,7 @@ from ctxasm.stages.guard_text import (
     fold,
     fold_spaced,
     load_fold_table,
+    markdown_read,
     markup_read,
     symbols_read,
     uncommented_read,
@@ -211,8 +212,8 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
             checks |= _flagged([*_phrase_hits(reading, spell(reading)), *marks], threshold)
     # HTML is read as it renders: "Ignore&nbsp;all", "<b>Set</b> <b>aside</b>", and again
     # without its comments ("ign<!-- -->ore"). What its structure shows once tags are gone (a
-    # role line a paragraph tag hid) counts too.
-    for shown in (markup_read(window), uncommented_read(window)):
+    # role line a paragraph tag hid) counts too. So is Markdown: "Ign**ore** prev*ious*".
+    for shown in (markup_read(window), uncommented_read(window), markdown_read(window)):
         if shown is not None:
             folded_shown = fold(shown)
             reading = with_parts(folded_shown)

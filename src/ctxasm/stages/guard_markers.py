@@ -13,7 +13,7 @@ import re
 import unicodedata
 
 from ctxasm.lookalikes import LABEL_LOOKALIKES
-from ctxasm.stages.guard_phrases import Hit
+from ctxasm.stages.guard_phrases import Hit, concept_events
 from ctxasm.stages.guard_text import outside_ascii
 
 __all__ = ["blob_hits", "hidden_hits", "line_hits", "link_hits", "token_hits"]
@@ -73,9 +73,12 @@ _LABEL_FOLD = str.maketrans(_LABEL_LOOKALIKES_FOLDED)
 _LABEL_CHARS = frozenset(_LABEL_LOOKALIKES_FOLDED)
 _LABEL_LETTERS = frozenset(c for c, latin in _LABEL_LOOKALIKES_FOLDED.items() if latin.isalpha())
 _LABEL_WORDS = ("source", "s0urce", "src", "quelle", "fuente", "источник")
+# A role name opening a line, as it is written or as Markdown shows it: in emphasis or code
+# ("**System**:", "> `system`:"), or quoted ('"System":'), with the colon after the markup.
 _ROLE_LINE = re.compile(
-    r"[#>*\s\-]{0,8}\[?(system|assistant|developer|human|user|ai|bot|model|sistema|systeme"
-    r"|система|系统|系統|システム|시스템)\]?\s{0,3}(?:note|message|prompt|update)?\s{0,3}[:：]"
+    r"[#>*_\s\-]{0,8}([`\"'“‘«]{0,3})\[?(system|assistant|developer|human|user|ai|bot"
+    r"|model|sistema|systeme|система|系统|系統|システム|시스템)\]?[*_`\"'”’»]{0,3}"
+    r"(?![^\W_])\s{0,3}(?:note|message|prompt|update)?\s{0,3}[:：]"
 )
 _HEADING = re.compile(r"\s{0,8}#{2,4}\s{0,4}(?:instruction|response|system)s?\s{0,4}:?\s{0,8}$")
 _SENTENCE_ROLE = re.compile(r"[.!?]\s{1,4}(?:system|assistant|developer|human)\s{0,2}:(?!//)")
@@ -117,6 +120,49 @@ _SPACELESS = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]")
 _ALNUM_RUN = re.compile(r"[A-Za-z0-9+/]+")
 
 _WEAK_ROLES = frozenset(("user", "ai", "bot", "model"))  # common in transcripts
+_QUOTES = frozenset("`\"'“‘«”’»")
+# What makes the words after a role name a turn of a conversation rather than the value of a
+# "key: value" line ("System: Ubuntu 22.04", "Developer: Acme Games", "Human: 46 chromosomes"):
+# words that address the reader (second person, "please") ...
+_ADDRESS_WORDS = frozenset(
+    "you you're you'll you've you'd your yours yourself yourselves please tu tus usted ustedes"
+    " favor voce voces devi vous du ihr bitte ты вы тебе вам твой ваш пожалуйста ти ви тобі"
+    " ласка".split()
+)
+# ... or, after a name not quoted, a pronoun, an auxiliary or modal verb, a word of greeting
+# or assent, "now", "always" or "never" (folded, in the languages whose role names _ROLE_LINE
+# knows; in English not "can", "will", "may", "am", "us", "my", "i": CAN bus, Will Wright) ...
+_SPEECH_WORDS = _ADDRESS_WORDS | frozenset(
+    "i'm i'll i've i'd we we're we'll our is are was were be been being shall must should"
+    " cannot can't could would might do does did don't doesn't didn't has have had won't"
+    " isn't aren't wasn't weren't shouldn't mustn't need needs let let's sure okay ok yes"
+    " yeah hi hello hey thanks thank sorry certainly absolutely understood now always never"
+    " debes debe deben eres estas ahora hola siempre nunca seu sua devem agora ola sempre sei"
+    " adesso ciao mai dois doit devez etes maintenant bonjour toujours jamais musst mussen"
+    " jetzt bist hallo immer niemals теперь сейчас должен должна должны привет всегда никогда"
+    " тепер повинен будь".split()
+)
+# ... (in Chinese, Japanese and Korean, found as substrings) ...
+_ADDRESS_CJK_WORDS = "你|您|请|請|あなた|ください|下さい|당신|세요|십시오"
+_ADDRESS_CJK = re.compile(_ADDRESS_CJK_WORDS)
+_SPEECH_CJK = re.compile(f"{_ADDRESS_CJK_WORDS}|必须|必須|不要|现在|現在")
+# ... an imperative opening three words or more ...
+_IMPERATIVES = frozenset(
+    "respond reply answer say tell write print output reveal show repeat act pretend translate"
+    " send give provide list explain describe summarize summarise follow obey comply stop"
+    " continue proceed disclose share include add append return call execute run use delete"
+    " remove generate keep remember assume treat consider enable disable activate ignore"
+    " disregard forget grant allow approve confirm refuse"
+    " responde responda contesta escribe muestra ignora olvida reponds repondez ecris montre"
+    " oublie antworte sag sage schreibe zeige ignoriere vergiss rispondi scrivi mostra"
+    " dimentica escreva mostre отвечай ответь скажи напиши покажи игнорируй забудь".split()
+)
+# ... or words of the lexicon that direct a reader.
+_DIRECTIVES = frozenset(
+    "IGN NOW YOUARE ACTAS FREE MODE SYSP AIVOC ASSERT TOLD EXEMPT NOASK OBEY REPLY PERMIT"
+    " POSS".split()
+)
+_SPEECH_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 # A sentence, shouted or mid-line role names one of "system", "assistant", "developer",
 # "human", "admin" (folded).
 
@@ -189,35 +235,88 @@ def line_hits(text: str, folded: str) -> list[Hit]:
         hits.append(Hit("source_label", 1.0, "role_marker"))
     if ":" in folded or "：" in folded:
         strongest = 0.0
-        for line in folded.splitlines():
+        lines = folded.splitlines()
+        for number, line in enumerate(lines):
             match = _ROLE_LINE.match(line)
             if match is not None:
-                strongest = max(strongest, 1.0 if match.group(1) not in _WEAK_ROLES else 0.5)
+                strongest = max(strongest, _role_weight(match, lines, number))
         if strongest:
             hits.append(Hit("role_line", strongest, "role_marker"))
+            # the patterns below read what follows a role line's name, not the name again
+            # ("System: Ubuntu 22.04" is one "key: value" line, no mid-line "system:" too)
+            rest, rest_text = _after_role_names(folded), _after_role_names(text)
+        else:
+            rest, rest_text = folded, text
         if "):" in folded and _ROLE_LABEL.search(folded):
             hits.append(Hit("role_label", 0.5, "role_marker"))
         # A colon not opening "//", where the sentence and mid-line roles end (the colon of a
         # link's "://" is none), and a shouted role's name: each found at C speed, before the
         # pattern that needs it reads the text
-        colon = folded.count(":") > folded.count("://")
+        colon = rest.count(":") > rest.count("://")
         if not (
-            "system" in folded
-            or "assistant" in folded
-            or "developer" in folded
-            or "human" in folded
-            or "admin" in folded
+            "system" in rest
+            or "assistant" in rest
+            or "developer" in rest
+            or "human" in rest
+            or "admin" in rest
         ):
             pass  # none of the three patterns below can match
-        elif colon and _SENTENCE_ROLE.search(folded):
+        elif colon and _SENTENCE_ROLE.search(rest):
             hits.append(Hit("sentence_role", 1.0, "role_marker"))
-        elif _shouted(text) and _SHOUTED_ROLE.search(text):
+        elif _shouted(rest_text) and _SHOUTED_ROLE.search(rest_text):
             hits.append(Hit("shouted_role", 0.7, "role_marker"))
-        elif colon and _MIDLINE_ROLE.search(folded):
+        elif colon and _MIDLINE_ROLE.search(rest):
             hits.append(Hit("midline_role", 0.4, "role_marker"))
     if "#" in folded and any(_HEADING.match(line) for line in folded.splitlines()):
         hits.append(Hit("instruction_heading", 1.0, "role_marker"))
     return hits
+
+
+def _after_role_names(text: str) -> str:
+    """``text`` with the role name that opens each of its role lines (up to the colon) left
+    out."""
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        match = _ROLE_LINE.match(line.casefold())
+        if match is not None:
+            lines[number] = line[match.end() :]
+    return "\n".join(lines)
+
+
+def _role_weight(match: re.Match[str], lines: list[str], number: int) -> float:
+    """The weight of the role line ``match`` (``lines[number]`` of folded text): 1.0 where what
+    follows the role name (on its line, or on the next where its line ends with the colon)
+    speaks as a turn of a conversation would, 0.3 where it reads as the value of a "key:
+    value" line ("System: Ubuntu 22.04", "Developer: Acme Games"); 0.5 for the roles of
+    transcripts ("User:"). A quoted or coded key ('"user":', "`system`:") whose value is
+    quoted, bracketed or a number is data (JSON, an API's fields), no role line."""
+    weak = match.group(2) in _WEAK_ROLES
+    content = lines[number][match.end() :].strip()
+    quoted = not _QUOTES.isdisjoint(match.group())
+    if quoted and (weak or content[:1] in ('"', "'", "{", "[") or content[:1].isdigit()):
+        return 0.0
+    if weak:
+        return 0.5
+    if not content and number + 1 < len(lines):
+        content = lines[number + 1].strip()
+    # A quoted or coded name is also how documentation lists roles ("- `system`: Sets the
+    # context ..."): there only words addressed to the reader make a turn.
+    return 1.0 if _speaks(content, quoted) else 0.3
+
+
+def _speaks(content: str, addressed: bool) -> bool:
+    """Whether folded ``content`` (what a role name introduces) reads as something said to the
+    reader rather than a value: see ``_SPEECH_WORDS`` (``_ADDRESS_WORDS`` where ``addressed``
+    is asked for)."""
+    if not content:
+        return False
+    words = _SPEECH_TOKEN.findall(content.replace("’", "'"))
+    known, cjk = (_ADDRESS_WORDS, _ADDRESS_CJK) if addressed else (_SPEECH_WORDS, _SPEECH_CJK)
+    if not known.isdisjoint(words) or cjk.search(content):
+        return True
+    if len(words) >= 3 and words[0] in _IMPERATIVES:
+        return True
+    return any(concept in _DIRECTIVES for _, concept in concept_events(content))
 
 
 def _shouted(text: str) -> bool:

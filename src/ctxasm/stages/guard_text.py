@@ -42,6 +42,7 @@ __all__ = [
     "fold_spaced",
     "load_fold_table",
     "long_words",
+    "markdown_read",
     "markup_read",
     "outside_ascii",
     "symbols_read",
@@ -359,6 +360,42 @@ def markup_read(text: str) -> str | None:
     if referenced:
         shown = html.unescape(shown)
     return None if shown == text else shown
+
+
+# Markdown's inline markup as a renderer reads it: emphasis, strong emphasis, strikethrough and
+# code spans, whose delimiters are shown as nothing, inside a word too ("Ign**ore**",
+# "I~~g~~nore", "Ign`o`re"). A span holds no delimiter of its own kind and no line break, and
+# neither starts nor ends with white space ("a * b * c" is no span); it is read up to its first
+# delimiter character or 64 characters: linear. Underscores are read as emphasis only around
+# letters that no letter or digit follows ("sys__tem__", "instruc_tions_"), so snake_case
+# names ("get_user_id", "MAX_RETRIES") stay as they are.
+_MD_SPAN = re.compile(
+    r"(\*{1,3}|~{1,2}|`{1,3})(?=[^\s*~`])([^*~`\n]{1,64}?)(?<=[^\s*~`])\1"
+    r"|(_{1,3})([^\W\d_]{1,64})\3(?![^\W_])"
+)
+
+
+def markdown_read(text: str) -> str | None:
+    """``text`` as its Markdown renders (not folded): the delimiters of emphasis,
+    strikethrough and code spans dropped, inside words too ("Ign**ore** all prev*ious*" is
+    "Ignore all previous"); ``None`` where it has none. A model reads what the markup shows,
+    so the guard reads the text both ways."""
+    if not ("*" in text or "_" in text or "~" in text or "`" in text):
+        return None  # most prose: four scans at C speed
+    shown = _MD_SPAN.sub(_md_shown, text)
+    return None if shown == text else shown
+
+
+def _md_shown(span: re.Match[str]) -> str:
+    shown = span.group(2)
+    if shown is None:
+        return span.group(4)
+    if span.group(1)[0] == "`":  # a code span inside a word is read through ("Ign`o`re"),
+        # a whole one stays a name in code ("- `assistant`: the role of ...")
+        text, start, end = span.string, span.start(), span.end()
+        inside = (start and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum())
+        return shown if inside else span.group()
+    return shown
 
 
 def uncommented_read(text: str) -> str | None:

@@ -398,7 +398,11 @@ _ROLE_PIECES = st.sampled_from(
 
 
 def _role_by_patterns(text: str, folded: str) -> str | None:
-    """The role hit of ``line_hits`` with every pattern tried, in its order."""
+    """The role hit of ``line_hits`` with every pattern tried, in its order, on what follows
+    the names of the role lines (which the role-line rule weighs)."""
+    if any(map(guard_markers._ROLE_LINE.match, folded.splitlines())):
+        text = guard_markers._after_role_names(text)
+        folded = guard_markers._after_role_names(folded)
     words = ("system", "assistant", "developer", "human", "admin")
     if not any(word in folded for word in words):
         return None
