@@ -15,12 +15,24 @@ Each rule counts once per passage; see ``stages.guard`` for the threshold.
 
 from __future__ import annotations
 
-__all__ = ["CJK_LANGUAGES", "LEXICON", "PAIR_RULES", "SINGLE_RULES", "WINDOW"]
+__all__ = ["CJK_LANGUAGES", "LEXICON", "PAIR_RULES", "SINGLE_RULES", "TRADITIONAL", "WINDOW"]
 
 WINDOW = 12  # words between two concepts of a pair rule (a CJK run counts as one word)
 
 # Languages whose terms are substrings rather than words.
 CJK_LANGUAGES = ("zh", "ja")
+
+# Traditional Chinese characters read as the Simplified ones the zh terms are written with
+# (pairs: Traditional, Simplified), for the characters of the terms that differ ("覆" is a
+# variant: "回覆" is "回复"). Chinese and Japanese words and terms alike are matched so read:
+# "忘記先前的所有說明" is "忘记先前的所有说明". Japanese forms of its own ("説", "発") are not
+# listed.
+TRADITIONAL = (
+    "個个 為为 從从 會会 準准 憑凭 則则 動动 發发 後后 復复 複复 開开 戶户 據据 數数 無无"
+    " 顯显 機机 來来 沒没 洩泄 現现 碼码 確确 經经 結结 給给 統统 薦荐 裝装 規规 視视 認认"
+    " 記记 論论 設设 證证 訴诉 詞词 語语 說说 請请 讀读 輸输 轉转 這这 適适 鑰钥 閱阅 頁页"
+    " 資资 覆复"
+)
 
 # fmt: off
 LEXICON: dict[str, dict[str, str]] = {
@@ -718,7 +730,7 @@ LEXICON: dict[str, dict[str, str]] = {
         "REVEAL": "显示 顯示 输出 輸出 告诉我 告訴我 透露 泄露 重复 打印 展示",
         "VERBATIM": "逐字 原封不动 一字不差",
         "SEND": "发送 發送 转发 轉發 发给 发到",
-        "SECRET": "密码 密碼 客户数据 密钥 凭证 机密",
+        "SECRET": "密码 密碼 客户数据 客户资料 用户资料 密钥 凭证 机密",
         "DECODE": "解码 解碼",
         "AIADDR": "ai助手 人工智能助手 语言模型",
         "REPLY": "每个回答 每次回答 你的回答 回复中"

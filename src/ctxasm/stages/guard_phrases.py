@@ -26,6 +26,7 @@ from ctxasm.stages.guard_lexicon import (
     LEXICON,
     PAIR_RULES,
     SINGLE_RULES,
+    TRADITIONAL,
     WINDOW,
 )
 from ctxasm.stages.guard_text import (
@@ -65,6 +66,9 @@ _SPECIAL_WORDS.update(dict.fromkeys(".!?;\u3002\u061b\u0964\u0965\u06d4", ""))
 # The same on ASCII text (where \\w is [A-Za-z0-9_]), faster.
 _ASCII_TOKEN = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_'\-]*[A-Za-z0-9_])?|://|[.!?;@]")
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+# Chinese and Japanese terms and words are matched with Traditional characters read as
+# Simplified (each side the same way, so what matched before still does).
+_SIMPLIFIED = str.maketrans({pair[0]: pair[1] for pair in TRADITIONAL.split()})
 # snake_case names of tools an agent may call: a verb, an underscore, an object.
 _TOOL_VERBS = frozenset(
     "send delete remove http post get fetch write read exec execute run transfer upload "
@@ -103,7 +107,7 @@ def _index() -> _Index:
         for concept, terms in concepts.items():
             for term in terms.split():
                 if language in CJK_LANGUAGES:
-                    cjk_concepts.setdefault(term, set()).add(concept)
+                    cjk_concepts.setdefault(term.translate(_SIMPLIFIED), set()).add(concept)
                     continue
                 first, *rest = term.split("_")
                 table = stems if first.endswith("*") else exact
@@ -276,7 +280,7 @@ def _entry(word: str, index: _Index) -> Entry:
         return ()  # the common case: a plain word that starts no term
     found = list(_lookups(_spelling(word), index))
     if index.cjk is not None and not word.isascii() and _CJK.search(word):
-        for match in index.cjk.finditer(word):
+        for match in index.cjk.finditer(word.translate(_SIMPLIFIED)):
             found.extend(((), concept) for concept in index.cjk_concepts[match.group()])
     return tuple(found)
 
