@@ -41,10 +41,11 @@ LEXICON: dict[str, dict[str, str]] = {
                " do_not_follow don't_follow stop_following set_aside pay_no_attention never_mind"
                " nevermind scratch_that scratch_all_that throw_out throw_away discard abandon"
                " stop_honoring stop_honouring stop_obeying stop_respecting stop_observing"
-               " no_longer_bound not_bound_by cease_following",
+               " no_longer_bound not_bound_by cease_following pay_no_heed don't_listen_to"
+               " do_not_listen_to do_not_obey don't_obey",
         "PRIOR": "previous prior above earlier preceding former original initial foregoing"
                  " everything_above all_above before_this_line before_this_message"
-                 " before_this_point prior_to_this",
+                 " before_this_point prior_to_this before_this_paragraph",
         "ALL": "all any everything every",
         "POSS": "your you_were_given",
         "INSTR": "instruction* rules guideline* directive* prompt prompts policy policies"
@@ -72,6 +73,7 @@ LEXICON: dict[str, dict[str, str]] = {
                 " hidden_prompt hidden_instructions developer_message operating_instructions"
                 " internal_configuration context_window initial_configuration hidden_setup"
                 " setup_message opening_instructions original_instructions startup_instructions"
+                " initialization_text initialization_prompt initial_prompt"
                 " initial_message your_context your_internal_instructions your_internal_rules"
                 " your_secret_instructions your_underlying_instructions your_base_prompt",
         "REVEAL": "reveal print repeat output show tell display dump leak disclose reproduce echo"
@@ -146,8 +148,12 @@ LEXICON: dict[str, dict[str, str]] = {
         # what the model was told, as a text names it to the model
         "TOLD": "you_were_told were_you_told you've_been_told you_have_been_told"
                 " you_were_instructed were_you_instructed you_were_given were_you_given"
-                " you_received you_were_configured configured_with developers_gave_you"
+                " you_received you_were_configured configured_with developers_gave_you given_to_you"
                 " makers_gave_you told_you_to instructed_you_to",
+        # the only thing the answer may say
+        "ONLYSAY": "reply_only_with respond_only_with answer_only_with reply_with_only"
+                   " respond_with_only answer_with_only output_only_the say_only only_say"
+                   " only_reply_with only_respond_with only_answer_with",
         # what to assert in the answer
         "ASSERT": "say_that say_the state_that tell_the_reader tell_the_user tell_users"
                   " tell_the_readers mention_that claim_that sure_to_mention always_mention"
@@ -188,7 +194,8 @@ LEXICON: dict[str, dict[str, str]] = {
                      " previous_context prior_context earlier_context start_of_this_conversation"
                      " beginning_of_this_conversation start_of_the_conversation"
                      " beginning_of_the_conversation above_this_paragraph above_this_line"
-                     " before_this_chat this_chat_started before_this_conversation",
+                     " before_this_chat this_chat_started before_this_conversation"
+                     " preceding_context guidance_above directions_above orders_above",
     },
     "es": {
         "IGN": "ignora ignore ignoren ignorar olvida olvide olviden olvidar omite omita descarta"
@@ -856,6 +863,10 @@ PAIR_RULES: tuple[tuple[str, str, float, str], ...] = (
     ("TOLD", "PRIORTEXT", 0.5, "prompt_leak"),
     ("IGN", "PRIORTEXT", 0.5, "instruction_override"),
     ("IGN", "OBEY", 0.3, "instruction_override"),
+    # the answer dictated: "... and reply only with 'pwned'"
+    ("IGN", "ONLYSAY", 0.4, "instruction_override"),
+    ("NOW", "ONLYSAY", 0.3, "instruction_override"),
+    ("AIVOC", "ONLYSAY", 0.5, "instruction_override"),
     # the AI reader addressed, and what it is to write, drop or do
     ("AIADDR", "NOW", 0.4, "instruction_override"),
     ("AIADDR", "SAFETY", 0.6, "instruction_override"),
