@@ -239,7 +239,7 @@ def shared_names(texts: Sequence[str]) -> list[frozenset[str]]:
 # Up to this many single words two texts share are each searched for in the texts written in
 # lower case; beyond, the texts' lower-case words are read (a search each would cost words x
 # text on a text full of names, a roster).
-_SEARCHED_WORDS = 16
+_SEARCHED_WORDS = 64
 
 
 def _specific_titles(query_key: str, passages: Sequence[Passage]) -> list[float]:
