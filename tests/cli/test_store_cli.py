@@ -30,11 +30,16 @@ QUESTION = "Which river flows through a capital?"
 ASKER = ("--principal", "alice", "--tenant", "t1", "--groups", "g1,staff")
 
 
+def _console() -> list[str]:
+    """The command that runs the console script of this environment."""
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "ctxasm"]
+
+
 def ctxasm(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
-    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    command = _console()
     clean = {
         key: value
         for key, value in os.environ.items()
@@ -287,8 +292,7 @@ def test_ctrl_c_while_indexing_says_what_is_kept(tmp_path: Path) -> None:
         for n in range(3000)
     ]
     (tmp_path / "big.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
-    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    command = _console()
     process = subprocess.Popen(
         [*command, "index", "big.jsonl", "--store", STORE, "--tenant", "t1", "--no-progress"],
         cwd=tmp_path,
@@ -658,8 +662,7 @@ def test_index_stops_at_a_store_that_cannot_be_written_and_resumes_after(tmp_pat
         for i in range(400)
     ]
     (tmp_path / "docs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
-    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    command = _console()
     args = [*command, "index", "docs.jsonl", "--store", STORE, "--tenant", "t1"]
     full = subprocess.run(
         args,
