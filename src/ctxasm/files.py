@@ -33,7 +33,12 @@ __all__ = [
 
 
 class TooLargeError(ValueError):
-    """A file holds more than a reader takes (see :func:`read_bounded`)."""
+    """A file holds more than a reader takes (see :func:`read_bounded`); ``size`` is its size
+    where it is known (a regular file), else ``None``."""
+
+    def __init__(self, message: str, size: int | None = None) -> None:
+        super().__init__(message)
+        self.size = size
 
 
 def read_bounded(source: str | Path | BinaryIO, most_bytes: int) -> bytes:
@@ -51,7 +56,7 @@ def read_bounded(source: str | Path | BinaryIO, most_bytes: int) -> bytes:
     except (OSError, ValueError):  # a stream in memory (io.UnsupportedOperation is both)
         left = None
     if left is not None and left > most_bytes:
-        raise TooLargeError(f"it is {left:,} bytes, more than {most_bytes:,}")
+        raise TooLargeError(f"it is {left:,} bytes, more than {most_bytes:,}", left)
     data = source.read(most_bytes + 1)
     if len(data) > most_bytes:
         raise TooLargeError(f"it holds more than {most_bytes:,} bytes")
@@ -59,14 +64,15 @@ def read_bounded(source: str | Path | BinaryIO, most_bytes: int) -> bytes:
 
 
 def is_input(source: str | Path, target: str | Path) -> bool:
-    """Whether writing ``target`` would replace the regular file that ``source`` names (``-``:
-    the file standard input reads, as in ``< data.jsonl``). The files are compared by device and
+    """Whether writing ``target`` would replace the regular file that ``source`` names (the
+    string ``-``: the file standard input reads, as in ``< data.jsonl``; a ``Path`` is always a
+    file's name). The files are compared by device and
     inode, so a second name, a link or another path to the same file counts. A target that
     does not exist yet is not the input. Neither is a pipe or a device, because writing to
     one replaces nothing."""
     try:
         written = os.stat(target)
-        read = _stdin_status() if str(source) == "-" else os.stat(source)
+        read = _stdin_status() if source == "-" else os.stat(source)
     except (OSError, ValueError):  # missing, unreadable or unnamable: not the same file
         return False
     return read is not None and stat.S_ISREG(written.st_mode) and os.path.samestat(read, written)

@@ -16,14 +16,15 @@ __all__ = ["atomic_output", "check_not_input", "new_file_mode"]
 
 
 def check_not_input(
-    source: str,
+    source: str | Path,
     target: str | Path,
     *,
     field: str = "OUT",
     replaced: str = "the results would replace the requests",
 ) -> None:
-    """Refuse a ``target`` that is the input ``source``, by name, link or path (``-``: the file
-    standard input reads, as in ``< in.jsonl``), or a folder that holds it. Writing the target
+    """Refuse a ``target`` that is the input ``source``, by name, link or path (the string
+    ``-``: the file standard input reads, as in ``< in.jsonl``; a ``Path`` is always a file's
+    name), or a folder that holds it. Writing the target
     would destroy the input. ``field`` names the option in the error, and ``replaced`` says
     what would be lost."""
     if str(target) == "-":

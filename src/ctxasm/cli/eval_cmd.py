@@ -180,8 +180,7 @@ def _check_outputs(dataset: str, config: Path | None, outputs: dict[str, Path | 
     from ctxasm.cli.request_input import check_not_config
     from ctxasm.errors import CtxasmError
 
-    # the dataset is a file's name; "-" would mean standard input to check_not_input
-    source = os.path.join(os.curdir, dataset) if dataset == "-" else dataset
+    source = Path(dataset)  # a file's name: "-" is no standard input here
     for field, path in outputs.items():
         if path is None:
             continue

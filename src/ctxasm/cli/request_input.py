@@ -9,10 +9,9 @@ by the functions that need them.
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from ctxasm.cli.exits import EXIT_BAD_INPUT, echo, fail, is_terminal
 
@@ -55,52 +54,33 @@ def check_not_config(config: Path | None, target: str | Path, field: str, output
     from ctxasm.batch.files import check_not_input
 
     source = config_file(config)
-    if source is None:
-        return
-    if source == "-":  # a file of that name: "-" would mean standard input to the check
-        source = os.path.join(os.curdir, source)
-    check_not_input(source, target, field=field, replaced=f"{output} would replace the config")
+    if source is not None:  # a Path: a file named "-" is no standard input
+        replaced = f"{output} would replace the config"
+        check_not_input(Path(source), target, field=field, replaced=replaced)
 
 
 def read_input(source: str, max_bytes: int, what: str = "request") -> bytes:
-    """At most ``max_bytes`` of the input; over that, an error stating the input's size where it
-    is known (a regular file, named or on standard input: a pipe or a device is not read past
-    the limit, as it may never end). ``what`` names the input: the request, or a saved
-    result."""
+    """At most ``max_bytes`` of the input (:func:`ctxasm.files.read_bounded`); over that, an
+    error stating the input's size where it is known (a regular file, named or on standard
+    input: a pipe or a device is not read past the limit, as it may never end). ``what`` names
+    the input: the request, or a saved result."""
+    from ctxasm.files import TooLargeError, read_bounded
+
+    if source == "-" and is_terminal(sys.stdin):  # a bare command waited silently for JSON
+        echo(
+            f"ctxasm: reading the {what} from standard input (end it with Ctrl-D); "
+            "give a file to read it from, or pipe one in",
+            err=True,
+        )
     try:
-        if source == "-":
-            if is_terminal(sys.stdin):  # a bare command waited silently for typed JSON
-                echo(
-                    f"ctxasm: reading the {what} from standard input (end it with Ctrl-D); "
-                    "give a file to read it from, or pipe one in",
-                    err=True,
-                )
-            data, size = _read_most(sys.stdin.buffer, max_bytes)
-        else:
-            with Path(source).open("rb") as handle:
-                data, size = _read_most(handle, max_bytes)
+        return read_bounded(sys.stdin.buffer if source == "-" else source, max_bytes)
     except OSError as exc:
         fail(f"cannot read {source}: {exc.strerror}", EXIT_BAD_INPUT)
-    if len(data) > max_bytes:
+    except TooLargeError as exc:
         from ctxasm.jsonio import too_large
 
-        error = too_large(max_bytes, what, size=size)
+        error = too_large(max_bytes, what, size=exc.size)
         fail(f"{error.message} [{what}]", EXIT_BAD_INPUT)
-    return data
-
-
-def _read_most(stream: BinaryIO, max_bytes: int) -> tuple[bytes, int | None]:
-    """At most one byte over ``max_bytes`` of ``stream``, and the size of the whole where it is
-    known: a regular file's, never found by reading on (``yes | ctxasm assemble -`` never
-    ends)."""
-    data = stream.read(max_bytes + 1)
-    if len(data) <= max_bytes:
-        return data, len(data)
-    try:
-        status = os.fstat(stream.fileno())
-    except (OSError, ValueError):  # a stream in memory (io.UnsupportedOperation is both)
-        return data, None
-    return data, status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
 def request_fields(raw: bytes, overrides: dict[str, Any]) -> dict[str, Any]:

@@ -298,11 +298,9 @@ def _check_html(html: Path, store: str, config: Path | None) -> None:
     from ctxasm.store import store_files
 
     try:
-        for path in store_files(store):
-            # a file of that name: "-" would mean standard input to the check
-            source = os.path.join(os.curdir, path) if path == "-" else path
+        for path in store_files(store):  # a Path: a file named "-" is no standard input
             replaced = "the page would replace the store"
-            check_not_input(source, html, field="html", replaced=replaced)
+            check_not_input(Path(path), html, field="html", replaced=replaced)
         check_not_config(config, html, "html", "the page")
     except CtxasmError as error:
         _fail_with(error)
