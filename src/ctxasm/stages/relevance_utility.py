@@ -217,10 +217,9 @@ def shared_names(texts: Sequence[str]) -> list[frozenset[str]]:
     other of them and at most a quarter of them (at least three) name: a name nearly every
     candidate has ("United States") ties none of them to another. Names are those of
     :func:`ctxasm.lexical.bridge_names` (two words or more), and the single words
-    :func:`ctxasm.lexical.lone_names` finds that none of the texts writes in lower case (see
-    :func:`ctxasm.lexical.lower_words`) ("the
-    final" makes "Final" no name); a link through one of those is weaker (see
-    ``LONE_NAME_LINK``). Texts past those have no entry."""
+    :func:`ctxasm.lexical.lone_names` finds that none of the texts writes in lower case ("the
+    final" makes "Final" no name; see :func:`ctxasm.lexical.lower_words`); a link through one
+    of those is weaker (see ``LONE_NAME_LINK``). Texts past those have no entry."""
     considered = texts[:MAX_NAME_PASSAGES]
     names = [bridge_names(text) | lone_names(text) for text in considered]
     held = Counter(name for found in names for name in found)
