@@ -413,13 +413,20 @@ def written_phrase(key: str, text: str) -> str | None:
     ``steve hillage``): its words apart as a name's are (white space, or a hyphen or an
     apostrophe inside a word: "Jules Verne's"), white space shown as one space; the first such
     place that starts with a capital or a digit, as a name does, else the first; ``None`` where
-    there is none ("new. York" is no "New York"). The key is searched for among the text's
-    words joined by single spaces, at most ``_MOST_PLACES_WRITTEN`` places looked at: linear in
-    the text's length whatever the key (a pattern of the key's words tried each of them at
-    each word)."""
+    there is none ("new. York" is no "New York"). At most ``_MOST_PLACES_WRITTEN`` places are
+    looked at: where the key's first word starts a word of the lower-cased text, else among
+    the text's words joined by single spaces. Linear in the text's length whatever the key (a
+    pattern of the key's words tried each of them at each word)."""
     wanted = key.split()
     if not wanted:
         return None
+    found = _written_in_place(wanted, text)
+    return _written_among_words(wanted, text) if found == _UNDECIDED else found
+
+
+def _written_among_words(wanted: Sequence[str], text: str) -> str | None:
+    """:func:`written_phrase` of the key whose words are ``wanted``, found among the words of
+    ``text`` (all of them read)."""
     joined, spans = _written_words(text)
     needle = f" {' '.join(wanted)} "
     first_written = None
@@ -435,6 +442,65 @@ def written_phrase(key: str, text: str) -> str | None:
             first_written = first_written or written
         at = joined.find(needle, at + 1)
     return first_written
+
+
+_UNDECIDED = ""  # no name is written as nothing
+
+
+def _written_in_place(wanted: Sequence[str], text: str) -> str | None:
+    """:func:`written_phrase` read in ``text`` lower-cased whole, where that keeps every
+    character's place and case (no "İ", which lower-casing makes two characters, nor "Σ",
+    whose lower case depends on what follows): the places its first word starts a word are
+    read there, without splitting the whole text into words (a planner asks this of texts it
+    has not seen). ``_UNDECIDED`` where it cannot be read so, or once more than
+    ``_MOST_PLACES_WRITTEN`` places hold the first word but not the rest, so that the search
+    stays linear in the text ("Aa Aa Aa x." many times over, for a name of as many words)."""
+    low = text.lower()
+    if len(low) != len(text) or "Σ" in text:
+        return _UNDECIDED
+    head = wanted[0]
+    places = misses = 0
+    first_written = None
+    at = low.find(head)
+    while at != -1 and places < _MOST_PLACES_WRITTEN:
+        end, clean = (-1, False) if at and _joined(low[at - 1]) else _words_from(low, at, wanted)
+        if end < 0:  # inside a longer word, or not the rest of the name
+            misses += 1
+            if misses > _MOST_MISSES:
+                return _UNDECIDED
+        else:
+            places += 1
+            if clean:
+                written = " ".join(text[at:end].split())
+                if written[0].isupper() or written[0].isdigit():
+                    return written
+                first_written = first_written or written
+        at = low.find(head, at + 1)
+    return first_written
+
+
+def _words_from(low: str, at: int, wanted: Sequence[str]) -> tuple[int, bool]:
+    """Where the words ``wanted`` end when ``low`` holds them, each whole, from ``at`` on
+    with only other characters between (-1 where it does not), and whether only marks a
+    name's words may hold and white space stand between them (see :func:`_as_name`)."""
+    end, clean, size = at, True, len(low)
+    for n, word in enumerate(wanted):
+        if n:
+            gap = end
+            end = _NOT_WORDS.match(low, end).end()  # type: ignore[union-attr] # matches ""
+            clean = clean and not low[gap:end].translate(_IN_NAME_MARKS).strip()
+        if not low.startswith(word, end):
+            return -1, False
+        end += len(word)
+        if end < size and _joined(low[end]):
+            return -1, False
+    return end, clean
+
+
+_NOT_WORDS = re.compile(r"\W*")
+# Places a name's first word is found but not the name whole, or inside a longer word ("u"
+# of "U Know Yunho" in every "you"), after which a text is split into words instead.
+_MOST_MISSES = 64
 
 
 @text_cache(HEAVY_CACHE_CHARS)

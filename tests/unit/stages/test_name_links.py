@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxasm
+from ctxasm import lexical
 from ctxasm.data import Candidate, Passage
 from ctxasm.lexical import (
     bridge_names,
@@ -353,6 +354,27 @@ def test_the_report_names_a_shared_name_as_the_texts_write_it() -> None:
     assert written_phrase("uefa cup winners cup", winners) == "UEFA Cup Winners' Cup"
     assert written_phrase("guns n roses", winners) == "Guns N’ Roses"
     assert written_phrase("", "text") is None
+
+
+_NAME_WORDS = ["aa", "Aa", "AA", "bb", "a", "x_y", "1", "İa", "ΣA", "Éé", "ǅa"]
+_NAME_GAPS = [" ", "  ", "-", "'", "'s ", ". ", "\n", "\x1c", "_", "\u00a0", "\u2013", "’"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(_NAME_WORDS), st.sampled_from(_NAME_GAPS)), max_size=40),
+    st.lists(st.sampled_from(["aa", "bb", "a", "x_y", "1", "i̇a", "σa", "éé", "ǆa"]), min_size=1),
+)
+def test_a_name_is_found_in_place_as_among_the_texts_words(
+    pieces: list[tuple[str, str]], key_words: list[str]
+) -> None:
+    """The search in the lower-cased text finds what splitting the text into words finds
+    (its fall-back), or leaves the text to it."""
+    text, key = "".join(w + gap for w, gap in pieces), " ".join(key_words)
+    found = lexical._written_in_place(key_words, text)
+    exact = lexical._written_among_words(key_words, text)
+    assert found in (lexical._UNDECIDED, exact)
+    assert written_phrase(key, text) == exact
 
 
 def test_finding_how_a_text_writes_a_name_is_linear_in_the_text() -> None:
