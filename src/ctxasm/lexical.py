@@ -38,6 +38,7 @@ __all__ = [
     "query_words",
     "sentence_spans",
     "sentence_words",
+    "states_a_term",
     "term_counts",
     "term_counts_all",
     "term_forms",
@@ -700,6 +701,26 @@ def covered_terms(
             if not (in_text.isdisjoint(spelled) and in_title.isdisjoint(spelled)):
                 found.append(term)
     return found
+
+
+def states_a_term(terms: Sequence[str], text: str, text_words: Sequence[str] = ()) -> bool:
+    """Whether :func:`covered_terms` of ``terms`` in ``text`` (no title) finds one, asked of a
+    sentence: no cache is filled (a sentence is asked once), the relation words are looked up
+    first (a set each) and the search stops at the first term found. ``text_words``: the words
+    of ``text`` (:func:`words`) where the caller has them."""
+    if not terms:
+        return False
+    if text_words and (text.isascii() or _unspaced().search(text) is None):
+        in_text = frozenset(text_words)  # what _term_words reads: words() is phrase_key split
+    else:
+        in_text = _term_words(text)
+    if any(not in_text.isdisjoint(term_forms(t)) for t in terms if not _unspaced_term(t)):
+        return True
+    if len(terms) > _TERMS_BY_SEARCH:
+        return any(term_counts(terms, text))
+    low = text.lower()
+    word_run = _WORD_RUN if low.isascii() else _spaced_word_run()
+    return any(_term_count(term, low, word_run) for term in terms)
 
 
 def titled(title: str | None, text: str) -> str:

@@ -24,6 +24,7 @@ from ctxasm.lexical import (
     query_terms,
     sentence_spans,
     sentence_words,
+    states_a_term,
     term_counts_all,
     term_forms,
     title_aliases,
@@ -536,14 +537,15 @@ def _anchored(
         if aliases is None:
             aliases = title_aliases([c.passage.title for c in pool])
         sentences = [text[start:end] for start, end in spans]
-        keys = [f" {' '.join(words)} " for words in sentence_words(text)]  # their phrase keys
+        spoken = sentence_words(text)
+        keys = [f" {' '.join(words)} " for words in spoken]  # their phrase keys
         stating: dict[int, bool] = {}  # by sentence, asked only where a linked name is
         stated: dict[int, bool] = {}
         for linked in out:
             names = [f" {alias} " for alias, _ in aliases[linked]]
             where = [k for k, key in enumerate(keys) if any(name in key for name in names)]
             stated[linked] = not where or any(
-                _states(k, sentences, keys, (terms, phrases), stating) for k in where
+                _states(k, (sentences, keys, spoken), (terms, phrases), stating) for k in where
             )
         if all(stated.values()) or not _states_any(text, terms, phrases):
             anchored.append(out)
@@ -574,16 +576,16 @@ def _beyond_title(
 
 def _states(
     at: int,
-    sentences: Sequence[str],
-    keys: Sequence[str],
+    sentences: tuple[Sequence[str], Sequence[str], Sequence[Sequence[str]]],
     elements: tuple[Sequence[str], Sequence[str]],
     known: dict[int, bool],
 ) -> bool:
-    """Whether sentence ``at`` states one of the query's words or named phrases ``elements``
-    (remembered in ``known``)."""
+    """Whether sentence ``at`` of ``sentences`` (their texts, phrase keys and words) states
+    one of the query's words or named phrases ``elements`` (remembered in ``known``)."""
     found = known.get(at)
     if found is None:
-        found = known[at] = _says(keys[at], sentences[at], *elements)
+        texts, keys, spoken = sentences
+        found = known[at] = _says(keys[at], texts[at], *elements, spoken[at])
     return found
 
 
@@ -593,12 +595,17 @@ def _states_any(text: str, terms: Sequence[str], phrases: Sequence[str]) -> bool
     return _says(f" {phrase_key(text)} ", text, terms, phrases)
 
 
-def _says(key: str, text: str, terms: Sequence[str], phrases: Sequence[str]) -> bool:
-    """Whether ``text`` (``key``: its padded phrase key) states one of the query's words
-    ``terms`` (in one of their forms) or named ``phrases``."""
-    return any(f" {phrase} " in key for phrase in phrases) or bool(
-        terms and covered_terms(terms, text)
-    )
+def _says(
+    key: str,
+    text: str,
+    terms: Sequence[str],
+    phrases: Sequence[str],
+    text_words: Sequence[str] = (),
+) -> bool:
+    """Whether ``text`` (``key``: its padded phrase key; ``text_words``: its words, where
+    known) states one of the query's words ``terms`` (in one of their forms) or named
+    ``phrases``."""
+    return any(f" {phrase} " in key for phrase in phrases) or states_a_term(terms, text, text_words)
 
 
 def _name_links(
@@ -679,7 +686,9 @@ def _stating(
         stated: set[str] = set()
         for sentence, (start, end) in zip(sentence_words(text), sentence_spans(text), strict=True):
             held = {" ".join(parts) for parts in index_of.found(sentence)} - stated
-            if held and _says(f" {' '.join(sentence)} ", text[start:end], terms, phrases):
+            if not held:
+                continue
+            if _says(f" {' '.join(sentence)} ", text[start:end], terms, phrases, sentence):
                 stated |= held
         found.append(frozenset(stated))
     return found

@@ -478,3 +478,25 @@ def test_the_longest_name_rule_stays_bounded_and_keeps_links_it_cannot_check() -
     assert title_links(many, texts)[10] == {0: 1.0, 2: 1.0}
     # with 8 longer titles the rule is asked: the text names W1 Common Name alone
     assert title_links([*many[:9], "x"], [*texts[:9], *texts[10:]])[9] == {2: 1.0}
+
+
+_SENTENCE_WORDS = ["married", "spouse", "wife", "Teachers", "taught", "安装", "pytorch", "İzmir"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([*_SENTENCE_WORDS, "the", "x", "ΣΟΦΙΑ"]), max_size=12),
+    st.lists(st.sampled_from(["spouse", "teach", "pytorch", "安装", "izmir", "σοφια"]), max_size=3),
+    st.sampled_from([" ", "", ", ", "\n"]),
+)
+def test_a_sentence_states_a_term_where_covered_terms_finds_one(
+    sentence: list[str], terms: list[str], gap: str
+) -> None:
+    """The planners' check of one sentence (no cache, the words it was given) agrees with
+    covered_terms, relation words ("married" states "spouse") and unspaced scripts included."""
+    from ctxasm.lexical import covered_terms, states_a_term, words
+
+    text = gap.join(sentence)
+    expected = bool(covered_terms(terms, text))
+    assert states_a_term(terms, text, words(text)) is expected
+    assert states_a_term(terms, text) is expected
