@@ -113,7 +113,7 @@ def _check_passage(passage: Passage) -> None:
     if passage.start is not None or passage.end is not None:
         _check_offsets(passage)
     if passage.timestamp is not None:
-        timestamp(passage.timestamp, "passage.timestamp")
+        _set(passage, "timestamp", timestamp(passage.timestamp, "passage.timestamp"))
     for key in ("score", "priority"):
         if getattr(passage, key) is not None:
             _set(passage, key, number(getattr(passage, key), f"passage.{key}"))

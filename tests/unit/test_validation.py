@@ -145,8 +145,15 @@ class _Boundless(int):
 
 
 def test_every_text_field_of_a_passage_and_a_request_is_a_plain_string() -> None:
-    passage = Passage(_Sly("p"), _Sly("Fish & chips"), title=_Sly("t"), url=_Sly("https://x.y"))
-    assert [type(v) for v in (passage.id, passage.text, passage.title, passage.url)] == [str] * 4
+    passage = Passage(
+        _Sly("p"),
+        _Sly("Fish & chips"),
+        title=_Sly("t"),
+        url=_Sly("https://x.y"),
+        timestamp=_Sly("2024-05-01"),
+    )
+    fields = (passage.id, passage.text, passage.title, passage.url, passage.timestamp)
+    assert [type(v) for v in fields] == [str] * 5
     request = Request(_Sly("q?"), (passage,), model=_Sly("gpt-4o"), format=_Sly("anthropic"))
     assert [type(v) for v in (request.query, request.model, request.format)] == [str] * 3
     assert type(Message("user", _Sly("hi")).content) is str
