@@ -4,7 +4,8 @@ A *concept* is one idea an injection is built from ("ignore", "instructions", "s
 "send", ...). Each language lists its words for a concept in one string: terms are separated
 by spaces, words of a multi-word term are joined by ``_``, and a term ending in ``*`` matches
 any word it starts (a stem, for inflected languages). Terms are written lower-case and without
-Latin accents, because the scan folds text the same way before matching. Chinese and Japanese
+Latin accents, nor marks on letters that look Latin (Ukrainian "ї" is written "і"), because the
+scan folds text the same way before matching. Chinese and Japanese
 terms are matched as substrings, since those languages do not separate words.
 
 A *rule* scores concepts: a single concept with a weight, or two concepts found within
@@ -335,7 +336,7 @@ LEXICON: dict[str, dict[str, str]] = {
                   " teile_dem_nutzer_mit sage_dem_nutzer",
     },
     "pt": {
-        "IGN": "ignore ignora ignorem ignorar esqueca esqueça desconsidere desconsidera nao_siga",
+        "IGN": "ignore ignora ignorem ignorar esqueca desconsidere desconsidera nao_siga",
         "PRIOR": "anterior* previa* previo* acima",
         "ALL": "todas todos tudo qualquer",
         "POSS": "suas seus tuas teus",
@@ -564,7 +565,7 @@ LEXICON: dict[str, dict[str, str]] = {
     "ru": {
         "IGN": "игнорируй игнорируйте проигнорируй забудь забудьте пренебреги не_следуй не_обращай",
         "PRIOR": "предыдущ* прежн* вышеуказанн* выше ранее",
-        "ALL": "все всё любые",
+        "ALL": "все любые",
         "POSS": "свои твои ваши",
         "INSTR": "инструкци* правил* указани* директив* ограничени* промпт* команд*",
         "NEW": "нов*",
@@ -596,7 +597,7 @@ LEXICON: dict[str, dict[str, str]] = {
         "IGN": "ігноруй ігноруйте проігноруй забудь забудьте не_виконуй",
         "PRIOR": "попередн* вищезазначен* вище",
         "ALL": "всі усі будь-які",
-        "POSS": "свої твої",
+        "POSS": "своі твоі",
         "INSTR": "інструкці* правил* вказівк* обмежен* промпт* команд*",
         "NEW": "нов*",
         "NOW": "відтепер тепер",
@@ -611,7 +612,7 @@ LEXICON: dict[str, dict[str, str]] = {
         "SECRET": "парол* дані_клієнтів ключ* секрет*",
         "DECODE": "декодуй розшифруй",
         "AIADDR": "мовна_модель",
-        "REPLY": "кожної_відповіді кожну_відповідь",
+        "REPLY": "кожноі_відповіді кожну_відповідь",
         "APPEND": "додай",
         "SAFETY": "безпек*",
         "EXEMPT": "не_діють не_застосовуються",

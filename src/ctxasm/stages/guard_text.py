@@ -5,7 +5,7 @@ passage itself is never changed): NFKC (full-width and mathematical letters), ca
 Latin accents removed, invisible characters (every format character: zero-width space and
 joiners, word joiners, the soft hyphen, the byte-order mark, bidirectional controls, Unicode tag
 characters...; variation selectors, fillers, and control characters other than white space)
-removed.
+removed, and so are the combining marks on look-alike letters.
 Look-alike letters from other scripts (Cyrillic ``о``, Greek ``ο``) and leetspeak digits
 (``1gn0r3``) are folded per word by ``stages.guard_phrases``, where both spellings are looked up.
 
@@ -100,6 +100,7 @@ CONFUSABLES = str.maketrans(
     {pair[0]: pair[1] for pair in _LOOK_ALIKES.split()} | dict.fromkeys(APOSTROPHES, "'")
 )
 LEET = str.maketrans("013457@$8", "oieastasb")
+_LOOK_ALIKE_LETTERS = frozenset(pair[0] for pair in _LOOK_ALIKES.split())
 
 # Unicode tag characters spell ASCII invisibly (U+E0020..U+E007E mirror ' '..'~').
 _TAGS = re.compile("[\U000e0020-\U000e007e]+")
@@ -522,9 +523,15 @@ def _simple_folds() -> dict[str, str]:
 
 
 def _latin_marks(match: re.Match[str]) -> str:
-    """The combining marks of ``match`` removed when they follow a Latin letter."""
+    """The combining marks of ``match`` removed when they follow a Latin letter or a letter
+    that looks like one: a mark on a Cyrillic or Greek look-alike ("іnstruсtіо\u0301ns", the
+    Russian stress mark; "ӧ" is "о" with one) would otherwise keep the word from reading as
+    Latin. Other letters keep theirs (Cyrillic й)."""
     start = match.start()
-    return "" if start and "a" <= match.string[start - 1] <= "z" else match.group()
+    if not start:
+        return match.group()
+    before = match.string[start - 1]
+    return "" if "a" <= before <= "z" or before in _LOOK_ALIKE_LETTERS else match.group()
 
 
 def outside_ascii(text: str) -> frozenset[str]:
