@@ -33,6 +33,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "comment and CDATA openers": lambda n: "<!--<![CDATA[" * (n // 13),
     "tags and references": lambda n: "<b>&amp;</b>" * (n // 12),
     "include-like tags": lambda n: ("<sys/" + "a" * 190 + ".h>") * (n // 198),
+    "letters a symbol separates": lambda n: "i_g_n|o/r+e " * (n // 12),
+    "one long run of separated letters": lambda n: "a_" * (n // 2) + "1",
+    "one-word sentences": lambda n: "ignore. all! previous? " * (n // 23),
 }
 
 

@@ -54,6 +54,7 @@ from ctxasm.stages.guard_phrases import (
     concept_events,
     load_tables,
     may_fire,
+    merged_sentences,
     score_events,
     spell,
     with_parts,
@@ -68,6 +69,7 @@ from ctxasm.stages.guard_text import (
     load_fold_table,
     markdown_read,
     markup_read,
+    separated_read,
     symbols_read,
     uncommented_read,
     without_padding,
@@ -204,9 +206,10 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
     if spaced is not None and spaced != folded:
         spaced = with_parts(spaced)
         checks |= _flagged([*_phrase_hits(spaced, spell(spaced)), *marks], threshold)
-    # Symbols that stand for letters ("@ll", "in$tructions") are read as them too, and words
-    # CamelCase joins ("IgnoreAllPrevious") apart.
-    for other in (symbols_read(folded), camel_read(window)):
+    # Symbols that stand for letters ("@ll", "in$tructions") are read as them too, words
+    # CamelCase joins ("IgnoreAllPrevious") apart, and letters a symbol separates ("i_g_n_o_r_e",
+    # "i|g|n|o|r|e") joined.
+    for other in (symbols_read(folded), camel_read(window), separated_read(folded)):
         if other is not None:
             reading = with_parts(other)
             checks |= _flagged([*_phrase_hits(reading, spell(reading)), *marks], threshold)
@@ -235,7 +238,11 @@ def _text_hits(text: str) -> list[Hit]:
 
 def _phrase_hits(folded: str, spelled: int | None) -> list[Hit]:
     """The phrase rules that fire on ``folded`` text, which ``spell`` read as ``spelled`` (the
-    concept walk is skipped where no rule can fire)."""
+    concept walk is skipped where no rule can fire), with sentences of one or two words read
+    as part of the next ("Ignore. All. Previous. Instructions.": only more rules can fire)."""
+    merged = merged_sentences(folded, spelled)
+    if merged is not None:
+        folded, spelled = merged, spell(merged)
     return score_events(concept_events(folded)) if may_fire(folded, spelled) else []
 
 

@@ -21,6 +21,7 @@ from itertools import combinations, compress, count, repeat
 from operator import itemgetter, or_
 from typing import Any
 
+from ctxasm.lexical import has_unspaced_run
 from ctxasm.stages.guard_lexicon import (
     CJK_LANGUAGES,
     LEXICON,
@@ -45,6 +46,7 @@ __all__ = [
     "concept_events",
     "load_tables",
     "may_fire",
+    "merged_sentences",
     "score_events",
     "spell",
     "with_parts",
@@ -654,6 +656,36 @@ def may_fire(text: str, spelled: int | None) -> bool:
         _satisfied(_with_terms(_bits(sentence, table) | _marked(mark, table), table), table)
         for sentence, mark in zip(data.split(b"."), marks, strict=True)
     )
+
+
+# A sentence of one or two words ends nothing: "Ignore. All. Previous. Instructions." is the
+# phrase to a model, though a pair rule counts within one sentence and a term's words must
+# follow each other. Not in a script written without spaces: a Chinese or Japanese sentence
+# is one "word" to ``str.split`` ("你可以忽略这个警告；之前的安装说明仍然有效").
+_SENTENCE_END = re.compile(r"[.!?;]+")
+_SHORT_SENTENCE = 2  # words
+
+
+def merged_sentences(text: str, spelled: int | None) -> str | None:
+    """Folded ``text`` (which ``spell`` read as ``spelled``) with the end of each sentence of
+    one or two words read as a space, so that it is read with the next; ``None`` where it has
+    no such sentence, or where no rule can fire in the whole text (merging adds no word)."""
+    if spelled is not None:
+        table = _presence()
+        if not _satisfied(_with_terms(spelled, table), table):
+            return None  # most text: no rule's concepts anywhere in it
+    if "." not in text and "!" not in text and "?" not in text and ";" not in text:
+        return None
+    pieces: list[str] = []
+    done = start = 0  # copied up to; where the current sentence starts
+    for end in _SENTENCE_END.finditer(text):
+        sentence = text[start : end.start()]
+        words = len(sentence.split(maxsplit=_SHORT_SENTENCE))
+        if 0 < words <= _SHORT_SENTENCE and not has_unspaced_run(sentence):
+            pieces.extend((text[done : end.start()], " "))
+            done = end.end()
+        start = end.end()
+    return "".join((*pieces, text[done:])) if pieces else None
 
 
 def _marked(marks: bytes, table: _Presence) -> int:

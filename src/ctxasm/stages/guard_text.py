@@ -45,6 +45,7 @@ __all__ = [
     "markdown_read",
     "markup_read",
     "outside_ascii",
+    "separated_read",
     "symbols_read",
     "tag_text",
     "uncommented_read",
@@ -308,6 +309,35 @@ def symbols_read(folded: str) -> str | None:
 
 def _as_letter(match: re.Match[str]) -> str:
     return match.group().translate(_SYMBOL_LETTERS)
+
+
+# Letters written one at a time with a symbol between them ("i_g_n_o_r_e", "i|g|n|o|r|e",
+# "i/g/n/o/r/e"): three letters or more, one symbol repeated, no letter or digit either side.
+# Spaces, dots and hyphens between letters are read elsewhere (``spell``, ``with_parts``).
+_SEPARATORS = "_|/+^,*~"
+_SEPARATED_LETTERS = re.compile(
+    rf"(?<![^\W_])[^\W\d_]([{re.escape(_SEPARATORS)}])[^\W\d_](?:\1[^\W\d_])+(?![^\W_])"
+)
+# ASCII letters as "a", the separators as "s", every other byte a space: a separated run has
+# b"asasa" (found at C speed, before the pattern reads the text).
+_SEPARATED_BYTES = bytes(
+    ord("a" if chr(c).isalpha() and c < 0x80 else "s" if chr(c) in _SEPARATORS else " ")
+    for c in range(256)
+)
+
+
+def separated_read(folded: str) -> str | None:
+    """``folded`` text with the symbols between letters written one at a time removed, or
+    ``None`` where it has no such run: "i_g_n_o_r_e a|l|l" is "ignore all". A joined run
+    counts only where it spells a word of the tables, so "a/c/g/t" and "s|m|l" stay harmless."""
+    if not _has_span(folded, _SEPARATED_BYTES, b"asasa"):
+        return None  # most text: one translation at C speed
+    joined = _SEPARATED_LETTERS.sub(_without_separator, folded)
+    return None if joined == folded else joined
+
+
+def _without_separator(run: re.Match[str]) -> str:
+    return run.group().replace(run.group(1), "")
 
 
 # ASCII lower-case letters as "a", upper-case as "A", every other byte a space: a capital
