@@ -43,7 +43,7 @@ LEXICON: dict[str, dict[str, str]] = {
                " nevermind scratch_that scratch_all_that throw_out throw_away discard abandon"
                " stop_honoring stop_honouring stop_obeying stop_respecting stop_observing"
                " no_longer_bound not_bound_by cease_following pay_no_heed don't_listen_to"
-               " do_not_listen_to do_not_obey don't_obey",
+               " do_not_listen_to do_not_obey don't_obey dismiss",
         "PRIOR": "previous prior above earlier preceding former original initial foregoing"
                  " everything_above all_above before_this_line before_this_message"
                  " before_this_point prior_to_this before_this_paragraph",
@@ -52,6 +52,11 @@ LEXICON: dict[str, dict[str, str]] = {
         "INSTR": "instruction* rules guideline* directive* prompt prompts policy policies"
                  " restriction* constraint* guardrail* programming your_new_task your_new_objective"
                  " your_new_goal your_new_mission your_real_task your_actual_task your_true_task",
+        # whose instructions they are, when that is whoever set the model up
+        # (a plural's trailing apostrophe is not part of a word: "developers'" is no term)
+        "OWNER": "the_developer's the_operator's the_system's the_deployer's"
+                 " the_administrator's your_developer's your_operator's your_creator's"
+                 " your_maker's your_owner's",
         "NEW": "new updated",
         "NOW": "from_now_on henceforth from_this_point this_point_forward for_the_remainder"
                " for_the_rest starting_now from_this_moment change_of_plans",
@@ -804,6 +809,11 @@ PAIR_RULES: tuple[tuple[str, str, float, str], ...] = (
     ("IGN", "PRIOR", 0.5, "instruction_override"),
     ("IGN", "ALL", 0.3, "instruction_override"),
     ("IGN", "POSS", 0.4, "instruction_override"),
+    # "the operator's instructions", weaker than "your" unless the sentence opens with the verb
+    # (ORDER: an override verb that opens a sentence, an order to the reader; "users often
+    # ignore the developer's instructions" is none)
+    ("IGN", "OWNER", 0.3, "instruction_override"),
+    ("ORDER", "OWNER", 0.2, "instruction_override"),
     ("IGN", "SAFETY", 0.7, "instruction_override"),
     ("IGN", "SYSP", 0.6, "instruction_override"),
     ("NEW", "INSTR", 0.6, "instruction_override"),

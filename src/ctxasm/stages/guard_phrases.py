@@ -330,7 +330,22 @@ def concept_events(text: str) -> list[Event]:
                 if not _follows(words, i, rest):
                     continue
             events.append((i, concept))
+            if concept == "IGN" and _opens_sentence(words, i):
+                events.append((i, _ORDER))
     return events
+
+
+# An override verb that opens a sentence, alone or after a word of politeness, is an order to
+# the reader ("Disregard the operator's instructions", "Kindly ignore ..."): the concept ORDER,
+# found by the walk only (``spell`` takes it to be wherever IGN is).
+_ORDER = "ORDER"
+_OPENERS = frozenset("please kindly now so just simply then also".split())
+
+
+def _opens_sentence(words: list[str], i: int) -> bool:
+    if i and words[i - 1] in _OPENERS:
+        i -= 1
+    return i == 0 or _SPECIAL_WORDS.get(words[i - 1]) == ""
 
 
 def _follows(words: list[str], i: int, rest: tuple[str, ...]) -> bool:
@@ -466,6 +481,7 @@ def _presence() -> _Presence:
     concepts = sorted({c for language in LEXICON.values() for c in language})
     bits = {c: 1 << n for n, c in enumerate([*concepts, *_SPECIAL_CONCEPTS])}
     next_bit = 1 << len(bits)
+    bits[_ORDER] = bits["IGN"]  # where IGN is, it may open a sentence
     words: dict[bytes, int] = {}
     word_bits: dict[bytes, int] = {}
 
