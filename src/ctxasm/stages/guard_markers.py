@@ -75,10 +75,19 @@ _LABEL_LETTERS = frozenset(c for c, latin in _LABEL_LOOKALIKES_FOLDED.items() if
 _LABEL_WORDS = ("source", "s0urce", "src", "quelle", "fuente", "источник")
 # A role name opening a line, as it is written or as Markdown shows it: in emphasis or code
 # ("**System**:", "> `system`:"), or quoted ('"System":'), with the colon after the markup.
+# The name may be labelled as a message, prompt or notice the way each language writes it:
+# joined ("系统消息", "システムメッセージ", "Systemmeldung"), after it ("системное сообщение",
+# "시스템 메시지") or before it ("mensagem do sistema"). Other labels ("系统要求", "Системные
+# требования", "System requirements") are no role.
 _ROLE_LINE = re.compile(
-    r"[#>*_\s\-]{0,8}([`\"'“‘«]{0,3})\[?(system|assistant|developer|human|user|ai|bot"
-    r"|model|sistema|systeme|система|系统|系統|システム|시스템)\]?[*_`\"'”’»]{0,3}"
-    r"(?![^\W_])\s{0,3}(?:note|message|prompt|update)?\s{0,3}[:：]"
+    r"[#>*_\s\-]{0,8}([`\"'“‘«]{0,3})\[?"
+    r"(?:(?:mensagem|mensaje|message|nachricht|messaggio)\s{1,3}d(?:o|u|e|el|es|i|al)\s{1,3})?"
+    r"(system|assistant|developer|human|user|ai|bot|model|sistema|systeme|система|системн[а-я]{2}"
+    r"|系统|系統|システム|시스템)"
+    r"(?:消息|提示|通知|訊息|讯息|提示词|メッセージ|プロンプト|메시지|프롬프트|meldung|nachricht"
+    r"|hinweis|prompt)?\]?[*_`\"'”’»]{0,3}(?![^\W_])\s{0,3}"
+    r"(?:note|message|prompt|update|сообщение|уведомление|промпт|подсказка|메시지|프롬프트|알림)?"
+    r"\s{0,3}[:：]"
 )
 _HEADING = re.compile(r"\s{0,8}#{2,4}\s{0,4}(?:instruction|response|system)s?\s{0,4}:?\s{0,8}$")
 _SENTENCE_ROLE = re.compile(r"[.!?]\s{1,4}(?:system|assistant|developer|human)\s{0,2}:(?!//)")
