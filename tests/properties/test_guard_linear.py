@@ -36,6 +36,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "letters a symbol separates": lambda n: "i_g_n|o/r+e " * (n // 12),
     "one long run of separated letters": lambda n: "a_" * (n // 2) + "1",
     "one-word sentences": lambda n: "ignore. all! previous? " * (n // 23),
+    "upside-down letters": lambda n: "ǝɹouƃı llɐ ʇ " * (n // 13),
 }
 
 

@@ -136,6 +136,12 @@ REVERSED_WORDS = (
     " snoitcurtsni ",
     " erongi ",
 )
+# Text turned upside down ("suoıʇɔnɹʇsuı snoıʌǝɹd llɐ ǝɹouƃı"): each letter rotated half a
+# turn, read from the end. Three or more of the rotated letters no alphabet writes as letters
+# of its own say whether to read it once more, turned back (IPA text that holds as many reads
+# back as nothing).
+_UPSIDE_DOWN = str.maketrans("ɐqɔpǝɟƃɥıɾʞlɯuodbɹsʇnʌʍxʎz˙¿¡", "abcdefghijklmnopqrstuvwxyz.?!")
+_ROTATED = frozenset("ɐǝɹʇɔƃʌʍʎɥɯɟɾʞ")
 # Morse code: runs of dots and dashes separated by spaces or slashes (bounded groups only).
 _MORSE_RUN = re.compile(r"(?:[.\-]{1,7}[ /]{1,5}){8,}[.\-]{0,7}")
 # Every Morse run holds 16 or more of ".- /" in a row, every binary run 8 binary digits in a
@@ -617,7 +623,7 @@ def decoded_payloads(
     text: str, runs: list[str] | None = None, ciphers: tuple[bool, bool] | None = None
 ) -> list[str]:
     """Readable text hidden in ``text`` as base64/base32, hex, binary, percent- or
-    backslash-escapes, or tag characters, up to ``MAX_PAYLOADS`` segments; ``runs`` is
+    backslash-escapes, tag characters, or upside down, up to ``MAX_PAYLOADS`` segments; ``runs`` is
     ``encoded_runs(text)`` when already known, ``ciphers`` whether ``text`` may hold two of
     ``ROT13_WORDS`` and two of ``REVERSED_WORDS`` as words (``None``: look)."""
     found: list[str] = []
@@ -659,6 +665,8 @@ def _decodings(
         yield text.translate(_ROT13)
     if backwards and sum(word in lowered for word in REVERSED_WORDS) >= 2:
         yield text[::-1]
+    if not text.isascii() and len(_ROTATED.intersection(outside_ascii(text))) >= 3:
+        yield text[::-1].translate(_UPSIDE_DOWN)
     if text.count("-") + text.count(".") >= 16 and _has_span(text, _MORSE_BYTES, _MORSE_SPAN):
         yield _from_morse(text)
     # Escapes decode to a text of their own only where one is valid; "100%" or a path with
