@@ -37,6 +37,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "one long run of separated letters": lambda n: "a_" * (n // 2) + "1",
     "one-word sentences": lambda n: "ignore. all! previous? " * (n // 23),
     "upside-down letters": lambda n: "ǝɹouƃı llɐ ʇ " * (n // 13),
+    "decimal codes": lambda n: "73 103 110 111 114 101 32 97 " * (n // 29),
+    "octal escapes and code points": lambda n: "\\111\\147 U+0049 %u0049 =49 " * (n // 29),
+    "base64 of base64 runs": lambda n: "U1dkdWIzSmxJR0ZzYkNCd2NtVjJhVzkx " * (n // 33),
 }
 
 

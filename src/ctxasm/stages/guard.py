@@ -52,8 +52,10 @@ from ctxasm.stages.guard_phrases import (
     ciphers,
     clear_word_cache,
     concept_events,
+    letters_in_a_row,
     load_tables,
     may_fire,
+    may_fire_anywhere,
     merged_sentences,
     score_events,
     spell,
@@ -209,7 +211,8 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
     # Symbols that stand for letters ("@ll", "in$tructions") are read as them too, words
     # CamelCase joins ("IgnoreAllPrevious") apart, and letters a symbol separates ("i_g_n_o_r_e",
     # "i|g|n|o|r|e") joined.
-    for other in (symbols_read(folded), camel_read(window), separated_read(folded)):
+    separated = separated_read(folded) if "_" in folded or letters_in_a_row(spelled) else None
+    for other in (symbols_read(folded), camel_read(window), separated):
         if other is not None:
             reading = with_parts(other)
             checks |= _flagged([*_phrase_hits(reading, spell(reading)), *marks], threshold)
@@ -240,7 +243,9 @@ def _phrase_hits(folded: str, spelled: int | None) -> list[Hit]:
     """The phrase rules that fire on ``folded`` text, which ``spell`` read as ``spelled`` (the
     concept walk is skipped where no rule can fire), with sentences of one or two words read
     as part of the next ("Ignore. All. Previous. Instructions.": only more rules can fire)."""
-    merged = merged_sentences(folded, spelled)
+    if not may_fire_anywhere(spelled):
+        return []  # most text: no rule's concepts anywhere in it
+    merged = merged_sentences(folded)
     if merged is not None:
         folded, spelled = merged, spell(merged)
     return score_events(concept_events(folded)) if may_fire(folded, spelled) else []

@@ -52,11 +52,10 @@ LEXICON: dict[str, dict[str, str]] = {
         "INSTR": "instruction* rules guideline* directive* prompt prompts policy policies"
                  " restriction* constraint* guardrail* programming your_new_task your_new_objective"
                  " your_new_goal your_new_mission your_real_task your_actual_task your_true_task",
-        # whose instructions they are, when that is whoever set the model up
-        # (a plural's trailing apostrophe is not part of a word: "developers'" is no term)
-        "OWNER": "the_developer's the_operator's the_system's the_deployer's"
-                 " the_administrator's your_developer's your_operator's your_creator's"
-                 " your_maker's your_owner's",
+        # whose instructions they are, when that is whoever set the model up (one word each:
+        # a term starting "the" or "your" would be tried at every "the"; a plural's trailing
+        # apostrophe is not part of a word, so "developers'" is no term)
+        "OWNER": "developer's operator's deployer's administrator's creator's system's",
         "NEW": "new updated",
         "NOW": "from_now_on henceforth from_this_point this_point_forward for_the_remainder"
                " for_the_rest starting_now from_this_moment change_of_plans",

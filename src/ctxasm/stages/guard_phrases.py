@@ -45,7 +45,9 @@ __all__ = [
     "clear_word_cache",
     "concept_events",
     "load_tables",
+    "letters_in_a_row",
     "may_fire",
+    "may_fire_anywhere",
     "merged_sentences",
     "score_events",
     "spell",
@@ -651,16 +653,30 @@ def spell(text: str) -> int | None:
     return found
 
 
+def may_fire_anywhere(spelled: int | None) -> bool:
+    """Whether some rule can fire on a text that ``spell`` read as ``spelled``, its sentences
+    taken as one (the first test of ``may_fire``)."""
+    if spelled is None:
+        return True
+    table = _presence()
+    return _satisfied(_with_terms(spelled, table), table)
+
+
+def letters_in_a_row(spelled: int | None) -> bool:
+    """Whether a text that ``spell`` read as ``spelled`` may hold one-letter words in a row
+    (a symbol between two letters reads as a space to ``spell``: "i|g|n")."""
+    return spelled is None or bool(spelled & _presence().letter_pair)
+
+
 def may_fire(text: str, spelled: int | None) -> bool:
     """Whether some rule can fire on folded ``text``, which ``spell`` read as ``spelled``: the
     concepts of the whole text first, then of each sentence, where the walk finds the words of
     a term (they follow each other), a pair rule's two concepts and "://", "@" or "_"."""
     if spelled is None:
         return True
-    table = _presence()
-    concepts = _with_terms(spelled, table)
-    if not _satisfied(concepts, table):
+    if not may_fire_anywhere(spelled):
         return False
+    table = _presence()
     if spelled & table.concepts & table.single or spelled & table.whole_only:
         return True  # a word that fires alone, or letters spelled out: walked
     form = _ascii_form(text) or b""  # not None: spell read it
@@ -680,18 +696,18 @@ def may_fire(text: str, spelled: int | None) -> bool:
 # is one "word" to ``str.split`` ("你可以忽略这个警告；之前的安装说明仍然有效").
 _SENTENCE_END = re.compile(r"[.!?;]+")
 _SHORT_SENTENCE = 2  # words
+# Whether a text may hold one (one or two words, a sentence end, first or after another end):
+# one search, before the sentences are cut and counted. Each try reads two words at most.
+_SHORT_SENTENCE_AFTER_END = re.compile(r"[.!?;]\s*[^\s.!?;]+(?:\s+[^\s.!?;]+)?\s*[.!?;]")
+_SHORT_FIRST_SENTENCE = re.compile(r"\s*[^\s.!?;]+(?:\s+[^\s.!?;]+)?\s*[.!?;]")
 
 
-def merged_sentences(text: str, spelled: int | None) -> str | None:
-    """Folded ``text`` (which ``spell`` read as ``spelled``) with the end of each sentence of
-    one or two words read as a space, so that it is read with the next; ``None`` where it has
-    no such sentence, or where no rule can fire in the whole text (merging adds no word)."""
-    if spelled is not None:
-        table = _presence()
-        if not _satisfied(_with_terms(spelled, table), table):
-            return None  # most text: no rule's concepts anywhere in it
-    if "." not in text and "!" not in text and "?" not in text and ";" not in text:
-        return None
+def merged_sentences(text: str) -> str | None:
+    """Folded ``text`` with the end of each sentence of one or two words read as a space, so
+    that it is read with the next; ``None`` where it has no such sentence. Only worth reading
+    where ``may_fire_anywhere``: merging adds no word."""
+    if _SHORT_FIRST_SENTENCE.match(text) is None and _SHORT_SENTENCE_AFTER_END.search(text) is None:
+        return None  # most text: no sentence of one or two words
     pieces: list[str] = []
     done = start = 0  # copied up to; where the current sentence starts
     for end in _SENTENCE_END.finditer(text):

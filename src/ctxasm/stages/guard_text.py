@@ -118,6 +118,19 @@ _SPACED_HEX_RUN = re.compile(
 )
 _HEX_PAIR = re.compile(r"[0-9A-Fa-f]{2}(?![0-9A-Fa-f])")
 _ESCAPES = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})")
+# Character codes written as numbers: 16 or more decimal (or octal) codes of 2 or 3 digits,
+# one kind of separator between them ("73 103 110", "73,103,110", "fromCharCode(73,103,...)");
+# C octal escapes ("\\111\\147", 8 or more); JavaScript's "%u0049" and "U+0049" code points
+# (8 or more); quoted-printable ("=49=67", "Ignore=20all").
+_NUMBER_RUN = re.compile(r"(?<![\d.])\d{2,3}(?:(?:[ ,]|, )\d{2,3}){15,}(?![\d.])")
+_NUMBER_BYTES = bytes(ord("n" if chr(c) in "0123456789 ," else " ") for c in range(256))
+_NUMBER_SPAN = b"n" * 47  # 16 codes of two digits, one separator between each two
+_OCTAL_ESCAPES = re.compile(r"(?:\\[0-7]{3}){8,}")
+_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
+_PERCENT_U = re.compile(r"%u([0-9a-fA-F]{4})")
+_CODE_POINTS = re.compile(r"[Uu]\+[0-9a-fA-F]{4,6}(?:[ ,]{0,2}[Uu]\+[0-9a-fA-F]{4,6}){7,}")
+_CODE_POINT = re.compile(r"[Uu]\+([0-9a-fA-F]{4,6})")
+_QUOTED_PRINTABLE = re.compile(r"=[0-9A-F]{2}")
 
 # Text in ROT13 or written backwards: common English words so spelled (with spaces around)
 # say whether to read it once more, decoded.
@@ -325,7 +338,7 @@ _SEPARATED_LETTERS = re.compile(
     rf"(?<![^\W_])[^\W\d_]([{re.escape(_SEPARATORS)}])[^\W\d_](?:\1[^\W\d_])+(?![^\W_])"
 )
 # ASCII letters as "a", the separators as "s", every other byte a space: a separated run has
-# b"asasa" (found at C speed, before the pattern reads the text).
+# b"asas" (found at C speed, before the pattern reads the text).
 _SEPARATED_BYTES = bytes(
     ord("a" if chr(c).isalpha() and c < 0x80 else "s" if chr(c) in _SEPARATORS else " ")
     for c in range(256)
@@ -336,7 +349,7 @@ def separated_read(folded: str) -> str | None:
     """``folded`` text with the symbols between letters written one at a time removed, or
     ``None`` where it has no such run: "i_g_n_o_r_e a|l|l" is "ignore all". A joined run
     counts only where it spells a word of the tables, so "a/c/g/t" and "s|m|l" stay harmless."""
-    if not _has_span(folded, _SEPARATED_BYTES, b"asasa"):
+    if not _has_span(folded, _SEPARATED_BYTES, b"asas"):
         return None  # most text: one translation at C speed
     joined = _SEPARATED_LETTERS.sub(_without_separator, folded)
     return None if joined == folded else joined
@@ -623,15 +636,33 @@ def decoded_payloads(
     text: str, runs: list[str] | None = None, ciphers: tuple[bool, bool] | None = None
 ) -> list[str]:
     """Readable text hidden in ``text`` as base64/base32, hex, binary, percent- or
-    backslash-escapes, tag characters, or upside down, up to ``MAX_PAYLOADS`` segments; ``runs`` is
+    backslash-escapes, character codes, tag characters, or upside down, once or twice over
+    (base64 of base64), up to ``MAX_PAYLOADS`` segments; ``runs`` is
     ``encoded_runs(text)`` when already known, ``ciphers`` whether ``text`` may hold two of
     ``ROT13_WORDS`` and two of ``REVERSED_WORDS`` as words (``None``: look)."""
     found: list[str] = []
     budget = MAX_PAYLOAD_CHARS
-    for decoded in _decodings(text, encoded_runs(text) if runs is None else runs, ciphers):
-        if decoded and len(found) < MAX_PAYLOADS and budget > 0 and _readable(decoded):
+    nesting = MAX_PAYLOAD_CHARS  # characters of decoded text decoded once more
+    runs = encoded_runs(text) if runs is None else runs
+    tried = frozenset(runs)
+    for decoded in _decodings(text, runs, ciphers):
+        if not decoded:
+            continue
+        if len(found) < MAX_PAYLOADS and budget > 0 and _readable(decoded):
             found.append(decoded[:budget])
             budget -= len(decoded)
+        if nesting <= 0:
+            continue
+        # Each decoding is decoded once more, readable or not (base64 of base64, of
+        # percent-escapes, of ROT13; percent-escapes of percent-escapes), the runs already
+        # tried left out; the characters so read are bounded, so the scan stays linear.
+        inner = decoded[:nesting]
+        nesting -= len(inner)
+        inner_runs = [run for run in encoded_runs(inner) if run not in tried]
+        for nested in _decodings(inner, inner_runs, None):
+            if nested and len(found) < MAX_PAYLOADS and budget > 0 and _readable(nested):
+                found.append(nested[:budget])
+                budget -= len(nested)
     return found
 
 
@@ -647,11 +678,14 @@ def _decodings(
                 yield _from_base64(run) or _from_base32(run)
         for run in _HEX_RUN.findall(spaced):
             yield _bytes_text(binascii.unhexlify(run))
-    if text.count("0") + text.count("1") >= 16 and _has_span(text, _BINARY_BYTES, _BINARY_SPAN):
+    data = text.encode("utf-8", "surrogatepass")  # for the tests at C speed below
+    if text.count("0") + text.count("1") >= 16 and _BINARY_SPAN in data.translate(_BINARY_BYTES):
         for match in _BINARY_RUN.finditer(text):  # two bytes of bits at least
             bits = match.group().replace(" ", "")
             yield _bytes_text(bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits), 8)))
-    if _has_span(text, _SPACED_HEX_BYTES, _SPACED_HEX_SPAN):
+    # a run of decimal codes ("73 103 110") is one of the characters of spaced hex too
+    hex_like = _SPACED_HEX_SPAN in data.translate(_SPACED_HEX_BYTES)
+    if hex_like:
         for match in _SPACED_HEX_RUN.finditer(text):
             yield _bytes_text(binascii.unhexlify("".join(_HEX_PAIR.findall(match.group()))))
     if runs:  # ascii85 and base85 runs have no spaces either
@@ -667,8 +701,11 @@ def _decodings(
         yield text[::-1]
     if not text.isascii() and len(_ROTATED.intersection(outside_ascii(text))) >= 3:
         yield text[::-1].translate(_UPSIDE_DOWN)
-    if text.count("-") + text.count(".") >= 16 and _has_span(text, _MORSE_BYTES, _MORSE_SPAN):
+    if text.count("-") + text.count(".") >= 16 and _MORSE_SPAN in data.translate(_MORSE_BYTES):
         yield _from_morse(text)
+    numbered = hex_like and _NUMBER_SPAN in data.translate(_NUMBER_BYTES)
+    if numbered or "\\" in text or "%u" in text or "+" in text or "=" in text:
+        yield from _char_codes(text, numbered)
     # Escapes decode to a text of their own only where one is valid; "100%" or a path with
     # "\\x" left as it was is the text already read, so it is not read twice (nor named an
     # encoded blob for what its own words say).
@@ -681,6 +718,46 @@ def _decodings(
     if "&" in text and ";" in text:  # HTML character references ("ign&#111;re")
         unescaped = html.unescape(text)
         yield unescaped if unescaped != text else None
+
+
+def _char_codes(text: str, numbered: bool) -> Iterator[str | None]:
+    """The text that character codes written as numbers in ``text`` spell (see
+    ``_NUMBER_RUN``): decimal and octal lists (only where ``numbered``: a run of digits,
+    spaces and commas as long as one is, found at C speed), C octal escapes, ``%u`` and ``U+``
+    code points, quoted-printable. Each is looked for only where a test at C speed finds it
+    may be."""
+    if numbered:
+        for match in _NUMBER_RUN.finditer(text):
+            numbers = match.group().replace(",", " ").split()
+            yield _codes_text(numbers, 10)
+            if not any(digit in match.group() for digit in "89"):
+                yield _codes_text(numbers, 8)
+    if text.count("\\") >= 8:
+        for match in _OCTAL_ESCAPES.finditer(text):
+            yield _codes_text(_OCTAL_ESCAPE.findall(match.group()), 8)
+    if "%u" in text:
+        unescaped = _PERCENT_U.sub(lambda m: chr(int(m.group(1), 16)), text)
+        yield unescaped if unescaped != text else None
+    if "+" in text and ("U+" in text or "u+" in text):
+        for match in _CODE_POINTS.finditer(text):
+            yield "".join(_code_point(code) for code in _CODE_POINT.findall(match.group()))
+    if text.count("=") >= 3 and len(_QUOTED_PRINTABLE.findall(text)) >= 3:
+        decoded = _bytes_text(binascii.a2b_qp(text.encode("utf-8", "surrogatepass")))
+        yield decoded if decoded != text else None
+
+
+def _codes_text(numbers: list[str], base: int) -> str | None:
+    """The characters ``numbers`` (in ``base``) code, where each is printable ASCII or white
+    space (a list of measurements or ports is none)."""
+    codes = [int(number, base) for number in numbers]
+    if all(32 <= code < 127 or code in (9, 10, 13) for code in codes):
+        return "".join(map(chr, codes))
+    return None
+
+
+def _code_point(code: str) -> str:
+    value = int(code, 16)
+    return chr(value) if value <= 0x10FFFF else ""
 
 
 def _worded(decoded: str) -> bool:
@@ -775,7 +852,11 @@ def _from_base32(run: str) -> str | None:
 
 
 def _bytes_text(data: bytes) -> str | None:
+    """``data`` as UTF-8, or as UTF-16LE where every other byte is NUL (ASCII so encoded, as
+    PowerShell's ``-EncodedCommand`` is)."""
     try:
+        if b"\x00" in data and len(data) % 2 == 0 and not data[1::2].strip(b"\x00"):
+            return data.decode("utf-16-le")
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
