@@ -120,6 +120,39 @@ _IMG_SRC = re.compile(
     rf"({_URL_START}[^\"'\s>]{{0,2048}})"
 )
 _MAX_TAG = 4096  # characters of an <img> tag read for its src
+
+
+def _attribute(*names: str) -> re.Pattern[str]:
+    """An attribute among ``names`` whose value is an url to another host (its group 1)."""
+    return re.compile(
+        rf"\b(?:{'|'.join(names)})\s{{0,3}}=\s{{0,3}}[\"']?({_URL_START}[^\"'\s>]{{0,2048}})"
+    )
+
+
+# Other tags that make a renderer fetch an url by itself, and the attribute that holds it (only
+# that one: "<a href>" waits for a click, its "ping" does not): a script, an SVG <use>, the
+# "ping" of a link, the "background" of a page or a table, a meta refresh ("0;url=...").
+_BACKGROUND = _attribute("background")
+_FETCHING_ATTRIBUTE = {
+    "script": _attribute("src"),
+    "use": _attribute("href", "xlink:href"),
+    "a": _attribute("ping"),
+    "area": _attribute("ping"),
+    "body": _BACKGROUND,
+    "table": _BACKGROUND,
+    "td": _BACKGROUND,
+    "th": _BACKGROUND,
+    "meta": re.compile(
+        r"\bcontent\s{0,3}=\s{0,3}[\"']?\d{1,6}\s{0,3}[;,]\s{0,3}url\s{0,3}=\s{0,3}[\"']?"
+        rf"({_URL_START}[^\"'\s>]{{0,2048}})"
+    ),
+}
+_OTHER_FETCHING_TAG = re.compile(rf"<({'|'.join(_FETCHING_ATTRIBUTE)})(?![a-z0-9-])")
+# CSS fetches what url() and @import name, in a style attribute or a <style> element. The url
+# holds no parenthesis, so each one is read up to the next "(" at most: linear.
+_CSS_URL = re.compile(
+    rf"(?:url\(\s{{0,3}}[\"']?|@import\s{{1,3}}[\"'])({_URL_START}[^\"'\s()<>]{{0,2048}})"
+)
 _DATA_SEGMENT = re.compile(r"[A-Za-z0-9+/=_%-]{32,}")
 _HIDDEN = re.compile("[\u200b\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
 _HIDDEN_NOT_ZWSP = re.compile(
@@ -358,8 +391,10 @@ def link_hits(text: str, folded: str) -> list[Hit]:
             if weight:
                 hits.append(Hit("image_url" if image else "link_url", weight, "exfiltration_link"))
     hits.extend(_img_hits(folded))
+    hits.extend(_fetch_hits(folded))
     if shown is not text and "<" in shown:  # a src written with character references
         hits.extend(_img_hits(shown.lower()))
+        hits.extend(_fetch_hits(shown.lower()))
     if "=" in text and "://" in text and _open_slot(text):
         hits.append(Hit("url_slot", _SLOT_WEIGHT, "exfiltration_link"))
     return hits
@@ -411,6 +446,29 @@ def _img_hits(lowered: str) -> list[Hit]:
         if src is not None:
             weight = max(0.5, _url_weight(src.group(1), True))
             hits.append(Hit("img_src", weight, "exfiltration_link"))
+    return hits
+
+
+def _fetch_hits(lowered: str) -> list[Hit]:
+    """Other HTML and CSS that fetches an url by itself (``_OTHER_FETCHING_TAG``,
+    ``_CSS_URL``), in lower-cased text, weighed as an image's url: by the data it carries (a
+    script from a CDN carries none)."""
+    hits: list[Hit] = []
+    urls: list[str] = []
+    if "url(" in lowered or "@import" in lowered:
+        urls.extend(_CSS_URL.findall(lowered))
+    if "<" in lowered:
+        for tag in _OTHER_FETCHING_TAG.finditer(lowered):  # each read up to the next "<"
+            start = tag.start()
+            following = lowered.find("<", start + 1)
+            end = min(following if following != -1 else len(lowered), start + _MAX_TAG)
+            found = _FETCHING_ATTRIBUTE[tag.group(1)].search(lowered, start, end)
+            if found is not None:
+                urls.append(found.group(1))
+    for url in urls:
+        weight = _url_weight(url, True)
+        if weight:
+            hits.append(Hit("fetched_url", weight, "exfiltration_link"))
     return hits
 
 

