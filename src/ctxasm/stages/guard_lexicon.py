@@ -211,7 +211,8 @@ LEXICON: dict[str, dict[str, str]] = {
         "INSTR": "instruccion* instrucciones regla* directriz* directrices indicacion*"
                  " restriccion* prompt politica*",
         "NEW": "nueva* nuevo* nuevas",
-        "NOW": "a_partir_de_ahora desde_ahora ahora de_ahora_en_adelante",
+        "NOW": "a_partir_de_ahora desde_ahora ahora de_ahora_en_adelante a_partir_de_este_punto"
+               " a_partir_de_este_momento de_aqui_en_adelante",
         "YOUARE": "ahora_eres ya_no_eres ahora_estas eres_ahora",
         "ACTAS": "actua_como finge haz_de_cuenta simula",
         "FREE": "sin_restricciones sin_limites sin_filtro sin_filtros sin_reglas sin_censura"
@@ -247,7 +248,8 @@ LEXICON: dict[str, dict[str, str]] = {
                  " si_eres_un_modelo ia_que_lea ia_que_este_leyendo asistente_que_lea"
                  " asistente_que_este_leyendo modelo_que_lea",
         "ASSERT": "di_que diga_que dile_al_usuario dile_al_lector afirma_que menciona_que"
-                  " recomienda_que siempre_recomienda siempre_di",
+                  " recomienda_que siempre_recomienda siempre_di recomienda_nuestro*",
+        "ONLYSAY": "responde_unicamente responde_solo responde_solamente",
     },
     "fr": {
         "IGN": "ignore ignorez oubliez oublie_tout oublie_toutes oublie_les oublie_tes negligez"
@@ -290,7 +292,9 @@ LEXICON: dict[str, dict[str, str]] = {
         "PRIORTEXT": "texte_ci-dessus tout_ce_qui_precede mots_ci-dessus",
         "AIVOC": "note_pour_l'ia note_a_l'ia consigne_pour_l'ia message_pour_l'ia"
                  " note_pour_l'assistant note_a_l'assistant cher_assistant chere_ia"
-                 " si_tu_es_une_ia si_vous_etes_une_ia ia_qui_lit_ceci assistant_qui_lit_ceci",
+                 " si_tu_es_une_ia si_vous_etes_une_ia ia_qui_lit_ceci assistant_qui_lit_ceci"
+                 " a_l'ia_qui pour_l'ia_qui a_l'assistant_qui pour_l'assistant_qui a_toute_ia"
+                 " aux_ia_qui ia_qui_lit_cette* ia_qui_lisez",
         "ASSERT": "dis_que dites_que affirme_que mentionne_que recommande_uniquement"
                   " recommande_toujours dis_a_l'utilisateur dites_a_l'utilisateur",
         "TOLD": "ce_qu'on_t'a_dit on_t'a_dit on_vous_a_dit ce_qu'on_vous_a_dit",
@@ -335,9 +339,12 @@ LEXICON: dict[str, dict[str, str]] = {
         "PRIORTEXT": "text_oben alles_oben obigen_text worte_oben",
         "AIVOC": "hinweis_fur_die_ki hinweis_an_die_ki notiz_fur_die_ki notiz_an_die_ki hallo_ki"
                  " liebe_ki lieber_assistent wenn_du_eine_ki_bist falls_du_eine_ki_bist"
-                 " ki_die_diesen_text ki_die_diese_seite",
+                 " ki_die_diesen_text ki_die_diese_seite an_die_ki_die hinweis_an_das_sprachmodell"
+                 " notiz_an_das_sprachmodell hinweis_an_den_assistenten an_das_sprachmodell_das"
+                 " fur_die_ki_die",
         "ASSERT": "sage_dass sag_dass behaupte_dass erwahne_dass empfiehl_immer antworte_nur"
-                  " teile_dem_nutzer_mit sage_dem_nutzer",
+                  " teile_dem_nutzer_mit sage_dem_nutzer sag_dem_nutzer empfiehl_dem_nutzer"
+                  " empfiehl_dem_benutzer sag_dem_benutzer sage_dem_benutzer",
     },
     "pt": {
         "IGN": "ignore ignora ignorem ignorar esqueca desconsidere desconsidera nao_siga",
@@ -593,9 +600,10 @@ LEXICON: dict[str, dict[str, str]] = {
         "CONCLUDED": "я_пришел_к_выводу я_установил как_ассистент",
         "NOASK": "без_подтверждения без_разрешения без_согласия не_сообщай не_упоминай",
         "AIVOC": "ии_читающему заметка_для_ии примечание_для_ии привет_ии дорогой_ассистент"
-                 " если_ты_ии если_вы_ии",
+                 " если_ты_ии если_вы_ии для_ии_читающ* для_ии_который ии_который_читает"
+                 " для_ассистента_читающ*",
         "ASSERT": "скажи_что скажите_что сообщи_пользователю отвечай_пользователю отвечай_что"
-                  " всегда_рекомендуй",
+                  " всегда_рекомендуй скажи_пользователю скажите_пользователю посоветуй_пользователю",
     },
     "uk": {
         "IGN": "ігноруй ігноруйте проігноруй забудь забудьте не_виконуй",
@@ -753,7 +761,8 @@ LEXICON: dict[str, dict[str, str]] = {
         "CONCLUDED": "我已经确定 我已确定 我得出结论 作为助手",
         "NOASK": "无需确认 未经批准 无需批准 不经确认 不要告诉",
         "AIVOC": "致ai 致人工智能 致助手 正在阅读的ai 读到这段文字的ai 读到本文的ai 阅读此页面的ai"
-                 " 如果你是ai 如果你是人工智能 ai助手请注意 ai请注意",
+                 " 如果你是ai 如果你是人工智能 ai助手请注意 ai请注意 本页的ai 本页面的ai 此页的ai"
+                 " 此页面的ai 本文的ai 此文的ai 这篇文章的ai 这个页面的ai",
         "ASSERT": "告诉用户 推荐用户",
     },
     "ja": {
@@ -784,7 +793,7 @@ LEXICON: dict[str, dict[str, str]] = {
         "NOASK": "確認なしで 承認なしで 伝えないで",
         "AIVOC": "aiの方へ ai様へ 読んでいるai 読んでいるアシスタント もしあなたがaiなら"
                  " aiの皆さんへ",
-        "ASSERT": "ユーザーに伝えて",
+        "ASSERT": "ユーザーに伝えて だと伝えて と伝えてください ユーザーに勧めて",
     },
 }
 # fmt: on
