@@ -697,9 +697,10 @@ def may_fire(text: str, spelled: int | None) -> bool:
 _SENTENCE_END = re.compile(r"[.!?;]+")
 _SHORT_SENTENCE = 2  # words
 # Whether a text may hold one (one or two words, a sentence end, first or after another end):
-# one search, before the sentences are cut and counted. Each try reads two words at most.
-_SHORT_SENTENCE_AFTER_END = re.compile(r"[.!?;]\s*[^\s.!?;]+(?:\s+[^\s.!?;]+)?\s*[.!?;]")
-_SHORT_FIRST_SENTENCE = re.compile(r"\s*[^\s.!?;]+(?:\s+[^\s.!?;]+)?\s*[.!?;]")
+# one search, before the sentences are cut and counted. Each try reads two words at most,
+# once (possessive: a word is not given back letter by letter).
+_SHORT_SENTENCE_AFTER_END = re.compile(r"[.!?;]\s*+[^\s.!?;]++(?:\s++[^\s.!?;]++)?+\s*+[.!?;]")
+_SHORT_FIRST_SENTENCE = re.compile(r"\s*+[^\s.!?;]++(?:\s++[^\s.!?;]++)?+\s*+[.!?;]")
 
 
 def merged_sentences(text: str) -> str | None:

@@ -651,8 +651,8 @@ def decoded_payloads(
         if len(found) < MAX_PAYLOADS and budget > 0 and _readable(decoded):
             found.append(decoded[:budget])
             budget -= len(decoded)
-        if nesting <= 0:
-            continue
+        if nesting <= 0 or len(decoded) < MIN_ENCODED_CHARS:
+            continue  # a short decoding holds no run worth decoding again
         # Each decoding is decoded once more, readable or not (base64 of base64, of
         # percent-escapes, of ROT13; percent-escapes of percent-escapes), the runs already
         # tried left out; the characters so read are bounded, so the scan stays linear.
