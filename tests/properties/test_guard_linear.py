@@ -41,6 +41,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "octal escapes and code points": lambda n: "\\111\\147 U+0049 %u0049 =49 " * (n // 29),
     "base64 of base64 runs": lambda n: "U1dkdWIzSmxJR0ZzYkNCd2NtVjJhVzkx " * (n // 33),
     "CSS url openers": lambda n: "url(//a" * (n // 7),
+    "colons before a CSS url": lambda n: ": " * (n // 2) + "url(//x?d=1)",
     "fetching attributes in one tag": lambda n: "<a " + "ping=//x?d=1" * (n // 12),
 }
 

@@ -148,10 +148,14 @@ _FETCHING_ATTRIBUTE = {
     ),
 }
 _OTHER_FETCHING_TAG = re.compile(rf"<({'|'.join(_FETCHING_ATTRIBUTE)})(?![a-z0-9-])")
-# CSS fetches what url() and @import name, in a style attribute or a <style> element. The url
-# holds no parenthesis, so each one is read up to the next "(" at most: linear.
+# CSS fetches what url() and @import name, in a style attribute or a <style> element: url()
+# in a property's value (after its colon: "background: #fff url(...)"; code such as
+# "x: URL = URL('http://...')" has an "=" between), @import with or without url(). The url
+# holds no parenthesis, and the value before it is read up to the next colon, for 64
+# characters at most: linear.
 _CSS_URL = re.compile(
-    rf"(?:url\(\s{{0,3}}[\"']?|@import\s{{1,3}}[\"'])({_URL_START}[^\"'\s()<>]{{0,2048}})"
+    r"(?::[^:;{}()<>\"'=\n]{0,64}?(?<![\w.-])url\(\s{0,3}[\"']?|@import\s{1,3}(?:url\()?[\"']?)"
+    rf"({_URL_START}[^\"'\s()<>]{{0,2048}})"
 )
 _DATA_SEGMENT = re.compile(r"[A-Za-z0-9+/=_%-]{32,}")
 _HIDDEN = re.compile("[\u200b\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")

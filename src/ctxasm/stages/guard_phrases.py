@@ -712,13 +712,24 @@ def merged_sentences(text: str) -> str | None:
     pieces: list[str] = []
     done = start = 0  # copied up to; where the current sentence starts
     for end in _SENTENCE_END.finditer(text):
-        sentence = text[start : end.start()]
-        words = len(sentence.split(maxsplit=_SHORT_SENTENCE))
-        if 0 < words <= _SHORT_SENTENCE and not has_unspaced_run(sentence):
+        if _is_short_sentence(text[start : end.start()], text, end.end()):
             pieces.extend((text[done : end.start()], " "))
             done = end.end()
         start = end.end()
     return "".join((*pieces, text[done:])) if pieces else None
+
+
+def _is_short_sentence(sentence: str, text: str, after: int) -> bool:
+    """Whether ``sentence``, ended where ``text[after]`` follows, is one or two words of
+    letters ended as a sentence is (by white space or the end of the text): code and data
+    cut by dots and quotes ("`agent.clone(x=\"...\")`.") are none."""
+    words = sentence.split(maxsplit=_SHORT_SENTENCE)
+    return (
+        0 < len(words) <= _SHORT_SENTENCE
+        and (after == len(text) or text[after].isspace())
+        and all(map(str.isalpha, words))
+        and not has_unspaced_run(sentence)
+    )
 
 
 def _marked(marks: bytes, table: _Presence) -> int:

@@ -1413,3 +1413,15 @@ def test_an_ai_reader_addressed_in_other_wording_is_flagged(text: str) -> None:
 )
 def test_prose_about_ai_readers_in_other_languages_is_not_flagged(text: str) -> None:
     assert SCAN.scan(text) == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        ">>> url = URL('http://example.com/?a=1&b=2')\n>>> url.update_query(a=3, c=4)",
+        "host: URL = URL('https://example.com/path?q=1')",
+        'Parameters. Returns. Raises. See `agent.clone(system_prompt="...")`. The new agent.',
+    ],
+)
+def test_code_that_looks_like_css_or_short_sentences_is_not_flagged(text: str) -> None:
+    assert SCAN.scan(text) == ()
