@@ -19,6 +19,7 @@ from ctxasm.strategy import Strategy, require_number
 from ctxasm.validation import shown
 
 __all__ = [
+    "MIN_AGREEMENT",
     "STAGE",
     "AutoRelevance",
     "BM25Relevance",
@@ -33,8 +34,11 @@ __all__ = [
 ]
 
 STAGE = "relevance"
-# The fewest passages whose scores' agreement with the query's words is worth measuring.
-_MIN_AGREEMENT = 5
+# The fewest passages whose scores' agreement with the query's words is worth measuring: a
+# rank correlation over fewer is mostly chance (at 7, two lists drawn at random agree by 0.79
+# or more one time in twenty), and a retriever's or reranker's few best, scored for meaning,
+# often share few words with the query ("penned" for "wrote"): its order is the better guide.
+MIN_AGREEMENT = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +53,9 @@ class Scores:
     note: str = ""
     # The BM25 part of each value (scaled so the best is 1), where the strategy has one.
     lexical: list[float] | None = None
+    # What orders passages of equal value (the given scores, where they were not trusted:
+    # nothing else tells apart the passages that share no word with the query).
+    tiebreak: list[float] | None = None
 
 
 class RelevanceStrategy(Protocol):
@@ -220,7 +227,7 @@ class AutoRelevance(Strategy):
         sampled = _sample(given, self.sample)
         whole = len(sampled) == len(passages)
         own = utility.score(query, passages if whole else [passages[i] for i in sampled])
-        if len(sampled) < _MIN_AGREEMENT or len(set(own.values)) < 2:
+        if len(sampled) < MIN_AGREEMENT or len(set(own.values)) < 2:
             # Too few passages, or the query's words tell none apart: the retriever's order is
             # all there is to go by.
             return Scores(given, None, "given", note="given scores used: nothing to check them by")
@@ -234,6 +241,7 @@ class AutoRelevance(Strategy):
                 "utility",
                 ranked.why_irrelevant,
                 f"given scores ignored: they do not agree with the query's words ({trust:.2f})",
+                tiebreak=given,
             )
         if not whole:
             return Scores(given, None, "given", note=f"given scores trusted {trust:.2f}")
@@ -338,15 +346,19 @@ def rank(
         else:
             excluded.append(Exclusion(passage.id, STAGE, Reason.EMPTY, "text is empty"))
     scores = strategy.score(query, [p for _, p in live])
-    # Candidates are built in request order and the sort is stable, so equal scores keep it.
-    ranked = sorted(
-        [
-            Candidate(p, i, s, p.text, p.start, p.end)
-            for (i, p), s in zip(live, scores.values, strict=True)
-        ],
-        key=attrgetter("score"),
-        reverse=True,
-    )
+    # Candidates are built in request order and the sort is stable, so equal scores keep it
+    # (after the strategy's tie-break, where it has one).
+    built = [
+        Candidate(p, i, s, p.text, p.start, p.end)
+        for (i, p), s in zip(live, scores.values, strict=True)
+    ]
+    if scores.tiebreak is None:
+        ranked = sorted(built, key=attrgetter("score"), reverse=True)
+    else:
+        pairs = sorted(
+            zip(built, scores.tiebreak, strict=True), key=lambda p: (p[0].score, p[1]), reverse=True
+        )
+        ranked = [candidate for candidate, _ in pairs]
     kept: list[Candidate] = []
     relevant = 0  # rank among the candidates that passed the thresholds
     for candidate in ranked:

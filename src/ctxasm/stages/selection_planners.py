@@ -33,7 +33,7 @@ from ctxasm.lexical import (
     titled,
     written_phrase,
 )
-from ctxasm.stages.relevance import rank_agreement
+from ctxasm.stages.relevance import MIN_AGREEMENT, rank_agreement
 from ctxasm.stages.relevance_utility import name_strength, shared_names
 from ctxasm.stages.selection import offer_in_order, scaled_scores
 from ctxasm.stages.selection_packing import Offer, Packing, SelectionContext
@@ -720,9 +720,14 @@ def _ranked_by_retriever(pool: Sequence[Candidate]) -> bool:
 def _retriever_trust(pool: Sequence[Candidate], coverage: Sequence[float]) -> float:
     """How far the retriever's scores, where they rank the candidates as given, agree with
     the query coverage the planner measures itself (rank correlation, 0 when they do not
-    agree or when the ranking is not the retriever's)."""
-    if len(pool) < 5 or not _ranked_by_retriever(pool):
+    agree or when the ranking is not the retriever's). Whole for fewer candidates than an
+    agreement can be measured on (see ``MIN_AGREEMENT``): relevance ranked them as given for
+    that reason, and the few best of a retriever or reranker scored for meaning often share
+    few words with the query, so its order leads the query's words there."""
+    if not _ranked_by_retriever(pool):
         return 0.0
+    if len(pool) < MIN_AGREEMENT:
+        return 1.0
     return max(0.0, rank_agreement([c.score for c in pool], coverage))
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import ctxasm
 from ctxasm.data import Passage
-from ctxasm.stages.relevance import BM25Relevance, GivenScoreRelevance, rank
+from ctxasm.stages.relevance import AutoRelevance, BM25Relevance, GivenScoreRelevance, rank
 
 NO_DEDUP = {"dedup": "none", "ordering": "score"}
 
@@ -310,14 +310,52 @@ def test_the_report_says_when_given_scores_are_ignored_and_why() -> None:
         {"id": "c", "text": "Used books cost 2.", "score": 0.3},
         {"id": "d", "text": "The car park opens at 7.", "score": 0.5},
         {"id": "e", "text": "A car wash costs 10.", "score": 0.4},
+        {"id": "f", "text": "Used car prices rose, and a used car costs more.", "score": 0.2},
+        {"id": "g", "text": "Buses cost less than a car.", "score": 0.35},
+        {"id": "h", "text": "The price of a used car depends on its age.", "score": 0.1},
     ]
     report = ctxasm.assemble(query, passages).report
     assert report.relevance == {
         "method": "utility",
         "note": "given scores ignored: they do not agree with the query's words (0.00)",
     }
+    # Passages the query's words tell nothing apart (no word of it) keep the retriever's order
+    paraphrase = {"id": "i", "text": "An automobile bought second-hand is cheap.", "score": 0.95}
+    readable = [(k, Passage(**p)) for k, p in enumerate([*passages, paraphrase])]
+    kept, _, scores = rank(query, readable, AutoRelevance(), min_score=None, top_k=None)
+    assert scores.method == "utility" and scores.values[0] == scores.values[-1] == 0.0
+    assert [c.id for c in kept][-2:] == ["i", "a"]
     unscored = [{k: v for k, v in p.items() if k != "score"} for p in passages]
     assert ctxasm.assemble(query, unscored).report.relevance == {"method": "utility", "note": None}
     given = ctxasm.assemble(query, passages, strategy={"relevance": "given"}).report
     assert given.relevance == {"method": "given", "note": None}
     assert given.included[0].id == "a"
+
+
+def test_a_few_scored_passages_rank_as_given_even_where_they_share_no_word_with_the_query() -> None:
+    """Under ``MIN_AGREEMENT`` passages, agreement with the query's words is mostly chance: a
+    reranker's best, scored for meaning ("penned" for "wrote"), leads the selection, and
+    ``min_score`` compares the given scores (first-hour review: the answer was dropped as
+    over budget, and adding a sixth passage changed what ``min_score`` meant)."""
+    from ctxasm.stages.relevance import MIN_AGREEMENT
+
+    passages = [
+        {"id": "ans", "text": "The tragedy of the Prince of Denmark was penned around 1600."},
+        {"id": "x1", "text": "Hamlet is a small village in the county of Kent."},
+        {"id": "x2", "text": "A hamlet is a small settlement, smaller than a village."},
+        {"id": "x3", "text": "Who wrote the songs? The band wrote all songs themselves."},
+        {"id": "x4", "text": "Hamlet cigars were advertised on British television."},
+        {"id": "x5", "text": "The Globe theatre was rebuilt in 1997."},
+        {"id": "x6", "text": "Denmark is a country in northern Europe."},
+    ]
+    scores = [0.93, 0.71, 0.69, 0.55, 0.52, 0.5, 0.1]
+    scored = [{**p, "score": s} for p, s in zip(passages, scores, strict=True)]
+    for count in range(5, MIN_AGREEMENT):
+        result = ctxasm.assemble("Who wrote Hamlet?", scored[:count], max_context_tokens=60)
+        assert result.report.included[0].id == "ans", count
+        assert result.report.relevance == {
+            "method": "given",
+            "note": "given scores used: nothing to check them by",
+        }
+        kept = ctxasm.assemble("Who wrote Hamlet?", scored[:count], min_score=0.6).report
+        assert {i.id for i in kept.included} == {"ans", "x1", "x2"}
