@@ -70,6 +70,7 @@ def test_assemble_reads_stdin_and_prints_a_report() -> None:
         "Excluded: 3",
         "merged",
         "reserve_output",
+        "relevance given: given scores used: nothing to check them by",
     ):
         assert expected in shown
 

@@ -98,6 +98,10 @@ def print_report(
     cost = "n/a" if report["cost_usd"] is None else f"${report['cost_usd']:.6f}"
     timings = ", ".join(f"{_escape(k)} {v:.1f}" for k, v in report["timings_ms"].items())
     kind = f"query class {_escape(report['query_class'])}; " if report.get("query_class") else ""
+    relevance = report.get("relevance")
+    if isinstance(relevance, Mapping) and relevance.get("method"):
+        note = f": {relevance['note']}" if relevance.get("note") else ""
+        kind += f"relevance {_escape(str(relevance['method']) + note)}; "
     console.print(f"{kind}input cost {cost}; timings (ms): {timings}")
 
 
