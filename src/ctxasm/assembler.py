@@ -46,7 +46,7 @@ from ctxasm.providers import AnthropicCounter, anthropic_counter
 from ctxasm.schema import parse_request
 from ctxasm.stages.budget import plan_budget
 from ctxasm.stages.dedup import DedupChain, DedupStrategy, Verdict
-from ctxasm.stages.history import HistoryStep, Summarizer
+from ctxasm.stages.history import HistoryStep, Summarizer, repeats_query
 from ctxasm.stages.ordering import OrderingStrategy
 from ctxasm.stages.relevance import RelevanceStrategy
 from ctxasm.stages.selection import SelectionStrategy
@@ -148,11 +148,14 @@ class Assembler:
         fmt = get_format(request.format, request.template)
         strategies = self._resolve(request.strategy)
         counter = get_counter(model.tokenizer)
+        turns = request.history
+        repeat = len(turns) - 1 if repeats_query(turns, request.query) else None
         history = HistoryStep(
-            request.history,
+            turns if repeat is None else turns[:repeat],
             request.history_policy,
             _TurnCost(model, counter),
             self.summarizer,
+            repeat,
         )
         return Setup(request, model, fmt, counter, strategies, history)
 

@@ -390,7 +390,7 @@ def relevance(setup: Setup, readable: Readable) -> Ranked:
 
     query, turn = request.query, None
     ranked, cut, scores = ranked_by(query)
-    again = follow_up(query, request.history) if not ranked and readable.passages else None
+    again = follow_up(query, setup.history.turns) if not ranked and readable.passages else None
     if again is not None:  # nothing relevant to a follow-up alone: its question and it
         found = ranked_by(again[0])
         if found[0]:
@@ -593,7 +593,11 @@ def report(
     """Report: the assembly and its report, a pure function of the final state."""
     request, counter, history = setup.request, setup.counter, verified.history
     reading = ordered.reading
-    excluded = verified.excluded + tuple(history.exclusions(request.history, setup.history.cost))
+    excluded = (
+        verified.excluded
+        + tuple(history.exclusions(request.history, setup.history.cost))
+        + tuple(setup.history.repeat_exclusions())
+    )
     built = build_report(
         model=setup.model,
         counter=counter,

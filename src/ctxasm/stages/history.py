@@ -29,6 +29,7 @@ __all__ = [
     "HistoryPlan",
     "HistoryStep",
     "Summarizer",
+    "repeats_query",
     "trim_history",
 ]
 
@@ -110,6 +111,17 @@ def trim_history(
     )
 
 
+def repeats_query(history: Sequence[Message], query: str) -> bool:
+    """Whether ``history`` ends with the question itself, a user turn of the query's words
+    (as a chat application's message list does once the user has sent it): without it, the
+    question would reach the model twice, two user turns in a row."""
+    return (
+        bool(history)
+        and history[-1].role == "user"
+        and history[-1].content.split() == query.split()
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class GivenBack(Generic[R]):
     """The request after :meth:`HistoryStep.give_back`: the history plan, the rendered request
@@ -136,6 +148,16 @@ class HistoryStep:
     policy: HistoryPolicy
     cost: Callable[[Message], int]
     summarizer: Summarizer | None = None
+    # The index of the request's last turn when it was the question itself (left out of
+    # ``turns``, see :func:`repeats_query`).
+    repeat: int | None = None
+
+    def repeat_exclusions(self) -> list[Exclusion]:
+        """The ``duplicate`` exclusion of the turn that repeated the question, if any."""
+        if self.repeat is None:
+            return []
+        detail = "the question itself: the prompt asks it once, after the sources"
+        return [Exclusion(f"history[{self.repeat}]", STAGE, Reason.DUPLICATE, detail)]
 
     def plan(self, room: int) -> HistoryPlan:
         """The turns that fit ``room`` (what the mandatory parts of the prompt leave), and
