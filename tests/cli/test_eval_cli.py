@@ -527,3 +527,37 @@ def test_eval_comention_subset_is_built_saved_and_split_by_hops(tmp_path: Path) 
 def test_eval_comention_subset_needs_chains(dataset: Path) -> None:
     done = ctxasm("eval", str(dataset), "--subset", "comention")
     _one_line_error(done, "comention subset needs", "[subset]")
+
+
+def test_eval_reads_hotpotqa_files_and_keeps_the_listed_ids(tmp_path: Path) -> None:
+    """HotpotQA's own dev file (a JSON array) and a list of ids: how the published tables are
+    rebuilt (docs/evaluation.md)."""
+    records = [
+        {
+            "_id": f"q{i}",
+            "question": f"Where was the painter {i} born?",
+            "answer": f"Town{i}",
+            "type": "bridge",
+            "supporting_facts": [[f"Painter {i}", 0]],
+            "context": [
+                [f"Painter {i}", [f"Painter {i} was born in Town{i}."]],
+                ["Other", ["Nothing here."]],
+            ],
+        }
+        for i in range(4)
+    ]
+    data = tmp_path / "hotpot_dev_distractor_v1.json"
+    data.write_text(json.dumps(records))
+    ids = tmp_path / "ids.txt"
+    ids.write_text("q2\nq0\n")
+    done = ctxasm(
+        "eval", str(data), "--ids", str(ids), "--budget", "512", "--strategy", "oracle", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["results"]
+    assert (row["n"], row["all_gold"], row["answer_recall"]) == (2, 1.0, 1.0)
+    ids.write_text("q2\nq7\n")
+    done = ctxasm("eval", str(data), "--ids", str(ids), "--budget", "512")
+    _one_line_error(done, "1 of the 2 ids of ids.txt are not in the dataset", "'q7'", "[ids]")
+    done = ctxasm("eval", str(data), "--ids", str(ids), "--html", str(ids))
+    _one_line_error(done, "would replace the ids")

@@ -68,6 +68,16 @@ SubsetOption = Annotated[
         show_default=False,
     ),
 ]
+IdsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--ids",
+        metavar="FILE",
+        help="Only the questions whose ids FILE lists (one a line), in its order, before "
+        "--subset and --limit (docs/eval/ lists those of the published tables).",
+        show_default=False,
+    ),
+]
 SaveSubsetOption = Annotated[
     Path | None,
     typer.Option(
@@ -119,7 +129,11 @@ HtmlOption = Annotated[
 
 def eval_command(
     dataset: Annotated[
-        str, typer.Argument(metavar="DATASET", help="QA dataset (JSONL, unified format).")
+        str,
+        typer.Argument(
+            metavar="DATASET",
+            help="QA dataset: JSONL in the unified format, or one of HotpotQA's own JSON files.",
+        ),
     ],
     budget: BudgetOption = "256,512,1024,2048",
     strategy: StrategyOption = None,
@@ -138,6 +152,7 @@ def eval_command(
     embedder: EmbedderOption = "hashing",
     seed: SeedOption = 0,
     progress: ProgressOption = None,
+    ids: IdsOption = None,
 ) -> None:
     """Measure how much gold evidence each strategy keeps per budget on a QA dataset."""
     from ctxasm.errors import CtxasmError
@@ -153,9 +168,9 @@ def eval_command(
             "--save-subset needs --subset NAME (the subset to write) [save_subset]",
             EXIT_BAD_INPUT,
         )
-    _check_outputs(dataset, config, {"plot": plot, "html": html, "save_subset": save_subset})
+    _check_outputs(dataset, ids, config, {"plot": plot, "html": html, "save_subset": save_subset})
     try:
-        questions = _questions(dataset, subset, save_subset, scores, embedder, seed, limit)
+        questions = _questions(dataset, ids, subset, save_subset, (scores, embedder), seed, limit)
         rows, model = _run(questions, budgets, strategy or [], config, model, progress)
         if plot is not None:
             from ctxasm.evaluation.plot import plot_rows
@@ -171,10 +186,12 @@ def eval_command(
         _print_table(_label(dataset, subset, scores), questions, rows, model, by_type=by_type)
 
 
-def _check_outputs(dataset: str, config: Path | None, outputs: dict[str, Path | None]) -> None:
-    """Exit 2 for an output (by its option's field) that cannot be written or is the dataset
-    or the config, before the run: it may take minutes, and the inputs are read after they
-    are checked."""
+def _check_outputs(
+    dataset: str, ids: Path | None, config: Path | None, outputs: dict[str, Path | None]
+) -> None:
+    """Exit 2 for an output (by its option's field) that cannot be written or is the dataset,
+    the ids file or the config, before the run: it may take minutes, and the inputs are read
+    after they are checked."""
     from ctxasm.batch.files import check_not_input
     from ctxasm.cli.report_view import check_writable
     from ctxasm.cli.request_input import check_not_config
@@ -188,6 +205,8 @@ def _check_outputs(dataset: str, config: Path | None, outputs: dict[str, Path | 
         what = {"plot": "the plot", "html": "the page"}.get(field, "the subset")
         try:
             check_not_input(source, path, field=field, replaced=f"{what} would replace the dataset")
+            if ids is not None:
+                check_not_input(ids, path, field=field, replaced=f"{what} would replace the ids")
             check_not_config(config, path, field, what)
         except CtxasmError as error:
             fail_with(error)
@@ -235,35 +254,62 @@ def _budgets(raw: str) -> list[int]:
 
 def _questions(
     dataset: str,
+    ids: Path | None,
     subset: str | None,
     save_subset: Path | None,
-    scores: str | None,
-    embedder: str,
+    scores: tuple[str | None, str],
     seed: int,
     limit: int | None,
 ) -> list[EvalQuestion]:
-    """The questions to evaluate: the dataset's, or the subset built from all of them (written
-    whole to ``save_subset``), the first ``limit`` of them, with ``scores`` attached."""
+    """The questions to evaluate: the dataset's (those ``ids`` lists, when given), or the
+    subset built from all of them (written whole to ``save_subset``), the first ``limit`` of
+    them, with ``scores`` (a kind and the embedder of ``dense``) attached."""
     from ctxasm.evaluation import (
         attach_scores,
         comention_subset,
         composed_subset,
         hard_subset,
         load_dataset,
+        select_ids,
         write_dataset,
     )
 
+    loaded = load_dataset(dataset, limit=limit if subset is None and ids is None else None)
+    if ids is not None:
+        loaded = select_ids(loaded, _id_lines(ids), ids.name)
     if subset is None:
-        questions = load_dataset(dataset, limit=limit)
+        questions = loaded[:limit] if limit is not None else loaded
     else:
         builders = {"hard": hard_subset, "composed": composed_subset, "comention": comention_subset}
-        questions = builders[subset](load_dataset(dataset), seed=seed)
+        questions = builders[subset](loaded, seed=seed)
         if save_subset is not None:
             write_dataset(questions, save_subset)
         questions = questions[:limit] if limit is not None else questions
-    if scores is not None:
-        questions = attach_scores(questions, scores, seed=seed, embedder=embedder)
+    kind, embedder = scores
+    if kind is not None:
+        questions = attach_scores(questions, kind, seed=seed, embedder=embedder)
     return questions
+
+
+_MOST_ID_BYTES = 16 * 1024 * 1024  # an ids file: HotpotQA's largest split has 90,447
+
+
+def _id_lines(path: Path) -> list[str]:
+    """The lines of the ids file ``path`` (UTF-8, at most ``_MOST_ID_BYTES``)."""
+    from ctxasm.errors import RequestError
+    from ctxasm.files import TooLargeError, read_bounded
+
+    try:
+        return read_bounded(path, _MOST_ID_BYTES).decode("utf-8").splitlines()
+    except TooLargeError:
+        raise RequestError(
+            f"{path} is too large for a list of ids (more than {_MOST_ID_BYTES:,} bytes)",
+            field="ids",
+        ) from None
+    except UnicodeDecodeError:
+        raise RequestError(f"{path} is not UTF-8 text", field="ids") from None
+    except OSError as exc:
+        raise RequestError(f"cannot read {path}: {exc.strerror}", field="ids") from None
 
 
 def _run(

@@ -11,6 +11,7 @@ from ctxasm.evaluation.dataset import (
     EvalQuestion,
     load_dataset,
     read_dataset,
+    select_ids,
     write_dataset,
 )
 from ctxasm.evaluation.metrics import QuestionScore, score_question
@@ -47,5 +48,6 @@ __all__ = [
     "read_dataset",
     "resolve_strategy",
     "score_question",
+    "select_ids",
     "write_dataset",
 ]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ctxasm.errors import CtxasmError, RequestError, RequestTooLargeError
+from ctxasm.evaluation.hotpotqa import looks_like_hotpotqa, unified_records
 from ctxasm.files import write_atomic
 from ctxasm.jsonio import decode_json
 
@@ -33,6 +34,7 @@ __all__ = [
     "EvalQuestion",
     "load_dataset",
     "read_dataset",
+    "select_ids",
     "write_dataset",
 ]
 
@@ -264,15 +266,75 @@ def read_dataset(lines: Sequence[str] | Iterator[str], name: str = "dataset") ->
 
 
 def load_dataset(path: str | Path, limit: int | None = None) -> list[EvalQuestion]:
-    """Questions from a JSONL file, read a line at a time (see :data:`MAX_DATASET_BYTES`);
+    """Questions from a JSONL file, read a line at a time (see :data:`MAX_DATASET_BYTES`), or
+    from one of HotpotQA's own files (a JSON array, see :mod:`ctxasm.evaluation.hotpotqa`);
     ``limit`` keeps the first ones."""
     path = Path(path)
     try:
         with path.open("rb") as handle:
-            questions = read_dataset(_lines(handle, path), path.name)
+            if looks_like_hotpotqa(handle.peek(4096)):
+                try:
+                    records = decode_json(_whole(handle, path), what="file")
+                except RequestTooLargeError:
+                    raise
+                except CtxasmError as error:
+                    raise RequestError(
+                        f"{path.name} is not JSON: {error.message}", field="dataset"
+                    ) from None
+                questions = _checked(
+                    (parse_question(record, f"{path.name}[{index}]"), f"{path.name}[{index}]")
+                    for index, record in enumerate(unified_records(records, path.name))
+                )
+                if not questions:
+                    raise RequestError(f"{path.name} has no questions", field="dataset")
+            else:
+                questions = read_dataset(_lines(handle, path), path.name)
     except OSError as exc:
         raise RequestError(f"cannot read {path}: {exc.strerror}", field="dataset") from None
     return questions[:limit] if limit is not None else questions
+
+
+def _checked(questions: Iterator[tuple[EvalQuestion, str]]) -> list[EvalQuestion]:
+    """The ``questions`` (each with where it was read), each id once."""
+    found: list[EvalQuestion] = []
+    seen: set[str] = set()
+    for question, where in questions:
+        if question.id in seen:  # results and saved subsets are joined back by id
+            raise RequestError(f"{where} repeats the id {question.id[:80]!r}", field=where)
+        seen.add(question.id)
+        found.append(question)
+    return found
+
+
+def select_ids(
+    questions: Sequence[EvalQuestion], ids: Sequence[str], name: str
+) -> list[EvalQuestion]:
+    """The ``questions`` whose ids ``ids`` lists (one a line; blank lines skipped), in its
+    order, each once; every id must be among them."""
+    by_id = {question.id: question for question in questions}
+    wanted = list(dict.fromkeys(i.strip() for i in ids if i.strip()))
+    if not wanted:
+        raise RequestError(f"{name} lists no ids", field="ids")
+    missing = [i for i in wanted if i not in by_id]
+    if missing:
+        raise RequestError(
+            f"{len(missing)} of the {len(wanted)} ids of {name} are not in the dataset, "
+            f"the first {missing[0][:80]!r}",
+            field="ids",
+        )
+    return [by_id[i] for i in wanted]
+
+
+def _whole(handle: BinaryIO, path: Path) -> bytes:
+    """All of ``handle``, at most :data:`MAX_DATASET_BYTES` (a :class:`RequestTooLargeError`
+    beyond, a regular file by its size before it is read)."""
+    status = os.fstat(handle.fileno())
+    if stat.S_ISREG(status.st_mode) and status.st_size > MAX_DATASET_BYTES:
+        raise _too_large(path, f"it is {status.st_size:,} bytes, more than {MAX_DATASET_BYTES:,}")
+    data = handle.read(MAX_DATASET_BYTES + 1)
+    if len(data) > MAX_DATASET_BYTES:
+        raise _too_large(path, f"it holds more than {MAX_DATASET_BYTES:,} bytes")
+    return data
 
 
 def _lines(handle: BinaryIO, path: Path) -> Iterator[str]:
