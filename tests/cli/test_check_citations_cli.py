@@ -260,3 +260,23 @@ def test_json_reports_each_raw_spelling_and_form(result_file: Path) -> None:
         ("[Source ２]", "fullwidth", True),
     ]
     assert report["forms"] == {"cjk_bracket": 1, "fullwidth": 1}
+
+
+@pytest.mark.parametrize(
+    ("saved", "checked"),
+    [
+        ({"id": "c", "choices": [{"message": {"role": "assistant", "content": GOOD}}]}, GOOD),
+        ({"type": "message", "content": [{"type": "text", "text": BAD}]}, BAD),
+        ({"choices": "no list"}, None),  # not a completion: its own text is the answer
+    ],
+)
+def test_a_chat_completion_saved_as_json_is_read_as_its_answer(
+    result_file: Path, tmp_path: Path, saved: dict[str, Any], checked: str | None
+) -> None:
+    """An API's response saved whole (first-hour review: its JSON text was checked)."""
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(saved))
+    done = check(str(result_file), str(answer), "--links")
+    as_is = check(str(result_file), "-", "--links", stdin=checked or json.dumps(saved))
+    assert (done.exit_code, done.stdout) == (as_is.exit_code, as_is.stdout)
+    assert done.stdout == (as_is.stdout if checked else json.dumps(saved))

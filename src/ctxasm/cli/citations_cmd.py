@@ -44,7 +44,9 @@ def check_citations_command(
     answer: Annotated[
         str,
         typer.Argument(
-            metavar="ANSWER", help="The model's answer: a text file, or - for standard input."
+            metavar="ANSWER",
+            help="The model's answer: a text file (or a chat completion saved as JSON, "
+            "OpenAI's or Anthropic's), or - for standard input.",
         ),
     ] = "-",
     as_json: Annotated[
@@ -65,7 +67,7 @@ def check_citations_command(
     if result == "-" and answer == "-":
         _fail("RESULT and ANSWER cannot both be standard input; give a file for one")
     data = _result_json(_read(result, "result"))
-    text = _decode(_read(answer, "answer"), "answer")
+    text = _answer_text(_decode(_read(answer, "answer"), "answer"))
     try:
         report = check_citations(text, data)
         linked = link_citations(text, data) if links else None
@@ -120,6 +122,38 @@ def _decode(raw: bytes, what: str) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         _fail(f"the {what} is not valid UTF-8 (byte {exc.start}: {exc.reason}) [{what}]")
+
+
+def _answer_text(text: str) -> str:
+    """The answer in ``text``: the message of a chat completion saved as JSON (OpenAI's
+    ``choices[0].message.content``, Anthropic's text blocks of ``content``), else ``text`` as
+    it is (the citations of the JSON's own text would be checked, quotes and escapes
+    included)."""
+    if not text.lstrip().startswith("{"):
+        return text
+    from ctxasm.errors import CtxasmError
+    from ctxasm.jsonio import decode_object
+
+    try:
+        data = decode_object(text.encode("utf-8", "surrogatepass"), what="answer")
+    except CtxasmError:
+        return text  # an answer that only opens with a brace
+    choices = data.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        message = choices[0].get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            return content
+    blocks = data.get("content")
+    if data.get("type") == "message" and isinstance(blocks, list):
+        texts = [
+            b["text"]
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        ]
+        if texts:
+            return "".join(texts)
+    return text
 
 
 def _result_json(raw: bytes) -> Any:

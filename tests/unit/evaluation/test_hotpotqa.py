@@ -97,7 +97,7 @@ def test_ids_keep_the_questions_they_list_in_their_order(tmp_path: Path) -> None
     questions = load_dataset(path)
     kept = select_ids(questions, ["q3", "", " q1 ", "q3"], "ids.txt")
     assert [q.id for q in kept] == ["q3", "q1"]
-    with pytest.raises(RequestError, match="1 of the 2 ids of ids.txt are not in the dataset"):
+    with pytest.raises(RequestError, match=r"1 of the 2 ids of ids\.txt are not in the dataset"):
         select_ids(questions, ["q1", "q9"], "ids.txt")
     with pytest.raises(RequestError, match="lists no ids"):
         select_ids(questions, ["", " "], "ids.txt")
@@ -132,6 +132,4 @@ def test_the_unified_files_are_what_hotpotqa_records_give(tmp_path: Path) -> Non
         rebuilt = select_ids(load_dataset(path), ids, "ids")
         for before, after in zip(unified, rebuilt, strict=True):
             assert after.gold_pids == before.gold_pids
-            assert [p.has_answer for p in after.passages] == [
-                p.has_answer for p in before.passages
-            ]
+            assert [p.has_answer for p in after.passages] == [p.has_answer for p in before.passages]
