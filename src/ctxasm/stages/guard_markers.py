@@ -113,7 +113,7 @@ _SCHEME = re.compile(r"^(?:https?:)?[/\\]*", re.IGNORECASE)
 # Tags a renderer fetches a url for by itself (a link, "<a href>", waits for a click), and the
 # attributes that hold it.
 _FETCHING_TAG = re.compile(
-    r"<(?:img|image|iframe|frame|video|audio|source|track|embed|object|input|link)(?![a-z0-9-])"
+    r"<(?:img|image|iframe|frame|video|audio|source|track|embed|object|input)(?![a-z0-9-])"
 )
 _IMG_SRC = re.compile(
     r"\b(?:src|srcset|href|poster|data)\s{0,3}=\s{0,3}[\"']?"
@@ -131,10 +131,12 @@ def _attribute(*names: str) -> re.Pattern[str]:
 
 # Other tags that make a renderer fetch an url by itself, and the attribute that holds it (only
 # that one: "<a href>" waits for a click, its "ping" does not): a script, an SVG <use>, the
-# "ping" of a link, the "background" of a page or a table, a meta refresh ("0;url=...").
+# "ping" of a link, the "background" of a page or a table, a meta refresh ("0;url=..."), a
+# stylesheet or icon's "<link href>".
 _BACKGROUND = _attribute("background")
 _FETCHING_ATTRIBUTE = {
     "script": _attribute("src"),
+    "link": _attribute("href"),
     "use": _attribute("href", "xlink:href"),
     "a": _attribute("ping"),
     "area": _attribute("ping"),
@@ -150,11 +152,12 @@ _FETCHING_ATTRIBUTE = {
 _OTHER_FETCHING_TAG = re.compile(rf"<({'|'.join(_FETCHING_ATTRIBUTE)})(?![a-z0-9-])")
 # CSS fetches what url() and @import name, in a style attribute or a <style> element: url()
 # in a property's value (after its colon: "background: #fff url(...)"; code such as
-# "x: URL = URL('http://...')" has an "=" between), @import with or without url(). The url
-# holds no parenthesis, and the value before it is read up to the next colon, for 64
-# characters at most: linear.
+# "x: URL = URL('http://...')" has an "=" between; a gradient before it may hold parentheses:
+# "background: linear-gradient(#000, rgba(0,0,0,.5)), url(...)"), @import with or without
+# url(). The url holds no parenthesis, and the value before it is read up to the next colon,
+# for 128 characters at most: linear.
 _CSS_URL = re.compile(
-    r"(?::[^:;{}()<>\"'=\n]{0,64}?(?<![\w.-])url\(\s{0,3}[\"']?|@import\s{1,3}(?:url\()?[\"']?)"
+    r"(?::[^:;{}<>\"'=\n]{0,128}?(?<![\w.-])url\(\s{0,3}[\"']?|@import\s{1,3}(?:url\()?[\"']?)"
     rf"({_URL_START}[^\"'\s()<>]{{0,2048}})"
 )
 _DATA_SEGMENT = re.compile(r"[A-Za-z0-9+/=_%-]{32,}")
@@ -455,8 +458,10 @@ def _img_hits(lowered: str) -> list[Hit]:
 
 def _fetch_hits(lowered: str) -> list[Hit]:
     """Other HTML and CSS that fetches an url by itself (``_OTHER_FETCHING_TAG``,
-    ``_CSS_URL``), in lower-cased text, weighed as an image's url: by the data it carries (a
-    script from a CDN carries none)."""
+    ``_CSS_URL``), in lower-cased text, where its url has a slot for data or its query names
+    the data of a conversation. Unlike an image's url, a query alone does not count: scripts,
+    stylesheets, fonts and backgrounds carry cache-busters and ids ("?ver=3.7.1",
+    "?family=Roboto", "?id=G-XXXX") on nearly every page."""
     hits: list[Hit] = []
     urls: list[str] = []
     if "url(" in lowered or "@import" in lowered:
@@ -470,15 +475,57 @@ def _fetch_hits(lowered: str) -> list[Hit]:
             if found is not None:
                 urls.append(found.group(1))
     for url in urls:
-        weight = _url_weight(url, True)
-        if weight:
-            hits.append(Hit("fetched_url", weight, "exfiltration_link"))
+        if _placeholder(url) or _names_data(url):
+            hits.append(Hit("fetched_url", 1.0, "exfiltration_link"))
     return hits
 
 
-def _url_weight(url: str, image: bool) -> float:
+# What a query names when it is to carry a conversation away: its values ("?d=SECRET",
+# "?q=chat") and its parameters' names ("?history=", "?user_message="), as whole words. Not
+# "email" as a value ("utm_medium=email" is on every newsletter link) nor "key" or "token" as
+# a name (the site's own public key: "maps/api/js?key=AIza...").
+_DATA_VALUES = frozenset(
+    "data secret secrets history prompt prompts conversation conversations chat chats"
+    " password passwords passwd pwd key keys token tokens credentials creds session sessions"
+    " cookie cookies memory memories context transcript transcripts message messages msg notes"
+    " summary".split()
+)
+_DATA_NAMES = (_DATA_VALUES - {"key", "keys", "token", "tokens"}) | {"email", "user", "userdata"}
+_QUERY_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _placeholder(url: str) -> bool:
+    """Whether ``url`` holds a slot for the model to fill in: ``{data}``, ``[[data]]``,
+    ``<data>``, ``$VAR``, ``%s`` (as written or percent-escaped)."""
     lowered = url.lower()
-    if "{" in url or "%7b" in lowered or "$" in url or "[" in url:
+    return (
+        "{" in url
+        or "$" in url
+        or "[" in url
+        or "<" in url
+        or "%s" in url
+        or "%7b" in lowered
+        or "%3c" in lowered
+    )
+
+
+def _names_data(url: str) -> bool:
+    """Whether the query of ``url`` names the data of a conversation (``_DATA_VALUES``,
+    ``_DATA_NAMES``): a word of a value ("?d=SECRET", "?c=user_message") or of a parameter's
+    name ("?history=1"), split at every character other than a letter or digit (so a random
+    id or key is one word, never "data")."""
+    query = url.partition("?")[2].partition("#")[0].lower()
+    for pair in re.split(r"[&;]", query) if query else ():
+        name, _, value = pair.partition("=")
+        if not _DATA_NAMES.isdisjoint(_QUERY_WORD.findall(name)):
+            return True
+        if not _DATA_VALUES.isdisjoint(_QUERY_WORD.findall(value)):
+            return True
+    return False
+
+
+def _url_weight(url: str, image: bool) -> float:
+    if _placeholder(url):
         return 1.0  # a placeholder for the model to fill in
     if not image:
         return 0.0
