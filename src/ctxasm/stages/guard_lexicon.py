@@ -43,7 +43,7 @@ LEXICON: dict[str, dict[str, str]] = {
                " nevermind scratch_that scratch_all_that throw_out throw_away discard abandon"
                " stop_honoring stop_honouring stop_obeying stop_respecting stop_observing"
                " no_longer_bound not_bound_by cease_following pay_no_heed don't_listen_to"
-               " do_not_listen_to do_not_obey don't_obey dismiss",
+               " do_not_listen_to do_not_obey don't_obey",
         "PRIOR": "previous prior above earlier preceding former original initial foregoing"
                  " everything_above all_above before_this_line before_this_message"
                  " before_this_point prior_to_this before_this_paragraph",
@@ -818,11 +818,10 @@ PAIR_RULES: tuple[tuple[str, str, float, str], ...] = (
     ("IGN", "PRIOR", 0.5, "instruction_override"),
     ("IGN", "ALL", 0.3, "instruction_override"),
     ("IGN", "POSS", 0.4, "instruction_override"),
-    # "the operator's instructions", weaker than "your" unless the sentence opens with the verb
-    # (ORDER: an override verb that opens a sentence, an order to the reader; "users often
-    # ignore the developer's instructions" is none)
+    # "the operator's instructions": weaker than "your", and never enough with the verb and
+    # "instructions" alone, even as an order ("Ignore the developer's instructions about Java
+    # 8; it works on 17." is advice to a person): it adds to other evidence (a dictated answer)
     ("IGN", "OWNER", 0.3, "instruction_override"),
-    ("ORDER", "OWNER", 0.2, "instruction_override"),
     ("IGN", "SAFETY", 0.7, "instruction_override"),
     ("IGN", "SYSP", 0.6, "instruction_override"),
     ("NEW", "INSTR", 0.6, "instruction_override"),
