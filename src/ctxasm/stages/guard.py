@@ -201,7 +201,8 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
     words = with_parts(folded)  # joined words ("previous-instructions") read both ways
     spelled = spell(words)
     marks = _mark_hits(window, folded)
-    checks = _flagged([*_phrase_hits(words, spelled), *marks], threshold)
+    phrases = _phrase_hits(words, spelled)
+    checks = _flagged([*phrases, *marks], threshold)
     # Invisible characters, dropped by folding, read as spaces too: between two words,
     # dropping one joins them ("ignore\u180eall"). This reading is judged with the same marks.
     spaced = fold_spaced(window)
@@ -212,10 +213,13 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
     # CamelCase joins ("IgnoreAllPrevious") apart, and letters a symbol separates ("i_g_n_o_r_e",
     # "i|g|n|o|r|e") joined.
     separated = separated_read(folded) if "_" in folded or letters_in_a_row(spelled) else None
+    # A reading the same as the window's, or as one already read, finds the same phrases: they
+    # are found once (a text without symbols, capitals or markup is walked once).
+    read = {words: phrases}
     for other in (symbols_read(folded), camel_read(window), separated):
-        if other is not None:
-            reading = with_parts(other)
-            checks |= _flagged([*_phrase_hits(reading, spell(reading)), *marks], threshold)
+        if other is not None and (reading := with_parts(other)) not in read:
+            read[reading] = _phrase_hits(reading, spell(reading))
+            checks |= _flagged([*read[reading], *marks], threshold)
     # HTML is read as it renders: "Ignore&nbsp;all", "<b>Set</b> <b>aside</b>", and again
     # without its comments ("ign<!-- -->ore"). What its structure shows once tags are gone (a
     # role line a paragraph tag hid) counts too. So is Markdown: "Ign**ore** prev*ious*".
@@ -224,8 +228,9 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
             folded_shown = fold(shown)
             reading = with_parts(folded_shown)
             shown_marks = _mark_hits(shown, folded_shown)  # a rule met in both counts once
-            hits = [*_phrase_hits(reading, spell(reading)), *marks, *shown_marks]
-            checks |= _flagged(hits, threshold)
+            if reading not in read:
+                read[reading] = _phrase_hits(reading, spell(reading))
+            checks |= _flagged([*read[reading], *marks, *shown_marks], threshold)
     for payload in decoded_payloads(window, runs, ciphers(spelled)):
         decoded = _flagged(_text_hits(payload), threshold)
         if decoded:

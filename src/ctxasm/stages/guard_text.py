@@ -130,7 +130,15 @@ _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
 _PERCENT_U = re.compile(r"%u([0-9a-fA-F]{4})")
 _CODE_POINTS = re.compile(r"[Uu]\+[0-9a-fA-F]{4,6}(?:[ ,]{0,2}[Uu]\+[0-9a-fA-F]{4,6}){7,}")
 _CODE_POINT = re.compile(r"[Uu]\+([0-9a-fA-F]{4,6})")
-_QUOTED_PRINTABLE = re.compile(r"=[0-9A-F]{2}")
+# Quoted-printable is decoded only where the text has its structure: a soft line break ("=" at
+# the end of a line), three escapes in a row ("=49=67=6E"), two escaped bytes outside ASCII in
+# a row ("Caf=C3=A9": one character's UTF-8), or spaces escaped between letters three times
+# ("Ignore=20all=20previous=20..."). Query strings ("?v=20240101&h=20") and "Preis=20 EUR"
+# have none of these.
+_QUOTED_PRINTABLE = re.compile(
+    r"=\r?\n|(?:=[0-9A-F]{2}){3}|=[89A-F][0-9A-F]=[89A-F][0-9A-F]"
+    r"|(?P<space>[A-Za-z]=(?:20|09)(?=[A-Za-z]))"
+)
 
 # Text in ROT13 or written backwards: common English words so spelled (with spaces around)
 # say whether to read it once more, decoded.
@@ -645,12 +653,16 @@ def decoded_payloads(
     nesting = MAX_PAYLOAD_CHARS  # characters of decoded text decoded once more
     runs = encoded_runs(text) if runs is None else runs
     tried = frozenset(runs)
+    # Once MAX_PAYLOADS or MAX_PAYLOAD_CHARS is spent, no decoding could be kept: none more is
+    # made (the generators stop where they are).
     for decoded in _decodings(text, runs, ciphers):
         if not decoded:
             continue
-        if len(found) < MAX_PAYLOADS and budget > 0 and _readable(decoded):
+        if _readable(decoded):
             found.append(decoded[:budget])
             budget -= len(decoded)
+            if len(found) >= MAX_PAYLOADS or budget <= 0:
+                break
         if nesting <= 0 or len(decoded) < MIN_ENCODED_CHARS:
             continue  # a short decoding holds no run worth decoding again
         # Each decoding is decoded once more, readable or not (base64 of base64, of
@@ -660,9 +672,11 @@ def decoded_payloads(
         nesting -= len(inner)
         inner_runs = [run for run in encoded_runs(inner) if run not in tried]
         for nested in _decodings(inner, inner_runs, None):
-            if nested and len(found) < MAX_PAYLOADS and budget > 0 and _readable(nested):
+            if nested and _readable(nested):
                 found.append(nested[:budget])
                 budget -= len(nested)
+                if len(found) >= MAX_PAYLOADS or budget <= 0:
+                    return found
     return found
 
 
@@ -704,28 +718,39 @@ def _decodings(
     if text.count("-") + text.count(".") >= 16 and _MORSE_SPAN in data.translate(_MORSE_BYTES):
         yield _from_morse(text)
     numbered = hex_like and _NUMBER_SPAN in data.translate(_NUMBER_BYTES)
-    if numbered or "\\" in text or "%u" in text or "+" in text or "=" in text:
+    if numbered or "\\" in text or "+" in text:
         yield from _char_codes(text, numbered)
-    # Escapes decode to a text of their own only where one is valid; "100%" or a path with
-    # "\\x" left as it was is the text already read, so it is not read twice (nor named an
-    # encoded blob for what its own words say).
-    if "%" in text and text.count("%") >= 3:
-        unquoted = unquote(text)
-        yield unquoted if unquoted != text else None
-    if "\\" in text and ("\\u" in text or "\\x" in text):
-        unescaped = _ESCAPES.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
-        yield unescaped if unescaped != text else None
-    if "&" in text and ";" in text:  # HTML character references ("ign&#111;re")
-        unescaped = html.unescape(text)
-        yield unescaped if unescaped != text else None
+    yield _unescaped(text)
+
+
+def _unescaped(text: str) -> str | None:
+    """``text`` with every kind of escape in it decoded, one kind after the other in one copy:
+    JavaScript's ``%u0049``, quoted-printable (where the text has its structure), ``\\u`` and
+    ``\\x``, percent-escapes, HTML character references ("ign&#111;re"). One reading, however
+    many kinds are mixed (a text that mixes them is read whole, and once, not once a kind).
+    Escapes decode only where one is valid; "100%" or a path with "\\x" left as it was, or a
+    text changed in its white space only, is the text already read: ``None``, so it is not read
+    twice (nor named an encoded blob for what its own words say)."""
+    decoded = text
+    if "%u" in decoded:
+        decoded = _PERCENT_U.sub(lambda m: chr(int(m.group(1), 16)), decoded)
+    if decoded.count("=") >= 3 and _quoted_printable(decoded):
+        decoded = _bytes_text(binascii.a2b_qp(decoded.encode("utf-8", "surrogatepass"))) or decoded
+    if "\\" in decoded and ("\\u" in decoded or "\\x" in decoded):
+        decoded = _ESCAPES.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), decoded)
+    if decoded.count("%") >= 3:
+        decoded = unquote(decoded)
+    if "&" in decoded and ";" in decoded:
+        decoded = html.unescape(decoded)
+    return None if decoded is text or _same_words(decoded, text) else decoded
 
 
 def _char_codes(text: str, numbered: bool) -> Iterator[str | None]:
     """The text that character codes written as numbers in ``text`` spell (see
     ``_NUMBER_RUN``): decimal and octal lists (only where ``numbered``: a run of digits,
-    spaces and commas as long as one is, found at C speed), C octal escapes, ``%u`` and ``U+``
-    code points, quoted-printable. Each is looked for only where a test at C speed finds it
-    may be."""
+    spaces and commas as long as one is, found at C speed), C octal escapes, ``U+`` code
+    points (``%u`` and quoted-printable: ``_unescaped``). Each is looked for only where a test
+    at C speed finds it may be."""
     if numbered:
         for match in _NUMBER_RUN.finditer(text):
             numbers = match.group().replace(",", " ").split()
@@ -735,15 +760,9 @@ def _char_codes(text: str, numbered: bool) -> Iterator[str | None]:
     if text.count("\\") >= 8:
         for match in _OCTAL_ESCAPES.finditer(text):
             yield _codes_text(_OCTAL_ESCAPE.findall(match.group()), 8)
-    if "%u" in text:
-        unescaped = _PERCENT_U.sub(lambda m: chr(int(m.group(1), 16)), text)
-        yield unescaped if unescaped != text else None
     if "+" in text and ("U+" in text or "u+" in text):
         for match in _CODE_POINTS.finditer(text):
             yield "".join(_code_point(code) for code in _CODE_POINT.findall(match.group()))
-    if text.count("=") >= 3 and len(_QUOTED_PRINTABLE.findall(text)) >= 3:
-        decoded = _bytes_text(binascii.a2b_qp(text.encode("utf-8", "surrogatepass")))
-        yield decoded if decoded != text else None
 
 
 def _codes_text(numbers: list[str], base: int) -> str | None:
@@ -758,6 +777,22 @@ def _codes_text(numbers: list[str], base: int) -> str | None:
 def _code_point(code: str) -> str:
     value = int(code, 16)
     return chr(value) if value <= 0x10FFFF else ""
+
+
+def _quoted_printable(text: str) -> bool:
+    """Whether ``text`` has the structure of quoted-printable (see ``_QUOTED_PRINTABLE``):
+    a soft line break or a run of escapes once, or spaces escaped between letters three
+    times."""
+    for spaces, match in enumerate(_QUOTED_PRINTABLE.finditer(text), 1):
+        if match.lastgroup != "space" or spaces >= 3:
+            return True  # a soft line break, escapes in a row, or a third space escaped
+    return False
+
+
+def _same_words(decoded: str, text: str) -> bool:
+    """Whether ``decoded`` is ``text`` up to white space: a decoding that only spelled spaces
+    differently says nothing the text did not, so it is not named an encoded blob."""
+    return decoded.split() == text.split()
 
 
 def _worded(decoded: str) -> bool:
