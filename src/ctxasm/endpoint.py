@@ -14,6 +14,11 @@ with ``http.client`` directly, not ``urllib``'s opener:
   handshake trickles;
 - the answer is read up to ``max_bytes`` and parsed as requests are (:mod:`ctxasm.jsonio`:
   a repeated key, ``NaN`` or deep nesting is refused);
+- an error status (4xx, 5xx) is reported with the endpoint's own message, the ``message`` of
+  the JSON body's ``error`` (OpenAI, Anthropic, vLLM, Ollama), read up to
+  ``ERROR_BODY_BYTES``, shown on one line of at most ``ERROR_MESSAGE_CHARS`` characters with
+  control characters replaced, and with anything like an API key masked (see
+  :func:`_endpoint_message`);
 - the environment's proxies are used as ``urllib`` used them (see :func:`_connection`).
 
 Every failure is an :class:`EndpointError` whose message says what went wrong and never holds
@@ -25,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import re
 import socket
 import threading
 import time
@@ -35,7 +41,11 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 from ctxasm.errors import CtxasmError
 from ctxasm.jsonio import decode_json
 
-__all__ = ["EndpointError", "endpoint_url", "post_json"]
+__all__ = ["ERROR_BODY_BYTES", "ERROR_MESSAGE_CHARS", "EndpointError", "endpoint_url", "post_json"]
+
+# The most of an error answer's body read for its message, and the most of the message shown.
+ERROR_BODY_BYTES = 64 * 1024
+ERROR_MESSAGE_CHARS = 300
 
 
 class EndpointError(Exception):
@@ -112,7 +122,9 @@ def post_json(
                 "followed (the API key would go where it points): give the URL it names"
             )
         if response.status >= 400:
-            raise EndpointError(f"the endpoint answered HTTP {response.status} {_reason(response)}")
+            status = f"the endpoint answered HTTP {response.status} {_reason(response)}"
+            said = _endpoint_message(_error_body(response, deadline, max_bytes), headers)
+            raise EndpointError(status if said is None else f"{status}; its message: {said}")
         data = response.read(max_bytes + 1)
         if deadline.passed():  # shut while it was read
             raise EndpointError(late)
@@ -333,6 +345,71 @@ def _reason(response: http.client.HTTPResponse) -> str:
     """The status line's reason phrase, printable and short."""
     reason = "".join(c for c in str(response.reason) if c.isprintable())
     return reason[:80]
+
+
+def _error_body(response: http.client.HTTPResponse, deadline: _Deadline, max_bytes: int) -> bytes:
+    """At most ``ERROR_BODY_BYTES`` (and ``max_bytes``) of an error answer's body; nothing when
+    it cannot be read whole in time (the status alone is then reported)."""
+    limit = min(ERROR_BODY_BYTES, max_bytes)
+    try:
+        data = response.read(limit + 1)
+    except (OSError, http.client.HTTPException, ValueError):
+        return b""
+    if deadline.passed() or len(data) > limit:
+        return b""  # a message cut off is no JSON: nothing is made of it
+    return data
+
+
+# What an API key looks like in a message: OpenAI's and Anthropic's start with "sk-", whole or
+# as an endpoint masks it itself ("sk-proj-****abcd").
+_KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_*.\-]{5,}[A-Za-z0-9_*]")
+_SPACES = re.compile(r"\s+")
+# Headers whose values are no secret, and may well be named in a message ("anthropic-version:
+# 2023-06-01 is not supported"); every other header's value is masked.
+_NO_SECRET = frozenset({"anthropic-version", "anthropic-beta", "content-type", "accept"})
+
+
+def _endpoint_message(body: bytes, headers: Mapping[str, str]) -> str | None:
+    """The message an error answer's JSON body gives (``error.message``, as OpenAI and
+    Anthropic send it; ``error`` or ``message`` or ``detail`` as a string, as other servers
+    do), on one printable line of at most ``ERROR_MESSAGE_CHARS`` characters, with every
+    header value that may be secret (the API key), each word of one (the key after
+    ``Bearer``) and anything like a key (``sk-...``) masked as ``***``; ``None`` when the
+    body holds no such message."""
+    if not body:
+        return None
+    try:
+        value = decode_json(body, what="answer")
+    except CtxasmError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    error = value.get("error")
+    candidates = (
+        error.get("message") if isinstance(error, dict) else None,
+        error,
+        value.get("message"),
+        value.get("detail"),
+    )
+    text = next((c for c in candidates if isinstance(c, str) and c.strip()), None)
+    if text is None:
+        return None
+    # Control and other unprintable characters (line ends, escapes, bidirectional controls)
+    # become spaces, runs of white space one space: one line that shows what it holds.
+    text = _SPACES.sub(" ", "".join(c if c.isprintable() else " " for c in text)).strip()
+    secrets = {
+        word
+        for name, value in headers.items()
+        if name.lower() not in _NO_SECRET
+        for word in (value, *value.split())
+        if len(word) >= 8
+    }
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    text = _KEY_LIKE.sub("***", text)
+    if len(text) > ERROR_MESSAGE_CHARS:
+        text = text[: ERROR_MESSAGE_CHARS - 3].rstrip() + "..."
+    return text
 
 
 def _described(error: BaseException, headers: Mapping[str, str]) -> str:

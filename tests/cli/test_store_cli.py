@@ -413,6 +413,12 @@ class _ChatCompletions(BaseHTTPRequestHandler):
             self.send_header("content-length", "0")
             self.end_headers()
             return
+        if "/refusing/" in self.path:  # as OpenAI refuses a key, naming it in its message
+            key = headers.get("authorization", "").removeprefix("Bearer ")
+            said = f"Incorrect API key provided: {key}.\nYou can find your API key elsewhere."
+            error = {"message": said, "type": "invalid_request_error", "code": "invalid_api_key"}
+            self._json(401, {"error": error})
+            return
         payload = json.dumps(
             {
                 "id": "chatcmpl-test",
@@ -428,6 +434,14 @@ class _ChatCompletions(BaseHTTPRequestHandler):
             }
         ).encode()
         self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _json(self, status: int, value: Any) -> None:
+        payload = json.dumps(value).encode()
+        self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(payload)))
         self.end_headers()
@@ -554,6 +568,22 @@ def test_ask_follows_no_redirect_and_shows_no_key(indexed: Path, endpoint: str) 
     assert "HTTP 302, a redirect; redirects are not followed" in done.stderr
     assert [sent["path"] for sent in _ChatCompletions.seen] == ["/v1/moved/chat/completions"]
     assert "sk-secret-123" not in done.stdout + done.stderr
+
+
+def test_ask_shows_the_endpoints_own_error_message_without_the_key(
+    indexed: Path, endpoint: str
+) -> None:
+    env = {"CTXASM_LLM_BASE_URL": f"{endpoint}refusing/", "CTXASM_LLM_API_KEY": "sk-secret-123"}
+    done = ctxasm(
+        "ask", "Which river flows through Paris?", "--store", STORE, *ASKER, "-q",
+        cwd=indexed, env=env,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        "ctxasm: error: the model endpoint failed: the endpoint answered HTTP 401 Unauthorized; "
+        "its message: Incorrect API key provided: ***. You can find your API key elsewhere."
+    )
+    assert "secret" not in done.stdout + done.stderr
 
 
 def _ask_readable(root: Path, endpoint: str, *args: str) -> subprocess.CompletedProcess[str]:

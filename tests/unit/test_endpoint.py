@@ -15,7 +15,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ctxasm.endpoint import EndpointError, endpoint_url, post_json
+from ctxasm.endpoint import (
+    ERROR_BODY_BYTES,
+    ERROR_MESSAGE_CHARS,
+    EndpointError,
+    endpoint_url,
+    post_json,
+)
 from ctxasm.errors import TokenizerError
 from ctxasm.formatting.base import Rendered
 from ctxasm.providers import AnthropicCounter
@@ -26,6 +32,7 @@ KEY = "sk-secret-key-12345"
 class _Misbehaving(BaseHTTPRequestHandler):
     seen: ClassVar[list[tuple[str, str, str | None]]] = []
     count: ClassVar[Any] = 7
+    refusal: ClassVar[tuple[int, bytes]] = (400, b"")
 
     def _answer(self, status: int, body: bytes, **headers: str) -> None:
         self.send_response(status)
@@ -69,6 +76,11 @@ class _Misbehaving(BaseHTTPRequestHandler):
             self._answer(200, body, content_length=str(len(body)))
         elif path.endswith("/status/x"):
             self._answer(503, b"down", content_length="4")
+        elif path.endswith("/refused/x"):
+            status, body = _Misbehaving.refusal
+            self._answer(
+                status, body, content_type="application/json", content_length=str(len(body))
+            )
         elif path.endswith("/count/v1/messages/count_tokens"):
             body = json.dumps({"input_tokens": _Misbehaving.count}).encode()
             self._answer(200, body, content_length=str(len(body)))
@@ -151,6 +163,131 @@ def test_bad_answers_are_one_line_errors(server: str, path: str, message: str) -
     with pytest.raises(EndpointError, match=message) as caught:
         _post(f"{server}{path}")
     assert "\n" not in caught.value.message
+
+
+def _refused(status: int, body: Any, server: str, max_bytes: int = 1000) -> str:
+    _Misbehaving.refusal = (status, body if isinstance(body, bytes) else json.dumps(body).encode())
+    with pytest.raises(EndpointError) as caught:
+        _post(f"{server}/refused/x", max_bytes=max_bytes)
+    message: str = caught.value.message
+    assert "\n" not in message and message.isprintable()
+    return message
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "shown"),
+    [
+        # OpenAI
+        (
+            404,
+            {
+                "error": {
+                    "message": "The model `gpt-4o-typo` does not exist or you do not have "
+                    "access to it.",
+                    "type": "invalid_request_error",
+                    "code": "model_not_found",
+                }
+            },
+            "HTTP 404 Not Found; its message: The model `gpt-4o-typo` does not exist or you do "
+            "not have access to it.",
+        ),
+        (
+            400,
+            {
+                "error": {
+                    "message": "Unsupported parameter: 'max_tokens' is not supported with this "
+                    "model. Use 'max_completion_tokens' instead.",
+                    "param": "max_tokens",
+                }
+            },
+            "HTTP 400 Bad Request; its message: Unsupported parameter: 'max_tokens' is not "
+            "supported with this model. Use 'max_completion_tokens' instead.",
+        ),
+        # Anthropic
+        (
+            429,
+            {
+                "type": "error",
+                "error": {
+                    "type": "rate_limit_error",
+                    "message": "Number of request tokens has exceeded your rate limit.",
+                },
+            },
+            "HTTP 429 Too Many Requests; its message: Number of request tokens has exceeded your "
+            "rate limit.",
+        ),
+        # Ollama, vLLM, FastAPI
+        (
+            404,
+            {"error": 'model "llama9" not found'},
+            'HTTP 404 Not Found; its message: model "llama9" not found',
+        ),
+        (
+            400,
+            {"object": "error", "message": "too long", "code": 400},
+            "HTTP 400 Bad Request; its message: too long",
+        ),
+        (422, {"detail": "bad field"}, "HTTP 422 Unprocessable Entity; its message: bad field"),
+    ],
+)
+def test_an_error_status_shows_the_endpoints_own_message(
+    server: str, status: int, body: Any, shown: str
+) -> None:
+    assert _refused(status, body, server) == f"the endpoint answered {shown}"
+
+
+def test_the_endpoints_message_never_shows_a_key(server: str) -> None:
+    # OpenAI's 401 names the key it was given (masked its own way); a careless server echoes it.
+    said = (
+        f"Incorrect API key provided: {KEY}. Bearer {KEY} was refused; "
+        "sk-proj-********************************abcd is not valid, nor sk-ant-api03-AbCdEf_12-x."
+    )
+    message = _refused(401, {"error": {"message": said}}, server)
+    assert message == (
+        "the endpoint answered HTTP 401 Unauthorized; its message: Incorrect API key provided: "
+        "***. *** was refused; *** is not valid, nor ***."
+    )
+    assert "secret" not in message and "sk-" not in message
+
+
+def test_the_anthropic_version_is_shown_and_its_key_is_not(server: str) -> None:
+    said = f"anthropic-version: 2023-06-01 is not supported with the key {KEY}"
+    _Misbehaving.refusal = (400, json.dumps({"error": {"message": said}}).encode())
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+    with pytest.raises(EndpointError) as caught:
+        post_json(f"{server}/refused/x", {}, headers, timeout=10.0, max_bytes=1000)
+    assert caught.value.message.endswith(
+        "its message: anthropic-version: 2023-06-01 is not supported with the key ***"
+    )
+
+
+def test_the_endpoints_message_is_one_bounded_line(server: str) -> None:
+    # (the call reads at most 1,000 bytes)
+    said = "first line\nsecond\r\n\x1b[31mred\x1b[0m \u202eevil\u202c\tend " + "x" * 600
+    message = _refused(400, {"error": {"message": said}}, server)
+    assert message.startswith(
+        "the endpoint answered HTTP 400 Bad Request; its message: first line second [31mred [0m "
+        "evil end xxx"
+    )
+    assert message.endswith("x...")
+    assert len(message.partition("; its message: ")[2]) == ERROR_MESSAGE_CHARS
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html><body>502 Bad Gateway</body></html>",  # a proxy's page: no message in it
+        b'{"error": {"code": 5}}',
+        b'["no", "object"]',
+        b"",
+        # more than the part of an error's body read (whatever the answer's limit): cut off
+        json.dumps({"error": {"message": "m" * ERROR_BODY_BYTES}}).encode(),
+    ],
+    ids=["html", "no-message", "array", "empty", "too-large"],
+)
+def test_an_error_without_a_readable_message_shows_the_status(server: str, body: bytes) -> None:
+    refused = _refused(400, body, server, max_bytes=10 * ERROR_BODY_BYTES)
+    assert refused == "the endpoint answered HTTP 400 Bad Request"
 
 
 def test_a_key_with_a_line_end_is_refused_without_being_shown(server: str) -> None:
