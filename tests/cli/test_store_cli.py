@@ -645,6 +645,41 @@ def test_ask_sends_a_text_prompt_as_one_user_message(indexed: Path, endpoint: st
     assert done.stdout.startswith(message["content"])
 
 
+@pytest.mark.parametrize("model", ["o3", "o4-mini", "gpt-5-mini"])
+def test_ask_sends_a_reasoning_models_limit_as_max_completion_tokens(
+    indexed: Path, endpoint: str, model: str
+) -> None:
+    # OpenAI's reasoning models refuse max_tokens; they reason within max_completion_tokens,
+    # so the default reserve leaves them room to (docs/models.md).
+    done = _ask_readable(indexed, endpoint, "--model", model, "--json")
+    assert done.returncode == 0, done.stderr
+    [sent] = _ChatCompletions.seen
+    assert json.loads(done.stdout)["report"]["budget"]["reserve_output"] == 25_000
+    assert {k: v for k, v in sent["body"].items() if k != "messages"} == {
+        "model": model,
+        "max_completion_tokens": 25_000,
+    }
+
+
+def test_ask_follows_the_configs_reasoning_flag(indexed: Path, endpoint: str) -> None:
+    config = indexed / "ctxasm.toml"
+    config.write_text(
+        '[models."house-thinker"]\ncontext_window = 32000\nmax_output = 4000\n'
+        'tokenizer = "tiktoken:o200k_base"\nreasoning = true\n'
+        '[models."gpt-5"]\nreasoning = false\n'  # say, a proxy that takes only max_tokens
+    )
+    for model, limit in (("house-thinker", "max_completion_tokens"), ("gpt-5", "max_tokens")):
+        _ChatCompletions.seen.clear()
+        done = _ask_readable(indexed, endpoint, "--model", model, "--config", str(config), "-q")
+        assert done.returncode == 0, done.stderr
+        [sent] = _ChatCompletions.seen
+        expected = 4000 if model == "house-thinker" else 1024
+        assert {k: v for k, v in sent["body"].items() if k != "messages"} == {
+            "model": model,
+            limit: expected,
+        }
+
+
 def test_ask_sends_the_anthropic_system_prompt_first(indexed: Path, endpoint: str) -> None:
     done = _ask_readable(indexed, endpoint, "--format", "anthropic", "--json")
     assert done.returncode == 0, done.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,7 +125,21 @@ def test_gpt_4o_entry() -> None:
         "cache_write_price": None,
         "cache_min_tokens": 1024,
         "cache_increment": 128,
+        "reasoning": False,
     }
+
+
+def test_the_reasoning_models_are_marked() -> None:
+    # OpenAI's reasoning models: their hidden reasoning counts against max_completion_tokens.
+    marked = {spec.name for spec in default_registry() if spec.reasoning}
+    assert marked == set(FAMILIES["o-series"] + FAMILIES["gpt-5"])
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_reasoning_in_a_config_must_be_true_or_false(value: Any) -> None:
+    with pytest.raises(ConfigError, match=r"models\.o3\.reasoning must be true or false") as caught:
+        default_registry().with_overrides({"o3": {"reasoning": value}})
+    assert caught.value.field == "models.o3.reasoning"
 
 
 @pytest.mark.parametrize(

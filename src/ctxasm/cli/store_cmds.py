@@ -254,7 +254,7 @@ def ask_command(
     if html is not None:  # before the store is opened or anything written
         _check_html(html, store, config)
     fields = {"model": model, "format": fmt, "max_context_tokens": budget}
-    result, hidden = _assemble_from_store(
+    result, hidden, reasoning = _assemble_from_store(
         question,
         store,
         (principal, tenant, groups),
@@ -270,7 +270,7 @@ def ask_command(
     if not as_json:
         notice = _hidden_notice(principal is not None, allow_public) if hidden else None
         _print_prompt(result, quiet=quiet, hidden=notice)
-    answered = _answer(result, readable=not as_json, quiet=quiet)
+    answered = _answer(result, reasoning, readable=not as_json, quiet=quiet)
     reported = True
     if as_json:
         output = result.to_dict()
@@ -330,10 +330,12 @@ def _assemble_from_store(
     allow_public: bool,
     config: Path | None,
     fields: dict[str, Any],
-) -> tuple[Any, bool]:
-    """The assembly of what ``asker`` (principal, tenant, groups) may read in ``store``, and
+) -> tuple[Any, bool, bool]:
+    """The assembly of what ``asker`` (principal, tenant, groups) may read in ``store``,
     whether the store holds matches that ``asker`` may not read when it may read none (see
-    :meth:`ctxasm.store.Store.hidden_matches`: one bit, nothing about which)."""
+    :meth:`ctxasm.store.Store.hidden_matches`: one bit, nothing about which), and whether its
+    model is a reasoning model (``reasoning`` in the registry, the config's overrides
+    included)."""
     from ctxasm.assembler import Assembler
     from ctxasm.cli.request_input import config_file
     from ctxasm.data import Principal
@@ -360,7 +362,9 @@ def _assemble_from_store(
         }
         if who is not None:
             request["principal"] = {"id": who.id, "tenant": who.tenant, "groups": list(who.groups)}
-        return assembler.assemble(request), hidden
+        result = assembler.assemble(request)
+        reasoning = assembler.config.models.get(result.report.model).reasoning
+        return result, hidden, reasoning
     except CtxasmError as error:
         _fail_with(error)
 
@@ -405,9 +409,12 @@ def chat_messages(result: Any) -> list[dict[str, str]]:
     return messages
 
 
-def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, Any] | None:
+def _answer(result: Any, reasoning: bool, *, readable: bool, quiet: bool) -> tuple[str, Any] | None:
     """The model's answer and its citation check, when an endpoint is configured (printed when
-    ``readable``). The model may write at most the output the budget reserved (``max_tokens``)."""
+    ``readable``). The model may write at most the output the budget reserved: sent as
+    ``max_tokens``, which every OpenAI-compatible server takes, or for a ``reasoning`` model
+    as ``max_completion_tokens``, the one OpenAI's reasoning models take (they refuse
+    ``max_tokens``, and count their hidden reasoning against the limit)."""
     base = os.environ.get("CTXASM_LLM_BASE_URL")
     if not base:
         if not quiet:
@@ -425,7 +432,7 @@ def _answer(result: Any, *, readable: bool, quiet: bool) -> tuple[str, Any] | No
     body = {
         "model": os.environ.get("CTXASM_LLM_MODEL", result.report.model),
         "messages": chat_messages(result),
-        "max_tokens": result.report.budget.reserve_output,
+        "max_completion_tokens" if reasoning else "max_tokens": result.report.budget.reserve_output,
     }
     answer = _complete(base, body)
     try:

@@ -37,6 +37,7 @@ _KNOWN_FIELDS = {
     "chat",
     "aliases",
     "cache",
+    "reasoning",
 }
 # How a provider caches prompt prefixes (docs/caching.md): "automatic" (every request's prefix,
 # OpenAI and Gemini 2.5's implicit caching), "breakpoints" (Anthropic's cache_control), or
@@ -52,6 +53,11 @@ class ModelSpec:
     ``openai`` adds ``tokens_per_message`` per message and ``reply_priming`` before the reply;
     with any other template, ``tokens_per_message`` is only what the budget allows for the
     framing of one history turn before the exact recount.
+
+    ``reasoning`` marks a model that thinks in hidden tokens before it answers, and counts them
+    against its output limit (OpenAI's o-series and gpt-5): the budget's default output reserve
+    is then larger (:data:`ctxasm.stages.budget.DEFAULT_REASONING_RESERVE`), and ``ctxasm ask``
+    sends the limit as ``max_completion_tokens``, the one parameter such models take.
     """
 
     name: str
@@ -70,6 +76,7 @@ class ModelSpec:
     cache_write_price: float | None = None
     cache_min_tokens: int = 0
     cache_increment: int = 1
+    reasoning: bool = False
 
     def __post_init__(self) -> None:
         check_chat_name(self.chat, f"models.{self.name}.chat")
@@ -109,6 +116,7 @@ class ModelSpec:
             "cache_write_price": self.cache_write_price,
             "cache_min_tokens": self.cache_min_tokens,
             "cache_increment": self.cache_increment,
+            "reasoning": self.reasoning,
         }
 
 
@@ -162,6 +170,11 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
             raise ConfigError(
                 f"{where}.{key} must be a string, got {entry[key]!r}", field=f"{where}.{key}"
             )
+    if "reasoning" in entry and not isinstance(entry["reasoning"], bool):
+        raise ConfigError(
+            f"{where}.reasoning must be true or false, got {shown(entry['reasoning'])}",
+            field=f"{where}.reasoning",
+        )
     if "aliases" in entry:
         aliases = entry["aliases"]
         if not isinstance(aliases, list | tuple) or not all(isinstance(a, str) for a in aliases):

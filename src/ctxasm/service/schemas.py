@@ -356,6 +356,10 @@ class ModelInfo(_Closed):
     cache_write_price: float | None = Field(description="USD per 1M tokens written (Anthropic).")
     cache_min_tokens: int = Field(description="The shortest prefix the provider caches.")
     cache_increment: int = Field(description="Cached prefixes grow in steps of this many tokens.")
+    reasoning: bool = Field(
+        description="Whether the model thinks in hidden tokens counted against its output "
+        "limit (a larger default output reserve)."
+    )
 
 
 class Health(_Closed):

@@ -17,10 +17,20 @@ from ctxasm.errors import BudgetError, RequestError, UntokenizableError
 from ctxasm.models import ModelSpec
 from ctxasm.tokens import TokenCounter
 
-__all__ = ["DEFAULT_RESERVE_OUTPUT", "ESTIMATE_MARGIN", "PromptSize", "plan_budget"]
+__all__ = [
+    "DEFAULT_REASONING_RESERVE",
+    "DEFAULT_RESERVE_OUTPUT",
+    "ESTIMATE_MARGIN",
+    "PromptSize",
+    "plan_budget",
+]
 
 # A typical grounded answer fits in 1,024 tokens; models with smaller limits reserve all of it.
 DEFAULT_RESERVE_OUTPUT = 1024
+# A reasoning model (ModelSpec.reasoning) spends hidden reasoning tokens out of the same limit,
+# often thousands before the answer: 1,024 would often leave it no answer at all. OpenAI advises
+# reserving at least 25,000 tokens for reasoning and output when starting with these models.
+DEFAULT_REASONING_RESERVE = 25_000
 # Estimated counts keep 5% of the window in hand; exact counts need no margin.
 ESTIMATE_MARGIN = 0.05
 
@@ -106,7 +116,8 @@ def _reserve(request: Request, model: ModelSpec, window: int) -> int:
     """The tokens kept for the answer: the request's, or a default the model and window allow."""
     reserve = request.reserve_output_tokens
     if reserve is None:
-        reserve = min(model.max_output, DEFAULT_RESERVE_OUTPUT, max(1, window // 4))
+        wanted = DEFAULT_REASONING_RESERVE if model.reasoning else DEFAULT_RESERVE_OUTPUT
+        reserve = min(model.max_output, wanted, max(1, window // 4))
     elif reserve > model.max_output:
         raise RequestError(
             f"reserve_output_tokens ({reserve}) exceeds {model.name}'s maximum output of "

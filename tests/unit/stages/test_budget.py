@@ -103,6 +103,36 @@ def test_max_context_tokens_is_respected_by_the_sources_block() -> None:
     assert report.context_tokens == _count(block)
 
 
+@pytest.mark.parametrize("model", ["o1", "o3", "o3-mini", "o4-mini", "gpt-5", "gpt-5-nano"])
+def test_a_reasoning_model_reserves_room_to_reason_by_default(model: str) -> None:
+    # Its hidden reasoning counts against the same limit: 1,024 would often leave no answer.
+    assert _run(model=model).report.budget.reserve_output == 25_000
+    budget = _run(model=model, context_window=40_000).report.budget
+    assert budget.reserve_output == 10_000  # a quarter of the window, at most
+    assert _run(model=model, reserve_output_tokens=2000).report.budget.reserve_output == 2000
+    assert _run(model="gpt-4.1").report.budget.reserve_output == 1024  # no reasoning model
+
+
+def test_a_model_marked_reasoning_in_a_config_reserves_alike() -> None:
+    assembler = ctxasm.Assembler(
+        {
+            "models": {
+                "house-thinker": {
+                    "context_window": 32000,
+                    "max_output": 16000,
+                    "tokenizer": "tiktoken:o200k_base",
+                    "reasoning": True,
+                },
+                "o3": {"reasoning": False},  # a deployment the config says does not reason
+            }
+        }
+    )
+    request = {"query": "q", "passages": PASSAGES}
+    thinker = assembler.assemble({**request, "model": "house-thinker"}).report.budget
+    assert thinker.reserve_output == 8000  # a quarter of 32,000, under 25,000
+    assert assembler.assemble({**request, "model": "o3"}).report.budget.reserve_output == 1024
+
+
 def test_context_window_override_and_default_reserve() -> None:
     budget = _run(context_window=4000).report.budget
     assert (budget.context_window, budget.reserve_output) == (4000, 1000)  # a quarter, < 1024
