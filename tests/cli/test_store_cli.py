@@ -241,6 +241,26 @@ def test_delete_removes_a_document_once(indexed: Path) -> None:
     assert again.stderr == "ctxasm: error: no document 'docs/danube.md' in the store\n"
 
 
+def test_delete_takes_a_files_path_as_index_took_it(indexed: Path) -> None:
+    # `index ./docs/x.md` and `index /abs/docs/x.md` store docs/x.md; delete said no such document.
+    (indexed / "docs" / "seine.md").unlink()  # gone from the disk, still in the store
+    for given, deleted in (
+        ("./docs/danube.md", "docs/danube.md"),
+        (str(indexed / "docs" / "rhine.md"), "docs/rhine.md"),
+        ("docs/../docs/seine.md", "docs/seine.md"),
+        ("fine", "fine"),  # a JSONL document's id, as its line gave it
+    ):
+        done = ctxasm("delete", given, "--store", STORE, cwd=indexed)
+        assert (done.returncode, done.stderr) == (0, f"ctxasm: deleted {deleted}\n")
+    assert _ask(indexed, *ASKER)["report"]["included"] == []
+    again = ctxasm("delete", "./docs/danube.md", "--store", STORE, cwd=indexed)
+    assert (again.returncode, again.stderr) == (
+        2,
+        "ctxasm: error: no document './docs/danube.md' in the store, nor 'docs/danube.md', the "
+        "id `index` gives that path here\n",
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -165,20 +165,46 @@ def _reason(where: str, reason: str) -> str:
 
 
 def delete_command(
-    doc_id: Annotated[str, typer.Argument(metavar="DOC_ID", help="The document to remove.")],
+    doc_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="DOC_ID",
+            help="The document to remove: its id, or a file's path as `index` took it.",
+        ),
+    ],
     store: StoreOption,
 ) -> None:
     """Remove a document with its chunks, readers and index rows."""
     from ctxasm.errors import CtxasmError
     from ctxasm.store import open_store
 
+    as_file = _file_id(doc_id)
     try:
-        removed = open_store(store, create=False).delete(doc_id)
+        opened = open_store(store, create=False)
+        # The id as given first: a JSONL document's id is whatever its line says.
+        removed = next(
+            (given for given in (doc_id, as_file) if given is not None and opened.delete(given)),
+            None,
+        )
     except CtxasmError as error:
         _fail_with(error)
-    if not removed:
-        _fail(f"no document {doc_id!r} in the store", EXIT_BAD_INPUT)
-    echo(f"ctxasm: deleted {doc_id}", err=True)
+    if removed is None:
+        also = "" if as_file is None else f", nor {as_file!r}, the id `index` gives that path here"
+        _fail(f"no document {doc_id!r} in the store{also}", EXIT_BAD_INPUT)
+    echo(f"ctxasm: deleted {removed}", err=True)
+
+
+def _file_id(doc_id: str) -> str | None:
+    """The id ``ctxasm index`` gives a file at the path ``doc_id`` from the working folder
+    (``./docs/a.md`` and ``/abs/path/docs/a.md`` are ``docs/a.md``), where it differs from
+    ``doc_id``; the file need not exist any more."""
+    from ctxasm.store import file_doc_id
+
+    try:
+        as_file = file_doc_id(Path(doc_id))
+    except (OSError, ValueError, RuntimeError):  # a NUL, a symlink loop: no path
+        return None
+    return None if as_file == doc_id else as_file
 
 
 PrincipalOption = Annotated[

@@ -22,7 +22,7 @@ from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
 from ctxasm.store.arguments import without_secrets
 from ctxasm.store.chunk_pool import Chunked, Chunker, auto_workers, failure_reason
 from ctxasm.store.chunking import Chunk, check_chunking, chunk_text, count_tokens_batch
-from ctxasm.store.documents import SUFFIXES, Document, not_regular, read_documents
+from ctxasm.store.documents import SUFFIXES, Document, file_doc_id, not_regular, read_documents
 from ctxasm.store.records import StoreStats
 from ctxasm.store.scoped import PrincipalRetriever
 from ctxasm.store.sqlite import SQLiteStore
@@ -37,6 +37,7 @@ __all__ = [
     "Store",
     "StoreStats",
     "chunk_text",
+    "file_doc_id",
     "index_paths",
     "open_store",
     "store_files",

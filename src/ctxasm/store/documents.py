@@ -37,7 +37,7 @@ from ctxasm.validation import (
     timestamp,
 )
 
-__all__ = ["SUFFIXES", "Document", "read_documents"]
+__all__ = ["SUFFIXES", "Document", "file_doc_id", "read_documents"]
 
 SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".jsonl")
 
@@ -112,9 +112,10 @@ def _checked_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 _FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)
 
 
-def _doc_id(path: Path) -> str:
+def file_doc_id(path: Path) -> str:
     """A file's document id: its path relative to the working folder when it lies inside it
-    (however it was typed), else its absolute path, so re-indexing finds the same document."""
+    (however it was typed), else its absolute path, so re-indexing finds the same document.
+    ``ctxasm delete`` resolves a path argument with it too. The file need not exist."""
     resolved = path.resolve()
     try:
         return resolved.relative_to(Path.cwd().resolve()).as_posix()
@@ -291,7 +292,7 @@ def read_documents(
         text = raw
         title = _markdown_title(raw) if suffix in (".md", ".markdown") else None
     yield Document(
-        doc_id=_doc_id(path),
+        doc_id=file_doc_id(path),
         text=text,
         title=title or path.stem,
         tenant=tenant,
