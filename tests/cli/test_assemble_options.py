@@ -1,12 +1,16 @@
-"""``ctxasm assemble``: options that replace request fields, a bare list of retriever hits, and
-size errors that state the real size."""
+"""``ctxasm assemble``: options that replace request fields, a bare list of retriever hits,
+size errors that state the real size, and what an empty input or a JSONL file is told."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from ctxasm.cli.main import app
@@ -129,4 +133,73 @@ def test_too_large_on_a_stream_is_refused_at_the_limit() -> None:
     assert _assemble("-", "--max-bytes", "1000", stdin=b" " * 3_000_123)[::2] == (
         2,
         "ctxasm: error: the request is more than the limit of 1,000 bytes [request]\n",
+    )
+
+
+def _console(*args: str, stdin: Any) -> subprocess.CompletedProcess[str]:
+    """The console script (its fast path for ``assemble`` included), as a user runs it."""
+    script = shutil.which("ctxasm", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "ctxasm"]
+    return subprocess.run(
+        [*command, *args], stdin=stdin, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_jsonl_file_is_pointed_to_batch() -> None:
+    done = _console("assemble", str(ROOT / "examples" / "requests.jsonl"), stdin=None)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "ctxasm: error: the request is not valid JSON: Extra data at line 2 column 1; one "
+        "request per line? use `ctxasm batch` [request]\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (b'{"query": "q"} {"query": "r"}', "Extra data at line 1 column 16"),  # one line
+        (b'{"query": "q"}\n]', "Extra data at line 2 column 1"),  # no second value, still more
+        (b'{"query": "q",\n"passages": [}\n{}', "Expecting value at line 2 column 14"),
+    ],
+)
+def test_only_more_json_after_a_line_end_gets_the_batch_hint(given: bytes, message: str) -> None:
+    code, _, err = _assemble("-", stdin=given)
+    assert code == 2
+    hint = "; one request per line? use `ctxasm batch`" if given.endswith(b"]") else ""
+    assert err == f"ctxasm: error: the request is not valid JSON: {message}{hint} [request]\n"
+
+
+def test_empty_standard_input_is_called_empty() -> None:
+    # `ctxasm assemble < /dev/null`, or a bare `ctxasm assemble` in a script
+    for args in (("assemble",), ("assemble", "-")):
+        done = _console(*args, stdin=subprocess.DEVNULL)
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == (
+            "ctxasm: error: the request is empty: standard input held nothing [request]\n"
+        )
+    assert _assemble("-", stdin=b" \r\n\t\n")[::2] == (
+        2,
+        "ctxasm: error: the request is empty: standard input held only white space [request]\n",
+    )
+
+
+def test_an_empty_file_is_named(tmp_path: Path) -> None:
+    empty, blank = tmp_path / "empty.json", tmp_path / "blank.json"
+    empty.write_bytes(b"")
+    blank.write_bytes(b"\xef\xbb\xbf\n\n")  # a byte order mark and line ends
+    assert _assemble(str(empty))[::2] == (
+        2,
+        f"ctxasm: error: the request is empty: {empty} holds nothing [request]\n",
+    )
+    assert _assemble(str(blank))[::2] == (
+        2,
+        f"ctxasm: error: the request is empty: {blank} holds only white space [request]\n",
+    )
+
+
+def test_report_calls_an_empty_input_an_empty_result() -> None:
+    done = _console("report", "-", stdin=subprocess.DEVNULL)
+    assert (done.returncode, done.stderr) == (
+        2,
+        "ctxasm: error: the result is empty: standard input held nothing [result]\n",
     )

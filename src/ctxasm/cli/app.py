@@ -283,16 +283,15 @@ def report_command(
     """Show a saved result's report: tables on stdout, or an HTML page with --html."""
     from ctxasm.batch.files import check_not_input
     from ctxasm.cli.report_view import print_report, write_html
-    from ctxasm.cli.request_input import read_input
+    from ctxasm.cli.request_input import decode_input, read_input
     from ctxasm.errors import CtxasmError
     from ctxasm.html import result_of
-    from ctxasm.jsonio import decode_json
 
     try:
         if html is not None:
             replaced = "the page would replace the result"
             check_not_input(source, html, field="html", replaced=replaced)
-        result = result_of(decode_json(read_input(source, max_bytes, "result"), what="result"))
+        result = result_of(decode_input(read_input(source, max_bytes, "result"), source, "result"))
     except CtxasmError as error:
         _fail_with(error)
     # Either view shows what it is given; a report it would show wrong is refused first.

@@ -144,7 +144,8 @@ def assemble(options: AssembleOptions) -> None:
             check_not_input(options.source, options.html, field="html", replaced=replaced)
             check_not_config(options.config, options.html, "html", "the page")
         assembler = open_assembler(options.config)
-        data = request_fields(read_input(options.source, options.max_bytes), overrides)
+        raw = read_input(options.source, options.max_bytes)
+        data = request_fields(raw, overrides, options.source)
         result = assembler.assemble(data)
         output = {**request_envelope(data), **result.to_dict()}
     except CtxasmError as error:

@@ -24,6 +24,7 @@ __all__ = [
     "MOST_MAX_BYTES",
     "check_not_config",
     "config_file",
+    "decode_input",
     "open_assembler",
     "read_input",
     "request_fields",
@@ -83,14 +84,55 @@ def read_input(source: str, max_bytes: int, what: str = "request") -> bytes:
         fail(f"{error.message} [{what}]", EXIT_BAD_INPUT)
 
 
-def request_fields(raw: bytes, overrides: dict[str, Any]) -> dict[str, Any]:
-    """The request object, or one built from a bare list of hits and ``--query``; the options
-    given on the command line replace the request's fields."""
+BATCH_HINT = "one request per line? use `ctxasm batch`"
+
+
+def decode_input(raw: bytes, source: str, what: str = "request") -> Any:
+    """The JSON value of the input read from ``source`` (a file, or ``-``: standard input), as
+    :func:`ctxasm.jsonio.decode_json` reads it, with what a person at a terminal needs told: an
+    empty input (nothing, or only white space) is named as such, and a request followed by more
+    JSON on a line of its own (a JSONL file) gets :data:`BATCH_HINT`. The errors are the
+    :class:`~ctxasm.errors.InvalidJSONError` of any malformed JSON (exit 2)."""
+    from ctxasm.errors import InvalidJSONError
+    from ctxasm.jsonio import decode_json
+
+    if not raw.removeprefix(b"\xef\xbb\xbf").strip(b" \t\r\n"):
+        where = "standard input held" if source == "-" else f"{source} holds"
+        blank = "nothing" if not raw else "only white space"
+        raise InvalidJSONError(f"the {what} is empty: {where} {blank}", field=what)
+    try:
+        return decode_json(raw, what=what)
+    except InvalidJSONError as error:
+        if what != "request" or not _more_on_a_new_line(raw):
+            raise
+        raise InvalidJSONError(f"{error.message}; {BATCH_HINT}", field=error.field) from None
+
+
+def _more_on_a_new_line(raw: bytes) -> bool:
+    """Whether ``raw`` opens with one whole JSON value and, after a line end, holds more: the
+    lines of a JSONL file, not one request. (Only asked of input already refused as JSON.)"""
+    import json
+
+    try:
+        text = raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+        start = len(text) - len(text.lstrip(" \t\r\n"))
+        _, end = json.JSONDecoder().raw_decode(text, start)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    rest = text[end:]
+    between = rest[: len(rest) - len(rest.lstrip(" \t\r\n"))]
+    return "\n" in between and len(between) < len(rest)
+
+
+def request_fields(raw: bytes, overrides: dict[str, Any], source: str = "-") -> dict[str, Any]:
+    """The request object read from ``source`` (see :func:`decode_input`), or one built from a
+    bare list of hits and ``--query``; the options given on the command line replace the
+    request's fields."""
     from ctxasm.errors import InvalidJSONError
     from ctxasm.hits import passages_from_hits
-    from ctxasm.jsonio import decode_json, decode_object
+    from ctxasm.jsonio import decode_object
 
-    value = decode_json(raw)
+    value = decode_input(raw, source)
     if isinstance(value, list):
         if "query" not in overrides:
             raise InvalidJSONError(
