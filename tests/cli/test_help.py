@@ -105,3 +105,16 @@ def test_ask_shows_the_budget_default() -> None:
         "--budget N  Most tokens for the sources.  [default: (all the model's window leaves "
         "after the reserved output); x>=1]"
     ) in re.sub(r" {2,}", "  ", page)
+
+
+@pytest.mark.parametrize(
+    ("command", "refused"),
+    [
+        ("assemble", "a request"),
+        ("batch", "a line (one request)"),
+        ("report", "a result"),  # report reads a saved result, never a request or a batch line
+    ],
+)
+def test_max_bytes_names_what_each_command_reads(command: str, refused: str) -> None:
+    page = CliRunner().invoke(app, [command, "-h"], terminal_width=200).stdout
+    assert f"--max-bytes N  Refuse {refused} larger than N bytes." in re.sub(r" {2,}", "  ", page)

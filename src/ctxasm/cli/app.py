@@ -25,8 +25,10 @@ from ctxasm.cli.options import (
     FORMATS,
     ConfigOption,
     HtmlOption,
+    LineMaxBytesOption,
     MaxBytesOption,
     ProgressOption,
+    ResultMaxBytesOption,
 )
 from ctxasm.cli.request_input import check_not_config, config_file, open_assembler
 
@@ -146,7 +148,7 @@ def batch(
     ],
     progress: ProgressOption = None,
     config: ConfigOption = None,
-    max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+    max_bytes: LineMaxBytesOption = DEFAULT_MAX_BYTES,
     engine: Annotated[
         str,
         typer.Option(
@@ -278,7 +280,7 @@ def report_command(
         ),
     ],
     html: HtmlOption = None,
-    max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+    max_bytes: ResultMaxBytesOption = DEFAULT_MAX_BYTES,
 ) -> None:
     """Show a saved result's report: tables on stdout, or an HTML page with --html."""
     from ctxasm.batch.files import check_not_input

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -14,8 +14,10 @@ __all__ = [
     "FORMATS",
     "ConfigOption",
     "HtmlOption",
+    "LineMaxBytesOption",
     "MaxBytesOption",
     "ProgressOption",
+    "ResultMaxBytesOption",
 ]
 
 FORMATS = ("openai", "anthropic", "markdown", "text")
@@ -29,16 +31,23 @@ ConfigOption = Annotated[
         show_default=False,
     ),
 ]
-MaxBytesOption = Annotated[
-    int,
-    typer.Option(
+
+
+def _max_bytes(what: str) -> Any:
+    """``--max-bytes``, refusing ``what`` (the input of the command) over N bytes."""
+    return typer.Option(
         "--max-bytes",
         min=1,
         max=MOST_MAX_BYTES,
         metavar="N",
-        help="Refuse a request (or batch line) larger than N bytes.",
-    ),
-]
+        help=f"Refuse {what} larger than N bytes.",
+    )
+
+
+# What each command reads: a request (assemble), a line of one (batch), a saved result (report).
+MaxBytesOption = Annotated[int, _max_bytes("a request")]
+LineMaxBytesOption = Annotated[int, _max_bytes("a line (one request)")]
+ResultMaxBytesOption = Annotated[int, _max_bytes("a result")]
 ProgressOption = Annotated[
     bool | None,
     typer.Option(
