@@ -277,6 +277,38 @@ def test_unknown_paths_and_methods_get_the_error_shape(
     assert _errors(document, schema, answer.json) == []
 
 
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/assemble/"),
+        ("POST", "/v1/check-citations/"),
+        ("GET", "/v1/models/"),
+        ("GET", "/healthz/"),
+        ("GET", "/ui/"),
+        ("GET", "/docs//"),
+    ],
+)
+def test_a_trailing_slash_gets_the_json_404_naming_the_path_without_it(
+    served: str, document: Any, method: str, path: str
+) -> None:
+    # It was a bare 307 with an empty body, which a client does not follow with its POST.
+    body = json.loads(EXAMPLE.read_text()) if method == "POST" else None
+    answer = _call(served, method, path, body, request_id="slash.1")
+    bare = path.rstrip("/")
+    message = f"no endpoint at {path}; did you mean {bare} (no trailing slash)?"
+    error = {"code": "not_found", "message": message, "field": None, "request_id": "slash.1"}
+    assert (answer.status, answer.json) == (404, {"error": error})
+    assert _errors(document, {"$ref": "#/components/schemas/ErrorResponse"}, answer.json) == []
+
+
+def test_an_unknown_path_with_a_trailing_slash_gets_the_plain_404(served: str) -> None:
+    answer = _call(served, "POST", "/v1/nowhere/", {"query": "q"})
+    assert (answer.status, answer.json["error"]["message"]) == (
+        404,
+        "no endpoint at /v1/nowhere/; the endpoints are listed at /docs and /openapi.json",
+    )
+
+
 def test_a_client_request_id_that_is_not_a_short_token_is_replaced(served: str) -> None:
     answer = _call(served, "GET", "/nowhere", request_id="x" * 65)
     assert len(answer.headers["x-request-id"]) == 32

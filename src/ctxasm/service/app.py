@@ -32,6 +32,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from ctxasm.assembler import Assembler
 from ctxasm.errors import (
@@ -201,6 +202,9 @@ def _http_error(request: Request, exc: Exception) -> Response:
     if status == 404:
         code = "not_found"
         message = f"no endpoint at {path}; the endpoints are listed at /docs and /openapi.json"
+        bare = path.rstrip("/")
+        if bare != path and bare and _routed(request, bare):
+            message = f"no endpoint at {path}; did you mean {bare} (no trailing slash)?"
     elif status == 405:
         code = "method_not_allowed"
         allowed = next((v for k, v in headers.items() if k.lower() == "allow"), "other methods")
@@ -209,6 +213,12 @@ def _http_error(request: Request, exc: Exception) -> Response:
         code, message = "http_error", HTTPStatus(status).phrase
     error = {"code": code, "message": message, "field": None, "request_id": request_id(request)}
     return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+def _routed(request: Request, path: str) -> bool:
+    """Whether a route of the app serves ``path`` (with any method)."""
+    scope = {**request.scope, "path": path}
+    return any(route.matches(scope)[0] is not Match.NONE for route in request.app.router.routes)
 
 
 def create_app(
@@ -237,6 +247,9 @@ def create_app(
         version=_version(),
         docs_url=None,  # served by add_pages with local assets, not a CDN's
         redoc_url=None,
+        # A path with a trailing slash gets the JSON 404 (which names the path without it), not
+        # a bare 307 redirect with an empty body that most clients do not follow with a POST.
+        redirect_slashes=False,
     )
     app.openapi = lambda: contract(app, secured=api_key is not None)  # type: ignore[method-assign]
     _add_error_handlers(app)
