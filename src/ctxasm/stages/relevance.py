@@ -39,6 +39,12 @@ STAGE = "relevance"
 # or more one time in twenty), and a retriever's or reranker's few best, scored for meaning,
 # often share few words with the query ("penned" for "wrote"): its order is the better guide.
 MIN_AGREEMENT = 8
+# Below that many, scores this far against the query's words are taken to run the wrong way
+# (distances given as scores, lower the better) rather than to disagree by chance.
+_REVERSED = -0.6
+# Under this many, no agreement is measured at all (over 3 or 4 passages a rank correlation
+# takes a handful of values, -1 among them by chance).
+_MIN_REVERSAL = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +62,9 @@ class Scores:
     # What orders passages of equal value (the given scores, where they were not trusted:
     # nothing else tells apart the passages that share no word with the query).
     tiebreak: list[float] | None = None
+    # What ``min_score`` is compared with, where not ``values``: the caller's own scores, which
+    # it was set against, wherever every passage has one (not a scale ctxasm chose).
+    cut_by: list[float] | None = None
 
 
 class RelevanceStrategy(Protocol):
@@ -224,14 +233,24 @@ class AutoRelevance(Strategy):
         if not passages or any(p.score is None for p in passages):
             return utility.score(query, passages)
         given = [p.score or 0.0 for p in passages]
+        if len(set(given)) < 2:  # all equal: they tell nothing apart
+            ranked = utility.score(query, passages)
+            note = "given scores ignored: they are all equal"
+            return Scores(ranked.values, None, "utility", ranked.why_irrelevant, note, cut_by=given)
         sampled = _sample(given, self.sample)
         whole = len(sampled) == len(passages)
         own = utility.score(query, passages if whole else [passages[i] for i in sampled])
-        if len(sampled) < MIN_AGREEMENT or len(set(own.values)) < 2:
-            # Too few passages, or the query's words tell none apart: the retriever's order is
-            # all there is to go by.
+        if len(sampled) < _MIN_REVERSAL or len(set(own.values)) < 2:
+            # Too few to compare at all, or the query's words tell none apart: the retriever's
+            # order is all there is to go by.
             return Scores(given, None, "given", note="given scores used: nothing to check them by")
-        trust = max(0.0, rank_agreement([given[i] for i in sampled], own.values))
+        agreement = rank_agreement([given[i] for i in sampled], own.values)
+        trust = max(0.0, agreement)
+        if len(sampled) < MIN_AGREEMENT and agreement > _REVERSED:
+            # Too few passages for their agreement to mean more than chance: the retriever's
+            # order leads, unless it runs clearly against the query's words (distances given
+            # as scores, lower the better).
+            return Scores(given, None, "given", note="given scores used: nothing to check them by")
         if trust == 0.0:
             ranked = own if whole else utility.score(query, passages)
             # Ranked by utility, but nothing is dropped: the retriever did judge them relevant.
@@ -242,6 +261,7 @@ class AutoRelevance(Strategy):
                 ranked.why_irrelevant,
                 f"given scores ignored: they do not agree with the query's words ({trust:.2f})",
                 tiebreak=given,
+                cut_by=given,
             )
         if not whole:
             return Scores(given, None, "given", note=f"given scores trusted {trust:.2f}")
@@ -253,7 +273,8 @@ class AutoRelevance(Strategy):
             u + share * (g - lex) if u > 0 else share * g
             for u, g, lex in zip(own.values, unit_scaled(given), lexical, strict=True)
         ]
-        return Scores(values, None, "utility+given", note=f"given scores trusted {trust:.2f}")
+        note = f"given scores trusted {trust:.2f}"
+        return Scores(values, None, "utility+given", note=note, cut_by=given)
 
     def _utility(self, w_score: float = 0.0, w_lexical: float = 1.0) -> RelevanceStrategy:
         # By name, through the registry: utility builds on this module's BM25, so importing it
@@ -359,14 +380,22 @@ def rank(
             zip(built, scores.tiebreak, strict=True), key=lambda p: (p[0].score, p[1]), reverse=True
         )
         ranked = [candidate for candidate, _ in pairs]
+    # min_score compares the caller's scores where every passage has one (see Scores.cut_by)
+    cut_by = scores.cut_by
+    cut = {c.request_index: v for c, v in zip(built, cut_by, strict=True)} if cut_by else {}
+    cut_name = "given" if cut else scores.method
     kept: list[Candidate] = []
     relevant = 0  # rank among the candidates that passed the thresholds
     for candidate in ranked:
         judged = candidate.id not in keep
         if judged and scores.floor is not None and candidate.score <= scores.floor:
             detail = f"{scores.method} score {candidate.score:.4g}: {scores.why_irrelevant}"
-        elif judged and min_score is not None and candidate.score < min_score:
-            detail = f"{scores.method} score {candidate.score:.4g} < min_score {min_score:g}"
+        elif (
+            judged
+            and min_score is not None
+            and (value := cut.get(candidate.request_index, candidate.score)) < min_score
+        ):
+            detail = f"{cut_name} score {value:.4g} < min_score {min_score:g}"
         elif top_k is not None and len(kept) >= top_k:
             relevant += 1
             detail = f"rank {relevant} > top_k {top_k}"

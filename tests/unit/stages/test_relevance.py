@@ -359,3 +359,52 @@ def test_a_few_scored_passages_rank_as_given_even_where_they_share_no_word_with_
         }
         kept = ctxasm.assemble("Who wrote Hamlet?", scored[:count], min_score=0.6).report
         assert {i.id for i in kept.included} == {"ans", "x1", "x2"}
+
+
+_RIVERS = [
+    "The Danube flows through Vienna, the capital of Austria.",
+    "Paris lies on the Seine.",
+    "Berlin has the Spree.",
+    "London is on the Thames.",
+    "Rome sits by the Tiber.",
+    "Prague is on the Vltava.",
+    "Bonn is on the Rhine.",
+    "Madrid has the Manzanares.",
+]
+
+
+@pytest.mark.parametrize("count", [5, 6, 7])
+def test_a_few_scores_that_run_against_the_query_are_ignored(count: int) -> None:
+    """Distances given as scores (lower the better) on a few passages: the retriever's order
+    would put the answer last (review of dc58c6d)."""
+    scored = [{"id": f"p{i}", "text": t, "score": 0.2 + 0.1 * i} for i, t in enumerate(_RIVERS)]
+    result = ctxasm.assemble("Which river flows through Vienna?", scored[:count], top_k=1)
+    assert [i.id for i in result.report.included] == ["p0"]
+    assert result.report.relevance is not None
+    assert result.report.relevance["note"].startswith("given scores ignored")
+
+
+@pytest.mark.parametrize("count", [2, 5, 7, 8])
+def test_scores_all_equal_are_ignored_whatever_the_number_of_passages(count: int) -> None:
+    scored = [{"id": f"p{i}", "text": t, "score": 1.0} for i, t in enumerate(_RIVERS)]
+    result = ctxasm.assemble("Which river flows through Vienna?", scored[:count], top_k=1)
+    assert [i.id for i in result.report.included] == ["p0"]
+    assert result.report.relevance == {
+        "method": "utility",
+        "note": "given scores ignored: they are all equal",
+    }
+
+
+def test_min_score_compares_the_given_scores_whatever_relevance_ranks_by() -> None:
+    """An eighth passage switches relevance from the given order to the utility; the passages
+    min_score keeps stay the ones whose own scores pass it (review of dc58c6d)."""
+    scores = [0.82, 0.75, 0.6, 0.55, 0.5, 0.45, 0.41, 0.3]
+    scored = [
+        {"id": f"p{i}", "text": t, "score": s}
+        for i, (t, s) in enumerate(zip(_RIVERS, scores, strict=True))
+    ]
+    for count in (7, 8):
+        result = ctxasm.assemble("Which river flows through Vienna?", scored[:count], min_score=0.5)
+        assert {i.id for i in result.report.included} == {"p0", "p1", "p2", "p3", "p4"}, count
+        details = {e.candidate_id: e.detail for e in result.report.excluded}
+        assert details["p5"] == "given score 0.45 < min_score 0.5"
