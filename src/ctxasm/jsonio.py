@@ -207,6 +207,8 @@ def _read_checked(raw: bytes, what: str) -> Any:
             parse_constant=_constant(what),
         )
     except json.JSONDecodeError as exc:
+        if not text.strip(" \t\r\n"):  # "Expecting value at line 1 column 1" says less
+            raise InvalidJSONError(f"the {what} is empty", field=what) from None
         raise InvalidJSONError(
             f"the {what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
             field=what,

@@ -99,12 +99,8 @@ CASES: list[tuple[str, bytes, str, str]] = [
         "the request is not valid JSON: Expecting property name enclosed in double quotes at "
         "line 1 column 2",
     ),
-    (
-        "empty",
-        b"",
-        "invalid_json",
-        "the request is not valid JSON: Expecting value at line 1 column 1",
-    ),
+    ("empty", b"", "invalid_json", "the request is empty"),
+    ("white space", b" \r\n\t", "invalid_json", "the request is empty"),
     ("an array", b"[1, 2]", "invalid_json", "the request must be a JSON object, got an array"),
     (
         "over the size limit",
@@ -161,6 +157,8 @@ def test_parser_cli_and_service_refuse_alike(
     said = message
     if code == "too_large":  # standard input is not read past the limit: its size is unknown
         said = f"the request is more than the limit of {LIMIT:,} bytes"
+    if message == "the request is empty":  # the CLI names what was empty
+        said += ": standard input held " + ("nothing" if not raw else "only white space")
     assert _cli(raw) == (2, "", f"ctxasm: error: {said}{hint} [request]\n")
     status = 413 if code == "too_large" else 422
     assert _http(service, raw) == (status, {"error": expected})
@@ -185,7 +183,7 @@ def test_batch_lines_get_the_same_errors() -> None:
 
     assembler = Assembler()
     for _, raw, code, message in CASES:
-        if not raw:
+        if not raw.strip():
             continue  # a blank line is skipped, not an error
         outcome, line = assemble_line(raw.replace(b"\n", b" "), 7, assembler, max_line_bytes=LIMIT)
         assert (outcome, json.loads(line or "{}")) == (

@@ -118,7 +118,8 @@ CASES: list[tuple[str, bytes, str | None]] = [
     ("trailing comma", b"[1,]", "not valid JSON"),
     ("trailing data", b"{} {}", "not valid JSON"),
     ("form feed", b"\x0c{}", "not valid JSON"),
-    ("empty", b"", "not valid JSON"),
+    ("empty", b"", "the request is empty"),
+    ("white space", b" \n\t", "the request is empty"),
     ("leading zero", b"[01]", "not valid JSON"),
     ("control character", b'["a\x01b"]', "not valid JSON"),
     # accepted by both, with one value
