@@ -456,6 +456,8 @@ def _written_in_place(wanted: Sequence[str], text: str) -> str | None:
     has not seen). ``_UNDECIDED`` where it cannot be read so, or once more than
     ``_MOST_PLACES_WRITTEN`` places hold the first word but not the rest, so that the search
     stays linear in the text ("Aa Aa Aa x." many times over, for a name of as many words)."""
+    if len(wanted) > _MOST_WORDS_IN_PLACE:
+        return _UNDECIDED  # each place read costs up to the name's length
     low = text.lower()
     if len(low) != len(text) or "Σ" in text:
         return _UNDECIDED
@@ -502,6 +504,9 @@ _NOT_WORDS = re.compile(r"\W*")
 # Places a name's first word is found but not the name whole, or inside a longer word ("u"
 # of "U Know Yunho" in every "you"), after which a text is split into words instead.
 _MOST_MISSES = 64
+# Names of up to this many words are looked for in place (a name a passage shares is a few
+# words; a key of 50,000 words read at 64 places took 2 s).
+_MOST_WORDS_IN_PLACE = 16
 
 
 @text_cache(HEAVY_CACHE_CHARS)

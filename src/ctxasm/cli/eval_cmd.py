@@ -300,7 +300,7 @@ def _id_lines(path: Path) -> list[str]:
     from ctxasm.files import TooLargeError, read_bounded
 
     try:
-        return read_bounded(path, _MOST_ID_BYTES).decode("utf-8").splitlines()
+        return read_bounded(path, _MOST_ID_BYTES).decode("utf-8-sig").splitlines()
     except TooLargeError:
         raise RequestError(
             f"{path} is too large for a list of ids (more than {_MOST_ID_BYTES:,} bytes)",
