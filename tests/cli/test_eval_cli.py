@@ -549,7 +549,7 @@ def test_eval_reads_hotpotqa_files_and_keeps_the_listed_ids(tmp_path: Path) -> N
     data = tmp_path / "hotpot_dev_distractor_v1.json"
     data.write_text(json.dumps(records))
     ids = tmp_path / "ids.txt"
-    ids.write_text("q2\nq0\n")
+    ids.write_bytes(b"\xef\xbb\xbfq2\r\nq0\n")  # as a Windows editor may save it
     done = ctxasm(
         "eval", str(data), "--ids", str(ids), "--budget", "512", "--strategy", "oracle", "--json"
     )
