@@ -267,6 +267,11 @@ def test_json_reports_each_raw_spelling_and_form(result_file: Path) -> None:
     [
         ({"id": "c", "choices": [{"message": {"role": "assistant", "content": GOOD}}]}, GOOD),
         ({"type": "message", "content": [{"type": "text", "text": BAD}]}, BAD),
+        ({"choices": [{"message": {"content": [{"type": "text", "text": GOOD}]}}]}, GOOD),
+        (
+            {"output": [{"type": "message", "content": [{"type": "output_text", "text": BAD}]}]},
+            BAD,
+        ),
         ({"choices": "no list"}, None),  # not a completion: its own text is the answer
     ],
 )
@@ -280,3 +285,4 @@ def test_a_chat_completion_saved_as_json_is_read_as_its_answer(
     as_is = check(str(result_file), "-", "--links", stdin=checked or json.dumps(saved))
     assert (done.exit_code, done.stdout) == (as_is.exit_code, as_is.stdout)
     assert done.stdout == (as_is.stdout if checked else json.dumps(saved))
+    assert ("no chat completion" in done.stderr) is (checked is None)

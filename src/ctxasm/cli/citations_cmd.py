@@ -125,10 +125,10 @@ def _decode(raw: bytes, what: str) -> str:
 
 
 def _answer_text(text: str) -> str:
-    """The answer in ``text``: the message of a chat completion saved as JSON (OpenAI's
-    ``choices[0].message.content``, Anthropic's text blocks of ``content``), else ``text`` as
-    it is (the citations of the JSON's own text would be checked, quotes and escapes
-    included)."""
+    """The answer in ``text``: the message of a chat completion saved as JSON (OpenAI's chat
+    ``choices[0].message.content``, a string or text parts, or a Responses API ``output``;
+    Anthropic's text blocks of ``content``), else ``text`` as it is, with a warning when it is
+    JSON of another shape (its own text, quotes and escapes included, is then checked)."""
     if not text.lstrip().startswith("{"):
         return text
     from ctxasm.errors import CtxasmError
@@ -138,22 +138,48 @@ def _answer_text(text: str) -> str:
         data = decode_object(text.encode("utf-8", "surrogatepass"), what="answer")
     except CtxasmError:
         return text  # an answer that only opens with a brace
+    found = _completion_text(data)
+    if found is None:
+        echo(
+            "ctxasm: the answer is JSON but no chat completion ctxasm knows; its text is "
+            "checked as it is",
+            err=True,
+        )
+        return text
+    return found
+
+
+def _completion_text(data: dict[str, Any]) -> str | None:
+    """The answer of a chat completion response ``data``, or ``None`` for another shape."""
     choices = data.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         message = choices[0].get("message")
         content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            return content
-    blocks = data.get("content")
-    if data.get("type") == "message" and isinstance(blocks, list):
-        texts = [
-            b["text"]
-            for b in blocks
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        ]
-        if texts:
-            return "".join(texts)
-    return text
+        return content if isinstance(content, str) else _text_parts(content)
+    if data.get("type") == "message":  # Anthropic's Messages API
+        return _text_parts(data.get("content"))
+    output = data.get("output")
+    if isinstance(output, list):  # OpenAI's Responses API
+        messages = [o for o in output if isinstance(o, dict) and o.get("type") == "message"]
+        texts = [_text_parts(m.get("content")) for m in messages]
+        if any(t is not None for t in texts):
+            return "".join(t for t in texts if t is not None)
+    return None
+
+
+def _text_parts(content: Any) -> str | None:
+    """The text of a list of content parts (``{"type": "text" | "output_text", "text"}``),
+    ``None`` where there is none."""
+    if not isinstance(content, list):
+        return None
+    texts = [
+        part["text"]
+        for part in content
+        if isinstance(part, dict)
+        and part.get("type") in ("text", "output_text")
+        and isinstance(part.get("text"), str)
+    ]
+    return "".join(texts) if texts else None
 
 
 def _result_json(raw: bytes) -> Any:
