@@ -122,7 +122,8 @@ def post_json(
                 "followed (the API key would go where it points): give the URL it names"
             )
         if response.status >= 400:
-            status = f"the endpoint answered HTTP {response.status} {_reason(response)}"
+            reason = _masked(_reason(response), headers)  # a reason phrase may echo the key
+            status = f"the endpoint answered HTTP {response.status} {reason}"
             said = _endpoint_message(_error_body(response, deadline, max_bytes), headers)
             raise EndpointError(status if said is None else f"{status}; its message: {said}")
         data = response.read(max_bytes + 1)
@@ -397,25 +398,34 @@ def _endpoint_message(body: bytes, headers: Mapping[str, str]) -> str | None:
     # Control and other unprintable characters (line ends, escapes, bidirectional controls)
     # become spaces, runs of white space one space: one line that shows what it holds.
     text = _SPACES.sub(" ", "".join(c if c.isprintable() else " " for c in text)).strip()
-    secrets = {
-        word
-        for name, value in headers.items()
-        if name.lower() not in _NO_SECRET
-        for word in (value, *value.split())
-        if len(word) >= 8
-    }
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    text = _KEY_LIKE.sub("***", text)
+    text = _masked(text, headers)
     if len(text) > ERROR_MESSAGE_CHARS:
         text = text[: ERROR_MESSAGE_CHARS - 3].rstrip() + "..."
     return text
 
 
+def _masked(text: str, headers: Mapping[str, str]) -> str:
+    """``text`` with every header value that may be secret (the API key), each word of one
+    (the key after ``Bearer``) and anything like a key (``sk-...``) written ``***``."""
+    secrets = {
+        word
+        for name, value in headers.items()
+        if name.lower() not in _NO_SECRET
+        for word in (value, *value.split())
+        if len(word) >= _SHORTEST_SECRET and word.lower() not in _SCHEMES
+    }
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return _KEY_LIKE.sub("***", text)
+
+
+# A header's word this long or longer is masked (shorter ones would mask common words);
+# the authorization schemes before a key are no secret.
+_SHORTEST_SECRET = 6
+_SCHEMES = frozenset({"bearer", "basic", "token", "apikey"})
+
+
 def _described(error: BaseException, headers: Mapping[str, str]) -> str:
     """What failed, in one printable line without a header value."""
-    text = " ".join(str(error).split()) or type(error).__name__
-    for value in headers.values():
-        if len(value) >= 8:
-            text = text.replace(value, "***")
+    text = _masked(" ".join(str(error).split()) or type(error).__name__, headers)
     return f"{type(error).__name__}: {text[:200]}"

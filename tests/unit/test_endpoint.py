@@ -33,9 +33,10 @@ class _Misbehaving(BaseHTTPRequestHandler):
     seen: ClassVar[list[tuple[str, str, str | None]]] = []
     count: ClassVar[Any] = 7
     refusal: ClassVar[tuple[int, bytes]] = (400, b"")
+    reason: ClassVar[str | None] = None  # the refusal's reason phrase, where not the usual
 
     def _answer(self, status: int, body: bytes, **headers: str) -> None:
-        self.send_response(status)
+        self.send_response(status, _Misbehaving.reason if status >= 400 else None)
         for name, value in headers.items():
             self.send_header(name.replace("_", "-"), value)
         self.end_headers()
@@ -248,6 +249,22 @@ def test_the_endpoints_message_never_shows_a_key(server: str) -> None:
         "***. *** was refused; *** is not valid, nor ***."
     )
     assert "secret" not in message and "sk-" not in message
+
+
+@pytest.mark.parametrize("key", [KEY, "s3cr3t7"])
+def test_a_reason_phrase_that_echoes_the_key_is_masked(server: str, key: str) -> None:
+    """A careless server puts the key in its status line too (review: the body's message was
+    masked and the reason phrase before it was not; keys under 8 characters never were)."""
+    _Misbehaving.refusal = (401, json.dumps({"error": {"message": f"bad key {key}"}}).encode())
+    _Misbehaving.reason = f"Invalid key {key}"
+    try:
+        with pytest.raises(EndpointError) as caught:
+            _post(f"{server}/refused/x", key=key)
+    finally:
+        _Misbehaving.reason = None
+    assert caught.value.message == (
+        "the endpoint answered HTTP 401 Invalid key ***; its message: bad key ***"
+    )
 
 
 def test_the_anthropic_version_is_shown_and_its_key_is_not(server: str) -> None:
