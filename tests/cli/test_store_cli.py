@@ -422,6 +422,7 @@ def test_a_named_pipe_or_device_is_skipped_unread(tmp_path: Path) -> None:
 class _ChatCompletions(BaseHTTPRequestHandler):
     seen: ClassVar[list[dict[str, Any]]] = []
     content: ClassVar[str] = ""
+    finish: ClassVar[str] = "stop"
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
@@ -448,7 +449,7 @@ class _ChatCompletions(BaseHTTPRequestHandler):
                     {
                         "index": 0,
                         "message": {"role": "assistant", "content": _ChatCompletions.content},
-                        "finish_reason": "stop",
+                        "finish_reason": _ChatCompletions.finish,
                     }
                 ],
             }
@@ -606,8 +607,13 @@ def test_ask_shows_the_endpoints_own_error_message_without_the_key(
     assert "secret" not in done.stdout + done.stderr
 
 
-def _ask_readable(root: Path, endpoint: str, *args: str) -> subprocess.CompletedProcess[str]:
-    _ChatCompletions.content = "The Seine flows through Paris [Source 1]. It is long."
+def _ask_readable(
+    root: Path,
+    endpoint: str,
+    *args: str,
+    answer: str = "The Seine flows through Paris [Source 1]. It is long.",
+) -> subprocess.CompletedProcess[str]:
+    _ChatCompletions.content = answer
     env = {"CTXASM_LLM_BASE_URL": endpoint, "CTXASM_LLM_API_KEY": "k"}
     return ctxasm(
         "ask",
@@ -679,6 +685,21 @@ def test_ask_sends_a_reasoning_models_limit_as_max_completion_tokens(
         "model": model,
         "max_completion_tokens": 25_000,
     }
+
+
+def test_ask_says_when_the_output_limit_cut_the_answer(indexed: Path, endpoint: str) -> None:
+    """A reasoning model that spends its whole limit thinking answers nothing, cut at the
+    length: that fails, saying so; a cut answer is printed with a warning (review)."""
+    try:
+        _ChatCompletions.finish = "length"
+        done = _ask_readable(indexed, endpoint, "--model", "o3", "-q", answer="")
+        assert done.returncode == 1
+        assert "no answer within its limit of 25000 output tokens" in done.stderr
+        done = _ask_readable(indexed, endpoint, "--model", "o3", "-q", answer="The Seine is")
+        assert done.returncode == 0, done.stderr
+        assert "the answer was cut at the limit of 25000 output tokens" in done.stderr
+    finally:
+        _ChatCompletions.finish, _ChatCompletions.content = "stop", ""
 
 
 def test_ask_follows_the_configs_reasoning_flag(indexed: Path, endpoint: str) -> None:

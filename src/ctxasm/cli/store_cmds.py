@@ -460,7 +460,7 @@ def _answer(result: Any, reasoning: bool, *, readable: bool, quiet: bool) -> tup
         "messages": chat_messages(result),
         "max_completion_tokens" if reasoning else "max_tokens": result.report.budget.reserve_output,
     }
-    answer = _complete(base, body)
+    answer = _complete(base, body, REASONING_SECONDS if reasoning else ANSWER_SECONDS)
     try:
         checked = check_citations(answer, result)
     except CtxasmError as error:  # an answer no check can be made of: it is printed all the same
@@ -473,14 +473,18 @@ def _answer(result: Any, reasoning: bool, *, readable: bool, quiet: bool) -> tup
     return answer, checked
 
 
-# The most ctxasm waits for a model's answer (the whole call), and the most it reads of it.
+# The most ctxasm waits for a model's answer (the whole call; a reasoning model thinks for
+# minutes before it answers), and the most it reads of it.
 ANSWER_SECONDS = 120.0
+REASONING_SECONDS = 600.0
 ANSWER_BYTES = 16 * 1024 * 1024
 
 
-def _complete(base: str, body: dict[str, Any]) -> str:
-    """The answer of an OpenAI-compatible chat-completions endpoint (see
-    :mod:`ctxasm.endpoint` for what the call refuses)."""
+def _complete(base: str, body: dict[str, Any], seconds: float) -> str:
+    """The answer of an OpenAI-compatible chat-completions endpoint, waited for at most
+    ``seconds`` (see :mod:`ctxasm.endpoint` for what the call refuses). An answer the output
+    limit cut is said to be cut (on standard error), and an empty one so cut fails: the model,
+    a reasoning one, spent the limit thinking."""
     from ctxasm.endpoint import EndpointError, endpoint_url, post_json
 
     key = os.environ.get("CTXASM_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or ""
@@ -490,7 +494,7 @@ def _complete(base: str, body: dict[str, Any]) -> str:
             url,
             body,
             {"authorization": f"Bearer {key}"},
-            timeout=ANSWER_SECONDS,
+            timeout=seconds,
             max_bytes=ANSWER_BYTES,
         )
     except EndpointError as error:
@@ -502,7 +506,22 @@ def _complete(base: str, body: dict[str, Any]) -> str:
             "OpenAI chat completion)",
             EXIT_FAILED,
         )
+    if _finish_reason(data) == "length":
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        if not answer.strip():
+            _fail(
+                f"the model wrote no answer within its limit of {limit} output tokens (a "
+                "reasoning model spends them thinking first): raise reserve_output_tokens",
+                EXIT_FAILED,
+            )
+        echo(f"ctxasm: the answer was cut at the limit of {limit} output tokens", err=True)
     return answer
+
+
+def _finish_reason(data: dict[str, Any]) -> Any:
+    """``choices[0].finish_reason`` of a chat completion (``None`` where it has none)."""
+    first = data["choices"][0]  # there, since the content was read
+    return first.get("finish_reason")
 
 
 def _content(data: Any) -> str | None:
