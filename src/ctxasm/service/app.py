@@ -29,7 +29,7 @@ from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
@@ -204,6 +204,9 @@ def _http_error(request: Request, exc: Exception) -> Response:
         message = f"no endpoint at {path}; the endpoints are listed at /docs and /openapi.json"
         bare = path.rstrip("/")
         if bare != path and bare and _routed(request, bare):
+            if request.method in ("GET", "HEAD"):  # a browser at /docs/ or /ui/: the page
+                query = f"?{request.url.query}" if request.url.query else ""
+                return RedirectResponse(f"{bare}{query}", status_code=307)
             message = f"no endpoint at {path}; did you mean {bare} (no trailing slash)?"
     elif status == 405:
         code = "method_not_allowed"
