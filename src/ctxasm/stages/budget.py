@@ -78,10 +78,12 @@ def plan_budget(
             "margin": margin,
             "context_window": window,
         }
+        framing = smallest - system - query - history
         raise BudgetError(
-            f"the request does not fit {model.name} even with no passages: system {system} + "
-            f"query {query} + history {history} + overhead {overhead} (with the no-context "
-            f"note: {smallest}) + reserve_output {reserve} + margin {margin} > context window "
+            f"the request does not fit {model.name} even with no passages: its prompt alone "
+            f"takes {smallest} tokens (system {system}, query {query}, history {history}, and "
+            f"{framing} of message framing and the note that no sources were found), which with "
+            f"reserve_output {reserve} and margin {margin} is more than the context window of "
             f"{window}. Shorten the history or system prompt, or lower reserve_output_tokens.",
             sections=sections,
         )
