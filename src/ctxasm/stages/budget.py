@@ -81,10 +81,11 @@ def plan_budget(
         framing = smallest - system - query - history
         raise BudgetError(
             f"the request does not fit {model.name} even with no passages: its prompt alone "
-            f"takes {smallest} tokens (system {system}, query {query}, history {history}, and "
-            f"{framing} of message framing and the note that no sources were found), which with "
-            f"reserve_output {reserve} and margin {margin} is more than the context window of "
-            f"{window}. Shorten the history or system prompt, or lower reserve_output_tokens.",
+            f"takes {smallest} tokens (system {system}, query {query}, history {history}, "
+            f"overhead {framing}: the messages' framing and the note that no sources were "
+            f"found), which with reserve_output {reserve} and margin {margin} is more than the "
+            f"context window {window}. Shorten the history or system prompt, or lower "
+            "reserve_output_tokens.",
             sections=sections,
         )
     context = limit - bare

@@ -233,7 +233,7 @@ class AutoRelevance(Strategy):
         if not passages or any(p.score is None for p in passages):
             return utility.score(query, passages)
         given = [p.score or 0.0 for p in passages]
-        if len(set(given)) < 2:  # all equal: they tell nothing apart
+        if len(given) > 1 and len(set(given)) < 2:  # all equal: they tell nothing apart
             ranked = utility.score(query, passages)
             note = "given scores ignored: they are all equal"
             return Scores(ranked.values, None, "utility", ranked.why_irrelevant, note, cut_by=given)

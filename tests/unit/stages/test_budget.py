@@ -200,7 +200,7 @@ def test_mandatory_parts_that_cannot_fit_raise_budget_error_with_the_numbers() -
     assert error.code == "over_budget"
     assert error.sections["system"] > _count("long rules " * 600)
     assert error.sections["context_window"] == 1000
-    assert "more than the context window of 1000" in error.message
+    assert "more than the context window 1000" in error.message
     assert error.to_dict()["sections"] == error.sections
 
 

@@ -408,3 +408,8 @@ def test_min_score_compares_the_given_scores_whatever_relevance_ranks_by() -> No
         assert {i.id for i in result.report.included} == {"p0", "p1", "p2", "p3", "p4"}, count
         details = {e.candidate_id: e.detail for e in result.report.excluded}
         assert details["p5"] == "given score 0.45 < min_score 0.5"
+
+
+def test_one_scored_passage_keeps_its_score() -> None:
+    result = ctxasm.assemble("Which river?", [{"id": "a", "text": _RIVERS[0], "score": 0.9}])
+    assert [(i.id, i.score) for i in result.report.included] == [("a", 0.9)]
