@@ -35,7 +35,7 @@ __all__ = [
 
 STAGE = "relevance"
 # The fewest passages whose scores' agreement with the query's words is worth measuring: a
-# rank correlation over fewer is mostly chance (at 7, two lists drawn at random agree by 0.79
+# rank correlation over fewer is mostly chance (at 7, two lists drawn at random agree by 0.71
 # or more one time in twenty), and a retriever's or reranker's few best, scored for meaning,
 # often share few words with the query ("penned" for "wrote"): its order is the better guide.
 MIN_AGREEMENT = 8
