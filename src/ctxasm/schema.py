@@ -80,6 +80,18 @@ _fail = invalid
 _string = string
 
 
+def _adapter_hint(data: object) -> str | None:
+    """Where a framework's document given as a passage is converted (read by its attributes
+    alone: the framework is not imported), or ``None``."""
+    if hasattr(data, "page_content"):
+        return "a LangChain Document? convert with ctxasm.adapters.langchain.documents_to_passages"
+    if hasattr(data, "node") and hasattr(data, "score"):
+        return "a LlamaIndex node? convert with ctxasm.adapters.llamaindex.nodes_to_passages"
+    if hasattr(data, "content") and hasattr(data, "meta"):
+        return "a Haystack Document? convert with ctxasm.adapters.haystack.documents_to_passages"
+    return None
+
+
 def parse_passage(data: object, index: int) -> Passage:
     """One passage from a mapping or a :class:`Passage`. The passage's constructor checks every
     field (see :mod:`ctxasm.data`); errors name the field by its path (``passages[3].score``)."""
@@ -89,7 +101,9 @@ def parse_passage(data: object, index: int) -> Passage:
     if isinstance(data, Passage):  # a subclass: its constructor may have skipped the checks
         data = {name: getattr(data, name) for name in PASSAGE_FIELDS}
     elif not isinstance(data, Mapping):
-        raise _fail(where, "an object with at least 'text'", data)
+        error = _fail(where, "an object with at least 'text'", data)
+        hint = _adapter_hint(data)
+        raise error if hint is None else RequestError(f"{error.message}; {hint}", field=where)
     else:  # one plain copy, read by every check below: a subclass's get may disagree with []
         data = dict(data)
     unknown = [key for key in data if key not in _PASSAGE_FIELD_SET]

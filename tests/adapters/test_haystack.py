@@ -114,3 +114,9 @@ def test_a_document_a_retriever_returned_twice_is_assembled_once() -> None:
     clash = [twice[0], Document(id=twice[0].id, content="Bananas are yellow.")]
     with pytest.raises(ctxasm.RequestError, match="unique"):
         CtxasmPromptBuilder().run(documents=clash, query="Where does the Danube end?")
+
+
+def test_a_haystack_document_given_as_a_passage_points_to_the_adapter() -> None:
+    with pytest.raises(ctxasm.RequestError, match=r"haystack\.documents_to_passages") as caught:
+        ctxasm.assemble("q?", [Document(content="The Danube ends in the Black Sea.")])
+    assert caught.value.field == "passages[0]"

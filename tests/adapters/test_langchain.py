@@ -318,3 +318,9 @@ def test_ids_and_readers_that_cannot_be_read_are_refused_by_name() -> None:
     with pytest.raises(ctxasm.RequestError) as caught:
         CtxasmRunnable().invoke({"question": "alpha", "context": arrays})
     assert caught.value.field == "passages[0].readers"
+
+
+def test_a_langchain_document_given_as_a_passage_points_to_the_adapter() -> None:
+    with pytest.raises(ctxasm.RequestError, match="documents_to_passages") as caught:
+        ctxasm.assemble("q?", [Document(page_content="The Danube ends in the Black Sea.")])
+    assert caught.value.field == "passages[0]"

@@ -135,3 +135,12 @@ def test_a_page_number_too_long_to_write_leaves_the_title_alone() -> None:
         node = NodeWithScore(node=TextNode(text="alpha", metadata=metadata), score=1.0)
         _, assembly = assemble_nodes([node], "alpha")
         assert [c.passage.title for c in assembly.passages] == [title]
+
+
+def test_a_llamaindex_node_given_as_a_passage_points_to_the_adapter() -> None:
+    import ctxasm
+
+    node = NodeWithScore(node=TextNode(text="The Danube ends in the Black Sea."), score=0.5)
+    with pytest.raises(RequestError, match="nodes_to_passages") as caught:
+        ctxasm.assemble("q?", [node])
+    assert caught.value.field == "passages[0]"
