@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         UnknownModelError,
         UnknownStrategyError,
     )
+    from ctxasm.html import render_report_html
     from ctxasm.models import ModelRegistry, ModelSpec, default_registry
     from ctxasm.registry import register
     from ctxasm.retrieval import Retriever
@@ -85,6 +86,7 @@ __all__ = [
     "link_citations",
     "parse_request",
     "register",
+    "render_report_html",
     "testing",
 ]
 
@@ -126,6 +128,7 @@ _EXPORTS: dict[str, str] = {
     "ModelSpec": "ctxasm.models",
     "default_registry": "ctxasm.models",
     "register": "ctxasm.registry",
+    "render_report_html": "ctxasm.html",
     "Retriever": "ctxasm.retrieval",
     "parse_request": "ctxasm.schema",
     "ParamError": "ctxasm.strategy",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ctxasm.data import Assembly
 from ctxasm.errors import RequestError
 from ctxasm.html.page import asset, page
 
@@ -60,11 +61,14 @@ def result_of(value: Any) -> dict[str, Any]:
     return checked
 
 
-def render_report_html(result: Mapping[str, Any]) -> str:
-    """One self-contained page for ``result``: the budget bar, the included passages in prompt
-    order with why each was chosen, the excluded ones grouped by reason, the rendered prompt
-    with its source labels linked to their rows, and the model, cost and timings. It loads
-    nothing from anywhere (its policy forbids it), so it opens from disk and offline."""
+def render_report_html(result: Assembly | Mapping[str, Any]) -> str:
+    """One self-contained page for ``result`` (an :class:`~ctxasm.data.Assembly`, or its JSON):
+    the budget bar, the included passages in prompt order with why each was chosen, the
+    excluded ones grouped by reason, the rendered prompt with its source labels linked to their
+    rows, and the model, cost and timings. It loads nothing from anywhere (its policy forbids
+    it), so it opens from disk and offline."""
+    if isinstance(result, Assembly):
+        result = result.to_dict()
     return page(
         title="ctxasm report",
         body=asset("report_body.html"),
