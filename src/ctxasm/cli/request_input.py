@@ -96,16 +96,18 @@ def decode_input(raw: bytes, source: str, what: str = "request") -> Any:
     from ctxasm.errors import InvalidJSONError
     from ctxasm.jsonio import decode_json
 
-    if not raw.removeprefix(b"\xef\xbb\xbf").strip(b" \t\r\n"):
-        where = "standard input held" if source == "-" else f"{source} holds"
-        blank = "nothing" if not raw else "only white space"
-        raise InvalidJSONError(f"the {what} is empty: {where} {blank}", field=what)
     try:
         return decode_json(raw, what=what)
     except InvalidJSONError as error:
-        if what != "request" or not _more_on_a_new_line(raw):
+        if not raw.removeprefix(b"\xef\xbb\xbf").strip(b" \t\r\n"):  # the parser says "empty"
+            where = "standard input held" if source == "-" else f"{source} holds"
+            blank = "nothing" if not raw else "only white space"
+            said = f"{error.message}: {where} {blank}"
+        elif what == "request" and _more_on_a_new_line(raw):
+            said = f"{error.message}; {BATCH_HINT}"
+        else:
             raise
-        raise InvalidJSONError(f"{error.message}; {BATCH_HINT}", field=error.field) from None
+        raise InvalidJSONError(said, field=error.field) from None
 
 
 def _more_on_a_new_line(raw: bytes) -> bool:

@@ -17,14 +17,14 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ctxasm.errors import CtxasmError, RequestError, RequestTooLargeError
 from ctxasm.evaluation.hotpotqa import looks_like_hotpotqa, unified_records
-from ctxasm.files import write_atomic
+from ctxasm.files import TooLargeError, read_bounded, write_atomic
 from ctxasm.jsonio import decode_json
 
 __all__ = [
@@ -238,8 +238,13 @@ def _flag(meta: Mapping[str, Any], key: str, default: bool, where: str) -> bool:
 
 def read_dataset(lines: Sequence[str] | Iterator[str], name: str = "dataset") -> list[EvalQuestion]:
     """Questions from JSONL lines (blank lines are skipped)."""
-    questions = []
-    seen: dict[str, int] = {}  # question id -> the line that first gave it
+    return _each_once(_read_lines(lines, name), name)
+
+
+def _read_lines(
+    lines: Sequence[str] | Iterator[str], name: str
+) -> Iterator[tuple[EvalQuestion, str]]:
+    """The question of each line that is not blank, with where it was read (``line N``)."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -251,18 +256,26 @@ def read_dataset(lines: Sequence[str] | Iterator[str], name: str = "dataset") ->
             raise RequestError(
                 f"{name} line {number} is not JSON: {error.message}", field=f"line {number}"
             ) from None
-        question = parse_question(record, f"line {number}")
-        earlier = seen.setdefault(question.id, number)
-        if earlier != number:  # results and saved subsets are joined back by id
+        yield parse_question(record, f"line {number}"), f"line {number}"
+
+
+def _each_once(questions: Iterable[tuple[EvalQuestion, str]], name: str) -> list[EvalQuestion]:
+    """The ``questions`` (each with where it was read), refused where two share an id (results
+    and saved subsets are joined back by id) or where there is none."""
+    found: list[EvalQuestion] = []
+    seen: dict[str, str] = {}  # question id -> where it was first read
+    for question, where in questions:
+        earlier = seen.setdefault(question.id, where)
+        if earlier != where:
             raise RequestError(
-                f"line {number}.id {question.id[:80]!r} of {name} is the id of line {earlier} "
-                "too; each question needs its own",
-                field=f"line {number}.id",
+                f"{where}.id {question.id[:80]!r} of {name} is the id of {earlier} too; each "
+                "question needs its own",
+                field=f"{where}.id",
             )
-        questions.append(question)
-    if not questions:
+        found.append(question)
+    if not found:
         raise RequestError(f"{name} has no questions", field="dataset")
-    return questions
+    return found
 
 
 def load_dataset(path: str | Path, limit: int | None = None) -> list[EvalQuestion]:
@@ -273,37 +286,19 @@ def load_dataset(path: str | Path, limit: int | None = None) -> list[EvalQuestio
     try:
         with path.open("rb") as handle:
             if looks_like_hotpotqa(handle.peek(4096)):
-                try:
-                    records = decode_json(_whole(handle, path), what="file")
-                except RequestTooLargeError:
-                    raise
-                except CtxasmError as error:
-                    raise RequestError(
-                        f"{path.name} is not JSON: {error.message}", field="dataset"
-                    ) from None
-                questions = _checked(
-                    (parse_question(record, f"{path.name}[{index}]"), f"{path.name}[{index}]")
-                    for index, record in enumerate(unified_records(records, path.name))
+                records = unified_records(_whole_json(handle, path), path.name)
+                questions = _each_once(
+                    (
+                        (parse_question(record, f"{path.name}[{index}]"), f"{path.name}[{index}]")
+                        for index, record in enumerate(records)
+                    ),
+                    path.name,
                 )
-                if not questions:
-                    raise RequestError(f"{path.name} has no questions", field="dataset")
             else:
                 questions = read_dataset(_lines(handle, path), path.name)
     except OSError as exc:
         raise RequestError(f"cannot read {path}: {exc.strerror}", field="dataset") from None
     return questions[:limit] if limit is not None else questions
-
-
-def _checked(questions: Iterator[tuple[EvalQuestion, str]]) -> list[EvalQuestion]:
-    """The ``questions`` (each with where it was read), each id once."""
-    found: list[EvalQuestion] = []
-    seen: set[str] = set()
-    for question, where in questions:
-        if question.id in seen:  # results and saved subsets are joined back by id
-            raise RequestError(f"{where} repeats the id {question.id[:80]!r}", field=where)
-        seen.add(question.id)
-        found.append(question)
-    return found
 
 
 def select_ids(
@@ -325,16 +320,18 @@ def select_ids(
     return [by_id[i] for i in wanted]
 
 
-def _whole(handle: BinaryIO, path: Path) -> bytes:
-    """All of ``handle``, at most :data:`MAX_DATASET_BYTES` (a :class:`RequestTooLargeError`
-    beyond, a regular file by its size before it is read)."""
-    status = os.fstat(handle.fileno())
-    if stat.S_ISREG(status.st_mode) and status.st_size > MAX_DATASET_BYTES:
-        raise _too_large(path, f"it is {status.st_size:,} bytes, more than {MAX_DATASET_BYTES:,}")
-    data = handle.read(MAX_DATASET_BYTES + 1)
-    if len(data) > MAX_DATASET_BYTES:
-        raise _too_large(path, f"it holds more than {MAX_DATASET_BYTES:,} bytes")
-    return data
+def _whole_json(handle: BinaryIO, path: Path) -> Any:
+    """The JSON value of all of ``handle`` (see :func:`ctxasm.files.read_bounded`: at most
+    :data:`MAX_DATASET_BYTES`, a regular file by its size before it is read)."""
+    try:
+        data = read_bounded(handle, MAX_DATASET_BYTES)
+    except TooLargeError as exc:
+        how = "it holds" if exc.size is None else f"it is {exc.size:,} bytes,"
+        raise _too_large(path, f"{how} more than {MAX_DATASET_BYTES:,} bytes") from None
+    try:
+        return decode_json(data, what="file")
+    except CtxasmError as error:
+        raise RequestError(f"{path.name} is not JSON: {error.message}", field="dataset") from None
 
 
 def _lines(handle: BinaryIO, path: Path) -> Iterator[str]:

@@ -78,11 +78,10 @@ def plan_budget(
             "margin": margin,
             "context_window": window,
         }
-        framing = smallest - system - query - history
         raise BudgetError(
             f"the request does not fit {model.name} even with no passages: its prompt alone "
             f"takes {smallest} tokens (system {system}, query {query}, history {history}, "
-            f"overhead {framing}: the messages' framing and the note that no sources were "
+            f"overhead {overhead}, and {smallest - bare} for the note that no sources were "
             f"found), which with reserve_output {reserve} and margin {margin} is more than the "
             f"context window {window}. Shorten the history or system prompt, or lower "
             "reserve_output_tokens.",

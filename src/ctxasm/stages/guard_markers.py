@@ -461,7 +461,7 @@ def _fetch_hits(lowered: str) -> list[Hit]:
     ``_CSS_URL``), in lower-cased text, where its url has a slot for data or its query names
     the data of a conversation. Unlike an image's url, a query alone does not count: scripts,
     stylesheets, fonts and backgrounds carry cache-busters and ids ("?ver=3.7.1",
-    "?family=Roboto", "?id=G-XXXX") on nearly every page."""
+    "?family=Roboto", "?id=G-4K2M7P") on nearly every page."""
     hits: list[Hit] = []
     urls: list[str] = []
     if "url(" in lowered or "@import" in lowered:
