@@ -216,7 +216,7 @@ class AutoRelevance(Strategy):
     slot: ClassVar[str] = "relevance"
     k1: float = 1.2
     b: float = 0.75
-    w_score: float = 0.75
+    w_score: float = 0.6
     sample: int = 64
 
     def __post_init__(self) -> None:
