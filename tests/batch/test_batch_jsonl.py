@@ -276,20 +276,23 @@ def _ctxasm() -> list[str]:
     return [script] if script else [sys.executable, "-m", "ctxasm"]
 
 
-def _interrupt(tmp_path: Path, signum: int) -> tuple[int, str]:
+def _interrupt(tmp_path: Path, signum: int, *args: str) -> tuple[int, str]:
     """Start a long batch, wait until it has written some lines, then send ``signum``."""
     source = tmp_path / "in.jsonl"
-    source.write_text((json.dumps(REQUEST) + "\n") * 20_000, encoding="utf-8")
+    source.write_text(
+        "".join(json.dumps({**REQUEST, "id": f"q{i}"}) + "\n" for i in range(20_000)),
+        encoding="utf-8",
+    )
     process = subprocess.Popen(
-        [*_ctxasm(), "batch", "in.jsonl", "out.jsonl", "--no-progress"],
+        [*_ctxasm(), "batch", "in.jsonl", "out.jsonl", "--no-progress", *args],
         cwd=tmp_path,
         stderr=subprocess.PIPE,
         text=True,
     )
     deadline = time.monotonic() + 60
+    partial = tmp_path / "out.jsonl.partial"
     while time.monotonic() < deadline:
-        partial = [p for p in tmp_path.glob(".out.jsonl.*") if p.stat().st_size > 0]
-        if partial:
+        if partial.exists() and partial.stat().st_size > 50_000:
             break
         time.sleep(0.05)
     else:
@@ -301,26 +304,144 @@ def _interrupt(tmp_path: Path, signum: int) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_leaves_no_partial_file_and_says_how_far_it_got(
+def test_a_signal_keeps_the_lines_written_and_resume_goes_on_after_them(
     tmp_path: Path, signum: int, code: int
 ) -> None:
+    # An interrupted batch used to remove everything it had written.
     if signum == signal.SIGTERM:
         (tmp_path / "out.jsonl").write_text("precious\n")
     returncode, err = _interrupt(tmp_path, signum)
     name = signal.Signals(signum).name
     match = re.fullmatch(
         rf"ctxasm: interrupted by {name} after ([\d,]+) result lines; out.jsonl was not "
-        r"written \(an interrupted batch leaves no partial file\): run it again\n",
+        r"written, the lines are kept in out.jsonl.partial: run the same command with --resume "
+        r"to go on after them\n",
         err,
     )
     assert (returncode, bool(match)) == (code, True), err
-    assert match is not None and int(match.group(1).replace(",", "")) > 0
-    left = sorted(p.name for p in tmp_path.iterdir())
+    assert match is not None
+    done = int(match.group(1).replace(",", ""))
+    partial = tmp_path / "out.jsonl.partial"
+    assert done > 0 and len(partial.read_text().splitlines()) == done
     if signum == signal.SIGTERM:
-        assert left == ["in.jsonl", "out.jsonl"]
         assert (tmp_path / "out.jsonl").read_text() == "precious\n"
     else:
-        assert left == ["in.jsonl"]
+        assert not (tmp_path / "out.jsonl").exists()
+
+    again = subprocess.run(
+        [*_ctxasm(), "batch", "in.jsonl", "out.jsonl", "--no-progress", "--resume"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert (again.returncode, again.stderr) == (0, "ctxasm: 20000 assembled, 0 failed\n")
+    ids = [json.loads(line)["id"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert ids == [f"q{i}" for i in range(20_000)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+
+
+def _requests(count: int, *, blank_every: int = 0) -> list[str]:
+    lines = []
+    for i in range(count):
+        lines.append(json.dumps({**REQUEST, "id": f"q{i}"}))
+        if blank_every and i % blank_every == 0:
+            lines.append("")
+    return lines
+
+
+def _interrupted_run(tmp_path: Path, lines: list[str], done: int) -> Path:
+    """``out.jsonl.partial`` as a run of ``lines`` stopped after ``done`` results leaves it."""
+    first = tmp_path / "first"
+    first.mkdir()
+    requests = [line for line in lines if line.strip()][:done]
+    _batch(first, requests)
+    partial = tmp_path / "out.jsonl.partial"
+    (first / "out.jsonl").rename(partial)
+    return partial
+
+
+def test_resume_assembles_only_the_requests_after_the_kept_lines(tmp_path: Path) -> None:
+    lines = _requests(12, blank_every=4)
+    lines[9] = '{"id": "bad", "query": 5}'  # an error record past the kept lines
+    partial = _interrupted_run(tmp_path, lines, 5)
+    kept = partial.read_text()
+    code, err, records = _batch(tmp_path, lines, "--resume")
+    assert (code, err) == (1, "ctxasm: 11 assembled, 1 failed\n")
+    assert (tmp_path / "out.jsonl").read_text().startswith(kept)  # not assembled again
+    assert [r.get("id") for r in records] == [f"q{i}" for i in range(7)] + ["bad"] + [
+        f"q{i}" for i in range(8, 12)
+    ]
+    assert records[7]["line"] == 10  # the input's line number, blank lines counted
+    assert not partial.exists()
+
+
+def test_a_last_line_cut_short_is_assembled_again(tmp_path: Path) -> None:
+    lines = _requests(6)
+    partial = _interrupted_run(tmp_path, lines, 3)
+    with partial.open("a") as handle:
+        handle.write('{"id": "q3", "messa')  # killed while it wrote
+    code, err, records = _batch(tmp_path, lines, "--resume")
+    assert (code, err) == (0, "ctxasm: 6 assembled, 0 failed\n")
+    assert [r["id"] for r in records] == [f"q{i}" for i in range(6)]
+
+
+def test_resume_with_no_partial_file_runs_the_whole_batch(tmp_path: Path) -> None:
+    code, err, records = _batch(tmp_path, _requests(3), "--resume")
+    assert (code, err, len(records)) == (0, "ctxasm: 3 assembled, 0 failed\n", 3)
+
+
+def test_lines_kept_from_an_interrupted_run_are_never_written_over(tmp_path: Path) -> None:
+    lines = _requests(4)
+    partial = _interrupted_run(tmp_path, lines, 2)
+    kept = partial.read_text()
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
+    done = CliRunner().invoke(
+        app, ["batch", str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), "--no-progress"]
+    )
+    assert done.exit_code == 2
+    assert done.stderr == (
+        f"ctxasm: error: {partial} holds 2 result lines of an interrupted batch: add --resume "
+        "to go on after them, or delete it to start over [OUT]\n"
+    )
+    assert partial.read_text() == kept and not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("other", ["ids", "fewer"])
+def test_resume_refuses_lines_kept_from_another_input(tmp_path: Path, other: str) -> None:
+    lines = _requests(6)
+    partial = _interrupted_run(tmp_path, lines, 4)
+    kept = partial.read_text()
+    if other == "ids":
+        lines = [json.dumps({**REQUEST, "id": f"other{i}"}) for i in range(6)]
+        why = "its last result is not that of request 4 (line 4) of"
+    else:
+        lines = lines[:3]
+        why = "holds 4 result lines but"
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    done = CliRunner().invoke(
+        app, ["batch", str(source), str(tmp_path / "out.jsonl"), "--no-progress", "--resume"]
+    )
+    assert done.exit_code == 2
+    assert why in done.stderr and done.stderr.endswith("delete it to start over [OUT]\n")
+    assert partial.read_text() == kept and not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-", "--resume"], "--resume needs an output file"),
+        (["out.jsonl", "--resume", "--engine", "ray"], "--resume works with the local engine"),
+    ],
+)
+def test_resume_needs_a_local_batch_writing_a_file(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(REQUEST) + "\n")
+    done = CliRunner().invoke(app, ["batch", str(source), *args, "--no-progress"])
+    assert done.exit_code == 2 and message in done.stderr, done.stderr
 
 
 def test_a_full_disk_is_named_as_the_output_and_leaves_no_file(
@@ -341,14 +462,14 @@ def test_a_full_disk_is_named_as_the_output_and_leaves_no_file(
             raise OSError(errno.ENOSPC, "No space left on device")
 
     @contextmanager
-    def full_disk(target: str):  # type: ignore[no-untyped-def]
+    def full_disk(target: str, append: bool = False):  # type: ignore[no-untyped-def]
         handle = Full()
         try:
             yield handle
         finally:
             handle.close()  # as a real file is closed: and the flush fails again
 
-    monkeypatch.setattr(batch_run, "atomic_output", full_disk)
+    monkeypatch.setattr(batch_run, "kept_output", full_disk)
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps(REQUEST) + "\n", encoding="utf-8")
     target = tmp_path / "out.jsonl"

@@ -118,16 +118,18 @@ def assemble_lines(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     on_request: Callable[[str], Any] | None = None,
     stats: BatchStats | None = None,
+    first_line: int = 1,
 ) -> BatchStats:
     """Assemble each request line (from :func:`read_lines`) and ``write`` one JSON line per
-    request.
+    request; error records count lines from ``first_line`` (where the input was read past the
+    lines before it, to resume).
 
     ``on_request`` is called after each line with its outcome (``"ok"``, ``"failed"`` or
     ``"skipped"``), for progress bars; ``stats``, when given, is updated as the batch goes, so
     the caller knows how far it got if it is interrupted.
     """
     stats = BatchStats() if stats is None else stats
-    for number, (raw, size) in enumerate(lines, start=1):
+    for number, (raw, size) in enumerate(lines, start=first_line):
         outcome, line, result = _assemble(
             raw, number, assembler, max_line_bytes=max_line_bytes, size=size
         )

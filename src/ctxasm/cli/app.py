@@ -16,7 +16,7 @@ import typer
 
 from ctxasm.cli.assemble_cmd import MAX_INDENT, AssembleOptions
 from ctxasm.cli.assemble_cmd import assemble as run_assemble
-from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, echo
+from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, echo, error_line
 from ctxasm.cli.exits import fail as _fail
 from ctxasm.cli.exits import fail_with as _fail_with
 from ctxasm.cli.help import WordsCommand
@@ -158,9 +158,17 @@ def batch(
             "joins $RAY_ADDRESS when set).",
         ),
     ] = "local",
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Go on after the result lines an interrupted run left in OUT.partial "
+            "(local engine; without one, run from the start).",
+        ),
+    ] = False,
 ) -> None:
     """Assemble every line of a JSONL file, streaming; bad lines get error records."""
-    from ctxasm.cli.batch_run import BatchInterruptedError, run_batch
+    from ctxasm.cli.batch_run import BatchInterruptedError, kept_message, run_batch
     from ctxasm.cli.progress import shown
     from ctxasm.errors import CtxasmError
 
@@ -171,6 +179,8 @@ def batch(
     except CtxasmError as error:
         _fail_with(error)
     if engine == "ray":
+        if resume:
+            _fail("--resume works with the local engine, not --engine ray", EXIT_BAD_INPUT)
         _batch_on_ray(source, target, config, max_bytes)
         return
     for path, field in ((source, "IN"), (target, "OUT")):
@@ -186,9 +196,16 @@ def batch(
     except CtxasmError as error:
         _fail_with(error)
     try:
-        stats = run_batch(source, target, assembler, max_bytes=max_bytes, progress=shown(progress))
+        stats = run_batch(
+            source, target, assembler, max_bytes=max_bytes, progress=shown(progress), resume=resume
+        )
     except CtxasmError as error:
-        _fail_with(error)
+        kept = kept_message(target)
+        if kept is None or error.field in ("OUT", "--resume"):
+            _fail_with(error)
+        echo(f"ctxasm: error: {error_line(error.to_dict())}", err=True)
+        echo(kept, err=True)
+        raise SystemExit(error.exit_code) from None
     except OSError as exc:
         _fail(f"{exc.filename or source}: {exc.strerror}", EXIT_BAD_INPUT)
     except BatchInterruptedError as interrupted:

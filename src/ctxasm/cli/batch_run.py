@@ -1,4 +1,5 @@
-"""File handling for ``ctxasm batch``: atomic output, a progress bar, clean interruption."""
+"""File handling for ``ctxasm batch``: atomic output, a progress bar, clean interruption, and
+going on after an interrupted run (``--resume``, see :mod:`ctxasm.batch.files`)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,25 @@ from types import FrameType
 from typing import IO, BinaryIO
 
 from ctxasm.assembler import Assembler
-from ctxasm.batch.files import atomic_output, check_not_input
+from ctxasm.batch.files import (
+    Partial,
+    atomic_output,
+    check_not_input,
+    check_resumed,
+    kept_output,
+    partial_path,
+    read_partial,
+    resumable,
+)
 from ctxasm.batch.jsonl import BatchStats, assemble_lines, read_lines
 from ctxasm.cli.progress import progress_bar
-from ctxasm.errors import CtxasmError
+from ctxasm.errors import CtxasmError, RequestError
 
 __all__ = [
     "BatchInterruptedError",
     "exit_code",
     "interrupted_message",
+    "kept_message",
     "run_batch",
 ]
 
@@ -63,7 +74,7 @@ def _cannot_write(name: str, exc: OSError) -> CtxasmError:
 
 
 @contextmanager
-def _output(target: str) -> Iterator[_Output]:
+def _output(target: str, *, append: bool = False) -> Iterator[_Output]:
     if target == "-":
         yield _Output(sys.stdout, "standard output")
         try:
@@ -71,7 +82,7 @@ def _output(target: str) -> Iterator[_Output]:
         except OSError as exc:
             raise _cannot_write("standard output", exc) from None
         return
-    manager = atomic_output(target)
+    manager = kept_output(target, append=append) if resumable(target) else atomic_output(target)
     try:
         handle = manager.__enter__()
     except OSError as exc:  # a folder, no such folder, no permission: bad input, by its name
@@ -130,17 +141,33 @@ def _signals_raise() -> Iterator[None]:
 
 
 def run_batch(
-    source: str, target: str, assembler: Assembler, *, max_bytes: int, progress: bool
+    source: str,
+    target: str,
+    assembler: Assembler,
+    *,
+    max_bytes: int,
+    progress: bool,
+    resume: bool = False,
 ) -> BatchStats:
     """Assemble every request line of ``source`` into ``target``; on SIGINT or SIGTERM raise
-    :class:`BatchInterruptedError` once the output is cleaned up (``target`` untouched)."""
-    stats = BatchStats()
+    :class:`BatchInterruptedError` (``target`` untouched; the lines written so far kept in
+    ``OUT.partial``). With ``resume``, go on after the lines ``OUT.partial`` holds."""
     check_not_input(source, target)
+    partial = _partial(source, target, resume)
+    stats = BatchStats()
+    if partial is not None:
+        stats.ok, stats.failed = partial.lines - partial.failed, partial.failed
     try:
-        with _signals_raise(), _input(source) as (stream, total), _output(target) as out:
+        with (
+            _signals_raise(),
+            _input(source) as (stream, total),
+            _output(target, append=partial is not None) as out,
+        ):
             name = "standard input" if source == "-" else source
             lines = read_lines(stream, max_bytes, name=name)
-            with progress_bar("assembling", show=progress, total=total, requests=True) as bar:
+            first = 1 if partial is None else _skip(lines, partial, name) + 1
+            left = None if total is None else max(0, total - first + 1)
+            with progress_bar("assembling", show=progress, total=left, requests=True) as bar:
                 return assemble_lines(
                     lines,
                     out.write,
@@ -148,9 +175,53 @@ def run_batch(
                     max_line_bytes=max_bytes,
                     on_request=lambda outcome: bar.advance(failed=stats.failed),
                     stats=stats,
+                    first_line=first,
                 )
     except _Signalled as signalled:
         raise BatchInterruptedError(signalled.signum, stats) from None
+
+
+def _partial(source: str, target: str, resume: bool) -> Partial | None:
+    """The lines an interrupted run left, to go on after (``resume``); refuses to start over
+    them without ``resume``, which would lose them."""
+    if not resumable(target):
+        if resume:
+            raise RequestError(
+                "--resume needs an output file (the results of an interrupted run are kept "
+                f"beside it), not {'standard output' if target == '-' else target}",
+                field="--resume",
+            )
+        return None
+    check_not_input(source, partial_path(target))
+    partial = read_partial(target)
+    if partial is not None and partial.lines == 0 and not resume:
+        return None  # nothing to lose: written over
+    if partial is not None and not resume:
+        raise RequestError(
+            f"{partial.path} holds {partial.lines:,} result lines of an interrupted batch: add "
+            "--resume to go on after them, or delete it to start over",
+            field="OUT",
+        )
+    return partial
+
+
+def _skip(lines: Iterator[tuple[bytes, int]], partial: Partial, source: str) -> int:
+    """Read past the requests whose results ``partial`` holds; the number of the last line
+    read (0 when it holds none)."""
+    if partial.lines == 0:
+        return 0
+    done = number = 0
+    for number, (raw, _) in enumerate(lines, start=1):
+        if raw.strip():  # a blank line has no result line
+            done += 1
+            if done == partial.lines:
+                check_resumed(partial, raw, number, source)
+                return number
+    raise RequestError(
+        f"{partial.path} holds {partial.lines:,} result lines but {source} has {done:,} "
+        "requests: it is not this input's; delete it to start over",
+        field="OUT",
+    )
 
 
 def run_ray_batch(source: str, target: str, config: str | None, *, max_bytes: int) -> BatchStats:
@@ -173,9 +244,30 @@ def interrupted_message(error: BatchInterruptedError, target: str) -> str:
     name = signal.Signals(error.signum).name
     if target == "-":
         return f"ctxasm: interrupted by {name}: {done:,} result lines were written to stdout"
+    if not resumable(target):
+        return f"ctxasm: interrupted by {name}: {done:,} result lines were written to {target}"
+    kept = partial_path(target)
+    if done == 0 or not kept.exists():
+        return (
+            f"ctxasm: interrupted by {name} before any result line; {target} was not written: "
+            "run it again"
+        )
     return (
-        f"ctxasm: interrupted by {name} after {done:,} result lines; {target} was not written "
-        "(an interrupted batch leaves no partial file): run it again"
+        f"ctxasm: interrupted by {name} after {done:,} result lines; {target} was not written, "
+        f"the lines are kept in {kept}: run the same command with --resume to go on after them"
+    )
+
+
+def kept_message(target: str) -> str | None:
+    """For a batch stopped by an error: where the lines it wrote are kept, if anywhere."""
+    if not resumable(target):
+        return None
+    kept = partial_path(target)
+    if not kept.exists():
+        return None
+    return (
+        f"ctxasm: the result lines written before it are kept in {kept}: --resume goes on "
+        "after them"
     )
 
 
