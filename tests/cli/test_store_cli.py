@@ -44,7 +44,7 @@ def ctxasm(
         key: value
         for key, value in os.environ.items()
         if not key.startswith("CTXASM_LLM_")
-        and key not in ("CTXASM_STORE", "CTXASM_CONFIG", "OPENAI_API_KEY")
+        and key not in ("CTXASM_STORE", "CTXASM_CONFIG", "CTXASM_ROOT", "OPENAI_API_KEY")
     }
     return subprocess.run(
         [*command, *args],
@@ -259,6 +259,118 @@ def test_delete_takes_a_files_path_as_index_took_it(indexed: Path) -> None:
         "ctxasm: error: no document './docs/danube.md' in the store, nor 'docs/danube.md', the "
         "id `index` gives that path here\n",
     )
+
+
+OLD_SALT = "# Salt\n\nSalt was traded along the amber road.\n"
+NEW_SALT = "# Salt\n\nSalt was carried over the Alps on mules.\n"
+
+
+def _project(tmp_path: Path) -> tuple[Path, str]:
+    """A project with docs/sal.md, and the URL of a store outside it."""
+    (tmp_path / "project" / "docs").mkdir(parents=True)
+    (tmp_path / "project" / "docs" / "sal.md").write_text(OLD_SALT, encoding="utf-8")
+    return tmp_path / "project", f"sqlite:///{tmp_path / 'store.db'}"
+
+
+def _salt(store: str, cwd: Path) -> tuple[list[str], str]:
+    """The ids of the chunks ``ask`` includes about salt, and the prompt they make."""
+    done = ctxasm(
+        "ask", "salt", "--store", store, "--json", "--principal", "ann", "--tenant", "t1", cwd=cwd
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    prompt = json.dumps(result["messages"], ensure_ascii=False)
+    return sorted(item["id"] for item in result["report"]["included"]), prompt
+
+
+def test_index_with_root_gives_a_file_one_id_from_any_working_folder(tmp_path: Path) -> None:
+    project, store = _project(tmp_path)
+    first = ctxasm(
+        "index", "docs/sal.md", "--store", store, "--tenant", "t1", "--root", ".", cwd=project
+    )
+    assert (first.returncode, first.stderr) == (
+        0,
+        "ctxasm: 1 added, 0 updated, 0 unchanged (1 chunks written), 0 failed\n",
+    )
+    (project / "docs" / "sal.md").write_text(NEW_SALT, encoding="utf-8")
+    again = ctxasm(
+        "index", "sal.md", "--store", store, "--tenant", "t1", "--root", "..", cwd=project / "docs"
+    )
+    assert (again.returncode, again.stderr) == (
+        0,
+        "ctxasm: 0 added, 1 updated, 0 unchanged (1 chunks written), 0 failed\n",
+    )
+    ids, prompt = _salt(store, tmp_path)
+    assert ids == ["docs/sal.md#0"]
+    assert "mules" in prompt and "amber" not in prompt
+    # $CTXASM_ROOT is the default of --root: the same id again, nothing written
+    env = {"CTXASM_ROOT": str(project)}
+    same = ctxasm(
+        "index", "sal.md", "--store", store, "--tenant", "t1", cwd=project / "docs", env=env
+    )
+    assert (same.returncode, same.stderr) == (
+        0,
+        "ctxasm: 0 added, 0 updated, 1 unchanged (0 chunks written), 0 failed\n",
+    )
+    # delete resolves a path as index does, from the working folder, relative to --root
+    gone = ctxasm("delete", "./sal.md", "--store", store, "--root", "..", cwd=project / "docs")
+    assert (gone.returncode, gone.stderr) == (0, "ctxasm: deleted docs/sal.md\n")
+    again = ctxasm("delete", "sal.md", "--store", store, "--root", "..", cwd=project / "docs")
+    assert (again.returncode, again.stderr) == (
+        2,
+        "ctxasm: error: no document 'sal.md' in the store, nor 'docs/sal.md', the id `index` "
+        "gives that path with --root ..\n",
+    )
+
+
+def test_index_without_root_keeps_ids_of_the_working_folder_and_warns_of_a_twin(
+    tmp_path: Path,
+) -> None:
+    # The trap: `index docs/sal.md` in the project, then `index sal.md` in docs/, keeps both.
+    project, store = _project(tmp_path)
+    first = ctxasm("index", "docs/sal.md", "--store", store, "--tenant", "t1", cwd=project)
+    assert (first.returncode, first.stderr) == (
+        0,
+        "ctxasm: 1 added, 0 updated, 0 unchanged (1 chunks written), 0 failed\n",
+    )
+    (project / "docs" / "sal.md").write_text(NEW_SALT, encoding="utf-8")
+    again = ctxasm("index", "sal.md", "--store", store, "--tenant", "t1", cwd=project / "docs")
+    assert (again.returncode, again.stderr.splitlines()) == (
+        0,
+        [
+            "ctxasm: warning: sal.md is also in the store as docs/sal.md, its id when indexed "
+            "from another working folder; ask returns both: give --root DIR for the same ids "
+            "from any folder, and `ctxasm delete` the old one",
+            "ctxasm: 1 added, 0 updated, 0 unchanged (1 chunks written), 0 failed",
+        ],
+    )
+    ids, prompt = _salt(store, project)
+    assert ids == ["docs/sal.md#0", "sal.md#0"]
+    assert "mules" in prompt and "amber" in prompt
+    # as the warning says: delete the old id (its path from here: ./docs/sal.md)
+    gone = ctxasm("delete", "./docs/sal.md", "--store", store, cwd=project)
+    assert (gone.returncode, gone.stderr) == (0, "ctxasm: deleted docs/sal.md\n")
+    assert _salt(store, project)[0] == ["sal.md#0"]
+
+
+@pytest.mark.parametrize("command", ["index", "delete"])
+def test_a_root_that_is_no_folder_exits_2_naming_root(tmp_path: Path, command: str) -> None:
+    project, store = _project(tmp_path)
+    advice = "give the folder that files' document ids are relative to"
+    for root, why in (("nowhere", "does not exist"), ("docs/sal.md", "is a file, not a folder")):
+        done = ctxasm(command, "docs/sal.md", "--store", store, "--root", root, cwd=project)
+        assert (done.returncode, done.stdout, done.stderr) == (
+            2,
+            "",
+            f"ctxasm: error: --root {root!r} {why}; {advice}\n",
+        )
+    env = {"CTXASM_ROOT": "gone"}  # a stale default is named as such
+    done = ctxasm(command, "docs/sal.md", "--store", store, cwd=project, env=env)
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"ctxasm: error: --root ($CTXASM_ROOT) 'gone' does not exist; {advice}\n",
+    )
+    assert not (tmp_path / "store.db").exists()
 
 
 @pytest.mark.parametrize(

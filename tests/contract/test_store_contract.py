@@ -586,6 +586,37 @@ def test_an_upsert_after_delete_starts_clean(backend: Backend, store: Store) -> 
     assert backend.sql(backend.index_rows)[0][0] == len(chunks)
 
 
+def test_stored_ids_are_the_ids_it_holds_of_those_asked(store: Store) -> None:
+    # index_paths finds with it a file stored twice, under ids from two working folders.
+    _put(store, Document("docs/a.md", "The river port.", tenant="t1"), Document("ä.md", "Port."))
+    stored_ids = store.stored_ids  # type: ignore[attr-defined]
+    asked = ["a.md", "docs/a.md", "ä.md", "/abs/docs/a.md", "docs/a.md"]
+    assert stored_ids(asked) == {"docs/a.md", "ä.md"}
+    assert stored_ids(iter(["docs/a.md"])) == {"docs/a.md"}
+    assert stored_ids([]) == set()
+    assert store.delete("docs/a.md")
+    assert stored_ids(asked) == {"ä.md"}
+
+
+def test_a_file_is_one_document_from_any_working_folder_with_a_root(
+    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    alpha, *_ = _corpus(project)
+    monkeypatch.chdir(project)
+    first = index_paths(store, "docs", tenant="t1", chunk_tokens=32, overlap=8)
+    monkeypatch.chdir(project / "docs")
+    alpha.write_text("# Alpha\n\nThe Zambezi plunges over Victoria Falls.", encoding="utf-8")
+    twin = index_paths(store, alpha.name, tenant="t1", chunk_tokens=32, overlap=8)
+    assert (first.added, twin.added, twin.duplicates) == (3, 1, [("alpha.md", "docs/alpha.md")])
+    assert store.delete("alpha.md")
+    rooted = index_paths(store, alpha.name, tenant="t1", chunk_tokens=32, overlap=8, root="..")
+    assert (rooted.added, rooted.updated, rooted.duplicates) == (0, 1, [])
+    assert store.stats().documents == 3
+    found = [p.doc_id for p in store.retrieve("Zambezi Victoria Falls", ALICE, k=5)]
+    assert found[0] == "docs/alpha.md" and "alpha.md" not in found
+
+
 # ranking
 
 

@@ -34,6 +34,17 @@ StoreOption = Annotated[
         envvar="CTXASM_STORE",
     ),
 ]
+RootOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--root",
+        metavar="DIR",
+        help="Folder that files' document ids are paths relative to, so that they are the same "
+        "from any working folder (default: $CTXASM_ROOT, else the working folder).",
+        envvar="CTXASM_ROOT",
+        show_default=False,
+    ),
+]
 
 
 def _names(raw: str | None, option: str) -> list[str] | None:
@@ -95,8 +106,10 @@ def index_command(
     overlap: OverlapOption = 32,
     progress: ProgressOption = None,
     workers: WorkersOption = None,
+    root: RootOption = None,
 ) -> None:
-    """Ingest documents: chunk them by tokens with overlap, keep offsets and access data."""
+    """Ingest documents: chunk them by tokens with overlap, keep offsets and access data. A
+    file's document id is its path relative to --root (default: the working folder)."""
     from ctxasm.cli.progress import progress_bar, shown
     from ctxasm.errors import CtxasmError
     from ctxasm.store import index_paths, open_store
@@ -108,6 +121,7 @@ def index_command(
         )
     # A missing path is skipped like an unreadable file: the others are indexed, the exit is 1.
     reader_names = _names(readers, "--readers")  # before the store is opened or created
+    folder = _root_folder(root)
     missing = [(str(p), "no such file or folder") for p in paths if not p.exists()]
     paths = [p for p in paths if p.exists()]
     try:
@@ -122,6 +136,7 @@ def index_command(
                 overlap=overlap,
                 progress=bar.update,
                 workers=workers,
+                root=folder,
             )
     except CtxasmError as error:
         _fail_with(error)
@@ -143,6 +158,16 @@ def _print_index_report(report: IndexReport) -> None:
     """The files skipped, the public documents and the counts, on standard error."""
     for path, reason in report.failed:
         echo(f"ctxasm: skipped {path}: {_reason(path, reason)}", err=True)
+    if report.duplicates:
+        written, stored = report.duplicates[0]
+        more = len(report.duplicates) - 1
+        alike = f" ({more} more file(s) alike)" if more else ""
+        echo(
+            f"ctxasm: warning: {written} is also in the store as {stored}, its id when indexed "
+            f"from another working folder{alike}; ask returns both: give --root DIR for the same "
+            "ids from any folder, and `ctxasm delete` the old one",
+            err=True,
+        )
     if report.public:
         echo(
             f"ctxasm: {report.public} document(s) have neither tenant nor readers: they are "
@@ -169,16 +194,18 @@ def delete_command(
         str,
         typer.Argument(
             metavar="DOC_ID",
-            help="The document to remove: its id, or a file's path as `index` took it.",
+            help="The document to remove: its id, or a file's path as `index` took it (with "
+            "the same --root).",
         ),
     ],
     store: StoreOption,
+    root: RootOption = None,
 ) -> None:
     """Remove a document with its chunks, readers and index rows."""
     from ctxasm.errors import CtxasmError
     from ctxasm.store import open_store
 
-    as_file = _file_id(doc_id)
+    as_file = _file_id(doc_id, _root_folder(root))
     try:
         opened = open_store(store, create=False)
         # The id as given first: a JSONL document's id is whatever its line says.
@@ -189,19 +216,39 @@ def delete_command(
     except CtxasmError as error:
         _fail_with(error)
     if removed is None:
-        also = "" if as_file is None else f", nor {as_file!r}, the id `index` gives that path here"
+        where = "here" if root is None else f"with --root {root}"
+        also = (
+            "" if as_file is None else f", nor {as_file!r}, the id `index` gives that path {where}"
+        )
         _fail(f"no document {doc_id!r} in the store{also}", EXIT_BAD_INPUT)
     echo(f"ctxasm: deleted {removed}", err=True)
 
 
-def _file_id(doc_id: str) -> str | None:
+def _root_folder(root: Path | None) -> Path | None:
+    """``--root`` resolved, or ``None`` when not given; exit 2 naming it when it is no folder
+    (checked before the store is opened or created)."""
+    if root is None:
+        return None
+    from ctxasm.errors import RequestError
+    from ctxasm.store.documents import id_root
+
+    default = os.environ.get("CTXASM_ROOT")
+    # a stale $CTXASM_ROOT is named, or "--root" would puzzle whoever typed none
+    option = "--root ($CTXASM_ROOT)" if default and Path(default) == root else "--root"
+    try:
+        return id_root(root, option)
+    except RequestError as error:
+        _fail(error.message, EXIT_BAD_INPUT)
+
+
+def _file_id(doc_id: str, root: Path | None) -> str | None:
     """The id ``ctxasm index`` gives a file at the path ``doc_id`` from the working folder
-    (``./docs/a.md`` and ``/abs/path/docs/a.md`` are ``docs/a.md``), where it differs from
-    ``doc_id``; the file need not exist any more."""
+    (``./docs/a.md`` and ``/abs/path/docs/a.md`` are ``docs/a.md``), relative to ``root`` when
+    given, where it differs from ``doc_id``; the file need not exist any more."""
     from ctxasm.store import file_doc_id
 
     try:
-        as_file = file_doc_id(Path(doc_id))
+        as_file = file_doc_id(Path(doc_id), root)
     except (OSError, ValueError, RuntimeError):  # a NUL, a symlink loop: no path
         return None
     return None if as_file == doc_id else as_file

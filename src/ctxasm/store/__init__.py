@@ -22,7 +22,15 @@ from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
 from ctxasm.store.arguments import without_secrets
 from ctxasm.store.chunk_pool import Chunked, Chunker, auto_workers, failure_reason
 from ctxasm.store.chunking import Chunk, check_chunking, chunk_text, count_tokens_batch
-from ctxasm.store.documents import SUFFIXES, Document, file_doc_id, not_regular, read_documents
+from ctxasm.store.documents import (
+    SUFFIXES,
+    Document,
+    file_doc_id,
+    id_root,
+    not_regular,
+    read_documents,
+)
+from ctxasm.store.duplicates import stored_twice
 from ctxasm.store.records import StoreStats
 from ctxasm.store.scoped import PrincipalRetriever
 from ctxasm.store.sqlite import SQLiteStore
@@ -46,7 +54,9 @@ __all__ = [
 
 class Store(Protocol):
     """A document store with access control, which ingestion can write to (an
-    ``upsert_many(items)`` method, where a store has one, writes a batch in one transaction).
+    ``upsert_many(items)`` method, where a store has one, writes a batch in one transaction; a
+    ``stored_ids(doc_ids)`` method, which of the ids it holds, lets :func:`index_paths` find
+    files stored twice under ids from two working folders).
 
     ``retrieve`` takes the principal on every call; ``for_principal(principal)`` is the store
     as a :class:`ctxasm.Retriever` (``retrieve(query, k)``) for one principal."""
@@ -174,6 +184,9 @@ class IndexReport:
     tokens: int = 0
     public: int = 0  # documents with neither tenant nor readers
     failed: list[tuple[str, str]] = field(default_factory=list)
+    # (id written, id stored already): a file the store also holds under its id from another
+    # working folder (found only when ids are relative to the working folder: no root given)
+    duplicates: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _files(
@@ -244,8 +257,12 @@ BATCH_CHUNKS = 5000  # chunks written per transaction by index_paths
 class _Batch:
     """Documents waiting to be written together, and what the report needs of each."""
 
-    def __init__(self, store: Store, report: IndexReport, encoding: str) -> None:
+    def __init__(
+        self, store: Store, report: IndexReport, encoding: str, *, find_duplicates: bool
+    ) -> None:
         self.store, self.report, self.encoding = store, report, encoding
+        # the ids of the files read since the last flush, to look up (None: not looked up)
+        self.file_ids: list[str] | None = [] if find_duplicates else None
         # (where, document, chunks, tokens): tokens when chunking counted them on the way
         self.items: list[tuple[str, Document, list[Chunk], int | None]] = []
         self.ids: set[str] = set()
@@ -270,6 +287,9 @@ class _Batch:
         failure is recorded against the document that caused it."""
         items, self.items, self.chunks = self.items, [], 0
         self.ids.clear()
+        if self.file_ids:
+            self.report.duplicates += stored_twice(self.store, self.file_ids)
+            self.file_ids.clear()
         if not items:
             return
         try:
@@ -326,12 +346,19 @@ def index_paths(
     encoding: str = "o200k_base",
     progress: Callable[[int, int], None] | None = None,
     workers: int | None = None,
+    root: str | os.PathLike[str] | None = None,
 ) -> IndexReport:
     """Ingest files and folders (see :mod:`ctxasm.store.documents`): ``paths`` is one path or
     a list of them. A file that cannot be read
     or parsed is recorded in ``failed`` with the reason, and the run goes on. Documents are
     written in batches of about ``BATCH_CHUNKS`` (5,000) chunks, one transaction each: a crash loses
     at most the batch being written, and never leaves part of a document.
+
+    A file's document id is its path relative to ``root`` when it lies inside it, else its
+    absolute path (:func:`file_doc_id`). ``root`` defaults to the working folder; give it to
+    have the same ids wherever the run starts. Without it, files the store also holds under
+    their ids from another working folder are listed in the report's ``duplicates`` (where the
+    store has ``stored_ids``).
 
     Large inputs are chunked in ``workers`` processes beside the writes (see
     :mod:`ctxasm.store.chunk_pool`; by default one where the machine has two or more CPUs, 0 for
@@ -348,15 +375,16 @@ def index_paths(
     tenant = name(tenant, "tenant", optional=True)
     readers = names(readers, "readers", optional=True)
     workers = auto_workers() if workers is None else integer(workers, "workers", minimum=0)
+    folder = None if root is None else id_root(root)
     # A tokenizer that cannot load would fail every file: raise its TokenizerError once, first.
     load_encoding(encoding)
     report = IndexReport()
-    batch = _Batch(store, report, encoding)
+    batch = _Batch(store, report, encoding, find_duplicates=folder is None)
     files = _files((Path(p) for p in paths), report.failed)
     # The PostgreSQL store builds its vector index once, at the end of the bulk block.
     with _bulk(store), Chunker(chunk_tokens, overlap, encoding, workers or 0) as chunker:
         for number, (path, identity) in enumerate(files, start=1):
-            _read_file(path, chunker, batch, tenant, readers, identity)
+            _read_file(path, chunker, batch, tenant, readers, identity, root=folder)
             if number == len(files):
                 _add(chunker.finish(), batch)
                 batch.flush()
@@ -380,9 +408,12 @@ def _read_file(
     tenant: str | None,
     readers: Sequence[str] | None,
     identity: tuple[int, int] | None = None,
+    *,
+    root: Path | None = None,
 ) -> None:
     """Hand the documents of one file to ``chunker``, and what cannot be read, in file order;
-    what it has chunked goes on to ``batch`` meanwhile (``identity``: see :func:`_files`)."""
+    what it has chunked goes on to ``batch`` meanwhile (``identity``: see :func:`_files`;
+    ``root``: the folder of files' ids, see :func:`file_doc_id`)."""
     errors: list[tuple[str, str]] = []
 
     def pass_on_errors() -> None:
@@ -392,10 +423,13 @@ def _read_file(
 
     try:
         documents = read_documents(
-            path, tenant=tenant, readers=readers, errors=errors, expected=identity
+            path, tenant=tenant, readers=readers, errors=errors, expected=identity, root=root
         )
+        whole = path.suffix.lower() != ".jsonl"  # the file is one document, its id its path
         for document in documents:
             pass_on_errors()
+            if whole and batch.file_ids is not None:
+                batch.file_ids.append(document.doc_id)
             # named in a failure: a long id shortened
             chunker.add(f"{path} ({shortened(document.doc_id, 80)})", document)
             _add(chunker.ready(), batch)

@@ -3,16 +3,18 @@
 A JSONL line is ``{"doc_id", "text", "title"?, "url"?, "tenant"?, "readers"?, "timestamp"?,
 "authority"?, "metadata"?}``; another key is refused (a misspelt ``"reader"`` would leave the
 run's access data in place). Files of the other kinds are one document each, with the path as
-``doc_id`` and the title taken from the first Markdown heading or the HTML ``<title>`` (else the
-file name). Access data given on the command line applies where a document names none (the key
-absent or ``null``). Access data is checked as a principal's is (:mod:`ctxasm.validation`): an
-empty ``tenant``, an empty or blank reader name, a bare string for ``readers`` or a control
-character (NUL included) in either is refused, so the line is reported and skipped rather than
-indexed as public; ``"readers": []`` is kept and admits nobody.
+``doc_id`` (relative to the run's root folder: see :func:`file_doc_id`) and the title taken
+from the first Markdown heading or the HTML ``<title>`` (else the file name). Access data given
+on the command line applies where a document names none (the key absent or ``null``). Access
+data is checked as a principal's is (:mod:`ctxasm.validation`): an empty ``tenant``, an empty
+or blank reader name, a bare string for ``readers`` or a control character (NUL included) in
+either is refused, so the line is reported and skipped rather than indexed as public;
+``"readers": []`` is kept and admits nobody.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -37,7 +39,7 @@ from ctxasm.validation import (
     timestamp,
 )
 
-__all__ = ["SUFFIXES", "Document", "file_doc_id", "read_documents"]
+__all__ = ["SUFFIXES", "Document", "file_doc_id", "id_root", "read_documents"]
 
 SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".jsonl")
 
@@ -112,13 +114,45 @@ def _checked_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 _FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)
 
 
-def file_doc_id(path: Path) -> str:
-    """A file's document id: its path relative to the working folder when it lies inside it
-    (however it was typed), else its absolute path, so re-indexing finds the same document.
-    ``ctxasm delete`` resolves a path argument with it too. The file need not exist."""
+def file_doc_id(path: Path, root: str | os.PathLike[str] | None = None) -> str:
+    """A file's document id: its path relative to ``root`` (by default the working folder)
+    when it lies inside it (however it was typed), else its absolute path, so re-indexing finds
+    the same document. ``ctxasm delete`` resolves a path argument with it too. The file need
+    not exist; ``root`` must be a folder (see :func:`id_root`)."""
+    return _relative_id(path, id_root(root))
+
+
+def id_root(root: str | os.PathLike[str] | None, field: str = "root") -> Path:
+    """The folder that files' document ids are relative to, resolved: ``root``, or the working
+    folder for ``None``. A :class:`RequestError` naming ``field`` when ``root`` is not the path
+    of a folder (ids relative to a mistyped folder would all be absolute paths)."""
+    if root is None:
+        return Path.cwd().resolve()
+    given = os.fspath(root) if isinstance(root, (str, os.PathLike)) else None
+    if not isinstance(given, str):  # bytes, or a PathLike of bytes, are no text to show
+        raise invalid(field, "a folder's path", root)
+    why = None
+    try:
+        mode = os.stat(given).st_mode
+    except ValueError:  # a NUL in the path
+        why = "does not exist"
+    except OSError as exc:
+        missing = exc.errno in (errno.ENOENT, errno.ENOTDIR)
+        why = "does not exist" if missing else f"cannot be used ({exc.strerror})"
+    else:
+        if not stat.S_ISDIR(mode):
+            why = f"is {'a file' if stat.S_ISREG(mode) else file_kind(mode)}, not a folder"
+    if why is not None:
+        advice = "give the folder that files' document ids are relative to"
+        raise RequestError(f"{field} {shown(given)} {why}; {advice}", field=field)
+    return Path(given).resolve()
+
+
+def _relative_id(path: Path, folder: Path) -> str:
+    """The id of the file at ``path``: relative to ``folder`` (resolved) when inside it."""
     resolved = path.resolve()
     try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+        return resolved.relative_to(folder).as_posix()
     except ValueError:
         return resolved.as_posix()
 
@@ -240,13 +274,16 @@ def read_documents(
     readers: Sequence[str] | None = None,
     errors: list[tuple[str, str]] | None = None,
     expected: tuple[int, int] | None = None,
+    root: str | os.PathLike[str] | None = None,
 ) -> Iterator[Document]:
     """The documents of one file (a :class:`RequestError` names the file and what is wrong).
     With ``errors``, a bad JSONL line is recorded there (``("file:line", reason)``) and skipped
     instead of ending the file. With ``expected`` (device and inode), ``path`` must still name
-    that file when it is opened."""
+    that file when it is opened. A file that is one document has the id :func:`file_doc_id`
+    gives it from ``root`` (by default the working folder)."""
     tenant = name(tenant, "tenant", optional=True)  # the run's defaults, checked before any file
     default_readers = names(readers, "readers", optional=True)
+    folder = None if root is None else id_root(root)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise RequestError(
@@ -292,7 +329,7 @@ def read_documents(
         text = raw
         title = _markdown_title(raw) if suffix in (".md", ".markdown") else None
     yield Document(
-        doc_id=file_doc_id(path),
+        doc_id=_relative_id(path, id_root(None) if folder is None else folder),
         text=text,
         title=title or path.stem,
         tenant=tenant,

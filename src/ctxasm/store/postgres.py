@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -541,6 +541,15 @@ class PostgresStore:
             gone = db.execute("DELETE FROM documents WHERE doc_id = %s", (doc_id,))
             _update(db, deltas)
         return bool(gone.rowcount > 0)
+
+    def stored_ids(self, doc_ids: Iterable[str]) -> set[str]:
+        """Which of ``doc_ids`` the store holds: one query, each id looked up in the
+        documents' key (:func:`ctxasm.store.index_paths` finds files stored twice with it)."""
+        with self._connection() as db:
+            rows = db.execute(
+                "SELECT doc_id FROM documents WHERE doc_id = ANY(%s)", (list(doc_ids),)
+            ).fetchall()
+        return {str(doc_id) for (doc_id,) in rows}
 
     def stats(self) -> StoreStats:
         with self._connection() as db:

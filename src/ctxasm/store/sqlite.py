@@ -35,7 +35,7 @@ import re
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -653,6 +653,17 @@ class SQLiteStore:
             gone = self._db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
             self._apply(deltas)
         return gone.rowcount > 0
+
+    def stored_ids(self, doc_ids: Iterable[str]) -> set[str]:
+        """Which of ``doc_ids`` the store holds: one query, each id looked up in the
+        documents' key (:func:`ctxasm.store.index_paths` finds files stored twice with it)."""
+        wanted = json.dumps(list(doc_ids))
+        with self._locked():
+            rows = self._db.execute(
+                "SELECT doc_id FROM documents WHERE doc_id IN (SELECT value FROM json_each(?))",
+                (wanted,),
+            ).fetchall()
+        return {doc_id for (doc_id,) in rows}
 
     def stats(self) -> StoreStats:
         with self._locked():
