@@ -76,6 +76,65 @@ STOPWORDS = frozenset(
 )
 
 
+# Function words of other languages written in Latin letters. A query written in one of them
+# ("Wo endet die Donau?") has them removed as well: "die" is no evidence that the Rhine's
+# passage answers it. A language counts as the query's when at least two of its words that are
+# no English stopword are in the query, written as function words are (see
+# :func:`_stopwords_of`), and more than English stopwords are: "Did the singer die in 1990?"
+# keeps "die", and "Who founded De La Soul?" its "de" and "la".
+_OTHER_STOPWORDS = tuple(
+    frozenset(listed.split())
+    for listed in (
+        # German
+        "aber als am an auch auf aus bei bin bis bist da dann das dass dem den der des die dies "
+        "diese dieser dieses doch dort du durch ein eine einem einen einer eines er es für gegen "
+        "hat hatte haben ich ihr ihre im in ist ja kein keine man mit nach nicht noch nur ob "
+        "oder ohne sein seine sich sie sind so über um und uns unter vom von vor war waren was "
+        "wann warum was welche welcher welches wer wie wir wird wo wurde wurden zu zum zur",
+        # French
+        "au aux avec ce ces cet cette comment d dans de des du elle elles en est et été était "
+        "il ils je l la le les leur leurs lui ma mais me mes n ne nous on ont ou où par pas "
+        "pour pourquoi quand que quel quelle quelles quels qui quoi s sa sans se ses son sont "
+        "sur ta te tes tu un une vous y",
+        # Spanish
+        "al como cómo con cual cuál cuáles cuando cuándo de del donde dónde el él ella ellas "
+        "ellos en era es esa ese esta este estos estas está están fue fueron la las le les lo "
+        "los mi más muy no o para pero por qué que quien quién quienes se ser sin son su sus "
+        "tu un una unas unos y yo",
+        # Italian
+        "a ai al alla alle che chi come con cosa da dai dal dalla dei del della delle di dove "
+        "e è ed era erano fu gli i il in la le lo ma nel nella nei non o per perché più quale "
+        "quali quando quella quello questa questo se si sono su sua sue suo suoi tra un una uno",
+        # Portuguese
+        "a ao aos as com como da das de do dos e é ela ele em era essa esse esta este foi foram "
+        "mais muito na nas no nos não o onde os para pela pelo por qual quais quando que quem "
+        "se sem ser seu seus sua suas um uma umas uns",
+        # Dutch
+        "aan als bij dat de deze die dit door een en er had heeft hebben het hij hoe ik in is "
+        "maar met na naar niet nog of om onder ook op over te tot uit van voor waar wanneer "
+        "waarom was wat welke werd wie wij wordt zij zijn",
+    )
+)
+
+
+def _stopwords_of(query: str) -> frozenset[str]:
+    """The stopwords of ``query``: :data:`STOPWORDS`, and those of every other language it is
+    written in (see ``_OTHER_STOPWORDS``). A word counts for that where it is written in lower
+    case or opens the query: "De La Soul" is a name."""
+    written = _WRITTEN_WORD.findall(query)
+    function = {w.lower() for at, w in enumerate(written) if at == 0 or w.islower()}
+    english = len(function & STOPWORDS)
+    found = STOPWORDS
+    for listed in _OTHER_STOPWORDS:
+        own = len((function & listed) - STOPWORDS)
+        if own >= 2 and own > english:
+            found = found | listed
+    return found
+
+
+_WRITTEN_WORD = re.compile(r"\w+")
+
+
 # Scripts written without spaces between words: Han, kana, Hangul syllables (Korean spaces its
 # phrases, but particles join the words: "서울의", "서울은"). No word list splits them, so a run
 # of them is read as its pairs of neighbouring characters, as Lucene's CJK analyzer does.
@@ -348,24 +407,27 @@ def _unspaced_term(term: str) -> bool:
 
 
 def query_terms(query: str) -> list[str]:
-    """The distinct content words of a query, in first-seen order (stopwords removed), with
+    """The distinct content words of a query, in first-seen order (stopwords removed: English
+    ones, and those of another language the query is written in, see ``_OTHER_STOPWORDS``), with
     runs of scripts written without spaces read as pairs of characters: the first
     :data:`MAX_QUERY_TERMS` of them. Every term is weighed against every candidate, so a query
     of 16,000 distinct words against 8,000 passages took 25 s; no question has that many, and a
     pasted document's first few hundred say what it is about."""
-    return _content(piece for word in words(query) for piece in _pieces(word, query=True))
+    pieces = (piece for word in words(query) for piece in _pieces(word, query=True))
+    return _content(pieces, _stopwords_of(query))
 
 
 def query_words(query: str) -> list[str]:
     """:func:`query_terms` with every word whole, as a store's index of words holds them."""
-    return _content(words(query))
+    return _content(words(query), _stopwords_of(query))
 
 
-def _content(terms: Iterable[str]) -> list[str]:
-    """The first :data:`MAX_QUERY_TERMS` distinct ``terms`` that are not stopwords, in order."""
+def _content(terms: Iterable[str], stopwords: frozenset[str]) -> list[str]:
+    """The first :data:`MAX_QUERY_TERMS` distinct ``terms`` that are not ``stopwords``, in
+    order."""
     seen: dict[str, None] = {}
     for term in terms:
-        if term not in STOPWORDS:
+        if term not in stopwords:
             seen.setdefault(term, None)
             if len(seen) == MAX_QUERY_TERMS:
                 break
