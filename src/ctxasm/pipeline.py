@@ -618,7 +618,8 @@ def report(
             "turns": len(request.history),
             "kept": len(history.kept),
             "tokens": sum(counter.count(t.content) for t in history.turns),
-            "dropped": list(history.dropped),
+            # the trimmed turns, and a last one that repeated the question
+            "dropped": sorted([*history.dropped, *setup.history.repeated()]),
             "summary_tokens": counter.count(history.summary) if history.summary else 0,
             "relevance_turn": reading.turn,
         },

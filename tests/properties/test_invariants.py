@@ -329,7 +329,12 @@ def test_every_passage_accounted_for_exactly_once(request: dict[str, Any]) -> No
     history = report.history or {"turns": 0, "kept": 0, "dropped": []}
     dropped = [e.candidate_id for e in report.excluded if e.stage == "history"]
     assert dropped == [f"history[{i}]" for i in history["dropped"]]
-    assert history["dropped"] == list(range(len(history["dropped"])))
+    # a last turn that repeats the question is dropped as a duplicate
+    repeated = [e.candidate_id for e in report.excluded if e.reason.value == "duplicate"]
+    repeated = [i for i in repeated if i.startswith("history[")]
+    assert repeated in ([], [f"history[{turns - 1}]"])
+    trimmed = [i for i in history["dropped"] if f"history[{i}]" not in repeated]
+    assert trimmed == list(range(len(trimmed)))
     assert history["turns"] == turns
     assert history["kept"] + len(history["dropped"]) == turns
     assert len(set(ids)) == len(ids)

@@ -152,6 +152,10 @@ class HistoryStep:
     # ``turns``, see :func:`repeats_query`).
     repeat: int | None = None
 
+    def repeated(self) -> list[int]:
+        """The index of the turn that repeated the question, if any (a list of one or none)."""
+        return [] if self.repeat is None else [self.repeat]
+
     def repeat_exclusions(self) -> list[Exclusion]:
         """The ``duplicate`` exclusion of the turn that repeated the question, if any."""
         if self.repeat is None:

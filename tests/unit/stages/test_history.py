@@ -424,6 +424,8 @@ def test_a_history_ending_with_the_question_itself_asks_it_once() -> None:
         assert [(e.candidate_id, e.stage, e.reason.value) for e in result.report.excluded] == [
             ("history[2]", "history", "duplicate")
         ]
+        turns = result.report.history or {}
+        assert (turns["turns"], turns["kept"], turns["dropped"]) == (3, 2, [2])
     # another last question is history like any turn
     other = [*history[:2], {"role": "user", "content": "Where was she born?"}]
     result = ctxasm.assemble(question, passages, history=other)
