@@ -521,3 +521,23 @@ def test_the_local_engine_refuses_parquet_naming_the_ray_engine(
     assert done.exit_code == 2
     assert "Parquet needs --engine ray" in done.stderr and f"[{parquet}]" in done.stderr
     assert not target.exists()
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_second_batch_writing_the_same_output_is_refused(tmp_path: Path, resume: bool) -> None:
+    # Two runs of one cron job wrote OUT.partial at once: their lines would interleave.
+    import fcntl
+
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(_requests(2)) + "\n")
+    partial = tmp_path / "out.jsonl.partial"
+    with partial.open("a") as running:
+        fcntl.flock(running.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # the other batch
+        args = ["batch", str(source), str(tmp_path / "out.jsonl"), "--no-progress"]
+        done = CliRunner().invoke(app, [*args, *(["--resume"] if resume else [])])
+        assert done.exit_code == 2
+        assert done.stderr == (
+            f"ctxasm: error: another batch is writing {partial} now: wait for it to end, or "
+            "give another output file [OUT]\n"
+        )
+        assert partial.exists() and not (tmp_path / "out.jsonl").exists()

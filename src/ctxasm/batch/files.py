@@ -92,9 +92,18 @@ def kept_output(target: str | Path, *, append: bool = False) -> Iterator[IO[str]
     if path.is_dir():  # found now, not after the whole batch has run
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
     partial = partial_path(target)
-    handle = open(partial, "a" if append else "w", encoding="utf-8")  # noqa: SIM115
+    # Opened without truncating, then locked, then emptied: a second batch writing the same
+    # output at the same time (a cron job that overran) is refused, not interleaved.
+    handle = open(partial, "a", encoding="utf-8")  # noqa: SIM115
+    try:
+        _lock(handle, partial)
+    except BaseException:  # not this batch's file to clean up
+        handle.close()
+        raise
     try:
         with handle:
+            if not append:
+                handle.truncate(0)
             yield handle
         os.chmod(partial, new_file_mode(path))
         os.replace(partial, path)
@@ -126,6 +135,7 @@ def read_partial(target: str) -> Partial | None:
     except FileNotFoundError:
         return None
     with handle:
+        _lock(handle, path)
         lines = failed = kept = 0
         last = b""
         while line := handle.readline():
@@ -166,3 +176,20 @@ def _loaded(line: bytes) -> Any:
         return json.loads(line)
     except ValueError:
         return None
+
+
+def _lock(handle: IO[Any], partial: Path) -> None:
+    """Hold an exclusive lock on ``partial`` while it is open (where the system has ``flock``);
+    a :class:`RequestError` when another process holds it."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks
+        return
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise RequestError(
+            f"another batch is writing {partial} now: wait for it to end, or give another "
+            "output file",
+            field="OUT",
+        ) from None
