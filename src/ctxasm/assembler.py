@@ -92,10 +92,23 @@ class Assembler:
         self._check_defaults()
 
     def assemble(
-        self, request: Request | Mapping[str, object] | None = None, /, **fields: object
+        self,
+        request: Request | Mapping[str, object] | str | None = None,
+        passages: object = None,
+        /,
+        **fields: object,
     ) -> Assembly:
-        """Assemble one request, given as a :class:`Request`, request JSON, or keywords."""
+        """Assemble one request, given as a :class:`Request`, request JSON, or keywords; or as
+        :func:`ctxasm.assemble` takes it: ``assemble(query, passages, **fields)``."""
         started = time.perf_counter()
+        if isinstance(request, str):  # the question first, as ctxasm.assemble takes it
+            request, fields = None, positional_fields(request, passages, fields)
+        elif passages is not None:
+            raise ArgumentTypeError(
+                "passages go second after a question, assemble(query, passages, ...), not after "
+                f"a request; got {type_name(request)} first",
+                field="passages",
+            )
         if isinstance(request, Request):
             if fields:
                 raise RequestError(
@@ -278,16 +291,29 @@ class Assembler:
 
 def _not_a_request(request: object) -> ArgumentTypeError:
     """The error for a positional request that is neither a Request nor a mapping."""
-    hint = (
-        "; the question goes by keyword: assemble(query=..., passages=[...])"
-        if isinstance(request, str)
-        else ""
-    )
     return ArgumentTypeError(
-        "request must be a Request or request JSON (a mapping), or give the request fields "
-        f"as keyword arguments; got {type_name(request)} {shown(request)}{hint}",
+        "request must be a Request, request JSON (a mapping) or the question (a string), or "
+        f"give the request fields as keyword arguments; got {type_name(request)} "
+        f"{shown(request)}",
         field="request",
     )
+
+
+def positional_fields(
+    query: object, passages: object, fields: Mapping[str, object]
+) -> dict[str, object]:
+    """``fields`` with the question and passages given positionally; a :class:`RequestError`
+    for one given twice, positionally and by keyword (the keyword was silently dropped)."""
+    data = dict(fields)
+    for name, value in (("query", query), ("passages", passages)):
+        if value is None:
+            continue
+        if name in data:
+            raise RequestError(
+                f"{name} given twice: as an argument and as {name}=; give it once", field=name
+            )
+        data[name] = value
+    return data
 
 
 def _compression_placement(
@@ -387,18 +413,21 @@ class _RequestCounter:
 _DEFAULT_ASSEMBLER: Assembler | None = None
 
 
-def assemble(query: str | None = None, passages: object = None, /, **fields: object) -> Assembly:
+def assemble(
+    query: str | Request | Mapping[str, object] | None = None,
+    passages: object = None,
+    /,
+    **fields: object,
+) -> Assembly:
     """Assemble a prompt with the default configuration.
 
-    ``ctxasm.assemble(query, passages, model="gpt-4o", **options)`` or
-    ``ctxasm.assemble(**request_json)``: every request field is a keyword of the same name.
+    ``ctxasm.assemble(query, passages, model="gpt-4o", **options)``,
+    ``ctxasm.assemble(**request_json)``, or a whole request (request JSON or a
+    :class:`Request`) first: every request field is a keyword of the same name.
     """
     global _DEFAULT_ASSEMBLER  # noqa: PLW0603 - built on first use, shared afterwards
     if _DEFAULT_ASSEMBLER is None:
         _DEFAULT_ASSEMBLER = Assembler()
-    data = dict(fields)
-    if query is not None:
-        data["query"] = query
-    if passages is not None:
-        data["passages"] = passages
-    return _DEFAULT_ASSEMBLER.assemble(data)
+    if isinstance(query, (Request, Mapping)):
+        return _DEFAULT_ASSEMBLER.assemble(query, passages, **fields)
+    return _DEFAULT_ASSEMBLER.assemble(positional_fields(query, passages, fields))

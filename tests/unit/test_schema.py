@@ -729,26 +729,43 @@ def test_a_hand_built_request_is_validated() -> None:
     assert error.value.field == "query"
 
 
-@pytest.mark.parametrize(
-    ("request_", "shown"),
-    [
-        (
-            "Who wrote it?",
-            "str 'Who wrote it?'; the question goes by keyword: "
-            "assemble(query=..., passages=[...])",
-        ),
-        ([{"text": "Ann wrote it."}], "list [{'text': 'Ann wrote it.'}]"),
-    ],
-)
-def test_a_positional_request_that_is_no_request_is_refused(request_: Any, shown: str) -> None:
+def test_a_positional_request_that_is_no_request_is_refused() -> None:
     # {**request} raised a raw "TypeError: 'str' object is not a mapping"
     with pytest.raises(ArgumentTypeError) as error:
-        ctxasm.Assembler().assemble(request_, passages=[{"text": "Ann wrote it."}])
+        ctxasm.Assembler().assemble([{"text": "Ann wrote it."}])  # type: ignore[arg-type]
     assert (error.value.field, error.value.message) == (
         "request",
-        "request must be a Request or request JSON (a mapping), or give the request fields as "
-        f"keyword arguments; got {shown}",
+        "request must be a Request, request JSON (a mapping) or the question (a string), or "
+        "give the request fields as keyword arguments; got list [{'text': 'Ann wrote it.'}]",
     )
+
+
+def test_an_assembler_takes_the_question_and_passages_as_ctxasm_assemble_does() -> None:
+    # Assembler(cfg).assemble(query, passages) raised a bare TypeError (second first-hour review)
+    passages = [{"id": "a", "text": "Ann wrote it."}]
+    expected = ctxasm.assemble("Who wrote it?", passages).messages
+    assert ctxasm.Assembler().assemble("Who wrote it?", passages).messages == expected
+    assert ctxasm.Assembler().assemble("Who wrote it?", passages=passages).messages == expected
+    request = {"query": "Who wrote it?", "passages": passages}
+    assert ctxasm.assemble(request).messages == expected  # a whole request first
+    assert ctxasm.assemble(ctxasm.parse_request(request)).messages == expected
+    with pytest.raises(ArgumentTypeError) as error:
+        ctxasm.Assembler().assemble(request, passages)
+    assert error.value.field == "passages"
+
+
+@pytest.mark.parametrize("twice", ["query", "passages"])
+def test_a_field_given_positionally_and_by_keyword_is_refused(twice: str) -> None:
+    # the keyword was silently dropped
+    passages = [{"id": "a", "text": "Ann wrote it."}]
+    again: dict[str, Any] = {"query": "Where?", "passages": []}
+    for assemble in (ctxasm.assemble, ctxasm.Assembler().assemble):
+        with pytest.raises(RequestError) as error:
+            assemble("Who wrote it?", passages, **{twice: again[twice]})
+        assert (error.value.field, error.value.message) == (
+            twice,
+            f"{twice} given twice: as an argument and as {twice}=; give it once",
+        )
 
 
 def test_a_request_and_fields_together_are_refused() -> None:
