@@ -185,7 +185,14 @@ class HistoryStep:
         start = 0  # kept[start:] are kept; everything before kept[start] is summarised
         while True:
             first = kept[start][0] if start < len(kept) else len(turns)
-            given = summarizer(list(turns[:first]))
+            try:
+                given = summarizer(list(turns[:first]))
+            except Exception as error:  # a model call that timed out: the turns, not the prompt, go
+                warnings.warn(
+                    f"the summarizer raised {type(error).__name__}: {error}; no summary is used",
+                    stacklevel=5,
+                )
+                return original
             if not isinstance(given, str):
                 warnings.warn(
                     f"the summarizer returned {type(given).__name__}, not a string; "

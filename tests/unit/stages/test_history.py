@@ -252,12 +252,18 @@ def test_turns_a_format_writes_longer_than_their_cost_are_trimmed_not_refused(fm
     assert len(dropped) + result.report.history["kept"] == 2
 
 
+def _timed_out(turns: object) -> str:
+    # a summariser calling a small model, which timed out: it aborted the whole assembly
+    raise TimeoutError("the model did not answer")
+
+
 @pytest.mark.parametrize(
     ("summarizer", "warning"),
     [
         (lambda turns: "blah " * 5000, None),  # never fits
         (lambda turns: None, "not a string"),
         (lambda turns: "a" * 2_000_000, "summary cannot be tokenized"),  # a run too long
+        (_timed_out, "the summarizer raised TimeoutError: the model did not answer"),
     ],
 )
 def test_a_summary_that_cannot_be_used_leaves_the_plain_trim(
