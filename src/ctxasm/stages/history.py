@@ -49,6 +49,8 @@ class HistoryPlan:
     dropped: tuple[int, ...]
     allowance: int
     summary: str | None = None
+    # Assistant turns dropped because the conversation would open with them, not for room.
+    opening: tuple[int, ...] = ()
 
     @property
     def turns(self) -> tuple[Message, ...]:
@@ -61,10 +63,17 @@ class HistoryPlan:
         found = []
         for index in self.dropped:
             turn = history[index]
-            detail = (
-                f"turn {index} ({turn.role}, {cost(turn)} tokens): older turns go first; "
-                f"history may take {self.allowance} tokens"
-            )
+            if index in self.opening:
+                detail = (
+                    f"turn {index} ({turn.role}, {cost(turn)} tokens): a conversation may not "
+                    "open with an assistant turn (Anthropic's API refuses it), and no user turn "
+                    "before it fits"
+                )
+            else:
+                detail = (
+                    f"turn {index} ({turn.role}, {cost(turn)} tokens): older turns go first; "
+                    f"history may take {self.allowance} tokens"
+                )
             found.append(Exclusion(f"history[{index}]", STAGE, Reason.HISTORY_TRIMMED, detail))
         return found
 
@@ -81,6 +90,7 @@ def trim_history(
     if policy.max_tokens is not None:
         allowance = min(allowance, policy.max_tokens)
     kept: list[int] = []
+    opening: list[int] = []
     used = 0
     for index in range(len(history) - 1, -1, -1):
         turn_cost = cost(history[index])
@@ -102,12 +112,13 @@ def trim_history(
             kept.insert(0, before)
         else:
             while kept and history[kept[0]].role == "assistant":
-                kept.pop(0)
+                opening.append(kept.pop(0))
     first = kept[0] if kept else len(history)
     return HistoryPlan(
         kept=tuple((i, history[i]) for i in kept),
         dropped=tuple(range(first)),
         allowance=allowance,
+        opening=tuple(opening),
     )
 
 

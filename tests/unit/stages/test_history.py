@@ -437,3 +437,16 @@ def test_a_history_ending_with_the_question_itself_asks_it_once() -> None:
     result = ctxasm.assemble(question, passages, history=other)
     assert [m["role"] for m in result.messages][-2:] == ["user", "user"]
     assert result.report.excluded == ()
+
+
+def test_an_opening_greeting_is_dropped_saying_why() -> None:
+    # It was reported as trimmed for room ("older turns go first; history may take 63435
+    # tokens") though it took 10 tokens (second first-hour review).
+    greeting = [{"role": "assistant", "content": "Hello! How can I help you today?"}]
+    result = ctxasm.assemble("Where does the Danube end?", PASSAGES, history=greeting)
+    [dropped] = result.report.excluded
+    assert (dropped.candidate_id, dropped.reason.value) == ("history[0]", "history_trimmed")
+    assert dropped.detail.endswith(
+        "a conversation may not open with an assistant turn (Anthropic's API refuses it), and "
+        "no user turn before it fits"
+    )
