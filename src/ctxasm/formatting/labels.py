@@ -193,9 +193,14 @@ def _marked(folded: Folded, matches: list[re.Match[str]]) -> str:
 _META_DELIMITERS = {"[": "(", "]": ")", "`": "'", "<": "‹", ">": "›"}
 
 
+# Control characters, which a one-line header shows as U+FFFD, as the XML of the anthropic
+# format must: a NUL or an escape sequence in a title reached the other formats as it was.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def _metadata(value: str) -> str:
-    """One line of metadata with no delimiter and no label look-alike."""
-    value = " ".join(value.split())
+    """One line of metadata with no delimiter, control character or label look-alike."""
+    value = _CONTROLS.sub("\ufffd", " ".join(value.split()))
     if not value.isascii() or any(d in value for d in _META_DELIMITERS):
         value = "".join(_META_DELIMITERS.get(_fold_char(c), c) for c in value)
     folded = fold(value)
