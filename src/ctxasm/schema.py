@@ -14,13 +14,14 @@ from itertools import count, repeat
 from operator import attrgetter, is_
 from typing import Any
 
-from ctxasm.cache_state import CacheState, parse_previous
+from ctxasm.cache_state import CacheReport, CacheState, parse_previous
 from ctxasm.data import (
     Assembly,
     HistoryPolicy,
     Message,
     Passage,
     Principal,
+    Report,
     Request,
     Strategies,
     StrategySpec,
@@ -546,18 +547,21 @@ _CACHE_STABLE = StrategySpec("cache_stable")
 def _parse_previous(data: Mapping[str, Any]) -> CacheState | None:
     """``previous``: absent, not planning for the cache; ``null``, a session's first turn;
     else the previous turn's cache state, given as a prior result (an :class:`Assembly` or its
-    JSON), its ``report.cache`` or the state itself."""
+    JSON), its report or ``report.cache`` (objects or JSON) or the state itself."""
     if "previous" not in data:
         return None
     value = data["previous"]
-    if isinstance(value, Assembly):
-        if value.report.cache is None:
+    if isinstance(value, CacheReport):  # result.report.cache
+        return parse_previous(value.state)
+    report = value.report if isinstance(value, Assembly) else value
+    if isinstance(report, Report):  # a result, or its report
+        if report.cache is None:
             raise RequestError(
                 "previous is a result that did not plan for the cache; send previous=None for "
                 'a first turn, or use strategy.ordering "cache_stable"',
                 field="previous",
             )
-        return parse_previous(value.report.cache.state)  # checked as any state is
+        return parse_previous(report.cache.state)  # checked as any state is
     return parse_previous(value)
 
 

@@ -232,11 +232,23 @@ def test_previous_takes_a_result_its_cache_section_or_the_state() -> None:
     assert state.to_dict() == data["report"]["cache"]["state"]
 
 
+def test_previous_takes_the_python_objects_of_a_result_as_its_json() -> None:
+    # result.report.cache and result.report were refused by a message naming report.cache
+    first = ctxasm.assemble("river?", _passages(3), previous=None, **KW)
+    assert first.report.cache is not None
+    expected = ctxasm.assemble("river?", _passages(4), previous=first, **KW).to_dict()
+    for previous in (first.report, first.report.cache, first.report.cache.state):
+        again = ctxasm.assemble("river?", _passages(4), previous=previous, **KW).to_dict()
+        assert again["messages"] == expected["messages"]
+        assert again["report"]["cache"] == expected["report"]["cache"]
+
+
 def test_a_result_that_did_not_plan_for_the_cache_is_refused_as_previous() -> None:
     plain = ctxasm.assemble("river?", _passages(2))
-    with pytest.raises(RequestError, match="did not plan for the cache") as caught:
-        ctxasm.assemble("river?", _passages(2), previous=plain)
-    assert caught.value.field == "previous"
+    for previous in (plain, plain.report):
+        with pytest.raises(RequestError, match="did not plan for the cache") as caught:
+            ctxasm.assemble("river?", _passages(2), previous=previous)
+        assert caught.value.field == "previous"
 
 
 def test_registry_cache_prices() -> None:
