@@ -56,7 +56,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
-from ctxasm.data import Assembly
+from ctxasm.data import Assembly, Report
 from ctxasm.errors import ArgumentTypeError, RequestError
 from ctxasm.formatting.labels import CITATION, ITEM, Folded, fold
 from ctxasm.lexical import sentence_spans
@@ -339,11 +339,12 @@ class _Marker(NamedTuple):
                     yield Citation(label, found.id, found.url, True, raw, self.form, self.link)
 
 
-def check_citations(answer: str, assembly: Assembly | Mapping[str, Any]) -> CitationReport:
+def check_citations(answer: str, assembly: Assembly | Report | Mapping[str, Any]) -> CitationReport:
     """Check the citation markers of ``answer`` against the sources ``assembly`` included.
 
-    ``assembly`` is an :class:`~ctxasm.data.Assembly` or its result JSON (a mapping with
-    ``report.included[]``, each with ``id``, ``label`` and ``url``). A malformed mapping raises
+    ``assembly`` is an :class:`~ctxasm.data.Assembly`, its report, or the JSON of either (a
+    mapping with ``report.included[]``, or ``included[]``, each with ``id``, ``label`` and
+    ``url``). A malformed mapping raises
     :class:`~ctxasm.errors.RequestError` naming the field, such as ``report.included[2].label``.
     """
     answer = _answer(answer)
@@ -372,7 +373,7 @@ def check_citations(answer: str, assembly: Assembly | Mapping[str, Any]) -> Cita
 
 
 def link_citations(
-    answer: str, assembly: Assembly | Mapping[str, Any], style: str = "markdown"
+    answer: str, assembly: Assembly | Report | Mapping[str, Any], style: str = "markdown"
 ) -> str:
     """``answer`` with every valid bracket citation turned into a link to its source's url.
 
@@ -933,22 +934,27 @@ def _answer(answer: object) -> str:
     )
 
 
-def _sources(assembly: Assembly | Mapping[str, Any]) -> dict[int, _Source]:
+def _sources(assembly: Assembly | Report | Mapping[str, Any]) -> dict[int, _Source]:
     """The included sources by label number."""
-    if isinstance(assembly, Assembly):
-        included: Any = [item.to_dict() for item in assembly.report.included]
+    if isinstance(assembly, Assembly | Report):
+        found = assembly.report if isinstance(assembly, Assembly) else assembly
+        included: Any = [item.to_dict() for item in found.included]
     elif isinstance(assembly, Mapping):
-        report = assembly.get("report")
+        # the result JSON, or its report alone (as ctxasm report takes it)
+        report = assembly if "report" not in assembly and "included" in assembly else None
+        report = assembly.get("report") if report is None else report
         if not isinstance(report, Mapping):
+            got = "no 'report'" if "report" not in assembly else _json_type(report)
             raise RequestError(
                 f"report must be an object with an 'included' list (the result JSON of "
-                f"ctxasm assemble); got {_json_type(report)}",
+                f"ctxasm assemble, or its report); got {got}",
                 field="report",
             )
         included = report.get("included")
     else:
         raise ArgumentTypeError(
-            f"assembly must be an Assembly or its result JSON; got {type(assembly).__name__}",
+            "assembly must be an Assembly, its report, or the JSON of either; got "
+            f"{type(assembly).__name__}",
             field="result",
         )
     if not isinstance(included, list | tuple):

@@ -72,6 +72,11 @@ def test_report_reads_a_saved_result(tmp_path: Path) -> None:
     [
         ("[1, 2]", "a result must be a JSON object, got an array"),
         ('{"report": 3}', "the result's report must be an object, got a number"),
+        (
+            '{"query": "q", "passages": []}',
+            "the result's report must be an object, it has none (this is a request: assemble "
+            "it first)",
+        ),
         ('{"report": {"budget": {}, "included": {}}}', "report.included must be an array"),
         ('{"report": {"included": []}}', "report.budget must be an object, got null"),
         ('{"report": ', "JSON"),

@@ -161,7 +161,11 @@ def _bad_result(path: Path, content: bytes) -> str:
         (b'{"report": ', "the result is not valid JSON: Expecting value at line 1 column 12"),
         (b'{"r": "caf\xe9"}', "the result is not valid UTF-8"),
         (b"[1, 2]", "the result must be a JSON object"),
-        (b"{}", "report must be an object with an 'included' list"),
+        (
+            b"{}",
+            "report must be an object with an 'included' list (the result JSON of ctxasm "
+            "assemble, or its report); got no 'report'",
+        ),
         (b'{"report": {"included": {}}}', "report.included must be a list"),
         (
             b'{"report": {"included": [{"id": "a", "label": "Doc 1"}]}}',

@@ -56,6 +56,14 @@ def test_the_assembly_labels_the_sources_in_request_order() -> None:
     ]
 
 
+def test_a_report_alone_checks_as_its_result_does() -> None:
+    # a bare report was refused with "got null", though ctxasm report takes one
+    answer = "Paris is the capital of France [Source 1]. The Seine flows through it [2]."
+    whole = check_citations(answer, assembly()).to_dict()
+    assert check_citations(answer, assembly().report).to_dict() == whole
+    assert check_citations(answer, result()["report"]).to_dict() == whole
+
+
 def test_a_fully_cited_answer() -> None:
     answer = "Paris is the capital of France [Source 1]. The Seine flows through it [2]."
     report = check_citations(answer, assembly())
@@ -293,7 +301,7 @@ def _broken(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("data", "field", "message"),
     [
-        ({}, "report", "got null"),
+        ({}, "report", "got no 'report'"),
         ({"report": []}, "report", "got a list"),
         ({"report": {}}, "report.included", "must be a list"),
         ({"report": {"included": "x"}}, "report.included", "got a string"),
@@ -327,8 +335,8 @@ def test_a_malformed_result_names_the_field(data: Any, field: str, message: str)
 
 
 def test_something_else_than_an_assembly_is_a_type_error() -> None:
-    with pytest.raises(TypeError, match="Assembly or its result JSON; got Report"):
-        check_citations("Paris [1].", assembly().report)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Assembly, its report, or the JSON of either; got list"):
+        check_citations("Paris [1].", [assembly()])  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,7 @@ def test_errors_that_escaped_the_root_now_descend_from_it() -> None:
     assert isinstance(wrong.value, CtxasmError | TypeError)
     assert wrong.value.to_dict() == {
         "code": "invalid_request",
-        "message": "assembly must be an Assembly or its result JSON; got int",
+        "message": "assembly must be an Assembly, its report, or the JSON of either; got int",
         "field": "result",
     }
 

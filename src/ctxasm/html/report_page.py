@@ -41,9 +41,12 @@ def result_of(value: Any) -> dict[str, Any]:
         value = {"report": value}
     report = value.get("report")
     if not isinstance(report, dict):
+        got = f"got {_kind(report)}" if "report" in value else "it has none"
+        if "report" not in value and "query" in value and "passages" in value:
+            got += " (this is a request: assemble it first)"
         raise RequestError(
-            f"the result's report must be an object, got {_kind(report)}; give the JSON that "
-            "ctxasm assemble, ctxasm ask --json or POST /v1/assemble returns",
+            f"the result's report must be an object, {got}; give the JSON that ctxasm "
+            "assemble, ctxasm ask --json or POST /v1/assemble returns",
             field="report",
         )
     if not isinstance(report.get("budget"), dict):
