@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from ctxasm.cache_state import CacheReport, CacheState
 from ctxasm.errors import RequestError
 from ctxasm.validation import (
+    MAX_INTEGER,
     as_real,
     as_whole,
     integer,
@@ -103,8 +104,12 @@ def _check_passage(passage: Passage) -> None:
     """Check and normalise a passage's fields in place (it is being constructed). Errors name
     the field as ``passage.<name>``; :func:`ctxasm.schema.parse_passage` puts the index in."""
     _set(passage, "text", string(passage.text, "passage.text"))
+    given: object = passage.id
+    if type(given) is int and -MAX_INTEGER <= given <= MAX_INTEGER:
+        # a vector store's row number (FAISS, Milvus), as hits and context_for_chat take it
+        _set(passage, "id", str(given))
     if not isinstance(passage.id, str) or not plain(passage.id):
-        raise invalid("passage.id", "a non-empty string", passage.id)
+        raise invalid("passage.id", "a non-empty string or an integer", passage.id)
     _set(passage, "id", string(passage.id, "passage.id"))
     for key in ("title", "source", "url", "doc_id"):
         value = getattr(passage, key)

@@ -269,3 +269,15 @@ def test_json_bytes_get_one_answer(items: list[Any]) -> None:
     except (TypeError, ValueError, UnicodeEncodeError):
         return  # not JSON (a tuple key, NaN is fine, a surrogate is not): nothing to compare
     _assert_one_answer(lambda: parse_request(decode_object(raw)))
+
+
+def test_an_integer_id_is_taken_as_its_decimal_string() -> None:
+    # FAISS and Milvus return row numbers: context_for_chat and the CLI's hits took them,
+    # ctxasm.assemble refused them (second first-hour review)
+    request = parse_request({"query": "Danube?", "passages": [{"id": 7, "text": "x"}]})
+    assert [p.id for p in request.passages] == ["7"]
+    assert Passage(id=7, text="x").id == "7"  # type: ignore[arg-type]
+    for bad in (True, 2**60):
+        with pytest.raises(CtxasmError) as error:
+            parse_request({"query": "Danube?", "passages": [{"id": bad, "text": "x"}]})
+        assert error.value.field == "passages[0].id"

@@ -304,7 +304,11 @@ _NO_CONTROL = "names may not contain control characters (NUL, tab, newline and t
             "passage.graph_distance",
             "passage.graph_distance must be an integer >= 0 or null; got int -1",
         ),
-        ({"id": ""}, "passage.id", "passage.id must be a non-empty string; got str ''"),
+        (
+            {"id": ""},
+            "passage.id",
+            "passage.id must be a non-empty string or an integer; got str ''",
+        ),
         ({"text": None}, "passage.text", "passage.text must be a string; got null None"),
     ],
 )
