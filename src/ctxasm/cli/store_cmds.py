@@ -14,6 +14,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ctxasm.cli.ask_fields import (
+    MinScoreOption,
+    StrategyOption,
+    SystemPromptOption,
+    TopKOption,
+    ask_fields,
+)
 from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, echo
 from ctxasm.cli.exits import fail as _fail
 from ctxasm.cli.exits import fail_with as _fail_with
@@ -314,6 +321,10 @@ def ask_command(
     budget: BudgetOption = None,
     fmt: FormatOption = None,
     k: KOption = 50,
+    min_score: MinScoreOption = None,
+    top_k: TopKOption = None,
+    strategy: StrategyOption = None,
+    system_prompt: SystemPromptOption = None,
     allow_public: AllowPublicOption = False,
     config: ConfigOption = None,
     as_json: AskJsonOption = False,
@@ -326,7 +337,17 @@ def ask_command(
         _fail("--tenant and --groups need --principal", EXIT_BAD_INPUT)
     if html is not None:  # before the store is opened or anything written
         _check_html(html, store, config)
-    fields = {"model": model, "format": fmt, "max_context_tokens": budget}
+    fields = ask_fields(
+        {
+            "model": model,
+            "format": fmt,
+            "max_context_tokens": budget,
+            "min_score": min_score,
+            "top_k": top_k,
+            "strategy": strategy,
+            "system_prompt": system_prompt,
+        }
+    )
     result, hidden, reasoning = _assemble_from_store(
         question,
         store,
@@ -334,7 +355,7 @@ def ask_command(
         k=k,
         allow_public=allow_public,
         config=config,
-        fields={name: value for name, value in fields.items() if value is not None},
+        fields=fields,
     )
     if html is not None:
         from ctxasm.cli.report_view import write_html

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxasm.errors import RequestError
+from ctxasm.presets import PRESETS, named_strategy, strategy_names
 from ctxasm.registry import names
 from ctxasm.validation import shown
 
@@ -30,26 +31,6 @@ __all__ = [
 
 DEFAULT_MODEL = "gpt-4o"
 
-_PLAIN = {"relevance": "utility", "compression": None}
-
-# Named strategy configurations for `ctxasm eval --strategy NAME`: the default configuration
-# (utility relevance, `auto` selection, `fill` compression), the classic baseline, each planner
-# on its own (whole passages, utility relevance), and bridge with every passage compressed.
-PRESETS: dict[str, Mapping[str, Any] | None] = {
-    "default": None,
-    "bm25_greedy": {"relevance": "bm25", "selection": "greedy_by_score", "compression": None},
-    "utility_greedy": {**_PLAIN, "selection": "greedy_by_score"},
-    "utility_per_token": {**_PLAIN, "selection": "utility_per_token"},
-    "knapsack": {**_PLAIN, "selection": "knapsack"},
-    "mmr": {**_PLAIN, "selection": "mmr"},
-    "coverage": {**_PLAIN, "selection": "coverage"},
-    "bridge": {**_PLAIN, "selection": "bridge"},
-    "compress_all": {
-        "relevance": "utility",
-        "selection": "bridge",
-        "compression": {"name": "sentences", "mode": "all"},
-    },
-}
 ORACLE = "oracle"
 
 
@@ -64,17 +45,16 @@ class EvalStrategy:
 
 
 def resolve_strategy(name: str) -> EvalStrategy:
-    """A preset, ``oracle``, or the name of a selection strategy (with utility relevance)."""
+    """A preset, ``oracle``, or the name of a selection strategy (with utility relevance): see
+    :mod:`ctxasm.presets`."""
     if name == ORACLE:
         return EvalStrategy(
             ORACLE,
             {"relevance": "given", "selection": "greedy_by_score", "compression": None},
             oracle=True,
         )
-    if name in PRESETS:
-        return EvalStrategy(name, PRESETS[name])
-    if name in names("selection"):
-        return EvalStrategy(name, {**_PLAIN, "selection": name})
+    if name in strategy_names():
+        return EvalStrategy(name, named_strategy(name))
     allowed = ", ".join(dict.fromkeys([*PRESETS, ORACLE, *names("selection")]))
     raise RequestError(f"unknown strategy {shown(name)}; choose one of {allowed}", field="strategy")
 
