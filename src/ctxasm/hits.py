@@ -5,67 +5,113 @@ for the same things. :func:`passages_from_hits` maps them onto passage fields:
 
 - **text** from ``text``, ``content`` or ``page_content`` (LangChain), the first one present;
 - **score** from ``score`` or ``similarity``, the first one present (optional);
-- **id** from ``id`` (a string or an integer); without one, a stable id from the text
-  (``hit-`` and 10 hex digits of its SHA-256), the same whatever the hit's position;
+- **id** from ``id`` (a string or an integer, unique among the hits); without one, a stable id
+  from the text (``hit-`` and 10 hex digits of its SHA-256), the same whatever the hit's
+  position (``-2``, ``-3`` where texts repeat, and never the id of another hit);
 - **title**, **url** and **source** from the hit, else from its ``metadata`` object;
 - every other passage field (``doc_id``, ``timestamp``, ...) as is; any other key of the hit
   goes into the passage's ``metadata``, so nothing the retriever sent is lost or refused.
 
-Errors are :class:`~ctxasm.errors.RequestError` naming the hit (``hits[3].text``).
+Errors are :class:`~ctxasm.errors.RequestError` naming the hit (``hits[3].text``). A request
+gives its hits as ``hits``, in place of ``passages`` (:func:`ctxasm.schema.parse_request` maps
+them here), so every entry point takes them: the Python API, ``ctxasm assemble`` and ``batch``,
+and the HTTP service.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ctxasm.data import Passage
 from ctxasm.errors import RequestError
-from ctxasm.schema import PASSAGE_FIELDS, parse_passage
+from ctxasm.validation import invalid, shown
 
-__all__ = ["SCORE_FIELDS", "TEXT_FIELDS", "passages_from_hits"]
+__all__ = ["SCORE_FIELDS", "TEXT_FIELDS", "hit_list", "hit_text", "passages_from_hits"]
 
 TEXT_FIELDS = ("text", "content", "page_content")
 SCORE_FIELDS = ("score", "similarity")
 _LIFTED = ("title", "url", "source")
 _ALIASES = frozenset((*TEXT_FIELDS, *SCORE_FIELDS, "id", "metadata"))
-_KEPT = frozenset(PASSAGE_FIELDS) - _ALIASES
+_KEPT = frozenset(f.name for f in dataclasses.fields(Passage)) - _ALIASES
+_PASSAGE = "passage"  # the name the Passage constructor's errors give the passage
 
 
-def passages_from_hits(hits: Sequence[object]) -> list[dict[str, Any]]:
-    """Passage objects (request JSON) for a list of retriever hits, in the same order."""
+def hit_list(hits: object) -> Sequence[object]:
+    """``hits`` when it is a list (or a tuple) of hits, else a :class:`RequestError` naming
+    ``hits``."""
+    if not isinstance(hits, list | tuple):
+        raise invalid(
+            "hits",
+            "a list of a retriever's hits (objects with their text in text, content or "
+            "page_content)",
+            hits,
+        )
+    return hits
+
+
+def hit_text(hit: object) -> tuple[str, str] | None:
+    """The key of a hit's text and the text (the first of :data:`TEXT_FIELDS` it holds), or
+    ``None`` when that is no string or the hit is no object."""
+    if not isinstance(hit, Mapping):
+        return None
+    name = next((name for name in TEXT_FIELDS if hit.get(name) is not None), None)
+    text = None if name is None else hit[name]
+    return (name, text) if name is not None and isinstance(text, str) else None
+
+
+def passages_from_hits(hits: object) -> list[dict[str, Any]]:
+    """Passage objects (request JSON) for a list of retriever hits, in the same order, each
+    with an id: its own (unique, or the error names the repeat), else one made from its text
+    (:mod:`ctxasm.hits`), numbered where texts repeat and never one a hit has."""
     passages: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
-    for index, hit in enumerate(hits):
+    given: dict[str, int] = {}
+    for index, hit in enumerate(hit_list(hits)):
         where = f"hits[{index}]"
         passage, origins = _passage(hit, where)
         try:  # checked here, so that an error names the hit's own field
-            parse_passage(passage, index)
+            Passage(**{"id": where, **passage})  # an id is made below, from valid text
         except RequestError as error:
-            raise _in_hit(error, f"passages[{index}]", where, origins) from None
+            raise _in_hit(error, where, origins) from None
+        if "id" in passage:
+            first = given.setdefault(passage["id"], index)
+            if first != index:
+                raise RequestError(
+                    f"{where}.id {shown(passage['id'])} repeats hits[{first}].id; the ids of "
+                    "hits must be unique (leave a hit's id out for one made from its text)",
+                    field=f"{where}.id",
+                )
+        passages.append(passage)
+    taken = set(given)
+    for passage in passages:
         if "id" not in passage:
             base = "hit-" + hashlib.sha256(passage["text"].encode("utf-8")).hexdigest()[:10]
-            seen[base] = seen.get(base, 0) + 1
-            passage["id"] = base if seen[base] == 1 else f"{base}-{seen[base]}"
-        passages.append(passage)
+            made, repeat = base, 1
+            while made in taken:
+                repeat += 1
+                made = f"{base}-{repeat}"
+            taken.add(made)
+            passage["id"] = made
     return passages
 
 
-def _in_hit(
-    error: RequestError, prefix: str, where: str, origins: Mapping[str, str]
-) -> RequestError:
-    """``error``, about passage field ``prefix.<name>...``, about the hit's own field."""
-    field = error.field or prefix
-    name = field[len(prefix) + 1 :].split(".", 1)[0].split("[", 1)[0]
-    if not field.startswith(prefix) or not name:
+def _in_hit(error: RequestError, where: str, origins: Mapping[str, str]) -> RequestError:
+    """``error``, raised by the :class:`Passage` built from the hit at ``where`` (about its
+    field ``passage.<name>...``), about the hit's own field."""
+    field = error.field or _PASSAGE
+    if not field.startswith(_PASSAGE):
         return error
-    moved = f"{where}.{origins.get(name, name)}"  # a field the hit lacks: by its own name
+    name = field[len(_PASSAGE) + 1 :].split(".", 1)[0].split("[", 1)[0]
+    moved = f"{where}.{origins.get(name, name)}" if name else where  # one it lacks: its name
     message = error.message
-    if message.startswith(f"{prefix}.{name}"):
-        message = moved + message[len(prefix) + 1 + len(name) :]
-    elif message.startswith(prefix):  # "passages[0] needs both start and end"
-        message = where + message[len(prefix) :]
-    return type(error)(message, field=moved + field[len(prefix) + 1 + len(name) :])
+    if name and message.startswith(f"{_PASSAGE}.{name}"):
+        message = moved + message[len(_PASSAGE) + 1 + len(name) :]
+    elif message.startswith(_PASSAGE):  # "passage needs both start and end"
+        message = where + message[len(_PASSAGE) :]
+    rest = field[len(_PASSAGE) + 1 + len(name) :] if name else ""
+    return type(error)(message, field=moved + rest)
 
 
 def _passage(hit: object, where: str) -> tuple[dict[str, Any], dict[str, str]]:

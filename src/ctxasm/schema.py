@@ -2,6 +2,8 @@
 
 Every check names the field by its path (``passages[3].score``), says what it received and what
 is allowed. Strategy *names* are checked later, against the registry, when the assembler is built.
+A request gives its passages as ``passages``, or as ``hits``: a retriever's hits, mapped to
+passages by :func:`ctxasm.hits.passages_from_hits` (whose errors name ``hits[3].text``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ctxasm.data import (
     passage_from_checked,
 )
 from ctxasm.errors import RequestError
+from ctxasm.hits import hit_list, hit_text, passages_from_hits
 from ctxasm.query_class import QUERY_CLASSES
 from ctxasm.validation import (
     MAX_INTEGER,
@@ -43,6 +46,7 @@ from ctxasm.validation import (
 __all__ = [
     "DEFAULT_MAX_REQUEST_CHARS",
     "ENVELOPE_FIELDS",
+    "INPUT_FIELDS",
     "PASSAGE_FIELDS",
     "REQUEST_FIELDS",
     "parse_history_policy",
@@ -63,7 +67,9 @@ REQUEST_FIELDS = tuple(f.name for f in dataclasses.fields(Request))
 # The caller's own fields: accepted on every request, checked, never read by the pipeline; batch
 # copies them onto the result line so results can be joined back to their requests.
 ENVELOPE_FIELDS = ("id", "metadata")
-_REQUEST_KEYS = frozenset((*REQUEST_FIELDS, *ENVELOPE_FIELDS))
+# Read in place of a request field: ``hits``, a retriever's hits, for ``passages``.
+INPUT_FIELDS = ("hits",)
+_REQUEST_KEYS = frozenset((*REQUEST_FIELDS, *INPUT_FIELDS, *ENVELOPE_FIELDS))
 PASSAGE_FIELDS = tuple(f.name for f in dataclasses.fields(Passage))
 _PASSAGE_FIELD_SET = frozenset(PASSAGE_FIELDS)
 # Requests this module built; a Request made by hand is validated before use.
@@ -441,12 +447,19 @@ def _passage_chars(passages: Sequence[Any]) -> int:
     )
 
 
-def _check_size(data: Mapping[str, Any], passages: Sequence[Any], limit: int) -> None:
-    """Refuse a request whose texts are far larger than any context window, before any work."""
+def _hit_chars(hits: Sequence[Any]) -> int:
+    """The characters of every hit's text (a hit without one as a string counts none)."""
+    return sum(len(found[1]) for found in map(hit_text, hits) if found is not None)
+
+
+def _check_size(data: Mapping[str, Any], given: tuple[str, int], limit: int) -> None:
+    """Refuse a request whose texts are far larger than any context window, before any work;
+    ``given`` is the field the passages came in (``passages`` or ``hits``) and their
+    characters."""
     history = data.get("history")
     turns = history if isinstance(history, list | tuple) else ()
     sizes = {
-        "passages": _passage_chars(passages),
+        given[0]: given[1],
         "query": _length(data.get("query")),
         "system_prompt": _length(data.get("system_prompt")),
         "history": sum(
@@ -480,7 +493,7 @@ def parse_request(
         raise _fail("request", "a JSON object", data)
     unknown = [key for key in data if key not in _REQUEST_KEYS]
     if unknown:
-        allowed = ", ".join((*REQUEST_FIELDS, *ENVELOPE_FIELDS))
+        allowed = ", ".join((*REQUEST_FIELDS, *INPUT_FIELDS, *ENVELOPE_FIELDS))
         raise RequestError(
             f"unknown request field {shown(unknown[0])}; allowed: {allowed}",
             field=key_path("", unknown[0]),
@@ -495,14 +508,7 @@ def parse_request(
             f"(such as zero-width spaces); got {shown(query)}",
             field="query",
         )
-    raw_passages = data.get("passages")
-    if raw_passages is None:
-        raise RequestError("passages is required (an empty list is allowed)", field="passages")
-    if type(raw_passages) is not list and (
-        not isinstance(raw_passages, Sequence) or isinstance(raw_passages, str | bytes)
-    ):
-        raise _fail("passages", "a list of passages", raw_passages)
-    _check_size(data, raw_passages, max_request_chars)
+    raw_passages = _given_passages(data, max_request_chars)
     passages = _free_default_ids(_parse_passages(raw_passages), raw_passages)
     _check_unique_ids(passages)
     query_class = plain(data.get("query_class"))  # compared as a str, not by a subclass's ==
@@ -542,6 +548,33 @@ def parse_request(
 
 
 _CACHE_STABLE = StrategySpec("cache_stable")
+
+
+def _given_passages(data: Mapping[str, Any], max_request_chars: int) -> Sequence[Any]:
+    """The request's passages, as given in ``passages`` or mapped from ``hits``: exactly one of
+    the two (null is none), its texts within ``max_request_chars`` with the rest of the
+    request's (checked before the hits are mapped)."""
+    raw_passages, hits = data.get("passages"), data.get("hits")
+    if hits is not None:
+        if raw_passages is not None:
+            raise RequestError(
+                "the request has both passages and hits; give the candidates once, as passages "
+                "or as a retriever's hits",
+                field="hits",
+            )
+        _check_size(data, ("hits", _hit_chars(hit_list(hits))), max_request_chars)
+        return passages_from_hits(hits)
+    if raw_passages is None:
+        raise RequestError(
+            "passages is required (an empty list is allowed), or hits: a retriever's hits",
+            field="passages",
+        )
+    if type(raw_passages) is not list and (
+        not isinstance(raw_passages, Sequence) or isinstance(raw_passages, str | bytes)
+    ):
+        raise _fail("passages", "a list of passages", raw_passages)
+    _check_size(data, ("passages", _passage_chars(raw_passages)), max_request_chars)
+    return raw_passages
 
 
 def _parse_previous(data: Mapping[str, Any]) -> CacheState | None:

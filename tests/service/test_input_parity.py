@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import ctxasm
 from ctxasm.cli.main import HITS_HINT, app
 from ctxasm.errors import CtxasmError
 from ctxasm.jsonio import decode_object
@@ -190,3 +191,59 @@ def test_batch_lines_get_the_same_errors() -> None:
             "failed",
             {"error": {"code": code, "message": message, "field": "request"}, "line": 7},
         )
+
+
+HITS = [
+    {"page_content": "Aristotle taught at the Lyceum.", "similarity": 0.8, "metadata": {"x": 1}},
+    {"content": "Plato founded the Academy.", "score": 0.3, "id": 7},
+]
+
+
+def _same(*results: dict[str, Any]) -> dict[str, Any]:
+    """The one result all of ``results`` are, timings aside."""
+    for result in results:
+        result["report"].pop("timings_ms")
+    assert all(result == results[0] for result in results[1:])
+    return results[0]
+
+
+def test_a_request_of_hits_is_taken_alike_everywhere(service: str) -> None:
+    # the hits the CLI took as a bare list are a request field: the service takes them too
+    from ctxasm.assembler import Assembler
+    from ctxasm.batch.jsonl import assemble_line
+
+    request = {"query": "Where did Aristotle teach?", "hits": HITS}
+    raw = json.dumps(request).encode()
+    status, by_service = _http(service, raw)
+    code, by_cli, _ = _cli(raw)
+    bare = CliRunner().invoke(
+        app, ["assemble", "-", "--query", request["query"]], input=json.dumps(HITS)
+    )
+    outcome, line = assemble_line(raw, 1, Assembler())
+    assert (status, code, bare.exit_code, outcome) == (200, 0, 0, "ok")
+    result = _same(
+        by_service,
+        json.loads(by_cli),
+        json.loads(bare.stdout),
+        json.loads(line or "{}"),
+        ctxasm.assemble(**request).to_dict(),
+    )
+    assert [item["id"] for item in result["report"]["included"]] == ["hit-f333e016ef", "7"]
+
+
+def test_a_bad_hit_is_refused_alike_everywhere(service: str) -> None:
+    from ctxasm.assembler import Assembler
+    from ctxasm.batch.jsonl import assemble_line
+
+    raw = json.dumps({"query": "q", "hits": [HITS[0], {"content": "x", "score": "0.9"}]}).encode()
+    error = {
+        "code": "invalid_request",
+        "message": "hits[1].score must be a number or null; got str '0.9'",
+        "field": "hits[1].score",
+    }
+    assert _http(service, raw) == (422, {"error": error})
+    assert _cli(raw) == (2, "", f"ctxasm: error: {error['message']} [{error['field']}]\n")
+    assert assemble_line(raw, 3, Assembler()) == (
+        "failed",
+        json.dumps({"error": error, "line": 3}),
+    )

@@ -151,6 +151,18 @@ def test_assemble_request_and_result_match_the_contract(served: str, document: A
     ]
 
 
+def test_a_request_of_hits_matches_the_contract(served: str, document: Any) -> None:
+    request = {
+        "query": "Where did Aristotle teach?",
+        "hits": [{"page_content": "Aristotle taught at the Lyceum.", "similarity": 0.8}],
+    }
+    assert _errors(document, _request_schema(document, "/v1/assemble"), request) == []
+    answer = _call(served, "POST", "/v1/assemble", request)
+    assert answer.status == 200, answer.raw
+    _check_response(document, "POST", "/v1/assemble", answer)
+    assert [item["id"] for item in answer.json["report"]["included"]] == ["hit-f333e016ef"]
+
+
 def test_the_documented_examples_are_real_requests(served: str, document: Any) -> None:
     """What the Try it out button of /docs sends is answered 200."""
     for path in ("/v1/assemble", "/v1/check-citations"):
@@ -202,6 +214,27 @@ def test_get_endpoints_match_the_contract(served: str, document: Any, path: str)
                 "code": "too_large",
                 "message": "7 passages; this service takes at most 6",
                 "field": "passages",
+            },
+        ),
+        (
+            "/v1/assemble",
+            {"query": "q", "hits": [{"content": "x"}] * 7},
+            413,
+            {
+                "code": "too_large",
+                "message": "7 hits; this service takes at most 6",
+                "field": "hits",
+            },
+        ),
+        (
+            "/v1/assemble",
+            {"query": "q", "passages": [], "hits": [{"content": "x"}]},
+            422,
+            {
+                "code": "invalid_request",
+                "message": "the request has both passages and hits; give the candidates once, "
+                "as passages or as a retriever's hits",
+                "field": "hits",
             },
         ),
         (

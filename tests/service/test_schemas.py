@@ -16,7 +16,7 @@ from ctxasm.data import Budget, Compression, Included, Passage, Principal, Repor
 from ctxasm.formatting import FORMATS
 from ctxasm.models import ModelSpec
 from ctxasm.query_class import QUERY_CLASSES
-from ctxasm.schema import PASSAGE_FIELDS, REQUEST_FIELDS
+from ctxasm.schema import INPUT_FIELDS, PASSAGE_FIELDS, REQUEST_FIELDS
 from ctxasm.service import schemas
 from ctxasm.service.app import create_app
 from ctxasm.service.openapi import EXAMPLE_REQUEST
@@ -30,8 +30,9 @@ def _names(cls: Any) -> list[str]:
 @pytest.mark.parametrize(
     ("model", "fields"),
     [
-        (schemas.AssembleRequest, _names(Request)),
-        (schemas.AssembleRequest, list(REQUEST_FIELDS)),
+        # and hits, read in place of passages
+        (schemas.AssembleRequest, [*_names(Request), *INPUT_FIELDS]),
+        (schemas.AssembleRequest, [*REQUEST_FIELDS, *INPUT_FIELDS]),
         (schemas.Passage, _names(Passage)),
         (schemas.Passage, list(PASSAGE_FIELDS)),
         (schemas.Principal, _names(Principal)),
@@ -79,7 +80,22 @@ def test_request_models_are_valid_json_schemas() -> None:
     ]
     for schema in found.values():
         Draft202012Validator.check_schema(schema)
-    assert found["AssembleRequest"]["required"] == ["query", "passages"]
+    request = found["AssembleRequest"]
+    assert (request["required"], request["oneOf"]) == (
+        ["query"],
+        [{"required": ["passages"]}, {"required": ["hits"]}],  # exactly one of the two
+    )
+    validator = Draft202012Validator(
+        {"$ref": "#/components/schemas/AssembleRequest", "components": {"schemas": found}}
+    )
+    hits = [{"content": "Aristotle taught at the Lyceum."}]
+    for body, valid in (
+        ({"query": "q", "passages": []}, True),
+        ({"query": "q", "hits": hits}, True),
+        ({"query": "q", "passages": [], "hits": hits}, False),
+        ({"query": "q"}, False),
+    ):
+        assert validator.is_valid(body) is valid, body
     assert found["Passage"]["properties"]["score"]["description"] == (
         "Retriever or reranker score (finite)."
     )

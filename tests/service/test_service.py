@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import ctxasm
+from ctxasm.hits import passages_from_hits
 from serving import free_port
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "request.json"
@@ -30,7 +31,10 @@ def service(
     start_service: Callable[..., AbstractContextManager[tuple[str, int]]],
 ) -> Iterator[str]:
     config = tmp_path_factory.mktemp("service") / "ctxasm.toml"
-    config.write_text("[limits]\nmax_passages = 20\nmax_body_bytes = 200000\n", encoding="utf-8")
+    config.write_text(
+        "[limits]\nmax_passages = 20\nmax_body_bytes = 200000\nmax_passage_chars = 100000\n",
+        encoding="utf-8",
+    )
     with start_service(config, env={"CTXASM_API_KEY": KEY}) as (base, _):
         yield base
 
@@ -72,6 +76,15 @@ def test_assemble_returns_what_the_library_returns(service: str) -> None:
         ({"query": "q", "passages": [], "model": "gpt-9"}, 422, "model"),
         ({"query": "q", "passages": [{"text": "x"}] * 21}, 413, "passages"),
         ([1, 2], 422, "request"),
+        # a retriever's hits in place of passages: named as the hits, under the same limits
+        ({"query": "q", "hits": [{"content": 5}]}, 422, "hits[0].text"),
+        ({"query": "q", "hits": [{"text": "x", "similarity": "high"}]}, 422, "hits[0].similarity"),
+        ({"query": "q", "hits": [{"text": "x"}] * 21}, 413, "hits"),
+        ({"query": "q", "hits": [{"page_content": "x" * 100_001}]}, 413, "hits[0].page_content"),
+        ({"query": "q", "passages": [{"text": "x" * 100_001}]}, 413, "passages[0].text"),
+        ({"query": "q", "hits": {"text": "x"}}, 422, "hits"),
+        ({"query": "q", "passages": [], "hits": []}, 422, "hits"),
+        ({"query": "q"}, 422, "passages"),
     ],
 )
 def test_bad_requests_get_json_errors_naming_the_field(
@@ -82,6 +95,72 @@ def test_bad_requests_get_json_errors_naming_the_field(
     assert set(error["error"]) == {"code", "message", "field", "request_id"}
     assert error["error"]["field"] == field
     assert "Traceback" not in json.dumps(error)
+
+
+HITS = [
+    {
+        "page_content": "Aristotle taught at the Lyceum in Athens.",
+        "similarity": 0.82,
+        "metadata": {"source": "wiki/aristotle", "title": "Aristotle", "page": 3},
+    },
+    {"content": "Plato founded the Academy.", "score": 0.41, "id": 7},
+    {"text": "Alexander was tutored by Aristotle.", "url": "https://example.org/alexander"},
+]
+
+
+def test_hits_are_taken_in_place_of_passages(service: str) -> None:
+    request = {"query": "Where did Aristotle teach?", "hits": HITS, "id": "r1"}
+    status, result = _call(service, "/v1/assemble", request)
+    assert status == 200, result
+    result["report"].pop("timings_ms")
+    # what the library makes of the same hits, and of the passages they map to
+    for expected in (
+        ctxasm.assemble(request["query"], hits=HITS).to_dict(),
+        ctxasm.assemble(request["query"], passages_from_hits(HITS)).to_dict(),
+    ):
+        expected["report"].pop("timings_ms")
+        assert result == expected
+    # ids made from the texts; the title and source lifted from the metadata; an id of 7 as "7"
+    report = result["report"]
+    assert [(i["id"], i["source"], i["url"]) for i in report["included"]] == [
+        ("hit-fc9c94a322", "wiki/aristotle", None),
+        ("hit-5a7f16cb6d", None, "https://example.org/alexander"),
+    ]
+    assert [(e["id"], e["reason"]) for e in report["excluded"]] == [("7", "below_threshold")]
+    assert "[Source 1] Aristotle" in result["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        (
+            {"query": "q", "passages": [], "hits": HITS},
+            422,
+            "the request has both passages and hits; give the candidates once, as passages or "
+            "as a retriever's hits",
+        ),
+        (
+            {"query": "q"},
+            422,
+            "passages is required (an empty list is allowed), or hits: a retriever's hits",
+        ),
+        (
+            {"query": "q", "hits": [*HITS, {"text": "again", "id": "7"}]},
+            422,
+            "hits[3].id '7' repeats hits[1].id; the ids of hits must be unique (leave a hit's "
+            "id out for one made from its text)",
+        ),
+        (
+            {"query": "q", "hits": [{"content": "x" * 100_001}]},
+            413,
+            "hit text of 100,001 characters; at most 100,000",
+        ),
+    ],
+    ids=["both", "neither", "repeated-id", "hit-text-too-long"],
+)
+def test_hits_get_the_parsers_messages(service: str, body: Any, status: int, message: str) -> None:
+    got, error = _call(service, "/v1/assemble", body)
+    assert (got, error["error"]["message"]) == (status, message)
 
 
 def test_malformed_and_oversized_bodies(service: str) -> None:

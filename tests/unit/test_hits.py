@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ctxasm.errors import RequestError
-from ctxasm.hits import passages_from_hits
+from ctxasm.hits import hit_text, passages_from_hits
 
 
 def test_each_retriever_spelling_maps_to_the_passage_fields() -> None:
@@ -94,3 +94,36 @@ def test_a_bad_hit_is_named(hit: object, message: str, field: str) -> None:
     with pytest.raises(RequestError) as caught:
         passages_from_hits([hit])
     assert (caught.value.message, caught.value.field) == (message, field)
+
+
+def test_a_made_id_is_never_one_a_hit_has() -> None:
+    # "hit-2d711642b7" is the id made from "x": the hit that has it keeps it
+    hits = [{"text": "x"}, {"text": "y", "id": "hit-2d711642b7"}, {"text": "x"}]
+    assert [p["id"] for p in passages_from_hits(hits)] == [
+        "hit-2d711642b7-2",
+        "hit-2d711642b7",
+        "hit-2d711642b7-3",
+    ]
+
+
+def test_a_repeated_id_is_named_where_it_repeats() -> None:
+    with pytest.raises(RequestError) as caught:
+        passages_from_hits([{"text": "a", "id": 7}, {"text": "b"}, {"text": "c", "id": "7"}])
+    assert (caught.value.message, caught.value.field) == (
+        "hits[2].id '7' repeats hits[0].id; the ids of hits must be unique (leave a hit's id "
+        "out for one made from its text)",
+        "hits[2].id",
+    )
+
+
+@pytest.mark.parametrize("hits", [{"text": "a"}, "a", None])
+def test_hits_must_be_a_list(hits: object) -> None:
+    with pytest.raises(RequestError) as caught:
+        passages_from_hits(hits)
+    assert caught.value.field == "hits"
+    assert caught.value.message.startswith("hits must be a list of a retriever's hits")
+
+
+def test_hit_text_is_the_first_text_field_the_hit_holds() -> None:
+    assert hit_text({"text": None, "content": "b", "page_content": "c"}) == ("content", "b")
+    assert [hit_text(hit) for hit in ({"content": 5}, {"body": "x"}, "text")] == [None] * 3

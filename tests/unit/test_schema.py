@@ -75,6 +75,63 @@ def test_passages_of_wrong_type(passages: object) -> None:
     assert "a list of passages" in error.message
 
 
+HITS = [
+    {"page_content": "Paris is the capital of France.", "similarity": 0.9, "metadata": {"p": 2}},
+    {"content": "Lyon is in France.", "id": 3},
+]
+
+
+def test_hits_are_read_in_place_of_passages() -> None:
+    from ctxasm.hits import passages_from_hits
+
+    passages = parse_request({"query": "q", "hits": HITS}).passages
+    assert passages == parse_request({"query": "q", "passages": passages_from_hits(HITS)}).passages
+    assert [(p.id, p.score, dict(p.metadata)) for p in passages] == [
+        ("hit-557be7eca2", 0.9, {"p": 2}),
+        ("3", None, {}),
+    ]
+    # null is no candidates: the other field is read
+    assert parse_request({"query": "q", "hits": HITS, "passages": None}).passages == passages
+    assert parse_request({"query": "q", "hits": None, "passages": []}).passages == ()
+
+
+@pytest.mark.parametrize(
+    ("fields", "message", "field"),
+    [
+        (
+            {"passages": [], "hits": []},
+            "the request has both passages and hits; give the candidates once, as passages or "
+            "as a retriever's hits",
+            "hits",
+        ),
+        (
+            {"hits": None},
+            "passages is required (an empty list is allowed), or hits: a retriever's hits",
+            "passages",
+        ),
+        (
+            {"hits": "Paris"},
+            "hits must be a list of a retriever's hits (objects with their text in text, "
+            "content or page_content); got str 'Paris'",
+            "hits",
+        ),
+        (
+            {"hits": [HITS[0], {"content": "x", "timestamp": "soon"}]},
+            "hits[1].timestamp must be an ISO-8601 date or time; got str 'soon'",
+            "hits[1].timestamp",
+        ),
+    ],
+    ids=["both", "neither", "not-a-list", "bad-hit"],
+)
+def test_bad_hits_are_named(fields: dict[str, Any], message: str, field: str) -> None:
+    error = _error(query="q", **fields)
+    assert (error.message, error.field) == (message, field)
+
+
+def test_the_unknown_field_message_lists_hits() -> None:
+    assert ", previous, hits, id, metadata" in _error(query="q", passages=[], hit=[]).message
+
+
 @pytest.mark.parametrize("item", ["text", 5, None, ["text"]])
 def test_passage_that_is_not_an_object(item: object) -> None:
     error = _error(query="q", passages=[item])
@@ -656,6 +713,19 @@ def test_oversized_request() -> None:
     assert caught.value.field == "passages"
     assert "1,201 characters" in caught.value.message  # passages and query
     assert "limit of 1,000" in caught.value.message
+
+
+def test_oversized_hits_are_refused_before_any_hit_is_mapped() -> None:
+    assembler = Assembler({"limits": {"max_request_chars": 1000}})
+    hits = [{"content": "x" * 300} for _ in range(3)] + [{"page_content": "y" * 300, "id": []}]
+    with pytest.raises(RequestError) as caught:
+        assembler.assemble(query="q", hits=hits)
+    assert (caught.value.message, caught.value.field) == (
+        "the request holds 1,201 characters of text (hits: 1,200), more than the limit of "
+        "1,000, far beyond any context window; send less text or raise max_request_chars in "
+        "the config",
+        "hits",
+    )
 
 
 def test_oversized_request_is_refused_before_any_passage_is_checked() -> None:

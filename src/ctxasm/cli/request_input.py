@@ -128,10 +128,9 @@ def _more_on_a_new_line(raw: bytes) -> bool:
 
 def request_fields(raw: bytes, overrides: dict[str, Any], source: str = "-") -> dict[str, Any]:
     """The request object read from ``source`` (see :func:`decode_input`), or one built from a
-    bare list of hits and ``--query``; the options given on the command line replace the
-    request's fields."""
+    bare list of hits (as its ``hits``) and ``--query``; the options given on the command line
+    replace the request's fields."""
     from ctxasm.errors import InvalidJSONError
-    from ctxasm.hits import passages_from_hits
     from ctxasm.jsonio import decode_object
 
     value = decode_input(raw, source)
@@ -140,7 +139,7 @@ def request_fields(raw: bytes, overrides: dict[str, Any], source: str = "-") -> 
             raise InvalidJSONError(
                 f"the request must be a JSON object, got an array; {HITS_HINT}", field="request"
             )
-        value = {"passages": passages_from_hits(value)}
+        value = {"hits": value}
     elif not isinstance(value, dict):
         decode_object(raw)  # the message every entry point gives for a JSON value of this kind
     return {**value, **overrides}

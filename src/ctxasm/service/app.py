@@ -1,8 +1,8 @@
 """The HTTP service: the same JSON contract as the CLI, over FastAPI.
 
-``POST /v1/assemble`` takes the request JSON of docs/request.md and returns the result JSON
-(with ``session_id``, the service keeps the prompt-cache state between a session's turns:
-:mod:`ctxasm.service.sessions`);
+``POST /v1/assemble`` takes the request JSON of docs/request.md (its candidates as ``passages``,
+or as a retriever's ``hits``) and returns the result JSON (with ``session_id``, the service keeps
+the prompt-cache state between a session's turns: :mod:`ctxasm.service.sessions`);
 ``POST /v1/check-citations`` takes ``{"answer", "result"}``; ``GET /v1/models`` lists the
 registry; ``GET /healthz`` says the service is up; ``GET /metrics`` is Prometheus text; the
 OpenAPI schema is at ``/openapi.json``, interactive docs at ``/docs`` and the playground at
@@ -11,9 +11,9 @@ OpenAPI schema is at ``/openapi.json``, interactive docs at ``/docs`` and the pl
 Bodies are read by :mod:`ctxasm.jsonio`, the parser the CLI and batch use, so every input gets
 the same decision and message everywhere. Errors are JSON ``{"error": {"code", "message",
 "field"}}``: 413 for a request over a limit (``[limits]`` in the config: body bytes, enforced
-while the body is read; passages, passage length, history turns), 408 for a body that arrives
-too slowly, 422 for an invalid request (including a ``template`` field, unless the operator
-allows request templates), 401 for a missing or wrong API key when one is set
+while the body is read; passages or hits, the length of each text, history turns), 408 for a
+body that arrives too slowly, 422 for an invalid request (including a ``template`` field, unless
+the operator allows request templates), 401 for a missing or wrong API key when one is set
 (``CTXASM_API_KEY``, sent as ``x-api-key`` or ``Authorization: Bearer``), and 500 with a request
 id, which the log shows with the traceback, for anything unexpected. No traceback ever reaches a
 client. Parsing, assembly and the result's JSON run in worker threads, off the event loop, so
@@ -40,6 +40,7 @@ from ctxasm.errors import (
     RequestError,
     RequestTooLargeError,
 )
+from ctxasm.hits import hit_text
 from ctxasm.jsonio import decode_object
 from ctxasm.service import schemas
 from ctxasm.service.middleware import GuardSettings, ServiceGuard, request_id
@@ -60,20 +61,24 @@ ALLOW_TEMPLATES_ENV = "CTXASM_ALLOW_REQUEST_TEMPLATES"
 
 
 def _check_limits(data: Mapping[str, Any], limits: Mapping[str, int]) -> None:
-    passages = data.get("passages")
-    if isinstance(passages, list):
-        if len(passages) > limits["max_passages"]:
+    """Refuse (413) a request over a limit of ``[limits]``: the passages, or the retriever's
+    hits given for them, by their number and the length of each text; the history turns."""
+    for name in ("passages", "hits"):
+        items = data.get(name)
+        if not isinstance(items, list):
+            continue
+        if len(items) > limits["max_passages"]:
             raise RequestTooLargeError(
-                f"{len(passages)} passages; this service takes at most {limits['max_passages']}",
-                field="passages",
+                f"{len(items)} {name}; this service takes at most {limits['max_passages']}",
+                field=name,
             )
-        for index, passage in enumerate(passages):
-            text = passage.get("text") if isinstance(passage, dict) else None
-            if isinstance(text, str) and len(text) > limits["max_passage_chars"]:
+        for index, item in enumerate(items):
+            found = hit_text(item) if name == "hits" else _passage_text(item)
+            if found is not None and len(found[1]) > limits["max_passage_chars"]:
                 raise RequestTooLargeError(
-                    f"passage text of {len(text):,} characters; at most "
+                    f"{name[:-1]} text of {len(found[1]):,} characters; at most "
                     f"{limits['max_passage_chars']:,}",
-                    field=f"passages[{index}].text",
+                    field=f"{name}[{index}].{found[0]}",
                 )
     history = data.get("history")
     if isinstance(history, list) and len(history) > limits["max_history_turns"]:
@@ -81,6 +86,12 @@ def _check_limits(data: Mapping[str, Any], limits: Mapping[str, int]) -> None:
             f"{len(history)} history turns; at most {limits['max_history_turns']}",
             field="history",
         )
+
+
+def _passage_text(passage: object) -> tuple[str, str] | None:
+    """``("text", text)`` of a passage whose text is a string (the parser judges the rest)."""
+    text = passage.get("text") if isinstance(passage, dict) else None
+    return ("text", text) if isinstance(text, str) else None
 
 
 def _json(data: Any, status: int = 200) -> Response:

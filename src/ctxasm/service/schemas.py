@@ -3,9 +3,10 @@
 These models *document* the bodies; they never parse them. Requests are still read by
 :mod:`ctxasm.jsonio` and checked by :func:`ctxasm.schema.parse_request`, so a request gets the
 same decision and message over HTTP as from the CLI. The field sets are those of the
-dataclasses in :mod:`ctxasm.data` (``tests/service/test_schemas.py`` checks that they cannot
-drift), and every result model forbids extra keys, so a response that grew a field the contract
-does not name fails the OpenAPI test.
+dataclasses in :mod:`ctxasm.data` (and the request's ``hits``, read in place of its passages;
+``tests/service/test_schemas.py`` checks that they cannot drift), and every result model
+forbids extra keys, so a response that grew a field the contract does not name fails the
+OpenAPI test.
 """
 
 from __future__ import annotations
@@ -113,10 +114,19 @@ class Strategy(_Closed):
 
 
 class AssembleRequest(_Closed):
-    """The request JSON of ``ctxasm assemble``; only ``query`` and ``passages`` are required."""
+    """The request JSON of ``ctxasm assemble``; only ``query`` and the candidates are required:
+    ``passages``, or ``hits`` in their place (exactly one of the two)."""
+
+    # The candidates come in one of two fields: the schema requires exactly one.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"oneOf": [{"required": ["passages"]}, {"required": ["hits"]}]},
+    )
 
     query: str = Field(description="The user's question (not blank).")
-    passages: list[Passage] = Field(description="Retrieved candidates (may be empty).")
+    passages: list[Passage] | None = Field(
+        None, description="Retrieved candidates (may be empty); or give hits instead."
+    )
     model: str = Field("gpt-4o", description="A registry name or alias (GET /v1/models).")
     system_prompt: str | None = Field(None, description="Your instructions.")
     history: list[HistoryTurn] | None = Field(None, description="Earlier turns.")
@@ -141,6 +151,13 @@ class AssembleRequest(_Closed):
         "a session's first turn); plans the prompt for the cache (docs/caching.md). The "
         "service also takes session_id (8 to 128 of A-Z a-z 0-9 . _ : -) and then keeps the "
         "state itself between turns.",
+    )
+    hits: list[dict[str, Any]] | None = Field(
+        None,
+        description="A retriever's hits in place of passages, mapped to them: the text from "
+        "text, content or page_content; the score from score or similarity; title, url and "
+        "source from the hit or its metadata; the id from id, else hit- and a hash of the text; "
+        "any other passage field as is, anything else into metadata.",
     )
 
 
