@@ -120,3 +120,48 @@ def test_a_haystack_document_given_as_a_passage_points_to_the_adapter() -> None:
     with pytest.raises(ctxasm.RequestError, match=r"haystack\.documents_to_passages") as caught:
         ctxasm.assemble("q?", [Document(content="The Danube ends in the Black Sea.")])
     assert caught.value.field == "passages[0]"
+
+
+def _source_lines(out: dict[str, Any]) -> list[str]:
+    return [line for line in out["messages"][-1].text.splitlines() if line.startswith("[Source")]
+
+
+def test_sources_are_headed_by_their_file_or_position_never_by_the_hash_id() -> None:
+    # Each header was "(id: <64 hex digits>)", Haystack's SHA-256 of the document (M1)
+    documents = [
+        Document(
+            content="The Danube ends in the Black Sea.",
+            score=0.9,
+            meta={"file_path": "/data/atlas.pdf", "page_number": 4},
+        ),
+        Document(content="The Danube is 2,850 km long.", score=0.8, meta={"file_name": "r.txt"}),
+        Document(content="The Danube flows through Vienna.", score=0.7),
+    ]
+    builder = CtxasmPromptBuilder(strategy={"ordering": "score"})
+    out = builder.run(documents=documents, query="Where does the Danube end?")
+    assert _source_lines(out) == [
+        "[Source 1] atlas.pdf, page 4",
+        "[Source 2] r.txt",
+        "[Source 3] document 3",
+    ]
+    # the hash stays the passage's id, in the report only
+    assert [i["id"] for i in out["report"]["included"]] == [d.id for d in documents]
+    assert not any(d.id in out["messages"][-1].text for d in documents)
+
+
+def test_headers_without_the_hash_halve_the_tokens_of_short_chunks() -> None:
+    documents = [
+        Document(content=f"The Danube passes city number {i} on its way to the Black Sea.")
+        for i in range(10)
+    ]
+    out = CtxasmPromptBuilder().run(documents=documents, query="Where does the Danube end?")
+    assert len(out["report"]["included"]) == 10
+    # 662 tokens with "(id: <hash>)" headers; headed "document N", 291
+    assert out["report"]["context_tokens"] < 300
+
+
+def test_an_unknown_model_fails_where_the_component_is_built() -> None:
+    # It built, and the error came at the first run, deep in a pipeline (L12)
+    with pytest.raises(ctxasm.UnknownModelError, match="did you mean gpt-4o") as caught:
+        CtxasmPromptBuilder(model="gpt4o")
+    assert caught.value.field == "model"

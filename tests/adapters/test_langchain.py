@@ -324,3 +324,78 @@ def test_a_langchain_document_given_as_a_passage_points_to_the_adapter() -> None
     with pytest.raises(ctxasm.RequestError, match="documents_to_passages") as caught:
         ctxasm.assemble("q?", [Document(page_content="The Danube ends in the Black Sea.")])
     assert caught.value.field == "passages[0]"
+
+
+def test_sources_are_headed_by_their_source_never_by_a_made_up_id() -> None:
+    # Each was headed "(id: doc-0)", an id the user never gave, though `source` held the
+    # file or the url (L1)
+    documents = [
+        Document("The Danube ends in the Black Sea.", metadata={"source": "https://x/danube"}),
+        Document("The Danube is long.", metadata={"source": "/data/atlas.pdf", "page": 2}),
+        Document(
+            "The Danube is wide.",
+            metadata={"source": "/data/atlas.pdf", "page": 2, "page_label": "iii"},
+        ),
+        Document("The Danube flows.", metadata={"source": "notes.txt", "title": "Notes"}),
+        Document("The Danube has a delta.", id="0b7f3c1e-5d2a-4c47-9a51-2f1e8d6c9b30"),
+    ]
+    for rank, document in enumerate(documents):
+        document.metadata["score"] = 0.9 - rank / 10  # in list order
+    runnable = CtxasmRunnable(strategy={"ordering": "score"})
+    messages = runnable.invoke({"question": "The Danube?", "context": documents})
+    assert [line for line in _user_text(messages).splitlines() if line[:7] == "[Source"] == [
+        "[Source 1] <https://x/danube>",
+        "[Source 2] atlas.pdf, page 3",  # the loaders count `page` from 0
+        "[Source 3] atlas.pdf, page iii",
+        "[Source 4] Notes",
+        "[Source 5] document 5",
+    ]
+    passages = documents_to_passages(documents)
+    assert [(p["id"], p.get("source"), p.get("url")) for p in passages] == [
+        ("doc-0", "https://x/danube", "https://x/danube"),
+        ("doc-1", "/data/atlas.pdf", None),
+        ("doc-2", "/data/atlas.pdf", None),
+        ("doc-3", "notes.txt", None),
+        ("0b7f3c1e-5d2a-4c47-9a51-2f1e8d6c9b30", None, None),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        (
+            {"max_context_token": 100},
+            "max_context_token",
+            "unknown request field 'max_context_token'; allowed: model, max_context_tokens, "
+            "min_score, strategy",
+        ),
+        (
+            {"top_k": 3},
+            "top_k",
+            "CtxasmCompressor does not take the request field 'top_k'; allowed: model, "
+            "max_context_tokens, min_score, strategy (CtxasmRunnable takes every request field)",
+        ),
+    ],
+)
+def test_the_compressor_refuses_fields_it_would_not_use(
+    fields: dict[str, Any], field: str, message: str
+) -> None:
+    # a misspelt budget was accepted and no budget applied, as in LlamaIndex's (M2)
+    with pytest.raises(ctxasm.RequestError) as caught:
+        CtxasmCompressor(**fields)
+    assert (caught.value.field, caught.value.message) == (field, message)
+
+
+def test_an_unknown_model_fails_where_the_component_is_built() -> None:
+    # It built, and the error came at the first invoke, deep in a chain (L12)
+    for build in (CtxasmRunnable, CtxasmCompressor):
+        with pytest.raises(ctxasm.UnknownModelError, match="did you mean gpt-4o") as caught:
+            build(model="gpt4o")
+        assert caught.value.field == "model"
+    # a model of the assembler's config is known
+    house = {"context_window": 8192, "max_output": 1024, "tokenizer": "tiktoken:o200k_base"}
+    assembler = ctxasm.Assembler({"models": {"house-model": house}})
+    runnable = CtxasmRunnable(assembler, model="house-model")
+    assert runnable.assemble({"question": QUESTION, "context": DOCUMENTS}).report.model == (
+        "house-model"
+    )

@@ -144,3 +144,76 @@ def test_a_llamaindex_node_given_as_a_passage_points_to_the_adapter() -> None:
     with pytest.raises(RequestError, match="nodes_to_passages") as caught:
         ctxasm.assemble("q?", [node])
     assert caught.value.field == "passages[0]"
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        (
+            {"max_context_token": 100},
+            "max_context_token",
+            "unknown request field 'max_context_token'; allowed: model, max_context_tokens, "
+            "min_score, strategy, callback_manager",
+        ),
+        (
+            {"principal": {"id": "a", "groups": []}},
+            "principal",
+            "CtxasmNodePostprocessor does not take the request field 'principal'; allowed: "
+            "model, max_context_tokens, min_score, strategy, callback_manager (assemble_nodes "
+            "takes every request field)",
+        ),
+        (
+            {"max_context_tokens": 1.5},
+            "max_context_tokens",
+            "max_context_tokens must be an integer >= 1 or null; got float 1.5",
+        ),
+    ],
+)
+def test_fields_it_would_not_use_are_refused_where_it_is_built(
+    fields: dict[str, object], field: str, message: str
+) -> None:
+    # A misspelt budget was accepted, and every node kept (M2)
+    with pytest.raises(RequestError) as caught:
+        CtxasmNodePostprocessor(**fields)
+    assert (caught.value.field, caught.value.message) == (field, message)
+
+
+def test_an_unknown_model_fails_where_the_postprocessor_is_built() -> None:
+    from ctxasm.errors import UnknownModelError
+
+    with pytest.raises(UnknownModelError, match="did you mean gpt-4o") as caught:
+        CtxasmNodePostprocessor(model="gpt4o")
+    assert caught.value.field == "model"
+
+
+def test_the_postprocessor_survives_to_dict_and_from_dict() -> None:
+    processor = CtxasmNodePostprocessor(max_context_tokens=300, min_score=0.3)
+    again = CtxasmNodePostprocessor.from_dict(processor.to_dict())
+    assert (again.max_context_tokens, again.min_score, again.model) == (300, 0.3, "gpt-4o")
+
+
+def test_bare_nodes_are_taken_without_a_score() -> None:
+    # A TextNode raised "'TextNode' object has no attribute 'node'" (L5)
+    nodes = [
+        TextNode(id_="a", text="The Danube ends in the Black Sea.", metadata={"file_name": "a.md"}),
+        TextNode(id_="b", text="Bananas are yellow."),
+    ]
+    messages, assembly = assemble_nodes(nodes, "Where does the Danube end?")
+    assert [(c.id, c.passage.score) for c in assembly.passages] == [("a", None)]
+    assert "[Source 1] a.md\n" in (messages[-1].content or "")
+    kept = CtxasmNodePostprocessor().postprocess_nodes(
+        nodes, query_str="Where does the Danube end?"
+    )
+    assert [(type(n).__name__, n.node.node_id, n.score) for n in kept] == [
+        ("NodeWithScore", "a", None)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "field"),
+    [(None, "nodes"), ("The Danube", "nodes"), ([NODES[0], "The Danube"], "nodes[1]")],
+)
+def test_what_is_no_node_is_refused_naming_where(nodes: object, field: str) -> None:
+    with pytest.raises(RequestError) as caught:
+        assemble_nodes(nodes, "Where does the Danube end?")  # type: ignore[arg-type]
+    assert caught.value.field == field

@@ -1,16 +1,35 @@
-"""What every adapter shares: a framework document's fields and metadata as a passage, and an
-assembly as the (role, content) pairs of a chat."""
+"""What every adapter shares: a framework document's fields and metadata as a passage, headed
+by its file or its position rather than an id, an assembly as the (role, content) pairs of a
+chat, and the checks of the request fields a component is built with."""
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath
 from typing import Any
 
 from ctxasm.data import Assembly
-from ctxasm.schema import parse_request
+from ctxasm.errors import RequestError
+from ctxasm.models import ModelRegistry, default_registry
+from ctxasm.schema import REQUEST_FIELDS, parse_request
+from ctxasm.validation import shown
 
-__all__ = ["chat_turns", "checked_fields", "kept_originals", "passage_from", "without_repeats"]
+__all__ = [
+    "FIXED_FIELDS",
+    "chat_turns",
+    "checked_fields",
+    "checked_options",
+    "file_title",
+    "headed",
+    "kept_originals",
+    "passage_from",
+    "without_repeats",
+]
+
+# The request fields of the components whose constructors are pydantic's (LangChain's document
+# compressor, LlamaIndex's node postprocessor), the model first.
+FIXED_FIELDS = ("model", "max_context_tokens", "min_score", "strategy")
 
 # Metadata keys that are passage fields; other plain values stay as passage metadata.
 FIELDS = ("title", "source", "url", "doc_id", "start", "end", "timestamp", "authority", "tenant")
@@ -122,8 +141,88 @@ def chat_turns(assembly: Assembly) -> list[tuple[str, str]]:
     return turns
 
 
-def checked_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+def checked_fields(
+    fields: Mapping[str, Any], models: ModelRegistry | None = None
+) -> dict[str, Any]:
     """``fields``, request fields given to an adapter's constructor, validated at once, so a
-    misspelt field or model fails where the component is built rather than on its first run."""
-    parse_request({"query": "check", "passages": [], **fields})
+    misspelt field or an unknown model (looked up in ``models``, the assembler's, by default
+    the bundled registry) fails where the component is built rather than on its first run,
+    with the error and close matches the request would get."""
+    request = parse_request({"query": "check", "passages": [], **fields})
+    if "model" in fields:
+        (default_registry() if models is None else models).get(request.model)
     return dict(fields)
+
+
+def checked_options(
+    component: str,
+    given: Mapping[str, Any],
+    options: Sequence[str],
+    *,
+    framework: Sequence[str] = (),
+    instead: str,
+) -> None:
+    """Refuse what a component with fixed request fields (``options``, besides the framework's
+    own ``framework`` arguments) was built with that it would otherwise ignore: a misspelt
+    field, or a request field it does not take (``instead`` names what takes it); then check
+    the fields given a value as :func:`checked_fields` does."""
+    for key in given:
+        if key in options or key in framework:
+            continue
+        allowed = ", ".join((*options, *framework))
+        if key in REQUEST_FIELDS:
+            raise RequestError(
+                f"{component} does not take the request field {shown(key)}; allowed: "
+                f"{allowed} ({instead} takes every request field)",
+                field=key,
+            )
+        raise RequestError(f"unknown request field {shown(key)}; allowed: {allowed}", field=key)
+    checked_fields({key: given[key] for key in options if given.get(key) is not None})
+
+
+def file_title(name: object, page: object = None) -> str | None:
+    """A heading from a source's file: the last part of ``name`` (a path's file name, a url's
+    last segment), with ``page`` when it is a number or text (``report.pdf, page 4``); None
+    when ``name`` is no text."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    title = PurePath(name).name or name
+    number = _page_text(page)
+    return title if number is None else f"{title}, page {number}"
+
+
+def _page_text(page: object) -> str | None:
+    """``page`` written by the built-in types' own methods (no object's ``str``, no subclass's
+    ``format``), or None for a value that is no page number or label."""
+    if isinstance(page, bool):
+        return None
+    if isinstance(page, str):
+        text = str.__str__(page)
+        return text if text.strip() else None
+    if isinstance(page, float):
+        return float.__repr__(page)
+    if isinstance(page, int):
+        try:
+            return int.__repr__(page)
+        except ValueError:  # more digits than Python writes (4,300 by default)
+            return None
+    return None
+
+
+def headed(
+    passages: Sequence[dict[str, Any]], files: Sequence[str | None], kind: str
+) -> list[dict[str, Any]]:
+    """``passages``, each that has neither a ``title`` nor a ``url`` titled ``files[i]`` (its
+    :func:`file_title`), else by its position, ``<kind> <n>``: never by its id, which
+    frameworks fill with a UUID or a hash that costs tokens and tells the model nothing. A
+    passage whose id came before is numbered where it came first, so a document returned twice
+    stays one (see :func:`without_repeats`)."""
+    firsts: dict[Any, int] = {}
+    titled = []
+    for position, (passage, file) in enumerate(zip(passages, files, strict=True), start=1):
+        first = firsts.setdefault(passage["id"], position)
+        if "title" in passage or "url" in passage:
+            titled.append(passage)
+        else:
+            titled.append({**passage, "title": file or f"{kind} {first}"})
+    return titled

@@ -11,7 +11,11 @@ hands it.
 A ``Document`` becomes a passage: ``page_content`` is the text; ``id`` (or ``metadata["id"]``)
 the id; ``metadata`` keys ``score`` (or ``relevance_score``), ``title``, ``source``, ``url``,
 ``doc_id``, ``start``/``end``, ``timestamp``, ``authority``, ``tenant`` and ``readers`` carry
-over; the rest of the metadata is kept as passage metadata.
+over; the rest of the metadata is kept as passage metadata. A ``source`` that is an http(s) url
+is the url too when the document has none. A document without a title or url is titled by its
+``source`` file, with ``page_label``, else ``page`` counted from 1 (LangChain's PDF loaders
+count ``page`` from 0), else by its position (``document 2``): never by its id, which is often
+a vector store's UUID or, without one, ``doc-<index>``.
 """
 
 from __future__ import annotations
@@ -24,10 +28,15 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
+from pydantic import ConfigDict
 
 from ctxasm.adapters._common import (
+    FIXED_FIELDS,
     chat_turns,
     checked_fields,
+    checked_options,
+    file_title,
+    headed,
     kept_originals,
     passage_from,
     without_repeats,
@@ -41,15 +50,34 @@ __all__ = ["CtxasmCompressor", "CtxasmRunnable", "documents_to_passages"]
 
 def documents_to_passages(documents: Sequence[Document]) -> list[dict[str, Any]]:
     """Passages for ``ctxasm.assemble`` from LangChain documents (see the module docstring)."""
-    passages = []
+    passages, files = [], []
     for index, document in enumerate(documents):
         metadata = dict(document.metadata or {})
         passage_id = _document_id(index, document, metadata)
         score = metadata.pop("score", None)
         fallback = metadata.pop("relevance_score", None)  # a reranker's, when score is unset
         score = fallback if score is None else score
+        source = metadata.get("source")
+        if metadata.get("url") is None and _web(source):
+            metadata["url"] = source
         passages.append(passage_from(passage_id, document.page_content, score, metadata))
-    return passages
+        files.append(None if _web(source) else file_title(source, _page(metadata)))
+    return headed(passages, files, "document")
+
+
+def _web(source: object) -> bool:
+    """Whether ``source`` is an http(s) url, as web loaders set it."""
+    return isinstance(source, str) and source.strip().lower().startswith(("http://", "https://"))
+
+
+def _page(metadata: Mapping[str, Any]) -> object:
+    """The page to show: ``page_label``, as the PDF loaders set it, else ``page`` counted from 1
+    (the loaders count it from 0); a ``page`` that is no integer as given."""
+    label = metadata.get("page_label")
+    if label is not None:
+        return label
+    page = metadata.get("page")
+    return page + 1 if isinstance(page, int) and not isinstance(page, bool) else page
 
 
 def _document_id(index: int, document: Document, metadata: dict[str, Any]) -> str:
@@ -107,6 +135,7 @@ class CtxasmRunnable(Runnable[str | dict[str, Any], list[BaseMessage]]):
     ``max_context_tokens``, ...) and the keyword arguments given here are request fields; a
     ``principal`` given here is fixed (an input that gives one is refused).
     ``assemble(input)`` returns the whole :class:`~ctxasm.Assembly` (with its report) instead.
+    A misspelt request field or an unknown model given here is refused here.
     """
 
     def __init__(
@@ -118,7 +147,7 @@ class CtxasmRunnable(Runnable[str | dict[str, Any], list[BaseMessage]]):
     ) -> None:
         self.assembler = assembler or Assembler()
         self.retriever = retriever
-        self.request_fields = checked_fields(request_fields)
+        self.request_fields = checked_fields(request_fields, self.assembler.config.models)
 
     def request(
         self, input: str | dict[str, Any], config: RunnableConfig | None = None
@@ -195,12 +224,23 @@ class CtxasmCompressor(BaseDocumentCompressor):
     ``metadata["ctxasm_flags"]`` (the guard's, empty for none). ``page_content`` is the text as
     the prompt shows it: cut to its useful sentences where it was compressed, grown where an
     overlapping chunk was stitched into it; what the guard read, so a sentence it never read
-    cannot come back."""
+    cannot come back.
+
+    It takes the request fields ``model``, ``max_context_tokens``, ``min_score`` and
+    ``strategy``, checked where it is built: another name, misspelt or a request field it does
+    not take, is refused rather than left unused, and so is an unknown model."""
+
+    model_config = ConfigDict(extra="forbid")
 
     model: str = "gpt-4o"
     max_context_tokens: int | None = None
     min_score: float | None = None
     strategy: dict[str, Any] | None = None
+
+    def __init__(self, **fields: Any) -> None:
+        # Checked before pydantic, whose errors are no RequestError and name no allowed field.
+        checked_options("CtxasmCompressor", fields, FIXED_FIELDS, instead="CtxasmRunnable")
+        super().__init__(**fields)
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
