@@ -4,7 +4,8 @@ Retrievers and vector stores return lists of hits, each a JSON object, with thei
 for the same things. :func:`passages_from_hits` maps them onto passage fields:
 
 - **text** from ``text``, ``content`` or ``page_content`` (LangChain), the first one present;
-- **score** from ``score`` or ``similarity``, the first one present (optional);
+- **score** from ``score``, ``similarity`` or ``relevance_score``, the first one present, else
+  from the hit's ``metadata`` (where LangChain's rerankers put ``relevance_score``) (optional);
 - **id** from ``id`` (a string or an integer, unique among the hits); without one, a stable id
   from the text (``hit-`` and 10 hex digits of its SHA-256), the same whatever the hit's
   position (``-2``, ``-3`` where texts repeat, and never the id of another hit);
@@ -32,7 +33,7 @@ from ctxasm.validation import invalid, shown
 __all__ = ["SCORE_FIELDS", "TEXT_FIELDS", "hit_list", "hit_text", "passages_from_hits"]
 
 TEXT_FIELDS = ("text", "content", "page_content")
-SCORE_FIELDS = ("score", "similarity")
+SCORE_FIELDS = ("score", "similarity", "relevance_score")
 _LIFTED = ("title", "url", "source")
 _ALIASES = frozenset((*TEXT_FIELDS, *SCORE_FIELDS, "id", "metadata"))
 _KEPT = frozenset(f.name for f in dataclasses.fields(Passage)) - _ALIASES
@@ -148,6 +149,9 @@ def _passage(hit: object, where: str) -> tuple[dict[str, Any], dict[str, str]]:
             field=f"{where}.metadata",
         )
     extra = dict(metadata or {})
+    if "score" not in passage and _first(extra, SCORE_FIELDS) is not None:
+        passage["score"] = _first(extra, SCORE_FIELDS)
+        origins["score"] = f"metadata.{_first_name(extra, SCORE_FIELDS)}"
     for name in _LIFTED:
         if name not in hit and name in extra:
             passage[name] = extra[name]

@@ -127,3 +127,18 @@ def test_hits_must_be_a_list(hits: object) -> None:
 def test_hit_text_is_the_first_text_field_the_hit_holds() -> None:
     assert hit_text({"text": None, "content": "b", "page_content": "c"}) == ("content", "b")
     assert [hit_text(hit) for hit in ({"content": 5}, {"body": "x"}, "text")] == [None] * 3
+
+
+def test_a_score_in_the_metadata_is_the_hits_score() -> None:
+    # LangChain's rerankers put relevance_score in the metadata: it was kept there, unused, and
+    # the passages ranked by their words alone (second first-hour review M5)
+    hits = [
+        {"page_content": "a", "metadata": {"relevance_score": 0.9, "source": "x.md"}},
+        {"page_content": "b", "metadata": {"score": 0.2}},
+        {"page_content": "c", "similarity": 0.5, "metadata": {"relevance_score": 0.1}},
+    ]
+    passages = passages_from_hits(hits)
+    assert [p["score"] if isinstance(p, dict) else p.score for p in passages] == [0.9, 0.2, 0.5]
+    with pytest.raises(RequestError) as error:
+        passages_from_hits([{"text": "a", "metadata": {"relevance_score": "high"}}])
+    assert error.value.field == "hits[0].metadata.relevance_score"
