@@ -72,6 +72,7 @@ __all__ = [
     "Citation",
     "CitationReport",
     "check_citations",
+    "completion_text",
     "link_citations",
 ]
 
@@ -916,9 +917,55 @@ def _sentences(
     return found
 
 
+def completion_text(data: Mapping[str, Any]) -> str | None:
+    """The answer of a chat completion response ``data`` (OpenAI's chat
+    ``choices[0].message.content``, a string or text parts, or a Responses API ``output``;
+    Anthropic's text blocks of ``content``), or ``None`` for another shape."""
+    choices = data.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        message = choices[0].get("message")
+        content = message.get("content") if isinstance(message, Mapping) else None
+        return content if isinstance(content, str) else _text_parts(content)
+    if data.get("type") == "message":  # Anthropic's Messages API
+        return _text_parts(data.get("content"))
+    output = data.get("output")
+    if isinstance(output, list):  # OpenAI's Responses API
+        messages = [o for o in output if isinstance(o, Mapping) and o.get("type") == "message"]
+        texts = [_text_parts(m.get("content")) for m in messages]
+        if any(t is not None for t in texts):
+            return "".join(t for t in texts if t is not None)
+    return None
+
+
+def _text_parts(content: Any) -> str | None:
+    """The text of a list of content parts (``{"type": "text" | "output_text", "text"}``),
+    ``None`` where there is none."""
+    if not isinstance(content, list):
+        return None
+    texts = [
+        part["text"]
+        for part in content
+        if isinstance(part, Mapping)
+        and part.get("type") in ("text", "output_text")
+        and isinstance(part.get("text"), str)
+    ]
+    return "".join(texts) if texts else None
+
+
 def _answer(answer: object) -> str:
-    """``answer`` as a plain string. ``None`` is refused, not read as an empty answer: a reply
-    with no text (a refusal, a tool call) would otherwise pass every check."""
+    """``answer`` as a plain string: the text itself, or a chat completion response as its
+    provider's JSON (see :func:`completion_text`). ``None`` is refused, not read as an empty
+    answer: a reply with no text (a refusal, a tool call) would otherwise pass every check."""
+    if isinstance(answer, Mapping):
+        found = completion_text(answer)
+        if found is None:
+            raise ArgumentTypeError(
+                "answer must be a string (the model's reply) or a chat completion response "
+                "(OpenAI's choices[0].message.content or Responses output, Anthropic's text "
+                f"content); got an object of no such shape: {shown(answer)}",
+                field="answer",
+            )
+        answer = found
     if isinstance(answer, str):
         text: str = plain(answer)
         return text

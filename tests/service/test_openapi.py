@@ -243,8 +243,9 @@ def test_get_endpoints_match_the_contract(served: str, document: Any, path: str)
             422,
             {
                 "code": "invalid_request",
-                "message": 'answer must be a string, got 3; send {"answer": "...", "result": '
-                "{...}}, the result being the assembly's result JSON",
+                "message": "answer must be a string or a chat completion response, got 3; "
+                'send {"answer": "...", "result": {...}}, the result being the assembly\'s '
+                "result JSON",
                 "field": "answer",
             },
         ),

@@ -191,6 +191,14 @@ def test_check_citations_over_http(service: str) -> None:
         {"answer": "Yes [Source 1]. No [Source 9].", "result": result},
     )
     assert status == 200 and report["invalid"] == ["Source 9"]
+    # the provider's response as the answer, as ctxasm check-citations reads a saved one
+    completion = {"choices": [{"message": {"content": "Yes [Source 1]. No [Source 9]."}}]}
+    status, again = _call(service, "/v1/check-citations", {"answer": completion, "result": result})
+    assert (status, again) == (200, report)
+    status, error = _call(
+        service, "/v1/check-citations", {"answer": {"text": "Yes"}, "result": result}
+    )
+    assert (status, error["error"]["field"]) == (422, "answer")
     status, error = _call(service, "/v1/check-citations", {"answer": 3})
     assert (status, error["error"]["field"]) == (422, "answer")
     # a key the endpoint does not take is refused, as /v1/assemble refuses one, and a missing

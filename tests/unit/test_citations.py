@@ -64,6 +64,21 @@ def test_a_report_alone_checks_as_its_result_does() -> None:
     assert check_citations(answer, result()["report"]).to_dict() == whole
 
 
+def test_a_chat_completion_response_is_checked_as_its_answer() -> None:
+    answer = "Paris is the capital of France [Source 1]. The Seine flows through it [2]."
+    whole = check_citations(answer, assembly()).to_dict()
+    for response in (
+        {"choices": [{"message": {"content": answer}}]},
+        {"choices": [{"message": {"content": [{"type": "text", "text": answer}]}}]},
+        {"type": "message", "content": [{"type": "text", "text": answer}]},
+        {"output": [{"type": "message", "content": [{"type": "output_text", "text": answer}]}]},
+    ):
+        assert check_citations(response, assembly()).to_dict() == whole  # type: ignore[arg-type]
+    with pytest.raises(TypeError) as error:
+        check_citations({"text": answer}, assembly())  # type: ignore[arg-type]
+    assert "a chat completion response" in str(error.value)
+
+
 def test_a_fully_cited_answer() -> None:
     answer = "Paris is the capital of France [Source 1]. The Seine flows through it [2]."
     report = check_citations(answer, assembly())

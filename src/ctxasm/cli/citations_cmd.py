@@ -138,7 +138,9 @@ def _answer_text(text: str) -> str:
         data = decode_object(text.encode("utf-8", "surrogatepass"), what="answer")
     except CtxasmError:
         return text  # an answer that only opens with a brace
-    found = _completion_text(data)
+    from ctxasm.citations import completion_text
+
+    found = completion_text(data)
     if found is None:
         echo(
             "ctxasm: the answer is JSON but no chat completion ctxasm knows; its text is "
@@ -147,39 +149,6 @@ def _answer_text(text: str) -> str:
         )
         return text
     return found
-
-
-def _completion_text(data: dict[str, Any]) -> str | None:
-    """The answer of a chat completion response ``data``, or ``None`` for another shape."""
-    choices = data.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        message = choices[0].get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        return content if isinstance(content, str) else _text_parts(content)
-    if data.get("type") == "message":  # Anthropic's Messages API
-        return _text_parts(data.get("content"))
-    output = data.get("output")
-    if isinstance(output, list):  # OpenAI's Responses API
-        messages = [o for o in output if isinstance(o, dict) and o.get("type") == "message"]
-        texts = [_text_parts(m.get("content")) for m in messages]
-        if any(t is not None for t in texts):
-            return "".join(t for t in texts if t is not None)
-    return None
-
-
-def _text_parts(content: Any) -> str | None:
-    """The text of a list of content parts (``{"type": "text" | "output_text", "text"}``),
-    ``None`` where there is none."""
-    if not isinstance(content, list):
-        return None
-    texts = [
-        part["text"]
-        for part in content
-        if isinstance(part, dict)
-        and part.get("type") in ("text", "output_text")
-        and isinstance(part.get("text"), str)
-    ]
-    return "".join(texts) if texts else None
 
 
 def _result_json(raw: bytes) -> Any:

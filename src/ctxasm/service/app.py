@@ -188,7 +188,10 @@ class _Endpoints:
                 raise RequestError(
                     f"unknown field {shown(unknown[0])}; send {_CITATIONS_BODY}", field=unknown[0]
                 )
-            for name, kind, wanted in (("answer", str, "a string"), ("result", dict, "an object")):
+            for name, kind, wanted in (
+                ("answer", (str, dict), "a string or a chat completion response"),
+                ("result", dict, "an object"),
+            ):
                 if not isinstance(data.get(name), kind):
                     got = f"got {shown(data[name])}" if name in data else "it is missing"
                     raise RequestError(

@@ -164,7 +164,11 @@ class AssembleRequest(_Closed):
 class CheckCitationsRequest(_Closed):
     """An answer and the result of the assembly it answers."""
 
-    answer: str = Field(description="The model's answer, with [Source N] markers.")
+    answer: str | dict[str, Any] = Field(
+        description="The model's answer, with [Source N] markers, or the provider's chat "
+        "completion response holding it (OpenAI's choices[0].message.content or Responses "
+        "output, Anthropic's text content)."
+    )
     result: dict[str, Any] = Field(description="The result JSON of POST /v1/assemble.")
 
 
