@@ -279,7 +279,9 @@ def context_for_chat(
     """Retrieve the top ``k`` hits for ``query`` and build a context from them.
 
     Each hit is added with its score as priority and its id (else ``hit-N``, N its rank from 1,
-    or the next number no id uses) as label. At most ``k`` hits are used even if the retriever
+    or the next number no id uses) as label. A hit that repeats an earlier one (the same id and
+    text, as hybrid retrieval returns) is left out; the same id with another text is an error.
+    At most ``k`` hits are used even if the retriever
     returns more. For a system prompt or history next to the hits, use :class:`ContextBuilder`
     directly.
     """
@@ -299,6 +301,7 @@ def context_for_chat(
             field="retriever",
         )
     hits = []
+    seen: dict[str, tuple[str, str]] = {}  # id -> the hit that has it, and its text
     for index, hit in enumerate(islice(found, k)):
         where = f"hits[{index}]"
         text = _require_text(_hit_value(hit, "text", where), f"{where}.text")
@@ -312,6 +315,15 @@ def context_for_chat(
             if plain_int:
                 raw_id = str(integer(raw_id, f"{where}.id", minimum=-MAX_INTEGER, optional=False))
             label = _require_label(raw_id, f"{where}.id")
+            first = seen.setdefault(label, (where, text))
+            if first[0] != where:
+                if first[1] == text:  # the same hit twice (hybrid retrieval): the first stays
+                    continue
+                raise RequestError(
+                    f"{where}.id {shown(label)} is also the id of {first[0]}, whose text "
+                    "differs: a retriever's hit ids must be unique",
+                    field=f"{where}.id",
+                )
         hits.append((where, text, score, label))
     # a hit without an id is named after the ids the others have (one may be "hit-2")
     taken = {label for _, _, _, label in hits if label is not None}

@@ -384,6 +384,33 @@ def test_context_for_chat_uses_scores_and_ids() -> None:
     assert built.total_tokens == o200k(built.context)
 
 
+class _Hits:
+    def __init__(self, hits: list[dict[str, Any]]) -> None:
+        self.hits = hits
+
+    def retrieve(self, query: str, k: int) -> list[dict[str, Any]]:
+        return self.hits
+
+
+def test_context_for_chat_merges_a_repeated_hit_and_refuses_an_id_on_two_texts() -> None:
+    # Hybrid retrieval returns a hit twice; the error talked of labels and reset() instead.
+    twice = [
+        {"id": "x", "text": "The Danube ends in the Black Sea.", "score": 0.9},
+        {"id": "x", "text": "The Danube ends in the Black Sea.", "score": 0.7},
+        {"id": "y", "text": "The Rhine ends in the North Sea.", "score": 0.5},
+    ]
+    built = context_for_chat(_Hits(twice), "Danube?", max_tokens=200)
+    assert built.included == ("x", "y")
+    clash = [twice[0], {"id": "x", "text": "Another text.", "score": 0.7}]
+    with pytest.raises(RequestError) as error:
+        context_for_chat(_Hits(clash), "Danube?", max_tokens=200)
+    assert (error.value.field, error.value.message) == (
+        "hits[1].id",
+        "hits[1].id 'x' is also the id of hits[0], whose text differs: a retriever's hit ids "
+        "must be unique",
+    )
+
+
 def test_context_for_chat_skips_by_default_and_honours_the_budget() -> None:
     retriever = OverlapRetriever(DOCUMENTS)
     lm, glm, plots = DOCUMENTS["lm"], DOCUMENTS["glm"], DOCUMENTS["plots"]
