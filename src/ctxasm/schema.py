@@ -34,6 +34,7 @@ from ctxasm.hits import hit_list, hit_text, passages_from_hits
 from ctxasm.query_class import QUERY_CLASSES
 from ctxasm.validation import (
     MAX_INTEGER,
+    encodable,
     invalid,
     key_path,
     parse_timestamp,
@@ -168,26 +169,26 @@ def _plain_passage(fields: object, index: int) -> Passage | None:
         id, found = f"passage-{index}", 1 + ("id" in fields)
     if type(text) is not str or type(id) is not str or not id:
         return None
-    if not (text.isascii() or _encodable(text)) or not (id.isascii() or _encodable(id)):
+    if not (text.isascii() or encodable(text)) or not (id.isascii() or encodable(id)):
         return None
     title = get("title")
     if title is not None:
-        if type(title) is not str or not (title.isascii() or _encodable(title)):
+        if type(title) is not str or not (title.isascii() or encodable(title)):
             return None
         found += 1
     source = get("source")
     if source is not None:
-        if type(source) is not str or not (source.isascii() or _encodable(source)):
+        if type(source) is not str or not (source.isascii() or encodable(source)):
             return None
         found += 1
     url = get("url")
     if url is not None:
-        if type(url) is not str or not (url.isascii() or _encodable(url)):
+        if type(url) is not str or not (url.isascii() or encodable(url)):
             return None
         found += 1
     doc_id = get("doc_id")
     if doc_id is not None:
-        if type(doc_id) is not str or not (doc_id.isascii() or _encodable(doc_id)):
+        if type(doc_id) is not str or not (doc_id.isascii() or encodable(doc_id)):
             return None
         found += 1
     score = get("score")
@@ -219,15 +220,6 @@ def _plain_passage(fields: object, index: int) -> Passage | None:
         if score - score != 0.0:  # NaN and infinities
             return None
     return passage_from_checked(id, text, score, title, source, url, doc_id, start, end, metadata)
-
-
-def _encodable(text: str) -> bool:
-    """Whether ``text`` is valid Unicode (no lone surrogate), as ``check_text`` asks."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _free_default_ids(passages: tuple[Passage, ...], items: Sequence[Any]) -> tuple[Passage, ...]:

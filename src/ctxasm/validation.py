@@ -24,6 +24,7 @@ __all__ = [
     "as_real",
     "as_whole",
     "check_text",
+    "encodable",
     "integer",
     "invalid",
     "key_path",
@@ -268,3 +269,13 @@ def relocated(error: RequestError, prefix: str, where: str) -> RequestError:
     if message.startswith(prefix):
         message = where + message[len(prefix) :]
     return type(error)(message, field=where + field[len(prefix) :])
+
+
+def encodable(text: str) -> bool:
+    """Whether ``text`` is valid Unicode (no lone surrogate): what UTF-8, JSON and the stores
+    can hold, as :func:`check_text` asks."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -17,6 +17,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ctxasm.validation import encodable
+
 __all__ = ["other_ids", "stored_twice"]
 
 
@@ -29,8 +31,8 @@ def other_ids(doc_id: str, folder: Path) -> list[str]:
     parts = path.split("/")  # the first is the root's: "" (or a drive, "C:")
     ids = ["/".join(parts[start:]) for start in range(len(parts) - 1, 0, -1)]
     ids.append(path)
-    whole = _encodable(path)  # then so is every part of it
-    return [other for other in ids if other != doc_id and (whole or _encodable(other))]
+    whole = encodable(path)  # then so is every part of it
+    return [other for other in ids if other != doc_id and (whole or encodable(other))]
 
 
 def stored_twice(store: object, doc_ids: Sequence[str]) -> list[tuple[str, str]]:
@@ -61,11 +63,3 @@ def _same_or_none(named: Path, file: Path) -> bool:
         return not named.is_file() or named.resolve() == file
     except (OSError, RuntimeError):  # a link loop: no file
         return True
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
