@@ -117,22 +117,31 @@ _OTHER_STOPWORDS = tuple(
 )
 
 
-def _stopwords_of(query: str) -> frozenset[str]:
-    """The stopwords of ``query``: :data:`STOPWORDS`, and those of every other language it is
-    written in (see ``_OTHER_STOPWORDS``). A word counts for that where it is written in lower
-    case or opens the query: "De La Soul" is a name."""
+def _stopwords_of(query: str, found: Sequence[str]) -> frozenset[str]:
+    """The stopwords of ``query``, whose words are ``found``: :data:`STOPWORDS`, and those of
+    every other language it is written in (see ``_OTHER_STOPWORDS``). A word counts for that
+    where it is written in lower case or opens the query: "De La Soul" is a name. Most queries
+    hold too few such words to be read further than a set of their words."""
+    distinct = set(found)
+    foreign = distinct & _ANY_OTHER
+    if len(foreign) < 2:
+        return STOPWORDS
+    english = len(distinct & STOPWORDS)
+    if len(foreign) <= english:
+        return STOPWORDS
     written = _WRITTEN_WORD.findall(query)
     function = {w.lower() for at, w in enumerate(written) if at == 0 or w.islower()}
-    english = len(function & STOPWORDS)
-    found = STOPWORDS
+    found_stopwords = STOPWORDS
     for listed in _OTHER_STOPWORDS:
         own = len((function & listed) - STOPWORDS)
         if own >= 2 and own > english:
-            found = found | listed
-    return found
+            found_stopwords = found_stopwords | listed
+    return found_stopwords
 
 
 _WRITTEN_WORD = re.compile(r"\w+")
+# Every other language's function words that are no English stopword.
+_ANY_OTHER = frozenset().union(*_OTHER_STOPWORDS) - STOPWORDS
 
 
 # Scripts written without spaces between words: Han, kana, Hangul syllables (Korean spaces its
@@ -413,13 +422,15 @@ def query_terms(query: str) -> list[str]:
     :data:`MAX_QUERY_TERMS` of them. Every term is weighed against every candidate, so a query
     of 16,000 distinct words against 8,000 passages took 25 s; no question has that many, and a
     pasted document's first few hundred say what it is about."""
-    pieces = (piece for word in words(query) for piece in _pieces(word, query=True))
-    return _content(pieces, _stopwords_of(query))
+    found = words(query)
+    pieces = (piece for word in found for piece in _pieces(word, query=True))
+    return _content(pieces, _stopwords_of(query, found))
 
 
 def query_words(query: str) -> list[str]:
     """:func:`query_terms` with every word whole, as a store's index of words holds them."""
-    return _content(words(query), _stopwords_of(query))
+    found = words(query)
+    return _content(found, _stopwords_of(query, found))
 
 
 def _content(terms: Iterable[str], stopwords: frozenset[str]) -> list[str]:
