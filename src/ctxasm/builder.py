@@ -326,7 +326,7 @@ def context_for_chat(
                 )
         hits.append((where, text, score, label))
     # a hit without an id is named after the ids the others have (one may be "hit-2")
-    taken = {label for _, _, _, label in hits if label is not None}
+    taken = set(seen)  # the ids the hits have
     # Each search starts past the number the one before found, not again from its own index:
     # the numbers between are taken (they were when that one searched, and names are never
     # freed), so the names are the same, found in time linear in the hits (ids "hit-1" ...

@@ -16,7 +16,7 @@ import typer
 
 from ctxasm.cli.assemble_cmd import MAX_INDENT, AssembleOptions
 from ctxasm.cli.assemble_cmd import assemble as run_assemble
-from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, echo, error_line
+from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, echo
 from ctxasm.cli.exits import fail as _fail
 from ctxasm.cli.exits import fail_with as _fail_with
 from ctxasm.cli.help import WordsCommand
@@ -200,12 +200,9 @@ def batch(
             source, target, assembler, max_bytes=max_bytes, progress=shown(progress), resume=resume
         )
     except CtxasmError as error:
-        kept = kept_message(target)
-        if kept is None or error.field in ("OUT", "--resume"):
-            _fail_with(error)
-        echo(f"ctxasm: error: {error_line(error.to_dict())}", err=True)
-        echo(kept, err=True)
-        raise SystemExit(error.exit_code) from None
+        # where the lines written before it are kept, unless the output itself was refused
+        kept = None if error.field in ("OUT", "--resume") else kept_message(target)
+        _fail_with(error, then=kept)
     except OSError as exc:
         _fail(f"{exc.filename or source}: {exc.strerror}", EXIT_BAD_INPUT)
     except BatchInterruptedError as interrupted:

@@ -88,9 +88,12 @@ def _is_ascii(encoding: str) -> bool:
         return False
 
 
-def fail(message: str, code: int) -> NoReturn:
-    """Print ``ctxasm: error: message`` on stderr and exit with ``code``."""
+def fail(message: str, code: int, *, then: str | None = None) -> NoReturn:
+    """Print ``ctxasm: error: message`` on stderr (and the line ``then`` after it, when given)
+    and exit with ``code``."""
     echo(f"ctxasm: error: {message}", err=True)
+    if then is not None:
+        echo(then, err=True)
     raise SystemExit(code)
 
 
@@ -100,7 +103,8 @@ def error_line(error: Mapping[str, Any]) -> str:
     return f"{error['message']} [{field}]" if field else str(error["message"])
 
 
-def fail_with(error: CtxasmError) -> NoReturn:
+def fail_with(error: CtxasmError, *, then: str | None = None) -> NoReturn:
     """Exit for a ctxasm error with the exit code its class carries (2 for bad input, 1 for
-    anything else), printing its JSON (:meth:`~ctxasm.errors.CtxasmError.to_dict`) as a line."""
-    fail(error_line(error.to_dict()), error.exit_code)
+    anything else), printing its JSON (:meth:`~ctxasm.errors.CtxasmError.to_dict`) as a line,
+    and ``then`` after it when given."""
+    fail(error_line(error.to_dict()), error.exit_code, then=then)
