@@ -9,6 +9,7 @@ point skips a rule; lists given for tuple fields are stored as tuples.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -67,12 +68,31 @@ class Reason(StrEnum):
     UNTOKENIZABLE = "untokenizable"
 
 
+class _Unset(str):
+    """The default of a passage field the caller left out, told apart from any string the
+    caller could give by identity."""
+
+    __slots__ = ()
+
+
+_NO_ID = _Unset("")
+_NO_TEXT = _Unset("")
+
+
+def default_passage_id(text: str) -> str:
+    """The id of a :class:`Passage` built without one: ``passage-`` and the first ten hex
+    digits of its text's SHA-256, the same for the same text in every request and process."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"passage-{digest[:10]}"
+
+
 @dataclass(frozen=True, slots=True)
 class Passage:
-    """One retrieved passage, as the caller gave it."""
+    """One retrieved passage, as the caller gave it. ``text`` is required; without an ``id``
+    (``Passage(text=...)``) it is named :func:`default_passage_id` of its text."""
 
-    id: str
-    text: str
+    id: str = _NO_ID
+    text: str = _NO_TEXT
     score: float | None = None
     title: str | None = None
     source: str | None = None
@@ -103,7 +123,11 @@ _set = object.__setattr__
 def _check_passage(passage: Passage) -> None:
     """Check and normalise a passage's fields in place (it is being constructed). Errors name
     the field as ``passage.<name>``; :func:`ctxasm.schema.parse_passage` puts the index in."""
+    if passage.text is _NO_TEXT:
+        raise RequestError("passage.text is required", field="passage.text")
     _set(passage, "text", string(passage.text, "passage.text"))
+    if passage.id is _NO_ID:
+        _set(passage, "id", default_passage_id(passage.text))
     given: object = passage.id
     if type(given) is int and -MAX_INTEGER <= given <= MAX_INTEGER:
         # a vector store's row number (FAISS, Milvus), as hits and context_for_chat take it

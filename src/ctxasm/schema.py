@@ -27,6 +27,7 @@ from ctxasm.data import (
     Request,
     Strategies,
     StrategySpec,
+    default_passage_id,
     passage_from_checked,
 )
 from ctxasm.errors import RequestError
@@ -223,9 +224,10 @@ def _plain_passage(fields: object, index: int) -> Passage | None:
 
 
 def _free_default_ids(passages: tuple[Passage, ...], items: Sequence[Any]) -> tuple[Passage, ...]:
-    """``passages``, where a passage given without an id was named ``passage-<index>`` and a
-    given id has that name, with the first ``passage-<n>`` after it that no id uses, given or
-    default, instead (the error blamed an id the caller never gave). Nothing changes when the
+    """``passages``, where a passage given without an id was named ``passage-<index>`` (or,
+    a :class:`Passage`, after its text) and a given id or an earlier default has that name,
+    with the first ``passage-<n>`` after it that no id uses, given or default, instead (the
+    error blamed an id the caller never gave). Nothing changes when the
     ids are unique, and no other passage is renamed. Linear: the search only moves forward."""
     ids = list(map(_ID, passages))
     if len(set(ids)) == len(ids):
@@ -233,10 +235,16 @@ def _free_default_ids(passages: tuple[Passage, ...], items: Sequence[Any]) -> tu
     unnamed = [i for i, item in enumerate(items) if _without_id(item)]
     given = set(range(len(ids))).difference(unnamed)
     taken = {ids[i] for i in given}
-    clashing = [i for i in unnamed if ids[i] in taken]
+    standing: set[str] = set()  # the defaults that keep their names
+    clashing = []  # a default a given id uses, or an earlier default (Passages of one text)
+    for i in unnamed:
+        if ids[i] in taken or ids[i] in standing:
+            clashing.append(i)
+        else:
+            standing.add(ids[i])
     if not clashing:
         return passages  # given ids repeat each other: _check_unique_ids names them
-    taken.update(ids[i] for i in unnamed)  # the defaults that stand keep their names
+    taken |= standing
     renamed = list(passages)
     number = 0
     for i in clashing:
@@ -249,10 +257,15 @@ def _free_default_ids(passages: tuple[Passage, ...], items: Sequence[Any]) -> tu
 
 
 def _without_id(item: object) -> bool:
-    """Whether a request's passage item leaves its id to its position (a mapping without one,
-    or a Passage subclass whose constructor let a null id through)."""
+    """Whether a request's passage item leaves its id to ctxasm: a mapping without one (named
+    by its position), a :class:`Passage` built without one (named by its text: see
+    :func:`ctxasm.data.default_passage_id`; two of the same text are told apart as mappings
+    are), or a Passage subclass whose constructor let a null id through."""
     if isinstance(item, Passage):
-        return type(item) is not Passage and getattr(item, "id", None) is None
+        given, text = getattr(item, "id", None), getattr(item, "text", None)
+        if given is None:
+            return type(item) is not Passage
+        return isinstance(text, str) and given == default_passage_id(text)
     return isinstance(item, Mapping) and dict(item).get("id") is None
 
 

@@ -185,6 +185,46 @@ def test_missing_ids_are_generated_from_positions() -> None:
     assert [p.id for p in request.passages] == ["passage-0", "passage-1"]
 
 
+def test_a_passage_object_built_without_an_id_is_named_after_its_text() -> None:
+    from ctxasm import Passage
+
+    first, again = Passage(text="Hello there"), Passage(text="Hello there")
+    assert first.id == again.id == "passage-4e47826698"  # the text's SHA-256, in any process
+    assert Passage(text="Other").id != first.id
+    assert Passage("own", "Hello there").id == "own"  # positional, as before
+    # two of one text are told apart as mappings without ids are: the first keeps its name
+    request = parse_request(
+        {"query": "q", "passages": [first, {"text": "y"}, again, {"id": "passage-3", "text": "z"}]}
+    )
+    assert [p.id for p in request.passages] == [
+        "passage-4e47826698",
+        "passage-1",
+        "passage-4",
+        "passage-3",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "fields", "field"),
+    [
+        ((), {}, "passage.text"),
+        (("only-an-id",), {}, "passage.text"),
+        ((), {"id": "x", "text": None}, "passage.text"),
+        ((), {"id": "", "text": "x"}, "passage.id"),
+        ((), {"id": None, "text": "x"}, "passage.id"),
+    ],
+)
+def test_a_passage_object_needs_its_text_and_a_real_id_where_one_is_given(
+    args: tuple[str, ...], fields: dict[str, Any], field: str
+) -> None:
+    from ctxasm import Passage
+    from ctxasm.errors import RequestError
+
+    with pytest.raises(RequestError) as caught:
+        Passage(*args, **fields)
+    assert caught.value.field == field
+
+
 def test_empty_id() -> None:
     error = _error(query="q", passages=[{"id": "", "text": "x"}])
     assert error.field == "passages[0].id"
