@@ -29,7 +29,7 @@ from ctxasm.errors import RequestError, UntokenizableError
 from ctxasm.models import ModelSpec, default_registry
 from ctxasm.retrieval import Hit, Retriever
 from ctxasm.tokens import TokenCounter, get_counter
-from ctxasm.validation import MAX_INTEGER, integer, number, shown, string
+from ctxasm.validation import MAX_INTEGER, as_whole, integer, number, shown, string
 
 __all__ = [
     "CUTOFFS",
@@ -311,9 +311,9 @@ def context_for_chat(
         if raw_id is not None and raw_id is not _MISSING:
             # Stores often use integer ids (up to 2**53, as JSON carries them); anything else
             # must already be a string.
-            plain_int = isinstance(raw_id, int) and not isinstance(raw_id, bool)
-            if plain_int:
-                raw_id = str(integer(raw_id, f"{where}.id", minimum=-MAX_INTEGER, optional=False))
+            row = as_whole(raw_id)  # numpy's int64 too (FAISS returns those)
+            if row is not None:
+                raw_id = str(integer(row, f"{where}.id", minimum=-MAX_INTEGER, optional=False))
             label = _require_label(raw_id, f"{where}.id")
             first = seen.setdefault(label, (where, text))
             if first[0] != where:

@@ -129,9 +129,16 @@ def _check_passage(passage: Passage) -> None:
     if passage.id is _NO_ID:
         _set(passage, "id", default_passage_id(passage.text))
     given: object = passage.id
-    if type(given) is int and -MAX_INTEGER <= given <= MAX_INTEGER:
-        # a vector store's row number (FAISS, Milvus), as hits and context_for_chat take it
-        _set(passage, "id", str(given))
+    row = as_whole(given)  # a vector store's row number (FAISS, Milvus; numpy's int64 too)
+    if row is not None:
+        if not -MAX_INTEGER <= row <= MAX_INTEGER:
+            raise invalid(
+                "passage.id",
+                "a non-empty string, or an integer of at most 2**53 in size (JSON readers "
+                "lose the digits of a larger one: give it as a string)",
+                given,
+            )
+        _set(passage, "id", str(row))
     if not isinstance(passage.id, str) or not plain(passage.id):
         raise invalid("passage.id", "a non-empty string or an integer", passage.id)
     _set(passage, "id", string(passage.id, "passage.id"))

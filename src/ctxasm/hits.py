@@ -73,10 +73,11 @@ def passages_from_hits(hits: object) -> list[dict[str, Any]]:
         where = f"hits[{index}]"
         passage, origins = _passage(hit, where)
         try:  # checked here, so that an error names the hit's own field
-            Passage(**{"id": where, **passage})  # an id is made below, from valid text
+            checked = Passage(**{"id": where, **passage})  # an id is made below, from the text
         except RequestError as error:
             raise _in_hit(error, where, origins) from None
         if "id" in passage:
+            passage["id"] = checked.id  # an integer as its decimal string: 7 repeats "7"
             first = given.setdefault(passage["id"], index)
             if first != index:
                 raise RequestError(
@@ -136,9 +137,7 @@ def _passage(hit: object, where: str) -> tuple[dict[str, Any], dict[str, str]]:
     if score is not None:
         passage["score"] = score
         origins["score"] = _first_name(hit, SCORE_FIELDS)
-    given = hit.get("id")
-    if isinstance(given, int) and not isinstance(given, bool):
-        given = str(given)
+    given = hit.get("id")  # an integer is the passage's to judge, as in passages
     if given is not None:
         passage["id"] = given
         origins["id"] = "id"

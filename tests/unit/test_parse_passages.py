@@ -281,3 +281,29 @@ def test_an_integer_id_is_taken_as_its_decimal_string() -> None:
         with pytest.raises(CtxasmError) as error:
             parse_request({"query": "Danube?", "passages": [{"id": bad, "text": "x"}]})
         assert error.value.field == "passages[0].id"
+
+
+def test_integer_ids_are_read_alike_in_passages_hits_and_context_for_chat() -> None:
+    # numpy's int64 (what FAISS returns) was refused everywhere, and hits took integers past
+    # 2**53 that passages refused
+    import numpy as np
+
+    from ctxasm import context_for_chat
+
+    for field in ("passages", "hits"):
+        request = parse_request({"query": "Danube?", field: [{"id": np.int64(7), "text": "x"}]})
+        assert [p.id for p in request.passages] == ["7"]
+        with pytest.raises(CtxasmError) as error:
+            parse_request({"query": "Danube?", field: [{"id": 2**60, "text": "x"}]})
+        assert error.value.field == f"{field}[0].id"
+        assert "2**53" in error.value.message
+    with pytest.raises(CtxasmError) as error:  # 7 and "7" are one id
+        parse_request({"query": "q", "hits": [{"id": 7, "text": "a"}, {"id": "7", "text": "b"}]})
+    assert error.value.field == "hits[1].id"
+
+    class Store:
+        def retrieve(self, query: str, k: int) -> list[dict[str, object]]:
+            return [{"id": np.int64(3), "text": "The Danube ends in the Black Sea.", "score": 1.0}]
+
+    built = context_for_chat(Store(), "Where does the Danube end?", 500)
+    assert list(built.included) == ["3"]
