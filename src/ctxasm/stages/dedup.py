@@ -16,6 +16,7 @@ too long to fit can still be chosen in its place.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from array import array
@@ -28,7 +29,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 
 import xxhash
 
-from ctxasm.data import Candidate
+from ctxasm.data import Candidate, Passage
 from ctxasm.keys import CACHE_CHARS, HEAVY_CACHE_CHARS, content_key, text_cache
 from ctxasm.lexical import normalize, phrase_key
 from ctxasm.strategy import Strategy, require_int, require_number
@@ -229,6 +230,7 @@ class _StitchSession:
         head = new.text[: max(0, kept.start - new.start)]
         tail = new.text[len(new.text) - max(0, new.end - kept.end) :] if new.end > kept.end else ""
         merged = kept._replace(
+            passage=_headed(kept, new),
             text=head + kept.text + tail,
             start=start,
             end=end,
@@ -243,14 +245,22 @@ class _StitchSession:
             return Duplicate(kept.id, f"text lies inside {kept.id}")
         score = max(kept.score, new.score)
         if relation == "contains":
-            merged = kept._replace(text=new.text, score=score, start=new.start, end=new.end)
+            merged = kept._replace(
+                passage=_headed(kept, new),
+                text=new.text,
+                score=score,
+                start=new.start,
+                end=new.end,
+            )
             return Merge(kept, merged, f"stitched into {kept.id}: its text contains {kept.id}")
         if relation in ("continues", "precedes"):
             first, second = (kept, new) if relation == "continues" else (new, kept)
             if _grows_too_long(kept, new, len(first.text) + len(second.text) - overlap):
                 return None  # a passage of its own
             text = first.text + second.text[overlap:]
-            merged = kept._replace(text=text, score=score, start=None, end=None)
+            merged = kept._replace(
+                passage=_headed(kept, new), text=text, score=score, start=None, end=None
+            )
             detail = f"stitched into {kept.id}: {relation} it with {overlap} shared characters"
             return Merge(kept, merged, detail)
         return None
@@ -268,6 +278,20 @@ class _StitchSession:
         place = self.places.get(replaced.id)
         if place is not None and place < len(windows) and windows[place][0].id == replaced.id:
             windows[place] = window
+
+
+def _headed(kept: Candidate, new: Candidate) -> Passage:
+    """The passage ``kept`` stands for once ``new`` is stitched into it: its own, with the
+    title, url and source of ``new`` where it has none of title and url itself (windows of one
+    document that a retriever returned with and without them; the grown passage's header and
+    report name the document either way, and the guard reads the header it gets)."""
+    passage, other = kept.passage, new.passage
+    if passage.title is not None or passage.url is not None:
+        return passage
+    if other.title is None and other.url is None:
+        return passage
+    source = passage.source if passage.source is not None else other.source
+    return dataclasses.replace(passage, title=other.title, url=other.url, source=source)
 
 
 def _grows_too_long(kept: Candidate, new: Candidate, length: int) -> bool:

@@ -314,6 +314,28 @@ def test_adjacent_windows_are_not_stitched() -> None:
     assert [i.id for i in result.report.included] == ["w1", "w2"]
 
 
+@pytest.mark.parametrize("offsets", [True, False])
+def test_a_stitched_window_without_a_header_takes_the_one_it_grows_by(offsets: bool) -> None:
+    # a window returned without title and url, grown by one that has them, was headed by its
+    # id alone: the document's title, url and source are shown and reported instead
+    head = {"title": "Amazon River", "url": "https://example.org/amazon", "source": "wiki"}
+    first: dict[str, Any] = {"id": "w1", "text": DOCUMENT[0:150], "score": 0.5, "doc_id": "d"}
+    second: dict[str, Any] = {"id": "w2", "text": DOCUMENT[100:260], "score": 0.9, "doc_id": "d"}
+    if offsets:
+        first.update(start=0, end=150)
+        second.update(start=100, end=260)
+    result = _run([{**first, **head}, second])
+    included = result.report.included
+    assert [(i.id, i.url, i.source) for i in included] == [
+        ("w2", "https://example.org/amazon", "wiki")
+    ]
+    assert _source_texts(result) == [DOCUMENT[0:260]]
+    assert "Amazon River <https://example.org/amazon>" in str(result.messages)
+    # a window with a header of its own keeps it
+    kept = _run([{**first, "title": "Other"}, {**second, "title": "Own"}]).report.included
+    assert [i.id for i in kept] == ["w2"]
+
+
 def test_stitch_by_detected_text_overlap() -> None:
     first, second = DOCUMENT[0:150], DOCUMENT[100:260]  # 50 shared characters, no offsets
     passages = [
