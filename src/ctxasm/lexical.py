@@ -1234,11 +1234,12 @@ def bridge_names(text: str) -> frozenset[str]:
     "University of Rochester"), less function words that open one ("During" of "During World
     War II"). Two names that "and" or "for" join, each of two words or more, are two ("Bette
     Davis and Joan Crawford"; "Marks and Spencer Group" and "Institute for Advanced Study"
-    stay one); a number parts what it stands between ("David Byrne for the 1985 Talking
-    Heads"); a possessive names its owner too ("Jules Verne's Nautilus": "Jules Verne" and
-    the whole). One capitalised word is as often a nationality, a country or a first name
-    ("American", "France", "Thomas") as a bridge, and a number or a date two passages share
-    ties nothing, so neither is one. Cached, like :func:`entities`."""
+    stay one; in "Seth Rogen for AMC" the one word after the joint joins the name before it,
+    which is a name alone too); a number parts what it stands between ("David Byrne for the
+    1985 Talking Heads"); a possessive names its owner too ("Jules Verne's Nautilus": "Jules
+    Verne" and the whole). One capitalised word is as often a nationality, a country or a first
+    name ("American", "France", "Thomas") as a bridge, and a number or a date two passages
+    share ties nothing, so neither is one. Cached, like :func:`entities`."""
     names: set[str] = set()
     for key in entities(text):
         if " " not in key:
@@ -1379,6 +1380,7 @@ def _add_names(words: list[str], names: set[str]) -> None:
             between.append(joints[at])
     if len(groups) > 1 and _short(groups[-1]):
         last = groups.pop()
+        _add_name(groups[-1], names)  # "Seth Rogen" of "Seth Rogen for AMC", a name alone
         groups[-1] = [*groups[-1], between[-1], *last]
     for group in groups:
         _add_name(group, names)

@@ -159,10 +159,14 @@ def test_golden_request_exercises_the_pipeline() -> None:
     report = _result("openai")["report"]
     fates = {e["id"]: e["reason"] for e in report["excluded"]}
     assert fates == {
-        "danube-2": "merged",
+        "danube-1": "merged",
         "copy": "duplicate",
         "long": "over_budget",
         "blank": "empty",
     }
-    assert [i["id"] for i in report["included"]] == ["danube-1", "injection", "code"]
+    assert [i["id"] for i in report["included"]] == ["danube-2", "injection", "code"]
     assert "Danube Delta in Romania." in _result("text")["text"]
+    # danube-2 has no title or url of its own: grown by danube-1, it is headed as that was
+    first = report["included"][0]
+    assert (first["url"], first["source"]) == ("https://example.org/danube", "encyclopedia")
+    assert "[Source 1] Danube <https://example.org/danube>" in _result("text")["text"]

@@ -86,6 +86,13 @@ def test_bridge_names_are_capitalised_phrases_of_two_words_or_more() -> None:
         "jules verne s nautilus",  # and the owner of a possessive
         "jules verne",
     }
+    # A one-word name after "for" or "and" joins the name before it, which is a name alone
+    # too: Preacher's "Seth Rogen for AMC" tied it to no page about Seth Rogen.
+    assert bridge_names("It was developed by Evan Goldberg and Seth Rogen for AMC.") == {
+        "evan goldberg",
+        "seth rogen",
+        "seth rogen for amc",
+    }
 
 
 @settings(max_examples=200, deadline=None)
