@@ -28,9 +28,11 @@ CTXASM = [_SCRIPT] if _SCRIPT else [sys.executable, "-m", "ctxasm"]
 ISLAND = re.compile(r'<script type="application/json" id="ctxasm-data">(.*?)</script>', re.S)
 
 
-def _ctxasm(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _ctxasm(
+    *args: str, stdin: str | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*CTXASM, *args], input=stdin, capture_output=True, text=True, check=False, cwd=ROOT
+        [*CTXASM, *args], input=stdin, capture_output=True, text=True, check=False, cwd=cwd
     )
 
 
@@ -111,6 +113,49 @@ def test_an_unwritable_page_is_one_line_and_exit_2(tmp_path: Path) -> None:
     done = _ctxasm("assemble", str(EXAMPLE), "--html", str(target))
     assert done.returncode == 2
     assert done.stderr == f"ctxasm: error: cannot write {target}: No such file or directory\n"
+
+
+# --indent 02 is read by Typer (the plain reader leaves a leading zero to it): both routes.
+@pytest.mark.parametrize("route", [(), ("--indent", "02")], ids=["plain", "typer"])
+def test_assemble_refuses_html_to_standard_output(tmp_path: Path, route: tuple[str, ...]) -> None:
+    done = _ctxasm("assemble", str(EXAMPLE), "--html", "-", *route, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "ctxasm: error: --html - would write the page to standard output, which carries the "
+        "result JSON; give the page a file name (--html report.html) [html]\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["assemble", "report"])
+def test_a_folder_or_an_empty_name_is_no_page(tmp_path: Path, command: str) -> None:
+    source = tmp_path / "in.json"
+    source.write_text(_ctxasm("assemble", str(EXAMPLE)).stdout if command == "report" else "{}")
+    for folder, named in ((".", "report.html"), (str(tmp_path), str(tmp_path / "report.html"))):
+        done = _ctxasm(command, str(source), "--html", folder, cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == (
+            f"ctxasm: error: cannot write the page to {folder}: it is a folder; give a file "
+            f"name (--html {named}) [html]\n"
+        )
+    done = _ctxasm(command, str(source), "--html", "", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.endswith(
+        "Error: Invalid value for '--html': the file name is empty: name the page's file "
+        "(report.html)\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.json"]
+
+
+def test_report_html_to_standard_output_is_the_page(tmp_path: Path) -> None:
+    saved = _ctxasm("assemble", str(EXAMPLE)).stdout
+    done = _ctxasm("report", "-", "--html", "-", stdin=saved, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    page = tmp_path / "page.html"
+    page.write_text(done.stdout, encoding="utf-8")
+    assert _island(page) == result_of(json.loads(saved))
+    assert done.stdout == render_report_html(json.loads(saved))
+    assert list(tmp_path.iterdir()) == [page]
 
 
 def test_ask_html_draws_what_ask_assembled(page: Browser, tmp_path: Path) -> None:

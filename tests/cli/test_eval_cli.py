@@ -391,6 +391,15 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(
         _one_line_error(done, f"cannot write {target}", why, f"[{field}]")
 
 
+def test_eval_html_to_standard_output_is_refused(dataset: Path, tmp_path: Path) -> None:
+    # --html - wrote a file named "-"; standard output carries the tables
+    here = tmp_path / "here"
+    here.mkdir()
+    done = ctxasm("eval", str(dataset), "--strategy", "nosuch", "--html", "-", cwd=here)
+    _one_line_error(done, "--html - would write the page to standard output", "[html]")
+    assert list(here.iterdir()) == []
+
+
 @pytest.mark.parametrize("option", ["--html", "--plot", "--save-subset"])
 def test_an_output_that_is_the_dataset_is_refused_before_the_run(
     dataset: Path, tmp_path: Path, option: str

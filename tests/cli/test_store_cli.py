@@ -919,6 +919,25 @@ def test_ask_never_writes_its_page_over_the_store(indexed: Path, how: str) -> No
     assert (indexed / "store.db").read_bytes() == original
 
 
+def test_ask_html_names_a_file(indexed: Path) -> None:
+    # --html - wrote a file named "-"; standard output carries the prompt or the JSON
+    before = sorted(indexed.iterdir())
+    done = ctxasm("ask", QUESTION, "--store", STORE, *ASKER, "--html", "-", cwd=indexed)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        "ctxasm: error: --html - would write the page to standard output, which carries what "
+        "ask prints; give the page a file name (--html report.html) [html]\n",
+    )
+    done = ctxasm("ask", QUESTION, "--store", STORE, *ASKER, "--html", ".", cwd=indexed)
+    assert (done.returncode, done.stderr) == (
+        2,
+        "ctxasm: error: cannot write the page to .: it is a folder; give a file name "
+        "(--html report.html) [html]\n",
+    )
+    assert sorted(indexed.iterdir()) == before
+
+
 @pytest.mark.parametrize("given", ["--config", "$CTXASM_CONFIG"])
 def test_ask_never_writes_its_page_over_the_config(indexed: Path, given: str) -> None:
     config = indexed / "ctxasm.toml"

@@ -298,13 +298,14 @@ def report_command(
 ) -> None:
     """Show a saved result's report: tables on stdout, or an HTML page with --html."""
     from ctxasm.batch.files import check_not_input
-    from ctxasm.cli.report_view import print_report, write_html
+    from ctxasm.cli.report_view import check_page_target, print_report, write_html
     from ctxasm.cli.request_input import decode_input, read_input
     from ctxasm.errors import CtxasmError
     from ctxasm.html import result_of
 
     try:
-        if html is not None:
+        if html is not None:  # the page is all this command prints: - writes it there
+            check_page_target(html, "html", stdout=None)
             replaced = "the page would replace the result"
             check_not_input(source, html, field="html", replaced=replaced)
         result = result_of(decode_input(read_input(source, max_bytes, "result"), source, "result"))
@@ -317,7 +318,8 @@ def report_command(
         _fail(f"{source} is not a report ctxasm can {verb}: {problem}", EXIT_BAD_INPUT)
     if html is not None:
         write_html(result, html)
-        echo(f"ctxasm: wrote {html}", err=True)
+        if str(html) != "-":
+            echo(f"ctxasm: wrote {html}", err=True)
         return
     try:
         print_report(result["report"], stderr=False)

@@ -139,7 +139,9 @@ def assemble(options: AssembleOptions) -> None:
     try:
         if options.html is not None:  # checked before the input is read or anything written
             from ctxasm.batch.files import check_not_input
+            from ctxasm.cli.report_view import check_page_target
 
+            check_page_target(options.html, "html", stdout="the result JSON")
             replaced = "the page would replace the request"
             check_not_input(options.source, options.html, field="html", replaced=replaced)
             check_not_config(options.config, options.html, "html", "the page")

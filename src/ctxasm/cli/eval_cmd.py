@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ctxasm.cli.exits import EXIT_BAD_INPUT, echo, fail, fail_with
-from ctxasm.cli.options import ConfigOption, ProgressOption
+from ctxasm.cli.options import ConfigOption, ProgressOption, page_file
 
 if TYPE_CHECKING:
     from ctxasm.evaluation import EvalQuestion, EvalRow
@@ -120,6 +120,7 @@ HtmlOption = Annotated[
     typer.Option(
         "--html",
         metavar="FILE",
+        parser=page_file,
         help="Also write the tables and recall-versus-budget curves as one self-contained "
         "HTML page.",
         show_default=False,
@@ -193,7 +194,7 @@ def _check_outputs(
     the ids file or the config, before the run: it may take minutes, and the inputs are read
     after they are checked."""
     from ctxasm.batch.files import check_not_input
-    from ctxasm.cli.report_view import check_writable
+    from ctxasm.cli.report_view import check_page_target, check_writable
     from ctxasm.cli.request_input import check_not_config
     from ctxasm.errors import CtxasmError
 
@@ -204,6 +205,8 @@ def _check_outputs(
         check_writable(path, field)
         what = {"plot": "the plot", "html": "the page"}.get(field, "the subset")
         try:
+            if field == "html":
+                check_page_target(path, field, stdout="the results")
             check_not_input(source, path, field=field, replaced=f"{what} would replace the dataset")
             if ids is not None:
                 check_not_input(ids, path, field=field, replaced=f"{what} would replace the ids")

@@ -18,6 +18,7 @@ __all__ = [
     "MaxBytesOption",
     "ProgressOption",
     "ResultMaxBytesOption",
+    "page_file",
 ]
 
 FORMATS = ("openai", "anthropic", "markdown", "text")
@@ -57,11 +58,21 @@ ProgressOption = Annotated[
     ),
 ]
 
+
+def page_file(value: str) -> Path:
+    """An ``--html`` value as a path; an empty one is refused (``Path("")`` is the current
+    folder, and the error would blame the folder)."""
+    if not value:
+        raise typer.BadParameter("the file name is empty: name the page's file (report.html)")
+    return Path(value)
+
+
 HtmlOption = Annotated[
     Path | None,
     typer.Option(
         "--html",
         metavar="FILE",
+        parser=page_file,
         help="Write the report as one self-contained HTML page (opens from disk, offline).",
         show_default=False,
     ),

@@ -18,6 +18,7 @@ from rich.markup import escape as _markup_escape
 from rich.table import Table
 
 from ctxasm.cli.exits import EXIT_BAD_INPUT, fail, is_terminal, visible
+from ctxasm.errors import RequestError
 from ctxasm.files import write_atomic
 
 if TYPE_CHECKING:
@@ -25,7 +26,15 @@ if TYPE_CHECKING:
     from ctxasm.models import ModelSpec
 
 
-__all__ = ["print_eval", "print_models", "print_report", "why_chosen", "write_html", "write_page"]
+__all__ = [
+    "check_page_target",
+    "print_eval",
+    "print_models",
+    "print_report",
+    "why_chosen",
+    "write_html",
+    "write_page",
+]
 
 
 def _escape(text: str) -> str:
@@ -105,9 +114,28 @@ def print_report(
     console.print(f"{kind}input cost {cost}; timings (ms): {timings}")
 
 
+def check_page_target(path: Path, field: str, *, stdout: str | None) -> None:
+    """Refuse, as a :class:`RequestError` naming ``field``, a page target that names no file:
+    ``-`` where standard output carries ``stdout`` (what the command prints there; ``None``:
+    nothing, and ``-`` writes the page there), and a folder."""
+    if str(path) == "-":
+        if stdout is not None:
+            raise RequestError(
+                f"--{field} - would write the page to standard output, which carries {stdout}; "
+                f"give the page a file name (--{field} report.html)",
+                field=field,
+            )
+    elif path.is_dir():
+        raise RequestError(
+            f"cannot write the page to {path}: it is a folder; give a file name "
+            f"(--{field} {path / 'report.html'})",
+            field=field,
+        )
+
+
 def write_html(result: Mapping[str, Any], path: Path) -> None:
-    """Write the self-contained HTML report of ``result`` (a result's JSON) to ``path``; a path
-    that cannot be written exits 2 with one line naming it."""
+    """Write the self-contained HTML report of ``result`` (a result's JSON) to ``path`` (``-``:
+    standard output); a path that cannot be written exits 2 with one line naming it."""
     from ctxasm.html import render_report_html
 
     write_page(render_report_html(result), path)
@@ -132,9 +160,15 @@ def check_writable(path: Path, field: str) -> None:
 
 
 def write_page(page: str, path: Path, field: str | None = None) -> None:
-    """Write an HTML ``page`` to ``path``; a path that cannot be written exits 2 with one line
-    naming it (and the option ``field``, when given)."""
+    """Write an HTML ``page`` to ``path`` (``-``: standard output, as UTF-8 whatever its
+    encoding); a path that cannot be written exits 2 with one line naming it (and the option
+    ``field``, when given)."""
     data = page.encode("utf-8", "replace")
+    if str(path) == "-":
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
     try:
         write_atomic(path, data)  # whole or not at all: a full disk keeps the old page
     except OSError as exc:

@@ -384,14 +384,17 @@ def ask_command(
 
 
 def _check_html(html: Path, store: str, config: Path | None) -> None:
-    """Exit 2 when ``--html`` names a file ``ask`` reads: the store's database (or a journal
-    beside it) or the config file. The page would replace it: a whole store lost."""
+    """Exit 2 when ``--html`` names no file (``-``: standard output carries what ``ask``
+    prints; a folder) or a file ``ask`` reads: the store's database (or a journal beside it) or
+    the config file. The page would replace it: a whole store lost."""
     from ctxasm.batch.files import check_not_input
+    from ctxasm.cli.report_view import check_page_target
     from ctxasm.cli.request_input import check_not_config
     from ctxasm.errors import CtxasmError
     from ctxasm.store import store_files
 
     try:
+        check_page_target(html, "html", stdout="what ask prints")
         for path in store_files(store):  # a Path: a file named "-" is no standard input
             replaced = "the page would replace the store"
             check_not_input(Path(path), html, field="html", replaced=replaced)
