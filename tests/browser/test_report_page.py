@@ -11,6 +11,7 @@ import pytest
 from chromium import Browser
 from pages import READY, big_request, contrast_failures, foreign_requests, shoot, write_page
 
+import ctxasm
 from ctxasm import Assembler
 from ctxasm.html import render_report_html
 
@@ -115,6 +116,63 @@ def test_budget_segments_are_proportional_to_their_tokens(page: Browser, tmp_pat
     assert sum(segment[1] for segment in prompt_bar["segments"]) == result["report"]["total_tokens"]
     passages = [s for s in prompt_bar["segments"] if "seg-passage" in s[0]]
     assert [s[1] for s in passages] == [item["tokens"] for item in result["report"]["included"]]
+
+
+def _sections(result: dict[str, Any]) -> dict[str, int]:
+    """The window's sections as the report states them, with the sources join: what
+    ``total_tokens`` holds beyond the sections and the sources block."""
+    report = result["report"]
+    budget = report["budget"]
+    drawn = {
+        "system": budget["system"],
+        "query": budget["query"],
+        "history": budget["history"],
+        "sources": report["context_tokens"],
+        "overhead": budget["overhead"],
+    }
+    join = report["total_tokens"] - sum(drawn.values())
+    if join:
+        drawn["join"] = join
+    limit = budget["context_window"] - budget["reserve_output"] - budget["margin"]
+    drawn["unused"] = limit - report["total_tokens"]
+    drawn["margin"] = budget["margin"]
+    drawn["reserved"] = budget["reserve_output"]
+    return drawn
+
+
+@pytest.mark.parametrize(
+    ("model", "fmt", "join"),
+    [("gpt-4o", "openai", 1), ("claude-sonnet-4-5", "anthropic", -1), ("gpt-4o", "anthropic", 0)],
+)
+def test_every_budget_figure_is_the_reports_own(
+    page: Browser, tmp_path: Path, model: str, fmt: str, join: int
+) -> None:
+    passages = [
+        {"id": f"p{i}", "text": f"The Danube {i} ends in the Black Sea near Sulina."}
+        for i in range(5)
+    ]
+    history = [{"role": "user", "content": "hi there"}, {"role": "assistant", "content": "hello"}]
+    result = ctxasm.assemble(
+        "Where does the Danube end?", passages, model=model, format=fmt, history=history
+    ).to_dict()
+    expected = _sections(result)
+    assert expected.get("join", 0) == join  # the seam this case is here for
+    _open(page, tmp_path, "figures.html", result)
+    window, prompt = page.evaluate(
+        "[...document.querySelectorAll('.bar')].map(b => [...b.querySelectorAll('.seg')]"
+        ".map(s => [s.className.replace('seg seg-', ''), +s.dataset.tokens]))"
+    )
+    assert dict(window) == expected
+    assert [key for key, _ in window] == list(expected)
+    assert sum(tokens for _, tokens in window) == result["report"]["budget"]["context_window"]
+    assert sum(tokens for _, tokens in prompt) == result["report"]["total_tokens"]
+    assert [tokens for key, tokens in prompt if key in ("overhead", "join")] == [
+        expected["overhead"],
+        *([join] if join else []),
+    ]
+    legend = page.evaluate("[...document.querySelectorAll('.legend li')].map(li => li.textContent)")
+    assert ("sources join " + str(join) in legend) is bool(join)
+    assert f"format overhead {expected['overhead']}" in legend
 
 
 def _hostile_result() -> dict[str, Any]:
@@ -223,6 +281,175 @@ def test_a_hostile_corpus_renders_as_inert_text(
     shoot(page, artifacts, f"hostile-{source}.png")
 
 
+def _cached_turns() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two turns of a Claude session planning for the prompt cache: the first writes a
+    breakpoint, the second reads it."""
+    words = ("river", "sea", "city", "bridge", "delta", "water")
+    passages = [
+        {
+            "id": f"p{i}",
+            "title": f"Doc {i}",
+            "text": " ".join(f"{words[(i + n) % 6]} {n}" for n in range(700)),
+        }
+        for i in range(3)
+    ]
+    ask = {"model": "claude-sonnet-4-5", "format": "anthropic"}
+    first = ctxasm.assemble("river sea?", passages, previous=None, **ask)
+    second = ctxasm.assemble("river delta?", passages, previous=first.to_dict(), **ask)
+    return first.to_dict(), second.to_dict()
+
+
+PROMPT = """[...document.querySelectorAll('.message')].map(m => ({
+  role: m.querySelector('h3').textContent,
+  text: [...m.querySelector('pre').childNodes].filter(n => !n.classList ||
+    !n.classList.contains('cache-mark')).map(n => n.textContent).join(''),
+  marks: [...m.querySelectorAll('.cache-mark')].map(k => k.textContent),
+}))"""
+
+
+def test_content_blocks_show_their_text_and_cache_breakpoints(
+    page: Browser, tmp_path: Path, artifacts: Path
+) -> None:
+    result = _cached_turns()[1]
+    blocks = result["messages"][0]["content"]
+    assert isinstance(blocks, list) and any("cache_control" in b for b in blocks)
+    result["system"] = [
+        {"type": "text", "text": "Answer from the sources."},
+        {"type": "text", "text": "Cite them.", "cache_control": {"type": "ephemeral"}},
+    ]
+    _open(page, tmp_path, "blocks.html", result)
+    shown = page.evaluate(PROMPT)
+    marked = ["cache_control breakpoint (ephemeral)"]
+    assert shown == [
+        {
+            "role": "system (sent apart)",
+            "text": "Answer from the sources.Cite them.",
+            "marks": marked,
+        },
+        {
+            "role": "user",
+            "text": "".join(b["text"] for b in blocks),
+            "marks": marked * sum("cache_control" in b for b in blocks),
+        },
+        {"role": "user", "text": result["messages"][1]["content"], "marks": []},
+    ]
+    # Each mark sits right after the block that carries the breakpoint.
+    tails = page.evaluate(
+        "[...document.querySelectorAll('.cache-mark')]"
+        ".map(k => k.previousSibling.textContent.slice(-20))"
+    )
+    assert tails == ["Cite them.", *(b["text"][-20:] for b in blocks if "cache_control" in b)]
+    # Each row's label still links to where its passage starts, and back.
+    links = page.evaluate(
+        "[...document.querySelectorAll('tr.passage a[href^=\"#prompt-\"]')].map(a => "
+        "{const t = document.getElementById(a.getAttribute('href').slice(1)); "
+        "return t && [t.textContent, t.getAttribute('href')]})"
+    )
+    included = result["report"]["included"]
+    assert links == [[f"[{i['label']}]", f"#row-{i['position']}"] for i in included]
+    assert "[object Object]" not in page.evaluate("document.getElementById('view').textContent")
+    shoot(page, artifacts, "report-blocks.png")
+
+
+def _usd(cost: float) -> str:
+    """A cost as the report has it (8 decimals at most), as the page writes it."""
+    return "$" + f"{cost:.8f}".rstrip("0").rstrip(".")
+
+
+def test_the_prompt_cache_figures_are_shown(page: Browser, tmp_path: Path) -> None:
+    first, second = _cached_turns()
+    for result in (first, second):
+        cache = result["report"]["cache"]
+        _open(page, tmp_path, "cache.html", result)
+        facts = page.evaluate(
+            "Object.fromEntries([...document.querySelectorAll('dl.facts div')]"
+            ".map(d => [d.querySelector('dt').textContent, d.querySelector('dd').textContent]))"
+        )
+        assert facts["identical prefix"] == (
+            f"{cache['prefix_tokens']:,} tokens, {cache['prefix_sources']} sources "
+            f"({cache['reused_context_tokens']:,} tokens of sources)"
+        )
+        assert facts["read from the cache"] == f"{cache['cached_tokens']:,} tokens"
+        assert facts["written to the cache"] == f"{cache['written_tokens']:,} tokens"
+        costs = [_usd(cache["cost_usd"]), _usd(cache["cost_usd_uncached"])]
+        assert [facts["input cost with the cache"], facts["input cost without"]] == costs
+        assert facts["input cost"] == f"{costs[0]} with the prompt cache, {costs[1]} without"
+        rows = page.evaluate(
+            "[...document.querySelectorAll('tr.breakpoint')].map(r => "
+            "[...r.cells].map(c => c.textContent))"
+        )
+        assert rows == [
+            [str(b["after_sources"]), f"{b['tokens']:,}", b["reason"]] for b in cache["breakpoints"]
+        ]
+        assert rows  # both turns place one: the page must draw it
+    assert second["report"]["cache"]["cached_tokens"] > 0
+    # Without a cache section there is none on the page, and the cost is the report's.
+    result = _example()
+    _open(page, tmp_path, "nocache.html", result)
+    assert page.evaluate("document.getElementById('cache-title')") is None
+    cost = page.evaluate(
+        "[...document.querySelectorAll('dl.facts div')].find(d => "
+        "d.querySelector('dt').textContent === 'input cost').querySelector('dd').textContent"
+    )
+    assert cost == _usd(result["report"]["cost_usd"])
+
+
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+
+def test_bidi_controls_in_data_are_drawn_as_escapes(page: Browser, tmp_path: Path) -> None:
+    passages = [
+        {
+            "id": "doc\u202egpj.exe",
+            "title": "Report\u202egpj.exe",
+            "url": "https://evil.example/\u202egpj.exe",
+            "source": f"all{BIDI}",
+            "text": "The Danube ends in the Black Sea.\u2067",
+        },
+        {
+            "id": "other",
+            "text": "Sulina is the port where the Danube ends.",
+            "url": "https://user:pw@bank.example@evil.example/",
+        },
+        {"id": "gone\u202e", "text": "Nothing about rivers."},
+    ]
+    result = ctxasm.assemble(
+        "Where does the Danube end?\u202e", passages, min_score=0.2, system_prompt="Be brief.\u200f"
+    ).to_dict()
+    result["report"]["timings_ms"]["stage\u2066"] = 1.0
+    _open(page, tmp_path, "bidi.html", result)
+    drawn = page.evaluate(
+        "[document.getElementById('view').textContent, document.title, ...[...document"
+        ".querySelectorAll('#view *')].flatMap(n => [...n.attributes]"
+        ".filter(a => a.name !== 'href').map(a => a.value))]"
+    )
+    assert [s for s in drawn if any(c in s for c in BIDI)] == []
+    shown = drawn[0]
+    escaped = "".join(f"\\u{ord(c):04X}" for c in BIDI)
+    assert escaped in shown
+    for written in ("doc\\u202Egpj.exe", "Where does the Danube end?\\u202E", "stage\\u2066"):
+        assert written in shown
+    assert "gone\\u202E" in page.evaluate(
+        "[...document.querySelectorAll('tr.excluded td')].map(c => c.textContent).join(' ')"
+    )
+    links = page.evaluate(
+        "[...document.querySelectorAll('tr.passage a[rel]')].map(a => "
+        "[a.getAttribute('href'), a.textContent, a.parentElement.textContent])"
+    )
+    assert sorted(links) == [
+        [
+            "https://evil.example/%E2%80%AEgpj.exe",
+            "https://evil.example/\\u202Egpj.exe",
+            "https://evil.example/\\u202Egpj.exe",
+        ],
+        [
+            "https://user:pw%40bank.example@evil.example/",
+            "https://user:pw@bank.example@evil.example/",
+            "https://user:pw@bank.example@evil.example/ (host evil.example)",
+        ],
+    ]
+
+
 def test_why_each_passage_was_chosen(page: Browser, tmp_path: Path) -> None:
     result = _example()
     included = result["report"]["included"]
@@ -285,12 +512,13 @@ def test_labels_keyboard_and_contrast(page: Browser, tmp_path: Path) -> None:
         "history",
         "sources",
         "format overhead",
+        "sources join",
         "unused",
         "margin",
         "reserved output",
     ]
     reached = []
-    for _ in range(12):
+    for _ in range(13):
         page.press("Tab", "Tab", 9)
         reached.append(
             page.evaluate(
@@ -300,7 +528,7 @@ def test_labels_keyboard_and_contrast(page: Browser, tmp_path: Path) -> None:
         )
     assert reached[0] == "Skip to the content"
     assert reached[1].startswith("system: ")
-    assert reached[8].startswith("reserved output: ")
+    assert reached[9].startswith("reserved output: ")
 
 
 def test_a_2000_passage_report_shows_every_row(page: Browser, tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 // The assembly view: builds the page from a result JSON (the dict `ctxasm assemble` prints and
 // POST /v1/assemble returns). Every value from the result goes into the page as text
 // (textContent, append of strings) or as a number; markup is never parsed from data, and a url
-// becomes a link only when its scheme is http or https.
+// becomes a link only when its scheme is http or https. Bidi controls in data are drawn as
+// escapes (\u202E), so a url or an id cannot reorder what the page shows of it.
 const CtxasmView = (() => {
   const REASONS = {
     access_denied: "the principal may not read it",
@@ -24,6 +25,7 @@ const CtxasmView = (() => {
     ["history", "history"],
     ["sources", "sources"],
     ["overhead", "format overhead"],
+    ["join", "sources join"],
     ["unused", "unused"],
     ["margin", "margin"],
     ["reserved", "reserved output"],
@@ -42,7 +44,13 @@ const CtxasmView = (() => {
   }
   const num = (value) => (typeof value === "number" && Number.isFinite(value) ? value : 0);
   const int = (value) => num(value).toLocaleString("en-US");
-  const text = (value) => (value === null || value === undefined ? "" : String(value));
+  // Explicit bidi marks, embeddings, overrides and isolates: drawn as they are, they reorder
+  // the text around them ("https://evil.example/\u202Egpj.exe" reads ".../exe.jpg").
+  const BIDI = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+  const escapeBidi = (found) => `\\u${found.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+  const raw = (value) => (value === null || value === undefined ? "" : String(value));
+  // Every string the page draws from data goes through text().
+  const text = (value) => raw(value).replace(BIDI, escapeBidi);
   function score(value) {
     return typeof value === "number" && Number.isFinite(value) ? String(+value.toPrecision(4)) : "n/a";
   }
@@ -50,18 +58,26 @@ const CtxasmView = (() => {
     return whole > 0 ? `${((100 * part) / whole).toFixed(part / whole < 0.01 ? 2 : 1)}%` : "0%";
   }
 
-  function safeLink(url, label) {
-    const raw = text(url);
+  function safeLink(url) {
     let parsed = null;
     try {
-      parsed = new URL(raw);
+      parsed = new URL(raw(url));
     } catch (error) {
       parsed = null;
     }
-    if (parsed && (parsed.protocol === "http:" || parsed.protocol === "https:")) {
-      return el("a", { href: parsed.href, rel: "noopener noreferrer nofollow" }, label || raw);
+    if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
+      return el("span", {}, text(url));
     }
-    return el("span", {}, label || raw);
+    const link = el("a", { href: parsed.href, rel: "noopener noreferrer nofollow" }, text(url));
+    // "https://bank.example@evil.example/" goes to evil.example: say where, after the link.
+    if (!parsed.username && !parsed.password) return link;
+    return el("span", {}, link, el("span", { class: "muted" }, ` (host ${text(parsed.host)})`));
+  }
+
+  // The report rounds costs to 8 decimals: shown as it has them, without trailing zeros.
+  function usd(value) {
+    if (typeof value !== "number" || !Number.isFinite(value)) return "n/a";
+    return `$${value.toFixed(8).replace(/\.?0+$/, "")}`;
   }
 
   function facts(result, report) {
@@ -73,7 +89,7 @@ const CtxasmView = (() => {
       ["prompt tokens", `${int(report.total_tokens)} of ${int(limit)}`],
       ["sources tokens", `${int(report.context_tokens)} of ${int(budget.context)}`],
       ["passages", `${int(report.selected)} of ${int(report.considered)} included`],
-      ["input cost", typeof report.cost_usd === "number" ? `$${report.cost_usd.toFixed(6)}` : "n/a"],
+      ["input cost", inputCost(report)],
     ];
     if (report.query_class) entries.push(["query class", text(report.query_class)]);
     const relevance = report.relevance && typeof report.relevance === "object" ? report.relevance : {};
@@ -88,17 +104,33 @@ const CtxasmView = (() => {
     return list;
   }
 
+  // Without the prompt cache: the report's cost; with it, the cache section's two costs.
+  function inputCost(report) {
+    const cache = report.cache && typeof report.cache === "object" ? report.cache : null;
+    if (!cache || typeof cache.cost_usd !== "number") return usd(report.cost_usd);
+    return `${usd(cache.cost_usd)} with the prompt cache, ${usd(cache.cost_usd_uncached)} without`;
+  }
+
+  // The report's own figures. budget.overhead is counted with an empty sources block and
+  // context_tokens counts the block alone, so the tokens where the block meets the rest of the
+  // prompt (the blank line between them; a token merging across it makes this negative) are
+  // in neither: "sources join" is total_tokens less the sections, shown when not zero.
   function windowSections(report) {
     const budget = report.budget || {};
-    const fixed = { system: num(budget.system), query: num(budget.query), history: num(budget.history) };
-    const sources = num(report.context_tokens);
+    const values = {
+      system: num(budget.system),
+      query: num(budget.query),
+      history: num(budget.history),
+      sources: num(report.context_tokens),
+      overhead: num(budget.overhead),
+      margin: num(budget.margin),
+      reserved: num(budget.reserve_output),
+    };
     const total = num(report.total_tokens);
-    const reserved = num(budget.reserve_output);
-    const margin = num(budget.margin);
-    const overhead = Math.max(0, total - fixed.system - fixed.query - fixed.history - sources);
-    const unused = Math.max(0, num(budget.context_window) - reserved - margin - total);
-    const values = { ...fixed, sources, overhead, unused, margin, reserved };
-    return WINDOW_SECTIONS.map(([key, label]) => ({ key, label, tokens: values[key] }));
+    values.join = total - values.system - values.query - values.history - values.sources - values.overhead;
+    values.unused = Math.max(0, num(budget.context_window) - values.reserved - values.margin - total);
+    return WINDOW_SECTIONS.filter(([key]) => key !== "join" || values.join !== 0)
+      .map(([key, label]) => ({ key, label, tokens: values[key] }));
   }
 
   function bar(sections, name, thin) {
@@ -114,7 +146,7 @@ const CtxasmView = (() => {
         segment.setAttribute("href", section.href);
         segment.setAttribute("tabindex", "-1");
       }
-      segment.style.width = `${(100 * section.tokens) / whole}%`;
+      segment.style.width = `${(100 * Math.max(0, section.tokens)) / whole}%`;
       node.append(segment);
     }
     return node;
@@ -129,7 +161,8 @@ const CtxasmView = (() => {
         `${s.label} ${int(s.tokens)}`));
     }
     const prompt = [];
-    for (const s of sections.slice(0, 3)) prompt.push({ ...s, focusable: false });
+    const named = new Map(sections.map((s) => [s.key, { ...s, focusable: false }]));
+    for (const key of ["system", "query", "history"]) prompt.push(named.get(key));
     let shares = 0;
     for (const item of list(report.included)) {
       const tokens = num(item.tokens);
@@ -139,14 +172,54 @@ const CtxasmView = (() => {
     }
     const framing = Math.max(0, num(report.context_tokens) - shares);
     if (framing) prompt.push({ key: "sources", label: "sources framing", tokens: framing });
-    prompt.push({ ...sections[4], focusable: false });
-    return el("section", { "aria-labelledby": "budget-title" },
+    prompt.push(named.get("overhead"));
+    if (named.has("join")) prompt.push(named.get("join"));
+    const section = el("section", { "aria-labelledby": "budget-title" },
       el("h2", { id: "budget-title" }, "Where the budget went"),
       el("p", { class: "muted" }, `The context window: ${int(window)} tokens. Hover or focus a segment for its exact count.`),
       bar(sections, "context window by section", false),
-      legend,
+      legend);
+    if (named.has("join")) {
+      section.append(el("p", { class: "muted" }, "sources join: the tokens where the sources block " +
+        "meets the rest of the prompt (the blank line between them; negative when a token merges " +
+        "across it), in neither the format overhead (counted with an empty " +
+        "sources block) nor the sources (counted alone)."));
+    }
+    section.append(
       el("h3", {}, `Inside the prompt: ${int(report.total_tokens)} tokens, each passage its own segment`),
       bar(prompt, "prompt by section and passage", true));
+    return section;
+  }
+
+  // What report.cache says, in its own figures; absent when the assembly did not plan for it.
+  function cacheSection(report) {
+    const cache = report.cache;
+    if (!cache || typeof cache !== "object") return null;
+    const entries = [
+      ["identical prefix", `${int(cache.prefix_tokens)} tokens, ${int(cache.prefix_sources)} sources ` +
+        `(${int(cache.reused_context_tokens)} tokens of sources)`],
+      ["read from the cache", `${int(cache.cached_tokens)} tokens`],
+      ["written to the cache", `${int(cache.written_tokens)} tokens`],
+      ["input cost with the cache", usd(cache.cost_usd)],
+      ["input cost without", usd(cache.cost_usd_uncached)],
+    ];
+    const facts = el("dl", { class: "facts" });
+    for (const [name, value] of entries) facts.append(el("div", {}, el("dt", {}, name), el("dd", {}, value)));
+    const section = el("section", { "aria-labelledby": "cache-title" },
+      el("h2", { id: "cache-title" }, "Prompt cache"), facts);
+    if (cache.rule) section.append(el("p", { class: "muted" }, text(cache.rule)));
+    const breakpoints = list(cache.breakpoints);
+    if (breakpoints.length) {
+      const { wrap, body } = table(`${breakpoints.length} cache_control breakpoints`,
+        [["after sources", true], ["tokens", true], ["reason", false]]);
+      for (const point of breakpoints) {
+        const given = point && typeof point === "object" ? point : {};
+        body.append(el("tr", { class: "breakpoint" }, el("td", { class: "num" }, int(given.after_sources)),
+          el("td", { class: "num" }, int(given.tokens)), el("td", {}, text(given.reason))));
+      }
+      section.append(wrap);
+    }
+    return section;
   }
 
   function list(value) {
@@ -254,7 +327,27 @@ const CtxasmView = (() => {
 
   function promptText(content, positions, anchored) {
     const node = el("pre", { class: "prompt", tabindex: "0" });
-    const body = text(content);
+    if (!Array.isArray(content)) {
+      labelled(node, text(content), positions, anchored);
+      return node;
+    }
+    // Content blocks (the anthropic format planning for the prompt cache): their texts in
+    // order, and a mark after each block that carries a cache_control breakpoint.
+    for (const block of content) {
+      const given = block && typeof block === "object" ? block : {};
+      if (typeof given.text === "string") labelled(node, text(given.text), positions, anchored);
+      else node.append(el("span", { class: "block-mark" }, `[${text(given.type) || "non-text"} block]`));
+      const control = given.cache_control;
+      if (control && typeof control === "object") {
+        const kind = text(control.type);
+        node.append(el("span", { class: "cache-mark", title: "the provider caches the prompt up to here" },
+          `cache_control breakpoint${kind ? ` (${kind})` : ""}`));
+      }
+    }
+    return node;
+  }
+
+  function labelled(node, body, positions, anchored) {
     let last = 0;
     LABEL.lastIndex = 0;
     for (let match = LABEL.exec(body); match !== null; match = LABEL.exec(body)) {
@@ -271,7 +364,6 @@ const CtxasmView = (() => {
       last = match.index + match[0].length;
     }
     node.append(body.slice(last));
-    return node;
   }
 
   function promptSection(result, report) {
@@ -281,7 +373,9 @@ const CtxasmView = (() => {
     const section = el("section", { "aria-labelledby": "prompt-title" },
       el("h2", { id: "prompt-title" }, "What the model will see"));
     const parts = [];
-    if (typeof result.system === "string") parts.push(["system (sent apart)", result.system]);
+    if (typeof result.system === "string" || Array.isArray(result.system)) {
+      parts.push(["system (sent apart)", result.system]);
+    }
     for (const message of list(result.messages)) {
       if (message && typeof message === "object") parts.push([text(message.role) || "message", message.content]);
     }
@@ -297,7 +391,7 @@ const CtxasmView = (() => {
     const timings = report.timings_ms && typeof report.timings_ms === "object" ? report.timings_ms : {};
     const { wrap, body } = table("milliseconds per stage", [["stage", false], ["ms", true]]);
     for (const [stage, ms] of Object.entries(timings)) {
-      body.append(el("tr", {}, el("td", {}, stage), el("td", { class: "num" }, num(ms).toFixed(3))));
+      body.append(el("tr", {}, el("td", {}, text(stage)), el("td", { class: "num" }, num(ms).toFixed(3))));
     }
     const section = el("section", { "aria-labelledby": "timings-title" }, el("h2", { id: "timings-title" }, "Timings"), wrap);
     const history = report.history;
@@ -314,8 +408,11 @@ const CtxasmView = (() => {
     const labels = new Map();
     for (const item of list(report.included)) labels.set(text(item.id), text(item.label));
     const view = document.createDocumentFragment();
-    view.append(facts(data, report), budgetSection(report), includedSection(report, labels),
-      excludedSection(report), promptSection(data, report), timingsSection(report));
+    view.append(facts(data, report), budgetSection(report));
+    const cache = cacheSection(report);
+    if (cache) view.append(cache);
+    view.append(includedSection(report, labels), excludedSection(report), promptSection(data, report),
+      timingsSection(report));
     root.replaceChildren(view);
     const model = text(report.model);
     if (model) document.title = `ctxasm: ${model}, ${int(report.selected)} of ${int(report.considered)} passages`;
