@@ -394,7 +394,7 @@ def test_top_k_still_applies_to_previous_passages() -> None:
     assert {reasons[item.id] for item in first.report.included} == {ctxasm.Reason.TOP_K}
 
 
-def test_rank_keeps_the_given_ids_below_the_floor_and_min_score() -> None:
+def test_rank_keeps_the_given_ids_below_the_floor_but_not_below_min_score() -> None:
     from ctxasm.stages.relevance import BM25Relevance, rank
 
     readable = [
@@ -402,11 +402,51 @@ def test_rank_keeps_the_given_ids_below_the_floor_and_min_score() -> None:
         (1, Passage("b", "king")),
         (2, Passage("c", "sea")),
     ]
-    kept, cut, _ = rank(
-        "river", readable, BM25Relevance(), min_score=0.5, top_k=None, keep=frozenset({"b"})
-    )
+    keep = frozenset({"b"})
+    kept, cut, _ = rank("river", readable, BM25Relevance(), min_score=None, top_k=None, keep=keep)
     assert [(c.id, c.score) for c in kept] == [("a", 1.0), ("b", 0.0)]
     assert [(e.candidate_id, e.reason) for e in cut] == [("c", ctxasm.Reason.BELOW_THRESHOLD)]
+    kept, cut, _ = rank("river", readable, BM25Relevance(), min_score=0.5, top_k=None, keep=keep)
+    assert [c.id for c in kept] == ["a"]
+    assert [(e.candidate_id, e.reason, e.detail) for e in cut] == [
+        ("b", ctxasm.Reason.BELOW_THRESHOLD, "bm25 score 0 < min_score 0.5"),
+        ("c", ctxasm.Reason.BELOW_THRESHOLD, "bm25 score 0: no query term in the text"),
+    ]
+
+
+def test_an_operators_min_score_applies_to_the_previous_passages() -> None:
+    assembler = ctxasm.Assembler({"defaults": {"min_score": 0.5}})
+    first_turn = [
+        {"id": "a", "text": "The Danube ends in the Black Sea.", "score": 0.9},
+        {"id": "b", "text": "Vienna lies on the Danube.", "score": 0.8},
+    ]
+    first = assembler.assemble("Where does the Danube end?", first_turn, previous=None)
+    assert [i.id for i in first.report.included] == ["a", "b"]
+    # b's retriever score drops below the operator's min_score on the next turn
+    second_turn = [first_turn[0], {**first_turn[1], "score": 0.1}]
+    second = assembler.assemble("How long is the Danube?", second_turn, previous=first)
+    assert [i.id for i in second.report.included] == ["a"]
+    assert [(e.id, e.reason, e.detail) for e in second.report.excluded] == [
+        ("b", ctxasm.Reason.BELOW_THRESHOLD, "given score 0.1 < min_score 0.5")
+    ]
+
+
+def test_only_passages_the_state_shows_unchanged_are_kept_below_the_floor() -> None:
+    passages = [*_unscored(3), {"id": "z", "text": "zebra stripes 12."}]
+    passages.append({"id": "new", "text": "bananas 7."})
+    first = ctxasm.assemble("river bank?", passages[:3], previous=None, **KW)
+    assert sorted(i.id for i in first.report.included) == ["p0", "p1", "p2"]
+    assert first.report.cache is not None
+    state = first.report.cache.state.to_dict()
+    # a made-up entry (a passage never shown), and a passage whose text changed since
+    state["sources"].append({"id": "new", "digest": "0" * 32})
+    state["labels"]["new"] = state["next_label"]
+    state["next_label"] += 1
+    changed = [{**passages[0], "text": passages[0]["text"] + " More."}, *passages[1:]]
+    follow_up = ctxasm.assemble("zebra?", changed, previous=state, **KW)
+    assert sorted(i.id for i in follow_up.report.included) == ["p1", "p2", "z"]
+    dropped = {e.id: e.reason for e in follow_up.report.excluded}
+    assert dropped == {"p0": ctxasm.Reason.BELOW_THRESHOLD, "new": ctxasm.Reason.BELOW_THRESHOLD}
 
 
 def _with_stickiness(stickiness: float) -> dict[str, Any]:
@@ -618,6 +658,24 @@ def test_a_source_shown_compressed_is_shown_the_same_way_again() -> None:
     state = {**first.report.cache.state.to_dict(), "compressed": {}}
     whole = ctxasm.assemble("queen sea?", passages, previous=state, **options)
     assert whole.report.cache is not None and whole.report.cache.prefix_sources == 2
+
+
+def test_a_source_shown_compressed_counts_as_shown_unchanged() -> None:
+    from ctxasm.formatting import get_format
+    from ctxasm.prompt_cache import shown_unchanged
+
+    passages, options = _sentences(8), {"max_context_tokens": 900, "model": "gpt-4.1"}
+    first = ctxasm.assemble("river king?", passages, previous=None, **options)
+    assert first.report.cache is not None
+    state = first.report.cache.state
+    assert state.compressed == {"p3": (0, 1)}
+    readable = [(i, Passage(p["id"], p["text"], title=p["title"])) for i, p in enumerate(passages)]
+    block = get_format("openai").block
+    shown = sorted(item.id for item in first.report.included)
+    assert sorted(shown_unchanged(state, readable, block)) == shown
+    # a state without the record of the cut: p3's whole text is not what was shown
+    uncut = replace(state, compressed={})
+    assert sorted(shown_unchanged(uncut, readable, block)) == [i for i in shown if i != "p3"]
 
 
 def test_kept_sentences_reads_back_what_compression_cut() -> None:

@@ -356,8 +356,9 @@ def rank(
 ) -> tuple[list[Candidate], list[Exclusion], Scores]:
     """Candidates ranked best first (ties in request order), and what the cuts excluded.
 
-    Passages whose id is in ``keep`` are exempt from the score floor and ``min_score`` (the
-    previous turn's sources, when planning for the prompt cache); ``top_k`` still applies."""
+    Passages whose id is in ``keep`` are exempt from the relevance strategy's score floor (the
+    previous turn's sources, when planning for the prompt cache); ``min_score``, a limit the
+    caller or the operator chose, and ``top_k`` apply to every passage."""
     excluded: list[Exclusion] = []
     live: list[tuple[int, Passage]] = []
     for index, passage in readable:
@@ -391,8 +392,7 @@ def rank(
         if judged and scores.floor is not None and candidate.score <= scores.floor:
             detail = f"{scores.method} score {candidate.score:.4g}: {scores.why_irrelevant}"
         elif (
-            judged
-            and min_score is not None
+            min_score is not None
             and (value := cut.get(candidate.request_index, candidate.score)) < min_score
         ):
             detail = f"{cut_name} score {value:.4g} < min_score {min_score:g}"
