@@ -505,11 +505,13 @@ def _session_labels(
 
 def _cost(model: ModelSpec, total: int, read: int, written: int) -> float | None:
     """The input cost of ``total`` tokens, ``read`` of them from the cache and ``written`` to
-    it, at the registry's prices (``None`` when the model has no input price)."""
-    price = model.input_price
+    it, at the registry's prices for a prompt of ``total`` tokens (``None`` when the model has
+    no input price)."""
+    prices = model.prices(total)
+    price = prices.input
     if price is None:
         return None
-    cached = price if model.cached_input_price is None else model.cached_input_price
-    write = price if model.cache_write_price is None else model.cache_write_price
+    cached = price if prices.cached_input is None else prices.cached_input
+    write = price if prices.cache_write is None else prices.cache_write
     usd = (read * cached + written * write + (total - read - written) * price) / 1_000_000
     return round(usd, 8)

@@ -24,10 +24,12 @@ __all__ = ["build_report", "cost_usd"]
 
 
 def cost_usd(model: ModelSpec, input_tokens: int) -> float | None:
-    """What the prompt's input tokens cost at the registry price (output is billed as written)."""
-    if model.input_price is None:
+    """What the prompt's input tokens cost at the registry price for a prompt of that size
+    (a long prompt's tier, where the model has one; output is billed as written)."""
+    price = model.prices(input_tokens).input
+    if price is None:
         return None
-    return round(input_tokens * model.input_price / 1_000_000, 8)
+    return round(input_tokens * price / 1_000_000, 8)
 
 
 def _order(exclusion: Exclusion, positions: Mapping[str, int]) -> tuple[int, int]:

@@ -10,6 +10,7 @@ import pytest
 
 import ctxasm
 from ctxasm import ConfigError, ModelRegistry, ModelSpec, UnknownModelError, default_registry
+from ctxasm.models import Prices
 
 PASSAGES = [{"id": "a", "text": "A fact about rivers.", "score": 1.0}]
 
@@ -126,6 +127,7 @@ def test_gpt_4o_entry() -> None:
         "cache_min_tokens": 1024,
         "cache_increment": 128,
         "reasoning": False,
+        "price_tiers": [],
     }
 
 
@@ -282,3 +284,137 @@ def test_registry_from_mapping() -> None:
         tokenizer="tiktoken:o200k_base",
         tokens_per_message=7,
     )
+
+
+# --- price tiers (Google bills long Gemini prompts at higher prices) ---------------------------
+
+
+def test_gemini_long_prompts_are_priced_at_googles_long_context_rates() -> None:
+    from ctxasm.report import cost_usd
+
+    models = default_registry()
+    pro = models.get("gemini-2.5-pro")
+    # every token of a prompt over 200,000 tokens is billed at the higher rate
+    assert cost_usd(pro, 200_000) == 0.25
+    assert cost_usd(pro, 200_001) == 0.5000025
+    assert pro.prices(200_000) == Prices(1.25, 10.0, 0.125, None)
+    assert pro.prices(200_001) == Prices(2.5, 15.0, 0.25, None)
+    assert models.get("gemini-1.5-pro").prices(128_001) == Prices(2.5, 10.0, 0.625, None)
+    assert models.get("gemini-1.5-flash").prices(128_001) == Prices(0.15, 0.6, 0.0375, None)
+    tiered = sorted(spec.name for spec in models if spec.price_tiers)
+    assert tiered == ["gemini-1.5-flash", "gemini-1.5-pro", "gemini-2.5-pro"]
+
+
+def test_a_config_gives_price_tiers_and_the_report_and_cache_costs_use_them() -> None:
+    tiers = [{"above": 200, "input_price": 4.0, "cached_input_price": 0.4}]
+    assembler = ctxasm.Assembler({"models": {"gpt-4o": {"price_tiers": tiers}}})
+    short = assembler.assemble(query="q", passages=PASSAGES, previous=None)
+    assert short.report.total_tokens <= 200
+    assert short.report.cost_usd == round(short.report.total_tokens * 2.5 / 1e6, 8)
+    passages = [{"id": f"p{i}", "text": f"River fact {i}. " * 60} for i in range(6)]
+    long = assembler.assemble(query="river?", passages=passages, previous=None)
+    total = long.report.total_tokens
+    assert total > 1024
+    assert long.report.cost_usd == round(total * 4.0 / 1e6, 8)
+    assert long.report.cache is not None
+    assert long.report.cache.cost_usd_uncached == round(total * 4.0 / 1e6, 8)
+    # a turn that reads from the cache pays the tier's cached price for what it reads
+    again = assembler.assemble(query="river?", passages=passages, previous=long)
+    assert again.report.cache is not None
+    read, total = again.report.cache.cached_tokens, again.report.total_tokens
+    assert read >= 1024
+    assert again.report.cache.cost_usd == round((read * 0.4 + (total - read) * 4.0) / 1e6, 8)
+
+
+def test_cached_reads_at_a_tier_are_priced_at_its_cached_price() -> None:
+    from ctxasm.prompt_cache import _cost
+
+    pro = default_registry().get("gemini-2.5-pro")
+    assert _cost(pro, 300_000, 100_000, 0) == round((100_000 * 0.25 + 200_000 * 2.5) / 1e6, 8)
+    assert _cost(pro, 150_000, 100_000, 0) == round((100_000 * 0.125 + 50_000 * 1.25) / 1e6, 8)
+
+
+def test_overriding_the_price_tiers_replaces_them() -> None:
+    registry = default_registry()
+    dropped = registry.with_overrides({"gemini-2.5-pro": {"price_tiers": []}})
+    assert dropped.get("gemini-2.5-pro").prices(500_000).input == 1.25
+    two = [{"above": 1000, "input_price": 2.0}, {"above": 2000, "output_price": 30}]
+    spec = registry.with_overrides({"gemini-2.5-pro": {"price_tiers": two}}).get("gemini-2.5-pro")
+    assert spec.prices(1000) == Prices(1.25, 10.0, 0.125, None)
+    assert spec.prices(1500) == Prices(2.0, 10.0, 0.125, None)
+    assert spec.prices(2500) == Prices(2.0, 30, 0.125, None)  # a price left out: the one below
+    assert spec.to_dict()["price_tiers"] == [
+        {"above": 1000, "input_price": 2.0},
+        {"above": 2000, "output_price": 30},
+    ]
+    # the registry's own tiers survive an override of other fields, and the base price with it
+    kept = registry.with_overrides({"gemini-2.5-pro": {"input_price": 1.0}}).get("gemini-2.5-pro")
+    assert (kept.prices(100).input, kept.prices(300_000).input) == (1.0, 2.5)
+
+
+@pytest.mark.parametrize(
+    ("tiers", "fragment", "field"),
+    [
+        (
+            {"above": 5, "input_price": 1},
+            "price_tiers must be a list of tables such as { above = 200000, input_price = 2.5 }",
+            "price_tiers",
+        ),
+        ([5], "price_tiers[0] must be a table of above and prices, got 5", "price_tiers[0]"),
+        (
+            [{"input_price": 1}],
+            "price_tiers[0].above must be an integer from 1 to 1,000,000,000 (the prompt tokens "
+            "past which the tier's prices apply), got None",
+            "price_tiers[0].above",
+        ),
+        (
+            [{"above": True, "input_price": 1}],
+            "price_tiers[0].above must be an integer",
+            "price_tiers[0].above",
+        ),
+        (
+            [{"above": 10, "input_price": 1}, {"above": 10, "input_price": 2}],
+            "price_tiers[1].above must be greater than the tier before it (10), got 10",
+            "price_tiers[1].above",
+        ),
+        (
+            [{"above": 10, "input_price": -1}],
+            "price_tiers[0].input_price must be a price from 0 to 1,000,000.0",
+            "price_tiers[0].input_price",
+        ),
+        (
+            [{"above": 10, "input": 2}],
+            "price_tiers[0] has unknown field(s) input; allowed: above, input_price",
+            "price_tiers[0].input",
+        ),
+        (
+            [{"above": 10}],
+            "price_tiers[0] sets no price; give at least one of input_price, output_price",
+            "price_tiers[0]",
+        ),
+    ],
+)
+def test_bad_price_tiers_name_the_field(tiers: Any, fragment: str, field: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler({"models": {"gemini-2.5-pro": {"price_tiers": tiers}}})
+    assert fragment in caught.value.message
+    assert caught.value.field == f"models.gemini-2.5-pro.{field}"
+
+
+def test_the_models_table_marks_tiered_prices_and_lists_the_tiers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from ctxasm.cli.report_view import print_models
+
+    models = default_registry()
+    print_models([models.get("gemini-2.5-pro"), models.get("gemini-2.0-flash")])
+    lines = capsys.readouterr().out.splitlines()
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if "│" in line]
+    assert {row[0]: row[-3:] for row in rows} == {
+        "gemini-2.5-pro": ["1.25*", "0.125*", "10*"],
+        "gemini-2.0-flash": ["0.1", "0.025", "0.4"],
+    }
+    notes = [line for line in lines if line.startswith("*")]
+    assert notes == [
+        "* gemini-2.5-pro, prompts over 200,000 tokens: input 2.5, cached input 0.25, output 15"
+    ]

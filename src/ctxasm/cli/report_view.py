@@ -23,7 +23,7 @@ from ctxasm.files import write_atomic
 
 if TYPE_CHECKING:
     from ctxasm.evaluation.runner import EvalRow
-    from ctxasm.models import ModelSpec
+    from ctxasm.models import ModelSpec, PriceTier
 
 
 __all__ = [
@@ -200,7 +200,9 @@ def why_chosen(chosen: Mapping[str, Any] | None, labels: Mapping[str, str]) -> s
 
 def print_models(specs: Sequence[ModelSpec]) -> None:
     """The model registry as a table on stdout (``cached input``: the price of input tokens
-    read from the provider's prompt cache, see docs/caching.md)."""
+    read from the provider's prompt cache, see docs/caching.md). A model billed at higher
+    prices for long prompts has ``*`` after its prices, and its tiers are listed below the
+    table, one line each, so that the columns stay one price wide."""
     table = Table(title="Model registry (prices: USD per 1M tokens)")
     columns = ("model", "provider", "window", "max output", "tokenizer", "input", "cached input")
     for column in (*columns, "output"):
@@ -208,18 +210,42 @@ def print_models(specs: Sequence[ModelSpec]) -> None:
             column, justify="right" if column in ("window", "max output") else "left", no_wrap=True
         )
     for spec in specs:
+        mark = "*" if spec.price_tiers else ""
         table.add_row(
             _escape(spec.name),  # names and specs come from a config file: text, not markup
             _escape(spec.provider),
             f"{spec.context_window:,}",
             f"{spec.max_output:,}",
             _escape(spec.tokenizer),
-            "-" if spec.input_price is None else f"{spec.input_price:g}",
-            "-" if spec.cached_input_price is None else f"{spec.cached_input_price:g}",
-            "-" if spec.output_price is None else f"{spec.output_price:g}",
+            _price(spec.input_price, mark),
+            _price(spec.cached_input_price, mark),
+            _price(spec.output_price, mark),
         )
     # Piped output keeps full names (for grep) instead of squeezing into 80 columns.
-    Console(width=None if is_terminal(sys.stdout) else 200).print(table)
+    console = Console(width=None if is_terminal(sys.stdout) else 200)
+    console.print(table)
+    for spec in specs:
+        for tier in spec.price_tiers:
+            console.print(_escape(_tier_line(spec, tier)), soft_wrap=True)
+
+
+def _price(value: float | None, mark: str = "") -> str:
+    return "-" if value is None else f"{value:g}{mark}"
+
+
+def _tier_line(spec: ModelSpec, tier: PriceTier) -> str:
+    """``* gemini-2.5-pro, prompts over 200,000 tokens: input 2.5, cached input 0.25, ...``"""
+    prices = spec.prices(tier.above + 1)
+    shown = [
+        f"{name} {_price(value)}"
+        for name, value in (
+            ("input", prices.input),
+            ("cached input", prices.cached_input),
+            ("output", prices.output),
+        )
+        if value is not None
+    ]
+    return f"* {spec.name}, prompts over {tier.above:,} tokens: {', '.join(shown)}"
 
 
 def _rate(value: float | None) -> str:

@@ -7,7 +7,6 @@ to :meth:`ModelRegistry.with_overrides`) adds models or overrides fields of exis
 from __future__ import annotations
 
 import difflib
-import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -16,9 +15,24 @@ from typing import Any
 
 from ctxasm.errors import ConfigError, UnknownModelError
 from ctxasm.models.chat import ChatTemplate, chat_template, check_chat_name
+from ctxasm.models.prices import (
+    PRICE_FIELDS,
+    Prices,
+    PriceTier,
+    check_price,
+    check_tiers,
+    prices_for,
+)
 from ctxasm.validation import shown
 
-__all__ = ["CACHE_KINDS", "ModelRegistry", "ModelSpec", "default_registry"]
+__all__ = [
+    "CACHE_KINDS",
+    "ModelRegistry",
+    "ModelSpec",
+    "PriceTier",
+    "Prices",
+    "default_registry",
+]
 
 _INT_FIELDS = (
     "context_window",
@@ -28,10 +42,10 @@ _INT_FIELDS = (
     "cache_min_tokens",
     "cache_increment",
 )
-_PRICE_FIELDS = ("input_price", "output_price", "cached_input_price", "cache_write_price")
 _KNOWN_FIELDS = {
     *_INT_FIELDS,
-    *_PRICE_FIELDS,
+    *PRICE_FIELDS,
+    "price_tiers",
     "provider",
     "tokenizer",
     "chat",
@@ -53,6 +67,9 @@ class ModelSpec:
     ``openai`` adds ``tokens_per_message`` per message and ``reply_priming`` before the reply;
     with any other template, ``tokens_per_message`` is only what the budget allows for the
     framing of one history turn before the exact recount.
+
+    ``price_tiers`` are the higher prices some providers bill a long prompt at (Gemini 1.5 and
+    2.5 Pro); :meth:`prices` gives the prices for a prompt of a given size.
 
     ``reasoning`` marks a model that thinks in hidden tokens before it answers, and counts them
     against its output limit (OpenAI's o-series and gpt-5): the budget's default output reserve
@@ -77,6 +94,7 @@ class ModelSpec:
     cache_min_tokens: int = 0
     cache_increment: int = 1
     reasoning: bool = False
+    price_tiers: tuple[PriceTier, ...] = ()
 
     def __post_init__(self) -> None:
         check_chat_name(self.chat, f"models.{self.name}.chat")
@@ -92,6 +110,14 @@ class ModelSpec:
                 f"got {self.cache_increment!r}",
                 field=f"models.{self.name}.cache_increment",
             )
+
+    def prices(self, prompt_tokens: int) -> Prices:
+        """The prices of a request whose prompt has ``prompt_tokens`` tokens (the tier it is
+        past, else the model's own)."""
+        base = Prices(
+            self.input_price, self.output_price, self.cached_input_price, self.cache_write_price
+        )
+        return prices_for(base, self.price_tiers, prompt_tokens)
 
     @property
     def chat_template(self) -> ChatTemplate:
@@ -117,11 +143,11 @@ class ModelSpec:
             "cache_min_tokens": self.cache_min_tokens,
             "cache_increment": self.cache_increment,
             "reasoning": self.reasoning,
+            "price_tiers": [tier.to_dict() for tier in self.price_tiers],
         }
 
 
 MAX_CONFIG_INT = 1_000_000_000  # tokens: far past any window, and a float holds it exactly
-MAX_PRICE = 1_000_000.0  # USD per million tokens: a dollar a token; costs stay finite
 
 
 def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[str, Any]:
@@ -152,19 +178,10 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
                     f"got {shown(value)}",
                     field=f"{where}.{key}",
                 )
-    for key in _PRICE_FIELDS:
-        value = entry.get(key)
-        if value is not None and (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-            or not 0 <= value <= MAX_PRICE
-        ):
-            raise ConfigError(
-                f"{where}.{key} must be a price from 0 to {MAX_PRICE:,} (USD per million "
-                f"tokens) or null, got {shown(value)}",
-                field=f"{where}.{key}",
-            )
+    for key in PRICE_FIELDS:
+        check_price(entry.get(key), f"{where}.{key}")
+    if "price_tiers" in entry:  # replaces the tiers as a whole: [] removes them
+        checked["price_tiers"] = check_tiers(entry["price_tiers"], f"{where}.price_tiers")
     for key in ("provider", "tokenizer", "chat", "cache"):
         if key in entry and not isinstance(entry[key], str):
             raise ConfigError(

@@ -350,6 +350,17 @@ class CitationReport(_Closed):
     forms: dict[str, int]
 
 
+class PriceTierInfo(_Closed):
+    """Prices for a request whose prompt is past ``above`` tokens (a price left out: the
+    model's own)."""
+
+    above: int = Field(description="Prompt tokens past which these prices apply.")
+    input_price: float | None = None
+    output_price: float | None = None
+    cached_input_price: float | None = None
+    cache_write_price: float | None = None
+
+
 class ModelInfo(_Closed):
     """One model of the registry."""
 
@@ -380,6 +391,10 @@ class ModelInfo(_Closed):
     reasoning: bool = Field(
         description="Whether the model thinks in hidden tokens counted against its output "
         "limit (a larger default output reserve)."
+    )
+    price_tiers: list[PriceTierInfo] = Field(
+        description="Higher prices billed for every token of a request whose prompt is long "
+        "(Gemini 1.5 and 2.5 Pro), lowest tier first."
     )
 
 
