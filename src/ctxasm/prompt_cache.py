@@ -73,8 +73,12 @@ def _digest(*texts: str) -> str:
     return hasher.hexdigest()
 
 
-def head_digest(model: ModelSpec, fmt: Format, system: str) -> str:
-    """A digest of everything before the sources: the model, the format, the system prompt."""
+def head_digest(model: ModelSpec, fmt: Format, system: str, layout: str = "") -> str:
+    """A digest of everything before the sources: the model, the format, the system prompt,
+    and ``layout``, where a chat template put the system prompt when it moves it (see
+    ``ChatTemplate.head``; empty: before the sources, as every other layout)."""
+    if layout:
+        return _digest(model.name, fmt.name, system, layout)
     return _digest(model.name, fmt.name, system)
 
 
@@ -292,8 +296,9 @@ def plan(
     """The cache section of the report and the request with any breakpoints placed."""
     block = fmt.block
     prints = [fingerprint(block, c, labels[c.id]) for c in kept]
-    head = head_digest(model, fmt, parts.system)
-    prefix = _measure(model, fmt, counter, parts, previous, kept, labels, prints, head)
+    head_tokens, layout = _head(model, fmt, counter, parts)
+    head = head_digest(model, fmt, parts.system, layout)
+    prefix = _measure(fmt, counter, previous, kept, labels, prints, head, head_tokens)
     if model.cache == "breakpoints" and fmt.name == "anthropic" and kept:
         placed, read = _breakpoints(model, previous, prefix, len(kept))
         rendered = _with_breakpoints(rendered, placed)
@@ -337,18 +342,17 @@ def plan(
 
 
 def _measure(
-    model: ModelSpec,
     fmt: Format,
     counter: TokenCounter,
-    parts: PromptParts,
     previous: CacheState,
     kept: Sequence[Candidate],
     labels: Mapping[str, int],
     prints: Sequence[str],
     head: str,
+    head_tokens: int,
 ) -> _Prefix:
     """Where the prompt stops being identical to the previous turn's, in tokens."""
-    through = [_head_tokens(model, fmt, counter, parts)]
+    through = [head_tokens]
     for opening, body in fmt.block.parts(kept, labels):
         # the shares of the block add up to its count (docs/report.md, included[].tokens)
         through.append(through[-1] + counter.count(opening) + counter.count(body))
@@ -366,17 +370,21 @@ def _measure(
     return _Prefix(tuple(through), identical, same_head)
 
 
-def _head_tokens(model: ModelSpec, fmt: Format, counter: TokenCounter, parts: PromptParts) -> int:
-    """Tokens before the sources block when the sources come first: the system prompt and the
-    framing of the messages up to the sources (per the format)."""
-    system = counter.count(parts.system)
+def _head(
+    model: ModelSpec, fmt: Format, counter: TokenCounter, parts: PromptParts
+) -> tuple[int, str]:
+    """Tokens before the sources block when the sources come first (the system prompt and
+    the framing up to the sources, as the format or the model's chat template writes them),
+    and where a template put the system prompt when it moves it (``ChatTemplate.head``)."""
     if fmt.name == "openai":
-        return system + 2 * model.tokens_per_message + counter.count("system" + "user")
+        replies = any(turn.role == "assistant" for turn in parts.history)
+        return model.chat_template.head(parts.system, counter.count, replies=replies)
     if fmt.name == "anthropic":
-        return system + model.tokens_per_message + counter.count("user")
+        system = counter.count(parts.system)
+        return system + model.tokens_per_message + counter.count("user"), ""
     if fmt.name == "markdown":
-        return counter.count(f"## Instructions\n\n{parts.system}\n\n")
-    return counter.count(f"{parts.system}\n\n")
+        return counter.count(f"## Instructions\n\n{parts.system}\n\n"), ""
+    return counter.count(f"{parts.system}\n\n"), ""
 
 
 def _automatic(model: ModelSpec, fmt: Format, prefix: int) -> tuple[int, str]:

@@ -22,6 +22,10 @@ otherwise as the joined string the server tokenizes. A control-token string writ
 message is counted as text (a server that parses it finds fewer tokens). Which messages a
 template receives: a system message first, then user and assistant turns, the last one a user
 turn (what ``OpenAIChatFormat`` renders); other shapes are counted as each server encodes them.
+
+A template also counts the tokens it writes before the sources when they come first
+(``head``), where the prompt cache's identical prefix starts being measured, and says when it
+moves the system prompt between turns (``mistral-v3``), which ends that prefix.
 """
 
 from __future__ import annotations
@@ -69,6 +73,15 @@ class ChatTemplate(Protocol):
         when it holds neither the system prompt nor the question (a history turn)."""
         ...
 
+    def head(self, system: str, count: CountText, *, replies: bool) -> tuple[int, str]:
+        """The tokens before the sources in a chat that puts them first (planning for the
+        prompt cache): a system message ``system``, a user message that opens with the
+        sources, then the history and the question; ``replies``: the history has an assistant
+        turn. With them, what else decides those tokens: empty where the template always
+        writes the system prompt before the sources, else where it put it. A lower bound
+        where the tokens before the sources are not known exactly."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class PerMessageChat:
@@ -84,6 +97,13 @@ class PerMessageChat:
 
     def turn(self, role: str, content: str, count: CountText) -> int:
         return self.tokens_per_message + count(role) + count(content)
+
+    def head(self, system: str, count: CountText, *, replies: bool) -> tuple[int, str]:
+        # OpenAI writes <|im_start|>{role}<|im_sep|>{content}<|im_end|>: two of a message's
+        # tokens before its content, one after. Other servers counted this way may write
+        # fewer before it, never all (one ends the message).
+        before = max(0, min(2, self.tokens_per_message - 1))
+        return self.turn("system", system, count) + before + count("user"), ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +131,10 @@ class Llama3Chat:
     def turn(self, role: str, content: str, count: CountText) -> int:
         return 3 + count(role) + count("\n\n") + count(content.strip())
 
+    def head(self, system: str, count: CountText, *, replies: bool) -> tuple[int, str]:
+        system_turn = 1 + self.turn("system", system, count) + count(LLAMA3_DATE_LINES)
+        return system_turn + 2 + count("user") + count("\n\n"), ""
+
 
 @dataclass(frozen=True, slots=True)
 class ChatMLChat:
@@ -136,6 +160,10 @@ class ChatMLChat:
         else:
             text = count("\n") + count(content)
         return 2 + count(role) + text + count("\n")
+
+    def head(self, system: str, count: CountText, *, replies: bool) -> tuple[int, str]:
+        # the sources open with a letter: the newline after the role is a piece of its own
+        return self.turn("system", system, count) + 1 + count("user") + count("\n"), ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +211,19 @@ class MistralChat:
                 at = users[0] if self.version == 1 else users[-1]
                 turns[at] = ("user", "\n\n".join([*system, turns[at][1]]))
         return 1 + sum(self.turn(role, content, count) for role, content in turns)
+
+    def head(self, system: str, count: CountText, *, replies: bool) -> tuple[int, str]:
+        if self.version >= 7:  # <s>, the system prompt in its place, [INST]
+            return 1 + self.turn("system", system, count) + 1, ""
+        if self.version == 1:  # the system prompt opens the first user turn, always
+            return 1 + count(f"[INST] {system}\n\n" if system else "[INST]"), ""
+        # v3 writes the system prompt in the last user turn: the sources' own, joined, until
+        # an assistant turn follows them; then it moves to the question's
+        if not system:
+            return 2, ""
+        if replies:
+            return 2, "the system prompt in the last user turn"
+        return 2 + count(f"{system}\n\n"), ""
 
     def turn(self, role: str, content: str, count: CountText) -> int:
         if role == "assistant":
