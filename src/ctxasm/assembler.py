@@ -37,6 +37,7 @@ from ctxasm.errors import (
     ConfigError,
     RequestError,
     TokenizerError,
+    TokenizerFileError,
 )
 from ctxasm.formatting import Format, PromptParts, Rendered, get_format
 from ctxasm.formatting.measure import MeasuredPrompt
@@ -242,13 +243,12 @@ class Assembler:
             counter = get_counter(model.tokenizer)
             bare = PromptParts(pipeline.system_prompt(request), (), request.query)
             plan_budget(request, model, counter, MeasuredPrompt(fmt, bare, counter, model))
+        except TokenizerFileError as error:
+            if error.field is None:
+                raise self._default_tokenizer_error(model, error) from None
+            raise  # it names the environment variable that led to the file: fix that
         except TokenizerError as error:
-            raise ConfigError(
-                f"defaults.model {model.name!r} counts with {model.tokenizer!r}, which cannot "
-                f"be loaded: {error.message}; fix the tokenizer (models.{model.name}.tokenizer "
-                "in the config) or choose another defaults.model",
-                field="defaults.model",
-            ) from None
+            raise self._default_tokenizer_error(model, error) from None
         except BudgetError as error:
             if self.config.defaults:
                 raise defaults_error(error) from None
@@ -261,6 +261,17 @@ class Assembler:
             ) from None
         except RequestError as error:
             raise defaults_error(error) from None
+
+    def _default_tokenizer_error(self, model: ModelSpec, error: TokenizerError) -> ConfigError:
+        """The error for a default model whose tokenizer cannot be loaded, naming
+        ``defaults.model`` as the config's when it set one, else the built-in default."""
+        which = "defaults.model" if "model" in self.config.defaults else "the default model"
+        return ConfigError(
+            f"{which} {model.name!r} counts with {model.tokenizer!r}, which cannot be loaded: "
+            f"{error.message.rstrip('.')}; fix the tokenizer (models.{model.name}.tokenizer in "
+            "a config) or choose another defaults.model",
+            field="defaults.model",
+        )
 
     def warm_up(self) -> None:
         """Load now what the configured default strategies otherwise load when a request first

@@ -17,6 +17,10 @@
     │   └── PluginError           a strategy plugin is broken or clashes by name    422    2
     ├── StoreUnavailableError     the document store cannot be reached now (retry)  503    1
     └── TokenizerError            a tokenizer cannot be loaded (offline, bad hash)  500    1
+        └── TokenizerFileError    a tokenizer file you gave is missing or broken    500    2
+
+A broken tokenizer file is the operator's to fix, never the client's: the service answers 500
+(the request was fine), the CLI exits 2 (its user gave the file).
 
 Excluding a passage is never an exception: it is an ``Exclusion`` in the report. Exceptions
 are for requests that cannot be answered at all. Every error carries a stable ``code`` and,
@@ -45,6 +49,7 @@ __all__ = [
     "RequestTooLargeError",
     "StoreUnavailableError",
     "TokenizerError",
+    "TokenizerFileError",
     "UnknownModelError",
     "UnknownStrategyError",
     "UntokenizableError",
@@ -170,3 +175,12 @@ class TokenizerError(CtxasmError):
     """A tokenizer cannot be loaded."""
 
     code = "tokenizer_unavailable"
+
+
+class TokenizerFileError(TokenizerError):
+    """A tokenizer file that was given (a path in a spec, a copy in a folder an environment
+    variable names) is missing, cannot be read, has another SHA-256 than the one pinned, or is
+    not the tokenizer it should be. ``field`` names the variable when one led to the file."""
+
+    code = "invalid_tokenizer_file"
+    exit_code = EXIT_BAD_INPUT

@@ -78,9 +78,11 @@ def test_index_stops_once_when_the_tokenizer_cannot_load(tmp_path: Path) -> None
     command += ["--tenant", "demo", "--readers", "everyone", "--no-progress"]
     env = {**os.environ, "CTXASM_TIKTOKEN_DIR": str(bad)}
     result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env)
-    assert (result.returncode, result.stdout) == (1, "")
+    # the file is the user's, through the variable: bad input (exit 2), naming the variable
+    assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
-        f"ctxasm: error: {bad / 'o200k_base.tiktoken'} is not the official o200k_base rank "
-        f"file: its SHA-256 is {digest}, expected {OFFICIAL_RANKS['o200k_base'].sha256}. "
-        "Replace it with the file published by OpenAI.\n"
+        f"ctxasm: error: CTXASM_TIKTOKEN_DIR: {bad / 'o200k_base.tiktoken'} is not the "
+        f"official o200k_base rank file: its SHA-256 is {digest}, expected "
+        f"{OFFICIAL_RANKS['o200k_base'].sha256}; replace it with the file published by OpenAI, "
+        "or remove it to use the copy shipped with ctxasm [CTXASM_TIKTOKEN_DIR]\n"
     )

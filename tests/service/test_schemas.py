@@ -4,6 +4,7 @@ parser, and a bug is answered 500 in the documented error shape."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -127,3 +128,29 @@ def test_a_bug_is_a_documented_500_with_the_request_id() -> None:
         {"$ref": "#/components/schemas/ErrorResponse", "components": document["components"]}
     )
     assert list(validator.iter_errors(answer.json())) == []
+
+
+def test_a_broken_tokenizer_file_of_the_operator_is_a_500_naming_its_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the request is fine, the service's file is not: 500 (not the client's to fix), with the
+    # variable that led to the file, in the documented shape
+    import ctxasm.tokens
+    from ctxasm.tokens import PINNED
+
+    original = PINNED["mistral-v1"].file.locate()
+    (tmp_path / original.name).write_bytes(b"junk")
+    monkeypatch.setenv("CTXASM_TOKENIZER_DIR", str(tmp_path))
+    monkeypatch.setattr(ctxasm.tokens, "_COUNTERS", {})  # no counter loaded by another test
+    client = TestClient(create_app(), raise_server_exceptions=False)
+    body = {"query": "q", "passages": [{"id": "a", "text": "t"}], "model": "mixtral-8x7b-instruct"}
+    answer = client.post("/v1/assemble", json=body)
+    error = answer.json()["error"]
+    assert (answer.status_code, error["code"], error["field"]) == (
+        500,
+        "invalid_tokenizer_file",
+        "CTXASM_TOKENIZER_DIR",
+    )
+    assert error["message"].startswith(
+        f"CTXASM_TOKENIZER_DIR: {tmp_path / original.name} is not the expected tokenizer file"
+    )

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import ctxasm
-from ctxasm.errors import ConfigError
+from ctxasm.errors import ConfigError, TokenizerError
 from ctxasm.service.app import create_app
 
 STRATEGIES = "auto, bridge, coverage, greedy_by_score, knapsack, mmr, priority, utility_per_token"
@@ -94,23 +94,32 @@ def test_a_missing_tokenizer_file_fails_the_build(tmp_path: Path) -> None:
     )
 
 
-def test_a_tokenizer_file_that_cannot_load_fails_the_build_at_the_default_model(
-    tmp_path: Path,
+def test_a_default_tokenizer_that_cannot_load_names_defaults_model(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    path = tmp_path / "tokenizer.json"
-    path.write_text("{}", encoding="utf-8")
-    model = {"context_window": 4096, "max_output": 512, "tokenizer": f"hf:{path}"}
-    with pytest.raises(ConfigError) as caught:
-        ctxasm.Assembler({"models": {"house": model}, "defaults": {"model": "house"}})
-    assert caught.value.field == "defaults.model"
-    assert caught.value.message.startswith(
-        f"defaults.model 'house' counts with 'hf:{path}', which cannot be loaded: {path} is not "
-        "a valid tokenizer.json"
-    )
-    assert caught.value.message.endswith(
-        "; fix the tokenizer (models.house.tokenizer in the config) or choose another "
-        "defaults.model"
-    )
+    # a tokenizer that fails once the config is read (offline, a package missing): the message
+    # names defaults.model only when the config set it, and ends one sentence before the next
+    import ctxasm.assembler
+
+    def offline(spec: str) -> object:
+        raise TokenizerError("cannot load the tokenizer: no network.")
+
+    monkeypatch.setattr(ctxasm.assembler, "get_counter", offline)
+    for config, which, name in (
+        (None, "the default model", "gpt-4o"),
+        ({"defaults": {"model": "gpt-4.1"}}, "defaults.model", "gpt-4.1"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            ctxasm.Assembler(config)
+        assert caught.value.to_dict() == {
+            "code": "invalid_config",
+            "message": (
+                f"{which} {name!r} counts with 'tiktoken:o200k_base', which cannot be loaded: "
+                f"cannot load the tokenizer: no network; fix the tokenizer "
+                f"(models.{name}.tokenizer in a config) or choose another defaults.model"
+            ),
+            "field": "defaults.model",
+        }
 
 
 @pytest.mark.parametrize(
@@ -156,6 +165,66 @@ def test_a_tokenizer_file_is_located_and_its_hash_checked_when_the_config_loads(
             ctxasm.Assembler({"models": {"spare": model}})
         assert caught.value.field == "models.spare.tokenizer"
         assert message in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("kind", "data", "reason"),
+    [
+        ("hf", b'{"a":', "is not a valid tokenizer.json: expected `,` or `}` at line 1 column 5"),
+        (
+            "hf",
+            b"\x80junk",
+            "is not a valid tokenizer.json: it is not UTF-8 text (byte 0x80 at offset 0)",
+        ),
+        # the C++ core's "INTERNAL: src/sentencepiece_processor.cc(109) [...]" said nothing
+        (
+            "sentencepiece",
+            b'{"a":',
+            "is not a valid SentencePiece model: its bytes do not parse as a model protobuf",
+        ),
+        ("sentencepiece", b"", "is not a valid SentencePiece model: it is empty or holds no model"),
+        ("tekken", b'{"a":', "is not a tekken.json file"),
+    ],
+)
+def test_a_corrupt_tokenizer_file_is_refused_when_the_config_loads(
+    tmp_path: Path, kind: str, data: bytes, reason: str
+) -> None:
+    # it was only located: the first count failed, exit 1, no key named, the C++ core's text
+    path = tmp_path / "broken"
+    path.write_bytes(data)
+    model = {"context_window": 4096, "max_output": 512, "tokenizer": f"{kind}:{path}"}
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler({"models": {"spare": model}})
+    assert (caught.value.field, caught.value.exit_code) == ("models.spare.tokenizer", 2)
+    assert caught.value.message.startswith(f"models.spare.tokenizer: {path} {reason}")
+
+
+def test_a_tokenizer_file_checked_by_the_config_is_not_loaded_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from ctxasm.tokens.files import TokenizerFile
+
+    words = ["[UNK]", "the", "danube", "ends"]
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    path = tmp_path / "tokenizer.json"
+    tokenizer.save(str(path))
+    loads: list[str] = []
+    load = TokenizerFile.load
+
+    def counted(file: TokenizerFile, parse: Any) -> Any:
+        loads.append(file.path)
+        return load(file, parse)
+
+    monkeypatch.setattr(TokenizerFile, "load", counted)
+    model = {"context_window": 4096, "max_output": 512, "tokenizer": f"hf:{path}"}
+    assembler = ctxasm.Assembler({"models": {"spare": model}})
+    passages = [{"id": "a", "text": "the danube ends"}]
+    result = assembler.assemble("the danube", passages, model="spare")
+    assert [c.id for c in result.report.included] == ["a"]
+    assert loads == [str(path)]
 
 
 def test_a_default_model_the_config_breaks_is_named_not_the_defaults() -> None:

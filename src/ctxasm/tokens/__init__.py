@@ -36,7 +36,7 @@ from ctxasm.tokens.estimate import EstimateTokenizer
 from ctxasm.tokens.fastokens_source import bpe_backend, set_bpe_backend
 from ctxasm.tokens.files import TokenizerFile
 from ctxasm.tokens.hf import HuggingFaceTokenizer
-from ctxasm.tokens.pinned import PINNED, pinned_file, pinned_tokenizer
+from ctxasm.tokens.pinned import PINNED, pinned_tokenizer
 from ctxasm.tokens.sentencepiece_source import SentencePieceTokenizer
 from ctxasm.tokens.tiktoken_source import TiktokenTokenizer
 
@@ -97,22 +97,12 @@ def make_tokenizer(spec: str) -> Tokenizer:
 
 
 def check_spec(spec: str) -> None:
-    """Raise a :class:`TokenizerError` unless ``spec`` names a tokenizer and, for a file
-    (local, a pinned family's, or its copy), a file that is there and, where a SHA-256 is
-    pinned, has it (the file is read and hashed, not loaded): a config is checked when it
-    loads, not at the first count."""
-    make_tokenizer(spec)
-    kind, _, rest = spec.partition(":")
-    if kind in ("hf", "sentencepiece", "tekken"):
-        file = _file(spec, rest)
-    elif kind == "pinned":
-        file = pinned_file(spec, rest)
-    else:
-        return
-    if file.sha256 is None:
-        file.locate()
-    else:
-        file.read()  # located, and its hash checked: a changed file is refused now
+    """Raise a :class:`TokenizerError` unless ``spec`` names a tokenizer that loads: for a file
+    (local, a pinned family's, or its copy), one that is there, has the SHA-256 pinned for it
+    and parses as the tokenizer it should be. A config is checked when it loads, not at the
+    first count; the tokenizer is loaded into the counter :func:`get_counter` shares, so
+    counting does not load it again."""
+    get_counter(spec).tokenizer.count("check")
 
 
 def _file(spec: str, rest: str) -> TokenizerFile:

@@ -19,6 +19,7 @@ import re
 import threading
 import unicodedata
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from ctxasm.errors import TokenizerError
@@ -151,9 +152,12 @@ class BpeTokenizer:
 
 
 def _build(name: str, encoding: BpeEncoding) -> _Loaded:
+    return encoding.file.load(partial(_parse, name, encoding))
+
+
+def _parse(name: str, encoding: BpeEncoding, data: bytes) -> _Loaded:
     import tiktoken
 
-    data = encoding.file.read()
     if encoding.format == "tiktoken":
         ranks, pattern = _tiktoken_ranks(encoding.file, data), encoding.pattern
     else:

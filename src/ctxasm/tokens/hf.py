@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,20 +44,7 @@ class HuggingFaceTokenizer:
                         "counting with a tokenizer.json needs the tokenizers library: "
                         "pip install 'ctxasm[hf]'"
                     ) from None
-                data = self.file.read()  # found as the config check found it (``~`` too)
-                try:
-                    tokenizer = Tokenizer.from_str(data.decode("utf-8"))
-                except Exception as exc:  # the Rust core raises a bare Exception
-                    raise TokenizerError(
-                        f"{self.file.label} is not a valid tokenizer.json: {exc}"
-                    ) from None
-                tokenizer.encode_special_tokens = True  # control tokens in a text are text
-                # A file saved from a pipeline may carry its truncation and padding: counts
-                # would stop at max_length (under-counted: the request overflows) or grow to it.
-                tokenizer.no_truncation()
-                tokenizer.no_padding()
-                _check_no_text_vanishes(tokenizer, data, self.file.label)
-                self._tokenizer = tokenizer
+                self._tokenizer = self.file.load(partial(_parse, Tokenizer, self.file.label))
             return self._tokenizer
 
     def count(self, text: str) -> int:
@@ -65,6 +53,28 @@ class HuggingFaceTokenizer:
 
     def lower_bound(self, text: str) -> int:
         return 1 if text else 0  # nothing is known about an arbitrary tokenizer's pieces
+
+
+def _parse(tokenizer_class: Any, label: str, data: bytes) -> Any:
+    """The tokenizer in a ``tokenizer.json``'s bytes, set to count as ctxasm counts."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TokenizerError(
+            f"{label} is not a valid tokenizer.json: it is not UTF-8 text (byte "
+            f"0x{data[exc.start]:02x} at offset {exc.start:,})"
+        ) from None
+    try:
+        tokenizer = tokenizer_class.from_str(text)
+    except Exception as exc:  # the Rust core raises a bare Exception
+        raise TokenizerError(f"{label} is not a valid tokenizer.json: {exc}") from None
+    tokenizer.encode_special_tokens = True  # control tokens in a text are text
+    # A file saved from a pipeline may carry its truncation and padding: counts would stop at
+    # max_length (under-counted: the request overflows) or grow to it.
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    _check_no_text_vanishes(tokenizer, data, label)
+    return tokenizer
 
 
 def _check_no_text_vanishes(tokenizer: Any, data: bytes, label: str) -> None:

@@ -21,7 +21,7 @@ from ctxasm.tokens.bpe import BpeEncoding, BpeTokenizer
 from ctxasm.tokens.files import TokenizerFile
 from ctxasm.tokens.sentencepiece_source import SentencePieceTokenizer
 
-__all__ = ["PINNED", "PinnedTokenizer", "pinned_file", "pinned_tokenizer"]
+__all__ = ["PINNED", "PinnedTokenizer", "pinned_tokenizer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,11 +173,6 @@ def pinned_tokenizer(spec: str, argument: str) -> Tokenizer:
     """The tokenizer ``pinned:<name>`` or ``pinned:<name>@<path>`` names (nothing is read yet)."""
     entry, file = _pinned(spec, argument)
     return entry.build(spec, file)
-
-
-def pinned_file(spec: str, argument: str) -> TokenizerFile:
-    """The file, with its SHA-256, that ``pinned:<name>`` or ``pinned:<name>@<path>`` reads."""
-    return _pinned(spec, argument)[1]
 
 
 def _pinned(spec: str, argument: str) -> tuple[PinnedTokenizer, TokenizerFile]:

@@ -19,7 +19,9 @@ grows at its end (the builder's context) is then counted from its last such spac
 
 from __future__ import annotations
 
+import re
 import threading
+from functools import partial
 from typing import Any
 
 from ctxasm.errors import TokenizerError
@@ -67,10 +69,10 @@ class SentencePieceTokenizer:
                 f"counting with {self.file.name} needs the sentencepiece library: "
                 f"pip install {install}"
             ) from None
-        data = self.file.read()
+        data, processor = self.file.load(partial(_loaded, sentencepiece, self.file.label))
         if self.seams:
             self._data = data
-        return _processor(sentencepiece, data, self.file.label)
+        return processor
 
     def count(self, text: str) -> int:
         if not text:
@@ -124,11 +126,34 @@ class SentencePieceTokenizer:
         return self._widest
 
 
+def _loaded(sentencepiece: Any, label: str, data: bytes) -> tuple[bytes, Any]:
+    return data, _processor(sentencepiece, data, label)
+
+
 def _processor(sentencepiece: Any, data: bytes, label: str) -> Any:
     try:
         processor = sentencepiece.SentencePieceProcessor(model_proto=data)
         # An empty file loads, and then fails on every text: refused here, naming the file.
         processor.encode("a")
     except Exception as exc:  # the C++ core raises RuntimeError or OSError
-        raise TokenizerError(f"{label} is not a valid SentencePiece model: {exc}") from None
+        raise TokenizerError(
+            f"{label} is not a valid SentencePiece model: {_plain_reason(exc)}"
+        ) from None
     return processor
+
+
+# The C++ core's messages start with an absl status name and may hold the source line of the
+# check that failed ("INTERNAL: src/sentencepiece_processor.cc(109) [model_proto->Parse...]"):
+# noise to a reader, who needs to know what is wrong with the file.
+_STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
+_CHECK_LOCATION = re.compile(r"\S+\.cc\(\d+\) \[")
+
+
+def _plain_reason(exc: Exception) -> str:
+    """What the C++ core said about a file, without its status name and source locations."""
+    text = _STATUS_PREFIX.sub("", str(exc).strip(), count=1)
+    if text == "Model is not initialized.":
+        return "it is empty or holds no model"
+    if not text or _CHECK_LOCATION.search(text):
+        return "its bytes do not parse as a model protobuf"
+    return text

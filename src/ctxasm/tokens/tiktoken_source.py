@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxasm.errors import TokenizerError, UntokenizableError
+from ctxasm.errors import TokenizerError, TokenizerFileError, UntokenizableError
 from ctxasm.tokens.fastokens_source import FastBpeSource, fast_bpe
 
 if TYPE_CHECKING:
@@ -120,29 +120,54 @@ _LOADED: dict[str, tiktoken.Encoding] = {}
 
 def find_rank_file(name: str) -> Path | None:
     """The first local copy of ``name``'s rank file, or ``None`` when there is none."""
+    found = _find_rank_file(name)
+    return None if found is None else found[0]
+
+
+def _find_rank_file(name: str) -> tuple[Path, str | None] | None:
+    """The first local copy of ``name``'s rank file and the environment variable naming its
+    folder (``None`` for the copy shipped with ctxasm), or ``None`` when there is none."""
     ranks = OFFICIAL_RANKS[name]
-    places: list[Path] = []
+    places: list[tuple[Path, str | None]] = []
     if own := os.environ.get("CTXASM_TIKTOKEN_DIR"):
-        places.append(Path(own) / f"{name}.tiktoken")
+        places.append((Path(own) / f"{name}.tiktoken", "CTXASM_TIKTOKEN_DIR"))
     if cache := os.environ.get("TIKTOKEN_CACHE_DIR"):
-        places += [Path(cache) / ranks.cache_name, Path(cache) / f"{name}.tiktoken"]
-    places.append(BUNDLED_RANKS / f"{name}.tiktoken")
-    return next((place for place in places if place.is_file()), None)
+        places += [
+            (Path(cache) / ranks.cache_name, "TIKTOKEN_CACHE_DIR"),
+            (Path(cache) / f"{name}.tiktoken", "TIKTOKEN_CACHE_DIR"),
+        ]
+    places.append((BUNDLED_RANKS / f"{name}.tiktoken", None))
+    return next((place for place in places if place[0].is_file()), None)
 
 
-def _verify(name: str, path: Path) -> bytes:
-    """The bytes of ``path``, once their SHA-256 is the official one for ``name``."""
+def _verify(name: str, path: Path, variable: str | None = None) -> bytes:
+    """The bytes of ``path``, once their SHA-256 is the official one for ``name``.
+
+    A copy found through an environment ``variable`` that cannot be read or has another hash
+    is a :class:`TokenizerFileError` naming the variable (its user put it there); the copy
+    shipped with ctxasm is a :class:`TokenizerError` (the install is broken)."""
     from ctxasm.tokens.files import read_tokenizer_file
 
-    data = read_tokenizer_file(path)
+    try:
+        data = read_tokenizer_file(path)
+    except TokenizerError as error:
+        if variable is None:
+            raise
+        raise TokenizerFileError(f"{variable}: {error.message}", field=variable) from None
     digest = hashlib.sha256(data).hexdigest()
     expected = OFFICIAL_RANKS[name].sha256
-    if digest != expected:
-        raise TokenizerError(
-            f"{path} is not the official {name} rank file: its SHA-256 is {digest}, "
-            f"expected {expected}. Replace it with the file published by OpenAI."
-        )
-    return data
+    if digest == expected:
+        return data
+    message = (
+        f"{path} is not the official {name} rank file: its SHA-256 is {digest}, expected {expected}"
+    )
+    if variable is None:
+        raise TokenizerError(f"{message}; reinstall ctxasm")
+    raise TokenizerFileError(
+        f"{variable}: {message}; replace it with the file published by OpenAI, or remove it "
+        "to use the copy shipped with ctxasm",
+        field=variable,
+    )
 
 
 def _build(name: str, data: bytes) -> tiktoken.Encoding:
@@ -176,8 +201,8 @@ def load_encoding(name: str) -> tiktoken.Encoding:
                 f"unknown tiktoken encoding {name!r}; ctxasm supports "
                 f"{', '.join(sorted(OFFICIAL_RANKS))}"
             )
-        path = find_rank_file(name)
-        encoding = _build(name, _verify(name, path)) if path is not None else _download(name)
+        found = _find_rank_file(name)
+        encoding = _download(name) if found is None else _build(name, _verify(name, *found))
         _LOADED[name] = encoding
         return encoding
 
@@ -247,10 +272,11 @@ class TiktokenTokenizer:
             ) from None
 
     def _fast_source(self) -> FastBpeSource | None:
-        path = find_rank_file(self.encoding)
-        if path is None:
+        found = _find_rank_file(self.encoding)
+        if found is None:
             return None  # tiktoken downloads it
-        ranks = _verify(self.encoding, path)
+        path = found[0]
+        ranks = _verify(self.encoding, *found)
         return FastBpeSource(str(path), ranks, preset=self.encoding)
 
     def lower_bound(self, text: str) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ctxasm import TokenizerError, default_registry
+from ctxasm.errors import TokenizerFileError
 from ctxasm.tokens import (
     PINNED,
     BpeTokenizer,
@@ -115,13 +116,20 @@ def test_a_corrupt_file_is_refused_with_both_hashes(
     data = original.read_bytes()
     corrupt.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     monkeypatch.setenv(TOKENIZER_DIR_VARIABLE, str(tmp_path))
-    with pytest.raises(TokenizerError) as caught:
+    with pytest.raises(TokenizerFileError) as caught:
         make_tokenizer("pinned:mistral-v1").count("x")
     actual = hashlib.sha256(corrupt.read_bytes()).hexdigest()
-    assert caught.value.message == (
-        f"{corrupt} is not the expected tokenizer file: its SHA-256 is {actual}, expected "
-        f"{FILES['mistral-v1'][2]}. Replace it with the official file, or fix the pinned hash."
-    )
+    # the user put the file there: bad input (exit 2), naming the variable that led to it
+    assert caught.value.to_dict() == {
+        "code": "invalid_tokenizer_file",
+        "message": (
+            f"{TOKENIZER_DIR_VARIABLE}: {corrupt} is not the expected tokenizer file: its "
+            f"SHA-256 is {actual}, expected {FILES['mistral-v1'][2]}; replace it with the "
+            "official file, or remove it to read the mistral-common package's copy"
+        ),
+        "field": TOKENIZER_DIR_VARIABLE,
+    }
+    assert caught.value.exit_code == 2
 
 
 def test_a_pinned_name_can_read_a_given_copy(tmp_path: Path) -> None:
