@@ -11,7 +11,7 @@ A config file is TOML or JSON::
     [models."my-llama"]        # a new model, or fields that override a registry model
     context_window = 8192
     max_output = 2048
-    tokenizer = "hf:/models/llama/tokenizer.json"
+    tokenizer = "hf:/models/llama/tokenizer.json"   # a relative path: from this file's folder
 
     [limits]
     max_request_chars = 32000000
@@ -44,7 +44,7 @@ from ctxasm.errors import ConfigError, CtxasmError, RequestError, TokenizerError
 from ctxasm.jsonio import decode_json
 from ctxasm.models import ModelRegistry, default_registry
 from ctxasm.schema import DEFAULT_MAX_REQUEST_CHARS, REQUEST_FIELDS, parse_request
-from ctxasm.tokens import check_spec
+from ctxasm.tokens import check_spec, resolve_spec_path
 from ctxasm.validation import shown
 
 __all__ = ["AssemblerConfig", "defaults_error", "load_config_file"]
@@ -114,6 +114,18 @@ def _check_tokenizers(models: Mapping[str, Any]) -> None:
             ) from None
 
 
+def _tokenizer_paths_from(models: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    """``models`` with each tokenizer spec's relative file path made absolute against
+    ``folder``; entries that are no table, and specs that are no string, are left for the
+    registry to refuse."""
+    resolved = dict(models)
+    for name, entry in models.items():
+        spec = entry.get("tokenizer") if isinstance(entry, Mapping) else None
+        if isinstance(spec, str):
+            resolved[name] = {**entry, "tokenizer": resolve_spec_path(spec, folder)}
+    return resolved
+
+
 def defaults_error(error: CtxasmError) -> ConfigError:
     """``error``, raised by a request made of ``[defaults]`` alone, as the config's error: its
     field moves under ``defaults.`` and the message says to fix the config."""
@@ -173,8 +185,13 @@ class AssemblerConfig:
     )
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> AssemblerConfig:
-        """Check a config mapping (see the module docstring) and build the config."""
+    def from_mapping(
+        cls, data: Mapping[str, Any], *, folder: str | Path | None = None
+    ) -> AssemblerConfig:
+        """Check a config mapping (see the module docstring) and build the config.
+
+        A relative tokenizer path in ``[models]`` is read from ``folder`` (the config file's,
+        given by :meth:`load`); without one, from the working folder."""
         unknown = [key for key in data if key not in _SECTIONS]
         if unknown:
             raise ConfigError(
@@ -217,6 +234,8 @@ class AssemblerConfig:
             raise defaults_error(exc) from None
         from ctxasm.providers import check_providers
 
+        if folder is not None:
+            models = _tokenizer_paths_from(models, Path(folder).absolute())
         registry = default_registry().with_overrides(models)
         _check_tokenizers(models)
         return cls(
@@ -245,4 +264,4 @@ class AssemblerConfig:
                 f"{shown(source)}",
                 field="config",
             )
-        return cls.from_mapping(load_config_file(source))
+        return cls.from_mapping(load_config_file(source), folder=Path(source).parent)

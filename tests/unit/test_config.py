@@ -3,6 +3,7 @@ assembler (or the service) is built, with a ConfigError naming the ``defaults.``
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -199,18 +200,23 @@ def test_a_corrupt_tokenizer_file_is_refused_when_the_config_loads(
     assert caught.value.message.startswith(f"models.spare.tokenizer: {path} {reason}")
 
 
-def test_a_tokenizer_file_checked_by_the_config_is_not_loaded_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _save_word_tokenizer(path: Path) -> None:
+    """A small valid tokenizer.json at ``path``: a few words, anything else one [UNK]."""
     from tokenizers import Tokenizer, models, pre_tokenizers
-
-    from ctxasm.tokens.files import TokenizerFile
 
     words = ["[UNK]", "the", "danube", "ends"]
     tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    path = tmp_path / "tokenizer.json"
     tokenizer.save(str(path))
+
+
+def test_a_tokenizer_file_checked_by_the_config_is_not_loaded_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxasm.tokens.files import TokenizerFile
+
+    path = tmp_path / "tokenizer.json"
+    _save_word_tokenizer(path)
     loads: list[str] = []
     load = TokenizerFile.load
 
@@ -323,3 +329,79 @@ def test_a_bad_request_size_limit_names_its_field() -> None:
     with pytest.raises(ConfigError) as caught:
         ctxasm.Assembler(config={"limits": {"max_request_chars": 0}})
     assert caught.value.field == "limits.max_request_chars"
+
+
+def test_a_relative_tokenizer_path_is_read_from_the_config_files_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # it was read from the working folder: the config worked from its own folder only
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    _save_word_tokenizer(folder / "tokenizer.json")
+    sha256 = hashlib.sha256((folder / "tokenizer.json").read_bytes()).hexdigest()
+    (folder / "ctxasm.toml").write_text(
+        '[models.house]\ncontext_window = 4096\nmax_output = 512\ntokenizer = "hf:tokenizer.json"\n'
+        f"[models.pinned]\ncontext_window = 4096\nmax_output = 512\n"
+        f'tokenizer = "hf:./tokenizer.json#sha256={sha256}"\n',
+        encoding="utf-8",
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assembler = ctxasm.Assembler(Path("..") / "conf" / "ctxasm.toml")
+    models = assembler.config.models
+    assert models.get("house").tokenizer == f"hf:{elsewhere / '..' / 'conf' / 'tokenizer.json'}"
+    assert models.get("pinned").tokenizer == (
+        f"hf:{elsewhere / '..' / 'conf' / '.' / 'tokenizer.json'}#sha256={sha256}"
+    )
+    result = assembler.assemble(
+        "the danube", [{"id": "a", "text": "the danube ends"}], model="house"
+    )
+    assert result.report.total_tokens > 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "resolved"),
+    [
+        ("hf:tokenizer.json", "hf:/conf/tokenizer.json"),
+        ("sentencepiece:sub/t.model#sha256=ab", "sentencepiece:/conf/sub/t.model#sha256=ab"),
+        ("tekken:tekken.json", "tekken:/conf/tekken.json"),
+        ("pinned:llama-3@tokenizer.model", "pinned:llama-3@/conf/tokenizer.model"),
+        ("hf:/abs/tokenizer.json", "hf:/abs/tokenizer.json"),
+        ("hf:~/tokenizer.json", "hf:~/tokenizer.json"),
+        ("pinned:llama-3", "pinned:llama-3"),
+        ("tiktoken:o200k_base", "tiktoken:o200k_base"),
+        ("estimate:o200k_base*1.2", "estimate:o200k_base*1.2"),
+        ("hf:", "hf:"),
+    ],
+)
+def test_resolve_spec_path(spec: str, resolved: str) -> None:
+    from ctxasm.tokens import resolve_spec_path
+
+    assert resolve_spec_path(spec, Path("/conf")) == resolved
+
+
+def test_a_missing_relative_tokenizer_file_shows_the_absolute_path_looked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a mapping has no folder of its own: its paths are read from the working folder, and the
+    # message says which absolute path that was
+    monkeypatch.chdir(tmp_path)
+    model = {"context_window": 4096, "max_output": 512, "tokenizer": "hf:absent.json"}
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler({"models": {"house": model}})
+    assert caught.value.message == (
+        f"models.house.tokenizer: tokenizer file absent.json (looked for at "
+        f"{tmp_path / 'absent.json'}) does not exist; give the file's path"
+    )
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "ctxasm.toml").write_text(
+        '[models.house]\ncontext_window = 4096\nmax_output = 512\ntokenizer = "hf:absent.json"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        ctxasm.Assembler(tmp_path / "conf" / "ctxasm.toml")
+    assert caught.value.message == (
+        f"models.house.tokenizer: tokenizer file {tmp_path / 'conf' / 'absent.json'} does not "
+        "exist; give the file's path"
+    )

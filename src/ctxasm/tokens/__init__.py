@@ -28,6 +28,7 @@ names): ``$CTXASM_BPE_BACKEND`` or :func:`set_bpe_backend` chooses, see
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from ctxasm.errors import TokenizerError
 from ctxasm.tokens.base import TokenCounter, Tokenizer
@@ -55,6 +56,7 @@ __all__ = [
     "check_spec",
     "get_counter",
     "make_tokenizer",
+    "resolve_spec_path",
     "set_bpe_backend",
 ]
 
@@ -103,6 +105,26 @@ def check_spec(spec: str) -> None:
     first count; the tokenizer is loaded into the counter :func:`get_counter` shares, so
     counting does not load it again."""
     get_counter(spec).tokenizer.count("check")
+
+
+def resolve_spec_path(spec: str, folder: Path) -> str:
+    """``spec`` with the relative path of its file (``hf:``, ``sentencepiece:``, ``tekken:``,
+    ``pinned:<name>@<path>``) made absolute against ``folder``; any other spec as it is.
+
+    A config file's paths are read from its own folder, as a build tool reads its config's, so
+    the same config works from any working folder; ``~`` paths stay as they are."""
+    kind, colon, rest = spec.partition(":")
+    if kind in ("hf", "sentencepiece", "tekken"):
+        head, path = f"{kind}{colon}", rest
+    elif kind == "pinned" and "@" in rest:
+        name, at, path = rest.partition("@")
+        head = f"{kind}{colon}{name}{at}"
+    else:
+        return spec
+    path, marker, sha256 = path.partition("#sha256=")
+    if not path or path.startswith("~") or Path(path).is_absolute():
+        return spec
+    return f"{head}{folder / path}{marker}{sha256}"
 
 
 def _file(spec: str, rest: str) -> TokenizerFile:

@@ -120,7 +120,8 @@ class TokenizerFile:
             if local.is_file():
                 return local, None
             what = "is not a file" if local.exists() else "does not exist"
-            raise TokenizerFileError(f"tokenizer file {local} {what}; give the file's path")
+            shown = _shown_path(local)
+            raise TokenizerFileError(f"tokenizer file {shown} {what}; give the file's path")
         if own := os.environ.get(TOKENIZER_DIR_VARIABLE):
             candidate = Path(own) / self.name
             if candidate.is_file():
@@ -133,6 +134,12 @@ class TokenizerFile:
             f"is not installed: {self._install()}, or put a copy of {self.name} (SHA-256 "
             f"{self.sha256}) in a folder named by {TOKENIZER_DIR_VARIABLE}"
         )
+
+
+def _shown_path(path: Path) -> str:
+    """``path``, and the absolute path it was looked for at when it is relative (read from the
+    working folder, which a message should not leave to guesswork)."""
+    return str(path) if path.is_absolute() else f"{path} (looked for at {path.absolute()})"
 
 
 # The most a tokenizer file may hold: the largest official ones (Gemma's tokenizer.json) are
