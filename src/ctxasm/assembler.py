@@ -53,7 +53,7 @@ from ctxasm.stages.relevance import RelevanceStrategy
 from ctxasm.stages.selection import SelectionStrategy
 from ctxasm.stages.selection_admission import Guard
 from ctxasm.tokens import TokenCounter, get_counter
-from ctxasm.validation import shown, type_name
+from ctxasm.validation import received, type_name
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Assembler", "assemble"]
 
@@ -81,8 +81,7 @@ class Assembler:
         if summarizer is not None and not callable(summarizer):
             raise ArgumentTypeError(
                 "summarizer must be a function taking the dropped history turns (a list of "
-                f"Message) and returning their summary as a string; got {type_name(summarizer)} "
-                f"{shown(summarizer)}",
+                f"Message) and returning their summary as a string; got {received(summarizer)}",
                 field="summarizer",
             )
         self.config = AssemblerConfig.load(config)
@@ -304,8 +303,7 @@ def _not_a_request(request: object) -> ArgumentTypeError:
     """The error for a positional request that is neither a Request nor a mapping."""
     return ArgumentTypeError(
         "request must be a Request, request JSON (a mapping) or the question (a string), or "
-        f"give the request fields as keyword arguments; got {type_name(request)} "
-        f"{shown(request)}",
+        f"give the request fields as keyword arguments; got {received(request)}",
         field="request",
     )
 

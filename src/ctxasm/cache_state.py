@@ -226,6 +226,15 @@ def _unwrap(value: Any, where: str) -> CacheState:
         value, where = _member(value, "report", where), f"{where}.report"
         if value is None:
             raise invalid(where, "a report", value)
+        if "cache" not in value:
+            raise _no_cache_state(where)
+    elif any(key in value for key in _RESULT_KEYS):
+        raise RequestError(
+            f"{where} is a result without its report, which holds the cache state; send the "
+            "whole result as the assembly returned it, its report, report.cache or "
+            "report.cache.state",
+            field=where,
+        )
     if "cache" in value:
         value, where = _member(value, "cache", where), f"{where}.cache"
         if value is None:
@@ -237,12 +246,22 @@ def _unwrap(value: Any, where: str) -> CacheState:
     if "state" in value:
         value, where = _member(value, "state", where), f"{where}.state"
     elif "included" in value:
-        raise RequestError(
-            f"{where} has no cache section: that turn did not plan for the cache; send "
-            'previous: null for a first turn, or use strategy.ordering "cache_stable"',
-            field=where,
-        )
+        raise _no_cache_state(where)
     return parse_cache_state(value, where)
+
+
+# What a result holds besides its report: a cache state has none of them.
+_RESULT_KEYS = ("messages", "system", "text")
+
+
+def _no_cache_state(where: str) -> RequestError:
+    """The error for a report without a cache section, given as ``previous``."""
+    return RequestError(
+        f"{where} has no cache state: that result was assembled without previous (or the "
+        "cache_stable ordering), so it did not plan for the cache; send previous: null on a "
+        "session's first turn, then each turn's result as the next one's previous",
+        field=where,
+    )
 
 
 def _member(value: Mapping[str, Any], key: str, where: str) -> Any:

@@ -60,7 +60,7 @@ from ctxasm.data import Assembly, Report
 from ctxasm.errors import ArgumentTypeError, RequestError
 from ctxasm.formatting.labels import CITATION, ITEM, Folded, fold
 from ctxasm.lexical import sentence_spans
-from ctxasm.validation import plain, shown, type_name
+from ctxasm.validation import plain, received, shown
 
 __all__ = [
     "FORMS",
@@ -976,7 +976,7 @@ def _answer(answer: object) -> str:
             field="answer",
         )
     raise ArgumentTypeError(
-        f"answer must be a string (the model's reply); got {type_name(answer)} {shown(answer)}",
+        f"answer must be a string (the model's reply); got {received(answer)}",
         field="answer",
     )
 

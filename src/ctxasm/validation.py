@@ -33,6 +33,7 @@ __all__ = [
     "number",
     "parse_timestamp",
     "plain",
+    "received",
     "relocated",
     "shortened",
     "shown",
@@ -71,9 +72,13 @@ def plain(value: Any) -> Any:
 
 def invalid(field: str, expected: str, value: object) -> RequestError:
     """The error for ``field``: what was expected and what was received (shortened)."""
-    return RequestError(
-        f"{field} must be {expected}; got {type_name(value)} {shown(value)}", field=field
-    )
+    return RequestError(f"{field} must be {expected}; got {received(value)}", field=field)
+
+
+def received(value: object) -> str:
+    """What an error says it got: the type and the value (``int 5``, ``str 'x'``), or ``null``
+    alone, which names both."""
+    return "null" if value is None else f"{type_name(value)} {shown(value)}"
 
 
 def shown(value: object) -> str:

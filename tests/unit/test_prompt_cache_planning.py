@@ -181,7 +181,7 @@ def test_every_passage_is_accounted_for_once() -> None:
             "has no label",
         ),
         ({"report": {"included": [], "cache": None}}, "previous.report.cache", "is null"),
-        ({"report": {"included": []}}, "previous.report", "no cache section"),
+        ({"report": {"included": []}}, "previous.report", "has no cache state"),
         (
             {**CacheState().to_dict(), "next_label": 10**10},
             "previous.next_label",
@@ -249,6 +249,32 @@ def test_a_result_that_did_not_plan_for_the_cache_is_refused_as_previous() -> No
         with pytest.raises(RequestError, match="did not plan for the cache") as caught:
             ctxasm.assemble("river?", _passages(2), previous=previous)
         assert caught.value.field == "previous"
+
+
+def test_previous_without_a_cache_state_says_what_it_was_given() -> None:
+    # a report with no cache section was asked for previous.report.version; a result without its
+    # report was told of an unknown field 'messages'
+    plain = ctxasm.assemble("river?", _passages(2)).to_dict()
+    no_cache = (
+        "has no cache state: that result was assembled without previous (or the cache_stable "
+        "ordering), so it did not plan for the cache; send previous: null on a session's first "
+        "turn, then each turn's result as the next one's previous"
+    )
+    for previous, field, message in (
+        ({"report": {}}, "previous.report", f"previous.report {no_cache}"),
+        (plain, "previous.report", f"previous.report {no_cache}"),
+        (plain["report"], "previous", f"previous {no_cache}"),
+        (
+            {"messages": plain["messages"], "text": plain["text"]},
+            "previous",
+            "previous is a result without its report, which holds the cache state; send the "
+            "whole result as the assembly returned it, its report, report.cache or "
+            "report.cache.state",
+        ),
+    ):
+        with pytest.raises(RequestError) as caught:
+            ctxasm.assemble("river?", _passages(2), previous=previous)
+        assert (caught.value.field, caught.value.message) == (field, message)
 
 
 def test_registry_cache_prices() -> None:

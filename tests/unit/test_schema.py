@@ -595,8 +595,7 @@ class _OwnConfig(StrategySpec):
         (
             Strategies(relevance=StrategySpec("auto", None)),  # type: ignore[arg-type]
             "strategy.relevance.params",
-            "strategy.relevance.params must be a mapping of parameter names to values; "
-            "got null None",
+            "strategy.relevance.params must be a mapping of parameter names to values; got null",
         ),
         (
             Strategies(selection=StrategySpec(3)),  # type: ignore[arg-type]
@@ -611,8 +610,7 @@ class _OwnConfig(StrategySpec):
         (
             Strategies(dedup=[StrategySpec("near"), None]),  # type: ignore[arg-type]
             "strategy.dedup[1]",
-            'strategy.dedup[1] must be a strategy name or {"name": ..., <parameters>}; '
-            "got null None",
+            'strategy.dedup[1] must be a strategy name or {"name": ..., <parameters>}; got null',
         ),
     ],
 )

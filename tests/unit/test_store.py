@@ -633,7 +633,7 @@ def test_groups_given_as_a_string_never_widen_what_the_store_returns(
             "allow_public",
             "allow_public must be true or false; got int 1",
         ),
-        ((None, ALICE), {}, "query", "query must be a string; got null None"),
+        ((None, ALICE), {}, "query", "query must be a string; got null"),
     ],
 )
 def test_retrieve_refuses_bad_arguments_before_any_sql(

@@ -38,7 +38,7 @@ def test_a_bare_string_for_groups_is_refused_not_split_into_characters() -> None
     [
         ({"id": ""}, "principal.id", "principal.id must not be empty; got ''"),
         ({"id": "  "}, "principal.id", "principal.id must not be empty; got '  '"),
-        ({"id": None}, "principal.id", "principal.id must be a string; got null None"),
+        ({"id": None}, "principal.id", "principal.id must be a string; got null"),
         ({"id": 7}, "principal.id", "principal.id must be a string; got int 7"),
         (
             {"id": "ann", "tenant": ""},
@@ -236,7 +236,7 @@ _NO_CONTROL = "names may not contain control characters (NUL, tab, newline and t
         (
             {"readers": ("a", None)},
             "passage.readers[1]",
-            "passage.readers[1] must be a string; got null None",
+            "passage.readers[1] must be a string; got null",
         ),
         ({"tenant": ""}, "passage.tenant", "passage.tenant must not be empty; got ''"),
         (
@@ -309,7 +309,7 @@ _NO_CONTROL = "names may not contain control characters (NUL, tab, newline and t
             "passage.id",
             "passage.id must be a non-empty string or an integer; got str ''",
         ),
-        ({"text": None}, "passage.text", "passage.text must be a string; got null None"),
+        ({"text": None}, "passage.text", "passage.text must be a string; got null"),
     ],
 )
 def test_a_bad_passage_is_refused_alike_as_an_object_and_as_json(
@@ -458,7 +458,7 @@ def test_a_checked_passage_object_is_used_as_is_by_the_request_parser() -> None:
             "message.role",
             "message.role must be 'user' or 'assistant'; got str 'system'",
         ),
-        ((None, "hi"), "message.role", "message.role must be 'user' or 'assistant'; got null None"),
+        ((None, "hi"), "message.role", "message.role must be 'user' or 'assistant'; got null"),
         (("user", 3), "message.content", "message.content must be a string; got int 3"),
         (
             ("user", " "),
@@ -545,7 +545,7 @@ class _UncheckedPolicy(HistoryPolicy):
         (
             _UncheckedMessage("user", None),  # type: ignore[arg-type]
             "history[1].content",
-            "history[1].content must be a string; got null None",
+            "history[1].content must be a string; got null",
         ),
     ],
 )
@@ -575,7 +575,7 @@ def test_a_checked_message_subclass_goes_in_as_a_plain_message() -> None:
         (
             {"min_recent_turns": None},  # a raw TypeError
             "history_policy.min_recent_turns",
-            "history_policy.min_recent_turns must be an integer from 0 to 10000; got null None",
+            "history_policy.min_recent_turns must be an integer from 0 to 10000; got null",
         ),
     ],
 )
@@ -688,3 +688,16 @@ def test_an_error_about_a_value_whose_repr_fails_still_names_the_field() -> None
         ctxasm.assemble("q", [{"id": _Unprintable(), "text": "x"}])
     assert caught.value.field == "passages[0].id"
     assert caught.value.message.endswith("got _Unprintable (its repr failed)")
+
+
+def test_a_null_value_is_named_once() -> None:
+    # "got null None" named the null twice
+    from ctxasm.validation import received
+
+    assert [received(v) for v in (None, 5, "x", True)] == ["null", "int 5", "str 'x'", "bool True"]
+    with pytest.raises(ctxasm.RequestError) as caught:
+        ctxasm.assemble("Where?", [{"id": "a", "text": "t"}], model=None)
+    assert (caught.value.field, caught.value.message) == (
+        "model",
+        "model must be a string; got null",
+    )

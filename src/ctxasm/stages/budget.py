@@ -120,6 +120,15 @@ def _reserve(request: Request, model: ModelSpec, window: int) -> int:
     if reserve is None:
         wanted = DEFAULT_REASONING_RESERVE if model.reasoning else DEFAULT_RESERVE_OUTPUT
         reserve = min(model.max_output, wanted, max(1, window // 4))
+        if reserve >= window:
+            # the caller set no reserve: blame the window, the one number they can change
+            whose = "" if request.context_window is not None else f", {model.name}'s window"
+            raise RequestError(
+                f"context_window ({window}{whose}) is too small for any reply: the default "
+                f"reserve_output_tokens (a quarter of the window, at least 1) is {reserve}, the "
+                "whole window, and leaves nothing for the prompt; give a larger context_window",
+                field="context_window",
+            )
     elif reserve > model.max_output:
         raise RequestError(
             f"reserve_output_tokens ({reserve}) exceeds {model.name}'s maximum output of "

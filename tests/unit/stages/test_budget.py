@@ -145,6 +145,28 @@ def test_context_window_override_and_default_reserve() -> None:
     )
 
 
+def test_a_window_too_small_for_the_default_reserve_names_the_window() -> None:
+    # it said "reserve_output_tokens (1) must be smaller than the context window (1)", naming a
+    # field the caller never set
+    with pytest.raises(RequestError) as caught:
+        _run(context_window=1)
+    assert caught.value.to_dict() == {
+        "code": "invalid_request",
+        "message": (
+            "context_window (1) is too small for any reply: the default reserve_output_tokens "
+            "(a quarter of the window, at least 1) is 1, the whole window, and leaves nothing "
+            "for the prompt; give a larger context_window"
+        ),
+        "field": "context_window",
+    }
+    tiny = {"context_window": 1, "max_output": 1, "tokenizer": "tiktoken:o200k_base"}
+    assembler = ctxasm.Assembler({"models": {"tiny": tiny}})
+    with pytest.raises(RequestError) as caught:
+        assembler.assemble("q", PASSAGES, model="tiny")
+    assert caught.value.message.startswith("context_window (1, tiny's window) is too small")
+    assert caught.value.field == "context_window"
+
+
 def test_default_reserve_is_capped_by_the_model_maximum_output() -> None:
     assembler = ctxasm.Assembler({"models": {"gpt-4o": {"max_output": 256}}})
     result = assembler.assemble(query="q", passages=PASSAGES)
