@@ -153,13 +153,38 @@ def test_reasoning_in_a_config_must_be_true_or_false(value: Any) -> None:
         ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
         ("claude-3-5-sonnet-latest", "claude-3-5-sonnet"),
         ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
-        ("mistral-large-latest", "mistral-large"),
+        ("mistral-large-2411", "mistral-large"),
+        ("mistral-small-2409", "mistral-small"),
     ],
 )
 def test_aliases(alias: str, name: str) -> None:
     assert default_registry().get(alias).name == name
     result = ctxasm.assemble("q", PASSAGES, model=alias)
     assert result.report.model == name
+
+
+@pytest.mark.parametrize(
+    ("name", "models"),
+    [
+        ("mistral-small-latest", "mistral-small, mistral-small-2409"),
+        ("Mistral-Large-Latest", "mistral-large, mistral-large-2411"),
+    ],
+)
+def test_a_moving_latest_name_is_refused_naming_the_pinned_models(name: str, models: str) -> None:
+    # mistral-small-latest resolved to mistral-small (tekken_240718, v3 template, exact_count)
+    # while Mistral serves Mistral Small 3.x (its own tekken.json, the v7 template) under it
+    with pytest.raises(UnknownModelError) as caught:
+        ctxasm.assemble("q", PASSAGES, model=name)
+    base = models.split(",", maxsplit=1)[0]
+    assert caught.value.to_dict() == {
+        "code": "unknown_model",
+        "message": (
+            f"unknown model {name!r}: the provider moves a -latest name to each new release, "
+            f"which may count with another tokenizer or chat format than {base}; name the "
+            f"model: {models}, or add the newer one with its tokenizer in a config file"
+        ),
+        "field": "model",
+    }
 
 
 def test_unknown_model_error_text() -> None:

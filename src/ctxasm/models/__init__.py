@@ -279,6 +279,9 @@ class ModelRegistry:
         """The model called ``name`` (case-insensitive, aliases allowed)."""
         canonical = self._names.get(name.lower())
         if canonical is None:
+            moving = self._moving_alias_error(name)
+            if moving is not None:
+                raise moving
             close = difflib.get_close_matches(name.lower(), list(self._names), n=5, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else "."
             raise UnknownModelError(
@@ -287,6 +290,24 @@ class ModelRegistry:
                 field="model",
             )
         return self._models[canonical]
+
+    def _moving_alias_error(self, name: str) -> UnknownModelError | None:
+        """The error for ``<model>-latest`` where ``<model>`` is known: a provider moves such a
+        name to each new release, which may count with another tokenizer file or chat format
+        than the entry pins, so it is not resolved to it (an exact count would be wrong)."""
+        if not name.lower().endswith("-latest"):
+            return None
+        known = self._names.get(name.lower().removesuffix("-latest"))
+        if known is None:
+            return None
+        spec = self._models[known]
+        names = ", ".join([spec.name, *(a for a in spec.aliases if not a.endswith("-latest"))])
+        return UnknownModelError(
+            f"unknown model {shown(name)}: the provider moves a -latest name to each new "
+            f"release, which may count with another tokenizer or chat format than {spec.name}; "
+            f"name the model: {names}, or add the newer one with its tokenizer in a config file",
+            field="model",
+        )
 
     def __iter__(self) -> Any:
         return iter(sorted(self._models.values(), key=lambda spec: (spec.provider, spec.name)))
