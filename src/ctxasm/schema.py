@@ -248,7 +248,9 @@ def _free_default_ids(passages: tuple[Passage, ...], items: Sequence[Any]) -> tu
     renamed = list(passages)
     number = 0
     for i in clashing:
-        number = max(number, i + 1)
+        # a position default clashed with a given id: the first free name after it; a text
+        # default (a Passage of a text another one has) takes its position's name where free
+        number = max(number, i + 1 if ids[i] == f"passage-{i}" else i)
         while f"passage-{number}" in taken:
             number += 1
         taken.add(f"passage-{number}")

@@ -199,9 +199,12 @@ def test_a_passage_object_built_without_an_id_is_named_after_its_text() -> None:
     assert [p.id for p in request.passages] == [
         "passage-4e47826698",
         "passage-1",
-        "passage-4",
+        "passage-2",  # its position's name, free
         "passage-3",
     ]
+    same = [Passage(text="same"), Passage(text="same"), {"text": "x"}]
+    named = parse_request({"query": "q", "passages": same}).passages
+    assert [p.id for p in named][1:] == ["passage-1", "passage-2"]
 
 
 @pytest.mark.parametrize(

@@ -332,8 +332,11 @@ def test_a_stitched_window_without_a_header_takes_the_one_it_grows_by(offsets: b
     assert _source_texts(result) == [DOCUMENT[0:260]]
     assert "Amazon River <https://example.org/amazon>" in str(result.messages)
     # a window with a header of its own keeps it
-    kept = _run([{**first, "title": "Other"}, {**second, "title": "Own"}]).report.included
-    assert [i.id for i in kept] == ["w2"]
+    own = _run(
+        [{**first, "title": "Other"}, {**second, "title": "Own", "url": "https://o.example"}]
+    )
+    assert [(i.id, i.url) for i in own.report.included] == [("w2", "https://o.example")]
+    assert "[Source 1] Own <https://o.example>" in str(own.messages)
 
 
 def test_stitch_by_detected_text_overlap() -> None:
