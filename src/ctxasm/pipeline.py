@@ -372,17 +372,13 @@ def _fewer_turns(history: HistoryPlan, start: int, turns: int) -> HistoryPlan:
 def relevance(setup: Setup, readable: Readable) -> Ranked:
     """Relevance: score, drop what is below the thresholds, keep the top k, best first.
 
-    When planning for the prompt cache, the previous turn's sources are not dropped as
-    irrelevant by the strategy's floor (a follow-up may share no word with them, yet they are
-    part of the conversation and cheap to send again, from the cache); ``min_score``, ``top_k``
-    and the budget still apply. Only passages the state shows unchanged are exempt: the state
-    is the client's to send, and a made-up entry must not carry a passage past the floor."""
+    When planning for the prompt cache, the previous turn's sources are not dropped by the
+    relevance strategy's floor (a follow-up may share no word with them, yet they are part of
+    the conversation and cheap to send again, from the cache). The state is the client's and
+    not authenticated, so that is all an entry can do: ``min_score``, ``top_k``, access
+    control, the guard and the budget apply to every passage."""
     request, previous = setup.request, setup.previous
-    keep = (
-        prompt_cache.shown_unchanged(previous, readable.passages, setup.fmt.block)
-        if previous
-        else frozenset()
-    )
+    keep = frozenset(i for i, _ in previous.sources) if previous else frozenset()
 
     def ranked_by(query: str) -> tuple[list[Candidate], list[Exclusion], Scores]:
         return rank(

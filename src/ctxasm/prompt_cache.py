@@ -8,8 +8,6 @@ pipeline plans for it when a request carries the previous turn's :class:`CacheSt
 - :func:`prefer_previous` raises the scores the selection sees of the previous turn's
   passages, in proportion to what reading them from the cache saves (:func:`cache_discount`),
   and :func:`relevance_scores` puts the relevance scores back after selection;
-- :func:`shown_unchanged` lists the passages the state shows as they read now, which the
-  relevance floor keeps (a made-up or stale entry in the client's state exempts nothing);
 - :func:`assign_labels` keeps each passage's ``[Source N]`` number across the session; new
   passages get the next free numbers;
 - :func:`previous_forms` gives the previous turn's compressed sources the sentences they
@@ -40,7 +38,7 @@ from ctxasm.cache_state import (
     CacheReport,
     CacheState,
 )
-from ctxasm.data import Candidate, Compressed, Passage
+from ctxasm.data import Candidate, Compressed
 from ctxasm.formatting import Format, PromptParts, Rendered
 from ctxasm.formatting.blocks import SourcesBlock
 from ctxasm.lexical import sentence_spans
@@ -58,7 +56,6 @@ __all__ = [
     "prefer_previous",
     "previous_forms",
     "relevance_scores",
-    "shown_unchanged",
     "stable_ids",
 ]
 
@@ -161,30 +158,6 @@ def relevance_scores(
         c._replace(score=best[c.id], passage=original[c.id].passage) if c.id in original else c
         for c in kept
     ]
-
-
-def shown_unchanged(
-    previous: CacheState, readable: Iterable[tuple[int, Passage]], block: SourcesBlock
-) -> frozenset[str]:
-    """The ids of the ``readable`` passages (request index, passage) that the previous turn
-    showed as they read now: named in ``previous.sources``, with a label there, and the digest
-    of their share of the block, whole or cut to the sentences the state records, equal to the
-    state's. An id the state names with any other digest (a changed text, or a made-up entry)
-    is not among them."""
-    digests = dict(previous.sources)
-    found: set[str] = set()
-    for index, passage in readable:
-        digest, number = digests.get(passage.id), previous.labels.get(passage.id)
-        if digest is None or number is None:
-            continue
-        forms = [Candidate.of(passage, index, 0.0)]
-        kept = previous.compressed.get(passage.id)
-        text = _cut_text(passage.text, kept) if kept is not None else None
-        if text is not None:
-            forms.append(forms[0]._replace(text=text, start=None, end=None))
-        if any(fingerprint(block, form, number) == digest for form in forms):
-            found.add(passage.id)
-    return frozenset(found)
 
 
 def previous_forms(
