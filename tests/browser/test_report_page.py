@@ -175,6 +175,46 @@ def test_every_budget_figure_is_the_reports_own(
     assert f"format overhead {expected['overhead']}" in legend
 
 
+def test_the_sources_join_of_a_cache_plans_content_blocks_is_explained(
+    page: Browser, tmp_path: Path
+) -> None:
+    # A cache plan in the anthropic format sends each source as a content block of its own,
+    # counted apart in total_tokens: the join grows with the sources, and the page says so.
+    passages = [
+        {
+            "id": f"p{i}",
+            "title": f"River {i}",
+            "text": f"The river number {i} flows through the valley of town {i} "
+            "and reaches the sea. " * 12,
+            "score": 1 - i / 100,
+        }
+        for i in range(30)
+    ]
+    result = ctxasm.assemble(
+        "Which river flows through the valley?",
+        passages,
+        previous=None,
+        model="claude-sonnet-4",
+        format="anthropic",
+        max_context_tokens=40000,
+    ).to_dict()
+    assert len(result["messages"][0]["content"]) == 31  # 30 sources and the question
+    expected = _sections(result)
+    assert expected["join"] == 17 and expected["unused"] > 0
+    _open(page, tmp_path, "join.html", result)
+    legend = page.evaluate("[...document.querySelectorAll('.legend li')].map(li => li.textContent)")
+    assert "sources join 17" in legend
+    notes = page.evaluate(
+        "[...document.querySelectorAll('p.muted')].map(p => p.textContent)"
+        ".filter(t => t.startsWith('sources join:'))"
+    )
+    assert len(notes) == 1
+    assert "the tokens where the sources meet the rest of the prompt and each other" in notes[0]
+    assert (
+        "sends each source as a content block of its own, up to about one per source" in (notes[0])
+    )
+
+
 def _hostile_result() -> dict[str, Any]:
     """A result whose every string a corpus or a caller can set is a payload."""
     n = len(PAYLOADS)

@@ -112,9 +112,10 @@ const CtxasmView = (() => {
   }
 
   // The report's own figures. budget.overhead is counted with an empty sources block and
-  // context_tokens counts the block alone, so the tokens where the block meets the rest of the
-  // prompt (the blank line between them; a token merging across it makes this negative) are
-  // in neither: "sources join" is total_tokens less the sections, shown when not zero.
+  // context_tokens counts the block alone, as one text, so the tokens where the sources meet
+  // the rest of the prompt and each other are in neither: "sources join" is total_tokens less
+  // the sections, shown when not zero (a token or two, or up to about one per source where a
+  // cache plan sends each source as an anthropic content block of its own).
   function windowSections(report) {
     const budget = report.budget || {};
     const values = {
@@ -180,10 +181,12 @@ const CtxasmView = (() => {
       bar(sections, "context window by section", false),
       legend);
     if (named.has("join")) {
-      section.append(el("p", { class: "muted" }, "sources join: the tokens where the sources block " +
-        "meets the rest of the prompt (the blank line between them; negative when a token merges " +
-        "across it), in neither the format overhead (counted with an empty " +
-        "sources block) nor the sources (counted alone)."));
+      section.append(el("p", { class: "muted" }, "sources join: the tokens where the sources meet " +
+        "the rest of the prompt and each other, counted in neither the format overhead (counted " +
+        "with an empty sources block) nor the sources (counted alone, as one text). Usually a " +
+        "token or two (the blank line around the sources; negative when a token merges across " +
+        "it); with the anthropic format and a prompt-cache plan, which sends each source as a " +
+        "content block of its own, up to about one per source."));
     }
     section.append(
       el("h3", {}, `Inside the prompt: ${int(report.total_tokens)} tokens, each passage its own segment`),
