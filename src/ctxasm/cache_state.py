@@ -228,7 +228,7 @@ def _unwrap(value: Any, where: str) -> CacheState:
             raise invalid(where, "a report", value)
         if "cache" not in value:
             raise _no_cache_state(where)
-    elif any(key in value for key in _RESULT_KEYS):
+    elif _result_without_report(value):
         raise RequestError(
             f"{where} is a result without its report, which holds the cache state; send the "
             "whole result as the assembly returned it, its report, report.cache or "
@@ -252,6 +252,15 @@ def _unwrap(value: Any, where: str) -> CacheState:
 
 # What a result holds besides its report: a cache state has none of them.
 _RESULT_KEYS = ("messages", "system", "text")
+
+
+def _result_without_report(value: Mapping[str, Any]) -> bool:
+    """Whether ``value`` reads as a result whose report was left out: it has a result's own
+    keys and none of a cache state's. Next to a state's keys, ``system`` or ``text`` is a
+    stray field of that state, and is refused as an unknown field, by name."""
+    if any(key in value for key in (*_STATE_KEYS, *_OPTIONAL_KEYS)):
+        return False
+    return any(key in value for key in _RESULT_KEYS)
 
 
 def _no_cache_state(where: str) -> RequestError:

@@ -264,17 +264,38 @@ def test_previous_without_a_cache_state_says_what_it_was_given() -> None:
         ({"report": {}}, "previous.report", f"previous.report {no_cache}"),
         (plain, "previous.report", f"previous.report {no_cache}"),
         (plain["report"], "previous", f"previous {no_cache}"),
-        (
-            {"messages": plain["messages"], "text": plain["text"]},
-            "previous",
-            "previous is a result without its report, which holds the cache state; send the "
-            "whole result as the assembly returned it, its report, report.cache or "
-            "report.cache.state",
+        *(
+            (
+                without_report,
+                "previous",
+                "previous is a result without its report, which holds the cache state; send the "
+                "whole result as the assembly returned it, its report, report.cache or "
+                "report.cache.state",
+            )
+            for without_report in (
+                {"messages": plain["messages"], "text": plain["text"]},
+                {"messages": plain["messages"]},
+            )
         ),
     ):
         with pytest.raises(RequestError) as caught:
             ctxasm.assemble("river?", _passages(2), previous=previous)
         assert (caught.value.field, caught.value.message) == (field, message)
+
+
+@pytest.mark.parametrize("key", ["messages", "system", "text", "extra"])
+def test_a_stray_key_in_a_cache_state_is_an_unknown_field(key: str) -> None:
+    # a state with a stray system, text or messages key is not a result without its report
+    first = ctxasm.assemble("river?", _passages(2), previous=None)
+    assert first.report.cache is not None
+    state = {**first.report.cache.state.to_dict(), key: "x"}
+    with pytest.raises(RequestError) as caught:
+        ctxasm.assemble("river?", _passages(2), previous=state)
+    assert (caught.value.field, caught.value.message) == (
+        f"previous.{key}",
+        f"previous has unknown field '{key}'; a cache state has version, model, format, head, "
+        "sources, labels, next_label, breakpoints, compressed",
+    )
 
 
 def test_registry_cache_prices() -> None:
