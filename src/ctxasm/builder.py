@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from ctxasm.data import Reason
+from ctxasm.data import Reason, passage_id
 from ctxasm.errors import RequestError, UntokenizableError
 from ctxasm.models import ModelSpec, default_registry
 from ctxasm.retrieval import Hit, Retriever
 from ctxasm.tokens import TokenCounter, get_counter
-from ctxasm.validation import MAX_INTEGER, as_whole, integer, number, shown, string
+from ctxasm.validation import integer, number, shown, string
 
 __all__ = [
     "CUTOFFS",
@@ -309,12 +309,9 @@ def context_for_chat(
         raw_id = _hit_value(hit, "id", where, required=False)
         label = None
         if raw_id is not None and raw_id is not _MISSING:
-            # Stores often use integer ids (up to 2**53, as JSON carries them); anything else
-            # must already be a string.
-            row = as_whole(raw_id)  # numpy's int64 too (FAISS returns those)
-            if row is not None:
-                raw_id = str(integer(row, f"{where}.id", minimum=-MAX_INTEGER, optional=False))
-            label = _require_label(raw_id, f"{where}.id")
+            # Stores often use integer ids (numpy's int64 too: FAISS returns those), taken and
+            # refused as a Passage's id is, in the same words
+            label = passage_id(raw_id, f"{where}.id")
             first = seen.setdefault(label, (where, text))
             if first[0] != where:
                 if first[1] == text:  # the same hit twice (hybrid retrieval): the first stays

@@ -128,20 +128,7 @@ def _check_passage(passage: Passage) -> None:
     _set(passage, "text", string(passage.text, "passage.text"))
     if passage.id is _NO_ID:
         _set(passage, "id", default_passage_id(passage.text))
-    given: object = passage.id
-    row = as_whole(given)  # a vector store's row number (FAISS, Milvus; numpy's int64 too)
-    if row is not None:
-        if not -MAX_INTEGER <= row <= MAX_INTEGER:
-            raise invalid(
-                "passage.id",
-                "a non-empty string, or an integer of at most 2**53 in size (JSON readers "
-                "lose the digits of a larger one: give it as a string)",
-                given,
-            )
-        _set(passage, "id", str(row))
-    if not isinstance(passage.id, str) or not plain(passage.id):
-        raise invalid("passage.id", "a non-empty string or an integer", passage.id)
-    _set(passage, "id", string(passage.id, "passage.id"))
+    _set(passage, "id", passage_id(passage.id, "passage.id"))
     for key in ("title", "source", "url", "doc_id"):
         value = getattr(passage, key)
         if value is not None:
@@ -172,6 +159,26 @@ def _check_passage(passage: Passage) -> None:
         raise invalid("passage.metadata", "an object", metadata)
     if metadata:
         _set(passage, "metadata", dict(metadata))  # a copy: the caller's dict may change
+
+
+def passage_id(value: object, field: str) -> str:
+    """A passage's id as given: a non-empty string, or an integer of at most 2**53 in size (a
+    vector store's row number: FAISS, Milvus; numpy's ``int64`` too) as its decimal string; a
+    bool is neither. Errors name ``field`` and show the value as given."""
+    row = as_whole(value)
+    if row is not None:
+        if not -MAX_INTEGER <= row <= MAX_INTEGER:
+            raise invalid(
+                field,
+                "a non-empty string, or an integer of at most 2**53 in size (JSON readers "
+                "lose the digits of a larger one: give it as a string)",
+                value,
+            )
+        return str(row)
+    if not isinstance(value, str) or not plain(value):
+        raise invalid(field, "a non-empty string or an integer", value)
+    checked: str = string(value, field)
+    return checked
 
 
 def passage_from_checked(

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxasm.builder import BuiltContext, ContextBuilder, context_for_chat
+from ctxasm.data import Passage
 from ctxasm.errors import RequestError, UnknownModelError
 from ctxasm.models import default_registry
 from ctxasm.tokens import get_counter
@@ -665,6 +666,30 @@ def test_context_for_chat_errors_name_their_field(call: dict[str, Any], field: s
     with pytest.raises(RequestError) as caught:
         context_for_chat(**arguments)
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize("bad", [np.uint64(2**60), -(2**53) - 1, True, "", 7.0])
+def test_a_hit_id_is_refused_in_the_words_a_passage_uses(bad: object) -> None:
+    # context_for_chat said "must be an integer <= 2**53; got int 1152921504606846976" (no
+    # reason, the converted value) and "must be a string" for a bool
+    hits = MappingRetriever([{"text": "t", "score": 1}, {"text": "u", "score": 1, "id": bad}])
+    with pytest.raises(RequestError) as caught:
+        context_for_chat(hits, "q", 100)
+    with pytest.raises(RequestError) as passage:
+        Passage(id=bad, text="u")  # type: ignore[arg-type]
+    assert caught.value.field == "hits[1].id"
+    assert caught.value.message == passage.value.message.replace("passage.id", "hits[1].id")
+
+
+def test_a_too_large_hit_id_says_why_and_shows_the_value_given() -> None:
+    hits = MappingRetriever([{"text": "t", "score": 1, "id": np.uint64(2**60)}])
+    with pytest.raises(RequestError) as caught:
+        context_for_chat(hits, "q", 100)
+    assert caught.value.message == (
+        "hits[0].id must be a non-empty string, or an integer of at most 2**53 in size (JSON "
+        "readers lose the digits of a larger one: give it as a string); got uint64 "
+        "np.uint64(1152921504606846976)"
+    )
 
 
 def test_a_retriever_returning_something_odd_is_named() -> None:
