@@ -158,6 +158,36 @@ def test_report_html_to_standard_output_is_the_page(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == [page]
 
 
+# Path("./-") is Path("-"): ./- was taken as standard output, so no page could go to a file "-"
+@pytest.mark.parametrize("route", [(), ("--indent", "02")], ids=["plain", "typer"])
+def test_assemble_html_dot_slash_dash_writes_a_file_named_dash(
+    tmp_path: Path, route: tuple[str, ...]
+) -> None:
+    done = _ctxasm("assemble", str(EXAMPLE), "--html", "./-", *route, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    # the result JSON alone on standard output, and the page of it in the file
+    assert _island(tmp_path / "-") == result_of(json.loads(done.stdout))
+    assert [p.name for p in tmp_path.iterdir()] == ["-"]
+
+
+def test_report_html_dot_slash_dash_writes_a_file_named_dash(tmp_path: Path) -> None:
+    saved = _ctxasm("assemble", str(EXAMPLE)).stdout
+    done = _ctxasm("report", "-", "--html", "./-", stdin=saved, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "ctxasm: wrote ./-\n")
+    assert (tmp_path / "-").read_text(encoding="utf-8") == render_report_html(json.loads(saved))
+    (tmp_path / "-").write_text(saved, encoding="utf-8")  # the input is a file "-" now
+    done = _ctxasm("report", "./-", "--html", "-", cwd=tmp_path)  # to standard output
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == render_report_html(json.loads(saved))
+    done = _ctxasm("report", "./-", "--html", "./-", cwd=tmp_path)  # over its input
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "ctxasm: error: the output ./- is the input ./-: the page would replace the result; "
+        "choose another output file [html]\n"
+    )
+    assert (tmp_path / "-").read_text(encoding="utf-8") == saved
+
+
 def test_ask_html_draws_what_ask_assembled(page: Browser, tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'store.db'}"
     indexed = _ctxasm(

@@ -400,6 +400,14 @@ def test_eval_html_to_standard_output_is_refused(dataset: Path, tmp_path: Path) 
     assert list(here.iterdir()) == []
 
 
+def test_eval_html_dot_slash_dash_writes_a_file_named_dash(dataset: Path, tmp_path: Path) -> None:
+    # ./- was taken as standard output (Path("./-") is Path("-")), and refused
+    done = ctxasm("eval", str(dataset), "--budget", "256", "--html", "./-", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [row["budget"] for row in json.loads(done.stdout)["results"]] == [256]
+    assert (tmp_path / "-").read_text(encoding="utf-8").lower().startswith("<!doctype html>")
+
+
 @pytest.mark.parametrize("option", ["--html", "--plot", "--save-subset"])
 def test_an_output_that_is_the_dataset_is_refused_before_the_run(
     dataset: Path, tmp_path: Path, option: str

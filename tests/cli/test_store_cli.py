@@ -938,6 +938,14 @@ def test_ask_html_names_a_file(indexed: Path) -> None:
     assert sorted(indexed.iterdir()) == before
 
 
+def test_ask_html_dot_slash_dash_writes_a_file_named_dash(indexed: Path) -> None:
+    # ./- was taken as standard output (Path("./-") is Path("-")), and refused
+    done = ctxasm("ask", QUESTION, "--store", STORE, *ASKER, "--json", "--html", "./-", cwd=indexed)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["report"]["included"]  # the JSON alone on standard output
+    assert (indexed / "-").read_text(encoding="utf-8").lower().startswith("<!doctype html>")
+
+
 @pytest.mark.parametrize("given", ["--config", "$CTXASM_CONFIG"])
 def test_ask_never_writes_its_page_over_the_config(indexed: Path, given: str) -> None:
     config = indexed / "ctxasm.toml"

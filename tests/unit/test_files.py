@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ctxasm.batch.files import check_not_input
 from ctxasm.cli.report_view import write_page
+from ctxasm.errors import RequestError
 from ctxasm.evaluation.dataset import load_dataset, write_dataset
 from ctxasm.files import atomic_output, is_input, write_atomic
 
@@ -83,3 +85,26 @@ def test_the_input_is_known_by_its_identity_whatever_its_name(tmp_path: Path) ->
     assert is_input(tmp_path / "../" / tmp_path.name / "in.jsonl", str(source))
     # writing a device replaces nothing: /dev/null as input and output is no mistake
     assert not is_input(os.devnull, os.devnull)
+
+
+def test_only_the_string_dash_is_standard_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    # Path("./-") is Path("-"): a file named "-" was taken for standard output, and not
+    # checked against the input it would replace
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").write_bytes(b"{}")
+    check_not_input("in.json", "-")  # standard output replaces no file
+    for target in ("./-", Path("-")):
+        with pytest.raises(RequestError) as error:
+            check_not_input(Path("-"), target)
+        assert error.value.message == (
+            f"the output {target} is the input -: the results would replace the requests; "
+            "choose another output file"
+        )
+    write_page("<p>page</p>", "./-")
+    write_page("<p>again</p>", Path("-"))
+    assert capsysbinary.readouterr().out == b""
+    assert (tmp_path / "-").read_bytes() == b"<p>again</p>"
+    write_page("<p>out</p>", "-")
+    assert capsysbinary.readouterr().out == b"<p>out</p>"

@@ -50,9 +50,10 @@ def check_not_input(
     """Refuse a ``target`` that is the input ``source``, by name, link or path (the string
     ``-``: the file standard input reads, as in ``< in.jsonl``; a ``Path`` is always a file's
     name), or a folder that holds it. Writing the target
-    would destroy the input. ``field`` names the option in the error, and ``replaced`` says
-    what would be lost."""
-    if str(target) == "-":
+    would destroy the input. The target string ``-`` is standard output, which replaces no
+    file (a ``Path``, and ``./-``, name a file). ``field`` names the option in the error, and
+    ``replaced`` says what would be lost."""
+    if target == "-":
         return
     same = is_input(source, target)
     if not same and source != "-" and os.path.isdir(target):  # a folder output replaces its files

@@ -318,7 +318,7 @@ def report_command(
         _fail(f"{source} is not a report ctxasm can {verb}: {problem}", EXIT_BAD_INPUT)
     if html is not None:
         write_html(result, html)
-        if str(html) != "-":
+        if html != "-":
             echo(f"ctxasm: wrote {html}", err=True)
         return
     try:

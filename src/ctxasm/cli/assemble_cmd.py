@@ -45,7 +45,7 @@ class AssembleOptions:
     fmt: str | None = None
     max_context_tokens: int | None = None
     report: bool = False
-    html: Path | None = None
+    html: str | None = None  # as given: exactly "-" is standard output
     indent: int | None = None
     config: Path | None = None
     max_bytes: int = DEFAULT_MAX_BYTES
@@ -57,6 +57,10 @@ def _text(value: str) -> str:
 
 def _path(value: str) -> Path | None:
     return Path(value) if value else None
+
+
+def _page(value: str) -> str | None:
+    return value or None  # not a Path: it would read ./- (a file) as - (standard output)
 
 
 def _count(minimum: int, maximum: int | None = None) -> Callable[[str], int | None]:
@@ -80,7 +84,7 @@ FLAGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "--format": ("fmt", _text),
     "--max-context-tokens": ("max_context_tokens", _count(1)),
     "--budget": ("max_context_tokens", _count(1)),  # ask's name for it
-    "--html": ("html", _path),
+    "--html": ("html", _page),
     "--indent": ("indent", _count(0, MAX_INDENT)),
     "--config": ("config", _path),
     "--max-bytes": ("max_bytes", _count(1, MOST_MAX_BYTES)),

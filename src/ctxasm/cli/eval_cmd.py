@@ -116,7 +116,7 @@ PlotOption = Annotated[
     ),
 ]
 HtmlOption = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--html",
         metavar="FILE",
@@ -188,7 +188,7 @@ def eval_command(
 
 
 def _check_outputs(
-    dataset: str, ids: Path | None, config: Path | None, outputs: dict[str, Path | None]
+    dataset: str, ids: Path | None, config: Path | None, outputs: dict[str, str | Path | None]
 ) -> None:
     """Exit 2 for an output (by its option's field) that cannot be written or is the dataset,
     the ids file or the config, before the run: it may take minutes, and the inputs are read
@@ -202,11 +202,11 @@ def _check_outputs(
     for field, path in outputs.items():
         if path is None:
             continue
-        check_writable(path, field)
+        check_writable(Path(path), field)
         what = {"plot": "the plot", "html": "the page"}.get(field, "the subset")
         try:
-            if field == "html":
-                check_page_target(path, field, stdout="the results")
+            if field == "html":  # as given (a str): ./- is a file, - standard output
+                check_page_target(str(path), field, stdout="the results")
             check_not_input(source, path, field=field, replaced=f"{what} would replace the dataset")
             if ids is not None:
                 check_not_input(ids, path, field=field, replaced=f"{what} would replace the ids")
@@ -215,7 +215,7 @@ def _check_outputs(
             fail_with(error)
 
 
-def _write_html(path: Path, rows: list[EvalRow], title: str) -> None:
+def _write_html(path: str, rows: list[EvalRow], title: str) -> None:
     """The evaluation page at ``path``; a path that cannot be written exits 2 naming it."""
     from ctxasm.cli.report_view import write_page
     from ctxasm.html import render_eval_html

@@ -59,16 +59,17 @@ ProgressOption = Annotated[
 ]
 
 
-def page_file(value: str) -> Path:
-    """An ``--html`` value as a path; an empty one is refused (``Path("")`` is the current
-    folder, and the error would blame the folder)."""
+def page_file(value: str) -> str:
+    """An ``--html`` value as given: exactly ``-`` is standard output, anything else a file's
+    name (``./-`` too, which a ``Path`` would shorten to ``-``). An empty one is refused
+    (``Path("")`` is the current folder, and the error would blame the folder)."""
     if not value:
         raise typer.BadParameter("the file name is empty: name the page's file (report.html)")
-    return Path(value)
+    return value
 
 
 HtmlOption = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--html",
         metavar="FILE",

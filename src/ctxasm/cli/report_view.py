@@ -114,11 +114,13 @@ def print_report(
     console.print(f"{kind}input cost {cost}; timings (ms): {timings}")
 
 
-def check_page_target(path: Path, field: str, *, stdout: str | None) -> None:
-    """Refuse, as a :class:`RequestError` naming ``field``, a page target that names no file:
-    ``-`` where standard output carries ``stdout`` (what the command prints there; ``None``:
-    nothing, and ``-`` writes the page there), and a folder."""
-    if str(path) == "-":
+def check_page_target(target: str, field: str, *, stdout: str | None) -> None:
+    """Refuse, as a :class:`RequestError` naming ``field``, a page ``target`` (the option's
+    value as given) that names no file: exactly ``-`` where standard output carries ``stdout``
+    (what the command prints there; ``None``: nothing, and ``-`` writes the page there), and a
+    folder. ``./-`` names a file."""
+    path = Path(target)
+    if target == "-":
         if stdout is not None:
             raise RequestError(
                 f"--{field} - would write the page to standard output, which carries {stdout}; "
@@ -133,9 +135,10 @@ def check_page_target(path: Path, field: str, *, stdout: str | None) -> None:
         )
 
 
-def write_html(result: Mapping[str, Any], path: Path) -> None:
-    """Write the self-contained HTML report of ``result`` (a result's JSON) to ``path`` (``-``:
-    standard output); a path that cannot be written exits 2 with one line naming it."""
+def write_html(result: Mapping[str, Any], path: str | Path) -> None:
+    """Write the self-contained HTML report of ``result`` (a result's JSON) to ``path`` (the
+    string ``-``: standard output; a ``Path`` is always a file's name); a path that cannot be
+    written exits 2 with one line naming it."""
     from ctxasm.html import render_report_html
 
     write_page(render_report_html(result), path)
@@ -159,12 +162,13 @@ def check_writable(path: Path, field: str) -> None:
     fail(f"cannot write {path}: {why} [{field}]", EXIT_BAD_INPUT)
 
 
-def write_page(page: str, path: Path, field: str | None = None) -> None:
-    """Write an HTML ``page`` to ``path`` (``-``: standard output, as UTF-8 whatever its
-    encoding); a path that cannot be written exits 2 with one line naming it (and the option
-    ``field``, when given)."""
+def write_page(page: str, path: str | Path, field: str | None = None) -> None:
+    """Write an HTML ``page`` to ``path`` (the string ``-``: standard output, as UTF-8 whatever
+    its encoding; a ``Path``, and any other string, ``./-`` too, is a file's name); a path that
+    cannot be written exits 2 with one line naming it (and the option ``field``, when
+    given)."""
     data = page.encode("utf-8", "replace")
-    if str(path) == "-":
+    if path == "-":
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

@@ -383,7 +383,7 @@ def ask_command(
             raise typer.Exit(EXIT_FAILED)
 
 
-def _check_html(html: Path, store: str, config: Path | None) -> None:
+def _check_html(html: str, store: str, config: Path | None) -> None:
     """Exit 2 when ``--html`` names no file (``-``: standard output carries what ``ask``
     prints; a folder) or a file ``ask`` reads: the store's database (or a journal beside it) or
     the config file. The page would replace it: a whole store lost."""
