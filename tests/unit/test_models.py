@@ -187,6 +187,39 @@ def test_a_moving_latest_name_is_refused_naming_the_pinned_models(name: str, mod
     }
 
 
+@pytest.mark.parametrize("name", ["mistral-small-latest", "Mistral-Small-Latest"])
+def test_a_config_overriding_a_moving_latest_name_is_told_it_is_no_alias(name: str) -> None:
+    # it was told "is a new model and needs context_window, max_output, tokenizer", with no
+    # word that the name was an alias of mistral-small until it was removed
+    with pytest.raises(ConfigError) as caught:
+        default_registry().with_overrides({name: {"input_price": 0.2, "max_output": 4096}})
+    assert caught.value.to_dict() == {
+        "code": "invalid_config",
+        "message": (
+            f"models.{name} overrides no model: {name} is no longer an alias of mistral-small, "
+            "as the provider moves a -latest name to each new release, which may count with "
+            "another tokenizer or chat format; override one of mistral-small, "
+            f"mistral-small-2409 instead, or define {name} as a model of its own, with "
+            "context_window, max_output and tokenizer"
+        ),
+        "field": f"models.{name}",
+    }
+
+
+def test_a_config_may_define_a_latest_name_as_a_model_of_its_own() -> None:
+    # as any new name: with the fields of a new model it is one, and mistral-small is unchanged
+    entry = {"context_window": 131_072, "max_output": 4096, "tokenizer": "tiktoken:o200k_base"}
+    registry = default_registry().with_overrides({"mistral-small-latest": entry})
+    spec = registry.get("MISTRAL-SMALL-LATEST")
+    assert (spec.name, spec.provider, spec.context_window, spec.tokenizer) == (
+        "mistral-small-latest",
+        "custom",
+        131_072,
+        "tiktoken:o200k_base",
+    )
+    assert registry.get("mistral-small") == default_registry().get("mistral-small")
+
+
 def test_unknown_model_error_text() -> None:
     with pytest.raises(UnknownModelError) as caught:
         default_registry().get("gpt-4o-mnii")

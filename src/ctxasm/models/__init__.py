@@ -200,7 +200,7 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
             )
         checked["aliases"] = tuple(aliases)
     if not partial:
-        missing = [k for k in ("context_window", "max_output", "tokenizer") if k not in entry]
+        missing = _missing(entry)
         if missing:
             raise ConfigError(
                 f"{where} is a new model and needs {', '.join(missing)} "
@@ -208,6 +208,14 @@ def _check_entry(name: str, entry: Mapping[str, Any], *, partial: bool) -> dict[
                 field=f"{where}.{missing[0]}",
             )
     return checked
+
+
+_NEW_MODEL_FIELDS = ("context_window", "max_output", "tokenizer")  # what a new model must give
+
+
+def _missing(entry: Mapping[str, Any]) -> list[str]:
+    """The fields a new model needs that ``entry`` does not give."""
+    return [key for key in _NEW_MODEL_FIELDS if key not in entry]
 
 
 def _check_priming(spec: ModelSpec, entry: Mapping[str, Any]) -> None:
@@ -219,6 +227,11 @@ def _check_priming(spec: ModelSpec, entry: Mapping[str, Any]) -> None:
             "to count with tokens_per_message and reply_priming (docs/models.md#chat-overhead)",
             field=f"models.{spec.name}.reply_priming",
         )
+
+
+def _fixed_names(spec: ModelSpec) -> str:
+    """``spec``'s name and its aliases that do not move (not ``-latest``), comma-separated."""
+    return ", ".join([spec.name, *(a for a in spec.aliases if not a.endswith("-latest"))])
 
 
 class ModelRegistry:
@@ -269,6 +282,7 @@ class ModelRegistry:
                 checked = _check_entry(name, entry, partial=True)
                 models[existing] = replace(models[existing], **checked)
             else:
+                self._check_not_moving(name, entry)
                 checked = _check_entry(name, entry, partial=False)
                 checked.setdefault("provider", "custom")
                 models[name] = ModelSpec(name=name, **checked)
@@ -291,22 +305,43 @@ class ModelRegistry:
             )
         return self._models[canonical]
 
-    def _moving_alias_error(self, name: str) -> UnknownModelError | None:
-        """The error for ``<model>-latest`` where ``<model>`` is known: a provider moves such a
-        name to each new release, which may count with another tokenizer file or chat format
-        than the entry pins, so it is not resolved to it (an exact count would be wrong)."""
+    def _moved_from(self, name: str) -> ModelSpec | None:
+        """The model ``<model>`` when ``name``, which no model has, is ``<model>-latest``: a
+        provider moves such a name to each new release, which may count with another
+        tokenizer file or chat format than the entry pins, so it is not resolved to it (an
+        exact count would be wrong)."""
         if not name.lower().endswith("-latest"):
             return None
         known = self._names.get(name.lower().removesuffix("-latest"))
-        if known is None:
+        return None if known is None else self._models[known]
+
+    def _moving_alias_error(self, name: str) -> UnknownModelError | None:
+        """The error for a request naming ``<model>-latest`` (see :meth:`_moved_from`)."""
+        spec = self._moved_from(name)
+        if spec is None:
             return None
-        spec = self._models[known]
-        names = ", ".join([spec.name, *(a for a in spec.aliases if not a.endswith("-latest"))])
         return UnknownModelError(
             f"unknown model {shown(name)}: the provider moves a -latest name to each new "
             f"release, which may count with another tokenizer or chat format than {spec.name}; "
-            f"name the model: {names}, or add the newer one with its tokenizer in a config file",
+            f"name the model: {_fixed_names(spec)}, or add the newer one with its tokenizer in "
+            "a config file",
             field="model",
+        )
+
+    def _check_not_moving(self, name: str, entry: object) -> None:
+        """Refuse a config table for ``<model>-latest`` (see :meth:`_moved_from`) that only
+        overrides fields, as the alias it once was: it names no model now. With the fields of a
+        new model it is one, as any other new name is."""
+        spec = self._moved_from(name)
+        if spec is None or not isinstance(entry, Mapping) or not _missing(entry):
+            return
+        raise ConfigError(
+            f"models.{name} overrides no model: {name} is no longer an alias of {spec.name}, as "
+            "the provider moves a -latest name to each new release, which may count with "
+            f"another tokenizer or chat format; override one of {_fixed_names(spec)} instead, "
+            f"or define {name} as a model of its own, with context_window, max_output and "
+            "tokenizer",
+            field=f"models.{name}",
         )
 
     def __iter__(self) -> Any:
