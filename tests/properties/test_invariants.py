@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import ctxasm
 from ctxasm import BudgetError
+from ctxasm.data import Reason
 from ctxasm.formatting.blocks import _header_line, flag_note
 from ctxasm.formatting.labels import NEUTRAL_MARK, neutral_text
 from ctxasm.stages.compression import ELISION
@@ -397,6 +398,25 @@ def _expected_order(request: dict[str, Any], report: ctxasm.Report) -> list[str]
 
 @SETTINGS
 @given(requests())
+@example(  # a bare window grown by one with a url is headed by that url (found at random)
+    request={
+        "query": "river",
+        "passages": [
+            {"id": "p0", "text": "river", "doc_id": "doc-w", "start": 0, "end": 5},
+            {
+                "id": "p1",
+                "text": "river ",
+                "doc_id": "doc-w",
+                "start": 0,
+                "end": 6,
+                "url": "https://example.org/0",
+            },
+        ],
+        "model": "gpt-4",
+        "format": "openai",
+        "strategy": {"selection": "greedy_by_score", "ordering": "score"},
+    }
+)
 def test_ordering_is_a_permutation_of_the_selection(request: dict[str, Any]) -> None:
     result = _assemble(request)
     if result is None:
@@ -408,8 +428,22 @@ def test_ordering_is_a_permutation_of_the_selection(request: dict[str, Any]) -> 
     rendered = [line for _, line, _, _ in _fenced_sources(_prompt(result))]
     by_id = {p["id"]: p for p in request["passages"]}
     flags = {item.id: item.flags for item in report.included}
+
+    def headed_by(pid: str) -> dict[str, Any]:
+        """The passage whose title and url head ``pid``: its own, or where it has neither, the
+        first window stitched into it that has one (see dedup._headed)."""
+        own = by_id[pid]
+        if own.get("title") is None and own.get("url") is None:
+            for e in report.excluded:
+                if e.reason is Reason.MERGED and e.detail.startswith(f"stitched into {pid}:"):
+                    other = by_id[e.candidate_id]
+                    if other.get("title") is not None or other.get("url") is not None:
+                        return other
+        return own
+
+    heads = {pid: headed_by(pid) for pid in ordered}
     assert rendered == [
-        _header_line(n, by_id[pid].get("title"), by_id[pid].get("url"), pid) + flag_note(flags[pid])
+        _header_line(n, heads[pid].get("title"), heads[pid].get("url"), pid) + flag_note(flags[pid])
         for n, pid in enumerate(ordered, start=1)
     ]
     expected = _expected_order(request, report)
