@@ -79,11 +79,12 @@ _NO_ID = _Unset("")
 _NO_TEXT = _Unset("")
 
 
-def default_passage_id(text: str) -> str:
-    """The id of a :class:`Passage` built without one: ``passage-`` and the first ten hex
-    digits of its text's SHA-256, the same for the same text in every request and process."""
+def default_passage_id(text: str, prefix: str = "passage") -> str:
+    """The id of a :class:`Passage` built without one: ``passage-`` (or ``prefix``: a
+    retriever's hit is ``hit-``) and the first ten hex digits of its text's SHA-256, the same
+    for the same text in every request and process."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"passage-{digest[:10]}"
+    return f"{prefix}-{digest[:10]}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,11 +22,10 @@ and the HTTP service.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxasm.data import Passage
+from ctxasm.data import Passage, default_passage_id
 from ctxasm.errors import RequestError
 from ctxasm.validation import invalid, shown
 
@@ -89,7 +88,7 @@ def passages_from_hits(hits: object) -> list[dict[str, Any]]:
     taken = set(given)
     for passage in passages:
         if "id" not in passage:
-            base = "hit-" + hashlib.sha256(passage["text"].encode("utf-8")).hexdigest()[:10]
+            base = default_passage_id(passage["text"], "hit")
             made, repeat = base, 1
             while made in taken:
                 repeat += 1
