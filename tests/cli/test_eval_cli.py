@@ -400,6 +400,46 @@ def test_eval_html_to_standard_output_is_refused(dataset: Path, tmp_path: Path) 
     assert list(here.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--save-subset", "--save-subset - would write the subset to standard output"),
+        ("--plot", "--plot must end in one of"),
+    ],
+)
+def test_eval_file_outputs_refuse_a_dash(
+    dataset: Path, tmp_path: Path, option: str, message: str
+) -> None:
+    # --save-subset - wrote a file named "-"; standard output carries the tables
+    here = tmp_path / "here"
+    here.mkdir()
+    subset = ["--subset", "hard"] if option == "--save-subset" else []
+    done = ctxasm("eval", str(dataset), *subset, option, "-", cwd=here)
+    field = option.removeprefix("--").replace("-", "_")
+    _one_line_error(done, message, f"[{field}]")
+    assert list(here.iterdir()) == []
+
+
+def test_eval_save_subset_dot_slash_dash_writes_a_file_named_dash(
+    dataset: Path, tmp_path: Path
+) -> None:
+    done = ctxasm(
+        "eval",
+        str(dataset),
+        "--budget",
+        "256",
+        "--subset",
+        "hard",
+        "--save-subset",
+        "./-",
+        "--json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    saved = (tmp_path / "-").read_text(encoding="utf-8").splitlines()
+    assert saved and all(json.loads(line)["id"] for line in saved)
+
+
 def test_eval_html_dot_slash_dash_writes_a_file_named_dash(dataset: Path, tmp_path: Path) -> None:
     # ./- was taken as standard output (Path("./-") is Path("-")), and refused
     done = ctxasm("eval", str(dataset), "--budget", "256", "--html", "./-", "--json", cwd=tmp_path)

@@ -79,10 +79,11 @@ IdsOption = Annotated[
     ),
 ]
 SaveSubsetOption = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--save-subset",
         metavar="FILE",
+        parser=page_file,  # as given: ./- names a file, - is refused below
         help="Also write the --subset questions to FILE (JSONL, the unified format).",
         show_default=False,
     ),
@@ -169,9 +170,16 @@ def eval_command(
             "--save-subset needs --subset NAME (the subset to write) [save_subset]",
             EXIT_BAD_INPUT,
         )
-    _check_outputs(dataset, ids, config, {"plot": plot, "html": html, "save_subset": save_subset})
+    if save_subset == "-":  # standard output carries the results; ./- names a file
+        fail(
+            "--save-subset - would write the subset to standard output, which carries the "
+            "results; give the subset a file name (--save-subset subset.jsonl) [save_subset]",
+            EXIT_BAD_INPUT,
+        )
+    subset_file = Path(save_subset) if save_subset is not None else None
+    _check_outputs(dataset, ids, config, {"plot": plot, "html": html, "save_subset": subset_file})
     try:
-        questions = _questions(dataset, ids, subset, save_subset, (scores, embedder), seed, limit)
+        questions = _questions(dataset, ids, subset, subset_file, (scores, embedder), seed, limit)
         rows, model = _run(questions, budgets, strategy or [], config, model, progress)
         if plot is not None:
             from ctxasm.evaluation.plot import plot_rows
