@@ -140,7 +140,8 @@ class Assembler:
             with clock.stage("compression"):
                 ranked = pipeline.compress(setup, ranked, planned)
         with clock.stage("selection"):
-            selected = pipeline.select(setup, ranked, planned, _timed_dedup(setup, clock))
+            dedup = _timed_dedup(setup, clock)
+            selected = pipeline.select(setup, ranked, planned, dedup, placement)
         if placement is Placement.AFTER_SELECTION:
             with clock.stage("compression"):
                 selected = pipeline.compress_to_fill(setup, selected)

@@ -449,10 +449,20 @@ def compress(setup: Setup, ranked: Ranked, planned: Planned) -> Ranked:
     return replace(ranked, candidates=tuple(shorter), compressed=compressed)
 
 
-def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) -> Selected:
+def select(
+    setup: Setup,
+    ranked: Ranked,
+    planned: Planned,
+    dedup: DedupSession,
+    placement: Placement = Placement.OFF,
+) -> Selected:
     """Selection: the strategy offers candidates in its order; each offer is one admission
     (dedup placement, size bound, guard, price, dedup verdict: see
     :mod:`ctxasm.stages.selection_admission`) against ``dedup``, the assembly's dedup chain.
+
+    Where compression runs after selection (``placement``), a planner may have a pick that
+    does not fit whole compressed at once (:attr:`SelectionContext.shrink`), before smaller
+    passages take the room it needs.
 
     With :attr:`Setup.stickiness`, the strategy sees the previous turn's passages with raised
     scores (:func:`ctxasm.prompt_cache.prefer_previous`), those it showed compressed in the
@@ -470,7 +480,18 @@ def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) 
     query = ranked.reading.query
     weight, previous = setup.stickiness, setup.previous
     favoured = frozenset(i for i, _ in previous.sources) if weight > 0 and previous else frozenset()
-    context = SelectionContext(query, request.query_class or classify(query), favoured)
+    shrunk: dict[str, Compressed] = {}
+    compressor = setup.strategies.compression
+    shrink = None
+    if compressor is not None and placement is Placement.AFTER_SELECTION:
+
+        def shrink(candidate: Candidate, packing: Packing) -> bool:
+            done = compressor.after_selection(query, [candidate], packing)
+            shrunk.update(done)
+            return candidate.id in done
+
+    query_class = request.query_class or classify(query)
+    context = SelectionContext(query, query_class, favoured, shrink)
     packing = Packing(
         max(0, planned.budget.context - heading),
         meter,
@@ -491,7 +512,8 @@ def select(setup: Setup, ranked: Ranked, planned: Planned, dedup: DedupSession) 
         for c in packed.kept
         if c.id in forms and c.text == forms[c.id].candidate.text
     }
-    return Selected(ranked, packed, MappingProxyType({**ranked.compressed, **reused}))
+    compressed = {**ranked.compressed, **reused, **shrunk}
+    return Selected(ranked, packed, MappingProxyType(compressed))
 
 
 def _relevance_scores(setup: Setup, packing: Packing, ranked: Ranked) -> Packed:

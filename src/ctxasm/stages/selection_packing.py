@@ -11,7 +11,7 @@ step that offers more (compression in ``fill`` placement) resumes it with
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
@@ -42,6 +42,10 @@ class SelectionContext:
     # the prompt cache (see ctxasm.prompt_cache.prefer_previous): part of their score is no
     # relevance.
     favoured: frozenset[str] = frozenset()
+    # Offers a candidate just turned away as too big again, compressed to the room left (the
+    # ``fill`` placement of compression, for a planner whose best pick does not fit whole),
+    # and says whether it was kept; ``None`` where the request compresses no passage there.
+    shrink: Callable[[Candidate, Packing], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)

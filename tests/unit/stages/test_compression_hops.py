@@ -188,3 +188,74 @@ def test_a_long_passage_compresses_in_linear_time() -> None:
     )
     assert [item.id for item in result.report.included] == ["a", "long"]
     assert result.passages[1].text == f"The Tamsin river rises near mill 0. {ELISION}"
+
+
+# The next hop of a chain (RIVER, named by BRIDGE) does not fit whole after BRIDGE; a short
+# passage that only shares some of the question's words (FAIR) would fit.
+LONG_RIVER = {
+    "id": "c",
+    "title": "Tamsin river",
+    "text": "The Tamsin river rises in the Orlen hills. Otters and herons live along its banks, "
+    "and anglers come for its trout in the autumn months. The old mill by the water was built "
+    "of grey stone in the year the railway came. The river floods most springs, when the snow "
+    "on the hills melts.",
+}
+FAIR = {
+    "id": "m",
+    "title": "Harvest fair",
+    "text": "Where the river rises, a fair is held each May by the old stone bridge.",
+}
+
+
+def _chain(selection: dict[str, Any], compression: dict[str, Any] | None) -> ctxasm.Assembly:
+    return ctxasm.assemble(
+        QUERY,
+        [BRIDGE, FAIR, LONG_RIVER],
+        max_context_tokens=80,
+        strategy={
+            "selection": selection,
+            "compression": compression,
+            "ordering": "score",
+            "dedup": "none",
+        },
+    )
+
+
+def test_a_chain_pick_too_big_to_fit_whole_is_compressed_before_a_weaker_one_takes_its_room() -> (
+    None
+):
+    result = _chain({"name": "bridge"}, {"name": "sentences", "mode": "fill"})
+    included = {item.id: item for item in result.report.included}
+    assert sorted(included) == ["a", "c"]
+    assert [(e.id, e.reason.value) for e in result.report.excluded] == [("m", "over_budget")]
+    river = included["c"]
+    assert river.compression is not None  # reported as compressed, with its counts
+    assert river.compression.kept_sentences < river.compression.sentences
+    assert river.chosen is not None
+    assert (river.chosen.by, river.chosen.linked_from) == ("link", "a")  # why it was picked
+    kept = next(p.text for p in result.passages if p.id == "c")
+    assert kept.startswith("The Tamsin river rises in the Orlen hills.")
+    assert result.report.context_tokens <= 80
+
+
+@pytest.mark.parametrize(
+    ("selection", "compression"),
+    [
+        ({"name": "bridge", "shrink": 100}, {"name": "sentences", "mode": "fill"}),
+        ({"name": "bridge"}, None),  # no compression: nothing is cut in selection either
+    ],
+)
+def test_the_weaker_passage_keeps_the_room_without_compression_or_below_shrink(
+    selection: dict[str, Any], compression: dict[str, Any] | None
+) -> None:
+    result = _chain(selection, compression)
+    assert sorted(item.id for item in result.report.included) == ["a", "m"]
+    assert all(item.compression is None for item in result.report.included)
+    assert [(e.id, e.reason.value) for e in result.report.excluded] == [("c", "over_budget")]
+
+
+@pytest.mark.parametrize("shrink", [-1, 101, "x"])
+def test_shrink_is_validated(shrink: object) -> None:
+    with pytest.raises(ctxasm.RequestError) as caught:
+        _chain({"name": "bridge", "shrink": shrink}, None)
+    assert caught.value.field == "strategy.selection.shrink"
