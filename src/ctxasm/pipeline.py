@@ -480,13 +480,25 @@ def select(
     query = ranked.reading.query
     weight, previous = setup.stickiness, setup.previous
     favoured = frozenset(i for i, _ in previous.sources) if weight > 0 and previous else frozenset()
+    candidates, forms = ranked.candidates, {}
+    if weight > 0 and previous is not None:
+        # a source shown compressed is offered as it was shown, so it stays byte-identical
+        forms = prompt_cache.previous_forms(previous, candidates, block)
+        candidates = tuple(forms[c.id].candidate if c.id in forms else c for c in candidates)
+        candidates = tuple(prompt_cache.prefer_previous(candidates, previous, weight))
     shrunk: dict[str, Compressed] = {}
     compressor = setup.strategies.compression
     shrink = None
     if compressor is not None and placement is Placement.AFTER_SELECTION:
+        originals = {c.id: c for c in ranked.candidates}
 
         def shrink(candidate: Candidate, packing: Packing) -> bool:
-            done = compressor.after_selection(query, [candidate], packing)
+            # Cut from the passage as given, with its own score (a previous turn's passage is
+            # offered with a raised one); one shown compressed before stays as it was shown.
+            if candidate.id in forms or candidate.id not in originals:
+                return False
+            original = originals[candidate.id]._replace(chosen=candidate.chosen)
+            done = compressor.after_selection(query, [original], packing)
             shrunk.update(done)
             return candidate.id in done
 
@@ -499,12 +511,6 @@ def select(
         context,
         setup.strategies.guard,
     )
-    candidates, forms = ranked.candidates, {}
-    if weight > 0 and previous is not None:
-        # a source shown compressed is offered as it was shown, so it stays byte-identical
-        forms = prompt_cache.previous_forms(previous, candidates, block)
-        candidates = tuple(forms[c.id].candidate if c.id in forms else c for c in candidates)
-        candidates = tuple(prompt_cache.prefer_previous(candidates, previous, weight))
     setup.strategies.selection.select(candidates, packing)
     packed = _relevance_scores(setup, packing, ranked)
     reused = {

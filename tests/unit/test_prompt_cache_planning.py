@@ -949,3 +949,61 @@ def test_every_state_a_report_gives_is_taken_back_up_to_the_largest_label() -> N
     fourth = ctxasm.assemble("capital?", [lyon, marseille], previous=third)
     assert _labels(fourth) == {"lyon": "Source 1", "marseille": "Source 2"}
     assert fourth.report.cache is not None and fourth.report.cache.state.next_label == 3
+
+
+class _ShrinkEveryPick:
+    """Offers in rank order, and has every candidate turned away as too big cut at once
+    (SelectionContext.shrink), recording what each attempt returned."""
+
+    def __init__(self) -> None:
+        self.tried: dict[str, bool] = {}
+
+    def select(self, candidates: Any, packing: Any) -> None:
+        from ctxasm.stages.selection_admission import Offer
+
+        for candidate in candidates:
+            if packing.offer(candidate) is Offer.TOO_BIG:
+                assert packing.context.shrink is not None
+                self.tried[candidate.id] = packing.context.shrink(candidate, packing)
+
+
+def _selected_with_shrink(request: dict[str, Any]) -> tuple[_ShrinkEveryPick, Any]:
+    """Selection of ``request`` run by :class:`_ShrinkEveryPick` in the fill placement."""
+    from ctxasm import pipeline
+    from ctxasm.assembler import Assembler
+    from ctxasm.schema import parse_request
+    from ctxasm.stages.dedup import DedupChain
+
+    assembler = Assembler()
+    setup = assembler._setup(parse_request(request))
+    strategy = _ShrinkEveryPick()
+    setup = replace(setup, strategies=replace(setup.strategies, selection=strategy))
+    planned = pipeline.plan(setup)
+    ranked = pipeline.relevance(setup, pipeline.access(setup))
+    dedup = DedupChain([s.session() for s in setup.strategies.dedup])
+    placement = pipeline.Placement.AFTER_SELECTION
+    return strategy, pipeline.select(setup, ranked, planned, dedup, placement)
+
+
+def test_a_pick_cut_during_selection_is_cut_from_the_passage_as_given() -> None:
+    passages, options = _sentences(8), {"max_context_tokens": 900, "model": "gpt-4.1"}
+    first = ctxasm.assemble("river king?", passages, previous=None, **options)
+    assert first.report.cache is not None and first.report.cache.state.compressed == {"p3": (0, 1)}
+    request = {"query": "queen sea?", "passages": passages, "model": "gpt-4.1"}
+    # a budget where whole passages run out: p3, shown compressed last turn, is offered as it
+    # was shown and never cut again; the others are cut from their own text
+    for budget in range(150, 700, 25):
+        strategy, selected = _selected_with_shrink(
+            {**request, "max_context_tokens": budget, "previous": first.to_dict()}
+        )
+        assert strategy.tried.get("p3") in (None, False)
+        given = {p["id"]: p["text"] for p in passages}
+        for name, found in selected.compressed.items():
+            if name != "p3":
+                assert found.original == given[name]
+    # without a previous turn, p3 too is cut from its own text when it does not fit whole
+    strategy, selected = _selected_with_shrink({**request, "max_context_tokens": 300})
+    assert True in strategy.tried.values()
+    for name, kept in strategy.tried.items():
+        if kept:
+            assert selected.compressed[name].original == given[name]
