@@ -113,6 +113,10 @@ class CompressionStrategy(Protocol):
         self, query: str, ranked: Sequence[Candidate], packing: Packing
     ) -> dict[str, Compressed]: ...
 
+    # Optional: ``cut_pick(query, candidate, packing, in_play) -> Compressed | None`` cuts a
+    # planner's pick during selection (see SentenceCompression.cut_pick); a strategy without
+    # it has ``after_selection`` called with that one candidate.
+
 
 @dataclass(frozen=True, slots=True)
 class ResolvedStrategies:
@@ -498,9 +502,11 @@ def select(
             if candidate.id in forms or candidate.id not in originals:
                 return False
             original = originals[candidate.id]._replace(chosen=candidate.chosen)
-            done = compressor.after_selection(query, [original], packing)
-            shrunk.update(done)
-            return candidate.id in done
+            done = _cut_pick(compressor, query, original, packing, ranked.candidates)
+            if done is None or not packing.holds(candidate.id):
+                return False  # a strategy's word is not taken for what the packing kept
+            shrunk[candidate.id] = done
+            return True
 
     query_class = request.query_class or classify(query)
     context = SelectionContext(query, query_class, favoured, shrink)
@@ -520,6 +526,26 @@ def select(
     }
     compressed = {**ranked.compressed, **reused, **shrunk}
     return Selected(ranked, packed, MappingProxyType(compressed))
+
+
+def _cut_pick(
+    compressor: CompressionStrategy,
+    query: str,
+    pick: Candidate,
+    packing: Packing,
+    candidates: Sequence[Candidate],
+) -> Compressed | None:
+    """A planner's ``pick``, just turned away as too big, compressed into the room left and
+    admitted by the request's compression strategy, or ``None``: by its ``cut_pick`` (given
+    the candidates not decided yet, whose titles name the next hops), or, for a strategy
+    without one, by its ``after_selection`` of that one candidate."""
+    cut = getattr(compressor, "cut_pick", None)
+    if cut is None:
+        return compressor.after_selection(query, [pick], packing).get(pick.id)
+    decided = {e.candidate_id for e in packing.excluded}
+    in_play = [c for c in candidates if c.id not in decided and not packing.holds(c.id)]
+    found: Compressed | None = cut(query, pick, packing, in_play)
+    return found
 
 
 def _relevance_scores(setup: Setup, packing: Packing, ranked: Ranked) -> Packed:

@@ -420,6 +420,31 @@ def test_eval_file_outputs_refuse_a_dash(
     assert list(here.iterdir()) == []
 
 
+def test_eval_save_subset_refuses_an_empty_name(dataset: Path, tmp_path: Path) -> None:
+    done = ctxasm("eval", str(dataset), "--subset", "hard", "--save-subset=", cwd=tmp_path)
+    _one_line_error(done, "--save-subset '' would write the subset nowhere", "[save_subset]")
+
+
+@pytest.mark.parametrize(("first", "name"), [("--html", "out.x"), ("--plot", "out.png")])
+def test_two_outputs_naming_one_file_are_refused_before_the_run(
+    dataset: Path, tmp_path: Path, first: str, name: str
+) -> None:
+    # --save-subset out.x --html out.x wrote the subset, then the page over it, exit 0
+    target = tmp_path / name
+    done = ctxasm(
+        "eval",
+        str(dataset),
+        "--subset",
+        "hard",
+        first,
+        str(target),
+        "--save-subset",
+        str(tmp_path / "." / name),
+    )
+    _one_line_error(done, "both name", "[save_subset]")
+    assert not target.exists()
+
+
 def test_eval_save_subset_dot_slash_dash_writes_a_file_named_dash(
     dataset: Path, tmp_path: Path
 ) -> None:

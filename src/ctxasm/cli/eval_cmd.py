@@ -82,8 +82,7 @@ SaveSubsetOption = Annotated[
     str | None,
     typer.Option(
         "--save-subset",
-        metavar="FILE",
-        parser=page_file,  # as given: ./- names a file, - is refused below
+        metavar="FILE",  # a str, as given: ./- names a file, - is refused (see eval_command)
         help="Also write the --subset questions to FILE (JSONL, the unified format).",
         show_default=False,
     ),
@@ -170,10 +169,11 @@ def eval_command(
             "--save-subset needs --subset NAME (the subset to write) [save_subset]",
             EXIT_BAD_INPUT,
         )
-    if save_subset == "-":  # standard output carries the results; ./- names a file
+    if save_subset in ("-", ""):  # standard output carries the results; ./- names a file
+        where = "to standard output, which carries the results" if save_subset else "nowhere"
         fail(
-            "--save-subset - would write the subset to standard output, which carries the "
-            "results; give the subset a file name (--save-subset subset.jsonl) [save_subset]",
+            f"--save-subset {save_subset or repr('')} would write the subset {where}; give the "
+            "subset a file name (--save-subset subset.jsonl) [save_subset]",
             EXIT_BAD_INPUT,
         )
     subset_file = Path(save_subset) if save_subset is not None else None
@@ -207,9 +207,19 @@ def _check_outputs(
     from ctxasm.errors import CtxasmError
 
     source = Path(dataset)  # a file's name: "-" is no standard input here
+    written: dict[str, str] = {}  # a file's real path -> the output that writes it
     for field, path in outputs.items():
         if path is None:
             continue
+        if not (field == "html" and str(path) == "-"):  # two outputs would write one file
+            real = os.path.realpath(path)
+            if real in written:
+                fail(
+                    f"--{written[real].replace('_', '-')} and --{field.replace('_', '-')} both "
+                    f"name {os.fsdecode(path)}: give each its own file [{field}]",
+                    EXIT_BAD_INPUT,
+                )
+            written[real] = field
         check_writable(Path(path), field)
         what = {"plot": "the plot", "html": "the page"}.get(field, "the subset")
         try:

@@ -299,16 +299,41 @@ class SentenceCompression(Strategy):
         self, query: str, ranked: Sequence[Candidate], packing: Packing
     ) -> dict[str, Compressed]:
         """Offer compressed versions of the best ``max_candidates`` passages that did not fit
-        whole, each cut to the room left, those a kept passage names first, then in rank
-        order (the ``fill`` placement); bridges are the titles of those and of the kept
-        passages, and what the kept passages name."""
+        whole (less those cut during selection, see :meth:`cut_pick`), each cut to the room
+        left, those a kept passage names first, then in rank order (the ``fill``
+        placement); bridges are the titles of those and of the kept passages, and what the
+        kept passages name."""
         turned_away = {e.candidate_id for e in packing.excluded if e.reason is Reason.OVER_BUDGET}
-        retry = [c for c in ranked if c.id in turned_away][: self.max_candidates]
+        left = self.max_candidates - len(packing.readmitted)  # some may be cut in selection
+        retry = [c for c in ranked if c.id in turned_away][: max(0, left)]
         if not retry:
             return {}
-        retry = _next_hops_first(retry, packing.kept)
+        return self._refit(query, _next_hops_first(retry, packing.kept), packing, ())
+
+    def cut_pick(
+        self, query: str, candidate: Candidate, packing: Packing, in_play: Sequence[Candidate]
+    ) -> Compressed | None:
+        """``candidate``, a planner's pick just turned away as too big, cut to the room left
+        and admitted as in :meth:`after_selection`, or ``None``. The titles of ``in_play``
+        (the candidates not decided yet) are bridges too: the next hop the pick leads to is
+        one of them. It counts towards ``max_candidates`` with what is cut after selection."""
+        if len(packing.readmitted) >= self.max_candidates:
+            return None
+        return self._refit(query, [candidate], packing, in_play).get(candidate.id)
+
+    def _refit(
+        self,
+        query: str,
+        retry: Sequence[Candidate],
+        packing: Packing,
+        in_play: Sequence[Candidate],
+    ) -> dict[str, Compressed]:
+        """Each of ``retry`` in turn cut to the room left and admitted (see :meth:`_fit`);
+        bridges are the titles of those, of the kept passages and of ``in_play``, and what
+        the kept passages name."""
         hops = Hops.of(query)
-        bridges = Phrases(title_key(c.passage.title) for c in (*retry, *packing.kept))
+        titles = (*retry, *packing.kept, *in_play)
+        bridges = Phrases(title_key(c.passage.title) for c in titles)
         done = {}
         seen: set[str] = set()
         for candidate in retry:

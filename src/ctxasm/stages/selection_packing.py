@@ -66,6 +66,8 @@ class Packed:
     excluded: tuple[Exclusion, ...]
     # Stitched-away id -> the id of the kept passage it became part of.
     merged_into: Mapping[str, str] = field(default_factory=dict)
+    # The ids of candidates kept in a changed (compressed) form: see Packing.readmit.
+    readmitted: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -90,6 +92,7 @@ class Packing:
         self.used = 0
         self.excluded: list[Exclusion] = []
         self.merged_into: dict[str, str] = {}
+        self.readmitted: set[str] = set()  # kept in a changed (compressed) form
 
     @classmethod
     def resume(cls, packed: Packed) -> Packing:
@@ -104,6 +107,7 @@ class Packing:
         packing.used = packed.used
         packing.excluded = list(packed.excluded)
         packing.merged_into = dict(packed.merged_into)
+        packing.readmitted = set(packed.readmitted)
         return packing
 
     def snapshot(self) -> Packed:
@@ -118,6 +122,7 @@ class Packing:
             self.used,
             tuple(self.excluded),
             MappingProxyType(dict(self.merged_into)),
+            frozenset(self.readmitted),
         )
 
     def _resolved(self, candidate: Candidate) -> Candidate:
@@ -191,6 +196,7 @@ class Packing:
         before = len(self.excluded)
         outcome = self.offer(candidate)
         if outcome in (Offer.ADDED, Offer.MERGED):
+            self.readmitted.add(candidate.id)
             self.excluded[:before] = [
                 e
                 for e in self.excluded[:before]
@@ -199,6 +205,21 @@ class Packing:
         else:
             del self.excluded[before:]
         return outcome
+
+    def kept_form(self, candidate_id: str) -> Candidate | None:
+        """The kept candidate of that id as kept (compressed, grown by stitching), or ``None``
+        when it is not kept itself."""
+        position = self.positions.get(candidate_id)
+        return None if position is None else self.kept[position]
+
+    def relabel(self, candidate_id: str, chosen: Chosen) -> None:
+        """Say why a kept candidate was chosen in other words (the report's ``chosen``)."""
+        position = self.positions[candidate_id]
+        self.kept[position] = self.kept[position]._replace(chosen=chosen)
+
+    def holds(self, candidate_id: str) -> bool:
+        """Whether the candidate is kept, itself or stitched into a kept passage."""
+        return candidate_id in self.positions or candidate_id in self.merged_into
 
     def exclude(self, candidates: Sequence[Candidate], reason: Reason, detail: str) -> None:
         """Record ``candidates`` as excluded by the selection stage without offering them."""

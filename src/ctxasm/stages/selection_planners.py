@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from ctxasm.data import Candidate, Chosen, Reason
@@ -37,7 +37,7 @@ from ctxasm.stages.relevance import MIN_AGREEMENT, rank_agreement
 from ctxasm.stages.relevance_utility import name_strength, shared_names
 from ctxasm.stages.selection import offer_in_order, scaled_scores
 from ctxasm.stages.selection_packing import Offer, Packing, SelectionContext
-from ctxasm.strategy import Strategy, require_int, require_number
+from ctxasm.strategy import ParamError, Strategy, require_int, require_number
 from ctxasm.validation import shown
 
 __all__ = ["AutoSelection", "BridgeSelection", "CoverageSelection", "Evidence"]
@@ -71,7 +71,7 @@ class Evidence:
         self.texts = [f" {phrase_key(c.text)} " for c in candidates]
         # A query word is in a passage when one of its forms is in the title or the text (see
         # term_forms: "married" states "spouse").
-        forms = {term: term_forms(term) for term in self.terms}
+        self.forms = forms = {term: term_forms(term) for term in self.terms}
         counts = term_counts_all(self.terms, [titled(c.passage.title, c.text) for c in candidates])
         covers = [
             covered_terms(self.terms, c.text, c.passage.title, forms, counted)
@@ -116,6 +116,15 @@ class Evidence:
                 if is_open[j]:
                     best = max(best, strength * self.new_coverage(j, have))
         return best
+
+    def elements_in(self, title: str | None, text: str) -> tuple[str, ...]:
+        """The query's words and named phrases that ``text`` under ``title`` covers, in query
+        order, as for a candidate: what a candidate kept in a changed form (compressed) still
+        covers."""
+        found = set(covered_terms(self.terms, text, title, self.forms))
+        key = _with_title(title, f" {phrase_key(text)} ")
+        found.update(p for p in self.phrases if f" {p} " in key)
+        return tuple(e for e in (*self.terms, *self.phrases) if e in found)
 
     def terms_of(self, index: int) -> tuple[str, ...]:
         """The query's words and named phrases candidate ``index`` covers, in query order."""
@@ -355,7 +364,7 @@ class BridgeSelection(Strategy):
     subject: float = 1.0
     # A pick that does not fit whole is compressed into the room left at once (where the
     # request compresses after selection) when it is worth this many times the best open
-    # candidate that might fit whole (1.25 and 1.5 did alike on the measured sets; 1 cut
+    # candidate that might fit whole (0: never) (1.25 and 1.5 did alike on the measured sets; 1 cut
     # picks that a whole passage served better, 2 gave back the gain on composed chains).
     shrink: float = 1.5
     max_candidates: int = 50
@@ -370,9 +379,11 @@ class BridgeSelection(Strategy):
             "lookahead",
             "trust",
             "names",
-            "shrink",
         ):
             require_number(weight, getattr(self, weight), low=0.0, high=100.0)
+        # 0 turns the cut off; below 1 it would act as 1 (the pick is worth the most)
+        if 0 < require_number("shrink", self.shrink, low=0.0, high=100.0) < 1:
+            raise ParamError("shrink", f"must be 0 (off) or between 1 and 100, got {self.shrink!r}")
         require_number("anchor", self.anchor, low=0.0, high=1.0)
         require_number("subject", self.subject, low=0.0, high=1.0)
         require_int("max_candidates", self.max_candidates, low=1, high=PLANNER_MAX_CANDIDATES)
@@ -418,10 +429,12 @@ class BridgeSelection(Strategy):
                 self.coverage * evidence.new_coverage(pick, covered),
             )
             why = self._chosen(pool, pick, evidence, (*parts, value[pick]), link_source.get(pick))
-            if not self._offer(pick, why, (open_, ahead), pool, packing):
+            if (
+                elements := self._offer(pick, why, (open_, ahead), (pool, evidence), packing)
+            ) is None:
                 continue
             # In query order and sorted: float sums must not depend on how a set iterates.
-            for element in evidence.terms_of(pick):
+            for element in elements:
                 if element in covered:
                     continue
                 covered.add(element)
@@ -452,28 +465,35 @@ class BridgeSelection(Strategy):
         pick: int,
         why: Chosen,
         rivals: tuple[Sequence[int], Callable[[int], float]],
-        pool: Sequence[Candidate],
+        planned: tuple[Sequence[Candidate], Evidence],
         packing: Packing,
-    ) -> bool:
-        """Offer candidate ``pick`` (chosen for ``why``) and say whether it was kept. A pick
-        too big to fit whole is compressed into the room left at once (see
-        :attr:`SelectionContext.shrink`) when its value is at least ``shrink`` times that of
-        every open candidate that might still fit whole (``rivals``: the open candidates and
-        their values); otherwise the room goes to those, and the pick may be compressed into
-        what they leave, after selection."""
+    ) -> tuple[str, ...] | None:
+        """Offer candidate ``pick`` (chosen for ``why``); ``None`` when it was not kept, else
+        the query elements it covers as kept. A pick too big to fit whole is compressed into
+        the room left at once (see :attr:`SelectionContext.shrink`) when its value is at
+        least ``shrink`` times that of every open candidate that might still fit whole
+        (``rivals``: the open candidates and their values); otherwise the room goes to those,
+        and the pick may be compressed into what they leave, after selection. A pick kept
+        compressed covers what its kept sentences state, and the report says so."""
+        pool, evidence = planned
         offered = pool[pick]._replace(chosen=why)
         outcome = packing.offer(offered)
         if outcome in _KEPT:
-            return True
+            return evidence.terms_of(pick)
         shrink = packing.context.shrink
-        if outcome is not Offer.TOO_BIG or shrink is None:
-            return False
+        if outcome is not Offer.TOO_BIG or shrink is None or self.shrink == 0:
+            return None
         open_, value = rivals
         room, meter = packing.remaining, packing.meter
         fitting = [value(i) for i in open_ if meter.lower_bound(pool[i]) <= room]
-        if not fitting or value(pick) < self.shrink * max(fitting):
-            return False
-        return shrink(offered, packing)
+        if not fitting or value(pick) < self.shrink * max(fitting) or not shrink(offered, packing):
+            return None
+        kept = packing.kept_form(offered.id)
+        if kept is None:  # stitched into a kept window of its document: that one covers it
+            return evidence.terms_of(pick)
+        elements = evidence.elements_in(kept.passage.title, kept.text)
+        packing.relabel(offered.id, replace(why, terms=elements))
+        return elements
 
     def _links(
         self, pool: Sequence[Candidate], evidence: Evidence, context: SelectionContext

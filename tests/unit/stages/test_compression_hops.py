@@ -241,7 +241,7 @@ def test_a_chain_pick_too_big_to_fit_whole_is_compressed_before_a_weaker_one_tak
 @pytest.mark.parametrize(
     ("selection", "compression"),
     [
-        ({"name": "bridge", "shrink": 100}, {"name": "sentences", "mode": "fill"}),
+        ({"name": "bridge", "shrink": 0}, {"name": "sentences", "mode": "fill"}),  # off
         ({"name": "bridge"}, None),  # no compression: nothing is cut in selection either
     ],
 )
@@ -254,8 +254,123 @@ def test_the_weaker_passage_keeps_the_room_without_compression_or_below_shrink(
     assert [(e.id, e.reason.value) for e in result.report.excluded] == [("c", "over_budget")]
 
 
-@pytest.mark.parametrize("shrink", [-1, 101, "x"])
+@pytest.mark.parametrize("shrink", [-1, 0.5, 101, "x"])
 def test_shrink_is_validated(shrink: object) -> None:
     with pytest.raises(ctxasm.RequestError) as caught:
         _chain({"name": "bridge", "shrink": shrink}, None)
     assert caught.value.field == "strategy.selection.shrink"
+
+
+FOUNDED = "Where was the founder of Acme Corp born?"
+ACME = {
+    "id": "acme",
+    "title": "Acme Corp",
+    "text": "Acme Corp is a maker of anvils and rockets, and its founder is a man of few words. "
+    "The firm sells to cartoon coyotes across the western deserts of the country. "
+    "Its catalogue runs to four hundred pages of traps, springs and magnets. "
+    "John Smith started it in a garage in 1950. "
+    "Sales fell in the eighties when road runners learned to avoid the traps.",
+}
+SMITH = {"id": "smith", "title": "John Smith", "text": "John Smith was born in Leeds in 1921."}
+TAX = {
+    "id": "other",
+    "title": "Corp tax",
+    "text": "Corp tax is paid where the firm was born, by law.",
+}
+FILL = {"compression": {"name": "sentences", "mode": "fill"}, "ordering": "score", "dedup": "none"}
+
+
+@pytest.mark.parametrize("budget", [60, 80, 90])
+def test_a_pick_cut_in_selection_keeps_the_sentence_naming_the_next_hop_and_reports_its_terms(
+    budget: int,
+) -> None:
+    # the cut kept only the lead sentence (the candidates not decided yet were no bridges), and
+    # the report kept the words of the whole passage: "born" and the link to John Smith
+    result = ctxasm.assemble(
+        FOUNDED,
+        [ACME, TAX, SMITH],
+        max_context_tokens=budget,
+        strategy={"selection": "bridge", **FILL},
+    )
+    shown = {p.id: p.text for p in result.passages}
+    included = {item.id: item for item in result.report.included}
+    acme = included["acme"]
+    assert acme.compression is not None and acme.chosen is not None
+    assert "John Smith" in shown["acme"]  # the sentence that leads to the next hop
+    if budget >= 80:  # and the next hop is kept, by that link
+        smith = included["smith"].chosen
+        assert smith is not None and (smith.by, smith.linked_from) == ("link", "acme")
+    from ctxasm.lexical import phrase_key
+
+    key = f" {phrase_key('Acme Corp')} {phrase_key(shown['acme'])} "
+    assert all(f" {term} " in key or term == "founder" for term in acme.chosen.terms)
+    assert "born" not in acme.chosen.terms  # no kept sentence of Acme states it
+
+
+def test_cuts_in_and_after_selection_share_the_max_candidates_of_sentences() -> None:
+    passages = [
+        {
+            "id": f"b{i}",
+            "title": f"Item {i}",
+            "text": f"Acme Corp founder Kim{i} Lee{i} was born in Town{i}. Zed "
+            + " ".join(f"z{i}q{k}" for k in range(300))
+            + ".",
+        }
+        for i in range(30)
+    ]
+    passages.append({"id": "off", "title": "Off", "text": "Acme is nothing here at all."})
+    result = ctxasm.assemble(
+        FOUNDED,
+        passages,
+        max_context_tokens=3000,
+        strategy={
+            "selection": {"name": "bridge", "max_candidates": 500},
+            "compression": {"name": "sentences", "mode": "fill", "max_candidates": 1},
+            "dedup": "none",
+        },
+    )
+    assert sum(item.compression is not None for item in result.report.included) == 1
+
+
+def test_a_pick_is_kept_only_when_the_packing_kept_it() -> None:
+    # a compression strategy that says it cut the pick but never offered the cut
+    from ctxasm.stages.compression import SentenceCompression
+
+    class Boastful(SentenceCompression):
+        def cut_pick(self, query: str, candidate: Any, packing: Any, in_play: Any) -> Any:
+            return self.compress(candidate, ["founder"], [])
+
+        def after_selection(self, query: str, ranked: Any, packing: Any) -> Any:
+            cut = {c.id: self.compress(c, ["founder"], []) for c in ranked}
+            return {name: found for name, found in cut.items() if found is not None}
+
+    from ctxasm.assembler import Assembler
+    from ctxasm.schema import parse_request
+
+    assembler = Assembler()
+    request = parse_request(
+        {
+            "query": FOUNDED,
+            "passages": [ACME, TAX, SMITH],
+            "max_context_tokens": 80,
+            "strategy": {"selection": "bridge", **FILL},
+        }
+    )
+    setup = assembler._setup(request)
+    from dataclasses import replace
+
+    from ctxasm import pipeline
+    from ctxasm.stages.dedup import DedupChain
+
+    setup = replace(setup, strategies=replace(setup.strategies, compression=Boastful(mode="fill")))
+    planned = pipeline.plan(setup)
+    ranked = pipeline.relevance(setup, pipeline.access(setup))
+    dedup = DedupChain([s.session() for s in setup.strategies.dedup])
+    selected = pipeline.select(setup, ranked, planned, dedup, pipeline.Placement.AFTER_SELECTION)
+    kept = {c.id for c in selected.packed.kept}
+    excluded = {e.candidate_id for e in selected.packed.excluded}
+    assert not kept & excluded
+    for candidate in selected.packed.kept:
+        source = candidate.chosen.linked_from if candidate.chosen else None
+        assert source is None or source in kept
+    assert "acme" not in selected.compressed or "acme" in kept
