@@ -148,16 +148,26 @@ def relevance_scores(
     kept: Sequence[Candidate], ranked: Sequence[Candidate], merged_into: Mapping[str, str]
 ) -> list[Candidate]:
     """``kept`` with the scores and passages of ``ranked`` (what relevance gave them, before
-    :func:`prefer_previous`); a passage others were stitched into keeps the best of theirs."""
+    :func:`prefer_previous`), and the given score a strategy recorded in ``chosen`` the
+    retriever's again; a passage others were stitched into keeps the best of theirs."""
     original = {c.id: c for c in ranked}
     best = {c.id: c.score for c in ranked}
     for gone, into in merged_into.items():
         if gone in best and into in best:
             best[into] = max(best[into], best[gone])
-    return [
-        c._replace(score=best[c.id], passage=original[c.id].passage) if c.id in original else c
-        for c in kept
-    ]
+    restored = []
+    for candidate in kept:
+        given = original.get(candidate.id)
+        if given is None:
+            restored.append(candidate)
+            continue
+        chosen = candidate.chosen
+        if chosen is not None and chosen.given_score is not None:
+            chosen = replace(chosen, given_score=given.passage.score)
+        restored.append(
+            candidate._replace(score=best[candidate.id], passage=given.passage, chosen=chosen)
+        )
+    return restored
 
 
 def previous_forms(

@@ -1007,3 +1007,19 @@ def test_a_pick_cut_during_selection_is_cut_from_the_passage_as_given() -> None:
     for name, kept in strategy.tried.items():
         if kept:
             assert selected.compressed[name].original == given[name]
+
+
+def test_the_report_gives_the_retrievers_score_not_the_one_raised_for_the_cache() -> None:
+    # the previous turn's passages are offered with raised scores; chosen.given_score showed
+    # the raised one (0.58 for a passage given 0.3)
+    given = {p["id"]: p["score"] for p in _passages(12)}
+    options: dict[str, Any] = {
+        "max_context_tokens": 900,
+        "strategy": {"relevance": "given", "selection": "bridge"},
+    }
+    first = ctxasm.assemble("river king?", _passages(12), previous=None, **options)
+    second = ctxasm.assemble("sea war?", _passages(12), previous=first, **options)
+    scored = [i for i in second.report.included if i.chosen and i.chosen.given_score is not None]
+    assert scored
+    for item in scored:
+        assert item.chosen is not None and item.chosen.given_score == given[item.id]
