@@ -496,13 +496,13 @@ def select(
     if compressor is not None and placement is Placement.AFTER_SELECTION:
         originals = {c.id: c for c in ranked.candidates}
 
-        def shrink(candidate: Candidate, packing: Packing) -> bool:
+        def shrink(candidate: Candidate, packing: Packing, in_play: Sequence[Candidate]) -> bool:
             # Cut from the passage as given, with its own score (a previous turn's passage is
             # offered with a raised one); one shown compressed before stays as it was shown.
             if candidate.id in forms or candidate.id not in originals:
                 return False
             original = originals[candidate.id]._replace(chosen=candidate.chosen)
-            done = _cut_pick(compressor, query, original, packing, ranked.candidates)
+            done = _cut_pick(compressor, query, original, packing, in_play)
             if done is None or not packing.holds(candidate.id):
                 return False  # a strategy's word is not taken for what the packing kept
             shrunk[candidate.id] = done
@@ -533,17 +533,15 @@ def _cut_pick(
     query: str,
     pick: Candidate,
     packing: Packing,
-    candidates: Sequence[Candidate],
+    in_play: Sequence[Candidate],
 ) -> Compressed | None:
     """A planner's ``pick``, just turned away as too big, compressed into the room left and
     admitted by the request's compression strategy, or ``None``: by its ``cut_pick`` (given
-    the candidates not decided yet, whose titles name the next hops), or, for a strategy
+    the planner's open candidates, whose titles name the next hops), or, for a strategy
     without one, by its ``after_selection`` of that one candidate."""
     cut = getattr(compressor, "cut_pick", None)
     if cut is None:
         return compressor.after_selection(query, [pick], packing).get(pick.id)
-    decided = {e.candidate_id for e in packing.excluded}
-    in_play = [c for c in candidates if c.id not in decided and not packing.holds(c.id)]
     found: Compressed | None = cut(query, pick, packing, in_play)
     return found
 

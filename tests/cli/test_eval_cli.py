@@ -643,3 +643,19 @@ def test_eval_reads_hotpotqa_files_and_keeps_the_listed_ids(tmp_path: Path) -> N
     _one_line_error(done, "1 of the 2 ids of ids.txt are not in the dataset", "'q7'", "[ids]")
     done = ctxasm("eval", str(data), "--ids", str(ids), "--html", str(ids))
     _one_line_error(done, "would replace the ids")
+
+
+def test_two_outputs_named_dot_slash_dash_are_named_as_given(dataset: Path, tmp_path: Path) -> None:
+    # the error said "both name -", the name eval keeps for standard output
+    done = ctxasm(
+        "eval",
+        str(dataset),
+        "--subset",
+        "hard",
+        "--html",
+        "./-",
+        "--save-subset",
+        "./-",
+        cwd=tmp_path,
+    )
+    _one_line_error(done, "--html and --save-subset both name ./-", "[save_subset]")

@@ -964,7 +964,8 @@ class _ShrinkEveryPick:
         for candidate in candidates:
             if packing.offer(candidate) is Offer.TOO_BIG:
                 assert packing.context.shrink is not None
-                self.tried[candidate.id] = packing.context.shrink(candidate, packing)
+                later = candidates[candidates.index(candidate) + 1 :]
+                self.tried[candidate.id] = packing.context.shrink(candidate, packing, later)
 
 
 def _selected_with_shrink(request: dict[str, Any]) -> tuple[_ShrinkEveryPick, Any]:

@@ -177,7 +177,7 @@ def eval_command(
             EXIT_BAD_INPUT,
         )
     subset_file = Path(save_subset) if save_subset is not None else None
-    _check_outputs(dataset, ids, config, {"plot": plot, "html": html, "save_subset": subset_file})
+    _check_outputs(dataset, ids, config, {"plot": plot, "html": html, "save_subset": save_subset})
     try:
         questions = _questions(dataset, ids, subset, subset_file, (scores, embedder), seed, limit)
         rows, model = _run(questions, budgets, strategy or [], config, model, progress)

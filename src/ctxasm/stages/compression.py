@@ -317,8 +317,14 @@ class SentenceCompression(Strategy):
         and admitted as in :meth:`after_selection`, or ``None``. The titles of ``in_play``
         (the candidates not decided yet) are bridges too: the next hop the pick leads to is
         one of them. It counts towards ``max_candidates`` with what is cut after selection."""
-        if len(packing.readmitted) >= self.max_candidates:
+        if len(packing.readmitted) >= self.max_candidates or packing.full:
             return None
+        spans = sentence_spans(candidate.text)
+        if len(spans) < 2:
+            return None  # never cut (see _refit): no bridges to build
+        least = min(packing.meter.counter.lower_bound(candidate.text[a:b]) for a, b in spans)
+        if least + packing.meter.floor > packing.remaining:
+            return None  # not even its smallest sentence could fit (see _fit)
         return self._refit(query, [candidate], packing, in_play).get(candidate.id)
 
     def _refit(

@@ -44,8 +44,9 @@ class SelectionContext:
     favoured: frozenset[str] = frozenset()
     # Offers a candidate just turned away as too big again, compressed to the room left (the
     # ``fill`` placement of compression, for a planner whose best pick does not fit whole),
-    # and says whether it was kept; ``None`` where the request compresses no passage there.
-    shrink: Callable[[Candidate, Packing], bool] | None = None
+    # given the candidates still open (the planner's, whose titles name the next hops), and
+    # says whether it was kept; ``None`` where the request compresses no passage there.
+    shrink: Callable[[Candidate, Packing, Sequence[Candidate]], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +170,9 @@ class Packing:
 
     def _stitch(self, decision: Stitch) -> None:
         into = decision.merge.into
-        self.kept[self.positions[into.id]] = decision.merge.merged
+        position = self.positions[into.id]
+        # why the kept passage was chosen, as the packing holds it (see relabel)
+        self.kept[position] = decision.merge.merged._replace(chosen=self.kept[position].chosen)
         self.used += decision.cost - self.costs[into.id]
         self.costs[into.id] = decision.cost
         self.admission.accept(decision)

@@ -486,11 +486,14 @@ class BridgeSelection(Strategy):
         open_, value = rivals
         room, meter = packing.remaining, packing.meter
         fitting = [value(i) for i in open_ if meter.lower_bound(pool[i]) <= room]
-        if not fitting or value(pick) < self.shrink * max(fitting) or not shrink(offered, packing):
+        if not fitting or value(pick) < self.shrink * max(fitting):
+            return None
+        if not shrink(offered, packing, [pool[i] for i in open_]):
             return None
         kept = packing.kept_form(offered.id)
-        if kept is None:  # stitched into a kept window of its document: that one covers it
-            return evidence.terms_of(pick)
+        if kept is None:  # stitched into a kept window of its document: what that one covers
+            into = packing.kept_form(packing.merged_into.get(offered.id, offered.id))
+            return () if into is None else evidence.elements_in(into.passage.title, into.text)
         elements = evidence.elements_in(kept.passage.title, kept.text)
         packing.relabel(offered.id, replace(why, terms=elements))
         return elements

@@ -374,3 +374,47 @@ def test_a_pick_is_kept_only_when_the_packing_kept_it() -> None:
         source = candidate.chosen.linked_from if candidate.chosen else None
         assert source is None or source in kept
     assert "acme" not in selected.compressed or "acme" in kept
+
+
+def test_a_cut_pick_keeps_its_reported_terms_when_a_window_is_stitched_onto_it() -> None:
+    # the stitch session still held the pick as first admitted, with the terms of the whole
+    # passage; a window stitched onto the cut brought "founder" and "born" back into the report
+    founder = (
+        "The founder of the company was born in a small fishing town far to the north, where "
+        "the winters are long and the nights are dark for months, and where the river freezes "
+        "over every year, so that the children skate to school across it and the old men fish "
+        "through holes cut in the ice with long saws and axes, and the boats wait on the shore "
+        "for the spring thaw, which in some years does not come until the end of May."
+    )
+    last = "John Smith runs the works by the canal."
+    whole = " ".join(
+        ["Acme Corp is a maker of anvils.", founder, "Its anvils are sold abroad.", last]
+    )
+    passages = [
+        {
+            "id": "q",
+            "title": "Anvil trade",
+            "score": 0.95,
+            "text": "Acme Corp leads the trade. " * 3,
+        },
+        {"id": "p", "title": "Acme Corp", "doc_id": "D", "score": 0.9, "text": whole},
+        {
+            "id": "w2",
+            "title": "Acme Corp",
+            "doc_id": "D",
+            "score": 0.3,
+            "text": last + " It is old.",
+        },
+        {"id": "j", "title": "John Smith", "score": 0.2, "text": "John Smith is an engineer."},
+    ]
+    result = ctxasm.assemble(
+        FOUNDED,
+        passages,
+        max_context_tokens=100,
+        strategy={"selection": "bridge", **FILL, "dedup": ["stitch"]},
+    )
+    shown = {p.id: p.text for p in result.passages}["p"]
+    chosen = {item.id: item.chosen for item in result.report.included}["p"]
+    assert ELISION in shown and chosen is not None
+    assert ("w2", "merged") in [(e.id, e.reason.value) for e in result.report.excluded]
+    assert not [term for term in ("founder", "born") if term in chosen.terms]
