@@ -1004,7 +1004,7 @@ def test_a_pick_cut_during_selection_is_cut_from_the_passage_as_given() -> None:
                 assert found.original == given[name]
     # without a previous turn, p3 too is cut from its own text when it does not fit whole
     strategy, selected = _selected_with_shrink({**request, "max_context_tokens": 300})
-    assert True in strategy.tried.values()
+    assert any(strategy.tried.values())  # some pick was cut and kept
     for name, kept in strategy.tried.items():
         if kept:
             assert selected.compressed[name].original == given[name]

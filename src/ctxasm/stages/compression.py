@@ -154,6 +154,13 @@ def _next_hops_first(retry: Sequence[Candidate], kept: Sequence[Candidate]) -> l
     return [retry[j] for j in order]
 
 
+def _smallest_fits(text: str, spans: Sequence[tuple[int, int]], packing: Packing) -> bool:
+    """Whether the smallest of ``text``'s sentences (``spans``) might fit the room left, by
+    the tokenizer's lower bound (no text is tokenized)."""
+    least = min(packing.meter.counter.lower_bound(text[start:end]) for start, end in spans)
+    return least + packing.meter.floor <= packing.remaining
+
+
 def _within(ranked: Sequence[int], spans: Sequence[tuple[int, int]], max_chars: float) -> list[int]:
     """The sentences of ``ranked`` (best first) that fit ``max_chars`` characters, taken in
     turn, skipping those that would not fit; the best is kept in any case."""
@@ -320,11 +327,8 @@ class SentenceCompression(Strategy):
         if len(packing.readmitted) >= self.max_candidates or packing.full:
             return None
         spans = sentence_spans(candidate.text)
-        if len(spans) < 2:
-            return None  # never cut (see _refit): no bridges to build
-        least = min(packing.meter.counter.lower_bound(candidate.text[a:b]) for a, b in spans)
-        if least + packing.meter.floor > packing.remaining:
-            return None  # not even its smallest sentence could fit (see _fit)
+        if len(spans) < 2 or not _smallest_fits(candidate.text, spans, packing):
+            return None  # never cut, or cut to nothing (see _refit): no bridges to build
         return self._refit(query, [candidate], packing, in_play).get(candidate.id)
 
     def _refit(
@@ -364,9 +368,7 @@ class SentenceCompression(Strategy):
         exact count says they do not fit, the least useful goes (at most ``_FIT_TRIES``
         times, so a long passage costs a few counts, not one per sentence)."""
         spans = sentence_spans(candidate.text)
-        text, counter = candidate.text, packing.meter.counter
-        least = min(counter.lower_bound(text[start:end]) for start, end in spans)
-        if least + packing.meter.floor > packing.remaining:
+        if not _smallest_fits(candidate.text, spans, packing):
             return None  # not even its smallest sentence could fit: no need to rank them
         ranked = _ranked(candidate, hops, bridges, self.lead_sentences)
         room = (packing.remaining - packing.meter.floor) * _CHARS_PER_TOKEN
