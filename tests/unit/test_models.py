@@ -120,7 +120,7 @@ def test_gpt_4o_entry() -> None:
         "chat": "openai",
         "input_price": 2.5,
         "output_price": 10.0,
-        "aliases": ["gpt-4o-2024-11-20", "gpt-4o-2024-08-06", "chatgpt-4o-latest"],
+        "aliases": ["gpt-4o-2024-11-20", "gpt-4o-2024-08-06"],
         "cache": "automatic",
         "cached_input_price": 1.25,
         "cache_write_price": None,
@@ -129,6 +129,31 @@ def test_gpt_4o_entry() -> None:
         "reasoning": False,
         "price_tiers": [],
     }
+
+
+def test_chatgpt_4o_latest_is_priced_apart_from_gpt_4o() -> None:
+    # The model ChatGPT runs: counted as gpt-4o, billed at 5 / 15 USD, with no cached price.
+    latest, gpt_4o = default_registry().get("chatgpt-4o-latest"), default_registry().get("gpt-4o")
+    assert latest.name == "chatgpt-4o-latest"
+    assert (latest.tokenizer, latest.context_window, latest.max_output) == (
+        gpt_4o.tokenizer,
+        gpt_4o.context_window,
+        gpt_4o.max_output,
+    )
+    assert (latest.input_price, latest.output_price) == (5.0, 15.0)
+    assert latest.cached_input_price is None
+    report = ctxasm.assemble("q", PASSAGES, model="chatgpt-4o-latest").report
+    assert report.model == "chatgpt-4o-latest"
+    assert report.exact_count
+    assert report.cost_usd == round(report.total_tokens * 5.0 / 1e6, 8)
+
+
+def test_mistral_small_is_priced_as_the_model_its_tokenizer_counts() -> None:
+    # mistral-small is Mistral Small 24.09 (mistral-common's tekken file, v3 template): its
+    # price, not Mistral Small 3's (0.10 / 0.30), which counts with another tokenizer.
+    spec = default_registry().get("mistral-small-2409")
+    assert (spec.tokenizer, spec.chat) == ("pinned:mistral-tekken", "mistral-v3")
+    assert (spec.input_price, spec.output_price) == (0.2, 0.6)
 
 
 def test_the_reasoning_models_are_marked() -> None:
@@ -148,7 +173,6 @@ def test_reasoning_in_a_config_must_be_true_or_false(value: Any) -> None:
     ("alias", "name"),
     [
         ("gpt-4o-2024-08-06", "gpt-4o"),
-        ("chatgpt-4o-latest", "gpt-4o"),
         ("GPT-4O", "gpt-4o"),
         ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
         ("claude-3-5-sonnet-latest", "claude-3-5-sonnet"),
