@@ -539,7 +539,7 @@ def test_a_batch_that_repeats_a_document_keeps_the_last_version(store: Store) ->
     )
     assert written == ["added", "updated"]
     found = store.retrieve("quokkas", Principal("u", "t1", ("g1",)))
-    assert [(p.id, p.text) for p in found] == [("a#1", " version mentions quokkas.")]
+    assert [(p.id, p.text) for p in found] == [("a#1", "version mentions quokkas.")]
 
 
 # deletion

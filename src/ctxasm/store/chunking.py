@@ -7,7 +7,9 @@ longer than that is cut into pieces between words, or failing that at token boun
 are also character boundaries).
 The next chunk repeats the last sentences of the previous one that fit in ``overlap`` tokens,
 so windows overlap by whole sentences; with ``overlap=0`` (or a last sentence longer than the
-overlap) consecutive chunks touch. Together the chunks cover the whole text.
+overlap) consecutive chunks touch. Together the chunks cover the whole text, but for the white
+space at their edges: a chunk does not end with blank lines or a space, nor start with the space
+between two words (see ``_word_start``).
 
 An unbroken run of more than 8,000 letters, symbols or white-space characters (see
 :mod:`ctxasm.tokens.runs`) is past what tokenizes in linear time, so the text is first cut
@@ -70,7 +72,8 @@ class _SpanCounter:
     text from it. The text is tokenized in parts between *anchors*, the first and the last cut
     of each sentence, so the tokens before every anchor are known. A span then has the tokens
     of its head (up to its first anchor, tokenized alone), those between its first and its
-    last anchor, and those of its tail (from its last anchor, tokenized alone). A span without
+    last anchor, and those of its tail (from its last anchor, tokenized alone; none where the
+    span ends at an anchor, as a sentence without the space after it does). A span without
     an anchor is tokenized alone, and so is every span of a text that cannot be tokenized as it
     is (a lone surrogate, which tiktoken replaces) or that tiktoken fails on.
     """
@@ -112,7 +115,9 @@ class _SpanCounter:
         if begin == 0 and end == len(self.text):
             return self.total
         first = bisect.bisect_right(self._anchors, begin)  # anchors after begin
-        last = bisect.bisect_left(self._anchors, end) - 1  # and before end
+        last = bisect.bisect_left(self._anchors, end)  # and up to end (a cut itself: no tail)
+        if last == len(self._anchors) or self._anchors[last] != end:
+            last -= 1
         if first > last:
             return self._alone(self.text[begin:end])
         head = self._heads.get(begin)
@@ -189,7 +194,11 @@ def _units(
     units: list[tuple[int, int, int]] = []
     whole: set[int] = set()
     encoding = spans.encoding
-    for begin, end in sentences:
+    for begin, spanned in sentences:
+        # the white space after a sentence is no chunk's: chunks end where its text does
+        end = begin + len(text[begin:spanned].rstrip())
+        if end == begin:
+            continue
         counted = spans.count(begin, end)
         if counted <= limit:
             whole.add(len(units))
@@ -215,8 +224,10 @@ def _units(
                 if stop <= piece_start:  # one character of more than ``limit`` tokens
                     after = bisect.bisect_right(cuts, piece_start)
                     stop = cuts[after] if after < len(cuts) else len(tokens)
-            char_start = begin + offsets[piece_start]
             char_end = begin + (offsets[stop] if stop < len(tokens) else len(sentence))
+            # a piece shows no white space at its edges either (see _word_start)
+            char_start = _word_start(text, begin + offsets[piece_start], char_end)
+            char_end = char_start + len(text[char_start:char_end].rstrip())
             alone = len(encoding.encode_ordinary(text[char_start:char_end]))
             while alone > limit:
                 # Read alone, a piece may take more tokens than it did in its sentence (the
@@ -229,7 +240,7 @@ def _units(
                 if at >= len(cuts) or cuts[at] >= stop:
                     break  # one character of more than ``limit`` tokens: as it is
                 stop = cuts[at]
-                char_end = begin + offsets[stop]
+                char_end = char_start + len(text[char_start : begin + offsets[stop]].rstrip())
                 alone = len(encoding.encode_ordinary(text[char_start:char_end]))
             units.append((char_start, char_end, alone))
             piece_start = stop
@@ -333,7 +344,8 @@ def _chunk_piece(
         return tokens
 
     chunks: list[Chunk] = []
-    begin, first, lead = 0, 0, 0  # chunk start (char), first whole unit, tokens before it
+    begin = _word_start(text, 0, len(text))  # chunk start (char): not at blank lines
+    first, lead = 0, 0  # the chunk's first whole unit, and the tokens before it
     fresh = 0  # the first unit this chunk must include (the one after the previous chunk)
     while first < len(units):
         # as many whole sentences as fit (sums of sentence counts, then exact checks); at
@@ -366,6 +378,20 @@ def _chunk_piece(
     return chunks, spans.total if spans.total is not None else counted.get((0, len(text)))
 
 
+def _word_start(text: str, at: int, end: int) -> int:
+    """Where a chunk (or a piece of a sentence) that would start at ``at`` starts instead: at
+    the first character after ``at`` (before ``end``) that is not white space, so not at the
+    space between two words, nor at blank lines; but where that character begins its line
+    after indentation, at the indentation."""
+    start = at
+    while start < end and text[start].isspace():
+        start += 1
+    back = start
+    while back > 0 and text[back - 1] not in "\n\r" and text[back - 1].isspace():
+        back -= 1
+    return back if back == 0 or text[back - 1] in "\n\r" else start
+
+
 def _next_start(
     text: str,
     units: list[tuple[int, int, int]],
@@ -385,12 +411,13 @@ def _next_start(
     if start < following or overlap == 0:
         return units[start][0], start, 0
     begin, end, _ = units[last]
-    tokens = encoding.encode_ordinary(text[begin:end])
+    # the tail's tokens are the sentence's last words: the white space after it is no chunk's
+    tokens = encoding.encode_ordinary(text[begin:end].rstrip())
     skip = max(0, len(tokens) - overlap - 1)  # only the offsets of the last tokens are read
     offsets = _offsets(tokens, encoding, skip)
     for index in range(max(1, len(tokens) - overlap), len(tokens)):
         at = offsets[index - skip]
         char_boundary = at > offsets[index - 1 - skip]
         if char_boundary and text[begin + at].isspace():
-            return begin + at, following, len(tokens) - index
+            return _word_start(text, begin + at, end), following, len(tokens) - index
     return units[following][0], following, 0

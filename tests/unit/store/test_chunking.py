@@ -62,13 +62,15 @@ def test_every_chunk_is_an_exact_slice_within_the_token_limit(
 def test_consecutive_chunks_overlap_when_asked(chunk_tokens: int, overlap: int) -> None:
     chunks = chunk_text(PROSE, chunk_tokens, overlap)
     assert len(chunks) > 3
+
     # Every pair overlaps, except where the next chunk's own new text leaves no room for the
-    # carried tail (its new sentences fill more than chunk_tokens - overlap).
-    missing = [
-        (a, b)
-        for a, b in pairwise(chunks)
-        if b.start >= a.end and _tokens(b.text) <= chunk_tokens - overlap
-    ]
+    # carried tail: the last `overlap` tokens of the chunk before, with what lies between them
+    # (white space no chunk shows), would not fit beside it.
+    def room_for_tail(a: Chunk, b: Chunk) -> bool:
+        tail = _encoding().decode(_encoding().encode_ordinary(a.text)[-overlap:])
+        return _tokens(tail + PROSE[a.end : b.end]) <= chunk_tokens
+
+    missing = [(a, b) for a, b in pairwise(chunks) if b.start >= a.end and room_for_tail(a, b)]
     assert missing == []
     assert sum(b.start < a.end for a, b in pairwise(chunks)) >= (len(chunks) - 1) // 2
 
@@ -91,7 +93,8 @@ def test_every_chunk_reaches_past_the_one_before(chunk_tokens: int, overlap: int
 
 
 def test_chunks_end_at_sentence_ends() -> None:
-    ends = {end for _, end in sentence_spans(PROSE)}
+    # where each sentence's text ends (a chunk does not end with the space after it)
+    ends = {begin + len(PROSE[begin:end].rstrip()) for begin, end in sentence_spans(PROSE)}
     chunks = chunk_text(PROSE, 48, 8)
     assert len(chunks) > 3
     # sentences here are at most 14 tokens, so a sentence end always lies in the second half
@@ -117,7 +120,8 @@ def test_a_piece_of_a_long_sentence_is_within_the_limit_read_alone() -> None:
 
 
 def test_short_text_is_one_chunk() -> None:
-    assert chunk_text("  The river flows.  ", 16, 4) == [Chunk(0, 20, "  The river flows.  ")]
+    # the text's own indentation stays; the white space after its last word goes
+    assert chunk_text("  The river flows.  ", 16, 4) == [Chunk(0, 18, "  The river flows.")]
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t \n"])
@@ -205,6 +209,38 @@ def test_chunks_are_exact_slices_that_cover_the_text(
     assert all(c.text.strip() for c in chunks)
     assert all(b.start > a.start for a, b in pairwise(chunks))
     assert chunks == chunk_text(text, chunk_tokens, overlap)
+    assert [c for c in chunks if _edges_shown(text, c)] == []
+
+
+def _edges_shown(text: str, chunk: Chunk) -> bool:
+    """Whether ``chunk`` ends with white space, or starts with it in the middle of a line or
+    before a line break (the indentation of a line it starts at is the text's own)."""
+    if chunk.text != chunk.text.rstrip():
+        return True
+    lead = chunk.text[: len(chunk.text) - len(chunk.text.lstrip())]
+    if not lead:
+        return False
+    mid_line = chunk.start > 0 and text[chunk.start - 1] not in "\n\r"
+    return mid_line or any(c in "\n\r" for c in lead)
+
+
+def test_chunks_show_no_white_space_at_their_edges() -> None:
+    # L4 of the first-hour review: a long sentence cut between words, or its tail carried over
+    # as the overlap, started the next chunk with a space; a paragraph's end left blank lines.
+    text = (
+        "The Danube flows through Germany, Austria, Slovakia, Hungary, Croatia, Serbia, "
+        "Romania, Bulgaria, Moldova and Ukraine on its long way east to the sea.\n\n"
+        "    river = 'Danube'  # an indented line keeps its indentation\n\n"
+        "The river ends in the Black Sea.  \n"
+    )
+    chunks = chunk_text(text, 12, 4)
+    assert len(chunks) > 3
+    assert [c for c in chunks if _edges_shown(text, c)] == []
+    assert [c.text[0] for c in chunks if c.start and text[c.start - 1] == " "] != []
+    assert any(c.text.startswith("    river = ") for c in chunks)
+    assert chunks[-1].text.endswith("Black Sea.")
+    assert max(_tokens(c.text) for c in chunks) <= 12
+    assert _uncovered(text, chunks) == []
 
 
 _SENTENCES = st.lists(

@@ -91,6 +91,20 @@ def test_every_span_counts_as_tokenized_alone(text: str, data: st.DataObject, na
         assert counter.count(begin, end) == len(encoding.encode_ordinary(text[begin:end]))
 
 
+@SETTINGS
+@given(text=_TEXTS, data=st.data(), name=st.sampled_from(["o200k_base", "cl100k_base"]))
+def test_a_span_that_ends_at_a_cut_counts_as_tokenized_alone(
+    text: str, data: st.DataObject, name: str
+) -> None:
+    # a chunk ends where its last sentence's text does, often the cut of the space after it:
+    # the span then has no tail of its own
+    encoding = _encoding(name)
+    counter = _SpanCounter(text, encoding, _parts(text, data))
+    for end in counter._anchors[:12]:
+        begin = data.draw(st.integers(0, end))
+        assert counter.count(begin, end) == len(encoding.encode_ordinary(text[begin:end]))
+
+
 def test_a_lone_surrogate_makes_every_span_count_alone() -> None:
     text = "The river \ud800 flows. Under the bridge."
     counter = _SpanCounter(text, _encoding("o200k_base"), sentence_spans(text))
