@@ -245,6 +245,47 @@ def test_the_principal_a_runnable_was_built_for_is_not_the_inputs_to_replace() -
     assert len(opened.report.included) == 1
 
 
+@pytest.mark.parametrize(
+    "built",
+    [
+        {"principal": {"id": "mallory", "tenant": "acme"}},
+        {"principal": {"id": "mallory", "tenant": "acme"}, "allow_public": False},
+        {"allow_public": False},
+    ],
+)
+def test_default_deny_is_not_the_inputs_to_lift(built: dict[str, Any]) -> None:
+    # A document without access data is denied to a principal; an input that could set
+    # allow_public would hand it to whoever shapes the chain's input.
+    unlabelled = Document(page_content="The secret plan: the Danube ends in the Black Sea.")
+    runnable = CtxasmRunnable(**built)
+    with pytest.raises(ctxasm.RequestError) as caught:
+        runnable.invoke(
+            {
+                "question": QUESTION,
+                "context": [unlabelled],
+                "principal": {"id": "mallory", "tenant": "acme"},
+                "allow_public": True,
+            }
+            if "principal" not in built
+            else {"question": QUESTION, "context": [unlabelled], "allow_public": True}
+        )
+    assert caught.value.field == "allow_public"
+    assert "cannot give 'allow_public'" in caught.value.message
+    if "principal" in built:
+        denied = runnable.assemble({"question": QUESTION, "context": [unlabelled]})
+        assert denied.report.included == ()
+    # built with neither, the input decides both (the application passes them in)
+    opened = CtxasmRunnable().assemble(
+        {
+            "question": QUESTION,
+            "context": [unlabelled],
+            "principal": {"id": "mallory", "tenant": "acme"},
+            "allow_public": True,
+        }
+    )
+    assert len(opened.report.included) == 1
+
+
 def test_numpy_scores_and_tuples_of_readers_are_plain_values() -> None:
     import numpy as np
 

@@ -126,6 +126,27 @@ def _one_of(input: dict[str, Any], keys: tuple[str, ...]) -> tuple[str | None, A
     return (found[0], input[found[0]]) if found else (None, None)
 
 
+def _check_access_fields(fields: Mapping[str, Any], built: Mapping[str, Any]) -> None:
+    """Refuse an input that would change what the runnable was built to let a request see.
+
+    A chain's input may come from its user: the principal a runnable was built for is not
+    theirs to replace, nor is default-deny theirs to lift (``allow_public`` lets documents
+    without access data through) where the runnable was built with a principal or with
+    ``allow_public`` of its own."""
+    if "principal" in fields and "principal" in built:
+        raise RequestError(
+            "this CtxasmRunnable was built for a principal; the input cannot give one",
+            field="principal",
+        )
+    decided = [name for name in ("principal", "allow_public") if name in built]
+    if "allow_public" in fields and decided:
+        raise RequestError(
+            f"this CtxasmRunnable was built with {decided[0]!r}, which decides what a "
+            "request may see; the input cannot give 'allow_public'",
+            field="allow_public",
+        )
+
+
 class CtxasmRunnable(Runnable[str | dict[str, Any], list[BaseMessage]]):
     """A question (with a ``retriever``) or ``{"question": str, "context": [Document, ...]}``
     in, the assembled messages out.
@@ -133,7 +154,8 @@ class CtxasmRunnable(Runnable[str | dict[str, Any], list[BaseMessage]]):
     In a dict, ``query`` may stand for ``question`` and ``documents`` for ``context``; without
     documents the ``retriever`` is asked. Other keys of the dict (``history``, ``principal``,
     ``max_context_tokens``, ...) and the keyword arguments given here are request fields; a
-    ``principal`` given here is fixed (an input that gives one is refused).
+    ``principal`` given here is fixed (an input that gives one is refused), and so is
+    ``allow_public`` once a principal or ``allow_public`` is given here.
     ``assemble(input)`` returns the whole :class:`~ctxasm.Assembly` (with its report) instead.
     A misspelt request field or an unknown model given here is refused here.
     """
@@ -170,13 +192,7 @@ class CtxasmRunnable(Runnable[str | dict[str, Any], list[BaseMessage]]):
                 f"'question' (or 'query'); got {type(query).__name__}",
                 field=query_key or "question",
             )
-        if "principal" in fields and "principal" in self.request_fields:
-            # A chain's input may come from its user: the principal this runnable was built
-            # for is not theirs to replace (whose documents a request may see).
-            raise RequestError(
-                "this CtxasmRunnable was built for a principal; the input cannot give one",
-                field="principal",
-            )
+        _check_access_fields(fields, self.request_fields)
         if documents_key is None:
             documents = self._retrieve(query, config)
         if not isinstance(documents, list | tuple) or not all(
