@@ -151,6 +151,31 @@ def test_assemble_request_and_result_match_the_contract(served: str, document: A
     ]
 
 
+def test_a_session_request_with_its_own_id_and_metadata_matches_the_contract(
+    served: str, document: Any
+) -> None:
+    # The service takes session_id, and every entry point takes the request's own id and
+    # metadata and returns them first on the result: the contract declares all three.
+    request = {
+        **json.loads(EXAMPLE.read_text()),
+        "id": "q-7",
+        "metadata": {"user": "ann", "trace": [1, 2]},
+        "session_id": "session-openapi-1",
+    }
+    assert _errors(document, _request_schema(document, "/v1/assemble"), request) == []
+    for _ in range(2):  # the second turn reads the session's state
+        answer = _call(served, "POST", "/v1/assemble", request)
+        assert answer.status == 200, answer.raw
+        _check_response(document, "POST", "/v1/assemble", answer)
+        assert list(answer.json)[:2] == ["id", "metadata"]
+        assert (answer.json["id"], answer.json["metadata"]) == ("q-7", request["metadata"])
+    assert answer.json["report"]["cache"]["prefix_tokens"] > 0
+    alone = {key: value for key, value in request.items() if key != "session_id"}
+    numbered = _call(served, "POST", "/v1/assemble", {**alone, "id": 42})
+    assert (numbered.status, numbered.json.get("id")) == (200, 42)
+    _check_response(document, "POST", "/v1/assemble", numbered)
+
+
 def test_a_request_of_hits_matches_the_contract(served: str, document: Any) -> None:
     request = {
         "query": "Where did Aristotle teach?",

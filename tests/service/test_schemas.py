@@ -17,10 +17,11 @@ from ctxasm.data import Budget, Compression, Included, Passage, Principal, Repor
 from ctxasm.formatting import FORMATS
 from ctxasm.models import ModelSpec
 from ctxasm.query_class import QUERY_CLASSES
-from ctxasm.schema import INPUT_FIELDS, PASSAGE_FIELDS, REQUEST_FIELDS
+from ctxasm.schema import ENVELOPE_FIELDS, INPUT_FIELDS, PASSAGE_FIELDS, REQUEST_FIELDS
 from ctxasm.service import schemas
 from ctxasm.service.app import create_app
 from ctxasm.service.openapi import EXAMPLE_REQUEST
+from ctxasm.service.sessions import FIELD
 
 
 def _names(cls: Any) -> list[str]:
@@ -32,8 +33,9 @@ def _names(cls: Any) -> list[str]:
     ("model", "fields"),
     [
         # and hits, read in place of passages
-        (schemas.AssembleRequest, [*_names(Request), *INPUT_FIELDS]),
-        (schemas.AssembleRequest, [*REQUEST_FIELDS, *INPUT_FIELDS]),
+        # and the envelope every entry point returns, and the service's own session_id
+        (schemas.AssembleRequest, [*_names(Request), *INPUT_FIELDS, *ENVELOPE_FIELDS, FIELD]),
+        (schemas.AssembleRequest, [*REQUEST_FIELDS, *INPUT_FIELDS, *ENVELOPE_FIELDS, FIELD]),
         (schemas.Passage, _names(Passage)),
         (schemas.Passage, list(PASSAGE_FIELDS)),
         (schemas.Principal, _names(Principal)),

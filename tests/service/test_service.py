@@ -113,6 +113,7 @@ def test_hits_are_taken_in_place_of_passages(service: str) -> None:
     status, result = _call(service, "/v1/assemble", request)
     assert status == 200, result
     result["report"].pop("timings_ms")
+    assert result.pop("id") == "r1"  # the request's own id comes back, as from the CLI
     # what the library makes of the same hits, and of the passages they map to
     for expected in (
         ctxasm.assemble(request["query"], hits=HITS).to_dict(),

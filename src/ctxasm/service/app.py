@@ -42,6 +42,7 @@ from ctxasm.errors import (
 )
 from ctxasm.hits import hit_text
 from ctxasm.jsonio import decode_object
+from ctxasm.schema import request_envelope
 from ctxasm.service import schemas
 from ctxasm.service.middleware import GuardSettings, ServiceGuard, request_id
 from ctxasm.service.openapi import (
@@ -174,7 +175,8 @@ class _Endpoints:
             result = self.assembler.assemble(data)
             if session is not None:
                 self.sessions.remember(session, result)
-            return _json(result.to_dict())
+            # the request's own id and metadata come back first, as from ctxasm assemble
+            return _json({**request_envelope(data), **result.to_dict()})
         except CtxasmError as error:
             return _failure(error, request_id)
 

@@ -159,6 +159,17 @@ class AssembleRequest(_Closed):
         "source from the hit or its metadata; the id from id, else hit- and a hash of the text; "
         "any other passage field as is, anything else into metadata.",
     )
+    id: str | int | None = Field(
+        None, description="Your own key for this request, returned first on the result."
+    )
+    metadata: dict[str, Any] | None = Field(
+        None, description="Yours, never read by the pipeline; returned on the result."
+    )
+    session_id: str | None = Field(
+        None,
+        description="Service only: 8 to 128 of A-Z a-z 0-9 . _ : -; the service keeps the "
+        "session's prompt-cache state between turns (see previous).",
+    )
 
 
 class CheckCitationsRequest(_Closed):
@@ -313,8 +324,17 @@ class Report(_Closed):
 
 
 class AssembleResult(_Closed):
-    """The prompt to send and the report that explains it."""
+    """The prompt to send and the report that explains it (after the request's own ``id`` and
+    ``metadata``, where it gave them)."""
 
+    id: str | int | None = Field(
+        None, description="The request's id, where it gave one.", exclude_if=lambda v: v is None
+    )
+    metadata: dict[str, Any] | None = Field(
+        None,
+        description="The request's metadata, where it gave some.",
+        exclude_if=lambda v: v is None,
+    )
     messages: list[dict[str, Any]] = Field(
         description="Chat messages (chat formats); content is a string, or with format "
         "anthropic planning for the cache a list of text blocks."
