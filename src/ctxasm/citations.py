@@ -937,6 +937,24 @@ def completion_text(data: Mapping[str, Any]) -> str | None:
     return None
 
 
+def is_completion(data: Mapping[str, Any]) -> bool:
+    """Whether ``data`` has the shape of a chat completion response that
+    :func:`completion_text` reads (an OpenAI chat completion with its message, an Anthropic
+    assistant message, an OpenAI Responses API response), text or not."""
+    choices = data.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        return isinstance(choices[0].get("message"), Mapping)
+    if data.get("type") == "message":
+        return data.get("role") == "assistant"
+    return data.get("object") == "response" and isinstance(data.get("output"), list)
+
+
+NO_TEXT = (
+    "answer is a chat completion response with no text (a refusal or a tool call): it has no "
+    "citations to check"
+)
+
+
 def _text_parts(content: Any) -> str | None:
     """The text of a list of content parts (``{"type": "text" | "output_text", "text"}``),
     ``None`` where there is none."""
@@ -958,6 +976,8 @@ def _answer(answer: object) -> str:
     answer: a reply with no text (a refusal, a tool call) would otherwise pass every check."""
     if isinstance(answer, Mapping):
         found = completion_text(answer)
+        if found is None and is_completion(answer):
+            raise ArgumentTypeError(NO_TEXT, field="answer")
         if found is None:
             raise ArgumentTypeError(
                 "answer must be a string (the model's reply) or a chat completion response "

@@ -290,3 +290,45 @@ def test_a_chat_completion_saved_as_json_is_read_as_its_answer(
     assert (done.exit_code, done.stdout) == (as_is.exit_code, as_is.stdout)
     assert done.stdout == (as_is.stdout if checked else json.dumps(saved))
     assert ("no chat completion" in done.stderr) is (checked is None)
+
+
+_NO_TEXT = [
+    {  # OpenAI: a refusal
+        "object": "chat.completion",
+        "choices": [{"message": {"role": "assistant", "content": None, "refusal": "I can't."}}],
+    },
+    {  # OpenAI: a tool call
+        "choices": [
+            {"message": {"role": "assistant", "content": None, "tool_calls": [{"id": "t"}]}}
+        ]
+    },
+    {"type": "message", "role": "assistant", "content": [{"type": "tool_use", "id": "t"}]},
+    {"object": "response", "output": [{"type": "function_call", "name": "f"}]},
+]
+
+
+@pytest.mark.parametrize("saved", _NO_TEXT)
+def test_a_completion_with_no_text_exits_2_as_the_library_and_the_service_refuse_it(
+    result_file: Path, tmp_path: Path, saved: dict[str, Any]
+) -> None:
+    """Review rv14: its JSON was checked as the answer's text, found no citation and passed."""
+    from fastapi.testclient import TestClient
+
+    from ctxasm.citations import NO_TEXT
+    from ctxasm.service.app import create_app
+
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(saved))
+    done = check(str(result_file), str(answer))
+    assert (done.exit_code, done.stderr) == (2, f"ctxasm: error: {NO_TEXT}\n")
+    with pytest.raises(ctxasm.RequestError) as caught:
+        ctxasm.check_citations(saved, _result())
+    assert (caught.value.field, caught.value.message) == ("answer", NO_TEXT)
+    served = TestClient(create_app()).post(
+        "/v1/check-citations", json={"answer": saved, "result": _result()}
+    )
+    assert served.status_code == 422
+    assert (served.json()["error"]["field"], served.json()["error"]["message"]) == (
+        "answer",
+        NO_TEXT,
+    )

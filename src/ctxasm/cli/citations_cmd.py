@@ -138,9 +138,11 @@ def _answer_text(text: str) -> str:
         data = decode_object(text.encode("utf-8", "surrogatepass"), what="answer")
     except CtxasmError:
         return text  # an answer that only opens with a brace
-    from ctxasm.citations import completion_text
+    from ctxasm.citations import NO_TEXT, completion_text, is_completion
 
     found = completion_text(data)
+    if found is None and is_completion(data):
+        _fail(NO_TEXT)  # not its JSON checked as text: a refusal would pass every check
     if found is None:
         echo(
             "ctxasm: the answer is JSON but no chat completion ctxasm knows; its text is "
