@@ -440,3 +440,31 @@ def test_an_unknown_model_fails_where_the_component_is_built() -> None:
     assert runnable.assemble({"question": QUESTION, "context": DOCUMENTS}).report.model == (
         "house-model"
     )
+
+
+def test_numpy_pages_and_datetimes_in_metadata_are_read_as_json_carries_them() -> None:
+    # Review rv14: a numpy page was dropped from the heading and the metadata, and a datetime
+    # timestamp (as loaders set it) failed the whole request.
+    import datetime
+
+    import numpy as np
+
+    metadata = {
+        "source": "/data/atlas.pdf",
+        "page": np.int64(2),
+        "timestamp": datetime.datetime(2024, 5, 1, 10, 30, tzinfo=datetime.UTC),
+        "reviewed": datetime.date(2024, 1, 2),
+        "rank": np.float32(0.5),
+    }
+    document = Document(page_content="The Danube ends in the Black Sea.", metadata=metadata)
+    as_python = Document(
+        page_content=document.page_content,
+        metadata={**metadata, "page": 2, "rank": 0.5},
+    )
+    (passage,) = documents_to_passages([document])
+    assert passage == documents_to_passages([as_python])[0]
+    assert passage["title"] == "atlas.pdf, page 3"
+    assert passage["timestamp"] == "2024-05-01T10:30:00+00:00"
+    assert passage["metadata"] == {"page": 2, "reviewed": "2024-01-02", "rank": 0.5}
+    result = CtxasmRunnable().assemble({"question": QUESTION, "context": [document]})
+    assert "[Source 1] atlas.pdf, page 3" in result.messages[-1]["content"]

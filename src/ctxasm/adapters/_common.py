@@ -4,6 +4,7 @@ chat, and the checks of the request fields a component is built with."""
 
 from __future__ import annotations
 
+import datetime
 import numbers
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
@@ -24,6 +25,7 @@ __all__ = [
     "headed",
     "kept_originals",
     "passage_from",
+    "plain",
     "without_repeats",
 ]
 
@@ -49,7 +51,7 @@ def passage_from(
         passage["score"] = _score(score)
     for key in FIELDS:
         if meta.get(key) is not None:
-            passage[key] = meta.pop(key)
+            passage[key] = plain(meta.pop(key))
     readers = meta.pop("readers", None)
     if readers is not None:
         passage["readers"] = (
@@ -57,10 +59,25 @@ def passage_from(
         )
     passage["metadata"] = {
         key: value
-        for key, value in meta.items()
+        for key, value in ((key, plain(value)) for key, value in meta.items())
         if isinstance(value, str | int | float | bool) or value is None
     }
     return passage
+
+
+def plain(value: object) -> object:
+    """``value`` as JSON carries it where a loader gave another type for it: numpy's integers
+    and reals (what metadata built from arrays or data frames holds) as ``int`` and ``float``,
+    a ``date`` or ``datetime`` as ISO-8601 text; anything else as given."""
+    if value is None or isinstance(value, bool | str | int | float):
+        return value
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return _score(value)
+    return value
 
 
 def without_repeats(passages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -187,7 +204,7 @@ def file_title(name: object, page: object = None) -> str | None:
     if not isinstance(name, str) or not name.strip():
         return None
     title = PurePath(name).name or name
-    number = _page_text(page)
+    number = _page_text(plain(page))
     return title if number is None else f"{title}, page {number}"
 
 

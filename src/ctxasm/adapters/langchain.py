@@ -39,6 +39,7 @@ from ctxasm.adapters._common import (
     headed,
     kept_originals,
     passage_from,
+    plain,
     without_repeats,
 )
 from ctxasm.assembler import Assembler
@@ -76,7 +77,7 @@ def _page(metadata: Mapping[str, Any]) -> object:
     label = metadata.get("page_label")
     if label is not None:
         return label
-    page = metadata.get("page")
+    page = plain(metadata.get("page"))
     return page + 1 if isinstance(page, int) and not isinstance(page, bool) else page
 
 
