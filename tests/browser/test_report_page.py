@@ -463,7 +463,16 @@ def test_bidi_controls_in_data_are_drawn_as_escapes(page: Browser, tmp_path: Pat
         ".querySelectorAll('#view *')].flatMap(n => [...n.attributes]"
         ".filter(a => a.name !== 'href').map(a => a.value))]"
     )
-    assert [s for s in drawn if any(c in s for c in BIDI)] == []
+    controls = BIDI[:9]  # embeddings, overrides and isolates; the rest are marks
+    assert [s for s in drawn if any(c in s for c in controls)] == []
+    # a mark stays only where right-to-left prose needs it: in the prompt's own text
+    prompts = page.evaluate("[...document.querySelectorAll('pre.prompt')].map(p => p.textContent)")
+    assert any("Be brief.\u200f" in prompt for prompt in prompts)
+    outside = drawn[0]
+    for prompt in prompts:
+        outside = outside.replace(prompt, "")
+    assert [c for c in outside if c in BIDI] == []
+    assert [s for s in drawn[1:] if any(c in s for c in BIDI)] == []  # title and attributes
     shown = drawn[0]
     escaped = "".join(f"\\u{ord(c):04X}" for c in BIDI)
     assert escaped in shown
@@ -488,6 +497,32 @@ def test_bidi_controls_in_data_are_drawn_as_escapes(page: Browser, tmp_path: Pat
             "https://user:pw@bank.example@evil.example/ (host evil.example)",
         ],
     ]
+
+
+def test_right_to_left_prose_keeps_its_marks_and_its_direction(
+    page: Browser, tmp_path: Path
+) -> None:
+    # Hebrew and Arabic text writes RLM and ALM marks; they reorder no letter, so the prompt
+    # shows them as they are, each of its lines in the direction of its first letter.
+    hebrew = (
+        "\u05d4\u05d3\u05e0\u05d5\u05d1\u05d4 \u05e0\u05e9\u05e4\u05da\u200f "
+        "\u05dc\u05d9\u05dd (2,850 \u05e7\u05f4\u05de)."
+    )
+    passages = [{"id": "he\u200f", "title": "\u05d3\u05e0\u05d5\u05d1\u05d4", "text": hebrew}]
+    result = ctxasm.assemble(
+        "\u05dc\u05d0\u05df \u05d4\u05d3\u05e0\u05d5\u05d1\u05d4?", passages
+    ).to_dict()
+    _open(page, tmp_path, "rtl.html", result)
+    prompt = page.evaluate(
+        "[...document.querySelectorAll('pre.prompt')].map(p => p.textContent).join('')"
+    )
+    assert hebrew in prompt and "\\u200F" not in prompt
+    assert (
+        page.evaluate("getComputedStyle(document.querySelector('pre.prompt')).unicodeBidi")
+        == "plaintext"
+    )
+    ids = page.evaluate("[...document.querySelectorAll('tr.passage td')].map(c => c.textContent)")
+    assert "he\\u200F" in ids  # an id is a name: its mark is shown
 
 
 def test_why_each_passage_was_chosen(page: Browser, tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 // POST /v1/assemble returns). Every value from the result goes into the page as text
 // (textContent, append of strings) or as a number; markup is never parsed from data, and a url
 // becomes a link only when its scheme is http or https. Bidi controls in data are drawn as
-// escapes (\u202E), so a url or an id cannot reorder what the page shows of it.
+// escapes (\u202E), so a url or an id cannot reorder what the page shows of it; the prompt's
+// lines each take the direction of their own first letter.
 const CtxasmView = (() => {
   const REASONS = {
     access_denied: "the principal may not read it",
@@ -44,13 +45,18 @@ const CtxasmView = (() => {
   }
   const num = (value) => (typeof value === "number" && Number.isFinite(value) ? value : 0);
   const int = (value) => num(value).toLocaleString("en-US");
-  // Explicit bidi marks, embeddings, overrides and isolates: drawn as they are, they reorder
-  // the text around them ("https://evil.example/\u202Egpj.exe" reads ".../exe.jpg").
+  // Explicit bidi embeddings, overrides and isolates: drawn as they are, they reorder the text
+  // around them ("https://evil.example/\u202Egpj.exe" reads ".../exe.jpg"). Bidi marks (LRM,
+  // RLM, ALM) reorder no letter, only the punctuation beside them, and right-to-left prose
+  // needs them: they are escaped too in what names something (ids, urls, labels, sources).
+  const CONTROLS = /[\u202A-\u202E\u2066-\u2069]/g;
   const BIDI = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
   const escapeBidi = (found) => `\\u${found.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
   const raw = (value) => (value === null || value === undefined ? "" : String(value));
-  // Every string the page draws from data goes through text().
+  // Every string the page draws from data goes through text(), or prose() for the prompt's
+  // own text and the names read from it, where the marks right-to-left writing uses stay.
   const text = (value) => raw(value).replace(BIDI, escapeBidi);
+  const prose = (value) => raw(value).replace(CONTROLS, escapeBidi);
   function score(value) {
     return typeof value === "number" && Number.isFinite(value) ? String(+value.toPrecision(4)) : "n/a";
   }
@@ -238,7 +244,7 @@ const CtxasmView = (() => {
       if (why.by === "link") {
         const from = labels.get(text(why.linked_from));
         let said = `linked from ${from ? `[${from}]` : text(why.linked_from) || "an earlier pick"}`;
-        if (why.via) said += ` via '${text(why.via)}'`;
+        if (why.via) said += ` via '${prose(why.via)}'`;
         return said;
       }
       if (why.by === "fill") return "fills the budget left";
@@ -331,14 +337,14 @@ const CtxasmView = (() => {
   function promptText(content, positions, anchored) {
     const node = el("pre", { class: "prompt", tabindex: "0" });
     if (!Array.isArray(content)) {
-      labelled(node, text(content), positions, anchored);
+      labelled(node, prose(content), positions, anchored);
       return node;
     }
     // Content blocks (the anthropic format planning for the prompt cache): their texts in
     // order, and a mark after each block that carries a cache_control breakpoint.
     for (const block of content) {
       const given = block && typeof block === "object" ? block : {};
-      if (typeof given.text === "string") labelled(node, text(given.text), positions, anchored);
+      if (typeof given.text === "string") labelled(node, prose(given.text), positions, anchored);
       else node.append(el("span", { class: "block-mark" }, `[${text(given.type) || "non-text"} block]`));
       const control = given.cache_control;
       if (control && typeof control === "object") {
