@@ -616,3 +616,13 @@ def test_a_2000_passage_report_shows_every_row(page: Browser, tmp_path: Path) ->
     )
     assert counts == [len(report["included"]), len(report["excluded"])]
     assert counts[0] + counts[1] == 2000
+
+
+def test_the_score_column_names_the_scale_of_its_scores(page: Browser, tmp_path: Path) -> None:
+    result = _example()
+    _open(page, tmp_path, "scale.html", result)
+    headers = page.evaluate(
+        "[...document.querySelectorAll('tr.passage')[0].closest('table').querySelectorAll('th')]"
+        ".map(h => h.textContent)"
+    )
+    assert f"score ({result['report']['relevance']['method']})" in "|".join(headers)

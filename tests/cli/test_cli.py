@@ -625,3 +625,21 @@ def test_a_closed_standard_stream_is_named(args: list[str], closed: int, message
     assert done.returncode == 2
     assert message in done.stderr.decode()
     assert "internal error" not in done.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("change", "header"),
+    [({}, None), ({"relevance": {"name": "bm25"}}, "score (bm25)")],
+)
+def test_the_score_column_names_the_scale_of_its_scores(
+    change: dict[str, object], header: str | None
+) -> None:
+    # First-hour M1: utility 2, BM25 5.535 and a retriever's 0.69 all read "score"; the column
+    # now names the method that ranked the passages (the report's relevance.method).
+    body = {**json.loads(EXAMPLE.read_text()), "strategy": change} if change else None
+    stdin = json.dumps(body).encode() if body else EXAMPLE.read_bytes()
+    result = json.loads(ctxasm("assemble", "-", stdin=stdin).stdout)
+    method = result["report"]["relevance"]["method"]
+    assert header is None or header == f"score ({method})"
+    shown = ctxasm("report", "-", stdin=json.dumps(result).encode()).stdout.decode()
+    assert f"score ({method})" in shown

@@ -69,7 +69,12 @@ def print_report(
     selected, considered = _escape(str(report["selected"])), _escape(str(report["considered"]))
     included = Table(title=f"Included: {selected} of {considered}")
     labels = {item["id"]: item["label"] for item in report["included"]}
-    for column in ("pos", "label", "id", "tokens", "score", "why chosen", "source"):
+    # the scores are on the scale of the method that ranked them: named, as they are not
+    # comparable from one method (or retriever) to another
+    relevance = report.get("relevance")
+    method = relevance.get("method") if isinstance(relevance, dict) else None
+    scale = f"score ({_escape(method)})" if isinstance(method, str) and method else "score"
+    for column in ("pos", "label", "id", "tokens", scale, "why chosen", "source"):
         included.add_column(column, justify="right" if column in ("pos", "tokens") else "left")
     for item in report["included"]:
         source = _escape(item.get("source") or item.get("url") or "")

@@ -270,8 +270,11 @@ const CtxasmView = (() => {
 
   function includedSection(report, labels) {
     const items = list(report.included);
+    // Scores are on the scale of the method that ranked them (not comparable across methods).
+    const relevance = report.relevance && typeof report.relevance === "object" ? report.relevance : {};
+    const scale = relevance.method ? `score (${text(relevance.method)})` : "score";
     const { wrap, body } = table(`${items.length} passages in prompt order`, [
-      ["pos", true], ["label", false], ["id", false], ["tokens", true], ["score", true],
+      ["pos", true], ["label", false], ["id", false], ["tokens", true], [scale, true],
       ["source", false], ["why chosen", false], ["flags", false], ["compression", false],
     ], true);
     const rows = document.createDocumentFragment();
