@@ -194,11 +194,12 @@ def _units(
     units: list[tuple[int, int, int]] = []
     whole: set[int] = set()
     encoding = spans.encoding
-    for begin, spanned in sentences:
-        # the white space after a sentence is no chunk's: chunks end where its text does
-        end = begin + len(text[begin:spanned].rstrip())
-        if end == begin:
+    for spanned_begin, spanned in sentences:
+        # white space around a sentence is no chunk's: chunks start and end where its text does
+        end = spanned_begin + len(text[spanned_begin:spanned].rstrip())
+        if end == spanned_begin:
             continue
+        begin = _word_start(text, spanned_begin, end)
         counted = spans.count(begin, end)
         if counted <= limit:
             whole.add(len(units))
@@ -242,7 +243,8 @@ def _units(
                 stop = cuts[at]
                 char_end = char_start + len(text[char_start : begin + offsets[stop]].rstrip())
                 alone = len(encoding.encode_ordinary(text[char_start:char_end]))
-            units.append((char_start, char_end, alone))
+            if char_end > char_start:  # a piece of white space alone is no unit
+                units.append((char_start, char_end, alone))
             piece_start = stop
     return units, whole
 

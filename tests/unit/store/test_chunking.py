@@ -224,6 +224,42 @@ def _edges_shown(text: str, chunk: Chunk) -> bool:
     return mid_line or any(c in "\n\r" for c in lead)
 
 
+@pytest.mark.parametrize(
+    ("text", "chunk_tokens", "overlap"),
+    [
+        # review rv15: a run of white space longer than a chunk, inside a long "sentence",
+        # made an empty unit where the next chunk started (423 characters of blank lines)
+        (
+            "Report header line\n"
+            + "   \n" * 600
+            + "Totals for the quarter are listed below and they are final.",
+            256,
+            32,
+        ),
+        (
+            "Intro line one\n\n"
+            + "| a | b |\n" * 3
+            + "\n" * 40
+            + "   \n" * 30
+            + "Closing words here and more words to go.",
+            16,
+            8,
+        ),
+        ("alpha beta gamma delta epsilon zeta" + " \n" * 300 + "kappa lambda mu nu xi", 8, 4),
+        # a sentence that starts at white space (found by the property test below)
+        ("café 0 \U0006d580 the the 0:\x810  0:0\U00010000", 8, 0),
+        ("\n\n \t  \U0001f600\U0001f600 end. More words follow here, and more.", 8, 4),
+    ],
+)
+def test_white_space_runs_start_no_chunk(text: str, chunk_tokens: int, overlap: int) -> None:
+    chunks = chunk_text(text, chunk_tokens, overlap)
+    assert [c for c in chunks if _edges_shown(text, c)] == []
+    assert _uncovered(text, chunks) == []
+    assert max(_tokens(c.text) for c in chunks) <= chunk_tokens
+    # no chunk lies inside the next one
+    assert [(a, b) for a, b in pairwise(chunks) if b.start <= a.start or b.end <= a.end] == []
+
+
 def test_chunks_show_no_white_space_at_their_edges() -> None:
     # L4 of the first-hour review: a long sentence cut between words, or its tail carried over
     # as the overlap, started the next chunk with a space; a paragraph's end left blank lines.
