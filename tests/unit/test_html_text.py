@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxasm.store.html_text import visible_text
+from ctxasm.store.html_text import _BLOCK, _CELL, visible_text
 
-_BLOCK = {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section"}
 _SKIP = {"script", "style", "head", "noscript", "template"}
 
 
@@ -29,12 +28,12 @@ class _Reference(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.in_title = self.in_title or tag == "title"
         self.skip += tag in _SKIP
-        self.parts.append("\n" if tag in _BLOCK else "")
+        self.parts.append("\n" if tag in _BLOCK else "\t" if tag in _CELL else "")
 
     def handle_endtag(self, tag: str) -> None:
         self.in_title = self.in_title and tag != "title"
         self.skip -= bool(tag in _SKIP and self.skip)
-        self.parts.append("\n" if tag in _BLOCK else "")
+        self.parts.append("\n" if tag in _BLOCK else "\t" if tag in _CELL else "")
 
     def handle_data(self, data: str) -> None:
         if self.in_title:
@@ -70,6 +69,10 @@ _TAGS = [
     "h1",
     "section",
     "tr",
+    "td",
+    "th",
+    "dd",
+    "blockquote",
     "a",
     "em",
     "noscript",
@@ -257,3 +260,28 @@ def test_long_numeric_references_are_read_in_linear_time() -> None:
     assert visible_text("&#" + "0" * 400_000) == ("\ufffd", None)
     assert visible_text(("&#" + "9" * 9) * 40_000) == ("\ufffd" * 40_000, None)
     assert visible_text("&#x" + "0" * 400_000 + "42") == ("B", None)
+
+
+@pytest.mark.parametrize(
+    ("page", "text"),
+    [
+        # review rv15: cells and these blocks were glued to their neighbours ("BratislavaSlovakia")
+        (
+            "<table><caption>Capitals</caption><tr><th>Capital</th><th>Country</th></tr>"
+            "<tr><td>Bratislava</td><td>Slovakia</td></tr></table>",
+            "Capitals\nCapital Country\nBratislava Slovakia",
+        ),
+        ("<dl><dt>Length</dt><dd>2,850 km</dd></dl>", "Length\n2,850 km"),
+        (
+            "<article>art</article><blockquote>quote</blockquote><figure><img src=x>"
+            "<figcaption>cap</figcaption></figure><ul><li>one</li></ul><hr>end",
+            "art\nquote\ncap\none\nend",
+        ),
+        ("<nav>Home</nav><main>Body</main><footer>Foot</footer>", "Home\nBody\nFoot"),
+        ("<p>in<b>line</b> <em>words</em></p>", "inline words"),
+    ],
+)
+def test_blocks_and_table_cells_are_shown_apart_as_a_browser_shows_them(
+    page: str, text: str
+) -> None:
+    assert visible_text(page) == (text, None)

@@ -3,9 +3,10 @@
 A small tokenizer after the HTML standard's, kept to what indexing needs: tags, comments and
 declarations are dropped, character references are decoded, the contents of ``script``, ``style``,
 ``head``, ``noscript``, ``template``, ``iframe``, ``noembed`` and ``noframes`` (none of which a
-browser shows as text) are skipped, and block elements end lines. ``title`` and ``textarea`` hold
-text only, and ``script``, ``style`` and the like hold raw text, up to their own end tag, as in a
-browser.
+browser shows as text) are skipped, block elements end lines, and a table's cells are parted by
+white space (``<td>Vienna</td><td>Austria</td>`` reads "Vienna Austria"). ``title`` and
+``textarea`` hold text only, and ``script``, ``style`` and the like hold raw text, up to their
+own end tag, as in a browser.
 
 The head ends as the standard's tree builder ends it: at ``</head>``, at the first text that is
 not white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that
@@ -34,7 +35,17 @@ __all__ = ["visible_text"]
 _SKIP = frozenset(
     {"script", "style", "head", "noscript", "template", "iframe", "noembed", "noframes"}
 )
-_BLOCK = frozenset({"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section"})
+# Elements a browser shows as blocks of their own (the HTML standard's rendering section:
+# display block, list-item or a table's rows and captions), which end lines, and the cells of
+# a table's row, which a browser shows apart on one line (a tab between them, as innerText).
+_BLOCK = frozenset(
+    {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "section", "article"}
+    | {"aside", "nav", "header", "footer", "main", "search", "address", "blockquote", "center"}
+    | {"pre", "listing", "plaintext", "xmp", "figure", "figcaption", "details", "summary"}
+    | {"dialog", "ul", "ol", "menu", "dir", "dl", "dt", "dd", "form", "fieldset", "legend"}
+    | {"hgroup", "table", "caption", "thead", "tbody", "tfoot", "tr", "option", "optgroup"}
+)
+_CELL = frozenset({"td", "th"})
 # Elements whose content ends only at their own end tag: raw text, and text with references.
 _RAW_TEXT = frozenset({"script", "style", "xmp", "iframe", "noembed", "noframes"})
 _ESCAPABLE = frozenset({"title", "textarea"})
@@ -105,6 +116,8 @@ class _Page:
             self.skip[tag] = self.skip.get(tag, 0) + 1
         if tag in _BLOCK:
             self.parts.append("\n")
+        elif tag in _CELL:
+            self.parts.append("\t")
 
     def end(self, tag: str) -> None:
         if tag in _FOREIGN and self.foreign:
@@ -119,6 +132,8 @@ class _Page:
                 del self.skip[tag]
         if tag in _BLOCK:
             self.parts.append("\n")
+        elif tag in _CELL:
+            self.parts.append("\t")
 
     def text(self, data: str) -> None:
         # Text ends the head unless it is inside an element of the head (a script's source).
