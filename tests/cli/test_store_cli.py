@@ -919,6 +919,22 @@ def test_ask_never_writes_its_page_over_the_store(indexed: Path, how: str) -> No
     assert (indexed / "store.db").read_bytes() == original
 
 
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_ask_never_writes_its_page_over_a_journal_not_there_yet(indexed: Path, suffix: str) -> None:
+    # Review rv15: a store closed cleanly has no -wal or -shm; ask created them on opening the
+    # store and wrote the page onto the live file (which SQLite then removed), exit 0.
+    target = f"store.db{suffix}"
+    assert not (indexed / target).exists()
+    done = ctxasm("ask", QUESTION, "--store", STORE, *ASKER, "--html", target, cwd=indexed)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        f"ctxasm: error: the output {target} is the store's file {target}: the page would "
+        "replace the store; choose another output file [html]\n",
+    )
+    assert not (indexed / target).exists()
+
+
 def test_ask_html_names_a_file(indexed: Path) -> None:
     # --html - wrote a file named "-"; standard output carries the prompt or the JSON
     before = sorted(indexed.iterdir())

@@ -390,14 +390,22 @@ def _check_html(html: str, store: str, config: Path | None) -> None:
     from ctxasm.batch.files import check_not_input
     from ctxasm.cli.report_view import check_page_target
     from ctxasm.cli.request_input import check_not_config
-    from ctxasm.errors import CtxasmError
+    from ctxasm.errors import CtxasmError, RequestError
     from ctxasm.store import store_files
 
     try:
         check_page_target(html, "html", stdout="what ask prints")
+        replaced = "the page would replace the store"
         for path in store_files(store):  # a Path: a file named "-" is no standard input
-            replaced = "the page would replace the store"
             check_not_input(Path(path), html, field="html", replaced=replaced)
+            # by name too: a journal that does not exist now (a store closed cleanly has no
+            # -wal or -shm) is created when ask opens the store, and the page with it
+            if os.path.realpath(html) == os.path.realpath(path):
+                raise RequestError(
+                    f"the output {html} is the store's file {path}: {replaced}; choose "
+                    "another output file",
+                    field="html",
+                )
         check_not_config(config, html, "html", "the page")
     except CtxasmError as error:
         _fail_with(error)
