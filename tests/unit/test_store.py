@@ -984,8 +984,16 @@ def test_a_failure_after_a_repeated_id_reports_what_was_written(tmp_path: Path) 
     ]
     (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     report = index_paths(store, [tmp_path / "a.jsonl"], tenant="a", workers=0)
-    assert (report.added, report.updated, report.unchanged, report.chunks) == (2, 1, 0, 3)
-    assert [where.rsplit("/", 1)[-1] for where, _ in report.failed] == ["a.jsonl (owned)"]
+    # A run refuses an id it has read before (review rv15: the later document replaced the
+    # earlier, reported "updated"); what was written is reported as written.
+    assert (report.added, report.updated, report.unchanged, report.chunks) == (2, 0, 0, 2)
+    assert [where.rsplit("/", 1)[-1] for where, _ in report.failed] == [
+        "a.jsonl:3",
+        "a.jsonl (owned)",
+    ]
+    assert "doc_id 'new-1' was given before, at " in report.failed[0][1]
+    found = store.retrieve("first new document", Principal("u", "a", ()))
+    assert [p.text for p in found if p.id.startswith("new-1")] == ["first new document"]
 
 
 def test_a_file_named_and_in_a_folder_named_is_read_once(tmp_path: Path) -> None:

@@ -381,10 +381,11 @@ def index_paths(
     report = IndexReport()
     batch = _Batch(store, report, encoding, find_duplicates=folder is None)
     files = _files((Path(p) for p in paths), report.failed)
+    seen: dict[str, str] = {}  # each id the run reads, and where: a later one is refused
     # The PostgreSQL store builds its vector index once, at the end of the bulk block.
     with _bulk(store), Chunker(chunk_tokens, overlap, encoding, workers or 0) as chunker:
         for number, (path, identity) in enumerate(files, start=1):
-            _read_file(path, chunker, batch, tenant, readers, identity, root=folder)
+            _read_file(path, chunker, batch, tenant, readers, identity, root=folder, seen=seen)
             if number == len(files):
                 _add(chunker.finish(), batch)
                 batch.flush()
@@ -410,6 +411,7 @@ def _read_file(
     identity: tuple[int, int] | None = None,
     *,
     root: Path | None = None,
+    seen: dict[str, str] | None = None,
 ) -> None:
     """Hand the documents of one file to ``chunker``, and what cannot be read, in file order;
     what it has chunked goes on to ``batch`` meanwhile (``identity``: see :func:`_files`;
@@ -423,7 +425,13 @@ def _read_file(
 
     try:
         documents = read_documents(
-            path, tenant=tenant, readers=readers, errors=errors, expected=identity, root=root
+            path,
+            tenant=tenant,
+            readers=readers,
+            errors=errors,
+            expected=identity,
+            root=root,
+            seen=seen,
         )
         whole = path.suffix.lower() != ".jsonl"  # the file is one document, its id its path
         for document in documents:

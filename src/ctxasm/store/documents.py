@@ -275,12 +275,16 @@ def read_documents(
     errors: list[tuple[str, str]] | None = None,
     expected: tuple[int, int] | None = None,
     root: str | os.PathLike[str] | None = None,
+    seen: dict[str, str] | None = None,
 ) -> Iterator[Document]:
     """The documents of one file (a :class:`RequestError` names the file and what is wrong).
     With ``errors``, a bad JSONL line is recorded there (``("file:line", reason)``) and skipped
     instead of ending the file. With ``expected`` (device and inode), ``path`` must still name
     that file when it is opened. A file that is one document has the id :func:`file_doc_id`
-    gives it from ``root`` (by default the working folder)."""
+    gives it from ``root`` (by default the working folder). With ``seen`` (the ids a run has
+    read, each with where it was), a document whose id was read before is refused (a JSONL line
+    recorded in ``errors`` and skipped): an id names one document, and the later one would
+    silently replace the earlier."""
     tenant = name(tenant, "tenant", optional=True)  # the run's defaults, checked before any file
     default_readers = names(readers, "readers", optional=True)
     folder = None if root is None else id_root(root)
@@ -311,6 +315,7 @@ def read_documents(
                 except CtxasmError as error:
                     raise RequestError(f"{where}: not JSON: {error.message}", field=where) from None
                 document = _record(record, where, tenant, default_readers)
+                _first(document.doc_id, where, seen)
             except RequestError as error:
                 if errors is None:
                     raise
@@ -328,10 +333,26 @@ def read_documents(
     else:
         text = raw
         title = _markdown_title(raw) if suffix in (".md", ".markdown") else None
-    yield Document(
+    document = Document(
         doc_id=_relative_id(path, id_root(None) if folder is None else folder),
         text=text,
         title=title or path.stem,
         tenant=tenant,
         readers=default_readers,
     )
+    _first(document.doc_id, str(path), seen)
+    yield document
+
+
+def _first(doc_id: str, where: str, seen: dict[str, str] | None) -> None:
+    """Record that ``doc_id`` was read at ``where``; a :class:`RequestError` when the run read
+    it before (``seen``: the ids read so far, each with where)."""
+    if seen is None:
+        return
+    before = seen.setdefault(doc_id, where)
+    if before != where:
+        raise RequestError(
+            f"doc_id {shown(doc_id)} was given before, at {before}: an id names one document "
+            "in a store, so this one is not indexed (give each document its own doc_id)",
+            field=where,
+        )
