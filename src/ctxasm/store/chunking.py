@@ -196,7 +196,7 @@ def _units(
     encoding = spans.encoding
     for spanned_begin, spanned in sentences:
         # white space around a sentence is no chunk's: chunks start and end where its text does
-        end = spanned_begin + len(text[spanned_begin:spanned].rstrip())
+        end = spanned_begin + len(text[spanned_begin:spanned].rstrip(_SPACE))
         if end == spanned_begin:
             continue
         begin = _word_start(text, spanned_begin, end)
@@ -225,28 +225,53 @@ def _units(
                 if stop <= piece_start:  # one character of more than ``limit`` tokens
                     after = bisect.bisect_right(cuts, piece_start)
                     stop = cuts[after] if after < len(cuts) else len(tokens)
-            char_end = begin + (offsets[stop] if stop < len(tokens) else len(sentence))
-            # a piece shows no white space at its edges either (see _word_start)
-            char_start = _word_start(text, begin + offsets[piece_start], char_end)
-            char_end = char_start + len(text[char_start:char_end].rstrip())
-            alone = len(encoding.encode_ordinary(text[char_start:char_end]))
-            while alone > limit:
-                # Read alone, a piece may take more tokens than it did in its sentence (the
-                # tokens at its edges split differently): cut it as many boundaries earlier
-                # as it is over (a token or two, in practice).
-                at = max(
-                    bisect.bisect_left(cuts, stop) - (alone - limit),
-                    bisect.bisect_right(cuts, piece_start),
-                )
-                if at >= len(cuts) or cuts[at] >= stop:
-                    break  # one character of more than ``limit`` tokens: as it is
-                stop = cuts[at]
-                char_end = char_start + len(text[char_start : begin + offsets[stop]].rstrip())
-                alone = len(encoding.encode_ordinary(text[char_start:char_end]))
+            char_start, char_end, alone, stop = _piece(
+                text, begin, len(sentence), offsets, cuts, (piece_start, stop), limit, encoding
+            )
             if char_end > char_start:  # a piece of white space alone is no unit
                 units.append((char_start, char_end, alone))
             piece_start = stop
     return units, whole
+
+
+def _piece(
+    text: str,
+    begin: int,
+    length: int,
+    offsets: list[int],
+    cuts: list[int],
+    tokens: tuple[int, int],
+    limit: int,
+    encoding: Any,
+) -> tuple[int, int, int, int]:
+    """The piece of the sentence ``text[begin:begin + length]`` (its token ``offsets`` and the
+    token indexes ``cuts`` where a character starts) from token ``tokens[0]`` to ``tokens[1]``:
+    ``(char start, char end, tokens alone, end token)``, cut earlier where, read alone, it
+    takes more than ``limit`` tokens, and without white space at its edges (see
+    :func:`_word_start`)."""
+    piece_start, stop = tokens
+    char_end = begin + (offsets[stop] if stop < len(offsets) else length)
+    char_start = _word_start(text, begin + offsets[piece_start], char_end)
+    char_end = char_start + len(text[char_start:char_end].rstrip(_SPACE))
+    alone = len(encoding.encode_ordinary(text[char_start:char_end]))
+    while alone > limit:
+        # Read alone, a piece may take more tokens than it did in its sentence (the tokens at
+        # its edges split differently): cut it as many boundaries earlier as it is over (a
+        # token or two, in practice).
+        at = max(
+            bisect.bisect_left(cuts, stop) - (alone - limit),
+            bisect.bisect_right(cuts, piece_start),
+        )
+        if at >= len(cuts) or cuts[at] >= stop:
+            bare = _solid(text, char_start, char_end)
+            if bare == char_start:
+                break  # one character of more than ``limit`` tokens: as it is
+            char_start = bare  # the line's indentation makes it too long: not kept
+        else:
+            stop = cuts[at]
+            char_end = char_start + len(text[char_start : begin + offsets[stop]].rstrip(_SPACE))
+        alone = len(encoding.encode_ordinary(text[char_start:char_end]))
+    return char_start, char_end, alone, stop
 
 
 def run_cuts(text: str, limit: int = MAX_RUN_CHARS) -> list[int]:
@@ -346,7 +371,7 @@ def _chunk_piece(
         return tokens
 
     chunks: list[Chunk] = []
-    begin = _word_start(text, 0, len(text))  # chunk start (char): not at blank lines
+    begin = units[0][0] if units else 0  # chunk start (char): where the first unit's text is
     first, lead = 0, 0  # the chunk's first whole unit, and the tokens before it
     fresh = 0  # the first unit this chunk must include (the one after the previous chunk)
     while first < len(units):
@@ -380,18 +405,39 @@ def _chunk_piece(
     return chunks, spans.total if spans.total is not None else counted.get((0, len(text)))
 
 
+# White space as the tokenizer reads it (Unicode's White_Space, as ctxasm.tokens.runs): not the
+# separators U+001C to U+001F that str.isspace also counts, which are content to a tokenizer.
+_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
+_SPACES = frozenset(_SPACE)
+_BREAKS = frozenset("\n\r\x0b\x0c\x85\u2028\u2029")  # what ends a line
+_INDENT = frozenset(" \t")
+_MOST_INDENT = 16  # characters of indentation kept before a line's first word
+
+
+def _solid(text: str, at: int, end: int) -> int:
+    """The first character from ``at`` (before ``end``) that is not white space."""
+    while at < end and text[at] in _SPACES:
+        at += 1
+    return at
+
+
 def _word_start(text: str, at: int, end: int) -> int:
     """Where a chunk (or a piece of a sentence) that would start at ``at`` starts instead: at
     the first character after ``at`` (before ``end``) that is not white space, so not at the
-    space between two words, nor at blank lines; but where that character begins its line
-    after indentation, at the indentation."""
-    start = at
-    while start < end and text[start].isspace():
-        start += 1
-    back = start
-    while back > 0 and text[back - 1] not in "\n\r" and text[back - 1].isspace():
+    space between two words, nor at blank lines; but where that character begins a line after
+    an indentation of at most ``_MOST_INDENT`` spaces and tabs, at the indentation. The time
+    is that of the white space skipped, plus at most ``_MOST_INDENT``."""
+    start = _solid(text, at, end)
+    back, least = start, max(0, start - _MOST_INDENT)
+    while back > least and text[back - 1] in _INDENT:
         back -= 1
-    return back if back == 0 or text[back - 1] in "\n\r" else start
+    if back < start and (back == 0 or text[back - 1] in _BREAKS):
+        return back
+    return start
 
 
 def _next_start(
@@ -414,7 +460,7 @@ def _next_start(
         return units[start][0], start, 0
     begin, end, _ = units[last]
     # the tail's tokens are the sentence's last words: the white space after it is no chunk's
-    tokens = encoding.encode_ordinary(text[begin:end].rstrip())
+    tokens = encoding.encode_ordinary(text[begin:end].rstrip(_SPACE))
     skip = max(0, len(tokens) - overlap - 1)  # only the offsets of the last tokens are read
     offsets = _offsets(tokens, encoding, skip)
     for index in range(max(1, len(tokens) - overlap), len(tokens)):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ctxasm import RequestError
 from ctxasm.lexical import sentence_spans
 from ctxasm.store import Chunk, chunk_text
-from ctxasm.store.chunking import _offsets, chunk_and_count, count_tokens, run_cuts
+from ctxasm.store.chunking import _SPACE, _offsets, chunk_and_count, count_tokens, run_cuts
 from ctxasm.tokens import get_counter
 
 SETTINGS = settings(
@@ -213,15 +213,16 @@ def test_chunks_are_exact_slices_that_cover_the_text(
 
 
 def _edges_shown(text: str, chunk: Chunk) -> bool:
-    """Whether ``chunk`` ends with white space, or starts with it in the middle of a line or
-    before a line break (the indentation of a line it starts at is the text's own)."""
-    if chunk.text != chunk.text.rstrip():
+    """Whether ``chunk`` ends with white space (as the tokenizer reads it: U+001C to U+001F
+    are content), or starts with any but the indentation of a line it starts: at most 16
+    spaces and tabs after a line break or the text's start."""
+    if chunk.text != chunk.text.rstrip(_SPACE):
         return True
-    lead = chunk.text[: len(chunk.text) - len(chunk.text.lstrip())]
+    lead = chunk.text[: len(chunk.text) - len(chunk.text.lstrip(_SPACE))]
     if not lead:
         return False
-    mid_line = chunk.start > 0 and text[chunk.start - 1] not in "\n\r"
-    return mid_line or any(c in "\n\r" for c in lead)
+    at_line = chunk.start == 0 or text[chunk.start - 1] in "\n\r\x0b\x0c\x85\u2028\u2029"
+    return not (at_line and len(lead) <= 16 and set(lead) <= {" ", "\t"})
 
 
 @pytest.mark.parametrize(
@@ -249,6 +250,13 @@ def _edges_shown(text: str, chunk: Chunk) -> bool:
         # a sentence that starts at white space (found by the property test below)
         ("café 0 \U0006d580 the the 0:\x810  0:0\U00010000", 8, 0),
         ("\n\n \t  \U0001f600\U0001f600 end. More words follow here, and more.", 8, 4),
+        # review rv16: an indentation the limit has no room for, or one of Unicode spaces or
+        # line breaks, was kept before the line's first word (15 tokens in a chunk of 8)
+        ("First line here.\n" + "\t" * 200 + "Second sentence is here.", 8, 0),
+        ("First line here.\n" + "\u2003" * 20 + "Second sentence is here.", 8, 2),
+        ("\u2029" * 20 + "Then more words follow here.", 8, 0),
+        ("\t" * 1200 + "Words after a long run of tabs, and more words after them.", 64, 8),
+        (" \n   \n   漢字テキスト" + "a" * 40 + "U.S.A. Ünïcödé ? שלום", 8, 0),
     ],
 )
 def test_white_space_runs_start_no_chunk(text: str, chunk_tokens: int, overlap: int) -> None:
