@@ -935,6 +935,26 @@ def test_ask_never_writes_its_page_over_a_journal_not_there_yet(indexed: Path, s
     assert not (indexed / target).exists()
 
 
+def test_ask_never_writes_its_page_over_the_journal_beside_a_linked_store(indexed: Path) -> None:
+    # Review rv16: SQLite keeps the -wal of a store named through a link beside the link's
+    # target, which the names of the link's journals missed.
+    real = indexed / "real"
+    real.mkdir()
+    (indexed / "store.db").rename(real / "store.db")
+    (indexed / "link.db").symlink_to(real / "store.db")
+    store = "sqlite:///link.db"
+    done = ctxasm(
+        "ask", QUESTION, "--store", store, *ASKER, "--html", "real/store.db-wal", cwd=indexed
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.endswith(
+        f"is the store's file {os.path.realpath(real / 'store.db-wal')}: the page would replace "
+        "the store; "
+        "choose another output file [html]\n"
+    )
+    assert not (real / "store.db-wal").exists()
+
+
 def test_ask_html_names_a_file(indexed: Path) -> None:
     # --html - wrote a file named "-"; standard output carries the prompt or the JSON
     before = sorted(indexed.iterdir())
