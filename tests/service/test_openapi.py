@@ -170,6 +170,12 @@ def test_a_session_request_with_its_own_id_and_metadata_matches_the_contract(
         assert list(answer.json)[:2] == ["id", "metadata"]
         assert (answer.json["id"], answer.json["metadata"]) == ("q-7", request["metadata"])
     assert answer.json["report"]["cache"]["prefix_tokens"] > 0
+    # null is no value for any of the three: the schema and the service refuse it alike
+    for name in ("id", "metadata", "session_id"):
+        nulled = {**request, name: None}
+        assert _errors(document, _request_schema(document, "/v1/assemble"), nulled) != []
+        refused = _call(served, "POST", "/v1/assemble", nulled)
+        assert (refused.status, refused.json["error"]["field"]) == (422, name)
     alone = {key: value for key, value in request.items() if key != "session_id"}
     numbered = _call(served, "POST", "/v1/assemble", {**alone, "id": 42})
     assert (numbered.status, numbered.json.get("id")) == (200, 42)

@@ -113,6 +113,17 @@ class Strategy(_Closed):
     guard: Slot | None = Field(None, description="scan, or null for none.")
 
 
+def _never_null(schema: dict[str, Any]) -> None:
+    """The schema of a field that may be left out but is never null: without the null its
+    ``None`` default adds (and without that default)."""
+    schema.pop("default", None)
+    kinds = [kind for kind in schema.pop("anyOf", []) if kind != {"type": "null"}]
+    if len(kinds) == 1:
+        schema.update(kinds[0])
+    elif kinds:
+        schema["anyOf"] = kinds
+
+
 class AssembleRequest(_Closed):
     """The request JSON of ``ctxasm assemble``; only ``query`` and the candidates are required:
     ``passages``, or ``hits`` in their place (exactly one of the two)."""
@@ -159,14 +170,20 @@ class AssembleRequest(_Closed):
         "source from the hit or its metadata; the id from id, else hit- and a hash of the text; "
         "any other passage field as is, anything else into metadata.",
     )
+    # Optional, but never null: the service refuses null for these three (422 naming them).
     id: str | int | None = Field(
-        None, description="Your own key for this request, returned first on the result."
+        None,
+        description="Your own key for this request, returned first on the result.",
+        json_schema_extra=_never_null,
     )
     metadata: dict[str, Any] | None = Field(
-        None, description="Yours, never read by the pipeline; returned on the result."
+        None,
+        description="Yours, never read by the pipeline; returned on the result.",
+        json_schema_extra=_never_null,
     )
     session_id: str | None = Field(
         None,
+        json_schema_extra=_never_null,
         description="Service only: 8 to 128 of A-Z a-z 0-9 . _ : -; the service keeps the "
         "session's prompt-cache state between turns (see previous).",
     )
