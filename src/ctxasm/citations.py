@@ -950,8 +950,8 @@ def is_completion(data: Mapping[str, Any]) -> bool:
 
 
 NO_TEXT = (
-    "answer is a chat completion response with no text (a refusal or a tool call): it has no "
-    "citations to check"
+    "answer is a chat completion response with no text (a refusal, a tool call, or empty "
+    "content): it has no citations to check"
 )
 
 
@@ -976,7 +976,7 @@ def _answer(answer: object) -> str:
     answer: a reply with no text (a refusal, a tool call) would otherwise pass every check."""
     if isinstance(answer, Mapping):
         found = completion_text(answer)
-        if found is None and is_completion(answer):
+        if (found is None or not found.strip()) and is_completion(answer):
             raise ArgumentTypeError(NO_TEXT, field="answer")
         if found is None:
             raise ArgumentTypeError(

@@ -304,6 +304,11 @@ _NO_TEXT = [
     },
     {"type": "message", "role": "assistant", "content": [{"type": "tool_use", "id": "t"}]},
     {"object": "response", "output": [{"type": "function_call", "name": "f"}]},
+    # review rv16: empty content, as servers send beside tool calls and reasoning models when
+    # they run out of tokens, passed with coverage 1.0
+    {"choices": [{"message": {"role": "assistant", "content": "", "tool_calls": [{"id": "t"}]}}]},
+    {"choices": [{"message": {"role": "assistant", "content": " \n"}}]},
+    {"type": "message", "role": "assistant", "content": [{"type": "text", "text": ""}]},
 ]
 
 

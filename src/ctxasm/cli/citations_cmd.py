@@ -141,7 +141,7 @@ def _answer_text(text: str) -> str:
     from ctxasm.citations import NO_TEXT, completion_text, is_completion
 
     found = completion_text(data)
-    if found is None and is_completion(data):
+    if (found is None or not found.strip()) and is_completion(data):
         _fail(NO_TEXT)  # not its JSON checked as text: a refusal would pass every check
     if found is None:
         echo(
