@@ -468,3 +468,19 @@ def test_numpy_pages_and_datetimes_in_metadata_are_read_as_json_carries_them() -
     assert passage["metadata"] == {"page": 2, "reviewed": "2024-01-02", "rank": 0.5}
     result = CtxasmRunnable().assemble({"question": QUESTION, "context": [document]})
     assert "[Source 1] atlas.pdf, page 3" in result.messages[-1]["content"]
+
+
+def test_numpy_datetime64_and_missing_dates_are_read_as_json_carries_them() -> None:
+    # Review rv16: a datetime64 (a data frame's values) failed the request; NaT is no date.
+    import numpy as np
+
+    stamps = [np.datetime64("2024-01-02T03:04"), np.datetime64("NaT")]
+    texts = ["The Danube ends in the Black Sea.", "The Danube rises in the Black Forest."]
+    documents = [
+        Document(page_content=text, metadata={"timestamp": stamp})
+        for text, stamp in zip(texts, stamps, strict=True)
+    ]
+    passages = documents_to_passages(documents)
+    assert [p.get("timestamp") for p in passages] == ["2024-01-02T03:04:00", None]
+    result = CtxasmRunnable().assemble({"question": QUESTION, "context": documents})
+    assert len(result.report.included) == 2

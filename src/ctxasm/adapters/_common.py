@@ -68,11 +68,15 @@ def passage_from(
 def plain(value: object) -> object:
     """``value`` as JSON carries it where a loader gave another type for it: numpy's integers
     and reals (what metadata built from arrays or data frames holds) as ``int`` and ``float``,
-    a ``date`` or ``datetime`` as ISO-8601 text; anything else as given."""
+    a ``date``, ``datetime`` or numpy ``datetime64`` as ISO-8601 text (a missing one, NaT, as
+    ``None``); anything else as given."""
     if value is None or isinstance(value, bool | str | int | float):
         return value
     if isinstance(value, datetime.date):
-        return value.isoformat()
+        # pandas' NaT (a missing date) is a datetime that is not equal to itself
+        return value.isoformat() if value == value else None  # noqa: PLR0124
+    if type(value).__name__ == "datetime64":  # numpy's, as a data frame's values hold it
+        return _datetime64(value)
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, numbers.Real):
@@ -195,6 +199,18 @@ def checked_options(
             )
         raise RequestError(f"unknown request field {shown(key)}; allowed: {allowed}", field=key)
     checked_fields({key: given[key] for key in options if given.get(key) is not None})
+
+
+def _datetime64(value: Any) -> str | None:
+    """A numpy ``datetime64`` as ISO-8601 (to the microsecond), ``None`` for NaT, without
+    importing numpy: its own ``astype`` and ``item`` give the ``datetime``."""
+    try:
+        found = value.astype("datetime64[us]").item()
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        return None
+    if isinstance(found, datetime.datetime):
+        return found.isoformat()
+    return found.isoformat() if isinstance(found, datetime.date) else None
 
 
 def file_title(name: object, page: object = None) -> str | None:
