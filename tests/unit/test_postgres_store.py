@@ -14,6 +14,7 @@ import pytest
 
 import ctxasm
 from ctxasm.data import Principal
+from ctxasm.errors import StoreUnavailableError
 from ctxasm.store import Document, chunk_text, index_paths, open_store
 
 CORPUS = Path(__file__).resolve().parents[2] / "examples" / "corpus"
@@ -311,6 +312,49 @@ def test_two_classes_remembered_with_one_id_after_a_reset_are_both_checked(
     eve = Principal("eve", "B", ("b-staff",))
     assert writer.retrieve("salary figures", eve, k=5) == []
     writer.close()
+
+
+@pytest.mark.parametrize("retried", [True, False])
+def test_a_deadlock_reaches_the_write_that_tries_again(postgres_url: str, retried: bool) -> None:
+    # The write of a batch tries again when it deadlocks on another writer's rows, but the
+    # connection turned every deadlock into "the store is unavailable" first: a full test
+    # run on a loaded machine failed so. Two real transactions lock two rows in opposite
+    # orders; one of them is the deadlock's victim.
+    import threading
+
+    import psycopg
+
+    store = open_store(postgres_url)
+    for n in (1, 2):
+        store.upsert(Document(f"lock-{n}", f"row {n}", tenant="t"), chunk_text(f"row {n}", 64, 8))
+    both = threading.Barrier(2)
+    caught: list[BaseException] = []
+
+    def lock(first: str, second: str) -> None:
+        try:
+            with store._connection(retried=retried) as db, db.transaction():  # type: ignore[attr-defined]
+                lock_row = "SELECT 1 FROM documents WHERE doc_id = %s FOR UPDATE"
+                db.execute(lock_row, (first,))
+                both.wait()
+                db.execute(lock_row, (second,))
+        except BaseException as error:  # reported below
+            caught.append(error)
+
+    threads = [
+        threading.Thread(target=lock, args=order)
+        for order in (("lock-1", "lock-2"), ("lock-2", "lock-1"))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    store.close()
+    assert len(caught) == 1, caught
+    if retried:
+        assert isinstance(caught[0], psycopg.errors.DeadlockDetected)
+    else:
+        assert isinstance(caught[0], StoreUnavailableError)
+        assert "deadlock detected" in caught[0].message
 
 
 def test_writers_of_overlapping_new_documents_in_any_order_all_succeed(postgres_url: str) -> None:

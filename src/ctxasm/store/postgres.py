@@ -214,14 +214,20 @@ class PostgresStore:
             raise
 
     @contextmanager
-    def _connection(self) -> Iterator[Any]:
-        """A pooled connection; database and pool failures become StoreUnavailableError."""
+    def _connection(self, *, retried: bool = False) -> Iterator[Any]:
+        """A pooled connection; database and pool failures become StoreUnavailableError, but
+        for a deadlock where the caller writes again (``retried``): it is no outage, and
+        the write that met another one's rows tries again (see :meth:`_write`)."""
         import psycopg
         from psycopg_pool import PoolTimeout
 
         try:
             with self._pool.connection() as connection:
                 yield connection
+        except psycopg.errors.DeadlockDetected as exc:
+            if retried:
+                raise
+            raise _unavailable(exc) from None
         except psycopg.errors.ProgramLimitExceeded as exc:  # not an outage: too big to store
             raise RequestError(
                 f"the PostgreSQL store cannot hold this: {' '.join(str(exc).split())[:300]}",
@@ -396,7 +402,7 @@ class PostgresStore:
         )
 
     def _write_once(self, batch: list[Pending]) -> list[str]:
-        with self._connection() as db:
+        with self._connection(retried=True) as db:
             # another tenant's document of one of these ids is refused under its lock (_replace)
             known = dict(
                 db.execute(
