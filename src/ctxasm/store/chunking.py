@@ -196,10 +196,16 @@ def _units(
     encoding = spans.encoding
     for spanned_begin, spanned in sentences:
         # white space around a sentence is no chunk's: chunks start and end where its text does
-        end = spanned_begin + len(text[spanned_begin:spanned].rstrip(_SPACE))
+        end = _text_end(text, spanned_begin, spanned)
         if end == spanned_begin:
             continue
-        begin = _word_start(text, spanned_begin, end)
+        begin = spanned_begin
+        # (most sentences start after the one space that ends the sentence before: as they are)
+        before = text[max(0, begin - 2) : begin]
+        if text[begin] in _SPACES or (
+            before[-1:] in _INDENT and (len(before) < 2 or before[0] in _LINE_OR_INDENT)
+        ):
+            begin = _word_start(text, begin, end)
         counted = spans.count(begin, end)
         if counted <= limit:
             whole.add(len(units))
@@ -210,7 +216,7 @@ def _units(
         offsets = _offsets(tokens, encoding)
         cuts = [i for i in range(len(tokens)) if i == 0 or offsets[i] > offsets[i - 1]]
         # cut between words where possible: at a token that starts with white space
-        words = [i for i in cuts if i == 0 or sentence[offsets[i]].isspace()]
+        words = [i for i in cuts if i == 0 or sentence[offsets[i]] in _SPACES]
         piece_start = 0
         while piece_start < len(tokens):
             stop = piece_start + limit
@@ -252,7 +258,7 @@ def _piece(
     piece_start, stop = tokens
     char_end = begin + (offsets[stop] if stop < len(offsets) else length)
     char_start = _word_start(text, begin + offsets[piece_start], char_end)
-    char_end = char_start + len(text[char_start:char_end].rstrip(_SPACE))
+    char_end = _text_end(text, char_start, char_end)
     alone = len(encoding.encode_ordinary(text[char_start:char_end]))
     while alone > limit:
         # Read alone, a piece may take more tokens than it did in its sentence (the tokens at
@@ -269,7 +275,7 @@ def _piece(
             char_start = bare  # the line's indentation makes it too long: not kept
         else:
             stop = cuts[at]
-            char_end = char_start + len(text[char_start : begin + offsets[stop]].rstrip(_SPACE))
+            char_end = _text_end(text, char_start, max(char_start, begin + offsets[stop]))
         alone = len(encoding.encode_ordinary(text[char_start:char_end]))
     return char_start, char_end, alone, stop
 
@@ -335,7 +341,7 @@ def chunk_and_count(
     way; ``None`` for blank text, and when a piece between run cuts could not be tokenized
     whole as it is (a lone surrogate) and did not make one chunk."""
     chunk_tokens, overlap = check_chunking(chunk_tokens, overlap)
-    if not text.strip():
+    if not text.strip(_SPACE):
         return [], None
     chunks: list[Chunk] = []
     total: int | None = 0
@@ -355,7 +361,7 @@ def _chunk_piece(
     from ctxasm.tokens.tiktoken_source import load_encoding
 
     encoding = load_encoding(encoding_name)
-    if not text.strip():
+    if not text.strip(_SPACE):
         return [], len(encoding.encode_ordinary(text))
     sentences = sentence_spans(text)
     spans = _SpanCounter(text, encoding, sentences)
@@ -370,6 +376,15 @@ def _chunk_piece(
             tokens = counted[begin, end] = spans.count(begin, end)
         return tokens
 
+    # The tokens of the white space between consecutive units, which no unit counts: summed
+    # with the units', they keep the sum of a span near its exact count (a run of white space
+    # can take many tokens, and a sum without it would take in units one exact count each
+    # gives back).
+    gaps = [
+        # one space (the most gaps) joins the word after it: no token of its own
+        max(0, spans.count(end, after) - 1) if after > end + 1 else 0
+        for (_, end, _), (after, _, _) in itertools.pairwise(units)
+    ]
     chunks: list[Chunk] = []
     begin = units[0][0] if units else 0  # chunk start (char): where the first unit's text is
     first, lead = 0, 0  # the chunk's first whole unit, and the tokens before it
@@ -380,11 +395,19 @@ def _chunk_piece(
         # sentences give way when they leave it no room
         while True:
             last, used = first, lead + units[first][2]
-            while last + 1 < len(units) and used + units[last + 1][2] <= chunk_tokens:
+            while last + 1 < len(units) and used + gaps[last] + units[last + 1][2] <= chunk_tokens:
+                used += gaps[last] + units[last + 1][2]
                 last += 1
-                used += units[last][2]
-            while last > max(first, fresh) and count(begin, units[last][1]) > chunk_tokens:
-                last -= 1
+            if count(begin, units[last][1]) > chunk_tokens:  # the sum was short: the last
+                # unit that fits, by exact counts halving the units in play (a few counts)
+                low, high = max(first, fresh), last
+                while low < high:
+                    middle = (low + high + 1) // 2
+                    if count(begin, units[middle][1]) > chunk_tokens:
+                        high = middle - 1
+                    else:
+                        low = middle
+                last = low
             fits = count(begin, units[last][1]) <= chunk_tokens
             if last >= fresh and fits:
                 break
@@ -396,7 +419,7 @@ def _chunk_piece(
             else:
                 break  # one unit alone: _units keeps every unit within the limit
         end = units[last][1]
-        if text[begin:end].strip():
+        if text[begin:end].strip(_SPACE):
             chunks.append(Chunk(begin, end, text[begin:end]))
         if last + 1 >= len(units):
             break
@@ -415,7 +438,15 @@ _SPACE = (
 _SPACES = frozenset(_SPACE)
 _BREAKS = frozenset("\n\r\x0b\x0c\x85\u2028\u2029")  # what ends a line
 _INDENT = frozenset(" \t")
+_LINE_OR_INDENT = _BREAKS | _INDENT
 _MOST_INDENT = 16  # characters of indentation kept before a line's first word
+
+
+def _text_end(text: str, start: int, end: int) -> int:
+    """Where ``text[start:end]`` ends without the white space at its end."""
+    while end > start and text[end - 1] in _SPACES:
+        end -= 1
+    return end
 
 
 def _solid(text: str, at: int, end: int) -> int:
@@ -466,6 +497,8 @@ def _next_start(
     for index in range(max(1, len(tokens) - overlap), len(tokens)):
         at = offsets[index - skip]
         char_boundary = at > offsets[index - 1 - skip]
-        if char_boundary and text[begin + at].isspace():
-            return _word_start(text, begin + at, end), following, len(tokens) - index
+        if char_boundary and text[begin + at] in _SPACES:
+            # from the word after that space: a tail is never the line's indentation (which
+            # would make it the whole sentence, the chunk before's start)
+            return _solid(text, begin + at, end), following, len(tokens) - index
     return units[following][0], following, 0

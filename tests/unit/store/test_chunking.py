@@ -268,6 +268,40 @@ def test_white_space_runs_start_no_chunk(text: str, chunk_tokens: int, overlap: 
     assert [(a, b) for a, b in pairwise(chunks) if b.start <= a.start or b.end <= a.end] == []
 
 
+@pytest.mark.parametrize(
+    ("text", "chunk_tokens", "overlap"),
+    [
+        ("a" + "\x1c" * 300 + "b", 64, 8),
+        ("\x1e\x1e\x1e", 8, 0),
+        ("Fields \x1f\x1f kept.\n" + "\x1d" * 40 + " end.", 8, 4),
+    ],
+)
+def test_separators_are_content_to_the_tokenizer_and_kept(
+    text: str, chunk_tokens: int, overlap: int
+) -> None:
+    # Review rv17: U+001C to U+001F, which str.strip takes for white space and the tokenizer
+    # for content, were left out of every chunk.
+    chunks = chunk_text(text, chunk_tokens, overlap)
+    covered = {i for chunk in chunks for i in range(chunk.start, chunk.end)}
+    assert [i for i, c in enumerate(text) if c not in _SPACE and i not in covered] == []
+    assert max(_tokens(c.text) for c in chunks) <= chunk_tokens
+
+
+def test_a_carried_tail_is_never_the_whole_chunk_before() -> None:
+    # Review rv17: the tail was moved back over its line's indentation to the chunk's start.
+    chunks = chunk_text("  ab cd. \u00dcn\u00efc\u00f6d\u00e9", 8, 3)
+    assert [(a, b) for a, b in pairwise(chunks) if b.start <= a.start] == []
+
+
+def test_wide_white_space_between_sentences_is_counted_in_the_sums() -> None:
+    # Review rv17: the sums left out the white space between sentences, so a chunk took in
+    # every sentence left and gave them back one exact count at a time (quadratic time).
+    text = ("a" + "\u00a0" * 2000 + "b. ") * 20
+    chunks = chunk_text(text, 256, 0)
+    assert max(_tokens(c.text) for c in chunks) <= 256
+    assert _uncovered(text, chunks) == []
+
+
 def test_chunks_show_no_white_space_at_their_edges() -> None:
     # L4 of the first-hour review: a long sentence cut between words, or its tail carried over
     # as the overlap, started the next chunk with a space; a paragraph's end left blank lines.
