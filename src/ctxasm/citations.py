@@ -60,7 +60,7 @@ from ctxasm.data import Assembly, Report
 from ctxasm.errors import ArgumentTypeError, RequestError
 from ctxasm.formatting.labels import CITATION, ITEM, Folded, fold
 from ctxasm.lexical import sentence_spans
-from ctxasm.validation import plain, received, shown
+from ctxasm.validation import plain, received, shown, visible
 
 __all__ = [
     "FORMS",
@@ -976,7 +976,7 @@ def _answer(answer: object) -> str:
     answer: a reply with no text (a refusal, a tool call) would otherwise pass every check."""
     if isinstance(answer, Mapping):
         found = completion_text(answer)
-        if (found is None or not found.strip()) and is_completion(answer):
+        if (found is None or not visible(found)) and is_completion(answer):
             raise ArgumentTypeError(NO_TEXT, field="answer")
         if found is None:
             raise ArgumentTypeError(

@@ -9,7 +9,6 @@ passages by :func:`ctxasm.hits.passages_from_hits` (whose errors name ``hits[3].
 from __future__ import annotations
 
 import dataclasses
-import unicodedata
 import weakref
 from collections.abc import Mapping, Sequence
 from itertools import count, repeat
@@ -43,6 +42,7 @@ from ctxasm.validation import (
     relocated,
     shown,
     string,
+    visible,
 )
 
 __all__ = [
@@ -509,7 +509,7 @@ def parse_request(
     if "query" not in data:
         raise RequestError("query is required: the user's question", field="query")
     query = _string(data["query"], "query", nonempty=True)
-    if not _visible(query):
+    if not visible(query):
         raise RequestError(
             "query has no visible character: only white space, control or format characters "
             f"(such as zero-width spaces); got {shown(query)}",
@@ -622,11 +622,3 @@ def request_envelope(data: Mapping[str, Any]) -> dict[str, Any]:
     if "metadata" in envelope and not isinstance(envelope["metadata"], Mapping):
         raise _fail("metadata", "an object (yours, returned unchanged)", envelope["metadata"])
     return envelope
-
-
-def _visible(text: str) -> bool:
-    """Whether ``text`` holds a character that shows: not white space, not a control (``Cc``)
-    and not a format character (``Cf``: zero-width spaces and joiners, direction marks)."""
-    if text.isascii():
-        return any(" " < c < "\x7f" for c in text)
-    return any(not c.isspace() and unicodedata.category(c) not in ("Cc", "Cf") for c in text)

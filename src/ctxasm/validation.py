@@ -14,6 +14,7 @@ import math
 import numbers
 import operator
 import re
+import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "string",
     "timestamp",
     "type_name",
+    "visible",
 ]
 
 # Far above any real token count, offset or rank, and small enough to stay exact as a float.
@@ -284,3 +286,20 @@ def encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+# Letters that draw nothing, though no Unicode category says so: the Braille blank, the Hangul
+# fillers and the combining grapheme joiner.
+_BLANK_LETTERS = frozenset("\u2800\u3164\u115f\u1160\uffa0\u034f")
+
+
+def visible(text: str) -> bool:
+    """Whether ``text`` holds a character that shows: not white space, not a control (``Cc``),
+    not a format character (``Cf``: zero-width spaces and joiners, direction marks) and not a
+    letter that draws nothing (the Braille blank, the Hangul fillers)."""
+    if text.isascii():
+        return any(" " < c < "\x7f" for c in text)
+    return any(
+        not c.isspace() and c not in _BLANK_LETTERS and unicodedata.category(c) not in ("Cc", "Cf")
+        for c in text
+    )

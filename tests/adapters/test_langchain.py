@@ -474,13 +474,22 @@ def test_numpy_datetime64_and_missing_dates_are_read_as_json_carries_them() -> N
     # Review rv16: a datetime64 (a data frame's values) failed the request; NaT is no date.
     import numpy as np
 
-    stamps = [np.datetime64("2024-01-02T03:04"), np.datetime64("NaT")]
-    texts = ["The Danube ends in the Black Sea.", "The Danube rises in the Black Forest."]
+    stamps = [np.datetime64("2024-01-02T03:04"), np.datetime64("NaT"), np.datetime64("2024-05-01")]
+    texts = [
+        "The Danube ends in the Black Sea.",
+        "The Danube rises in the Black Forest.",
+        "Vienna lies on the Danube.",
+    ]
     documents = [
         Document(page_content=text, metadata={"timestamp": stamp})
         for text, stamp in zip(texts, stamps, strict=True)
     ]
     passages = documents_to_passages(documents)
-    assert [p.get("timestamp") for p in passages] == ["2024-01-02T03:04:00", None]
+    assert [p.get("timestamp") for p in passages] == ["2024-01-02T03:04:00", None, "2024-05-01"]
     result = CtxasmRunnable().assemble({"question": QUESTION, "context": documents})
-    assert len(result.report.included) == 2
+    assert len(result.report.included) == 3
+    # a numpy duration is no plain value: left out of the metadata, as any other (review rv17)
+    (odd,) = documents_to_passages(
+        [Document(page_content="x", metadata={"page": 1, "took": np.timedelta64(3, "D")})]
+    )
+    assert odd["metadata"] == {"page": 1}

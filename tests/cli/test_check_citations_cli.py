@@ -309,6 +309,8 @@ _NO_TEXT = [
     {"choices": [{"message": {"role": "assistant", "content": "", "tool_calls": [{"id": "t"}]}}]},
     {"choices": [{"message": {"role": "assistant", "content": " \n"}}]},
     {"type": "message", "role": "assistant", "content": [{"type": "text", "text": ""}]},
+    # review rv17: text of characters that draw nothing is no text either
+    {"choices": [{"message": {"role": "assistant", "content": "\u200b\ufeff \u2800"}}]},
 ]
 
 

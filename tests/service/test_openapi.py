@@ -176,6 +176,10 @@ def test_a_session_request_with_its_own_id_and_metadata_matches_the_contract(
         assert _errors(document, _request_schema(document, "/v1/assemble"), nulled) != []
         refused = _call(served, "POST", "/v1/assemble", nulled)
         assert (refused.status, refused.json["error"]["field"]) == (422, name)
+    # while template, nullable in the schema, is taken as null by a service that refuses
+    # templates (review rv17: it answered 422)
+    untemplated = _call(served, "POST", "/v1/assemble", {**request, "template": None})
+    assert untemplated.status == 200, untemplated.raw
     alone = {key: value for key, value in request.items() if key != "session_id"}
     numbered = _call(served, "POST", "/v1/assemble", {**alone, "id": 42})
     assert (numbered.status, numbered.json.get("id")) == (200, 42)

@@ -77,10 +77,13 @@ def plain(value: object) -> object:
         return value.isoformat() if value == value else None  # noqa: PLR0124
     if type(value).__name__ == "datetime64":  # numpy's, as a data frame's values hold it
         return _datetime64(value)
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return _score(value)
+    try:
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Real):
+            return _score(value)
+    except (TypeError, ValueError, OverflowError):  # a number that is none (numpy's timedelta64)
+        pass
     return value
 
 
@@ -202,15 +205,18 @@ def checked_options(
 
 
 def _datetime64(value: Any) -> str | None:
-    """A numpy ``datetime64`` as ISO-8601 (to the microsecond), ``None`` for NaT, without
-    importing numpy: its own ``astype`` and ``item`` give the ``datetime``."""
+    """A numpy ``datetime64`` as ISO-8601 (a day as a date, a finer one as a date and time, to
+    the microsecond), ``None`` for NaT, its own text where Python has no such date (year 0 or
+    10000, which the core then refuses by name); read without importing numpy."""
     try:
-        found = value.astype("datetime64[us]").item()
+        found = value.item()
+        if isinstance(found, int):  # finer than microseconds: numpy gives an int
+            found = value.astype("datetime64[us]").item()
     except (AttributeError, TypeError, ValueError, OverflowError):
+        return str(value)
+    if found is None:
         return None
-    if isinstance(found, datetime.datetime):
-        return found.isoformat()
-    return found.isoformat() if isinstance(found, datetime.date) else None
+    return found.isoformat() if isinstance(found, datetime.date) else str(value)
 
 
 def file_title(name: object, page: object = None) -> str | None:

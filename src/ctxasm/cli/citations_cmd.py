@@ -139,9 +139,10 @@ def _answer_text(text: str) -> str:
     except CtxasmError:
         return text  # an answer that only opens with a brace
     from ctxasm.citations import NO_TEXT, completion_text, is_completion
+    from ctxasm.validation import visible
 
     found = completion_text(data)
-    if (found is None or not found.strip()) and is_completion(data):
+    if (found is None or not visible(found)) and is_completion(data):
         _fail(NO_TEXT)  # not its JSON checked as text: a refusal would pass every check
     if found is None:
         echo(

@@ -162,7 +162,8 @@ class _Endpoints:
         try:
             data = decode_object(raw, max_bytes=self.limits["max_body_bytes"])
             _check_limits(data, self.limits)
-            if "template" in data and not self.allow_request_templates:
+            # null is no template: the same as none given (the schema has it nullable)
+            if data.get("template") is not None and not self.allow_request_templates:
                 raise RequestError(
                     "this service does not accept a template in the request; the operator can "
                     "allow it with [service] allow_request_templates = true or "
