@@ -955,6 +955,16 @@ NO_TEXT = (
 )
 
 
+def reply_text(data: Mapping[str, Any]) -> str | None:
+    """The answer of a chat completion response ``data`` (:func:`completion_text`), ``None``
+    for another shape; an :class:`ArgumentTypeError` on ``answer`` for a completion with no
+    text that shows (a refusal, a tool call, empty content), which would pass every check."""
+    found = completion_text(data)
+    if (found is None or not visible(found)) and is_completion(data):
+        raise ArgumentTypeError(NO_TEXT, field="answer")
+    return found
+
+
 def _text_parts(content: Any) -> str | None:
     """The text of a list of content parts (``{"type": "text" | "output_text", "text"}``),
     ``None`` where there is none."""
@@ -975,9 +985,7 @@ def _answer(answer: object) -> str:
     provider's JSON (see :func:`completion_text`). ``None`` is refused, not read as an empty
     answer: a reply with no text (a refusal, a tool call) would otherwise pass every check."""
     if isinstance(answer, Mapping):
-        found = completion_text(answer)
-        if (found is None or not visible(found)) and is_completion(answer):
-            raise ArgumentTypeError(NO_TEXT, field="answer")
+        found = reply_text(answer)
         if found is None:
             raise ArgumentTypeError(
                 "answer must be a string (the model's reply) or a chat completion response "

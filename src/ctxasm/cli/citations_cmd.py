@@ -138,12 +138,12 @@ def _answer_text(text: str) -> str:
         data = decode_object(text.encode("utf-8", "surrogatepass"), what="answer")
     except CtxasmError:
         return text  # an answer that only opens with a brace
-    from ctxasm.citations import NO_TEXT, completion_text, is_completion
-    from ctxasm.validation import visible
+    from ctxasm.citations import reply_text
 
-    found = completion_text(data)
-    if (found is None or not visible(found)) and is_completion(data):
-        _fail(NO_TEXT)  # not its JSON checked as text: a refusal would pass every check
+    try:
+        found = reply_text(data)  # a refusal's JSON checked as text would pass every check
+    except CtxasmError as error:
+        _fail(error.message)
     if found is None:
         echo(
             "ctxasm: the answer is JSON but no chat completion ctxasm knows; its text is "

@@ -396,24 +396,17 @@ def _check_html(html: str, store: str, config: Path | None) -> None:
     try:
         check_page_target(html, "html", stdout="what ask prints")
         replaced = "the page would replace the store"
-        files = store_files(store)
-        for path in files:  # a Path: a file named "-" is no standard input
+        target = os.path.realpath(html)
+        for path in store_files(store):  # a Path: a file named "-" is no standard input
             check_not_input(Path(path), html, field="html", replaced=replaced)
-        # By name too: a journal that does not exist now (a store closed cleanly has no -wal or
-        # -shm) is created when ask opens the store, and the page with it; SQLite keeps it
-        # beside the file the store's name resolves to (a link's target).
-        names = {os.path.realpath(path): path for path in files}
-        if files:
-            real = os.path.realpath(files[0])
-            for path in files[1:]:
-                names.setdefault(real + path[len(files[0]) :], real + path[len(files[0]) :])
-        named = names.get(os.path.realpath(html))
-        if named is not None:
-            raise RequestError(
-                f"the output {html} is the store's file {named}: {replaced}; choose another "
-                "output file",
-                field="html",
-            )
+            # by name too: a journal that does not exist now (a store closed cleanly has no
+            # -wal or -shm) is created when ask opens the store, and the page with it
+            if os.path.realpath(path) == target:
+                raise RequestError(
+                    f"the output {html} is the store's file {path}: {replaced}; choose "
+                    "another output file",
+                    field="html",
+                )
         check_not_config(config, html, "html", "the page")
     except CtxasmError as error:
         _fail_with(error)

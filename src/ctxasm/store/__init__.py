@@ -93,14 +93,20 @@ _SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
 
 def store_files(url: str) -> list[str]:
     """The files on this machine that the store at ``url`` keeps, as :func:`open_store` reads
-    the URL: a SQLite database and the journals beside it (which may not exist yet); none
-    for a PostgreSQL store, or a URL :func:`open_store` refuses. Nothing is opened."""
+    the URL: a SQLite database and the journals beside it (which may not exist yet; SQLite
+    keeps them beside the file the name resolves to, a link's target, named after the link's
+    journals); none for a PostgreSQL store, or a URL :func:`open_store` refuses. Nothing is
+    opened."""
     if not url.startswith(_SQLITE):
         return []
     path = url.removeprefix(_SQLITE).partition("?")[0]
     if not path or path.endswith("/"):
         return []
-    return [path, *(path + suffix for suffix in _SQLITE_COMPANIONS)]
+    real = os.path.realpath(path)
+    linked = (
+        [real + suffix for suffix in _SQLITE_COMPANIONS] if real != os.path.abspath(path) else []
+    )
+    return [path, *(path + suffix for suffix in _SQLITE_COMPANIONS), *linked]
 
 
 def open_store(url: str, *, create: bool = True) -> Store:

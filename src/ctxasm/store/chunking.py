@@ -32,7 +32,7 @@ from typing import Any
 
 from ctxasm.lexical import sentence_spans
 from ctxasm.tokens import TokenCounter
-from ctxasm.tokens.runs import MAX_RUN_CHARS, find_long_run, long_runs
+from ctxasm.tokens.runs import MAX_RUN_CHARS, WHITE_SPACE, find_long_run, long_runs
 from ctxasm.validation import integer, invalid
 
 __all__ = ["Chunk", "chunk_and_count", "chunk_text", "count_tokens", "run_cuts"]
@@ -428,13 +428,9 @@ def _chunk_piece(
     return chunks, spans.total if spans.total is not None else counted.get((0, len(text)))
 
 
-# White space as the tokenizer reads it (Unicode's White_Space, as ctxasm.tokens.runs): not the
-# separators U+001C to U+001F that str.isspace also counts, which are content to a tokenizer.
-_SPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680"
-    + "".join(map(chr, range(0x2000, 0x200B)))
-    + "\u2028\u2029\u202f\u205f\u3000"
-)
+# White space as the tokenizer reads it (Unicode's White_Space): not the separators U+001C to
+# U+001F that str.isspace also counts, which are content to a tokenizer.
+_SPACE = WHITE_SPACE
 _SPACES = frozenset(_SPACE)
 _BREAKS = frozenset("\n\r\x0b\x0c\x85\u2028\u2029")  # what ends a line
 _INDENT = frozenset(" \t")
@@ -490,8 +486,7 @@ def _next_start(
     if start < following or overlap == 0:
         return units[start][0], start, 0
     begin, end, _ = units[last]
-    # the tail's tokens are the sentence's last words: the white space after it is no chunk's
-    tokens = encoding.encode_ordinary(text[begin:end].rstrip(_SPACE))
+    tokens = encoding.encode_ordinary(text[begin:end])  # a unit ends where its text does
     skip = max(0, len(tokens) - overlap - 1)  # only the offsets of the last tokens are read
     offsets = _offsets(tokens, encoding, skip)
     for index in range(max(1, len(tokens) - overlap), len(tokens)):
