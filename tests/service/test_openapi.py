@@ -186,6 +186,37 @@ def test_a_session_request_with_its_own_id_and_metadata_matches_the_contract(
     _check_response(document, "POST", "/v1/assemble", numbered)
 
 
+def test_a_refused_request_gets_its_own_id_and_metadata_back_on_the_error(
+    served: str, document: Any
+) -> None:
+    # A client sending many requests joins each answer back to its request by its own id,
+    # errors included, as ctxasm batch's error records carry it (the error body had none).
+    request = {
+        **json.loads(EXAMPLE.read_text()),
+        "id": "q-8",
+        "metadata": {"user": "ann"},
+        "max_context_tokens": -1,
+    }
+    answer = _call(served, "POST", "/v1/assemble", request, request_id="err.8")
+    assert answer.status == 422, answer.raw
+    assert list(answer.json) == ["id", "metadata", "error"]
+    assert (answer.json["id"], answer.json["metadata"]) == ("q-8", {"user": "ann"})
+    assert answer.json["error"]["field"] == "max_context_tokens"
+    assert answer.json["error"]["request_id"] == "err.8"
+    schema = {"$ref": "#/components/schemas/ErrorResponse"}
+    assert _errors(document, schema, answer.json) == []
+    # an id that is itself the mistake is not echoed; the error names it
+    bad_id = _call(served, "POST", "/v1/assemble", {**request, "id": [1]})
+    assert (bad_id.status, list(bad_id.json), bad_id.json["error"]["field"]) == (
+        422,
+        ["error"],
+        "id",
+    )
+    # a body that is no JSON object has no id to give back
+    broken = _call(served, "POST", "/v1/assemble", raw=b'{"id": "q-9", "query": ')
+    assert (broken.status, list(broken.json)) == (422, ["error"])
+
+
 def test_a_request_of_hits_matches_the_contract(served: str, document: Any) -> None:
     request = {
         "query": "Where did Aristotle teach?",

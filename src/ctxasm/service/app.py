@@ -100,9 +100,24 @@ def _json(data: Any, status: int = 200) -> Response:
     return Response(body, status_code=status, media_type="application/json")
 
 
-def _failure(error: CtxasmError, request_id: str) -> Response:
-    """The error as ``error.to_dict()`` (plus the request id), with the status its class carries."""
-    return _json({"error": {**error.to_dict(), "request_id": request_id}}, error.http_status)
+def _failure(
+    error: CtxasmError, request_id: str, envelope: Mapping[str, Any] | None = None
+) -> Response:
+    """The error as ``error.to_dict()`` (plus the request id), with the status its class
+    carries, after the request's own ``id`` and ``metadata`` (``envelope``) where it gave them
+    valid: a client that sends many requests joins each error back to its request, as with
+    ``ctxasm batch``'s error records."""
+    body = {**(envelope or {}), "error": {**error.to_dict(), "request_id": request_id}}
+    return _json(body, error.http_status)
+
+
+def _envelope(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's ``id`` and ``metadata`` to return on an error, or none where either is
+    itself invalid (the error names it)."""
+    try:
+        return request_envelope(data)
+    except CtxasmError:
+        return {}
 
 
 def _refuse_model_paths(strategy: Any) -> None:
@@ -159,6 +174,7 @@ class _Endpoints:
         self.sessions = SessionStore()
 
     def assemble(self, raw: bytes, request_id: str) -> Response:
+        data: Mapping[str, Any] = {}
         try:
             data = decode_object(raw, max_bytes=self.limits["max_body_bytes"])
             _check_limits(data, self.limits)
@@ -179,7 +195,7 @@ class _Endpoints:
             # the request's own id and metadata come back first, as from ctxasm assemble
             return _json({**request_envelope(data), **result.to_dict()})
         except CtxasmError as error:
-            return _failure(error, request_id)
+            return _failure(error, request_id, _envelope(data))
 
     def check_citations(self, raw: bytes, request_id: str) -> Response:
         from ctxasm.citations import check_citations

@@ -454,8 +454,17 @@ class ErrorDetail(_Closed):
 
 
 class ErrorResponse(_Closed):
-    """Every answer that is not a result."""
+    """Every answer that is not a result (after the request's own ``id`` and ``metadata``,
+    where an assemble request gave them valid)."""
 
+    id: str | int | None = Field(
+        None, description="The request's id, where it gave one.", exclude_if=lambda v: v is None
+    )
+    metadata: dict[str, Any] | None = Field(
+        None,
+        description="The request's metadata, where it gave some.",
+        exclude_if=lambda v: v is None,
+    )
     error: ErrorDetail
 
 
