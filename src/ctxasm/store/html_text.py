@@ -8,6 +8,15 @@ white space (``<td>Vienna</td><td>Austria</td>`` reads "Vienna Austria"). ``titl
 ``textarea`` hold text only, and ``script``, ``style`` and the like hold raw text, up to their
 own end tag, as in a browser.
 
+An element a page hides from its readers is not read either: one with the ``hidden``
+attribute (but ``hidden="until-found"``, a collapsed section a reader opens), or with
+``display: none`` in its ``style`` attribute (the last such declaration, an ``!important`` one
+over a plain one), with everything inside it, up to its end tag (the same element's own nesting
+counted), or, for an element whose end tag may be left out (``p``, ``li``, ``td`` and the like),
+also up to the next tag that ends it in a browser (``<p hidden>a<div>b`` shows "b"). Text hidden
+there was a way to put words before a model that no one reading the page sees. What only a style
+sheet or a script hides (a class, ``visibility``, a colour, a size of 0) is still read.
+
 The head ends as the standard's tree builder ends it: at ``</head>``, at the first text that is
 not white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that
 omits ``</head>`` and ``<body>`` (valid HTML) shows its body. A ``<head>`` tag after anything that
@@ -67,9 +76,38 @@ _NAME = re.compile(r"[A-Za-z][^\t\n\f\r />]*")
 # A quote opens a value only right after "=", as in the standard; an unclosed one is read as an
 # unquoted value (a quote search that fails leaves no quote of its kind later in the page).
 _ATTRIBUTE = re.compile(
-    r"[\t\n\f\r /]*(?:[^\t\n\f\r />][^\t\n\f\r />=]*[\t\n\f\r ]*"
-    r"""(?:=[\t\n\f\r ]*(?:"[^"]*"|'[^']*'|[^\t\n\f\r >]*))?)?"""
+    r"[\t\n\f\r /]*(?:([^\t\n\f\r />][^\t\n\f\r />=]*)[\t\n\f\r ]*"
+    r"""(?:=[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)'|([^\t\n\f\r >]*)))?)?"""
 )
+# Elements with no content, whose start tag is the whole element: hiding one hides nothing.
+_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param"}
+    | {"source", "track", "wbr", "basefont", "bgsound", "frame", "keygen"}
+)
+# Elements whose end tag may be left out, and the start tags that end one in a browser (a
+# paragraph ends at the next block; a list item at the next item). The end tag of any block or
+# cell (its parent's) ends one too.
+_CLOSES_P = (
+    _BLOCK - {"br", "option", "optgroup", "tr", "thead", "tbody", "tfoot", "caption", "legend"}
+) | {"plaintext", "xmp", "listing"}
+_IMPLIED_END: dict[str, frozenset[str]] = {
+    "p": _CLOSES_P,
+    "li": frozenset({"li"}),
+    "dt": frozenset({"dt", "dd"}),
+    "dd": frozenset({"dt", "dd"}),
+    "option": frozenset({"option", "optgroup"}),
+    "optgroup": frozenset({"optgroup"}),
+    "tr": frozenset({"tr", "tbody", "thead", "tfoot"}),
+    "td": frozenset({"td", "th", "tr", "tbody", "thead", "tfoot"}),
+    "th": frozenset({"td", "th", "tr", "tbody", "thead", "tfoot"}),
+    "thead": frozenset({"tbody", "tfoot"}),
+    "tbody": frozenset({"tbody", "tfoot"}),
+    "rt": frozenset({"rt", "rp"}),
+    "rp": frozenset({"rt", "rp"}),
+}
+# End tags that end an element whose end tag may be left out, as its parent's would.
+_CONTAINERS = _BLOCK | _CELL | {"body", "html", "select", "datalist", "ruby"}
+_CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", flags=re.DOTALL)
 _COMMENT_END = re.compile(r"--!?>")
 # A numeric character reference: its digits after any leading zeros in group 1 (hex) or 2,
 # then its ";" if it has one.
@@ -93,8 +131,42 @@ class _Page:
         self.skip: dict[str, int] = {}
         self.phase = "before"
         self.foreign = 0  # open <svg> and <math> elements, whose titles name no page
+        self.hidden: str | None = None  # the element the page hides, while inside it
+        self.inside = 0  # elements open inside it that end it (see _inside)
+
+    def hide(self, tag: str) -> None:
+        """The element ``tag`` that just started is hidden: nothing in it is text, up to
+        where it ends (see the module)."""
+        if self.hidden is None and tag not in _VOID:
+            self.hidden, self.inside = tag, 0
+
+    def _inside(self, tag: str) -> bool:
+        """Whether ``tag`` is an element that its own end tag ends, whose nesting counts
+        while inside a hidden element: for one whose end tag may be left out, the blocks and
+        cells in it (whose end tags would end it otherwise); for any other, its own name."""
+        if self.hidden in _IMPLIED_END:
+            return tag == self.hidden or (tag not in _VOID and (tag in _BLOCK or tag in _CELL))
+        return tag == self.hidden
+
+    def _hidden_start(self, tag: str) -> None:
+        closers = _IMPLIED_END.get(self.hidden or "")
+        if closers is not None and not self.inside and tag in closers:
+            self.hidden = None  # "<p hidden>a<div>": the paragraph ended where the div starts
+        elif self._inside(tag):
+            self.inside += 1
+
+    def _hidden_end(self, tag: str) -> None:
+        ends = self._inside(tag) or (self.hidden in _IMPLIED_END and tag in _CONTAINERS)
+        if not ends:
+            return
+        if self.inside:
+            self.inside -= 1
+        else:
+            self.hidden = None
 
     def start(self, tag: str) -> None:
+        if self.hidden is not None:
+            self._hidden_start(tag)
         # In a head, a noscript's content is text to a browser that runs scripts: its tags (a
         # tracking pixel's <img>) do not end the head.
         if (
@@ -120,6 +192,8 @@ class _Page:
             self.parts.append("\t")
 
     def end(self, tag: str) -> None:
+        if self.hidden is not None:
+            self._hidden_end(tag)
         if tag in _FOREIGN and self.foreign:
             self.foreign -= 1
         if self._heading() and tag in _HEAD_ENDERS:
@@ -139,7 +213,7 @@ class _Page:
         # Text ends the head unless it is inside an element of the head (a script's source).
         if self._heading() and self.skip.keys() <= {"head"} and data.strip(_SPACE):
             self._enter_body()
-        if data and not self.skip:
+        if data and not self.skip and self.hidden is None:
             self.parts.append(data)
 
     def titled(self, data: str) -> None:
@@ -161,14 +235,45 @@ class _Page:
         self.skip.pop("head", None)
 
 
-def _tag_end(raw: str, at: int) -> int:
-    """The index just past the ``>`` closing the tag whose attributes start at ``at``, or -1."""
+def _tag_end(raw: str, at: int) -> tuple[int, bool]:
+    """The index just past the ``>`` closing the tag whose attributes start at ``at``, or -1;
+    and whether they hide the element (see :func:`_hides`)."""
+    hides = False
+    seen: set[str] = set()
     while True:
         match = _ATTRIBUTE.match(raw, at)
         if match is None or match.end() == at:
             break
         at = match.end()
-    return at + 1 if raw.startswith(">", at) else -1
+        name = match[1]
+        if name is not None and len(name) <= 6:  # "hidden" or "style"; a browser takes the first
+            name = name.lower()
+            if name in ("hidden", "style") and name not in seen:
+                seen.add(name)
+                value = next((v for v in match.groups()[1:] if v is not None), None)
+                hides = _hides(name, value) or hides
+    return (at + 1 if raw.startswith(">", at) else -1), hides
+
+
+def _hides(name: str, value: str | None) -> bool:
+    """Whether attribute ``name`` (lower case) with ``value`` hides its element: ``hidden``
+    but ``hidden="until-found"``, or a ``style`` whose ``display`` is ``none`` (the last
+    declaration, an ``!important`` one over plain ones)."""
+    text = "" if value is None else _decoded(value)
+    if name == "hidden":
+        return text.strip(_SPACE).lower() != "until-found"
+    display, important = "", False
+    for declaration in _CSS_COMMENT.sub(" ", text).split(";"):
+        prop, colon, given = declaration.partition(":")
+        if not colon or prop.strip(_SPACE).lower() != "display":
+            continue
+        given = given.strip(_SPACE).lower()
+        marked = given.endswith("important") and given[:-9].rstrip(_SPACE).endswith("!")
+        if marked:
+            given = given[:-9].rstrip(_SPACE)[:-1].rstrip(_SPACE)
+        if marked or not important:
+            display, important = given, marked
+    return display == "none"
 
 
 def _contents(raw: str, at: int, tag: str, page: _Page) -> int:
@@ -231,7 +336,7 @@ def _markup(raw: str, lt: int, page: _Page) -> int:
             return lt + 3
         page.text("<")
         return lt + 1
-    end = _tag_end(raw, name.end())
+    end, hides = _tag_end(raw, name.end())
     if end < 0:
         return size  # a tag the page never closes: the rest of the page is inside it
     tag = name.group().lower()
@@ -239,6 +344,8 @@ def _markup(raw: str, lt: int, page: _Page) -> int:
         page.end(tag)
         return end
     page.start(tag)
+    if hides:
+        page.hide(tag)
     if tag in _RAW_TEXT or tag in _ESCAPABLE:
         end = _contents(raw, end, tag, page)
     return end
