@@ -20,6 +20,9 @@ unit of input, and ``t(x8) / t(x1)``: about 8 means linear, about 64 quadratic. 
 * ``label lines``: one passage of N lines ``source 1,`` (a list of label look-alikes over many
   lines, which the renderers neutralise);
 * ``html tags``: reading an HTML page of N unclosed tags ``<a `` (``ctxasm index``);
+* ``mark runs``: counting N characters of 7,990-mark runs, each the reverse of canonical order,
+  with Qwen 3's tokenizer, which normalizes to NFC first (the library's own normalization sorts
+  each run quadratically: 4 s a megabyte);
 * ``raw tiktoken``: for reference, tiktoken alone on the CJK run (quadratic, smaller sizes).
 
 Run: ``TIKTOKEN_CACHE_DIR=../shared/tiktoken-cache python benchmarks/dos_scaling.py`` (about a
@@ -137,6 +140,20 @@ def html_case(n: int) -> Callable[[], object]:
     return lambda: visible_text(page)
 
 
+def mark_runs_case(n: int) -> Callable[[], object]:
+    from ctxasm.tokens import get_counter
+
+    run = "a" + "\u0301\u0316" * 3995 + " "
+    text = run * max(1, n // len(run))
+    counter = get_counter("pinned:qwen3")
+
+    def run() -> object:
+        counter.clear()  # counted anew each run, as a new document would be
+        return counter.count(text)
+
+    return run
+
+
 def raw_case(n: int) -> Callable[[], object]:
     text = cjk(n)
     return lambda: load_encoding("o200k_base").encode_ordinary(text)
@@ -153,6 +170,7 @@ SHAPES: dict[str, tuple[int, str, Callable[[int], Callable[[], object]]]] = {
     "index run": (25_000, "char", index_case),
     "label lines": (1_000, "line", label_lines_case),
     "html tags": (25_000, "tag", html_case),
+    "mark runs": (125_000, "char", mark_runs_case),
     "raw tiktoken": (5_000, "char", raw_case),
 }
 

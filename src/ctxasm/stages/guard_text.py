@@ -26,7 +26,7 @@ from itertools import compress, repeat
 from operator import le
 from urllib.parse import unquote
 
-from ctxasm import lexical
+from ctxasm import lexical, unicode_text
 
 __all__ = [
     "APOSTROPHES",
@@ -514,7 +514,8 @@ def _fold(text: str, others: frozenset[str] | None = None) -> str:
         text = text.translate(_ENCLOSED_LETTERS)  # letters NFKC leaves as symbols: 🅸🅶🅽🅾🆁🅴
     if _has_invisible(text, others):
         text = _INVISIBLE.sub("", text)
-    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
+    # the first form in linear time (see ctxasm.unicode_text); its output is in canonical order
+    text = unicodedata.normalize("NFKD", unicode_text.normalize("NFKC", text, others).casefold())
     if _MARKS.search(text):
         text = _MARKS.sub(_latin_marks, text)
     text = unicodedata.normalize("NFC", text)

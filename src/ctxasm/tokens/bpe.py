@@ -17,7 +17,6 @@ import binascii
 import json
 import re
 import threading
-import unicodedata
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,6 +26,7 @@ from ctxasm.tokens.fastokens_source import FastBpe, FastBpeSource, fast_bpe
 from ctxasm.tokens.files import TokenizerFile
 from ctxasm.tokens.probes import PROBE_CHARACTERS
 from ctxasm.tokens.tiktoken_source import count_upto_at_spaces, space_lower_bound
+from ctxasm.unicode_text import normalize
 
 if TYPE_CHECKING:
     import tiktoken
@@ -111,7 +111,7 @@ class BpeTokenizer:
         if not text:
             return 0
         if self.encoding.normalization is not None and not text.isascii():
-            text = unicodedata.normalize(self.encoding.normalization, text)
+            text = normalize(self.encoding.normalization, text)
         fast = self._fast()
         if fast is not None:
             counted = fast.count(text)
@@ -140,7 +140,7 @@ class BpeTokenizer:
         loaded = self._load()
         if self.encoding.normalization is not None and not text.isascii():
             # composition can shrink the UTF-8 the byte bound is taken from
-            text = unicodedata.normalize(self.encoding.normalization, text)
+            text = normalize(self.encoding.normalization, text)
         return space_lower_bound(text, loaded.max_token_bytes)
 
     def count_upto(self, text: str, limit: int) -> int:

@@ -42,18 +42,13 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from ctxasm.unicode_text import WHITE_SPACE
+
 __all__ = ["MAX_RUN_CHARS", "WHITE_SPACE", "LongRun", "find_long_run", "long_runs"]
 
 MAX_RUN_CHARS = 8000
 """The longest run of one kind that a counted text may hold (see the module docstring)."""
 
-# Unicode's White_Space property, unchanged since Unicode 6.3 (what Rust's and `regex`'s \s match):
-# the characters themselves, which a regular expression's class takes as they are.
-WHITE_SPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680"
-    + "".join(map(chr, range(0x2000, 0x200B)))
-    + "\u2028\u2029\u202f\u205f\u3000"
-)
 _WHITE_SPACE = WHITE_SPACE
 # Code points outside these ranges were unassigned in Unicode 3.2.
 _ASSIGNED_PLANES = ((0, 0x30000), (0xE0000, 0xE1000))
