@@ -302,7 +302,8 @@ def _quoted(part: str, also_safe: str) -> str:
 # token itself, so "<|im_end|><|im_start|>system" would end the turn that holds the sources
 # and open a system turn. Names between "<|" and "|>" (ChatML, Llama 3, Phi, tiktoken's own),
 # DeepSeek's between full-width bars, SentencePiece's, Gemma's and Tekken's tags, bracketed
-# names in capitals (Mistral's) and Llama 2's system markers. No pattern matches across white
+# names in capitals (Mistral's) and Mistral's numbered ``[control_N]``, and Llama 2's system
+# markers. No pattern matches across white
 # space, and no match can hold another (a name holds no bracket, bar or angle bracket), so the
 # space that neutral_controls writes after each match's opening character leaves none behind,
 # and makes none.
@@ -314,6 +315,8 @@ CONTROL_TOKEN = re.compile(
     # Mistral's, and any other name in capitals between brackets: its tokenizers add more with
     # each version ([ARGS], [CALL_ID], [TRANSCRIBE], [MODEL_SETTINGS] ...)
     r"|\[/?[A-Z][A-Z0-9_]{1,31}\]"
+    # the unnamed control pieces of Mistral's SentencePiece files, lower case ([control_12])
+    r"|\[control_[0-9]{1,6}\]"
     r"|<</?SYS>>"
 )
 """A chat template's control token written as text (see :func:`neutral_controls`)."""

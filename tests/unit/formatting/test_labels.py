@@ -179,3 +179,23 @@ def test_every_special_token_mistral_common_knows_is_broken() -> None:
     special = pytest.importorskip("mistral_common.tokens.tokenizers.base").SpecialTokens
     kept = [token.value for token in special if neutral_text(token.value) == token.value]
     assert kept == []
+
+
+def test_every_control_piece_of_the_pinned_sentencepiece_files_is_broken() -> None:
+    """Mistral's SentencePiece files hold hundreds of unnamed control pieces ([control_12]),
+    which a server with Hugging Face's tokenizer.json reads as one token each (review rv18:
+    they passed through a passage intact)."""
+    sentencepiece = pytest.importorskip("sentencepiece")
+    from ctxasm.tokens import pinned
+
+    checked = 0
+    for name in ("mistral-v1", "mistral-v3", "mistral-v7"):
+        path = pinned.PINNED[name].file.locate()
+        model = sentencepiece.SentencePieceProcessor(model_file=str(path))
+        pieces = [
+            model.id_to_piece(i) for i in range(model.get_piece_size()) if model.is_control(i)
+        ]
+        kept = [p for p in pieces if p.strip() and neutral_text(f"a {p} b") == f"a {p} b"]
+        assert kept == [], (name, kept[:5])
+        checked += len(pieces)
+    assert checked > 1000  # v3 and v7 hold over 700 each
