@@ -62,6 +62,15 @@ def test_llama3_trims_each_message_and_opens_the_system_message_with_the_date_li
     assert Llama3Chat().count(_messages(("user", " q")), len) == no_system
 
 
+def test_llama3_trims_as_every_server_does_at_least() -> None:
+    # Python's Jinja (vLLM) trims U+001C to U+001F too, Rust's minijinja (TGI) only White_Space:
+    # the count keeps what either sends (review rv18: 3,000 U+001F closing a question were
+    # left out of the count, and TGI's request overflowed the window)
+    header = 3 + len("\n\n") + len("user")
+    assert Llama3Chat().turn("user", "\x1fq?\x1f\u3000\n", len) == header + len("\x1fq?\x1f")
+    assert Llama3Chat().turn("user", " \xa0q\x85", len) == header + 1
+
+
 def test_chatml_counts_a_content_opening_with_a_line_break_joined_to_the_role_line() -> None:
     counted: list[str] = []
 

@@ -42,4 +42,5 @@ class MarkdownFormat:
         return Rendered((), None, "\n\n".join(sections))
 
     def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:
-        return counter.count(rendered.text or "")
+        # a server prepends its BOS to a prompt sent as one text (Llama 3, Mistral)
+        return counter.count(rendered.text or "") + model.chat_template.text_start

@@ -191,7 +191,8 @@ class TemplateFormat:
 
     def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:
         try:
-            return counter.count(rendered.text or "")
+            # a server prepends its BOS to a prompt sent as one text (Llama 3, Mistral)
+            return counter.count(rendered.text or "") + model.chat_template.text_start
         except UntokenizableError as error:
             # The passages were checked before the template wrote them: this is its own text.
             if error.field is not None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ctxasm.errors import ConfigError
+from ctxasm.unicode_text import WHITE_SPACE
 
 __all__ = [
     "CHAT_NAMES",
@@ -64,6 +65,13 @@ class ChatTemplate(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def text_start(self) -> int:
+        """The tokens a server of this family writes before a prompt sent as one text (a
+        completion, not messages): the tokenizer's BOS, which vLLM, llama.cpp and
+        mistral-common add to Llama 3 and Mistral prompts."""
+        ...
+
     def count(self, messages: Messages, count: CountText) -> int:
         """The tokens of ``messages`` and the reply prompt, each text counted with ``count``."""
         ...
@@ -90,6 +98,10 @@ class PerMessageChat:
     tokens_per_message: int
     reply_priming: int
     name: str = "openai"
+
+    @property
+    def text_start(self) -> int:
+        return 0
 
     def count(self, messages: Messages, count: CountText) -> int:
         turns = (self.turn(m["role"], m["content"], count) for m in messages)
@@ -121,6 +133,10 @@ class Llama3Chat:
 
     name: str = "llama3"
 
+    @property
+    def text_start(self) -> int:
+        return 1
+
     def count(self, messages: Messages, count: CountText) -> int:
         rest = list(messages)
         system = rest.pop(0)["content"] if rest and rest[0]["role"] == "system" else ""
@@ -129,7 +145,11 @@ class Llama3Chat:
         return total + 2 + count("assistant") + count("\n\n")
 
     def turn(self, role: str, content: str, count: CountText) -> int:
-        return 3 + count(role) + count("\n\n") + count(content.strip())
+        # The template trims the content: Python's Jinja (vLLM, transformers) with str.strip,
+        # which also takes U+001C to U+001F, Rust's minijinja (TGI) with White_Space only.
+        # Counted as the latter trims, which keeps more: never below either server's count
+        # (3,000 U+001F closing a question were 3,000 tokens TGI sent that the count left out).
+        return 3 + count(role) + count("\n\n") + count(content.strip(WHITE_SPACE))
 
     def head(self, system: str, count: CountText, *, replies: bool) -> tuple[int, str]:
         system_turn = 1 + self.turn("system", system, count) + count(LLAMA3_DATE_LINES)
@@ -148,6 +168,10 @@ class ChatMLChat:
     """
 
     name: str = "chatml"
+
+    @property
+    def text_start(self) -> int:
+        return 0
 
     def count(self, messages: Messages, count: CountText) -> int:
         total = sum(self.turn(m["role"], m["content"], count) for m in messages)
@@ -197,6 +221,10 @@ class MistralChat:
     @property
     def name(self) -> str:
         return f"mistral-v{self.version}"
+
+    @property
+    def text_start(self) -> int:
+        return 1
 
     def count(self, messages: Messages, count: CountText) -> int:
         turns = _turns(messages, keep_system=self.version >= 7)

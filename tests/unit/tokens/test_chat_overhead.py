@@ -374,3 +374,53 @@ def test_control_tokens_written_in_passages_stay_text_to_the_server(model: str) 
         messages = [(m["role"], m["content"]) for m in result.messages]
         assert result.report.included
         assert reference(messages) == result.report.total_tokens
+
+
+@pytest.mark.parametrize(
+    ("model", "form"),
+    [
+        ("llama-3.1-8b-instruct", "text"),
+        ("mistral-7b-instruct", "markdown"),
+        ("qwen3-8b", "text"),
+        ("llama-3.1-8b-instruct", "template"),
+    ],
+)
+def test_a_prompt_sent_as_one_text_is_counted_with_the_servers_bos(model: str, form: str) -> None:
+    """A completions server encodes a text prompt with the tokenizer's BOS (Llama 3's
+    <|begin_of_text|>, Mistral's <s>; Qwen has none): the report counts it (review rv18: one
+    token short, so a request filled to its limit was one over the window)."""
+    spec = default_registry().get(model)
+    if spec.chat == "llama3":
+        meta = _meta_tokenizer()
+
+        def server(text: str) -> int:
+            return len(meta.encode(text, bos=True, eos=False, allowed_special=set()))
+    elif spec.chat == "chatml":
+        counter = get_counter(spec.tokenizer)
+
+        def server(text: str) -> int:
+            return counter.count(text)  # Qwen's tokenizer adds no BOS
+    else:
+        file = pinned.PINNED[spec.tokenizer.removeprefix("pinned:")].file.locate()
+        raw = _official(str(file)).instruct_tokenizer.tokenizer
+
+        def server(text: str) -> int:
+            return len(raw.encode(text, bos=True, eos=False))
+
+    rng = random.Random(29)
+    contents = _contents(trimmed=True)
+    extra: dict[str, Any] = {"template": "{{ query }}\n\n{{ sources_block }}"}
+    for _ in range(6):
+        passages = [{"id": f"p{i}", "text": rng.choice(contents)} for i in range(12)]
+        result = ctxasm.assemble(
+            query=rng.choice(contents)[:200],
+            passages=passages,
+            model=model,
+            format=form,
+            context_window=rng.randint(900, 1600),
+            reserve_output_tokens=100,
+            **(extra if form == "template" else {}),
+        )
+        assert result.text is not None
+        assert result.report.total_tokens == server(result.text)
+        assert result.report.total_tokens <= result.report.budget.prompt_limit
