@@ -21,6 +21,7 @@ rendered template exactly, so the request still never exceeds the budget.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -44,6 +45,8 @@ __all__ = ["TemplateFormat", "compile_template"]
 
 FIELD = "template"
 _MAX_TEMPLATE_CHARS = 100_000
+# A failed render that built more bytes than this is collected before the next one.
+_COLLECTED_PAST = 16_000_000
 
 
 @lru_cache(maxsize=64)
@@ -131,7 +134,11 @@ class TemplateFormat:
         except RequestError as error:
             # Every template is also rendered without sources: to measure the prompt around
             # them for the budget, and for a request where no passage is relevant. One that
-            # fails only then ("sources[0]") is told so.
+            # fails only then ("sources[0]") is told so. The failed render's frames, and all
+            # it built (held in reference cycles), go before another render builds as much.
+            error.__traceback__ = None
+            if self.budget.built - self.budget.built_left > _COLLECTED_PAST:
+                gc.collect()
             if sources or error.field != FIELD or not self._renders_with_a_source(variables):
                 raise
             raise RequestError(f"{error.message}{_WITHOUT_SOURCES}", field=FIELD) from None

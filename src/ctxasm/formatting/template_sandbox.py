@@ -11,8 +11,20 @@ every unit of template work is charged to one budget per request (:class:`Render
 - **size:** no string built by the template (``*``, ``+``, ``~``, ``join``, ``replace``,
   ``center``, a macro's output, a ``{% set %}`` block, the whole output, a list or a dict
   written out by ``{{ }}``, ``string`` or ``tojson``, measured before it is written) may exceed
-  :data:`MAX_CHARS` characters; widths and precisions in ``%`` and ``format`` specs are at
-  most :data:`MAX_WIDTH`; integer arithmetic is capped at :data:`MAX_INT_BITS` bits.
+  :data:`MAX_CHARS` characters; widths and precisions in ``%`` and ``format`` specs (and a
+  ``tojson`` indent) are at most :data:`MAX_WIDTH`; integer arithmetic is capped at
+  :data:`MAX_INT_BITS` bits;
+- **reading:** what one step reads whole is sized as it would be written out, at most
+  :data:`MAX_CHARS`: a list or a tuple repeated by ``*``, each container operand of a
+  comparison (``==``, ``<``, ``in``, ..., the tests ``eq``, ``in``, ..., ``loop.changed``,
+  a list's ``count`` and ``index``; the dict or set that ``in`` finds a key in by its hash
+  is not read), and the list given to ``sort``, ``unique``, ``groupby``, ``dictsort``,
+  ``min`` and ``max`` (the attribute they read of each item, when given one);
+- **memory:** every string, list, dict and integer a render builds (operators, slices, list
+  and dict displays, filters, method calls, ``~``, macro outputs, ``{% set %}`` blocks, the
+  output) is charged its bytes, at most :data:`MAX_BUILT` for each render (what a render
+  built is garbage once it returns, so the limit is a render's, not a request's: a request
+  renders its template about ten times).
 
 Work that cannot be bounded cheaply is not offered: recursive ``for`` loops, and the filters
 ``random`` (not deterministic), ``pprint``, ``urlize`` and ``wordwrap``. Going over any limit
@@ -21,8 +33,10 @@ is a :class:`~ctxasm.errors.RequestError` naming the ``template`` field and the 
 
 from __future__ import annotations
 
+import inspect
 import operator
 import re
+import sys
 import time
 from collections.abc import (
     Callable,
@@ -39,8 +53,9 @@ from string import Formatter
 from typing import Any
 
 from jinja2 import nodes
-from jinja2.compiler import CodeGenerator, Frame, optimizeconst
-from jinja2.filters import FILTERS
+from jinja2.compiler import CodeGenerator, Frame, operators, optimizeconst
+from jinja2.filters import FILTERS, make_attrgetter, make_multi_attrgetter
+from jinja2.runtime import LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace
 from markupsafe import Markup
@@ -48,6 +63,7 @@ from markupsafe import Markup
 from ctxasm.errors import RequestError
 
 __all__ = [
+    "MAX_BUILT",
     "MAX_CHARS",
     "MAX_INT_BITS",
     "MAX_SECONDS",
@@ -61,6 +77,7 @@ __all__ = [
 MAX_STEPS = 1_000_000
 MAX_SECONDS = 2.0
 MAX_CHARS = 8_000_000
+MAX_BUILT = 16 * MAX_CHARS  # bytes
 MAX_WIDTH = 10_000
 MAX_INT_BITS = 100_000
 FIELD = "template"
@@ -92,16 +109,21 @@ class RenderBudget:
     making and its renders (loading a tokenizer, selecting passages) is not charged to the
     template."""
 
-    __slots__ = ("deadline", "seconds_left", "steps_left")
+    __slots__ = ("built", "built_left", "deadline", "seconds_left", "steps_left")
 
-    def __init__(self, steps: int = MAX_STEPS, seconds: float = MAX_SECONDS) -> None:
+    def __init__(
+        self, steps: int = MAX_STEPS, seconds: float = MAX_SECONDS, built: int = MAX_BUILT
+    ) -> None:
         self.steps_left = steps
         self.seconds_left = seconds
+        self.built = self.built_left = built
         self.deadline = time.monotonic() + seconds
 
     def start(self) -> None:
-        """A render begins: its seconds run from now."""
+        """A render begins: its seconds run from now, and it may build :data:`MAX_BUILT`
+        bytes (what a render before built is garbage once it returned its text)."""
         self.deadline = time.monotonic() + self.seconds_left
+        self.built_left = self.built
 
     def stop(self) -> None:
         """A render ended: what it took is spent."""
@@ -119,6 +141,18 @@ class RenderBudget:
         if time.monotonic() > self.deadline:
             raise RequestError(
                 f"template took more than {MAX_SECONDS:g} s to render for one request; simplify it",
+                field=FIELD,
+            )
+
+    def build(self, size: int) -> None:
+        """Spend ``size`` of the bytes the render may build; a RequestError once they are
+        used up (what one step builds is bounded by MAX_CHARS, what a render builds in all
+        by this, and with it the memory a render can hold at once)."""
+        self.built_left -= size
+        if self.built_left < 0:
+            raise RequestError(
+                f"template builds more than {MAX_BUILT // 1_000_000:,} MB in all (strings, "
+                "lists, dicts, integers) in one render; simplify it",
                 field=FIELD,
             )
 
@@ -152,6 +186,29 @@ def _check_width(value: int, what: str) -> None:
         )
 
 
+# What an empty one of each kind takes: a value made is charged what it takes beyond that.
+_EMPTY_SIZES = tuple(
+    (kind, sys.getsizeof(kind())) for kind in (str, list, tuple, dict, set, frozenset, int)
+)
+
+
+def _built_size(value: Any) -> int:
+    """The bytes ``value`` takes beyond an empty one of its kind (found in constant time): a
+    text a byte a character in ASCII, up to four beyond it; a list eight for each item it
+    has room for; an integer its digits; anything else nothing."""
+    for kind, empty in _EMPTY_SIZES:
+        if isinstance(value, kind):
+            return max(sys.getsizeof(value) - empty, 0)
+    return 0
+
+
+def _charge_built(result: Any, *inputs: Any) -> None:
+    """Charge ``result`` to the bytes built, unless it is one of ``inputs`` (returned as it
+    was: ``s * 1``, ``s.strip()`` with nothing to strip)."""
+    if not any(result is value for value in inputs):
+        _budget().build(_built_size(result))
+
+
 # Filters that write their first argument out as text (a list or a dict is written whole).
 _TEXT_FILTERS = frozenset(
     "capitalize center e escape forceescape format indent join lower replace safe string "
@@ -162,12 +219,13 @@ _CONTAINERS = (list, tuple, dict, set, frozenset, KeysView, ValuesView, ItemsVie
 _WRITTEN = (*_CONTAINERS, Namespace)
 
 
-def _text_size(value: Any) -> int:
+def _text_size(value: Any, refused: str = "builds a text") -> int:
     """A lower bound on the characters of ``value`` written out (``str``, ``tojson``), found
     without writing it: the strings it holds, at any depth, and two per item. A RequestError
-    as soon as it passes :data:`MAX_CHARS`: ``[s] * 1000`` is a list of 1,000 items, but
-    writing it out with a string ``s`` of a million characters takes a gigabyte. The time
-    limit is checked as it goes (the items a template can build are bounded by its steps)."""
+    ("template {refused} of N characters") as soon as it passes :data:`MAX_CHARS`:
+    ``[s] * 1000`` is a list of 1,000 items, but writing it out with a string ``s`` of a
+    million characters takes a gigabyte. The time limit is checked as it goes (the items a
+    template can build are bounded by its steps)."""
     if isinstance(value, str):
         return len(value)
     total = 0
@@ -187,7 +245,9 @@ def _text_size(value: Any) -> int:
         else:
             total += 1
         if total > MAX_CHARS:
-            raise _too_long(total, "a text")
+            raise RequestError(
+                f"template {refused} of {total:,} characters; at most {MAX_CHARS:,}", field=FIELD
+            )
         visited += 1
         if visited % 4096 == 0:
             budget.charge(0)
@@ -232,6 +292,14 @@ def _checked_join(parts: Iterable[Any], separator: int = 0, *, escaped: bool = F
             raise _too_long(total)
         chunks.append(text)
     return "".join(chunks)
+
+
+def _built_join(parts: Iterable[Any]) -> str:
+    """``~``, and Jinja's concat (macro bodies, ``{% set %}`` blocks, the whole output):
+    :func:`_checked_join`, charged to the bytes built."""
+    text = _checked_join(parts)
+    _budget().build(_built_size(text))
+    return text
 
 
 def _check_printf(spec: str, values: Any = ()) -> None:
@@ -335,9 +403,16 @@ def _check_replace(text: Any, old: Any, new: Any, count: Any = -1) -> None:
 def _check_binop(symbol: str, left: Any, right: Any) -> None:
     if symbol == "*":
         for seq, times in ((left, right), (right, left)):
-            sequence = isinstance(seq, str | list | tuple) and isinstance(times, int)
-            if sequence and len(seq) * max(times, 0) > MAX_CHARS:
+            if not isinstance(times, int) or times <= 0:
+                continue
+            if isinstance(seq, str) and len(seq) * times > MAX_CHARS:
                 raise _too_long(len(seq) * times, "a repetition")
+            # a list by what it writes out: [s] * 1000 is 1,000 items, but each holds all of s
+            # (and every comparison or sort key of it reads s whole)
+            size = _text_size(seq, "builds a repetition") if isinstance(seq, list | tuple) else 0
+            size *= times
+            if size > MAX_CHARS:
+                raise _too_long(size, "a repetition")
         if isinstance(left, int) and isinstance(right, int):
             _check_bits(left.bit_length() + right.bit_length())
     elif symbol == "**" and isinstance(left, int) and isinstance(right, int):
@@ -353,6 +428,8 @@ def _check_binop(symbol: str, left: Any, right: Any) -> None:
         if size > MAX_CHARS:
             raise _too_long(size)
     elif symbol == "+" and isinstance(left, list | tuple) and isinstance(right, type(left)):
+        # by its items (sizing what they hold would read the list again on each "+" of a
+        # loop that adds to it); what reads them (a comparison, sort, join) sizes them
         if len(left) + len(right) > MAX_CHARS:
             raise _too_long(len(left) + len(right))
     elif symbol in ("//", "%") and isinstance(left, int) and isinstance(right, int):
@@ -370,24 +447,69 @@ def _check_bits(bits: int) -> None:
 
 
 def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    signature = inspect.signature(func) if name in _READERS else None
+
     @wraps(func)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         budget = _budget()
         budget.charge()
         args = tuple(_meter_argument(name, value, budget) for value in args)
-        if name == "join":  # its items, read now (each a step), are sized with the separator
+        if name == "join" or name in _READERS:  # its items, read now (each a step), sized
             args = tuple(list(value) if isinstance(value, Iterator) else value for value in args)
         elif name in _TEXT_FILTERS:  # a list or dict is written out whole: refused before
             for value in (*args, *kwargs.values()):
                 if isinstance(value, _WRITTEN):
                     _text_size(value)
+        if signature is not None:
+            _check_read(name, signature, args, kwargs)
         _check_filter(name, args, kwargs)
         result = func(*args, **kwargs)
         if isinstance(result, str) and len(result) > MAX_CHARS:
             raise _too_long(len(result))
+        if name not in _PICKING:
+            _charge_built(result, *args, *kwargs.values())
         return result
 
     return guarded
+
+
+# Filters that return one of what they are given, building nothing.
+_PICKING = frozenset("attr d default first last max min".split())
+# Filters that read every item whole in one step (comparing them, or making a key of each:
+# a lowered copy of a text, unless case_sensitive): sized before, as they would be written.
+_READERS = frozenset("dictsort groupby max min sort unique".split())
+
+
+def _check_read(
+    name: str, signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """Refuse a list for filter ``name`` whose items (or the attributes it reads of them)
+    hold more than MAX_CHARS characters in all: ``([s] * 1000)|sort`` lowers ``s`` a
+    thousand times in one step."""
+    try:
+        arguments = signature.bind(*args, **kwargs).arguments
+    except TypeError:
+        return  # the filter itself says what is wrong
+    value = arguments.get("value")
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        return  # a text is read a character at a time, each a step
+    refused = f"gives {name} a list"
+    if name == "dictsort":
+        _text_size(value, refused)
+        return
+    items: Iterable[Any] = value
+    attribute = arguments.get("attribute")
+    environment = arguments.get("environment")
+    if attribute is not None and environment is not None:
+        make = make_multi_attrgetter if name == "sort" else make_attrgetter
+        items = map(make(environment, attribute), value)
+    size = 0
+    for item in items:
+        size += len(item) if isinstance(item, str) else _text_size(item, refused)
+        if size > MAX_CHARS:
+            raise RequestError(
+                f"template {refused} of {size:,} characters; at most {MAX_CHARS:,}", field=FIELD
+            )
 
 
 # Filters that read a string character by character (making an object of each): a step each.
@@ -418,7 +540,10 @@ def _check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
         _check_printf(args[0], kwargs if kwargs else tuple(args[1:]))
     if name in _GROWTH:
         values = [value for value in args if not hasattr(value, "environment")]  # no context
-        if values:
+        if values and name == "tojson":
+            indent = values[1] if len(values) > 1 else kwargs.get("indent")
+            _check_growth(name, values[0], _indent_size(values[0], indent))
+        elif values:
             _check_growth(name, values[0])
     if name == "indent" and args and isinstance(args[0], str):
         _check_indent(args[0], *args[1:2], **{k: v for k, v in kwargs.items() if k == "width"})
@@ -469,19 +594,55 @@ _JSON_ESCAPED = re.compile(r"[^ !#$%(-;=?-\[\]-~]")  # beyond ASCII, control, <>
 _URL_SAFE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~/-"
 
 
-def _check_growth(name: str, value: Any) -> None:
-    """Refuse ``value`` written by filter ``name`` where that could pass MAX_CHARS: a text
-    by the characters it would expand (counted only when the most growth could), anything
-    else by its size times the most growth."""
+def _check_growth(name: str, value: Any, extra: int = 0) -> None:
+    """Refuse ``value`` written by filter ``name`` (with ``extra`` characters of its own)
+    where that could pass MAX_CHARS: a text by the characters it would expand (counted only
+    when the most growth could), anything else by its size times the most growth."""
     most = _GROWTH[name]
-    size = _text_size(value) * most
+    size = _text_size(value) * most + extra
     if size <= MAX_CHARS:
         return
     # each string counted by the characters it would expand, plus a few for its quotes and
     # the separator after it (a list's "[", ", ", a dict's ": ")
-    size = sum(_grown(name, text) + 4 for text in _strings(value))
+    size = extra + sum(_grown(name, text) + 4 for text in _strings(value))
     if size > MAX_CHARS:
         raise _too_long(size, f"a text written by {name}")
+
+
+def _indent_size(value: Any, indent: Any) -> int:
+    """The characters ``tojson(indent=...)`` adds to ``value``: with an indent, every item of
+    a list or a dict (and its closing bracket) is on a line of its own, indented once for
+    each level it is nested at. An integer indent is a width (at most MAX_WIDTH), a text by
+    the characters it writes (escaped as tojson escapes them)."""
+    if indent is None:
+        return 0
+    if isinstance(indent, str):
+        width = _grown("tojson", indent)
+    elif isinstance(indent, int):
+        width = max(int(indent), 0)
+    else:
+        return 0  # json refuses it
+    _check_width(width, "tojson indent")
+    total = visited = 0
+    budget = _budget()
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        visited += 1
+        if visited % 4096 == 0:
+            budget.charge(0)
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if item:  # "[" then each item on a line one level in, then "]" on a line of its own
+            total += len(item) * (1 + width * (depth + 1)) + 1 + width * depth
+            if total > MAX_CHARS:
+                raise _too_long(total, "a text written by tojson")
+            stack.extend((child, depth + 1) for child in children)
+    return total
 
 
 def _grown(name: str, text: str) -> int:
@@ -590,8 +751,44 @@ def _bounded_filters() -> dict[str, Callable[..., Any]]:
     }
 
 
+# Tests that compare their value with their argument (``x is eq y``, ``select('in', l)``).
+_COMPARING_TESTS = frozenset(
+    "== != < <= > >= eq ne lt le gt ge equalto lessthan greaterthan in".split()
+)
+# What ``x in y`` finds by hashing ``x``: reading ``x`` whole, not ``y``.
+_HASHED = (dict, set, frozenset, KeysView, ItemsView)
+
+
+def _compared(value: Any, membership: bool = False) -> Any:
+    """An operand of a comparison, sized first: comparing reads a list, a tuple or a dict
+    whole (every item of ``[s] * 1000`` against the other's, in one step), so it is refused
+    past what it could write out (MAX_CHARS), as it would be written; a lazy sequence is read
+    into a list (a step an item) and sized the same. The right side of ``in`` that finds its
+    left by hashing (a dict, a set) is not read."""
+    if isinstance(value, Iterator):
+        value = list(_metered(value, _budget()))
+    if membership and isinstance(value, _HASHED):
+        return value
+    if isinstance(value, _CONTAINERS):
+        _budget().charge()
+        _text_size(value, "compares a value")
+    return value
+
+
+def _guard_test(name: str, func: Any) -> Any:  # Any: Jinja types its tests as "function"
+    membership = name == "in"
+
+    @wraps(func)
+    def guarded(value: Any, *args: Any) -> Any:
+        return func(_compared(value), *(_compared(arg, membership) for arg in args))
+
+    return guarded
+
+
 class _BoundedCodeGenerator(CodeGenerator):
-    """Compiles every ``for`` iterable through the budget, and ``~`` through a checked join."""
+    """Compiles every ``for`` iterable through the budget, ``~`` through a checked join, each
+    operand of a comparison through :func:`_compared`, slices and list, tuple and dict
+    displays through the bytes built."""
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:  # noqa: N802 - Jinja's name
         if node.recursive:
@@ -609,17 +806,70 @@ class _BoundedCodeGenerator(CodeGenerator):
             self.write(", ")
         self.write("))")
 
+    @optimizeconst
+    def visit_Compare(self, node: nodes.Compare, frame: Frame) -> None:  # noqa: N802
+        # a chain stays a chain: "a < b < c" reads b once, and c only if a < b
+        self.write("(environment.ctxasm_compared(")
+        self.visit(node.expr, frame)
+        self.write(")")
+        for operand in node.ops:
+            membership = operand.op in ("in", "notin")
+            self.write(f" {operators[operand.op]} environment.ctxasm_compared(")
+            self.visit(operand.expr, frame)
+            self.write(f", {membership})")
+        self.write(")")
+
+    @optimizeconst
+    def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:  # noqa: N802
+        if not isinstance(node.arg, nodes.Slice):
+            super().visit_Getitem(node, frame)
+            return
+        # Jinja slices in plain Python; a slice of a text or a list is a copy: charged
+        self.write("environment.ctxasm_built(")
+        super().visit_Getitem(node, frame)
+        self.write(")")
+
+    def visit_List(self, node: nodes.List, frame: Frame) -> None:  # noqa: N802
+        self.write("environment.ctxasm_built(")
+        super().visit_List(node, frame)
+        self.write(")")
+
+    def visit_Dict(self, node: nodes.Dict, frame: Frame) -> None:  # noqa: N802
+        self.write("environment.ctxasm_built(")
+        super().visit_Dict(node, frame)
+        self.write(")")
+
+    def visit_Tuple(self, node: nodes.Tuple, frame: Frame) -> None:  # noqa: N802
+        if node.ctx != "load":  # a target ({% for a, b in ... %}) is written as it is
+            super().visit_Tuple(node, frame)
+            return
+        self.write("environment.ctxasm_built(")
+        super().visit_Tuple(node, frame)
+        self.write(")")
+
+    def visit_Const(self, node: nodes.Const, frame: Frame) -> None:  # noqa: N802
+        # Jinja folds a display of constants into one, written as a display again
+        if not isinstance(node.value, list | tuple | dict):
+            super().visit_Const(node, frame)
+            return
+        self.write("environment.ctxasm_built(")
+        super().visit_Const(node, frame)
+        self.write(")")
+
 
 class BoundedEnvironment(ImmutableSandboxedEnvironment):
     """The immutable sandbox with the limits of the module docstring."""
 
     code_generator_class = _BoundedCodeGenerator
-    intercepted_binops = frozenset(("*", "**", "+", "%", "//"))
-    concat = staticmethod(_checked_join)  # macro bodies, {% set %} blocks, the whole output
+    intercepted_binops = frozenset(("*", "**", "+", "-", "%", "//"))
+    intercepted_unops = frozenset(("-",))
+    concat = staticmethod(_built_join)  # macro bodies, {% set %} blocks, the whole output
 
     def __init__(self, **options: Any) -> None:
         super().__init__(finalize=_checked_output, **options)
         self.filters = _bounded_filters()
+        for name in _COMPARING_TESTS:
+            self.tests[name] = _guard_test(name, self.tests[name])
         # lipsum(n) writes n paragraphs in one call, before any output is measured
         for name in REMOVED_GLOBALS:
             self.globals.pop(name, None)
@@ -631,13 +881,31 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
 
     @staticmethod
     def ctxasm_join(parts: Iterable[Any]) -> str:
-        """The ``~`` operator, with its size checked."""
-        return _checked_join(parts)
+        """The ``~`` operator, with its size checked and charged."""
+        return _built_join(parts)
+
+    @staticmethod
+    def ctxasm_compared(value: Any, membership: bool = False) -> Any:
+        """An operand of a comparison, sized (:func:`_compared`)."""
+        return _compared(value, membership)
+
+    @staticmethod
+    def ctxasm_built(value: Any) -> Any:
+        """A slice, or a list, tuple or dict display: charged to the bytes built."""
+        _budget().build(_built_size(value))
+        return value
 
     def call_binop(self, context: Any, operator_name: str, left: Any, right: Any) -> Any:
         _budget().charge()
         _check_binop(operator_name, left, right)
-        return _BINOPS[operator_name](left, right)
+        result = _BINOPS[operator_name](left, right)
+        _charge_built(result, left, right)
+        return result
+
+    def call_unop(self, context: Any, operator_name: str, arg: Any) -> Any:
+        result = super().call_unop(context, operator_name, arg)
+        _charge_built(result, arg)
+        return result
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
         budget = _budget()
@@ -646,6 +914,11 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         name = getattr(__obj, "__name__", "")
         if isinstance(owner, bytes | bytearray | memoryview) or name in _BYTES_METHODS:
             raise RequestError(f"template cannot call {name}: templates write text", field=FIELD)
+        if isinstance(owner, LoopContext) and name == "changed":  # compares with the last
+            args = tuple(_compared(value) for value in args)
+        elif isinstance(owner, list | tuple) and name in ("count", "index"):
+            _compared(owner)  # compares each item with the argument
+            args = tuple(_compared(value) for value in args)
         if isinstance(owner, str):
             for value in (*args, *kwargs.values()):  # format, %: written out
                 if isinstance(value, _WRITTEN) and name != "join":  # join: its items, below
@@ -657,6 +930,8 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         result = super().call(__context, __obj, *args, **kwargs)
         if isinstance(result, str) and len(result) > MAX_CHARS:
             raise _too_long(len(result))
+        if not isinstance(__obj, Macro) and name != "get":  # a macro's output: by concat
+            _charge_built(result, owner, *args, *kwargs.values())
         return result
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
@@ -691,5 +966,6 @@ _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
     "**": operator.pow,
     "//": operator.floordiv,
     "+": operator.add,
+    "-": operator.sub,
     "%": operator.mod,
 }

@@ -19,6 +19,13 @@ FOUR_HUNDRED_THOUSAND = (
     "{% for j in range(4) %}{% for i in range(100000) %}{% endfor %}{% endfor %}ok"
 )
 TIME = "template took more than 2 s to render for one request; simplify it"
+BUILT = (
+    "template builds more than 128 MB in all (strings, lists, dicts, integers) in one render; "
+    "simplify it"
+)
+# A list display of twenty references to s, made without a repetition (which is refused
+# when what it would write out is over the limit).
+TWENTY_S = "[" + ", ".join(["s"] * 20) + "]"
 
 
 def _refusal(template: str) -> tuple[str | None, str]:
@@ -158,7 +165,7 @@ def test_runaway_templates_are_refused_naming_the_limit(
             "template builds a formatted string of 9,000,040 characters",
         ),
         (  # a list (or a dict) is one value to %, written whole
-            "{% set s = 'a' * 700000 %}{{ ('%s' % ([s] * 20))|length }}",
+            "{% set s = 'a' * 700000 %}{{ ('%s' % " + TWENTY_S + ")|length }}",
             "template builds a text of 8,400,064 characters",
         ),
         (
@@ -170,11 +177,12 @@ def test_runaway_templates_are_refused_naming_the_limit(
             "template builds a formatted string of 10,000,002 characters",
         ),
         (
-            "{% set s = 'a' * 700000 %}{{ ('%s' % ({'a': [s] * 20}.values(),))|length }}",
+            "{% set s = 'a' * 700000 %}{{ ('%s' % ({'a': " + TWENTY_S + "}.values(),))|length }}",
             "template builds a text of 8,400,066 characters",
         ),
         (
-            "{% set ns = namespace(a=['a' * 700000] * 20) %}{{ (ns|string)|length }}",
+            "{% set s = 'a' * 700000 %}{% set ns = namespace(a=" + TWENTY_S + ") %}"
+            "{{ (ns|string)|length }}",
             "template builds a text of 8,400,066 characters",
         ),
         (
@@ -444,10 +452,14 @@ def test_templates_see_ids_on_one_line_with_no_fence_or_label() -> None:
         "{{ {'a': big} }}",
     ],
 )
-def test_a_list_too_long_to_write_out_is_refused_before_it_is_written(written: str) -> None:
+@pytest.mark.parametrize("big", ["[s] * 1000", "[" + "s, " * 1000 + "]"])
+def test_a_list_too_long_to_write_out_is_refused_before_it_is_written(
+    written: str, big: str
+) -> None:
     # A list of a thousand references to one string of a million characters is small; written
     # out it is a gigabyte, built before any size check (a MemoryError, a 500, in the service).
-    template = "{% set s = 'x' * 1000000 %}{% set big = [s] * 1000 %}" + written
+    # A repetition is refused as it is made; a display of as many references is made.
+    template = "{% set s = 'x' * 1000000 %}{% set big = " + big + " %}" + written
     tracemalloc.start()
     try:
         with pytest.raises(RequestError) as error:
@@ -500,3 +512,223 @@ def test_a_template_that_writes_an_uncountable_run_is_named() -> None:
         ctxasm.assemble("Where?", PASSAGES, format="template", template='{{ "a" * 9000 }}')
     assert error.value.field == "template"
     assert error.value.message.startswith("template writes text that cannot be counted: ")
+
+
+# Review rv19: the work of one step is bounded by what it reads, and a render's memory by
+# what it builds in all.
+FOUR_MILLION = "{% set a = 'x' * 4000000 %}{% set b = 'x' * 3999999 ~ 'x' %}"
+# A thousand references to one string, made without a repetition.
+MANY_A = "[" + "a, " * 1000 + "]"
+MANY_B = "[" + "b, " * 1000 + "]"
+COMPARED = "template compares a value of 8,002,004 characters; at most 8,000,000"
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        # the review's reproducer: a million pairs of 4 MB strings compared in one step, for
+        # minutes, holding the GIL; a list repeated is sized by what it would write out
+        (
+            FOUR_MILLION + "{{ ([a] * 1000000) == ([b] * 1000000) }}",
+            "template builds a repetition of 4,000,004,000,000 characters; at most 8,000,000",
+        ),
+        # a display holds as many references without a repetition: the comparison reads them
+        (FOUR_MILLION + "{{ " + MANY_A + " == " + MANY_B + " }}", COMPARED),
+        (FOUR_MILLION + "{{ " + MANY_A + " < " + MANY_B + " }}", COMPARED),
+        (FOUR_MILLION + "{{ ('y' ~ b) in " + MANY_A + " }}", COMPARED),
+        (FOUR_MILLION + "{{ ('y' ~ b) not in " + MANY_A + "|reverse }}", COMPARED),
+        (FOUR_MILLION + "{{ [] < [a] < " + MANY_A + " }}", COMPARED),
+        # and so do the tests that compare, wherever they are used
+        (FOUR_MILLION + "{{ " + MANY_A + " is eq " + MANY_B + " }}", COMPARED),
+        (FOUR_MILLION + "{{ " + MANY_A + " is ne " + MANY_B + " }}", COMPARED),
+        (FOUR_MILLION + "{{ b is in " + MANY_A + " }}", COMPARED),
+        (FOUR_MILLION + "{{ [" + MANY_A + "]|select('==', " + MANY_B + ")|list }}", COMPARED),
+        (
+            FOUR_MILLION
+            + "{{ [{'k': "
+            + MANY_A
+            + "}]|selectattr('k', 'lt', "
+            + MANY_B
+            + ")|list }}",
+            COMPARED,
+        ),
+        (
+            FOUR_MILLION + "{% for i in range(2) %}{{ loop.changed(" + MANY_A + ") }}{% endfor %}",
+            COMPARED,
+        ),
+        (FOUR_MILLION + "{{ " + MANY_A + ".count(b) }}", COMPARED),
+        (FOUR_MILLION + "{{ " + MANY_A + ".index(b) }}", COMPARED),
+    ],
+)
+def test_comparisons_read_no_more_than_a_list_may_write_out(template: str, message: str) -> None:
+    started = time.perf_counter()
+    assert _refusal(template) == ("template", message)
+    assert time.perf_counter() - started < 5
+
+
+def test_ordinary_comparisons_compare_as_before() -> None:
+    template = (
+        "{{ 1 < 2 < 3 }} {{ 1 < 3 < 2 }} {{ [1, 'a'] == [1, 'a'] }} {{ 'a' in ['a', 'b'] }} "
+        "{{ 'z' not in {'a': 1} }} {{ (1, 2) < (1, 3) }} {{ 2 is in [1, 2] }} "
+        "{{ [1, 2, 3]|select('gt', 1)|list }} {{ 'b' in range(3)|map('string') }} "
+        "{% for x in [1, 1, 2] %}{{ loop.changed(x) }}{% endfor %} {{ [1, 2, 2].count(2) }} "
+        "{{ query in query ~ '!' }} {{ 'a' * 3 == 'aaa' }} {{ sources|length > 0 }}"
+    )
+    text = ctxasm.assemble("q", PASSAGES, format="template", template=template).text
+    assert text == (
+        "True False True True True True True [2, 3] False TrueFalseTrue 2 True True True"
+    )
+
+
+def test_a_membership_in_a_dict_hashes_and_does_not_read_it() -> None:
+    # a dict (or a set) finds a key by its hash: the dict is not read, whatever it holds
+    template = (
+        "{% set a = 'x' * 3000000 %}{% set d = {'k': a, 'l': a, 'm': a} %}"
+        "{{ 'k' in d }} {{ 'z' in d.keys() }} {{ 'k' is in d }} {{ ('k', a) in d.items() }}"
+    )
+    text = ctxasm.assemble("q", [], format="template", template=template).text
+    assert text == "True False True True"
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        # the review's reproducer: a string of 8 MB kept on each level of a recursive macro
+        "{% macro m(n) %}{% set x = 'x' * 8000000 %}{% if n > 0 %}{{ m(n - 1) }}{% endif %}"
+        "{{ x|length }}{% endmacro %}{{ m(1000) }}",
+        # one string of 8 MB kept on each iteration (a namespace holds a chain of them)
+        "{% set ns = namespace(l=[]) %}{% for i in range(20) %}"
+        "{% set ns.l = [ns.l, 'x' * 7999990 ~ i] %}{% endfor %}",
+        # a slice is a copy
+        "{% set s = 'x' * 8000000 %}{% set ns = namespace(l=[]) %}{% for i in range(20) %}"
+        "{% set ns.l = [ns.l, s[i:]] %}{% endfor %}",
+        # a method's result: a list of a million items, each kept
+        "{% set s = 'x ' * 1000000 %}{% set ns = namespace(l=[]) %}{% for i in range(20) %}"
+        "{% set ns.l = [ns.l, s.split()] %}{% endfor %}",
+        # integers of 100,000 bits made by subtraction
+        "{% set big = 2 ** 49999 %}{% set ns = namespace(l=[]) %}{% for i in range(40000) %}"
+        "{% set ns.l = [ns.l, big - i] %}{% endfor %}",
+        "{% set big = 2 ** 49999 %}{% set ns = namespace(l=[]) %}{% for i in range(40000) %}"
+        "{% set ns.l = [ns.l, -big] %}{% endfor %}",
+    ],
+)
+def test_what_a_render_builds_in_all_is_bounded(template: str) -> None:
+    compile_template(template)  # compiled before memory is traced (which slows it)
+    tracemalloc.start()
+    try:
+        assert _refusal(template) == ("template", BUILT)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 200 * 2**20
+
+
+def test_a_display_is_charged_each_time_it_is_made() -> None:
+    # ten thousand references, made again on each iteration and kept (not traced: tracing
+    # the memory of this render takes longer than the time limit)
+    template = (
+        "{% set a = 1 %}{% set ns = namespace(l=[]) %}{% for i in range(2000) %}"
+        "{% set ns.l = [ns.l, " + "[" + "a, " * 10000 + "]] %}{% endfor %}"
+    )
+    assert _refusal(template) == ("template", BUILT)
+
+
+def test_each_render_of_a_request_may_build_as_much() -> None:
+    """A request renders its template many times (to measure the prompt around the sources,
+    for each note that there are none, with them): each render may build the limit, not
+    the request (what a render built is garbage once it returned)."""
+    from ctxasm.formatting.base import PromptParts
+    from ctxasm.formatting.template import TemplateFormat
+
+    fmt = TemplateFormat(
+        "{% set a = 'x' * 7000000 %}{% for i in range(5) %}{{ (a ~ i)|length }} {% endfor %}"
+    )
+    parts = PromptParts(system="s", query="q", history=())
+    for _ in range(5):  # 42 MB each, 210 MB in all
+        assert fmt.render(parts, "").text == "7000001 " * 5
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        # the review's reproducer: a billion characters of indent, refused before they are made
+        (
+            "{{ ([0] * 100)|tojson(indent=10000000)|length }}",
+            "template asks for a tojson indent of 10,000,000; at most 10,000",
+        ),
+        (
+            "{{ ([0] * 100)|tojson('x' * 1000000)|length }}",
+            "template asks for a tojson indent of 1,000,000; at most 10,000",
+        ),
+        (
+            "{{ ([0] * 100)|tojson(indent='<' * 1000)|length }}",  # escaped as \\u003c
+            "template asks for a tojson indent of 12,000; at most 10,000",
+        ),
+        # each width is allowed; every item's line carries it
+        (
+            "{{ ([0] * 1000)|tojson(indent=10000)|length }}",
+            "template builds a text written by tojson of 10,001,001 characters",
+        ),
+        (  # once for each level an item is nested at
+            "{{ [[[[0] * 100] * 10] * 10]|tojson(indent=800)|length }}",
+            "template builds a text written by tojson of 8,156,971 characters",
+        ),
+    ],
+)
+def test_a_json_indent_is_a_width_written_on_every_line(template: str, message: str) -> None:
+    tracemalloc.start()
+    try:
+        field, refused = _refusal(template)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (field, refused.removesuffix("; at most 8,000,000")) == ("template", message)
+    assert peak < 100 * 2**20
+
+
+def test_json_of_ordinary_size_is_indented_as_before() -> None:
+    template = "{{ {'a': [1, 2], 'b': {}}|tojson(indent=2) }}|{{ [[0] * 3]|tojson(' ') }}"
+    text = ctxasm.assemble("q", [], format="template", template=template).text
+    assert text == ('{\n  "a": [\n    1,\n    2\n  ],\n  "b": {}\n}|[\n [\n  0,\n  0,\n  0\n ]\n]')
+
+
+@pytest.mark.parametrize(
+    ("template", "name"),
+    [
+        # the review's reproducer: sort lowers every item first, 200 copies of 8 MB in one step
+        ("{% set a = 'x' * 8000000 %}{{ [a, a]|sort|length }}", "sort"),
+        (FOUR_MILLION + "{{ [a, a, a]|sort|length }}", "sort"),
+        (FOUR_MILLION + "{{ [a, a, a]|unique|list|length }}", "unique"),
+        (FOUR_MILLION + "{{ [a, b, a]|min|length }}", "min"),
+        (FOUR_MILLION + "{{ [a, b, a]|max(case_sensitive=true)|length }}", "max"),
+        (FOUR_MILLION + "{{ {'k': a, 'l': a, 'm': a}|dictsort(by='value')|length }}", "dictsort"),
+        (FOUR_MILLION + "{{ [{'k': a}, {'k': b}, {'k': a}]|groupby('k')|length }}", "groupby"),
+        (FOUR_MILLION + "{{ [{'k': a}, {'k': b}, {'k': a}]|sort(attribute='k')|length }}", "sort"),
+        (FOUR_MILLION + "{{ ([a, b, a]|map('string'))|sort|length }}", "sort"),  # a lazy list
+        (FOUR_MILLION + "{% set l = [a] %}{{ (l + l + l)|sort|length }}", "sort"),
+    ],
+)
+def test_filters_that_read_every_item_are_given_no_more_than_a_list_may_write_out(
+    template: str, name: str
+) -> None:
+    tracemalloc.start()
+    try:
+        field, message = _refusal(template)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert field == "template"
+    assert message.startswith(f"template gives {name} a list of ")
+    assert message.endswith(" characters; at most 8,000,000")
+    assert peak < 100 * 2**20
+
+
+def test_filters_that_read_an_attribute_are_sized_by_the_attribute() -> None:
+    template = (
+        "{% set t = 'x' * 3000000 %}{% set items = [{'k': 'b', 't': t}, {'k': 'A', 't': t}, "
+        "{'k': 'c', 't': t}] %}{{ items|sort(attribute='k')|map(attribute='k')|join }} "
+        "{{ (items|max(attribute='k')).k }} {{ items|unique(attribute='k')|list|length }} "
+        "{{ items|groupby('k')|map(attribute='grouper')|join }} {{ ['b', 'A', 'c']|sort|join }}"
+    )
+    text = ctxasm.assemble("q", [], format="template", template=template).text
+    assert text == "Abc c 3 Abc Abc"
