@@ -356,3 +356,50 @@ def test_hidden_elements_and_styles_are_read_in_linear_time(shape: str) -> None:
     page = "<p>before</p>" + shape * (400_000 // len(shape))
     text, _ = visible_text(page)
     assert text.startswith("before")
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        # review rv20: a hidden element ends where a browser ends it, however it was closed
+        "<p>intro <span hidden>secret</p><p>VISIBLE after</p>",
+        "<ul><li style='display:none'><p>a<p>b</li><li>VISIBLE</li></ul>",
+        "<table><tr hidden><td>a<td>b</tr><tr><td>VISIBLE</td></tr></table>",
+        "<ul><li hidden>a<ul><li>b<li>c</ul></li><li>VISIBLE</ul>",
+        "<svg><rect style='display:none'/></svg><p>VISIBLE</p>",
+        "<template><div hidden>t</template><p>VISIBLE</p>",
+        "<section><div hidden>secret</section><p>VISIBLE</p>",
+        "<select><option hidden>a<option>VISIBLE</select>",
+        "<dl><dt hidden>a<dd>VISIBLE</dl>",
+    ],
+)
+def test_what_follows_a_hidden_element_a_browser_ends_is_read(page: str) -> None:
+    assert "VISIBLE" in visible_text(page)[0]
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        # review rv20: end tags a browser ignores do not end a hidden element
+        "<p hidden>a</div>SECRET</p><p>ok</p>",
+        "<ul><li hidden>a</br>SECRET</li></ul><p>ok</p>",
+        "<div hidden><table></div>SECRET</table></div><p>ok</p>",
+        "<div hidden><object></div>SECRET</object></div><p>ok</p>",
+        # any value of hidden but until-found hides; CSS reads escapes and quoted values
+        "<div hidden=' until-found'>SECRET</div><p>ok</p>",
+        "<div style='display:n\\6f ne'>SECRET</div><p>ok</p>",
+        "<div style=\"display:none; --x: ';display:block'\">SECRET</div><p>ok</p>",
+    ],
+)
+def test_what_a_browser_keeps_hidden_stays_hidden(page: str) -> None:
+    text, _ = visible_text(page)
+    assert "SECRET" not in text
+    assert text.endswith("ok")
+
+
+@pytest.mark.parametrize(
+    "shape", ["<dd>", "<li>", "<table><tr><td>", "<div>", "</div>", "<table></div>", "<b></p>"]
+)
+def test_open_elements_are_tracked_in_linear_time(shape: str) -> None:
+    page = "<p>before</p>" + shape * (400_000 // len(shape)) + "after"
+    assert visible_text(page)[0].startswith("before")

@@ -11,11 +11,14 @@ own end tag, as in a browser.
 An element a page hides from its readers is not read either: one with the ``hidden``
 attribute (but ``hidden="until-found"``, a collapsed section a reader opens), or with
 ``display: none`` in its ``style`` attribute (the last such declaration, an ``!important`` one
-over a plain one), with everything inside it, up to its end tag (the same element's own nesting
-counted), or, for an element whose end tag may be left out (``p``, ``li``, ``td`` and the like),
-also up to the next tag that ends it in a browser (``<p hidden>a<div>b`` shows "b"). Text hidden
-there was a way to put words before a model that no one reading the page sees. What only a style
-sheet or a script hides (a class, ``visibility``, a colour, a size of 0) is still read.
+over a plain one; CSS escapes, comments and quoted values read as CSS reads them), with
+everything inside it. Where it ends is found as a browser's tree builder finds it, from the
+elements open around it: at its own end tag, at the end tag of an element it is inside, or at
+a tag that ends an element whose end tag may be left out (``<p hidden>a<div>b`` shows "b": the
+div ends the paragraph); an end tag of nothing open, or of an element outside the table or
+object it stands in, is ignored, as a browser ignores it. Text hidden there was a way to put
+words before a model that no one reading the page sees. What only a style sheet or a script
+hides (a class, ``visibility``, a colour, a size of 0) is still read.
 
 The head ends as the standard's tree builder ends it: at ``</head>``, at the first text that is
 not white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that
@@ -36,6 +39,7 @@ tag: 40 kB of ``"<a "`` took 23 s, and each doubling four times as long.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache
 from html import unescape
 
@@ -84,29 +88,21 @@ _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param"}
     | {"source", "track", "wbr", "basefont", "bgsound", "frame", "keygen"}
 )
-# Elements whose end tag may be left out, and the start tags that end one in a browser (a
-# paragraph ends at the next block; a list item at the next item). The end tag of any block or
-# cell (its parent's) ends one too.
+# Start tags that end an open paragraph (in scope), as in a browser.
 _CLOSES_P = (
     _BLOCK - {"br", "option", "optgroup", "tr", "thead", "tbody", "tfoot", "caption", "legend"}
 ) | {"plaintext", "xmp", "listing"}
-_IMPLIED_END: dict[str, frozenset[str]] = {
-    "p": _CLOSES_P,
-    "li": frozenset({"li"}),
-    "dt": frozenset({"dt", "dd"}),
-    "dd": frozenset({"dt", "dd"}),
-    "option": frozenset({"option", "optgroup"}),
-    "optgroup": frozenset({"optgroup"}),
-    "tr": frozenset({"tr", "tbody", "thead", "tfoot"}),
-    "td": frozenset({"td", "th", "tr", "tbody", "thead", "tfoot"}),
-    "th": frozenset({"td", "th", "tr", "tbody", "thead", "tfoot"}),
-    "thead": frozenset({"tbody", "tfoot"}),
-    "tbody": frozenset({"tbody", "tfoot"}),
-    "rt": frozenset({"rt", "rp"}),
-    "rp": frozenset({"rt", "rp"}),
-}
-# End tags that end an element whose end tag may be left out, as its parent's would.
-_CONTAINERS = _BLOCK | _CELL | {"body", "html", "select", "datalist", "ruby"}
+# Elements an end tag of something opened outside them does not reach (the standard's scope
+# markers): "</div>" inside a table inside a div is ignored.
+_SCOPES = ("applet", "caption", "html", "table", "td", "th", "marquee", "object", "template")
+_LIST_SCOPES = (*_SCOPES, "ol", "ul", "menu")
+_DEFINITION_SCOPES = (*_SCOPES, "dl")
+_BUTTON_SCOPES = (*_SCOPES, "button")
+_TABLE_SECTIONS = ("table", "tbody", "thead", "tfoot")
+# A CSS escape: up to six hex digits and one white space after them, or any other character.
+_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|(.))", flags=re.DOTALL)
+# A declaration: up to a ";" outside quotes.
+_DECLARATION = re.compile(r"""(?:"[^"]*"|'[^']*'|[^;"'])+""")
 _CSS_COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", flags=re.DOTALL)
 _COMMENT_END = re.compile(r"--!?>")
 # A numeric character reference: its digits after any leading zeros in group 1 (hex) or 2,
@@ -131,42 +127,80 @@ class _Page:
         self.skip: dict[str, int] = {}
         self.phase = "before"
         self.foreign = 0  # open <svg> and <math> elements, whose titles name no page
-        self.hidden: str | None = None  # the element the page hides, while inside it
-        self.inside = 0  # elements open inside it that end it (see _inside)
+        # The elements open, innermost last, with where each name stands among them (a
+        # browser's stack of open elements, as far as finding where an element ends needs it),
+        # and where the element the page hides stands, while inside it.
+        self.open: list[str] = []
+        self.at: dict[str, list[int]] = {}
+        self.hidden: int | None = None
 
-    def hide(self, tag: str) -> None:
-        """The element ``tag`` that just started is hidden: nothing in it is text, up to
-        where it ends (see the module)."""
-        if self.hidden is None and tag not in _VOID:
-            self.hidden, self.inside = tag, 0
+    def _last(self, name: str) -> int:
+        """Where the innermost open element ``name`` stands, or -1."""
+        found = self.at.get(name)
+        return found[-1] if found else -1
 
-    def _inside(self, tag: str) -> bool:
-        """Whether ``tag`` is an element that its own end tag ends, whose nesting counts
-        while inside a hidden element: for one whose end tag may be left out, the blocks and
-        cells in it (whose end tags would end it otherwise); for any other, its own name."""
-        if self.hidden in _IMPLIED_END:
-            return tag == self.hidden or (tag not in _VOID and (tag in _BLOCK or tag in _CELL))
-        return tag == self.hidden
+    def _in_scope(self, name: str, scopes: Sequence[str] = _SCOPES) -> int:
+        """Where the innermost open ``name`` stands if none of ``scopes`` was opened inside
+        it (else -1)."""
+        at = self._last(name)
+        return at if at > max(map(self._last, scopes)) or at < 0 else -1
 
-    def _hidden_start(self, tag: str) -> None:
-        closers = _IMPLIED_END.get(self.hidden or "")
-        if closers is not None and not self.inside and tag in closers:
-            self.hidden = None  # "<p hidden>a<div>": the paragraph ended where the div starts
-        elif self._inside(tag):
-            self.inside += 1
-
-    def _hidden_end(self, tag: str) -> None:
-        ends = self._inside(tag) or (self.hidden in _IMPLIED_END and tag in _CONTAINERS)
-        if not ends:
-            return
-        if self.inside:
-            self.inside -= 1
-        else:
+    def _close(self, at: int) -> None:
+        """End the element at ``at`` and every element inside it."""
+        while len(self.open) > at:
+            self.at[self.open.pop()].pop()
+        if self.hidden is not None and self.hidden >= len(self.open):
             self.hidden = None
 
-    def start(self, tag: str) -> None:
-        if self.hidden is not None:
-            self._hidden_start(tag)
+    def _implied_ends(self, tag: str) -> None:
+        """End what start tag ``tag`` ends in a browser: an open paragraph at a block, a list
+        item at the next, a cell or a row at the next."""
+        if tag in _CLOSES_P and (at := self._in_scope("p", _BUTTON_SCOPES)) >= 0:
+            self._close(at)
+        if tag == "li" and (at := self._in_scope("li", _LIST_SCOPES)) >= 0:
+            self._close(at)
+        elif tag in ("dt", "dd"):
+            at = max(
+                self._in_scope("dt", _DEFINITION_SCOPES), self._in_scope("dd", _DEFINITION_SCOPES)
+            )
+            if at >= 0:
+                self._close(at)
+        elif tag in ("option", "optgroup"):
+            if self.open and self.open[-1] == "option":
+                self._close(len(self.open) - 1)
+            if tag == "optgroup" and self.open and self.open[-1] == "optgroup":
+                self._close(len(self.open) - 1)
+        elif tag == "tr":
+            section = max(map(self._last, _TABLE_SECTIONS))
+            if section >= 0:
+                self._close(section + 1)
+        elif tag in _CELL and (row := self._last("tr")) > self._last("table"):
+            self._close(row + 1)
+        elif tag in ("tbody", "thead", "tfoot", "caption") and (table := self._last("table")) >= 0:
+            self._close(table + 1)
+
+    def _opened(self, tag: str, hides: bool, closed: bool) -> None:
+        """Start tag ``tag``: what it ends ends, and it is open (unless it has no content)."""
+        self._implied_ends(tag)
+        if tag in _VOID or (closed and self.foreign):  # "<rect/>" in an svg is whole
+            return
+        self.at.setdefault(tag, []).append(len(self.open))
+        self.open.append(tag)
+        if hides and self.hidden is None:
+            self.hidden = len(self.open) - 1
+
+    def _ended(self, tag: str) -> None:
+        """End tag ``tag``: it ends the innermost open ``tag`` and what is inside it, unless
+        that is outside a table or the like that is open (or none is open: it is ignored)."""
+        at = self._last(tag)
+        if at < 0 or tag in ("br", "body", "html"):
+            return
+        if tag not in _SCOPES and at < max(map(self._last, _SCOPES)):
+            return
+        self._close(at)
+
+    def start(self, tag: str, hides: bool = False, closed: bool = False) -> None:
+        self._opened(tag, hides, closed)
         # In a head, a noscript's content is text to a browser that runs scripts: its tags (a
         # tracking pixel's <img>) do not end the head.
         if (
@@ -192,8 +226,7 @@ class _Page:
             self.parts.append("\t")
 
     def end(self, tag: str) -> None:
-        if self.hidden is not None:
-            self._hidden_end(tag)
+        self._ended(tag)
         if tag in _FOREIGN and self.foreign:
             self.foreign -= 1
         if self._heading() and tag in _HEAD_ENDERS:
@@ -235,9 +268,18 @@ class _Page:
         self.skip.pop("head", None)
 
 
-def _tag_end(raw: str, at: int) -> tuple[int, bool]:
+def _css_unescaped(match: re.Match[str]) -> str:
+    """The character a CSS escape stands for (U+FFFD for none)."""
+    digits, other = match.groups()
+    if digits is None:
+        return other
+    code = int(digits, 16)
+    return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code < 0xE000 else "\ufffd"
+
+
+def _tag_end(raw: str, at: int) -> tuple[int, bool, bool]:
     """The index just past the ``>`` closing the tag whose attributes start at ``at``, or -1;
-    and whether they hide the element (see :func:`_hides`)."""
+    whether they hide the element (see :func:`_hides`); and whether the tag ends in ``/>``."""
     hides = False
     seen: set[str] = set()
     while True:
@@ -252,7 +294,9 @@ def _tag_end(raw: str, at: int) -> tuple[int, bool]:
                 seen.add(name)
                 value = next((v for v in match.groups()[1:] if v is not None), None)
                 hides = _hides(name, value) or hides
-    return (at + 1 if raw.startswith(">", at) else -1), hides
+    if not raw.startswith(">", at):
+        return -1, hides, False
+    return at + 1, hides, raw[at - 1] == "/"
 
 
 def _hides(name: str, value: str | None) -> bool:
@@ -260,10 +304,11 @@ def _hides(name: str, value: str | None) -> bool:
     but ``hidden="until-found"``, or a ``style`` whose ``display`` is ``none`` (the last
     declaration, an ``!important`` one over plain ones)."""
     text = "" if value is None else _decoded(value)
-    if name == "hidden":
-        return text.strip(_SPACE).lower() != "until-found"
+    if name == "hidden":  # any other value (" until-found" too) is the plain hidden state
+        return text.lower() != "until-found"
     display, important = "", False
-    for declaration in _CSS_COMMENT.sub(" ", text).split(";"):
+    css = _CSS_ESCAPE.sub(_css_unescaped, _CSS_COMMENT.sub(" ", text))
+    for declaration in _DECLARATION.findall(css):
         prop, colon, given = declaration.partition(":")
         if not colon or prop.strip(_SPACE).lower() != "display":
             continue
@@ -336,16 +381,14 @@ def _markup(raw: str, lt: int, page: _Page) -> int:
             return lt + 3
         page.text("<")
         return lt + 1
-    end, hides = _tag_end(raw, name.end())
+    end, hides, closed = _tag_end(raw, name.end())
     if end < 0:
         return size  # a tag the page never closes: the rest of the page is inside it
     tag = name.group().lower()
     if closing:
         page.end(tag)
         return end
-    page.start(tag)
-    if hides:
-        page.hide(tag)
+    page.start(tag, hides, closed)
     if tag in _RAW_TEXT or tag in _ESCAPABLE:
         end = _contents(raw, end, tag, page)
     return end
