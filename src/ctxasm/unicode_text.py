@@ -53,15 +53,19 @@ def normalize(form: Form, text: str, others: Set[str] | None = None) -> str:
     runs = _long_runs()
     if runs.search(text) is None:
         return unicodedata.normalize(form, text)
-    return unicodedata.normalize(form, runs.sub(_in_order, text))
+    # the compatibility forms start from the compatibility decomposition (U+FF9E is a mark
+    # there, a letter in the canonical one)
+    decomposition: Form = "NFKD" if form in ("NFKC", "NFKD") else "NFD"
+    ordered = runs.sub(lambda run: _in_order(run.group(), decomposition), text)
+    return unicodedata.normalize(form, ordered)
 
 
-def _in_order(match: re.Match[str]) -> str:
-    """The canonical decomposition of a run, its marks in canonical order: each character
+def _in_order(run: str, decomposition: Form) -> str:
+    """The ``decomposition`` of a run, its marks in canonical order: each character
     decomposed on its own, then each stretch of non-starters sorted, stably, by class."""
-    combining, nfd = unicodedata.combining, unicodedata.normalize
+    combining, decompose = unicodedata.combining, unicodedata.normalize
     # one character at a time: the run decomposed whole would be sorted by the library again
-    decomposed = "".join([nfd("NFD", char) for char in match.group()])
+    decomposed = "".join([decompose(decomposition, char) for char in run])
     ordered: list[str] = []
     marks: list[str] = []
     for char in decomposed:
@@ -76,9 +80,10 @@ def _in_order(match: re.Match[str]) -> str:
     return "".join(ordered)
 
 
-# Characters of class 0 whose decomposition opens with a mark (Tibetan vowel signs): in a run
-# of marks they are marks too (tests check the list against the Unicode database).
-OPENS_WITH_MARK = frozenset("\u0f73\u0f75\u0f81")
+# Characters of class 0 whose decomposition opens with a mark: Tibetan vowel signs (canonical),
+# the halfwidth katakana sound marks (compatibility). In a run of marks they are marks too
+# (tests check the list against the Unicode database).
+OPENS_WITH_MARK = frozenset("\u0f73\u0f75\u0f81\uff9e\uff9f")
 
 
 def reorders(char: str) -> bool:
