@@ -22,9 +22,12 @@ every unit of template work is charged to one budget per request (:class:`Render
   ``min`` and ``max`` (the attribute they read of each item, when given one);
 - **memory:** every string, list, dict and integer a render builds (operators, slices, list
   and dict displays, filters, method calls, ``~``, macro outputs, ``{% set %}`` blocks, the
-  output) is charged its bytes, at most :data:`MAX_BUILT` for each render (what a render
-  built is garbage once it returns, so the limit is a render's, not a request's: a request
-  renders its template about ten times).
+  output; the items of a list a filter or a method returns) is charged its bytes, at most
+  :data:`MAX_BUILT` for each render (what a render built is garbage once it returns, so the
+  limit is a render's, not a request's: a request renders its template about ten times);
+- **hashing:** a dict built from many keys (``dict(pairs)``, ``namespace(pairs)``,
+  ``fromkeys``) takes a step per key, and a strip takes at most ``_MAX_STRIPPED``
+  characters to strip, so no one call does work the time limit cannot stop.
 
 Work that cannot be bounded cheaply is not offered: recursive ``for`` loops, and the filters
 ``random`` (not deterministic), ``pprint``, ``urlize`` and ``wordwrap``. Going over any limit
@@ -44,6 +47,7 @@ from collections.abc import (
     Iterable,
     Iterator,
     KeysView,
+    Mapping,
     Sequence,
     ValuesView,
 )
@@ -77,7 +81,7 @@ __all__ = [
 MAX_STEPS = 1_000_000
 MAX_SECONDS = 2.0
 MAX_CHARS = 8_000_000
-MAX_BUILT = 16 * MAX_CHARS  # bytes
+MAX_BUILT = 32 * MAX_CHARS  # bytes
 MAX_WIDTH = 10_000
 MAX_INT_BITS = 100_000
 FIELD = "template"
@@ -192,21 +196,30 @@ _EMPTY_SIZES = tuple(
 )
 
 
-def _built_size(value: Any) -> int:
+def _built_size(value: Any, *, items: bool = False) -> int:
     """The bytes ``value`` takes beyond an empty one of its kind (found in constant time): a
     text a byte a character in ASCII, up to four beyond it; a list eight for each item it
-    has room for; an integer its digits; anything else nothing."""
+    has room for; an integer its digits; anything else nothing. With ``items``, a list's,
+    tuple's or dict's items (keys and values) are added as they are (not what they hold):
+    what a filter or a method returns is mostly new (``s.split()``: a million texts of 50
+    bytes each in a list of 8 MB)."""
     for kind, empty in _EMPTY_SIZES:
         if isinstance(value, kind):
-            return max(sys.getsizeof(value) - empty, 0)
+            size = max(sys.getsizeof(value) - empty, 0)
+            if items and isinstance(value, list | tuple):
+                size += sum(map(sys.getsizeof, value))
+            elif items and isinstance(value, dict):
+                size += sum(map(sys.getsizeof, value)) + sum(map(sys.getsizeof, value.values()))
+            return size
     return 0
 
 
-def _charge_built(result: Any, *inputs: Any) -> None:
+def _charge_built(result: Any, *inputs: Any, items: bool = False) -> None:
     """Charge ``result`` to the bytes built, unless it is one of ``inputs`` (returned as it
-    was: ``s * 1``, ``s.strip()`` with nothing to strip)."""
+    was: ``s * 1``, ``s.strip()`` with nothing to strip); ``items`` as for
+    :func:`_built_size`."""
     if not any(result is value for value in inputs):
-        _budget().build(_built_size(result))
+        _budget().build(_built_size(result, items=items))
 
 
 # Filters that write their first argument out as text (a list or a dict is written whole).
@@ -263,7 +276,17 @@ def _repr_size(text: str) -> int:
     size += text.count("\n") + text.count("\t") + text.count("\r")
     if text.translate(_PLAIN_BREAKS).isprintable():
         return size
-    return _REPR_GROWTH * len(text) + 2
+    # each unprintable character by its escape (a no-break space is "\xa0", U+3000 "\u3000"),
+    # counted kind by kind while the kinds are few (one in a long text made it all ten times)
+    odd = [c for c in set(text) if not c.isprintable() and c not in "\n\t\r"]
+    if len(odd) > _ODD_KINDS:
+        return _REPR_GROWTH * len(text) + 2
+    return size + sum(
+        text.count(c) * (3 if c <= "\xff" else 5 if c <= "\uffff" else 9) for c in odd
+    )
+
+
+_ODD_KINDS = 64
 
 
 _PLAIN_BREAKS = str.maketrans("", "", "\n\t\r")
@@ -467,7 +490,7 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         if isinstance(result, str) and len(result) > MAX_CHARS:
             raise _too_long(len(result))
         if name not in _PICKING:
-            _charge_built(result, *args, *kwargs.values())
+            _charge_built(result, *args, *kwargs.values(), items=True)
         return result
 
     return guarded
@@ -565,6 +588,9 @@ def _check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> N
                     raise _too_long(size, "a joined text")
         elif isinstance(items, _WRITTEN):  # a dict (its keys) or a namespace
             _text_size(items)
+    elif name == "trim":
+        values = [value for value in args if not hasattr(value, "environment")]
+        _check_strip(values[1] if len(values) > 1 else kwargs.get("chars"))
     elif name == "int":
         values = [value for value in args if not hasattr(value, "environment")]
         text = values[0].strip() if values and isinstance(values[0], str) else ""
@@ -708,6 +734,8 @@ def _check_str_method(text: str, name: str, args: tuple[Any, ...], kwargs: dict[
     bytes, which no template needs and whose size nothing here measures)."""
     if name in _BYTES_METHODS:
         raise RequestError(f"template cannot call {name}: templates write text", field=FIELD)
+    if name in _STRIPS:
+        _check_strip(next(iter((*args, *kwargs.values())), None))
     if name in _CASE_METHODS and not text.isascii() and 3 * len(text) > MAX_CHARS:
         raise _too_long(3 * len(text), "a text in another case")  # "ﬃ" upper is "FFI"
     if name in _SIZED_METHODS:
@@ -741,6 +769,33 @@ def _check_str_method(text: str, name: str, args: tuple[Any, ...], kwargs: dict[
             size = len(text) + hits * _grown("escape", args[1])
             if size > MAX_CHARS:
                 raise _too_long(size)
+
+
+def _hashes_each(function: Any, name: str, given: Any) -> bool:
+    """Whether calling ``function`` (named ``name``) on ``given`` builds a dict of its items
+    in one call: ``dict(pairs)``, ``namespace(pairs)``, ``{}.fromkeys(keys)`` (a mapping
+    given to ``dict`` or ``namespace`` is copied with the hashes it has)."""
+    if name == "fromkeys":
+        return isinstance(given, Iterable) and not isinstance(given, str)
+    if function is dict or function is Namespace:
+        return isinstance(given, Iterable) and not isinstance(given, str | Mapping)
+    return False
+
+
+# Strips that take the characters to strip: each character stripped is looked up in them.
+_STRIPS = frozenset(("strip", "lstrip", "rstrip"))
+_MAX_STRIPPED = 256
+
+
+def _check_strip(chars: Any) -> None:
+    """Refuse a strip (a method, or the ``trim`` filter) given more than ``_MAX_STRIPPED``
+    characters to strip: Python looks each character of the text up in them one by one, in
+    one step (a million of each took 9 s, holding every other thread)."""
+    if isinstance(chars, str) and len(chars) > _MAX_STRIPPED:
+        raise RequestError(
+            f"template gives a strip {len(chars):,} characters to strip; at most {_MAX_STRIPPED:,}",
+            field=FIELD,
+        )
 
 
 def _bounded_filters() -> dict[str, Callable[..., Any]]:
@@ -914,6 +969,11 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         name = getattr(__obj, "__name__", "")
         if isinstance(owner, bytes | bytearray | memoryview) or name in _BYTES_METHODS:
             raise RequestError(f"template cannot call {name}: templates write text", field=FIELD)
+        if args and _hashes_each(__obj, name, args[0]):
+            # each key inserted in its own step, so that the time limit holds between them:
+            # keys whose hashes collide (multiples of 2**61 - 1) cost the insertion of each
+            # all the others before it (60,000 took 18 s in one call)
+            args = (_metered(iter(args[0]), budget), *args[1:])
         if isinstance(owner, LoopContext) and name == "changed":  # compares with the last
             args = tuple(_compared(value) for value in args)
         elif isinstance(owner, list | tuple) and name in ("count", "index"):
@@ -931,7 +991,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         if isinstance(result, str) and len(result) > MAX_CHARS:
             raise _too_long(len(result))
         if not isinstance(__obj, Macro) and name != "get":  # a macro's output: by concat
-            _charge_built(result, owner, *args, *kwargs.values())
+            _charge_built(result, owner, *args, *kwargs.values(), items=True)
         return result
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:

@@ -20,7 +20,7 @@ FOUR_HUNDRED_THOUSAND = (
 )
 TIME = "template took more than 2 s to render for one request; simplify it"
 BUILT = (
-    "template builds more than 128 MB in all (strings, lists, dicts, integers) in one render; "
+    "template builds more than 256 MB in all (strings, lists, dicts, integers) in one render; "
     "simplify it"
 )
 # A list display of twenty references to s, made without a repetition (which is refused
@@ -597,18 +597,17 @@ def test_a_membership_in_a_dict_hashes_and_does_not_read_it() -> None:
         "{% macro m(n) %}{% set x = 'x' * 8000000 %}{% if n > 0 %}{{ m(n - 1) }}{% endif %}"
         "{{ x|length }}{% endmacro %}{{ m(1000) }}",
         # one string of 8 MB kept on each iteration (a namespace holds a chain of them)
-        "{% set ns = namespace(l=[]) %}{% for i in range(20) %}"
+        "{% set ns = namespace(l=[]) %}{% for i in range(40) %}"
         "{% set ns.l = [ns.l, 'x' * 7999990 ~ i] %}{% endfor %}",
         # a slice is a copy
-        "{% set s = 'x' * 8000000 %}{% set ns = namespace(l=[]) %}{% for i in range(20) %}"
+        "{% set s = 'x' * 8000000 %}{% set ns = namespace(l=[]) %}{% for i in range(40) %}"
         "{% set ns.l = [ns.l, s[i:]] %}{% endfor %}",
-        # a method's result: a list of a million items, each kept
-        "{% set s = 'x ' * 1000000 %}{% set ns = namespace(l=[]) %}{% for i in range(20) %}"
-        "{% set ns.l = [ns.l, s.split()] %}{% endfor %}",
         # integers of 100,000 bits made by subtraction
-        "{% set big = 2 ** 49999 %}{% set ns = namespace(l=[]) %}{% for i in range(40000) %}"
+        "{% set big = 2 ** 49999 %}{% set big = big * big %}"
+        "{% set ns = namespace(l=[]) %}{% for i in range(40000) %}"
         "{% set ns.l = [ns.l, big - i] %}{% endfor %}",
-        "{% set big = 2 ** 49999 %}{% set ns = namespace(l=[]) %}{% for i in range(40000) %}"
+        "{% set big = 2 ** 49999 %}{% set big = big * big %}"
+        "{% set ns = namespace(l=[]) %}{% for i in range(40000) %}"
         "{% set ns.l = [ns.l, -big] %}{% endfor %}",
     ],
 )
@@ -620,14 +619,31 @@ def test_what_a_render_builds_in_all_is_bounded(template: str) -> None:
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak < 200 * 2**20
+    assert peak < 2 * template_sandbox.MAX_BUILT
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        # a method's result: a list of a million items, each kept
+        "{% set s = 'x ' * 1000000 %}{% set ns = namespace(l=[]) %}{% for i in range(20) %}"
+        "{% set ns.l = [ns.l, s.split()] %}{% endfor %}",
+        # review rv20: a list is charged with its items, not only their pointers (two splits of
+        # four million words beyond Latin-1 held 700 MB, charged 64)
+        "{% set s = '\u0101 ' * 3990000 %}{% set a = s.split() %}{% set b = s.split() %}"
+        "{{ a|length + b|length }}",
+    ],
+)
+def test_what_a_method_returns_is_charged_with_its_items(template: str) -> None:
+    # not traced: tracing a million allocations takes longer than the time limit
+    assert _refusal(template) == ("template", BUILT)
 
 
 def test_a_display_is_charged_each_time_it_is_made() -> None:
     # ten thousand references, made again on each iteration and kept (not traced: tracing
     # the memory of this render takes longer than the time limit)
     template = (
-        "{% set a = 1 %}{% set ns = namespace(l=[]) %}{% for i in range(2000) %}"
+        "{% set a = 1 %}{% set ns = namespace(l=[]) %}{% for i in range(4000) %}"
         "{% set ns.l = [ns.l, " + "[" + "a, " * 10000 + "]] %}{% endfor %}"
     )
     assert _refusal(template) == ("template", BUILT)
@@ -732,3 +748,71 @@ def test_filters_that_read_an_attribute_are_sized_by_the_attribute() -> None:
     )
     text = ctxasm.assemble("q", [], format="template", template=template).text
     assert text == "Abc c 3 Abc Abc"
+
+
+def _rendered(template: str, variables: dict[str, object]) -> tuple[str, int]:
+    """The template rendered with ``variables`` in a budget of its own, and the steps left."""
+    budget = template_sandbox.RenderBudget()
+    token = template_sandbox.active_budget().set(budget)
+    budget.start()
+    try:
+        text = compile_template(template).render(variables)
+    finally:
+        template_sandbox.active_budget().reset(token)
+    return text, budget.steps_left
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ ('x' * 1000) .strip('y' * 1000) }}",
+        "{{ 'x'|trim('y' * 1000) }}",
+        "{{ 'x'.lstrip(chars='ab' * 200) }}",
+    ],
+)
+def test_a_strip_takes_a_few_characters_to_strip(template: str) -> None:
+    # review rv20: each character stripped is looked up in them, in one step (a million of
+    # each took 9 s, holding every other thread)
+    assert _refusal(template) == (
+        "template",
+        f"template gives a strip {'1,000' if 'y' in template else 400} characters to strip; "
+        "at most 256",
+    )
+    assert _rendered("{{ ' x. '.strip(' .') }}{{ '--y--'|trim('-') }}", {})[0] == "xy"
+
+
+def test_a_dict_built_from_many_keys_takes_a_step_for_each() -> None:
+    # review rv20: keys whose hashes collide (multiples of 2**61 - 1) cost each insertion all
+    # the keys before it; one fromkeys of 60,000 took 18 s in one step, past the time limit
+    colliding = [k * (2**61 - 1) for k in range(1, 3001)]
+    for template in (
+        "{{ {}.fromkeys(keys)|length }}",
+        "{{ dict(keys|batch(2))|length }}",
+        "{{ namespace(keys|batch(2)) is defined }}",
+    ):
+        text, left = _rendered(template, {"keys": colliding})
+        assert text in ("3000", "1500", "True")
+        assert template_sandbox.MAX_STEPS - left >= 1500
+    # a mapping is copied with its hashes: no step per key
+    text, left = _rendered("{{ dict(d)|length }}", {"d": dict.fromkeys(range(5000))})
+    assert (text, template_sandbox.MAX_STEPS - left < 100) == ("5000", True)
+
+
+def test_an_unprintable_character_sizes_a_text_by_its_escape() -> None:
+    # review rv20: one no-break space made a whole text count ten times its length, so an
+    # ordinary comparison of the sources was refused on a full context
+    for text in ("a\xa0" * 1000, "\u3000b" * 1000, "x\U000e0001" * 10, "a\u200db\n\t" * 50):
+        assert template_sandbox._repr_size(text) == len(repr(text))
+    many = "".join(map(chr, range(0x80, 0x80 + 100)))  # more kinds than are counted one by one
+    assert template_sandbox._repr_size(many) >= len(repr(many))
+
+
+def test_a_prompt_accumulated_in_a_namespace_renders() -> None:
+    # review rv20: the usual idiom, over 200 sources and 1.7 MB, was refused: what it builds
+    # in all grows with the square of its output
+    template = (
+        "{% set ns = namespace(out='') %}{% for s in texts %}"
+        "{% set ns.out = ns.out ~ s ~ '\\n\\n' %}{% endfor %}{{ ns.out|length }}"
+    )
+    texts = [f"{i:04d} " + "word " * 1700 for i in range(200)]
+    assert _rendered(template, {"texts": texts})[0] == str(sum(len(t) + 2 for t in texts))
