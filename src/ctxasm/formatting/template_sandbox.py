@@ -874,42 +874,38 @@ class _BoundedCodeGenerator(CodeGenerator):
             self.write(f", {membership})")
         self.write(")")
 
+    def _charged(self, visit: Callable[[Any, Frame], None], node: Any, frame: Frame) -> None:
+        """Write ``node`` (by ``visit``) through the bytes built."""
+        self.write("environment.ctxasm_built(")
+        visit(node, frame)
+        self.write(")")
+
     @optimizeconst
     def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:  # noqa: N802
-        if not isinstance(node.arg, nodes.Slice):
-            super().visit_Getitem(node, frame)
-            return
         # Jinja slices in plain Python; a slice of a text or a list is a copy: charged
-        self.write("environment.ctxasm_built(")
-        super().visit_Getitem(node, frame)
-        self.write(")")
+        if isinstance(node.arg, nodes.Slice):
+            self._charged(super().visit_Getitem, node, frame)
+        else:
+            super().visit_Getitem(node, frame)
 
     def visit_List(self, node: nodes.List, frame: Frame) -> None:  # noqa: N802
-        self.write("environment.ctxasm_built(")
-        super().visit_List(node, frame)
-        self.write(")")
+        self._charged(super().visit_List, node, frame)
 
     def visit_Dict(self, node: nodes.Dict, frame: Frame) -> None:  # noqa: N802
-        self.write("environment.ctxasm_built(")
-        super().visit_Dict(node, frame)
-        self.write(")")
+        self._charged(super().visit_Dict, node, frame)
 
     def visit_Tuple(self, node: nodes.Tuple, frame: Frame) -> None:  # noqa: N802
-        if node.ctx != "load":  # a target ({% for a, b in ... %}) is written as it is
+        if node.ctx == "load":  # a target ({% for a, b in ... %}) is written as it is
+            self._charged(super().visit_Tuple, node, frame)
+        else:
             super().visit_Tuple(node, frame)
-            return
-        self.write("environment.ctxasm_built(")
-        super().visit_Tuple(node, frame)
-        self.write(")")
 
     def visit_Const(self, node: nodes.Const, frame: Frame) -> None:  # noqa: N802
         # Jinja folds a display of constants into one, written as a display again
-        if not isinstance(node.value, list | tuple | dict):
+        if isinstance(node.value, list | tuple | dict):
+            self._charged(super().visit_Const, node, frame)
+        else:
             super().visit_Const(node, frame)
-            return
-        self.write("environment.ctxasm_built(")
-        super().visit_Const(node, frame)
-        self.write(")")
 
 
 class BoundedEnvironment(ImmutableSandboxedEnvironment):

@@ -340,9 +340,9 @@ class Report(_Closed):
     relevance: RelevanceReport | None = None
 
 
-class AssembleResult(_Closed):
-    """The prompt to send and the report that explains it (after the request's own ``id`` and
-    ``metadata``, where it gave them)."""
+class _Envelope(_Closed):
+    """The request's own ``id`` and ``metadata``, first on what answers it, where it gave
+    them."""
 
     id: str | int | None = Field(
         None, description="The request's id, where it gave one.", exclude_if=lambda v: v is None
@@ -352,6 +352,12 @@ class AssembleResult(_Closed):
         description="The request's metadata, where it gave some.",
         exclude_if=lambda v: v is None,
     )
+
+
+class AssembleResult(_Envelope):
+    """The prompt to send and the report that explains it (after the request's own ``id`` and
+    ``metadata``, where it gave them)."""
+
     messages: list[dict[str, Any]] = Field(
         description="Chat messages (chat formats); content is a string, or with format "
         "anthropic planning for the cache a list of text blocks."
@@ -453,18 +459,10 @@ class ErrorDetail(_Closed):
     )
 
 
-class ErrorResponse(_Closed):
+class ErrorResponse(_Envelope):
     """Every answer that is not a result (after the request's own ``id`` and ``metadata``,
     where an assemble request gave them valid)."""
 
-    id: str | int | None = Field(
-        None, description="The request's id, where it gave one.", exclude_if=lambda v: v is None
-    )
-    metadata: dict[str, Any] | None = Field(
-        None,
-        description="The request's metadata, where it gave some.",
-        exclude_if=lambda v: v is None,
-    )
     error: ErrorDetail
 
 
