@@ -403,3 +403,29 @@ def test_what_a_browser_keeps_hidden_stays_hidden(page: str) -> None:
 def test_open_elements_are_tracked_in_linear_time(shape: str) -> None:
     page = "<p>before</p>" + shape * (400_000 // len(shape)) + "after"
     assert visible_text(page)[0].startswith("before")
+
+
+@pytest.mark.parametrize(
+    ("page", "text"),
+    [
+        # review rv21: a hidden formatting element that a block's end closes is opened again
+        # before the next text, as a browser does, up to its own end tag or its cell's end
+        ("<p><b hidden>x</p><p>SECRET</p>", ""),
+        ("<ul><li><a hidden>x</li><li>SECRET</li></ul>", ""),
+        ("<p><b hidden>x</p><p>SECRET</p></b><p>ok</p>", "ok"),
+        ("<table><tr><td><b hidden>x</td><td>ok</td></tr></table>", "ok"),
+        ("<p><b>bold</p><p>ok</p>", "bold\nok"),
+        ("<a hidden>x<a>ok</a>", "ok"),
+        # an item or a definition ends only back to the nearest special element
+        ("<li hidden><section><li>SECRET", ""),
+        ("<dl><dd hidden><section><dd>SECRET", ""),
+        # a form's end takes only the form: what it holds stays open
+        ("<form><div hidden>x</form>SECRET", ""),
+        ("<form hidden>x</form>ok", "ok"),
+        # any heading's end tag ends the open heading, and a heading ends one just before it
+        ("<h2 hidden>x<h3>ok</h3>", "ok"),
+        ("<h2 hidden>x</h3><p>ok</p>", "ok"),
+    ],
+)
+def test_hidden_elements_end_as_a_browser_ends_them(page: str, text: str) -> None:
+    assert visible_text(page) == (text, None)

@@ -39,7 +39,6 @@ tag: 40 kB of ``"<a "`` took 23 s, and each doubling four times as long.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from functools import cache
 from html import unescape
 
@@ -94,11 +93,31 @@ _CLOSES_P = (
 ) | {"plaintext", "xmp", "listing"}
 # Elements an end tag of something opened outside them does not reach (the standard's scope
 # markers): "</div>" inside a table inside a div is ignored.
-_SCOPES = ("applet", "caption", "html", "table", "td", "th", "marquee", "object", "template")
-_LIST_SCOPES = (*_SCOPES, "ol", "ul", "menu")
-_DEFINITION_SCOPES = (*_SCOPES, "dl")
-_BUTTON_SCOPES = (*_SCOPES, "button")
-_TABLE_SECTIONS = ("table", "tbody", "thead", "tfoot")
+_SCOPES = frozenset(("applet", "caption", "html", "table", "td", "th", "marquee", "object"))
+_SCOPES |= {"template"}
+_BUTTON_SCOPES = _SCOPES | {"button"}
+_TABLE_SECTIONS = frozenset(("table", "tbody", "thead", "tfoot"))
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# The standard's special elements: a list item's or a definition's start looks for an open one
+# to end back to the nearest of these (but address, div and p).
+_SPECIAL = frozenset(
+    "address applet area article aside base basefont bgsound blockquote body br button "
+    "caption center col colgroup dd details dir div dl dt embed fieldset figcaption figure "
+    "footer form frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html iframe img input "
+    "keygen li link listing main marquee menu meta nav noembed noframes noscript object ol p "
+    "param plaintext pre script search section select source style summary table tbody td "
+    "template textarea tfoot th thead title tr track ul wbr xmp".split()
+)
+_ITEM_SCOPES = _SPECIAL - {"address", "div", "p", "li"}
+_DEFINITION_SCOPES = _SPECIAL - {"address", "div", "p", "dt", "dd"}
+# Formatting elements: one that something else closes is opened again before the next text, in
+# the next block too, up to its own end tag or the end of the cell, caption or object it is in.
+_FORMATTING = frozenset("a b big code em font i nobr s small strike strong tt u".split())
+_MARKERS = frozenset(("applet", "caption", "marquee", "object", "td", "template", "th"))
+# The kinds of element a search of the open elements stops at; for each, the innermost open
+# one is kept beside every open element, so that a search costs no more than a look-up.
+_BOUNDS = (_SCOPES, _BUTTON_SCOPES, _ITEM_SCOPES, _DEFINITION_SCOPES, _MARKERS, _TABLE_SECTIONS)
+_BOUND_AT = {kind: index for index, kind in enumerate(_BOUNDS)}
 # A CSS escape: up to six hex digits and one white space after them, or any other character.
 _CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|(.))", flags=re.DOTALL)
 # A declaration: up to a ";" outside quotes.
@@ -132,32 +151,55 @@ class _Page:
         # and where the element the page hides stands, while inside it.
         self.open: list[str] = []
         self.at: dict[str, list[int]] = {}
+        # for each kind of _BOUNDS, where the innermost open one stands, at each depth
+        self.bounds: list[list[int]] = [[] for _ in _BOUNDS]
         self.hidden: int | None = None
+        # A hidden formatting element that something else closed (see _FORMATTING): its name,
+        # and where the cell or object it stands in stands (-1: none), up to whose end it hides.
+        self.reopened: tuple[str, int] | None = None
 
     def _last(self, name: str) -> int:
         """Where the innermost open element ``name`` stands, or -1."""
         found = self.at.get(name)
         return found[-1] if found else -1
 
-    def _in_scope(self, name: str, scopes: Sequence[str] = _SCOPES) -> int:
-        """Where the innermost open ``name`` stands if none of ``scopes`` was opened inside
-        it (else -1)."""
-        at = self._last(name)
-        return at if at > max(map(self._last, scopes)) or at < 0 else -1
+    def _bound(self, kind: frozenset[str]) -> int:
+        """Where the innermost open element of ``kind`` (one of _BOUNDS) stands, or -1."""
+        found = self.bounds[_BOUND_AT[kind]]
+        return found[-1] if found else -1
 
-    def _close(self, at: int) -> None:
-        """End the element at ``at`` and every element inside it."""
+    def _in_scope(self, name: str, scopes: frozenset[str] = _SCOPES) -> int:
+        """Where the innermost open ``name`` stands if no element of ``scopes`` (one of
+        _BOUNDS) was opened inside it (else -1)."""
+        at = self._last(name)
+        return at if at > self._bound(scopes) else -1
+
+    def _close(self, at: int, by: str | None = None) -> None:
+        """End the element at ``at`` and every element inside it (``by``: the end tag that
+        ends it, if one does)."""
+        hidden = self.hidden
+        if hidden is not None and hidden >= at:
+            tag = self.open[hidden]
+            if tag in _FORMATTING and not (hidden == at and by == tag):
+                self.reopened = (tag, self._bound(_MARKERS))
+            self.hidden = None
         while len(self.open) > at:
             self.at[self.open.pop()].pop()
-        if self.hidden is not None and self.hidden >= len(self.open):
-            self.hidden = None
+            for bound in self.bounds:
+                bound.pop()
+        if self.reopened is not None and self.reopened[1] >= len(self.open):
+            self.reopened = None  # the cell or object it stood in ended
 
     def _implied_ends(self, tag: str) -> None:
         """End what start tag ``tag`` ends in a browser: an open paragraph at a block, a list
         item at the next, a cell or a row at the next."""
         if tag in _CLOSES_P and (at := self._in_scope("p", _BUTTON_SCOPES)) >= 0:
             self._close(at)
-        if tag == "li" and (at := self._in_scope("li", _LIST_SCOPES)) >= 0:
+        if tag in ("a", "nobr") and (at := self._last(tag)) > self._bound(_MARKERS):
+            self._close(at, tag)  # "<a hidden>x<a>y": a link ends the open one
+        if tag in _HEADINGS and self.open and self.open[-1] in _HEADINGS:
+            self._close(len(self.open) - 1)  # "<h2>a<h3>": the h2 ends
+        if tag == "li" and (at := self._in_scope("li", _ITEM_SCOPES)) >= 0:
             self._close(at)
         elif tag in ("dt", "dd"):
             at = max(
@@ -171,7 +213,7 @@ class _Page:
             if tag == "optgroup" and self.open and self.open[-1] == "optgroup":
                 self._close(len(self.open) - 1)
         elif tag == "tr":
-            section = max(map(self._last, _TABLE_SECTIONS))
+            section = self._bound(_TABLE_SECTIONS)
             if section >= 0:
                 self._close(section + 1)
         elif tag in _CELL and (row := self._last("tr")) > self._last("table"):
@@ -184,20 +226,33 @@ class _Page:
         self._implied_ends(tag)
         if tag in _VOID or (closed and self.foreign):  # "<rect/>" in an svg is whole
             return
-        self.at.setdefault(tag, []).append(len(self.open))
+        depth = len(self.open)
+        self.at.setdefault(tag, []).append(depth)
         self.open.append(tag)
+        for kind, bound in zip(_BOUNDS, self.bounds, strict=True):
+            bound.append(depth if tag in kind else bound[-1] if bound else -1)
         if hides and self.hidden is None:
             self.hidden = len(self.open) - 1
 
     def _ended(self, tag: str) -> None:
         """End tag ``tag``: it ends the innermost open ``tag`` and what is inside it, unless
-        that is outside a table or the like that is open (or none is open: it is ignored)."""
-        at = self._last(tag)
+        that is outside a table or the like that is open (or none is open: it is ignored). Any
+        heading's end tag ends the open heading; a form's ends nothing inside it."""
+        if self.reopened is not None and self.reopened[0] == tag:
+            self.reopened = None
+        if tag in _HEADINGS:
+            at = max(self._in_scope(heading) for heading in _HEADINGS)
+        else:
+            at = self._last(tag)
         if at < 0 or tag in ("br", "body", "html"):
             return
-        if tag not in _SCOPES and at < max(map(self._last, _SCOPES)):
+        if tag not in _SCOPES and at < self._bound(_SCOPES):
             return
-        self._close(at)
+        if tag == "form":  # a browser takes the form alone off its stack: what it holds stays
+            if self.hidden == at:
+                self.hidden = None
+            return
+        self._close(at, tag)
 
     def start(self, tag: str, hides: bool = False, closed: bool = False) -> None:
         self._opened(tag, hides, closed)
@@ -246,7 +301,7 @@ class _Page:
         # Text ends the head unless it is inside an element of the head (a script's source).
         if self._heading() and self.skip.keys() <= {"head"} and data.strip(_SPACE):
             self._enter_body()
-        if data and not self.skip and self.hidden is None:
+        if data and not self.skip and self.hidden is None and self.reopened is None:
             self.parts.append(data)
 
     def titled(self, data: str) -> None:
