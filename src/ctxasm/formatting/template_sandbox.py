@@ -177,10 +177,17 @@ def _budget() -> RenderBudget:
     return budget
 
 
-def _too_long(size: int, what: str = "a string") -> RequestError:
+def _refused(action: str, size: int) -> RequestError:
+    """The refusal of a template that ``action`` (a verb and its object) of ``size``
+    characters, over MAX_CHARS; every size limit's message says it so."""
     return RequestError(
-        f"template builds {what} of {size:,} characters; at most {MAX_CHARS:,}", field=FIELD
+        f"template {action} of {size:,} characters; at most {MAX_CHARS:,}", field=FIELD
     )
+
+
+def _too_long(size: int, what: str = "a string") -> RequestError:
+    """:func:`_refused` of a template that builds ``what``."""
+    return _refused(f"builds {what}", size)
 
 
 def _check_width(value: int, what: str) -> None:
@@ -258,9 +265,7 @@ def _text_size(value: Any, refused: str = "builds a text") -> int:
         else:
             total += 1
         if total > MAX_CHARS:
-            raise RequestError(
-                f"template {refused} of {total:,} characters; at most {MAX_CHARS:,}", field=FIELD
-            )
+            raise _refused(refused, total)
         visited += 1
         if visited % 4096 == 0:
             budget.charge(0)
@@ -530,9 +535,7 @@ def _check_read(
     for item in items:
         size += len(item) if isinstance(item, str) else _text_size(item, refused)
         if size > MAX_CHARS:
-            raise RequestError(
-                f"template {refused} of {size:,} characters; at most {MAX_CHARS:,}", field=FIELD
-            )
+            raise _refused(refused, size)
 
 
 # Filters that read a string character by character (making an object of each): a step each.
