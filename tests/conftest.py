@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,6 +35,12 @@ def _tiktoken_cache() -> str:
 
 if "TIKTOKEN_CACHE_DIR" not in os.environ:
     os.environ["TIKTOKEN_CACHE_DIR"] = _tiktoken_cache()
+
+# Property tests draw the same examples on every run, so that CI fails for a change and never
+# by chance; CTXASM_HYPOTHESIS=explore draws new ones each run, to look for what they have missed.
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile(os.environ.get("CTXASM_HYPOTHESIS", "fixed"))
 
 # Frameworks under test must not phone home (Haystack sends telemetry unless told not to).
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")

@@ -104,8 +104,15 @@ _HIDING = st.sampled_from(
 _ENDED = {"div", "span", "b", "ul", "h1", "section", "blockquote", "a", "em"}
 
 
+# Well-formed means as HTML's content model allows, so that no tag ends another by implication:
+# what may hold only phrasing content holds only phrasing elements, a link holds no link and a
+# heading no heading (a browser ends the open one there; the reference does not).
+_PHRASING = ["span", "b", "a", "em"]
+_HOLDS_PHRASING = {"p", "span", "b", "a", "em", "h1"}
+
+
 @st.composite
-def _element(draw: st.DrawFn, depth: int = 0) -> str:
+def _element(draw: st.DrawFn, depth: int = 0, around: frozenset[str] = frozenset()) -> str:
     kind = draw(
         st.sampled_from(["text", "element", "raw", "comment", "br"] if depth < 4 else ["text"])
     )
@@ -118,9 +125,10 @@ def _element(draw: st.DrawFn, depth: int = 0) -> str:
     if kind == "raw":
         tag = draw(st.sampled_from(["script", "style"]))
         return f"<{tag}>if (a < b && c > d) {{ '</p>' }}</{tag}>"
-    tag = draw(st.sampled_from(_TAGS))
+    allowed = _PHRASING if around & _HOLDS_PHRASING else _TAGS
+    tag = draw(st.sampled_from([tag for tag in allowed if tag not in around & {"a", "h1"}]))
     shown = tag.upper() if draw(st.booleans()) else tag
-    inner = "".join(draw(st.lists(_element(depth + 1), max_size=4)))
+    inner = "".join(draw(st.lists(_element(depth + 1, around | {tag}), max_size=4)))
     hiding = draw(_HIDING) if tag in _ENDED else ""
     return f"<{shown}{draw(_ATTRIBUTES)}{hiding}>{inner}</{shown}>"
 

@@ -98,6 +98,9 @@ _SCOPES |= {"template"}
 _BUTTON_SCOPES = _SCOPES | {"button"}
 _TABLE_SECTIONS = frozenset(("table", "tbody", "thead", "tfoot"))
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# Parts of a table, which a browser ignores outside one ("<tr><div hidden><td>x": x stays hidden).
+_TABLE_PARTS = frozenset(("caption", "col", "colgroup", "tbody", "td", "tfoot", "th", "thead"))
+_TABLE_PARTS |= {"tr"}
 # The standard's special elements: a list item's or a definition's start looks for an open one
 # to end back to the nearest of these (but address, div and p).
 _SPECIAL = frozenset(
@@ -222,7 +225,10 @@ class _Page:
             self._close(table + 1)
 
     def _opened(self, tag: str, hides: bool, closed: bool) -> None:
-        """Start tag ``tag``: what it ends ends, and it is open (unless it has no content)."""
+        """Start tag ``tag``: what it ends ends, and it is open (unless it has no content, or
+        it is a part of a table outside any table, which a browser ignores)."""
+        if tag in _TABLE_PARTS and self._last("table") < 0:
+            return
         self._implied_ends(tag)
         if tag in _VOID or (closed and self.foreign):  # "<rect/>" in an svg is whole
             return
