@@ -23,6 +23,8 @@ from ctxasm.models.chat import (
     CHAT_NAMES,
     LLAMA3_DATE_LINES,
     ChatMLChat,
+    DeepSeekChat,
+    GemmaChat,
     Llama3Chat,
     MistralChat,
     PerMessageChat,
@@ -39,7 +41,8 @@ CHAT = _messages(("system", "S"), ("user", "u1"), ("assistant", "a "), ("user", 
 
 
 def test_the_template_names() -> None:
-    assert CHAT_NAMES == ("openai", "llama3", "chatml", "mistral-v1", "mistral-v3", "mistral-v7")
+    names = ["openai", "llama3", "chatml", "mistral-v1", "mistral-v3", "mistral-v7"]
+    assert list(CHAT_NAMES) == [*names, "gemma", "deepseek-v3"]
     assert [chat_template(name, 3, 3).name for name in CHAT_NAMES] == list(CHAT_NAMES)
 
 
@@ -115,6 +118,35 @@ def test_mistral_joins_turns_of_one_role_and_opens_with_a_user_turn(version: int
     assert MistralChat(version).count(chat, len) == 1 + opening + 2 + joined
 
 
+def test_gemma_opens_the_first_turn_with_the_system_prompt_and_calls_the_assistant_model() -> None:
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return len(text)
+
+    # <bos>; per turn <start_of_turn>, <end_of_turn> and the newline after it; the reply's
+    # <start_of_turn> and "model\n"
+    turns = (2 + len("user\nS\n\nu1") + 1) + (2 + len("model\na") + 1) + (2 + len("user\nq") + 1)
+    assert GemmaChat().count(CHAT, count) == 1 + turns + 1 + len("model\n")
+    assert counted == ["user\nS\n\nu1", "\n", "model\na", "\n", "user\nq", "\n", "model\n"]
+    # no system message: nothing opens the first turn; contents are trimmed of White_Space only
+    assert GemmaChat().count(_messages(("user", " \x1fq\n")), len) == 1 + (2 + 7 + 1) + 1 + 6
+    assert GemmaChat().turn("assistant", " a ", len) == 2 + len("model\na") + 1
+    assert GemmaChat().text_start == 1
+
+
+def test_deepseek_writes_the_system_prompts_first_and_trims_nothing() -> None:
+    chat = _messages(("system", "S"), ("user", " u1"), ("assistant", "a "), ("system", "T"))
+    chat += _messages(("user", "q"))
+    # <｜begin▁of▁sentence｜> S\n\nT, <｜User｜> u1, <｜Assistant｜> a <｜end▁of▁sentence｜>,
+    # <｜User｜> q, <｜Assistant｜>
+    assert DeepSeekChat().count(chat, len) == 1 + len("S\n\nT") + 4 + 4 + 2 + 1
+    assert DeepSeekChat().turn("assistant", "a ", len) == 4
+    assert DeepSeekChat().head("S", len, replies=True) == (3, "")
+    assert DeepSeekChat().text_start == 1
+
+
 def test_registry_models_name_their_template() -> None:
     chats = {spec.name: spec.chat for spec in default_registry() if spec.chat != "openai"}
     llama = ("3.1-8b", "3.1-70b", "3.1-405b", "3.2-1b", "3.2-3b", "3.3-70b")
@@ -153,7 +185,7 @@ def test_a_config_chooses_the_template() -> None:
         (
             "mistral-v2",
             "models.gpt-4o.chat must be one of openai, llama3, chatml, mistral-v1, mistral-v3, "
-            "mistral-v7, got 'mistral-v2'; did you mean",
+            "mistral-v7, gemma, deepseek-v3, got 'mistral-v2'; did you mean",
         ),
         ("ChatML", "got 'ChatML'; did you mean 'chatml'?"),
         (3, "models.gpt-4o.chat must be a string, got 3"),
@@ -189,12 +221,18 @@ def test_a_model_spec_refuses_an_unknown_template() -> None:
 TEMPLATE_MODELS = [spec.name for spec in default_registry() if spec.chat != "openai"]
 
 
-@pytest.mark.parametrize("model", ["gpt-4o", *TEMPLATE_MODELS])
+# The templates no registry model uses, on a model whose tokenizer stands in for theirs.
+STAND_INS = ["mistral-7b-instruct+gemma", "llama-3.1-8b-instruct+deepseek-v3"]
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", *TEMPLATE_MODELS, *STAND_INS])
 def test_a_sources_block_adds_its_own_count_and_at_most_two_tokens(model: str) -> None:
     """The budget measures the request with an empty sources block before any passage is
     chosen, and plans the block at its own count plus two tokens for its seams: with every
     template the request with the block takes no more than that."""
-    spec = default_registry().get(model)
+    name, _, chat = model.partition("+")
+    spec = default_registry().get(name)
+    spec = replace(spec, chat=chat) if chat else spec
     counter, fmt = get_counter(spec.tokenizer), OpenAIChatFormat()
     rng = random.Random(29)
     words = "the river of time flows past ancient stone bridges, while merchants argue".split()

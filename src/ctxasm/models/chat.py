@@ -15,6 +15,10 @@ A template counts a conversation from the model tokenizer's counts of the texts 
 ``mistral-v1``, ``mistral-v3``, ``mistral-v7``
     mistral-common's ``encode_chat_completion`` for its v1, v2/v3 and v7 (and later) instruct
     tokenizers, SentencePiece or Tekken alike.
+``gemma``
+    Hugging Face's chat template of Gemma 3 (Gemma 2's, which takes no system message, alike).
+``deepseek-v3``
+    Hugging Face's chat template of DeepSeek V3 (V3-0324's writes the same tokens).
 
 The open-weight templates are exact: a text the template writes between two control tokens is
 counted on its own only where no token can span its edges (each template says why), and
@@ -44,6 +48,8 @@ __all__ = [
     "LLAMA3_DATE_LINES",
     "ChatMLChat",
     "ChatTemplate",
+    "DeepSeekChat",
+    "GemmaChat",
     "Llama3Chat",
     "MistralChat",
     "PerMessageChat",
@@ -261,6 +267,83 @@ class MistralChat:
         return 2 + count(content)
 
 
+@dataclass(frozen=True, slots=True)
+class GemmaChat:
+    """``gemma``: ``<bos>``, then per message
+    ``<start_of_turn>{role}\n{content, trimmed}<end_of_turn>\n`` with ``model`` for the
+    assistant's role, the system prompt and a blank line opening the first turn's content (the
+    system message itself is no turn), then ``<start_of_turn>model\n``.
+
+    Control tokens are split off before the text is tokenized, so the role line with the
+    content (one text: SentencePiece has no pre-tokenizer to end a token at the line break) and
+    the newline after each ``<end_of_turn>`` are tokenized apart. Hugging Face's template
+    refuses a conversation whose turns do not alternate user, model, user; llama.cpp's Gemma
+    format writes each message as a turn, as it is counted here.
+    """
+
+    name: str = "gemma"
+
+    @property
+    def text_start(self) -> int:
+        return 1
+
+    def count(self, messages: Messages, count: CountText) -> int:
+        rest = list(messages)
+        prefix = rest.pop(0)["content"] + "\n\n" if rest and rest[0]["role"] == "system" else ""
+        turns = (
+            self._turn(m["role"], prefix if i == 0 else "", m["content"], count)
+            for i, m in enumerate(rest)
+        )
+        return 1 + sum(turns) + 1 + count("model\n")
+
+    def turn(self, role: str, content: str, count: CountText) -> int:
+        return self._turn(role, "", content, count)
+
+    def head(self, system: str, count: CountText, *, replies: bool) -> tuple[int, str]:
+        # the sources open the text that the role line and the system prompt begin: an
+        # estimate of the tokens before them (SentencePiece may join the two)
+        return 2 + count(f"user\n{system}\n\n" if system else "user\n"), ""
+
+    @staticmethod
+    def _turn(role: str, prefix: str, content: str, count: CountText) -> int:
+        # trimmed as TGI's minijinja trims (White_Space), never below Python's Jinja's count
+        role = "model" if role == "assistant" else role
+        return 2 + count(f"{role}\n{prefix}{content.strip(WHITE_SPACE)}") + count("\n")
+
+
+@dataclass(frozen=True, slots=True)
+class DeepSeekChat:
+    """``deepseek-v3``: ``<｜begin▁of▁sentence｜>``, the system messages joined by a blank line,
+    then per turn ``<｜User｜>{content}`` or ``<｜Assistant｜>{content}<｜end▁of▁sentence｜>``,
+    then ``<｜Assistant｜>``. Nothing is trimmed.
+
+    Every text stands between two control tokens, so each is counted on its own. Templates
+    that keep only what follows the last ``</think>`` of an assistant turn (DeepSeek R1's) write
+    less than is counted, never more.
+    """
+
+    name: str = "deepseek-v3"
+
+    @property
+    def text_start(self) -> int:
+        return 1
+
+    def count(self, messages: Messages, count: CountText) -> int:
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        turns = (self.turn(m["role"], m["content"], count) for m in messages)
+        return 1 + count(system) + sum(turns) + 1
+
+    def turn(self, role: str, content: str, count: CountText) -> int:
+        if role == "user":
+            return 1 + count(content)
+        if role == "assistant":
+            return 2 + count(content)
+        return 0  # the system prompt opens the chat; the template writes no other role
+
+    def head(self, system: str, count: CountText, *, replies: bool) -> tuple[int, str]:
+        return 1 + count(system) + 1, ""
+
+
 def _turns(messages: Messages, *, keep_system: bool) -> list[tuple[str, str]]:
     """The turns mistral-common encodes: runs of one role joined by a blank line, empty
     contents left out; system messages each kept in place, or left out."""
@@ -282,6 +365,8 @@ CHAT_TEMPLATES: dict[str, ChatTemplate] = {
     "mistral-v1": MistralChat(1),
     "mistral-v3": MistralChat(3),
     "mistral-v7": MistralChat(7),
+    "gemma": GemmaChat(),
+    "deepseek-v3": DeepSeekChat(),
 }
 CHAT_NAMES = ("openai", *CHAT_TEMPLATES)
 

@@ -419,7 +419,8 @@ class ModelInfo(_Closed):
     reply_priming: int
     chat: str = Field(
         description="The chat template requests are counted with: openai (tokens_per_message "
-        "and reply_priming), llama3, chatml, mistral-v1, mistral-v3 or mistral-v7"
+        "and reply_priming), llama3, chatml, mistral-v1, mistral-v3, mistral-v7, gemma or "
+        "deepseek-v3"
     )
     input_price: float | None = Field(description="USD per 1M input tokens.")
     output_price: float | None = Field(description="USD per 1M output tokens.")

@@ -294,6 +294,111 @@ def test_mistral_v2_file_counts_with_the_v3_rules() -> None:
     assert _mismatches(_mistral_conversations(200, seed=19), spec, reference) == []
 
 
+# --- Gemma and DeepSeek V3 (no official file offline: pinned files stand in) --------------------
+
+# Gemma 3's chat_template (tokenizer_config.json of google/gemma-3-*-it), text content only.
+GEMMA3_TEMPLATE = """{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
+    {{- message['content'] | trim }}
+    {{- '<end_of_turn>\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model\n'}}
+{%- endif -%}
+"""
+
+DEEPSEEK_CONTROL = [
+    *("<｜begin▁of▁sentence｜>", "<｜User｜>"),
+    *("<｜Assistant｜>", "<｜end▁of▁sentence｜>"),
+]
+
+
+def _deepseek_template(messages: Conversation) -> str:
+    """DeepSeek V3's chat_template for a conversation with no tool calls."""
+    text = DEEPSEEK_CONTROL[0] + "\n\n".join(c for r, c in messages if r == "system")
+    for role, content in messages:
+        if role == "user":
+            text += "<｜User｜>" + content
+        elif role == "assistant":
+            text += "<｜Assistant｜>" + content + "<｜end▁of▁sentence｜>"
+    return text + "<｜Assistant｜>"
+
+
+def _split_count(text: str, control: list[str], count: Callable[[str], int]) -> int:
+    """A server's count of ``text``: each control token one token, each text between two of
+    them tokenized on its own (how Hugging Face's tokenizers split added tokens off)."""
+    import re
+
+    pieces = re.split("(" + "|".join(map(re.escape, control)) + ")", text)
+    return sum(1 if piece in control else count(piece) for piece in pieces if piece)
+
+
+def test_gemma_count_equals_its_template_rendered_by_jinja() -> None:
+    """Gemma's SentencePiece file stood in for by Mistral's (pinned); the reference renders
+    Gemma 3's own template with Jinja and tokenizes it with sentencepiece itself."""
+    import jinja2
+    import sentencepiece
+
+    def refuse(message: str) -> None:
+        raise ValueError(message)
+
+    template = jinja2.Environment().from_string(GEMMA3_TEMPLATE)
+    file = pinned.PINNED["mistral-v3"].file.locate()
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(file))
+    control = ["<bos>", "<start_of_turn>", "<end_of_turn>"]
+
+    def reference(messages: Conversation) -> int:
+        text = template.render(
+            messages=[{"role": r, "content": c} for r, c in messages],
+            bos_token="<bos>",
+            add_generation_prompt=True,
+            raise_exception=refuse,
+        )
+        return _split_count(text, control, lambda piece: len(processor.encode(piece)))
+
+    spec = replace(default_registry().get("mistral-7b-instruct"), chat="gemma")
+    conversations = _conversations(200)
+    conversations += [c[1:] for c in _conversations(50)]  # no system message
+    assert _mismatches(conversations, spec, reference) == []
+
+
+def test_deepseek_count_equals_its_template() -> None:
+    """DeepSeek's byte-level BPE stood in for by Llama 3's ranks, as Hugging Face's tokenizers
+    would hold them with DeepSeek's control tokens added."""
+    file = pinned.PINNED["llama-3"].file
+    ranks = _tiktoken_ranks(file, file.read())
+    server = hf_reference(
+        ranks, pinned.LLAMA3_PATTERN, ignore_merges=True, control_tokens=DEEPSEEK_CONTROL
+    )
+    server.encode_special_tokens = False  # the server parses the template's control tokens
+
+    def reference(messages: Conversation) -> int:
+        text = _deepseek_template(messages)
+        return len(server.encode(text, add_special_tokens=False).ids)
+
+    spec = replace(default_registry().get("llama-3.1-8b-instruct"), chat="deepseek-v3")
+    conversations = _conversations(200) + _mistral_conversations(100, seed=29)
+    assert _mismatches(conversations, spec, reference) == []
+    text = "".join(DEEPSEEK_CONTROL)  # the reference does parse them
+    assert len(server.encode(text, add_special_tokens=False).ids) == 4
+
+
 # --- Whole assemblies ---------------------------------------------------------------------------
 
 
