@@ -360,7 +360,11 @@ def _planned(setup: Setup, system: str, history: HistoryPlan) -> Planned:
     """The plan with ``history``'s turns (a :class:`BudgetError` where they do not fit)."""
     request, model, counter = setup.request, setup.model, setup.counter
     parts = PromptParts(
-        system, history.turns, request.query, sources_first=setup.previous is not None
+        system,
+        history.turns,
+        request.query,
+        sources_first=setup.previous is not None,
+        join_turns=model.chat_template.alternates,
     )
     measured = MeasuredPrompt(setup.fmt, parts, counter, model)
     return Planned(history, parts, plan_budget(request, model, counter, measured))

@@ -65,13 +65,15 @@ def test_llama3_trims_each_message_and_opens_the_system_message_with_the_date_li
     assert Llama3Chat().count(_messages(("user", " q")), len) == no_system
 
 
-def test_llama3_trims_as_every_server_does_at_least() -> None:
-    # Python's Jinja (vLLM) trims U+001C to U+001F too, Rust's minijinja (TGI) only White_Space:
-    # the count keeps what either sends (review rv18: 3,000 U+001F closing a question were
-    # left out of the count, and TGI's request overflowed the window)
-    header = 3 + len("\n\n") + len("user")
-    assert Llama3Chat().turn("user", "\x1fq?\x1f\u3000\n", len) == header + len("\x1fq?\x1f")
-    assert Llama3Chat().turn("user", " \xa0q\x85", len) == header + 1
+@pytest.mark.parametrize("chat", [Llama3Chat(), GemmaChat()])
+def test_a_message_is_trimmed_as_every_server_trims_at_least(chat: Llama3Chat | GemmaChat) -> None:
+    # Python's Jinja (vLLM) trims U+001C to U+001F too, Rust's minijinja (TGI) White_Space,
+    # llama.cpp ASCII white space only: the count keeps what any of them sends (review rv18:
+    # 3,000 U+001F closing a question were left out of the count, and TGI's request overflowed
+    # the window; rv23: a question closed by U+3000 was a token over on llama.cpp)
+    bare = chat.turn("user", "q", len) - 1
+    assert chat.turn("user", "\x1fq?\x1f\u3000\n", len) == bare + len("\x1fq?\x1f\u3000")
+    assert chat.turn("user", " \xa0q\x85\u2028\t\r\x0b\x0c", len) == bare + len("\xa0q\x85\u2028")
 
 
 def test_chatml_counts_a_content_opening_with_a_line_break_joined_to_the_role_line() -> None:
@@ -139,12 +141,21 @@ def test_gemma_opens_the_first_turn_with_the_system_prompt_and_calls_the_assista
 def test_deepseek_writes_the_system_prompts_first_and_trims_nothing() -> None:
     chat = _messages(("system", "S"), ("user", " u1"), ("assistant", "a "), ("system", "T"))
     chat += _messages(("user", "q"))
-    # <｜begin▁of▁sentence｜> S\n\nT, <｜User｜> u1, <｜Assistant｜> a <｜end▁of▁sentence｜>,
-    # <｜User｜> q, <｜Assistant｜>
-    assert DeepSeekChat().count(chat, len) == 1 + len("S\n\nT") + 4 + 4 + 2 + 1
+    # <｜begin▁of▁sentence｜> S\n\nT (and the blank line llama.cpp's format ends it with),
+    # <｜User｜> u1, <｜Assistant｜> a <｜end▁of▁sentence｜>, <｜User｜> q, <｜Assistant｜>
+    assert DeepSeekChat().count(chat, len) == 1 + len("S\n\nT\n\n") + 4 + 4 + 2 + 1
+    assert DeepSeekChat().count(_messages(("user", "q")), len) == 1 + 2 + 1
     assert DeepSeekChat().turn("assistant", "a ", len) == 4
-    assert DeepSeekChat().head("S", len, replies=True) == (3, "")
+    assert DeepSeekChat().head("S", len, replies=True) == (1 + 3 + 1, "")
     assert DeepSeekChat().text_start == 1
+    # llama.cpp's blank line is counted only where it is more (a tokenizer may fold it in)
+    assert DeepSeekChat().count(_messages(("system", "S")), lambda text: 1) == 1 + 1 + 1
+
+
+def test_gemma_counts_the_tokens_before_the_sources() -> None:
+    # <bos>, <start_of_turn>, then the text the sources continue: an estimate (review rv23)
+    assert GemmaChat().head("S", len, replies=False) == (2 + len("user\nS\n\n"), "")
+    assert GemmaChat().head("", len, replies=True) == (2 + len("user\n"), "")
 
 
 def test_registry_models_name_their_template() -> None:

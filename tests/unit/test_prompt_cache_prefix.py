@@ -12,6 +12,7 @@ moves it away from the sources, and nothing is claimed.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -185,3 +186,66 @@ def test_mistral_v3_measures_the_system_prompt_before_the_sources_without_histor
     assert cache is not None and cache.prefix_sources == 8
     shared = _shared(encode(first.messages), encode(second.messages))
     assert 0.97 * shared <= cache.prefix_tokens <= shared
+
+
+def test_gemma_gets_turns_that_alternate_and_a_prefix_it_shares() -> None:
+    """Gemma's template refuses two user messages in a row, which planning for the prompt
+    cache writes (the sources, then the question): they are joined into one (review rv23).
+    Each turn is rendered by Gemma 3's template (Jinja, which raises on turns that do not
+    alternate) and tokenized with a SentencePiece file standing in for Gemma's."""
+    import jinja2
+    import sentencepiece
+
+    from chat_templates import GEMMA3_TEMPLATE
+
+    def refuse(message: str) -> None:
+        raise ValueError(message)
+
+    template = jinja2.Environment().from_string(GEMMA3_TEMPLATE)
+    file = pinned.PINNED["mistral-v3"].file.locate()
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(file))
+    control = {"<bos>": -1, "<start_of_turn>": -2, "<end_of_turn>": -3}
+    pattern = "(" + "|".join(map(re.escape, control)) + ")"
+
+    def encode(messages: Sequence[Mapping[str, Any]]) -> list[int]:
+        text = template.render(
+            messages=messages, bos_token="<bos>", add_generation_prompt=True, raise_exception=refuse
+        )
+        ids: list[int] = []
+        for piece in re.split(pattern, text):
+            ids += (
+                [control[piece]] if piece in control else processor.encode(piece) if piece else []
+            )
+        return ids
+
+    model = {
+        "context_window": 32768,
+        "max_output": 1024,
+        "tokenizer": "pinned:mistral-v3",
+        "chat": "gemma",
+    }
+    assembler = ctxasm.Assembler({"models": {"house-gemma": model}})
+    passages, history = _passages(), list[dict[str, str]]()
+    before: list[int] | None = None
+    previous: Any = None
+    for question, offered in TURNS:
+        shown = [p for p in passages if p["id"] in offered]
+        result = assembler.assemble(
+            question,
+            shown,
+            previous=previous,
+            history=history,
+            model="house-gemma",
+            max_context_tokens=4000,
+        )
+        roles = [m["role"] for m in result.messages]
+        assert roles == ["system", *["user", "assistant"] * len(history[::2]), "user"]
+        ids = encode(result.messages)
+        assert len(ids) == result.report.total_tokens
+        cache = result.report.cache
+        assert cache is not None
+        if before is not None:
+            assert cache.prefix_tokens <= _shared(before, ids)
+            assert cache.prefix_sources > 0 or cache.prefix_tokens == 0
+        before, previous = ids, result
+        history += [{"role": "user", "content": question}, {"role": "assistant", "content": "A."}]

@@ -21,7 +21,8 @@ class PromptParts:
     ``sources_first``: the sources come right after the system prompt, before the history and
     the question, so that a prompt cache can reuse them across turns (docs/caching.md);
     ``labels``: each source's label number by passage id, where labels are kept across turns
-    (``None``: sources are numbered in prompt order).
+    (``None``: sources are numbered in prompt order); ``join_turns``: chat messages of one role
+    in a row are joined into one, for a model whose chat template refuses them (Gemma's).
     """
 
     system: str
@@ -29,6 +30,7 @@ class PromptParts:
     query: str
     sources_first: bool = False
     labels: Mapping[str, int] | None = None
+    join_turns: bool = False
 
 
 @dataclass(frozen=True, slots=True)

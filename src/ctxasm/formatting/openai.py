@@ -38,7 +38,22 @@ class OpenAIChatFormat:
         else:
             messages += history
             messages.append({"role": "user", "content": user_content(context, parts.query)})
+        if parts.join_turns:
+            messages = _joined(messages)
         return Rendered(tuple(messages), None, None)
 
     def count(self, rendered: Rendered, counter: TokenCounter, model: ModelSpec) -> int:
         return model.chat_template.count(rendered.messages, counter.count)
+
+
+def _joined(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """``messages`` with each run of one role joined into one message, a blank line between
+    (the sources and the question become the user turn they are without the prompt cache)."""
+    joined: list[dict[str, str]] = []
+    for message in messages:
+        if joined and joined[-1]["role"] == message["role"]:
+            content = f"{joined[-1]['content']}\n\n{message['content']}"
+            joined[-1] = {**joined[-1], "content": content}
+        else:
+            joined.append(message)
+    return joined

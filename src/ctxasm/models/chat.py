@@ -16,7 +16,7 @@ A template counts a conversation from the model tokenizer's counts of the texts 
     mistral-common's ``encode_chat_completion`` for its v1, v2/v3 and v7 (and later) instruct
     tokenizers, SentencePiece or Tekken alike.
 ``gemma``
-    Hugging Face's chat template of Gemma 3 (Gemma 2's, which takes no system message, alike).
+    Hugging Face's chat template of Gemma 3.
 ``deepseek-v3``
     Hugging Face's chat template of DeepSeek V3 (V3-0324's writes the same tokens).
 
@@ -40,12 +40,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ctxasm.errors import ConfigError
-from ctxasm.unicode_text import WHITE_SPACE
 
 __all__ = [
     "CHAT_NAMES",
     "CHAT_TEMPLATES",
     "LLAMA3_DATE_LINES",
+    "TRIMMED",
     "ChatMLChat",
     "ChatTemplate",
     "DeepSeekChat",
@@ -59,6 +59,12 @@ __all__ = [
 
 CountText = Callable[[str], int]
 Messages = Sequence[Mapping[str, str]]
+
+# What every server's trim removes from a message's ends: Python's Jinja (vLLM, transformers)
+# strips all of str.isspace, Rust's minijinja (TGI) Unicode's White_Space, llama.cpp ASCII white
+# space only. A message is counted trimmed of these alone, so the count is never below any of
+# theirs (a question ending in U+3000, common in Japanese, keeps it on llama.cpp).
+TRIMMED = " \t\n\v\f\r"
 
 # The system prompt Hugging Face's Llama 3.1 to 3.3 templates open with (the 3.1 and 3.3
 # templates write this date; 3.2 writes today's, and every date takes as many tokens).
@@ -76,6 +82,12 @@ class ChatTemplate(Protocol):
         """The tokens a server of this family writes before a prompt sent as one text (a
         completion, not messages): the tokenizer's BOS, which vLLM, llama.cpp and
         mistral-common add to Llama 3 and Mistral prompts."""
+        ...
+
+    @property
+    def alternates(self) -> bool:
+        """Whether the template refuses two messages of one role in a row (Gemma's): the
+        ``openai`` format then joins them into one, with a blank line between."""
         ...
 
     def count(self, messages: Messages, count: CountText) -> int:
@@ -108,6 +120,10 @@ class PerMessageChat:
     @property
     def text_start(self) -> int:
         return 0
+
+    @property
+    def alternates(self) -> bool:
+        return False
 
     def count(self, messages: Messages, count: CountText) -> int:
         turns = (self.turn(m["role"], m["content"], count) for m in messages)
@@ -143,6 +159,10 @@ class Llama3Chat:
     def text_start(self) -> int:
         return 1
 
+    @property
+    def alternates(self) -> bool:
+        return False
+
     def count(self, messages: Messages, count: CountText) -> int:
         rest = list(messages)
         system = rest.pop(0)["content"] if rest and rest[0]["role"] == "system" else ""
@@ -151,11 +171,10 @@ class Llama3Chat:
         return total + 2 + count("assistant") + count("\n\n")
 
     def turn(self, role: str, content: str, count: CountText) -> int:
-        # The template trims the content: Python's Jinja (vLLM, transformers) with str.strip,
-        # which also takes U+001C to U+001F, Rust's minijinja (TGI) with White_Space only.
-        # Counted as the latter trims, which keeps more: never below either server's count
-        # (3,000 U+001F closing a question were 3,000 tokens TGI sent that the count left out).
-        return 3 + count(role) + count("\n\n") + count(content.strip(WHITE_SPACE))
+        # The template trims the content, each server its own way: counted trimmed as they all
+        # trim (TRIMMED), never below any of them (3,000 U+001F closing a question were 3,000
+        # tokens TGI sent that a count trimmed as Python trims left out).
+        return 3 + count(role) + count("\n\n") + count(content.strip(TRIMMED))
 
     def head(self, system: str, count: CountText, *, replies: bool) -> tuple[int, str]:
         system_turn = 1 + self.turn("system", system, count) + count(LLAMA3_DATE_LINES)
@@ -178,6 +197,10 @@ class ChatMLChat:
     @property
     def text_start(self) -> int:
         return 0
+
+    @property
+    def alternates(self) -> bool:
+        return False
 
     def count(self, messages: Messages, count: CountText) -> int:
         total = sum(self.turn(m["role"], m["content"], count) for m in messages)
@@ -232,6 +255,10 @@ class MistralChat:
     def text_start(self) -> int:
         return 1
 
+    @property
+    def alternates(self) -> bool:
+        return False
+
     def count(self, messages: Messages, count: CountText) -> int:
         turns = _turns(messages, keep_system=self.version >= 7)
         if self.version >= 7:
@@ -269,16 +296,18 @@ class MistralChat:
 
 @dataclass(frozen=True, slots=True)
 class GemmaChat:
-    """``gemma``: ``<bos>``, then per message
-    ``<start_of_turn>{role}\n{content, trimmed}<end_of_turn>\n`` with ``model`` for the
+    """``gemma``: Gemma 3's template. ``<bos>``, then per message
+    ``<start_of_turn>{role}\\n{content, trimmed}<end_of_turn>\\n`` with ``model`` for the
     assistant's role, the system prompt and a blank line opening the first turn's content (the
-    system message itself is no turn), then ``<start_of_turn>model\n``.
+    system message itself is no turn), then ``<start_of_turn>model\\n``.
 
     Control tokens are split off before the text is tokenized, so the role line with the
     content (one text: SentencePiece has no pre-tokenizer to end a token at the line break) and
-    the newline after each ``<end_of_turn>`` are tokenized apart. Hugging Face's template
-    refuses a conversation whose turns do not alternate user, model, user; llama.cpp's Gemma
-    format writes each message as a turn, as it is counted here.
+    the newline after each ``<end_of_turn>`` are tokenized apart. The template refuses turns
+    that do not alternate user, model, user (``alternates``), so the ``openai`` format joins
+    two user messages in a row (the sources and the question of a request planned for the
+    prompt cache) into one; llama.cpp's Gemma format writes each message as a turn, as other
+    shapes are counted here.
     """
 
     name: str = "gemma"
@@ -286,6 +315,10 @@ class GemmaChat:
     @property
     def text_start(self) -> int:
         return 1
+
+    @property
+    def alternates(self) -> bool:
+        return True
 
     def count(self, messages: Messages, count: CountText) -> int:
         rest = list(messages)
@@ -306,20 +339,22 @@ class GemmaChat:
 
     @staticmethod
     def _turn(role: str, prefix: str, content: str, count: CountText) -> int:
-        # trimmed as TGI's minijinja trims (White_Space), never below Python's Jinja's count
+        # trimmed as every server trims (TRIMMED): never below any server's count
         role = "model" if role == "assistant" else role
-        return 2 + count(f"{role}\n{prefix}{content.strip(WHITE_SPACE)}") + count("\n")
+        return 2 + count(f"{role}\n{prefix}{content.strip(TRIMMED)}") + count("\n")
 
 
 @dataclass(frozen=True, slots=True)
 class DeepSeekChat:
-    """``deepseek-v3``: ``<｜begin▁of▁sentence｜>``, the system messages joined by a blank line,
-    then per turn ``<｜User｜>{content}`` or ``<｜Assistant｜>{content}<｜end▁of▁sentence｜>``,
-    then ``<｜Assistant｜>``. Nothing is trimmed.
+    """``deepseek-v3``: DeepSeek V3's (and V3-0324's) template. ``<｜begin▁of▁sentence｜>``,
+    the system messages joined by a blank line, then per turn ``<｜User｜>{content}`` or
+    ``<｜Assistant｜>{content}<｜end▁of▁sentence｜>``, then ``<｜Assistant｜>``. Nothing is
+    trimmed.
 
-    Every text stands between two control tokens, so each is counted on its own. Templates
-    that keep only what follows the last ``</think>`` of an assistant turn (DeepSeek R1's) write
-    less than is counted, never more.
+    Every text stands between two control tokens, so each is counted on its own. llama.cpp's
+    own DeepSeek V3 format ends each system message with a blank line, which the system prompt
+    is counted with where that is more. Later DeepSeek templates (R1, V3.1, V3.2) write
+    ``<think>`` or ``</think>`` tokens this one does not: they are not counted.
     """
 
     name: str = "deepseek-v3"
@@ -328,10 +363,14 @@ class DeepSeekChat:
     def text_start(self) -> int:
         return 1
 
+    @property
+    def alternates(self) -> bool:
+        return False
+
     def count(self, messages: Messages, count: CountText) -> int:
-        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        system = [m["content"] for m in messages if m["role"] == "system"]
         turns = (self.turn(m["role"], m["content"], count) for m in messages)
-        return 1 + count(system) + sum(turns) + 1
+        return 1 + self._system(system, count) + sum(turns) + 1
 
     def turn(self, role: str, content: str, count: CountText) -> int:
         if role == "user":
@@ -341,7 +380,16 @@ class DeepSeekChat:
         return 0  # the system prompt opens the chat; the template writes no other role
 
     def head(self, system: str, count: CountText, *, replies: bool) -> tuple[int, str]:
-        return 1 + count(system) + 1, ""
+        return 1 + self._system([system], count) + 1, ""
+
+    @staticmethod
+    def _system(prompts: list[str], count: CountText) -> int:
+        """The system prompts' tokens: joined by a blank line (Hugging Face's template), or
+        each followed by one (llama.cpp's format), whichever is more; none without any."""
+        if not prompts:
+            return 0
+        joined = "\n\n".join(prompts)
+        return max(count(joined), count(joined + "\n\n"))
 
 
 def _turns(messages: Messages, *, keep_system: bool) -> list[tuple[str, str]]:
