@@ -284,11 +284,12 @@ def _headed(kept: Candidate, new: Candidate) -> Passage:
     """The passage ``kept`` stands for once ``new`` is stitched into it: its own, with the
     title, url and source of ``new`` where it has none of title and url itself (windows of one
     document that a retriever returned with and without them; the grown passage's header and
-    report name the document either way, and the guard reads the header it gets)."""
+    report name the document either way, and the guard reads the header it gets). An empty
+    title or url is none: the header leaves it out too."""
     passage, other = kept.passage, new.passage
-    if passage.title is not None or passage.url is not None:
+    if passage.title or passage.url:
         return passage
-    if other.title is None and other.url is None:
+    if not other.title and not other.url:
         return passage
     source = passage.source if passage.source is not None else other.source
     return dataclasses.replace(passage, title=other.title, url=other.url, source=source)
