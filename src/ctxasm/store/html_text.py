@@ -20,6 +20,21 @@ object it stands in, is ignored, as a browser ignores it. Text hidden there was 
 words before a model that no one reading the page sees. What only a style sheet or a script
 hides (a class, ``visibility``, a colour, a size of 0) is still read.
 
+The standard's rules that decide this are kept: an end tag of an element outside a special one
+(a div, a list, a cell) is ignored (``<span><div hidden></span>x``: x is hidden); a formatting
+element's end (``</b>``, and a new ``<a>``) takes it alone off the stack when a special element
+is open inside it, as the adoption agency does, and that element and what it holds stay open;
+a form's end tag leaves what the form holds open, in it. A table where no cell or caption is
+open ends the open table; a cell ends the open cell or caption, in a row a browser implies if
+none is open; parts of a table outside a table, or inside a template or a select outside the
+table, end nothing. Inside ``svg`` and ``math`` a tag is theirs and ends nothing, but an HTML
+tag a browser breaks out on (``<div>``, ``<p>``, ``<table>``, ...) ends them first; in their
+``foreignObject``, ``desc``, ``title`` and the like, tags are HTML's again, and the text of
+what they never show (a ``title``, a ``desc``, a ``style``) is not read. A page with no
+DOCTYPE, or a legacy one, is read in quirks mode, where a table does not end a paragraph. Where
+this reader cannot follow the standard exactly (a hidden formatting element the adoption agency
+may keep around what follows, a select's content), it keeps the text hidden.
+
 The head ends as the standard's tree builder ends it: at ``</head>``, at the first text that is
 not white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that
 omits ``</head>`` and ``<body>`` (valid HTML) shows its body. A ``<head>`` tag after anything that
@@ -39,6 +54,7 @@ tag: 40 kB of ``"<a "`` took 23 s, and each doubling four times as long.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import cache
 from html import unescape
 
@@ -87,30 +103,69 @@ _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param"}
     | {"source", "track", "wbr", "basefont", "bgsound", "frame", "keygen"}
 )
-# Start tags that end an open paragraph (in scope), as in a browser.
+# Start tags that end an open paragraph (in scope), as in a browser (a table not in quirks mode).
 _CLOSES_P = (
     _BLOCK - {"br", "option", "optgroup", "tr", "thead", "tbody", "tfoot", "caption", "legend"}
 ) | {"plaintext", "xmp", "listing"}
+# The elements of svg and math that a browser counts as special and as scope markers: the ones
+# inside which tags are read as HTML again (or mostly, in math's text elements). An element of
+# svg or math is kept under its vocabulary's name and its own ("svg title"): "</td>" does not
+# end an svg <td>, and "<svg><td>" is not a table's cell.
+_INTEGRATION = frozenset(("svg foreignobject", "svg desc", "svg title"))
+_MATH_TEXT = frozenset(("math mi", "math mo", "math mn", "math ms", "math mtext"))
+_FOREIGN_SPECIAL = _INTEGRATION | _MATH_TEXT | {"math annotation-xml"}
+# Elements of svg and math a browser does not show (a tooltip, a description, a script, an
+# annotation): their text is not read, as a hidden element's.
+_FOREIGN_UNSHOWN = frozenset(
+    f"{space} {name}"
+    for space in ("svg", "math")
+    for name in ("title", "desc", "metadata", "script", "style", "annotation", "annotation-xml")
+)
+# HTML start tags that end the svg or math they stand in (the standard's "breakout" tags), and
+# <font> with one of these attributes; any other is an element of the svg or math, which ends
+# nothing.
+_BREAKOUT = frozenset(
+    "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i img "
+    "li listing menu meta nobr ol p pre ruby s small span strong strike sub sup table tt u ul "
+    "var".split()
+)
+_FONT_BREAKOUT = frozenset(("color", "face", "size"))
+_NOTED = _FONT_BREAKOUT | {"encoding"}
 # Elements an end tag of something opened outside them does not reach (the standard's scope
-# markers): "</div>" inside a table inside a div is ignored.
+# markers): "</div>" inside a table inside a div is ignored. And a select, whose content a
+# browser read as options only (it ignored other tags there) until it came to read more.
 _SCOPES = frozenset(("applet", "caption", "html", "table", "td", "th", "marquee", "object"))
-_SCOPES |= {"template"}
+_SCOPES |= {"template", "select"} | _FOREIGN_SPECIAL
 _BUTTON_SCOPES = _SCOPES | {"button"}
+_LIST_SCOPES = _SCOPES | {"ol", "ul"}
 _TABLE_SECTIONS = frozenset(("table", "tbody", "thead", "tfoot"))
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
-# Parts of a table, which a browser ignores outside one ("<tr><div hidden><td>x": x stays hidden).
+# Parts of a table, which a browser ignores outside one ("<tr><div hidden><td>x": x stays hidden)
+# and inside a template outside the table ("<td><template><td>" ends nothing outside it).
 _TABLE_PARTS = frozenset(("caption", "col", "colgroup", "tbody", "td", "tfoot", "th", "thead"))
 _TABLE_PARTS |= {"tr"}
-# The standard's special elements: a list item's or a definition's start looks for an open one
-# to end back to the nearest of these (but address, div and p).
-_SPECIAL = frozenset(
-    "address applet area article aside base basefont bgsound blockquote body br button "
-    "caption center col colgroup dd details dir div dl dt embed fieldset figcaption figure "
-    "footer form frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html iframe img input "
-    "keygen li link listing main marquee menu meta nav noembed noframes noscript object ol p "
-    "param plaintext pre script search section select source style summary table tbody td "
-    "template textarea tfoot th thead title tr track ul wbr xmp".split()
+# Their end tags, which end nothing outside the innermost table or template (the table scope).
+_TABLE_ENDS = (_TABLE_PARTS - {"col"}) | {"table"}
+# In a select, the tags that end something (a browser ignored the others there, and may now
+# hold them, but not end what is outside them).
+_SELECT_ENDS = _TABLE_ENDS | {"option", "optgroup", "select", "template"}
+_SELECT_STARTS = _TABLE_PARTS | {"table", "option", "optgroup"}
+# The standard's special elements: an end tag of an element outside one of them is ignored
+# ("<span><div hidden></span>x": x stays hidden), and a list item's or a definition's start
+# looks for an open one to end back to the nearest of these (but address, div and p).
+_SPECIAL = (
+    frozenset(
+        "address applet area article aside base basefont bgsound blockquote body br button "
+        "caption center col colgroup dd details dir div dl dt embed fieldset figcaption figure "
+        "footer form frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html iframe img input "
+        "keygen li link listing main marquee menu meta nav noembed noframes noscript object ol p "
+        "param plaintext pre script search section select source style summary table tbody td "
+        "template textarea tfoot th thead title tr track ul wbr xmp".split()
+    )
+    | _FOREIGN_SPECIAL
 )
+# End tags the standard ends in scope (a special element inside does not stop them).
+_ENDS_IN_SCOPE = _SPECIAL | {"dialog"}
 _ITEM_SCOPES = _SPECIAL - {"address", "div", "p", "li"}
 _DEFINITION_SCOPES = _SPECIAL - {"address", "div", "p", "dt", "dd"}
 # Formatting elements: one that something else closes is opened again before the next text, in
@@ -119,8 +174,65 @@ _FORMATTING = frozenset("a b big code em font i nobr s small strike strong tt u"
 _MARKERS = frozenset(("applet", "caption", "marquee", "object", "td", "template", "th"))
 # The kinds of element a search of the open elements stops at; for each, the innermost open
 # one is kept beside every open element, so that a search costs no more than a look-up.
-_BOUNDS = (_SCOPES, _BUTTON_SCOPES, _ITEM_SCOPES, _DEFINITION_SCOPES, _MARKERS, _TABLE_SECTIONS)
+_BOUNDS = (
+    *(_SCOPES, _BUTTON_SCOPES, _LIST_SCOPES, _ITEM_SCOPES, _DEFINITION_SCOPES, _MARKERS),
+    *(_TABLE_SECTIONS, _SPECIAL),
+)
 _BOUND_AT = {kind: index for index, kind in enumerate(_BOUNDS)}
+# Where a formatting element the adoption agency took off the stack stood (see _Page._adopt),
+# or a form its end tag took (what it holds stays in it).
+_GONE = ""
+# A DOCTYPE: its name, then a public identifier (and a system one), or a system identifier.
+# One that does not match (a missing name, an unclosed quote) puts a browser in quirks mode.
+_DOCTYPE = re.compile(
+    r"<!doctype[\t\n\f\r ]*([^\t\n\f\r >]+)[\t\n\f\r ]*(?:public[\t\n\f\r ]*"
+    r"""(?:"([^"]*)"|'([^']*)')[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)')?"""
+    r"""|system[\t\n\f\r ]*(?:"([^"]*)"|'([^']*)'))?[\t\n\f\r ]*>""",
+    flags=re.IGNORECASE,
+)
+# The public identifiers (lower case) that put a browser in quirks mode: these, any that starts
+# with one of _QUIRKS_PREFIXES, and with no system identifier one of _QUIRKS_WITHOUT_SYSTEM.
+_QUIRKS_IDS = frozenset(
+    ("-//w3o//dtd w3 html strict 3.0//en//", "-/w3c/dtd html 4.0 transitional/en")
+)
+_QUIRKS_IDS |= {"html"}
+_QUIRKS_PREFIXES = tuple(
+    "+//silmaril//dtd html pro v0r11 19970101//|-//as//dtd html 3.0 aswedit + extensions//|"
+    "-//advasoft ltd//dtd html 3.0 aswedit + extensions//|-//ietf//dtd html 2.0 level 1//|"
+    "-//ietf//dtd html 2.0 level 2//|-//ietf//dtd html 2.0 strict level 1//|"
+    "-//ietf//dtd html 2.0 strict level 2//|-//ietf//dtd html 2.0 strict//|"
+    "-//ietf//dtd html 2.0//|-//ietf//dtd html 2.1e//|-//ietf//dtd html 3.0//|"
+    "-//ietf//dtd html 3.2 final//|-//ietf//dtd html 3.2//|-//ietf//dtd html 3//|"
+    "-//ietf//dtd html level 0//|-//ietf//dtd html level 1//|-//ietf//dtd html level 2//|"
+    "-//ietf//dtd html level 3//|-//ietf//dtd html strict level 0//|"
+    "-//ietf//dtd html strict level 1//|-//ietf//dtd html strict level 2//|"
+    "-//ietf//dtd html strict level 3//|-//ietf//dtd html strict//|-//ietf//dtd html//|"
+    "-//metrius//dtd metrius presentational//|"
+    "-//microsoft//dtd internet explorer 2.0 html strict//|"
+    "-//microsoft//dtd internet explorer 2.0 html//|"
+    "-//microsoft//dtd internet explorer 2.0 tables//|"
+    "-//microsoft//dtd internet explorer 3.0 html strict//|"
+    "-//microsoft//dtd internet explorer 3.0 html//|"
+    "-//microsoft//dtd internet explorer 3.0 tables//|-//netscape comm. corp.//dtd html//|"
+    "-//netscape comm. corp.//dtd strict html//|-//o'reilly and associates//dtd html 2.0//|"
+    "-//o'reilly and associates//dtd html extended 1.0//|"
+    "-//o'reilly and associates//dtd html extended relaxed 1.0//|"
+    "-//sq//dtd html 2.0 hotmetal + extensions//|"
+    "-//softquad software//dtd hotmetal pro 6.0::19990601::extensions to html 4.0//|"
+    "-//softquad//dtd hotmetal pro 4.0::19971010::extensions to html 4.0//|"
+    "-//spyglass//dtd html 2.0 extended//|-//sun microsystems corp.//dtd hotjava html//|"
+    "-//sun microsystems corp.//dtd hotjava strict html//|-//w3c//dtd html 3 1995-03-24//|"
+    "-//w3c//dtd html 3.2 draft//|-//w3c//dtd html 3.2 final//|-//w3c//dtd html 3.2//|"
+    "-//w3c//dtd html 3.2s draft//|-//w3c//dtd html 4.0 frameset//|"
+    "-//w3c//dtd html 4.0 transitional//|-//w3c//dtd html experimental 19960712//|"
+    "-//w3c//dtd html experimental 970421//|-//w3c//dtd w3 html//|-//w3o//dtd w3 html 3.0//|"
+    "-//webtechs//dtd mozilla html 2.0//|-//webtechs//dtd mozilla html//".split("|")
+)
+_QUIRKS_WITHOUT_SYSTEM = (
+    "-//w3c//dtd html 4.01 frameset//",
+    "-//w3c//dtd html 4.01 transitional//",
+)
+_QUIRKS_SYSTEM = "http://www.ibm.com/data/dtd/v11/ibmxhtml1-transitional.dtd"
 # A CSS escape: up to six hex digits and one white space after them, or any other character.
 _CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|(.))", flags=re.DOTALL)
 # A declaration: up to a ";" outside quotes.
@@ -148,18 +260,36 @@ class _Page:
         self.title: str | None = None
         self.skip: dict[str, int] = {}
         self.phase = "before"
-        self.foreign = 0  # open <svg> and <math> elements, whose titles name no page
+        # Quirks mode (see _quirky), until a DOCTYPE before anything else says otherwise.
+        self.quirks = True
+        self.begun = False  # a tag or text was met: a DOCTYPE after it is ignored
         # The elements open, innermost last, with where each name stands among them (a
-        # browser's stack of open elements, as far as finding where an element ends needs it),
-        # and where the element the page hides stands, while inside it.
+        # browser's stack of open elements, as far as finding where an element ends needs it).
+        # One of svg or math is kept as "svg name" or "math name"; a formatting element the
+        # adoption agency took off the stack leaves _GONE in its place.
         self.open: list[str] = []
         self.at: dict[str, list[int]] = {}
-        # for each kind of _BOUNDS, where the innermost open one stands, at each depth
+        # for each open element, how start tags inside it are read: "html", as elements of
+        # "svg" or "math", or "text" (math's text elements: HTML but for mglyph and malignmark)
+        self.inside: list[str] = []
+        # for each kind of _BOUNDS, where the innermost open one stands, at each depth; and
+        # where the innermost open HTML element stands
         self.bounds: list[list[int]] = [[] for _ in _BOUNDS]
+        self.html_at: list[int] = []
+        # Whether each open element hides what it holds, where those that did when opened
+        # stand (in order), and where the outermost that still hides stands, while inside it.
+        self.hiding: list[bool] = []
+        self.hides: list[int] = []
         self.hidden: int | None = None
         # A hidden formatting element that something else closed (see _FORMATTING): its name,
         # and where the cell or object it stands in stands (-1: none), up to whose end it hides.
         self.reopened: tuple[str, int] | None = None
+        # How many of each formatting element were opened, and how many before each open one.
+        self.formatted: dict[str, int] = {}
+        self.opened_as: dict[int, int] = {}
+        # A form was opened outside templates and its end tag not met (the standard's form
+        # element pointer): another <form> is ignored.
+        self.form = False
 
     def _last(self, name: str) -> int:
         """Where the innermost open element ``name`` stands, or -1."""
@@ -177,29 +307,138 @@ class _Page:
         at = self._last(name)
         return at if at > self._bound(scopes) else -1
 
+    def _in_select(self) -> bool:
+        """Whether a select is open with no other scope element inside it, where a browser
+        took the tags of options and tables only (see _SELECT_ENDS), ignoring the others."""
+        scope = self._bound(_SCOPES)
+        return scope >= 0 and self.open[scope] == "select"
+
+    def _push(self, key: str, hides: bool, inside: str) -> None:
+        """Open the element ``key`` (see ``open``), start tags inside it read as ``inside``."""
+        depth = len(self.open)
+        self.open.append(key)
+        self.at.setdefault(key, []).append(depth)
+        self.inside.append(inside)
+        for kind, bound in zip(_BOUNDS, self.bounds, strict=True):
+            bound.append(depth if key in kind else bound[-1] if bound else -1)
+        self.html_at.append(depth if " " not in key else self.html_at[-1] if depth else -1)
+        self.hiding.append(hides)
+        if hides:
+            self.hides.append(depth)
+            if self.hidden is None:
+                self.hidden = depth
+        if key in _FORMATTING:
+            self.opened_as[depth] = self.formatted.get(key, 0)
+            self.formatted[key] = self.opened_as[depth] + 1
+
     def _close(self, at: int, by: str | None = None) -> None:
         """End the element at ``at`` and every element inside it (``by``: the end tag that
-        ends it, if one does)."""
-        hidden = self.hidden
-        if hidden is not None and hidden >= at:
-            tag = self.open[hidden]
-            if tag in _FORMATTING and not (hidden == at and by == tag):
-                self.reopened = (tag, self._bound(_MARKERS))
+        ends it, if one does). A hidden formatting element among them (not the one its own end
+        tag ends) is opened again before the next text, as a browser does (see _FORMATTING)."""
+        end = at
+        while end > 0 and self.open[end - 1] == _GONE:
+            end -= 1  # nothing is left of what the adoption agency took
+        reopen = None
+        while self.hides and self.hides[-1] >= end:
+            found = self.hides.pop()
+            tag = self.open[found]
+            if self.hiding[found] and tag in _FORMATTING and not (found == at and by == tag):
+                reopen = found  # the outermost, last
+        markers = self.bounds[_BOUND_AT[_MARKERS]]
+        if reopen is not None and self.reopened is None:
+            self.reopened = (self.open[reopen], markers[reopen])
+        if self.reopened is not None and (marker := self.reopened[1]) >= end:
+            # The cell or object it stood in ends: it is not opened again past it, unless an
+            # object, applet or marquee ends other than by its end tag (its marker stays).
+            name = self.open[marker]
+            if name in ("td", "th", "caption", "template") or (marker == at and name == by):
+                self.reopened = None
+            else:
+                self.reopened = (self.reopened[0], markers[marker - 1] if marker else -1)
+        if self.hidden is not None and self.hidden >= end:
             self.hidden = None
-        while len(self.open) > at:
-            self.at[self.open.pop()].pop()
+        while len(self.open) > end:
+            key = self.open.pop()
+            if key != _GONE:
+                self.at[key].pop()
+            self.inside.pop()
+            self.html_at.pop()
+            self.hiding.pop()
             for bound in self.bounds:
                 bound.pop()
-        if self.reopened is not None and self.reopened[1] >= len(self.open):
-            self.reopened = None  # the cell or object it stood in ended
+
+    def _unhide(self, at: int) -> None:
+        """The element at ``at`` no longer hides what it holds: the next hidden element inside
+        it, if any, is the outermost."""
+        if not self.hiding[at]:
+            return
+        self.hiding[at] = False
+        if self.hidden == at:
+            found = bisect_right(self.hides, at)
+            while found < len(self.hides) and not self.hiding[self.hides[found]]:
+                found += 1
+            self.hidden = self.hides[found] if found < len(self.hides) else None
+
+    def _adopt(self, at: int, tag: str) -> None:
+        """The formatting element ``tag`` at ``at`` ends (its end tag, or a new ``a``), as the
+        standard's adoption agency ends it: with everything inside it if no special element
+        is open inside it; else that element (the furthest block) and what it holds stay open,
+        moved out of it, and it alone leaves the stack ("<b><div hidden></b>x": x is hidden).
+        A hidden one a browser may keep around what follows (inside more than 8 special
+        elements, or after 3 more of its name, of which one may have dropped it from the list
+        of formatting elements) stays open."""
+        special = self._bound(_SPECIAL)
+        if special < at:
+            self._close(at, tag)
+            return
+        if self.hiding[at]:
+            specials = self.bounds[_BOUND_AT[_SPECIAL]]
+            count = 0
+            while special > at and count <= 8:
+                count += 1
+                special = specials[special - 1]
+            if count > 8 or self.formatted[tag] - self.opened_as[at] > 3:
+                return
+            self._unhide(at)
+        self._take(at)
+
+    def _take(self, at: int) -> None:
+        """Take the element at ``at`` (the innermost of its name) alone off the stack: what it
+        holds stays open, and stays in it (hidden, if it hides)."""
+        self.at[self.open[at]].pop()
+        self.open[at] = _GONE
+
+    def _break_out(self) -> None:
+        """End the svg or math elements open up to the innermost HTML element (or one inside
+        which tags are read as HTML), as a browser does at an HTML tag that ends them."""
+        depth = len(self.open)
+        while depth and self.inside[depth - 1] in ("svg", "math"):
+            depth -= 1
+        self._close(depth)
 
     def _implied_ends(self, tag: str) -> None:
-        """End what start tag ``tag`` ends in a browser: an open paragraph at a block, a list
-        item at the next, a cell or a row at the next."""
-        if tag in _CLOSES_P and (at := self._in_scope("p", _BUTTON_SCOPES)) >= 0:
+        """End what start tag ``tag`` ends in a browser: an open table at a table where no cell
+        is open, an open paragraph at a block, a link at a link, a list item at the next, a cell
+        at the next, a row at a row, a table's caption or section at a part of a table."""
+        if tag == "table" and (table := self._last("table")) > max(
+            self._last(name) for name in ("td", "th", "caption", "template")
+        ):
+            self._close(table)  # "<table><table>": the open table ends
+        if (
+            tag in _CLOSES_P
+            and not (tag == "table" and self.quirks)
+            and (at := self._in_scope("p", _BUTTON_SCOPES)) >= 0
+        ):
             self._close(at)
-        if tag in ("a", "nobr") and (at := self._last(tag)) > self._bound(_MARKERS):
-            self._close(at, tag)  # "<a hidden>x<a>y": a link ends the open one
+        if tag in ("a", "nobr") and (at := self._last(tag)) > max(
+            self._bound(_MARKERS if tag == "a" else _SCOPES), self._last("select")
+        ):
+            if at < self._bound(_SCOPES):
+                self._take(at)  # "<a hidden><table><a>x": x is in the first link, hidden
+            else:
+                self._adopt(at, tag)  # "<a hidden>x<a>y": a link ends the open one
+        if tag == "button" and (at := self._in_scope("button")) >= 0:
+            self._close(at)  # a button ends the open one
         if tag in _HEADINGS and self.open and self.open[-1] in _HEADINGS:
             self._close(len(self.open) - 1)  # "<h2>a<h3>": the h2 ends
         if tag == "li" and (at := self._in_scope("li", _ITEM_SCOPES)) >= 0:
@@ -216,52 +455,108 @@ class _Page:
             if tag == "optgroup" and self.open and self.open[-1] == "optgroup":
                 self._close(len(self.open) - 1)
         elif tag == "tr":
-            section = self._bound(_TABLE_SECTIONS)
-            if section >= 0:
-                self._close(section + 1)
-        elif tag in _CELL and (row := self._last("tr")) > self._last("table"):
-            self._close(row + 1)
-        elif tag in ("tbody", "thead", "tfoot", "caption") and (table := self._last("table")) >= 0:
-            self._close(table + 1)
+            self._close(self._bound(_TABLE_SECTIONS) + 1)
+        elif tag in _CELL:  # back to the row, or the table or section a row is implied in
+            self._close(max(self._last("tr"), self._bound(_TABLE_SECTIONS)) + 1)
+        elif tag in _TABLE_PARTS:
+            self._close(self._last("table") + 1)
 
-    def _opened(self, tag: str, hides: bool, closed: bool) -> None:
+    def _opened(self, tag: str, hides: bool, closed: bool, attributes: dict[str, str]) -> bool:
         """Start tag ``tag``: what it ends ends, and it is open (unless it has no content, or
-        it is a part of a table outside any table, which a browser ignores)."""
-        if tag in _TABLE_PARTS and self._last("table") < 0:
-            return
-        self._implied_ends(tag)
-        if tag in _VOID or (closed and self.foreign):  # "<rect/>" in an svg is whole
-            return
-        depth = len(self.open)
-        self.at.setdefault(tag, []).append(depth)
-        self.open.append(tag)
-        for kind, bound in zip(_BOUNDS, self.bounds, strict=True):
-            bound.append(depth if tag in kind else bound[-1] if bound else -1)
-        if hides and self.hidden is None:
-            self.hidden = len(self.open) - 1
+        it is a part of a table outside any table, which a browser ignores). Whether it is an
+        element of svg or math, whose content is markup whatever its name."""
+        inside = self.inside[-1] if self.inside else "html"
+        if inside == "text":
+            inside = "math" if tag in ("mglyph", "malignmark") else "html"
+        if inside != "html" and not (tag == "svg" and self.open[-1] == "math annotation-xml"):
+            if tag not in _BREAKOUT and not (tag == "font" and attributes.keys() & _FONT_BREAKOUT):
+                key = f"{inside} {tag}"  # an element of svg or math: it ends nothing
+                if not closed:
+                    self._push(key, hides or key in _FOREIGN_UNSHOWN, _inside(key, attributes))
+                return True
+            self._break_out()
+        if tag in _TABLE_PARTS and (
+            (table := self._last("table")) <= self._last("template")
+            or (tag in ("col", "colgroup") and self._last("select") > table)
+        ):
+            return False
+        if tag == "form" and self._last("template") < 0:
+            if self.form:
+                return False
+            self.form = True
+        if not self._in_select() or tag in _SELECT_STARTS:
+            self._implied_ends(tag)
+        if tag in _FOREIGN:
+            if not closed:
+                self._push(f"{tag} {tag}", hides, tag)
+        elif tag not in _VOID:
+            self._push(tag, hides, "html")
+        return False
 
-    def _ended(self, tag: str) -> None:
+    def _ended(self, tag: str) -> bool:
         """End tag ``tag``: it ends the innermost open ``tag`` and what is inside it, unless
-        that is outside a table or the like that is open (or none is open: it is ignored). Any
-        heading's end tag ends the open heading; a form's ends nothing inside it."""
+        the standard ignores it there (see the module). Whether it ended an element of svg or
+        math."""
+        if self.open and " " in self.open[-1]:  # in svg or math: its own elements first
+            if tag in ("br", "p"):
+                self._break_out()
+            else:
+                at = max(self._last(f"svg {tag}"), self._last(f"math {tag}"))
+                if at > self.html_at[-1]:
+                    self._close(at)
+                    return True
         if self.reopened is not None and self.reopened[0] == tag:
             self.reopened = None
+        if tag == "form" and self._last("template") < 0:
+            self.form = False
         if tag in _HEADINGS:
             at = max(self._in_scope(heading) for heading in _HEADINGS)
         else:
             at = self._last(tag)
         if at < 0 or tag in ("br", "body", "html"):
-            return
-        if tag not in _SCOPES and at < self._bound(_SCOPES):
-            return
-        if tag == "form":  # a browser takes the form alone off its stack: what it holds stays
-            if self.hidden == at:
-                self.hidden = None
-            return
+            return False
+        if self._in_select() and tag not in _SELECT_ENDS:
+            return False
+        if tag in _FORMATTING:
+            if at > self._bound(_SCOPES):
+                self._adopt(at, tag)
+            return False
+        if tag in _TABLE_ENDS:  # in table scope
+            stop = max(self._last("template"), -1 if tag == "table" else self._last("table"))
+        elif tag == "p":
+            stop = self._bound(_BUTTON_SCOPES)
+        elif tag == "li":
+            stop = self._bound(_LIST_SCOPES)
+        elif tag in _ENDS_IN_SCOPE:
+            stop = -1 if tag == "template" else self._bound(_SCOPES)
+        else:  # "any other end tag": not past a special element
+            stop = self._bound(_SPECIAL)
+        if at < stop:
+            return False
+        if tag == "form" and at < len(self.open) - 1:
+            self._take(at)  # a browser takes the form alone off its stack
+            return False
         self._close(at, tag)
+        return False
 
-    def start(self, tag: str, hides: bool = False, closed: bool = False) -> None:
-        self._opened(tag, hides, closed)
+    def doctype(self, markup: str) -> None:
+        """A DOCTYPE: before anything else, it sets the mode (see _quirky)."""
+        if not self.begun:
+            self.begun = True
+            self.quirks = _quirky(markup)
+
+    def start(
+        self,
+        tag: str,
+        hides: bool = False,
+        closed: bool = False,
+        attributes: dict[str, str] | None = None,
+    ) -> bool:
+        """Start tag ``tag``; whether it is an element of svg or math (whose content is markup,
+        whatever its name)."""
+        self.begun = True
+        if self._opened(tag, hides, closed, attributes or {}):
+            return True
         # In a head, a noscript's content is text to a browser that runs scripts: its tags (a
         # tracking pixel's <img>) do not end the head.
         if (
@@ -271,11 +566,9 @@ class _Page:
             and "noscript" not in self.skip
         ):
             self._enter_body()
-        if tag in _FOREIGN:
-            self.foreign += 1
         if tag == "head":
             if self.phase != "before":
-                return  # a browser ignores a <head> once the page has begun
+                return False  # a browser ignores a <head> once the page has begun
             self.phase = "head"
         elif tag in _IN_HEAD and self.phase == "before":
             self.phase = "head"  # a head is implied around it
@@ -285,11 +578,12 @@ class _Page:
             self.parts.append("\n")
         elif tag in _CELL:
             self.parts.append("\t")
+        return False
 
     def end(self, tag: str) -> None:
-        self._ended(tag)
-        if tag in _FOREIGN and self.foreign:
-            self.foreign -= 1
+        self.begun = True
+        if self._ended(tag):
+            return
         if self._heading() and tag in _HEAD_ENDERS:
             self._enter_body()
         elif tag == "head" and self.phase == "before":
@@ -304,6 +598,8 @@ class _Page:
             self.parts.append("\t")
 
     def text(self, data: str) -> None:
+        if not self.begun and data.strip(_SPACE):
+            self.begun = True
         # Text ends the head unless it is inside an element of the head (a script's source).
         if self._heading() and self.skip.keys() <= {"head"} and data.strip(_SPACE):
             self._enter_body()
@@ -315,7 +611,7 @@ class _Page:
         outside ``svg`` and ``math``, wherever it stands (as a browser's ``document.title``:
         a tag that ended the head early, or a page with no head, keeps its title); a title is
         never text (see the module)."""
-        if not self.foreign and self.title is None:
+        if self.title is None and self._last("svg svg") < 0 and self._last("math math") < 0:
             self.title = data
 
     def _heading(self) -> bool:
@@ -329,6 +625,38 @@ class _Page:
         self.skip.pop("head", None)
 
 
+def _inside(key: str, attributes: dict[str, str]) -> str:
+    """How start tags inside the element ``key`` of svg or math are read (see _Page.inside):
+    as HTML inside svg's foreignObject, desc and title, and math's annotation-xml of HTML."""
+    if key in _INTEGRATION:
+        return "html"
+    if key == "math annotation-xml":
+        encoding = attributes.get("encoding", "").lower()
+        return "html" if encoding in ("text/html", "application/xhtml+xml") else "math"
+    return "text" if key in _MATH_TEXT else key.partition(" ")[0]
+
+
+def _quirky(markup: str) -> bool:
+    """Whether a page that starts with the DOCTYPE ``markup`` is read in quirks mode, where a
+    table does not end an open paragraph: no name "html", a public identifier of the
+    standard's legacy list, or a DOCTYPE a browser cannot read (as the standard has it)."""
+    found = _DOCTYPE.fullmatch(markup)
+    if found is None or found[1].lower() != "html":
+        return True
+    public = next((value for value in found.groups()[1:3] if value is not None), None)
+    system = next((value for value in found.groups()[3:] if value is not None), None)
+    if system is not None and system.lower() == _QUIRKS_SYSTEM:
+        return True
+    if public is None:
+        return False
+    public = public.lower()
+    return (
+        public in _QUIRKS_IDS
+        or public.startswith(_QUIRKS_PREFIXES)
+        or (system is None and public.startswith(_QUIRKS_WITHOUT_SYSTEM))
+    )
+
+
 def _css_unescaped(match: re.Match[str]) -> str:
     """The character a CSS escape stands for (U+FFFD for none)."""
     digits, other = match.groups()
@@ -338,26 +666,32 @@ def _css_unescaped(match: re.Match[str]) -> str:
     return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code < 0xE000 else "\ufffd"
 
 
-def _tag_end(raw: str, at: int) -> tuple[int, bool, bool]:
+def _tag_end(raw: str, at: int) -> tuple[int, bool, bool, dict[str, str]]:
     """The index just past the ``>`` closing the tag whose attributes start at ``at``, or -1;
-    whether they hide the element (see :func:`_hides`); and whether the tag ends in ``/>``."""
+    whether they hide the element (see :func:`_hides`); whether the tag ends in ``/>``; and
+    the attributes that decide how svg and math are read (``encoding``, and a font's
+    ``color``, ``face`` and ``size``), as a browser takes them (the first of each name)."""
     hides = False
     seen: set[str] = set()
+    noted: dict[str, str] = {}
     while True:
         match = _ATTRIBUTE.match(raw, at)
         if match is None or match.end() == at:
             break
         at = match.end()
         name = match[1]
-        if name is not None and len(name) <= 6:  # "hidden" or "style"; a browser takes the first
+        if name is not None and len(name) <= 8:  # "hidden", "style" and _NOTED
             name = name.lower()
-            if name in ("hidden", "style") and name not in seen:
+            if name not in seen and (name in ("hidden", "style") or name in _NOTED):
                 seen.add(name)
                 value = next((v for v in match.groups()[1:] if v is not None), None)
-                hides = _hides(name, value) or hides
+                if name in _NOTED:
+                    noted[name] = _decoded(value or "")
+                else:
+                    hides = _hides(name, value) or hides
     if not raw.startswith(">", at):
-        return -1, hides, False
-    return at + 1, hides, raw[at - 1] == "/"
+        return -1, hides, False, noted
+    return at + 1, hides, raw[at - 1] == "/", noted
 
 
 def _hides(name: str, value: str | None) -> bool:
@@ -437,19 +771,23 @@ def _markup(raw: str, lt: int, page: _Page) -> int:
     if name is None:
         if raw.startswith(("<!", "<?"), lt) or (closing and not raw.startswith("</>", lt)):
             gt = raw.find(">", lt)  # a declaration or another bogus comment, up to ">"
-            return size if gt < 0 else gt + 1
+            end = size if gt < 0 else gt + 1
+            if raw[lt + 2 : lt + 9].lower() == "doctype":
+                page.doctype(raw[lt:end])
+            return end
         if raw.startswith("</>", lt):
             return lt + 3
         page.text("<")
         return lt + 1
-    end, hides, closed = _tag_end(raw, name.end())
+    end, hides, closed, noted = _tag_end(raw, name.end())
     if end < 0:
         return size  # a tag the page never closes: the rest of the page is inside it
     tag = name.group().lower()
     if closing:
         page.end(tag)
         return end
-    page.start(tag, hides, closed)
+    if page.start(tag, hides, closed, noted):
+        return end  # in svg or math, a <title> or <style> holds markup
     if tag in _RAW_TEXT or tag in _ESCAPABLE:
         end = _contents(raw, end, tag, page)
     return end
