@@ -73,7 +73,8 @@ def test_a_message_is_trimmed_as_every_server_trims_at_least(chat: Llama3Chat | 
     # the window; rv23: a question closed by U+3000 was a token over on llama.cpp)
     bare = chat.turn("user", "q", len) - 1
     assert chat.turn("user", "\x1fq?\x1f\u3000\n", len) == bare + len("\x1fq?\x1f\u3000")
-    assert chat.turn("user", " \xa0q\x85\u2028\t\r\x0b\x0c", len) == bare + len("\xa0q\x85\u2028")
+    assert chat.turn("user", " \xa0q\x85\u2028\t\r\x0b\x0c", len) == bare + 8
+    assert chat.turn("user", "\x0c q\t\r\n", len) == bare + 3  # rv24: minja keeps a form feed
 
 
 def test_chatml_counts_a_content_opening_with_a_line_break_joined_to_the_role_line() -> None:

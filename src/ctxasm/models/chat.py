@@ -61,10 +61,11 @@ CountText = Callable[[str], int]
 Messages = Sequence[Mapping[str, str]]
 
 # What every server's trim removes from a message's ends: Python's Jinja (vLLM, transformers)
-# strips all of str.isspace, Rust's minijinja (TGI) Unicode's White_Space, llama.cpp ASCII white
-# space only. A message is counted trimmed of these alone, so the count is never below any of
-# theirs (a question ending in U+3000, common in Japanese, keeps it on llama.cpp).
-TRIMMED = " \t\n\v\f\r"
+# strips all of str.isspace, Rust's minijinja (TGI) Unicode's White_Space, llama.cpp's own
+# formats ASCII white space and its Jinja engine (minja, --jinja) space, tab and line breaks
+# only. A message is counted trimmed of these alone, so the count is never below any of theirs
+# (a question ending in U+3000, common in Japanese, or a form feed from a PDF keeps it there).
+TRIMMED = " \t\n\r"
 
 # The system prompt Hugging Face's Llama 3.1 to 3.3 templates open with (the 3.1 and 3.3
 # templates write this date; 3.2 writes today's, and every date takes as many tokens).

@@ -284,15 +284,20 @@ def _headed(kept: Candidate, new: Candidate) -> Passage:
     """The passage ``kept`` stands for once ``new`` is stitched into it: its own, with the
     title, url and source of ``new`` where it has none of title and url itself (windows of one
     document that a retriever returned with and without them; the grown passage's header and
-    report name the document either way, and the guard reads the header it gets). An empty
-    title or url is none: the header leaves it out too."""
+    report name the document either way, and the guard reads the header it gets). A title or
+    url of white space alone is none: the header leaves it out too."""
     passage, other = kept.passage, new.passage
-    if passage.title or passage.url:
+    if _headed_by(passage):
         return passage
-    if not other.title and not other.url:
+    if not _headed_by(other):
         return passage
     source = passage.source if passage.source is not None else other.source
     return dataclasses.replace(passage, title=other.title, url=other.url, source=source)
+
+
+def _headed_by(passage: Passage) -> bool:
+    """Whether ``passage`` has a title or url with more than white space in it."""
+    return bool((passage.title or "").strip() or (passage.url or "").strip())
 
 
 def _grows_too_long(kept: Candidate, new: Candidate, length: int) -> bool:

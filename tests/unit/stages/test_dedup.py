@@ -338,8 +338,9 @@ def test_a_stitched_window_without_a_header_takes_the_one_it_grows_by(offsets: b
     assert [(i.id, i.url) for i in own.report.included] == [("w2", "https://o.example")]
     assert "[Source 1] Own <https://o.example>" in str(own.messages)
     # an empty title is none: it no longer masks the url a later window brings (review rv22)
-    empty = _run([{**first, **head}, {**second, "title": ""}])
-    assert [i.url for i in empty.report.included] == ["https://example.org/amazon"]
+    for blank in ("", " \n "):
+        empty = _run([{**first, **head}, {**second, "title": blank}])
+        assert [i.url for i in empty.report.included] == ["https://example.org/amazon"]
 
 
 def test_stitch_by_detected_text_overlap() -> None:

@@ -81,9 +81,10 @@ def _mismatches(
 # --- Llama 3.x ----------------------------------------------------------------------------------
 
 
-def _ascii_trim(text: str) -> str:
-    """llama.cpp's trim: ASCII white space only (Python's Jinja trims all of str.isspace)."""
-    return text.strip(" \t\n\v\f\r")
+def _llama_cpp_trim(text: str) -> str:
+    """The trim of llama.cpp's Jinja engine (minja): space, tab and line breaks only (Python's
+    Jinja trims all of str.isspace)."""
+    return text.strip(" \t\n\r")
 
 
 def _llama_hf_template(
@@ -132,8 +133,8 @@ def test_llama3_count_equals_hugging_faces_template() -> None:
         assert (spec.tokenizer, spec.chat) == ("pinned:llama-3", "llama3")
     spec = _family("llama-3")[0]
     # contents keep their white space: the template trims it, and so does the count, as
-    # llama.cpp trims (ASCII white space), never below Python's trim (vLLM)
-    assert _mismatches(_conversations(), spec, _llama_reference(_ascii_trim)) == []
+    # llama.cpp's Jinja engine trims, never below Python's trim (vLLM)
+    assert _mismatches(_conversations(), spec, _llama_reference(_llama_cpp_trim)) == []
     assert _below(_conversations(), spec, _llama_reference()) == []
 
 
@@ -380,8 +381,8 @@ def test_gemma_count_equals_its_template_rendered_by_jinja() -> None:
     spec = replace(default_registry().get("mistral-7b-instruct"), chat="gemma")
     conversations = _conversations(200)
     conversations += [c[1:] for c in _conversations(50)]  # no system message
-    # trimmed as llama.cpp trims (ASCII white space), never below Python's trim (vLLM)
-    assert _mismatches(conversations, spec, server(_ascii_trim)) == []
+    # trimmed as llama.cpp's Jinja engine trims, never below Python's trim (vLLM)
+    assert _mismatches(conversations, spec, server(_llama_cpp_trim)) == []
     assert _below(conversations, spec, server(str.strip)) == []
 
 
