@@ -416,6 +416,9 @@ def test_what_a_browser_keeps_hidden_stays_hidden(page: str) -> None:
         *("<b><div></b>", "<b hidden><div></b>", "<b><div hidden></b>", "<form><div></form>"),
         *("<svg><td>", "<svg><g>", "<svg></x>", "<svg><p>", "<math><mi><b>", "<table><table>"),
         *("<template><td>", "<table><td>", "<select><p>", "<a><div><a>", "<p><b hidden></p>"),
+        # review rv24: implied rows and sections, column groups, inputs in selects, forms
+        *("<table><td></tr>", "<table><colgroup><span>", "<select><input>", "<li><form></form>"),
+        *("<optgroup><optgroup>", "<table><tr><td></tbody>"),
     ],
 )
 def test_open_elements_are_tracked_in_linear_time(shape: str) -> None:
@@ -513,6 +516,19 @@ def test_hidden_elements_end_as_a_browser_ends_them(page: str, text: str) -> Non
         # and a column in a select, which a cell's end no longer stops)
         "<b><i hidden><div></b>SECRET",
         "<table><tr><th hidden><select><col>SECRET",
+        # review rv24: a cell's row and section, implied or not, end at their end tags, which
+        # close the cell first; a form's end ends an open item first; an optgroup outside a
+        # select nests; an input or a textarea ends a select; content ends a column group
+        "<table><td>a</tr><span hidden>x</td>SECRET</table>",
+        "<table><tr><td>a</tbody><span hidden>x</td>SECRET</table>",
+        "<form><ul><li>a</form><div hidden>x</li>SECRET</div>",
+        "<form><dl><dd>a</form><div hidden>x</dd>SECRET</div>",
+        "<optgroup hidden><optgroup>SECRET",
+        "<select><input><option hidden>x</select>SECRET",
+        "<select><keygen><option hidden>x</select>SECRET",
+        "<select><textarea></textarea><option hidden>x</select>SECRET",
+        "<table><colgroup><span hidden>x</colgroup>SECRET</table>",
+        "<table><colgroup>t<span hidden>x</colgroup>SECRET</table>",
     ],
 )
 def test_what_a_browser_keeps_hidden_is_not_read(page: str) -> None:
@@ -527,6 +543,12 @@ def test_what_a_browser_keeps_hidden_is_not_read(page: str) -> None:
         ("<table><th>x<div hidden>h<th>VISIBLE</table>", "x\nVISIBLE"),
         ("<table><caption>x<div hidden>h<td>VISIBLE</table>", "x\nVISIBLE"),
         ("<table><tbody><td>x<div hidden>h<td>VISIBLE</table>", "x\nVISIBLE"),
+        # review rv24: a row's end ends the cell; a column group's content and an input in
+        # a select stand outside them; a form's end ends the item it holds
+        ("<table><td>a</tr><td>VISIBLE</table>", "a\nVISIBLE"),
+        ("<table><colgroup>VISIBLE</table>", "VISIBLE"),
+        ("<select><option>a</option><input>VISIBLE", "a\nVISIBLE"),
+        ("<form><ul><li>a</form>VISIBLE</ul>", "a\nVISIBLE"),
         # an HTML tag in svg or math ends them, and what they hid
         ("<svg><g hidden><p>VISIBLE", "VISIBLE"),
         ("<math><mrow hidden><div>VISIBLE", "VISIBLE"),

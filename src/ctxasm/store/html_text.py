@@ -24,10 +24,13 @@ The standard's rules that decide this are kept: an end tag of an element outside
 (a div, a list, a cell) is ignored (``<span><div hidden></span>x``: x is hidden); a formatting
 element's end (``</b>``, and a new ``<a>``) takes it alone off the stack when a special element
 is open inside it, as the adoption agency does, and that element and what it holds stay open;
-a form's end tag leaves what the form holds open, in it. A table where no cell or caption is
-open ends the open table; a cell ends the open cell or caption, in a row a browser implies if
-none is open; parts of a table outside a table, or inside a template or a select outside the
-table, end nothing. Inside ``svg`` and ``math`` a tag is theirs and ends nothing, but an HTML
+a form's end tag ends an open list item, definition, paragraph or option it holds, and leaves
+what else the form holds open, in it. A table where no cell or caption is open ends the open
+table; a cell ends the open cell or caption, in a row and a section a browser implies if none is
+open, and the end tag of that row or section ends the cell; other content in a column group ends
+it (it stands outside the table); parts of a table outside a table, or inside a template or a
+select outside the table, end nothing. An ``<input>``, ``<keygen>`` or ``<textarea>`` ends the
+select it stands in, and an ``<optgroup>`` ends an optgroup only in a select. Inside ``svg`` and ``math`` a tag is theirs and ends nothing, but an HTML
 tag a browser breaks out on (``<div>``, ``<p>``, ``<table>``, ...) ends them first; in their
 ``foreignObject``, ``desc``, ``title`` and the like, tags are HTML's again, and the text of
 what they never show (a ``title``, a ``desc``, a ``style``) is not read. A page with no
@@ -166,6 +169,8 @@ _SPECIAL = (
 )
 # End tags the standard ends in scope (a special element inside does not stop them).
 _ENDS_IN_SCOPE = _SPECIAL | {"dialog"}
+# What a form's end tag ends first if it is the current node (the standard's implied end tags).
+_IMPLIED_ENDS = frozenset("dd dt li optgroup option p rb rp rt rtc".split())
 _ITEM_SCOPES = _SPECIAL - {"address", "div", "p", "li"}
 _DEFINITION_SCOPES = _SPECIAL - {"address", "div", "p", "dt", "dd"}
 # Formatting elements: one that something else closes is opened again before the next text, in
@@ -452,8 +457,13 @@ class _Page:
         elif tag in ("option", "optgroup"):
             if self.open and self.open[-1] == "option":
                 self._close(len(self.open) - 1)
-            if tag == "optgroup" and self.open and self.open[-1] == "optgroup":
-                self._close(len(self.open) - 1)
+            if (
+                tag == "optgroup"
+                and self._in_select()
+                and self.open
+                and self.open[-1] == "optgroup"
+            ):
+                self._close(len(self.open) - 1)  # outside a select, an optgroup nests
         elif tag == "tr":
             self._close(self._bound(_TABLE_SECTIONS) + 1)
         elif tag in _CELL:  # back to the row, or the table or section a row is implied in
@@ -484,8 +494,17 @@ class _Page:
             if self.form:
                 return False
             self.form = True
+        if tag in ("input", "keygen", "textarea") and self._in_select():
+            self._close(self._bound(_SCOPES))  # "<select><input>": the select ends
+        if tag not in ("col", "template") and self.open and self.open[-1] == "colgroup":
+            self._close(len(self.open) - 1)  # content ends a column group, out of the table
         if not self._in_select() or tag in _SELECT_STARTS:
             self._implied_ends(tag)
+        if tag == "tr" or tag in _CELL:  # a row, and a section, a browser implies
+            if self.open[-1] == "table":
+                self._push("tbody", False, "html")
+            if tag in _CELL and self.open[-1] in _TABLE_SECTIONS:
+                self._push("tr", False, "html")
         if tag in _FOREIGN:
             if not closed:
                 self._push(f"{tag} {tag}", hides, tag)
@@ -533,6 +552,9 @@ class _Page:
             stop = self._bound(_SPECIAL)
         if at < stop:
             return False
+        if tag == "form":
+            while self.open[-1] in _IMPLIED_ENDS and len(self.open) - 1 > at:
+                self._close(len(self.open) - 1)  # "<li>a</form>": the item ends first
         if tag == "form" and at < len(self.open) - 1:
             self._take(at)  # a browser takes the form alone off its stack
             return False
@@ -603,6 +625,8 @@ class _Page:
         # Text ends the head unless it is inside an element of the head (a script's source).
         if self._heading() and self.skip.keys() <= {"head"} and data.strip(_SPACE):
             self._enter_body()
+        if self.open and self.open[-1] == "colgroup" and data.strip(_SPACE):
+            self._close(len(self.open) - 1)  # text ends a column group, out of the table
         if data and not self.skip and self.hidden is None and self.reopened is None:
             self.parts.append(data)
 
