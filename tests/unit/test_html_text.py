@@ -418,7 +418,10 @@ def test_what_a_browser_keeps_hidden_stays_hidden(page: str) -> None:
         *("<template><td>", "<table><td>", "<select><p>", "<a><div><a>", "<p><b hidden></p>"),
         # review rv24: implied rows and sections, column groups, inputs in selects, forms
         *("<table><td></tr>", "<table><colgroup><span>", "<select><input>", "<li><form></form>"),
-        *("<optgroup><optgroup>", "<table><tr><td></tbody>"),
+        *("<optgroup><optgroup>", "<table><tr><td></tbody>", "<select><select>"),
+        *("<p><b hidden>x</p><p><b>y</b>", "<div><b hidden><i hidden>x</div><p>y</p>"),
+        *("<div><b hidden><b hidden><b hidden><b hidden></div>", "<div><b><i><u></div>x"),
+        *("<table><td><b hidden>x</td>", "<object><b hidden>x</div>y", "<p><a hidden>x</p><a>"),
     ],
 )
 def test_open_elements_are_tracked_in_linear_time(shape: str) -> None:
@@ -529,6 +532,21 @@ def test_hidden_elements_end_as_a_browser_ends_them(page: str, text: str) -> Non
         "<select><textarea></textarea><option hidden>x</select>SECRET",
         "<table><colgroup><span hidden>x</colgroup>SECRET</table>",
         "<table><colgroup>t<span hidden>x</colgroup>SECRET</table>",
+        # a hidden formatting element something else closed is opened again before text and
+        # most tags, one of its name opened after it is inside it (its end ends that one),
+        # and an end tag of one closed earlier only takes that one off the list
+        "<p><b hidden>x</p><p><b>bold</b> SECRET</p>",
+        "<div><b hidden><b>x</div></b>SECRET",
+        "<div><b hidden><i hidden>x</div></b>SECRET",
+        "<b hidden><p><b>x</p></b>SECRET",
+        "<p><b hidden>x</p> " + "<div>" * 9 + "</b>SECRET",
+        "<p><b hidden>x</p><span>" + "<div>" * 9 + "</b>SECRET",
+        "<div><b hidden><b hidden><b hidden><b hidden>x</div></b></b></b>SECRET",
+        # (guards: a select in a select ends it, and nothing else; an object's end clears
+        # only its own part of the list)
+        "<select hidden><select><span hidden>x<input>SECRET",
+        "<p><b hidden>x</p><object></object>SECRET",
+        "<div><b hidden>x</div><div><i>y</div></i>SECRET",
     ],
 )
 def test_what_a_browser_keeps_hidden_is_not_read(page: str) -> None:
@@ -549,6 +567,10 @@ def test_what_a_browser_keeps_hidden_is_not_read(page: str) -> None:
         ("<table><colgroup>VISIBLE</table>", "VISIBLE"),
         ("<select><option>a</option><input>VISIBLE", "a\nVISIBLE"),
         ("<form><ul><li>a</form>VISIBLE</ul>", "a\nVISIBLE"),
+        # a hidden formatting element is not opened again in a cell that follows, nor a link
+        # after a new link
+        ("<p><b hidden>x</p><table><tr><td>VISIBLE</td></tr></table>", "VISIBLE"),
+        ("<p><a hidden>x</p><a>VISIBLE</a>", "VISIBLE"),
         # an HTML tag in svg or math ends them, and what they hid
         ("<svg><g hidden><p>VISIBLE", "VISIBLE"),
         ("<math><mrow hidden><div>VISIBLE", "VISIBLE"),

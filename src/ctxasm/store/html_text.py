@@ -20,23 +20,32 @@ object it stands in, is ignored, as a browser ignores it. Text hidden there was 
 words before a model that no one reading the page sees. What only a style sheet or a script
 hides (a class, ``visibility``, a colour, a size of 0) is still read.
 
-The standard's rules that decide this are kept: an end tag of an element outside a special one
-(a div, a list, a cell) is ignored (``<span><div hidden></span>x``: x is hidden); a formatting
-element's end (``</b>``, and a new ``<a>``) takes it alone off the stack when a special element
-is open inside it, as the adoption agency does, and that element and what it holds stay open;
-a form's end tag ends an open list item, definition, paragraph or option it holds, and leaves
-what else the form holds open, in it. A table where no cell or caption is open ends the open
-table; a cell ends the open cell or caption, in a row and a section a browser implies if none is
-open, and the end tag of that row or section ends the cell; other content in a column group ends
-it (it stands outside the table); parts of a table outside a table, or inside a template or a
-select outside the table, end nothing. An ``<input>``, ``<keygen>`` or ``<textarea>`` ends the
-select it stands in, and an ``<optgroup>`` ends an optgroup only in a select. Inside ``svg`` and ``math`` a tag is theirs and ends nothing, but an HTML
-tag a browser breaks out on (``<div>``, ``<p>``, ``<table>``, ...) ends them first; in their
-``foreignObject``, ``desc``, ``title`` and the like, tags are HTML's again, and the text of
-what they never show (a ``title``, a ``desc``, a ``style``) is not read. A page with no
-DOCTYPE, or a legacy one, is read in quirks mode, where a table does not end a paragraph. Where
-this reader cannot follow the standard exactly (a hidden formatting element the adoption agency
-may keep around what follows, a select's content), it keeps the text hidden.
+The standard's rules that decide this are kept: an end tag of an element outside a special one (a
+div, a list, a cell) is ignored (``<span><div hidden></span>x``: x is hidden); a formatting
+element's end (``</b>``, and a new ``<a>``) takes it alone off the stack when a special element is
+open inside it, as the adoption agency does, and that element and what it holds stay open; a form's
+end tag ends an open list item, definition, paragraph or option it holds, and leaves what else the
+form holds open, in it. A table where no cell or caption is open ends the open table; a cell ends
+the open cell or caption, in a row and a section a browser implies if none is open, and the end tag
+of that row or section ends the cell; other content in a column group ends it (it stands outside
+the table); parts of a table outside a table, or inside a template or a select outside the table,
+end nothing. An ``<input>``, ``<keygen>``, ``<textarea>`` or ``<select>`` ends the select it stands
+in, and an ``<optgroup>`` ends an optgroup only in a select. A hidden formatting element that
+something else closed stays in the standard's list of active formatting elements and is opened
+again before the next text and most start tags (``<p><b hidden>x</p><p>y``: y is hidden), up to the
+end tag that takes it off the list (the last of its name: ``</b>`` after ``<b hidden>x</p><p><b>``
+ends the new one) or the end of the cell, caption, template or object (by its end tag) it stands
+in. Inside ``svg`` and ``math`` a tag is theirs and ends nothing, but an HTML tag a browser breaks
+out on (``<div>``, ``<p>``, ``<table>``, ...) ends them first; in their ``foreignObject``,
+``desc``, ``title`` and the like, tags are HTML's again, and the text of what they never show (a
+``title``, a ``desc``, a ``style``) is not read. A page with no DOCTYPE, or a legacy one, is read
+in quirks mode, where a table does not end a paragraph. Where this reader simplifies the standard
+on purpose, it errs toward keeping text hidden: a hidden formatting element the adoption agency may
+keep around what follows stays open; a formatting element that hides nothing is not opened again,
+so its end tag ends nothing; more than three hidden ones of a name in one cell, or outside cells
+(the standard keeps three alike, comparing attributes this reader does not read) hide the rest of
+it; a select's content. It does not model every step of the adoption agency (the formatting
+elements between the one that ends and the special element inside it stay where they were).
 
 The head ends as the standard's tree builder ends it: at ``</head>``, at the first text that is
 not white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that
@@ -142,6 +151,8 @@ _SCOPES |= {"template", "select"} | _FOREIGN_SPECIAL
 _BUTTON_SCOPES = _SCOPES | {"button"}
 _LIST_SCOPES = _SCOPES | {"ol", "ul"}
 _TABLE_SECTIONS = frozenset(("table", "tbody", "thead", "tfoot"))
+# The current node (as a list of one) where white space is not text of the page's but the table's.
+_IN_TABLE = [[name] for name in (*_TABLE_SECTIONS, "tr")]
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 # Parts of a table, which a browser ignores outside one ("<tr><div hidden><td>x": x stays hidden)
 # and inside a template outside the table ("<td><template><td>" ends nothing outside it).
@@ -173,10 +184,25 @@ _ENDS_IN_SCOPE = _SPECIAL | {"dialog"}
 _IMPLIED_ENDS = frozenset("dd dt li optgroup option p rb rp rt rtc".split())
 _ITEM_SCOPES = _SPECIAL - {"address", "div", "p", "li"}
 _DEFINITION_SCOPES = _SPECIAL - {"address", "div", "p", "dt", "dd"}
-# Formatting elements: one that something else closes is opened again before the next text, in
-# the next block too, up to its own end tag or the end of the cell, caption or object it is in.
+# Formatting elements: one that something else closes is opened again before the next text or
+# most start tags, in the next block too, up to its own end tag or the end of the cell, caption
+# or object it is in (the standard's list of active formatting elements, see _Entry), and the
+# elements that start a new part of that list (its markers).
 _FORMATTING = frozenset("a b big code em font i nobr s small strike strong tt u".split())
 _MARKERS = frozenset(("applet", "caption", "marquee", "object", "td", "template", "th"))
+# Start tags before which a browser does not open those formatting elements again (it does
+# before the others, and before text).
+_NO_RECONSTRUCT = (
+    (_CLOSES_P - {"xmp"})
+    | _IN_HEAD
+    | _TABLE_PARTS
+    | {"body", "col", "dd", "dt", "form", "frameset", "hr", "html", "iframe", "li", "noembed"}
+    | {"param", "source", "table", "textarea", "track", *_HEADINGS}
+)
+# How many hidden formatting elements of one name a part of that list holds at most; past it,
+# what follows in that part is not read (a browser's "Noah's ark" keeps 3 of each name and
+# attributes, which this reader does not compare).
+_HIDDEN_KEPT = 3
 # The kinds of element a search of the open elements stops at; for each, the innermost open
 # one is kept beside every open element, so that a search costs no more than a look-up.
 _BOUNDS = (
@@ -255,6 +281,22 @@ def _end_tag(name: str) -> re.Pattern[str]:
     return re.compile(rf"</{re.escape(name)}[\t\n\f\r />]", flags=re.IGNORECASE)
 
 
+class _Entry:
+    """A formatting element in the list of active formatting elements: its name, whether it
+    hides what it holds, where it stands on the stack (-1: closed, to be opened again), whether
+    it is still in the list, the part of the list it is in, and its place in the list."""
+
+    __slots__ = ("depth", "hidden", "live", "name", "order", "part")
+
+    def __init__(self, name: str, hidden: bool, depth: int, part: int, order: int) -> None:
+        self.name = name
+        self.hidden = hidden
+        self.depth = depth
+        self.live = True
+        self.part = part
+        self.order = order
+
+
 class _Page:
     """What the tokenizer found: text parts, the title, the elements it is inside, and where it
     stands: ``"before"`` the head, in the ``"head"`` (implied or explicit, up to the body), or in
@@ -286,9 +328,18 @@ class _Page:
         self.hiding: list[bool] = []
         self.hides: list[int] = []
         self.hidden: int | None = None
-        # A hidden formatting element that something else closed (see _FORMATTING): its name,
-        # and where the cell or object it stands in stands (-1: none), up to whose end it hides.
-        self.reopened: tuple[str, int] | None = None
+        # The list of active formatting elements (see _FORMATTING), in parts parted by its
+        # markers, the last part the current one: the entries of each part; for each name, the
+        # entries in the list, last last; the element's entry beside each open element; for
+        # each part, the hidden entries closed since it was last opened again, how many hidden
+        # entries of each name it holds, and whether it held too many (what follows is hidden).
+        self.parts_of_list: list[list[_Entry]] = [[]]
+        self.named: dict[str, list[_Entry]] = {}
+        self.entries: list[_Entry | None] = []
+        self.waiting: list[list[_Entry]] = [[]]
+        self.hidden_names: list[dict[str, int]] = [{}]
+        self.sticky: list[bool] = [False]
+        self.entry_count = 0
         # How many of each formatting element were opened, and how many before each open one.
         self.formatted: dict[str, int] = {}
         self.opened_as: dict[int, int] = {}
@@ -318,9 +369,20 @@ class _Page:
         scope = self._bound(_SCOPES)
         return scope >= 0 and self.open[scope] == "select"
 
-    def _push(self, key: str, hides: bool, inside: str) -> None:
-        """Open the element ``key`` (see ``open``), start tags inside it read as ``inside``."""
+    def _push(self, key: str, hides: bool, inside: str, entry: _Entry | None = None) -> None:
+        """Open the element ``key`` (see ``open``), start tags inside it read as ``inside``;
+        ``entry``: the entry of a formatting element opened again."""
         depth = len(self.open)
+        if entry is None and key in _FORMATTING:
+            entry = self._listed(key, hides, depth)
+        elif entry is not None:
+            entry.depth = depth
+        self.entries.append(entry)
+        if key in _MARKERS:  # a new part of the list of active formatting elements
+            self.parts_of_list.append([])
+            self.waiting.append([])
+            self.hidden_names.append({})
+            self.sticky.append(False)
         self.open.append(key)
         self.at.setdefault(key, []).append(depth)
         self.inside.append(inside)
@@ -336,6 +398,67 @@ class _Page:
             self.opened_as[depth] = self.formatted.get(key, 0)
             self.formatted[key] = self.opened_as[depth] + 1
 
+    def _listed(self, name: str, hides: bool, depth: int) -> _Entry | None:
+        """Put the formatting element ``name`` opened at ``depth`` in the list of active
+        formatting elements; its entry (none past _HIDDEN_KEPT hidden ones of its name in the
+        part, after which the part hides what follows)."""
+        if self.sticky[-1]:
+            return None
+        if hides:
+            counts = self.hidden_names[-1]
+            if counts.get(name, 0) >= _HIDDEN_KEPT:
+                self.sticky[-1] = True
+                return None
+            counts[name] = counts.get(name, 0) + 1
+        self.entry_count += 1
+        entry = _Entry(name, hides, depth, len(self.parts_of_list) - 1, self.entry_count)
+        self.parts_of_list[-1].append(entry)
+        self.named.setdefault(name, []).append(entry)
+        return entry
+
+    def _entry(self, name: str) -> _Entry | None:
+        """The last entry of ``name`` in the current part of the list, if any."""
+        found = self.named.get(name)
+        if found and found[-1].part == len(self.parts_of_list) - 1:
+            return found[-1]
+        return None
+
+    def _forget(self, entry: _Entry) -> None:
+        """Take ``entry`` out of the list of active formatting elements."""
+        entry.live = False
+        found = self.named[entry.name]
+        if found[-1] is entry:
+            found.pop()
+        else:
+            found.remove(entry)
+        if entry.hidden and entry.part < len(self.hidden_names):
+            self.hidden_names[entry.part][entry.name] -= 1
+
+    def _clear_part(self) -> None:
+        """Clear the list of active formatting elements up to its last marker."""
+        if len(self.parts_of_list) == 1:
+            return
+        for entry in reversed(self.parts_of_list.pop()):
+            if entry.live:
+                entry.live = False
+                self.named[entry.name].pop()
+        self.waiting.pop()
+        self.hidden_names.pop()
+        self.sticky.pop()
+
+    def _reconstruct(self) -> None:
+        """Open again the hidden formatting elements of the current part of the list that
+        something else closed, outermost first, as a browser does before text and most start
+        tags (the others it opens again hide nothing, and are left closed: their end tags then
+        end nothing, where a browser's might end a hidden element, which stays hidden)."""
+        waiting = self.waiting[-1]
+        if not waiting:
+            return
+        self.waiting[-1] = []
+        for entry in sorted(waiting, key=lambda entry: entry.order):
+            if entry.live and entry.depth < 0:
+                self._push(entry.name, True, "html", entry)
+
     def _close(self, at: int, by: str | None = None) -> None:
         """End the element at ``at`` and every element inside it (``by``: the end tag that
         ends it, if one does). A hidden formatting element among them (not the one its own end
@@ -343,27 +466,25 @@ class _Page:
         end = at
         while end > 0 and self.open[end - 1] == _GONE:
             end -= 1  # nothing is left of what the adoption agency took
-        reopen = None
         while self.hides and self.hides[-1] >= end:
-            found = self.hides.pop()
-            tag = self.open[found]
-            if self.hiding[found] and tag in _FORMATTING and not (found == at and by == tag):
-                reopen = found  # the outermost, last
-        markers = self.bounds[_BOUND_AT[_MARKERS]]
-        if reopen is not None and self.reopened is None:
-            self.reopened = (self.open[reopen], markers[reopen])
-        if self.reopened is not None and (marker := self.reopened[1]) >= end:
-            # The cell or object it stood in ends: it is not opened again past it, unless an
-            # object, applet or marquee ends other than by its end tag (its marker stays).
-            name = self.open[marker]
-            if name in ("td", "th", "caption", "template") or (marker == at and name == by):
-                self.reopened = None
-            else:
-                self.reopened = (self.reopened[0], markers[marker - 1] if marker else -1)
+            self.hides.pop()
         if self.hidden is not None and self.hidden >= end:
             self.hidden = None
         while len(self.open) > end:
+            depth = len(self.open) - 1
             key = self.open.pop()
+            entry = self.entries.pop()
+            if entry is not None and entry.live:
+                if depth == at and key == by:
+                    self._forget(entry)
+                else:
+                    entry.depth = -1
+                    if entry.hidden and entry.part < len(self.waiting):
+                        self.waiting[entry.part].append(entry)
+            if key in _MARKERS and (key not in ("applet", "marquee", "object") or key == by):
+                # A cell, caption or template clears its part of the list; an object, applet
+                # or marquee only at its end tag (its marker stays if anything else ends it).
+                self._clear_part()
             if key != _GONE:
                 self.at[key].pop()
             self.inside.pop()
@@ -410,6 +531,11 @@ class _Page:
     def _take(self, at: int) -> None:
         """Take the element at ``at`` (the innermost of its name) alone off the stack: what it
         holds stays open, and stays in it (hidden, if it hides)."""
+        entry = self.entries[at]
+        if entry is not None:
+            if entry.live:
+                self._forget(entry)
+            self.entries[at] = None
         self.at[self.open[at]].pop()
         self.open[at] = _GONE
 
@@ -435,6 +561,8 @@ class _Page:
             and (at := self._in_scope("p", _BUTTON_SCOPES)) >= 0
         ):
             self._close(at)
+        if tag == "a" and (entry := self._entry("a")) is not None and entry.depth < 0:
+            self._forget(entry)  # "<p><a>x</p><a>": the first link is not opened again
         if tag in ("a", "nobr") and (at := self._last(tag)) > max(
             self._bound(_MARKERS if tag == "a" else _SCOPES), self._last("select")
         ):
@@ -494,12 +622,16 @@ class _Page:
             if self.form:
                 return False
             self.form = True
-        if tag in ("input", "keygen", "textarea") and self._in_select():
+        if tag in ("input", "keygen", "select", "textarea") and self._in_select():
             self._close(self._bound(_SCOPES))  # "<select><input>": the select ends
+            if tag == "select":
+                return False  # a select in a select only ends it
         if tag not in ("col", "template") and self.open and self.open[-1] == "colgroup":
             self._close(len(self.open) - 1)  # content ends a column group, out of the table
         if not self._in_select() or tag in _SELECT_STARTS:
             self._implied_ends(tag)
+        if tag not in _NO_RECONSTRUCT:
+            self._reconstruct()
         if tag == "tr" or tag in _CELL:  # a row, and a section, a browser implies
             if self.open[-1] == "table":
                 self._push("tbody", False, "html")
@@ -524,21 +656,24 @@ class _Page:
                 if at > self.html_at[-1]:
                     self._close(at)
                     return True
-        if self.reopened is not None and self.reopened[0] == tag:
-            self.reopened = None
         if tag == "form" and self._last("template") < 0:
             self.form = False
         if tag in _HEADINGS:
             at = max(self._in_scope(heading) for heading in _HEADINGS)
         else:
             at = self._last(tag)
-        if at < 0 or tag in ("br", "body", "html"):
+        if tag in ("br", "body", "html"):
             return False
         if self._in_select() and tag not in _SELECT_ENDS:
             return False
-        if tag in _FORMATTING:
-            if at > self._bound(_SCOPES):
-                self._adopt(at, tag)
+        if tag in _FORMATTING and (entry := self._entry(tag)) is not None:
+            # The last of its name in the list: one closed earlier just leaves the list.
+            if entry.depth < 0:
+                self._forget(entry)
+            elif entry.depth > self._bound(_SCOPES):
+                self._adopt(entry.depth, tag)
+            return False
+        if at < 0:
             return False
         if tag in _TABLE_ENDS:  # in table scope
             stop = max(self._last("template"), -1 if tag == "table" else self._last("table"))
@@ -627,7 +762,9 @@ class _Page:
             self._enter_body()
         if self.open and self.open[-1] == "colgroup" and data.strip(_SPACE):
             self._close(len(self.open) - 1)  # text ends a column group, out of the table
-        if data and not self.skip and self.hidden is None and self.reopened is None:
+        if data and not self.skip and (data.strip(_SPACE) or self.open[-1:] not in _IN_TABLE):
+            self._reconstruct()
+        if data and not self.skip and self.hidden is None and not self.sticky[-1]:
             self.parts.append(data)
 
     def titled(self, data: str) -> None:
