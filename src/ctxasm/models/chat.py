@@ -118,13 +118,8 @@ class PerMessageChat:
     reply_priming: int
     name: str = "openai"
 
-    @property
-    def text_start(self) -> int:
-        return 0
-
-    @property
-    def alternates(self) -> bool:
-        return False
+    text_start = 0
+    alternates = False
 
     def count(self, messages: Messages, count: CountText) -> int:
         turns = (self.turn(m["role"], m["content"], count) for m in messages)
@@ -156,13 +151,8 @@ class Llama3Chat:
 
     name: str = "llama3"
 
-    @property
-    def text_start(self) -> int:
-        return 1
-
-    @property
-    def alternates(self) -> bool:
-        return False
+    text_start = 1
+    alternates = False
 
     def count(self, messages: Messages, count: CountText) -> int:
         rest = list(messages)
@@ -195,13 +185,8 @@ class ChatMLChat:
 
     name: str = "chatml"
 
-    @property
-    def text_start(self) -> int:
-        return 0
-
-    @property
-    def alternates(self) -> bool:
-        return False
+    text_start = 0
+    alternates = False
 
     def count(self, messages: Messages, count: CountText) -> int:
         total = sum(self.turn(m["role"], m["content"], count) for m in messages)
@@ -252,13 +237,8 @@ class MistralChat:
     def name(self) -> str:
         return f"mistral-v{self.version}"
 
-    @property
-    def text_start(self) -> int:
-        return 1
-
-    @property
-    def alternates(self) -> bool:
-        return False
+    text_start = 1
+    alternates = False
 
     def count(self, messages: Messages, count: CountText) -> int:
         turns = _turns(messages, keep_system=self.version >= 7)
@@ -313,13 +293,8 @@ class GemmaChat:
 
     name: str = "gemma"
 
-    @property
-    def text_start(self) -> int:
-        return 1
-
-    @property
-    def alternates(self) -> bool:
-        return True
+    text_start = 1
+    alternates = True
 
     def count(self, messages: Messages, count: CountText) -> int:
         rest = list(messages)
@@ -360,13 +335,8 @@ class DeepSeekChat:
 
     name: str = "deepseek-v3"
 
-    @property
-    def text_start(self) -> int:
-        return 1
-
-    @property
-    def alternates(self) -> bool:
-        return False
+    text_start = 1
+    alternates = False
 
     def count(self, messages: Messages, count: CountText) -> int:
         system = [m["content"] for m in messages if m["role"] == "system"]
