@@ -41,11 +41,15 @@ out on (``<div>``, ``<p>``, ``<table>``, ...) ends them first; in their ``foreig
 ``title``, a ``desc``, a ``style``) is not read. A page with no DOCTYPE, or a legacy one, is read
 in quirks mode, where a table does not end a paragraph. Where this reader simplifies the standard
 on purpose, it errs toward keeping text hidden: a hidden formatting element the adoption agency may
-keep around what follows stays open; a formatting element that hides nothing is not opened again,
-so its end tag ends nothing; more than three hidden ones of a name in one cell, or outside cells
-(the standard keeps three alike, comparing attributes this reader does not read) hide the rest of
-it; a select's content. It does not model every step of the adoption agency (the formatting
-elements between the one that ends and the special element inside it stay where they were).
+keep around what follows stays open; formatting elements that hide nothing, where a browser opens
+them again, are stood in for by one element that no end tag but its parent's ends (it is the
+current node, as they are, so a heading or a form's end does not end a hidden element around it);
+more than three hidden ones in one cell, or outside cells, hide the rest of it, and of the cells
+and objects inside it (the standard keeps three alike, comparing attributes this reader does not
+read, and opens each again at every block); a select's content. A form in a table, outside a
+cell, holds nothing, as a browser ends it at once. It does not model every step of the adoption
+agency (the formatting elements between the one that ends and the special element inside it stay
+where they were).
 
 The head ends as the standard's tree builder ends it: at ``</head>``, at the first text that is
 not white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that
@@ -213,6 +217,11 @@ _BOUND_AT = {kind: index for index, kind in enumerate(_BOUNDS)}
 # Where a formatting element the adoption agency took off the stack stood (see _Page._adopt),
 # or a form its end tag took (what it holds stays in it).
 _GONE = ""
+# Where a browser opens again a formatting element that hides nothing (one something else
+# closed), the reader opens this stand-in instead (a name no tag has): it hides nothing, and is
+# the current node, as the element is in a browser, so that a heading, an item or a form's end
+# do not end what the browser keeps open around it ("<p><b>x</p><h2 hidden>y<h3>z": z is hidden).
+_REOPENED = "#reopened"
 # A DOCTYPE: its name, then a public identifier (and a system one), or a system identifier.
 # One that does not match (a missing name, an unclosed quote) puts a browser in quirks mode.
 _DOCTYPE = re.compile(
@@ -339,6 +348,10 @@ class _Page:
         self.waiting: list[list[_Entry]] = [[]]
         self.hidden_names: list[dict[str, int]] = [{}]
         self.sticky: list[bool] = [False]
+        # For each part: how many of its entries that hide nothing something else closed, and
+        # where the stand-in opened again for them stands (-1: not open).
+        self.plain_closed: list[int] = [0]
+        self.stand_in: list[int] = [-1]
         self.entry_count = 0
         # How many of each formatting element were opened, and how many before each open one.
         self.formatted: dict[str, int] = {}
@@ -382,7 +395,11 @@ class _Page:
             self.parts_of_list.append([])
             self.waiting.append([])
             self.hidden_names.append({})
-            self.sticky.append(False)
+            # a part inside one that lost count hides what it holds too: a browser may have
+            # opened a hidden element again around its marker
+            self.sticky.append(self.sticky[-1])
+            self.plain_closed.append(0)
+            self.stand_in.append(-1)
         self.open.append(key)
         self.at.setdefault(key, []).append(depth)
         self.inside.append(inside)
@@ -400,15 +417,16 @@ class _Page:
 
     def _listed(self, name: str, hides: bool, depth: int) -> _Entry | None:
         """Put the formatting element ``name`` opened at ``depth`` in the list of active
-        formatting elements; its entry (none past _HIDDEN_KEPT hidden ones of its name in the
-        part, after which the part hides what follows)."""
+        formatting elements; its entry (none past _HIDDEN_KEPT hidden ones in the part, of any
+        name, after which the part hides what follows: each is opened again at every block)."""
         if self.sticky[-1]:
             return None
         if hides:
             counts = self.hidden_names[-1]
-            if counts.get(name, 0) >= _HIDDEN_KEPT:
+            if counts.get("", 0) >= _HIDDEN_KEPT:
                 self.sticky[-1] = True
                 return None
+            counts[""] = counts.get("", 0) + 1
             counts[name] = counts.get(name, 0) + 1
         self.entry_count += 1
         entry = _Entry(name, hides, depth, len(self.parts_of_list) - 1, self.entry_count)
@@ -433,6 +451,9 @@ class _Page:
             found.remove(entry)
         if entry.hidden and entry.part < len(self.hidden_names):
             self.hidden_names[entry.part][entry.name] -= 1
+            self.hidden_names[entry.part][""] -= 1
+        elif not entry.hidden and entry.depth < 0 and entry.part < len(self.plain_closed):
+            self.plain_closed[entry.part] -= 1
 
     def _clear_part(self) -> None:
         """Clear the list of active formatting elements up to its last marker."""
@@ -445,19 +466,24 @@ class _Page:
         self.waiting.pop()
         self.hidden_names.pop()
         self.sticky.pop()
+        self.plain_closed.pop()
+        self.stand_in.pop()
 
     def _reconstruct(self) -> None:
         """Open again the hidden formatting elements of the current part of the list that
         something else closed, outermost first, as a browser does before text and most start
         tags (the others it opens again hide nothing, and are left closed: their end tags then
-        end nothing, where a browser's might end a hidden element, which stays hidden)."""
+        end nothing, where a browser's might end a hidden element, which stays hidden); where
+        one that hides nothing waits, a stand-in is opened for them (see _REOPENED)."""
         waiting = self.waiting[-1]
-        if not waiting:
-            return
-        self.waiting[-1] = []
-        for entry in sorted(waiting, key=lambda entry: entry.order):
-            if entry.live and entry.depth < 0:
-                self._push(entry.name, True, "html", entry)
+        if waiting:
+            self.waiting[-1] = []
+            for entry in sorted(waiting, key=lambda entry: entry.order):
+                if entry.live and entry.depth < 0:
+                    self._push(entry.name, True, "html", entry)
+        if self.plain_closed[-1] > 0 and self.stand_in[-1] < 0:
+            self.stand_in[-1] = len(self.open)
+            self._push(_REOPENED, False, "html")
 
     def _close(self, at: int, by: str | None = None) -> None:
         """End the element at ``at`` and every element inside it (``by``: the end tag that
@@ -481,6 +507,10 @@ class _Page:
                     entry.depth = -1
                     if entry.hidden and entry.part < len(self.waiting):
                         self.waiting[entry.part].append(entry)
+                    elif not entry.hidden and entry.part < len(self.plain_closed):
+                        self.plain_closed[entry.part] += 1
+            if key == _REOPENED:
+                self.stand_in[-1] = -1
             if key in _MARKERS and (key not in ("applet", "marquee", "object") or key == by):
                 # A cell, caption or template clears its part of the list; an object, applet
                 # or marquee only at its end tag (its marker stays if anything else ends it).
@@ -622,6 +652,9 @@ class _Page:
             if self.form:
                 return False
             self.form = True
+            table = self._last("table")
+            if table > max(self._last("td"), self._last("th"), self._last("caption")):
+                return False  # in a table, a browser opens a form and ends it at once
         if tag in ("input", "keygen", "select", "textarea") and self._in_select():
             self._close(self._bound(_SCOPES))  # "<select><input>": the select ends
             if tag == "select":
