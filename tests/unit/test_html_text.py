@@ -471,10 +471,21 @@ def test_open_elements_are_tracked_in_linear_time(shape: str) -> None:
         ("<table><form><p hidden>secret</form>SECRET</table>", ""),
         ("<table><p hidden>secret<form>SECRET</table>", ""),
         ("<table><tr><td><form><p hidden>x</form>ok</td></tr></table>", "ok"),
+        # review rv26: a form in a select is ignored (it does not stop a later form opening)
+        ("<select><form></select><form hidden>SECRET</form>ok", "ok"),
     ],
 )
 def test_hidden_elements_end_as_a_browser_ends_them(page: str, text: str) -> None:
     assert visible_text(page) == (text, None)
+
+
+def test_svg_text_opens_no_formatting_element_again() -> None:
+    # review rv26: a stand-in opened in svg read what followed as HTML, and a desc was shown.
+    # (In a browser the b opened again in the desc makes </desc> and </svg> end nothing.)
+    page = "<svg><foreignObject><p><b>x</p></foreignObject>y<desc>SECRET</desc></svg>after"
+    text, _ = visible_text(page)
+    assert text.startswith("x\ny")
+    assert "SECRET" not in text
 
 
 @pytest.mark.parametrize(

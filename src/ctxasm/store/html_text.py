@@ -649,8 +649,8 @@ class _Page:
         ):
             return False
         if tag == "form" and self._last("template") < 0:
-            if self.form:
-                return False
+            if self.form or self._in_select():
+                return False  # a second form, or one in a select, a browser ignores
             self.form = True
             table = self._last("table")
             if table > max(self._last("td"), self._last("th"), self._last("caption")):
@@ -795,7 +795,14 @@ class _Page:
             self._enter_body()
         if self.open and self.open[-1] == "colgroup" and data.strip(_SPACE):
             self._close(len(self.open) - 1)  # text ends a column group, out of the table
-        if data and not self.skip and (data.strip(_SPACE) or self.open[-1:] not in _IN_TABLE):
+        # (in svg or math, text is theirs: a browser opens no formatting element again there)
+        foreign = bool(self.inside) and self.inside[-1] != "html"
+        if (
+            data
+            and not self.skip
+            and not foreign
+            and (data.strip(_SPACE) or self.open[-1:] not in _IN_TABLE)
+        ):
             self._reconstruct()
         if data and not self.skip and self.hidden is None and not self.sticky[-1]:
             self.parts.append(data)
