@@ -169,6 +169,7 @@ def test_registry_models_name_their_template() -> None:
         "mixtral-8x7b-instruct": "mistral-v1",
         "mistral-7b-instruct": "mistral-v3",
         "mistral-small": "mistral-v3",
+        "mistral-nemo": "mistral-v3",
         "mistral-large": "mistral-v7",
     }
     assert {s.provider for s in default_registry() if s.chat == "openai"} == {

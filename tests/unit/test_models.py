@@ -31,7 +31,13 @@ FAMILIES = {
         "claude-haiku-4-5",
     ],
     "llama": ["llama-3.1-8b-instruct", "llama-3.1-70b-instruct", "llama-3.3-70b-instruct"],
-    "mistral": ["mistral-large", "mistral-small", "mistral-7b-instruct", "mixtral-8x7b-instruct"],
+    "mistral": [
+        "mistral-large",
+        "mistral-small",
+        "mistral-nemo",
+        "mistral-7b-instruct",
+        "mixtral-8x7b-instruct",
+    ],
     "qwen": ["qwen2.5-7b-instruct", "qwen2.5-72b-instruct", "qwen3-8b", "qwen3-32b"],
     "gemini": ["gemini-2.0-flash", "gemini-2.5-pro", "gemini-2.5-flash"],
 }
@@ -86,7 +92,8 @@ def test_open_weight_models_count_with_their_pinned_tokenizer() -> None:
         "llama-3.2-3b-instruct": llama,
         "llama-3.3-70b-instruct": llama,
         "mistral-large": ("pinned:mistral-v7", 1, 1),
-        "mistral-small": ("pinned:mistral-tekken", 1, 3),
+        "mistral-small": ("pinned:mistral-v3", 1, 4),
+        "mistral-nemo": ("pinned:mistral-tekken", 1, 3),
         "mistral-7b-instruct": ("pinned:mistral-v3", 1, 4),
         "mixtral-8x7b-instruct": ("pinned:mistral-v1", 6, 5),
         "qwen2.5-7b-instruct": qwen25,
@@ -149,10 +156,11 @@ def test_chatgpt_4o_latest_is_priced_apart_from_gpt_4o() -> None:
 
 
 def test_mistral_small_is_priced_as_the_model_its_tokenizer_counts() -> None:
-    # mistral-small is Mistral Small 24.09 (mistral-common's tekken file, v3 template): its
-    # price, not Mistral Small 3's (0.10 / 0.30), which counts with another tokenizer.
+    # mistral-small is Mistral Small 24.09 (the v3 SentencePiece file: its weights have a
+    # vocabulary of 32,768, Tekken's is 131,072; v3 template): its price, not Mistral Small 3's
+    # (0.10 / 0.30), which counts with another tokenizer.
     spec = default_registry().get("mistral-small-2409")
-    assert (spec.tokenizer, spec.chat) == ("pinned:mistral-tekken", "mistral-v3")
+    assert (spec.tokenizer, spec.chat) == ("pinned:mistral-v3", "mistral-v3")
     assert (spec.input_price, spec.output_price) == (0.2, 0.6)
 
 
@@ -195,7 +203,7 @@ def test_aliases(alias: str, name: str) -> None:
     ],
 )
 def test_a_moving_latest_name_is_refused_naming_the_pinned_models(name: str, models: str) -> None:
-    # mistral-small-latest resolved to mistral-small (tekken_240718, v3 template, exact_count)
+    # mistral-small-latest resolved to mistral-small (v3 SentencePiece and template, exact)
     # while Mistral serves Mistral Small 3.x (its own tekken.json, the v7 template) under it
     with pytest.raises(UnknownModelError) as caught:
         ctxasm.assemble("q", PASSAGES, model=name)

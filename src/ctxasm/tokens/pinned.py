@@ -139,7 +139,7 @@ PINNED: dict[str, PinnedTokenizer] = {
             "mistral_common/data/tekken_240718.json",
             "eccd1665d2e477697c33cb7f0daa6f6dfefc57a0a6bceb66d4be52952f827516",
         ),
-        "Mistral's Tekken tokenizer (Mistral NeMo, Ministral 8B, Mistral Small 2409 and later)",
+        "Mistral's Tekken tokenizer (Mistral NeMo, Ministral 8B, Pixtral 12B)",
         _bpe(TEKKEN_PATTERN, format="tekken"),
     ),
     "mistral-v1": PinnedTokenizer(
@@ -155,7 +155,8 @@ PINNED: dict[str, PinnedTokenizer] = {
             "mistral_common/data/mistral_instruct_tokenizer_240323.model.v3",
             "9addc8bdce5988448ae81b729336f43a81262160ae8da760674badab9d4c7d33",
         ),
-        "Mistral 7B v0.3, Mixtral 8x22B, Mistral Large 2407, Codestral 22B (SentencePiece)",
+        "Mistral 7B v0.3, Mixtral 8x22B, Mistral Large 2407, Mistral Small 2409, Codestral 22B"
+        " (SentencePiece)",
         _SEAMED,
     ),
     "mistral-v7": PinnedTokenizer(

@@ -220,7 +220,8 @@ MISTRAL = {
     "mixtral-8x7b-instruct": ("mistral-v1", "mistral-v1"),
     "mistral-7b-instruct": ("mistral-v3", "mistral-v3"),
     "mistral-large": ("mistral-v7", "mistral-v7"),
-    "mistral-small": ("mistral-tekken", "mistral-v3"),
+    "mistral-small": ("mistral-v3", "mistral-v3"),
+    "mistral-nemo": ("mistral-tekken", "mistral-v3"),
 }
 
 
@@ -303,7 +304,7 @@ def test_mistral_count_equals_mistral_common(model: str) -> None:
 def test_mistral_v7_rules_hold_for_tekken() -> None:
     """Mistral Small 3 and later: a Tekken file of their own, the v7 instruct format."""
     path = str(pinned.PINNED["mistral-tekken"].file.locate())
-    spec = replace(default_registry().get("mistral-small"), chat="mistral-v7")
+    spec = replace(default_registry().get("mistral-nemo"), chat="mistral-v7")
     reference = _mistral_reference(_official(path, "v7"))
     assert _mismatches(_mistral_conversations(200, seed=17), spec, reference) == []
 
@@ -430,6 +431,7 @@ def _reference_for(spec: ModelSpec) -> Callable[[Conversation], int]:
         "mistral-7b-instruct",
         "mistral-large",
         "mistral-small",
+        "mistral-nemo",
     ],
 )
 def test_assembled_requests_are_counted_as_the_server_counts_them(model: str) -> None:
