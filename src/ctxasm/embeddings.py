@@ -9,7 +9,7 @@ come with ctxasm, chosen by a spec string with :func:`get_embedder`:
   paraphrase.
 * ``"sentence-transformers:/path/to/model"``: :class:`SentenceTransformerEmbedder`, a
   sentence-transformers model loaded from a local directory, never downloaded
-  (``pip install 'ctxasm[embeddings]'``).
+  (the ``embeddings`` extra).
 
 Passages may also bring their own vectors (``Passage.embedding``); :func:`passage_vectors`
 prefers those. numpy is imported on first use, so importing this module stays cheap.
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import xxhash
 
 from ctxasm.data import Passage
-from ctxasm.errors import ConfigError
+from ctxasm.errors import ConfigError, install_hint
 from ctxasm.lexical import words
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ EMBEDDER_SPECS = ("hashing", "hashing:DIMENSION", "sentence-transformers:/path/t
 # Vectors are dense: n texts take n * dimension * 8 bytes where they are compared (2,000
 # passages at 65,536 dimensions took 2.25 GB), and a request can name the dimension.
 _MAX_HASHING_DIMENSION = 4096
-_INSTALL_HINT = "pip install 'ctxasm[embeddings]'"
+_INSTALL_HINT = install_hint("embeddings")
 
 
 class Embedder(Protocol):

@@ -53,12 +53,20 @@ __all__ = [
     "UnknownModelError",
     "UnknownStrategyError",
     "UntokenizableError",
+    "install_hint",
 ]
 
 
 # The exit codes of the CLI: 1 when ctxasm could not do the work, 2 when the input was wrong.
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+
+
+def install_hint(extra: str) -> str:
+    """How to install ctxasm's optional ``extra``: from the folder ctxasm was installed from,
+    as the README installs it (ctxasm is not on a package index, so ``ctxasm[extra]`` there
+    would find nothing, or another project of that name)."""
+    return f"pip install -c constraints.txt '.[{extra}]' in the ctxasm folder"
 
 
 class CtxasmError(Exception):

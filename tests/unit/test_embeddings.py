@@ -190,7 +190,7 @@ def test_sentence_transformers_says_what_to_install(tmp_path: Path) -> None:
         get_embedder(f"sentence-transformers:{tmp_path}")
     assert caught.value.message == (
         "the sentence-transformers embedder needs the sentence-transformers package; "
-        "install it with: pip install 'ctxasm[embeddings]'"
+        "install it with: pip install -c constraints.txt '.[embeddings]' in the ctxasm folder"
     )
 
 

@@ -1,5 +1,5 @@
 """Haystack: a component with typed inputs (``documents``, ``query``) and outputs
-(``messages``, ``report``) (``pip install 'ctxasm[haystack]'``).
+(``messages``, ``report``) (the ``haystack`` extra).
 
 A ``Document`` becomes a passage: ``content`` is the text, ``id`` the id, ``score`` the score;
 ``meta`` keys ``title``, ``source``, ``url``, ``doc_id``, ``start``/``end``, ``timestamp``,

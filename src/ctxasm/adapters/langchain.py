@@ -1,6 +1,6 @@
 """LangChain: a Runnable that turns documents and a query into the assembled chat messages, and
 a document compressor that returns the selected documents in prompt order
-(``pip install 'ctxasm[langchain]'``).
+(the ``langchain`` extra).
 
 The Runnable takes what LangChain users pass: a question string (the documents then come from
 its ``retriever``), or a dict with the question under ``query`` or ``question`` and the

@@ -1,6 +1,6 @@
 """LlamaIndex: a node postprocessor that selects, deduplicates and orders nodes within a token
 budget, and a function from ``NodeWithScore`` objects to the assembled chat messages
-(``pip install 'ctxasm[llamaindex]'``).
+(the ``llamaindex`` extra).
 
 A node becomes a passage: its content is the text, ``node_id`` the id, the ``NodeWithScore``
 score the score (a bare node, such as a ``TextNode``, has none); metadata keys ``title``,

@@ -1,4 +1,4 @@
-"""Batch assembly on Ray (``pip install 'ctxasm[ray]'``): the same results as the
+"""Batch assembly on Ray (the ``ray`` extra): the same results as the
 single-process ``ctxasm batch``, line for line, computed by Ray tasks.
 
 :func:`assemble_dataset` maps a Ray Dataset of ``{"line": int, "request": bytes | str}`` rows

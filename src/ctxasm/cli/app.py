@@ -31,6 +31,7 @@ from ctxasm.cli.options import (
     ResultMaxBytesOption,
 )
 from ctxasm.cli.request_input import check_not_config, config_file, open_assembler
+from ctxasm.errors import install_hint
 
 if TYPE_CHECKING:
     from ctxasm.batch.jsonl import BatchStats
@@ -233,7 +234,7 @@ def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int)
     import importlib.util
 
     if importlib.util.find_spec("ray") is None:
-        _fail("--engine ray needs Ray: pip install 'ctxasm[ray]'", EXIT_BAD_INPUT)
+        _fail(f"--engine ray needs Ray: {install_hint('ray')}", EXIT_BAD_INPUT)
     from ctxasm.cli.batch_run import BatchInterruptedError, run_ray_batch
     from ctxasm.errors import CtxasmError
 

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ctxasm.cli.exits import EXIT_BAD_INPUT, error_line, fail
+from ctxasm.errors import install_hint
 
 __all__ = ["BLAS_THREADS_ENV", "serve_command"]
 
@@ -62,7 +63,7 @@ def serve_command(
     try:
         import uvicorn
     except ImportError:
-        fail("the service needs: pip install 'ctxasm[service]'", EXIT_BAD_INPUT)
+        fail(f"the service needs: {install_hint('service')}", EXIT_BAD_INPUT)
     # Requests run side by side in threads, and numpy's OpenBLAS would start threads of its own
     # for each product: on a busy machine they wait on one another (semantic dedup of 2,000
     # passages took 8.5 s instead of 0.9). One BLAS thread per process, unless the environment

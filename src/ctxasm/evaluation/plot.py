@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ctxasm.errors import ConfigError
+from ctxasm.errors import ConfigError, install_hint
 from ctxasm.evaluation.runner import EvalRow
 
 __all__ = ["plot_rows"]
@@ -23,9 +23,8 @@ def plot_rows(rows: Sequence[EvalRow], path: str | Path, title: str = "") -> Pat
         import matplotlib.pyplot as plt
         from matplotlib import ticker
     except ImportError:
-        raise ConfigError(
-            "--plot needs matplotlib: pip install 'ctxasm[plot]'", field="plot"
-        ) from None
+        needs = f"--plot needs matplotlib: {install_hint('plot')}"
+        raise ConfigError(needs, field="plot") from None
     path = Path(path)
     strategies = list(dict.fromkeys(row.strategy for row in rows))
     figure, axes = plt.subplots(1, len(_METRICS), figsize=(11, 4.2), sharey=True)

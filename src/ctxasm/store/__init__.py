@@ -112,7 +112,7 @@ def store_files(url: str) -> list[str]:
 def open_store(url: str, *, create: bool = True) -> Store:
     """The store at ``url``: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``
     (add ``?embedder=hashing`` or another embedder spec for vectors), or
-    ``postgresql://user:password@host/database`` (needs ``pip install 'ctxasm[postgres]'``;
+    ``postgresql://user:password@host/database`` (needs the ``postgres`` extra;
     add ``?pool_size=4&statement_timeout_ms=30000`` to change the pool and the timeout, and
     ``index_memory_mb=1024`` the memory of an HNSW index build)."""
     if url.startswith(_SQLITE):

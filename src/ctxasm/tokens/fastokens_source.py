@@ -34,7 +34,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Literal, Protocol
 
-from ctxasm.errors import TokenizerError
+from ctxasm.errors import TokenizerError, install_hint
 
 __all__ = [
     "BPE_BACKENDS",
@@ -48,7 +48,7 @@ __all__ = [
 
 BPE_BACKEND_VARIABLE = "CTXASM_BPE_BACKEND"
 BPE_BACKENDS = ("auto", "tiktoken", "fastokens")
-_INSTALL = "pip install 'ctxasm[fast]'"
+_INSTALL = install_hint("fast")
 
 _FORCED: list[str] = []  # set_bpe_backend's choice; empty: the environment variable decides
 # The backend named and what it resolved to, worked out once (a count asks for it every time).

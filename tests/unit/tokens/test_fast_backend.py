@@ -48,7 +48,7 @@ from ctxasm.tokens.runs import MAX_RUN_CHARS
 
 needs_fastokens = pytest.mark.skipif(
     find_spec("fastokens") is None,
-    reason="fastokens is not installed (pip install 'ctxasm[fast]'): its counts are not checked",
+    reason="fastokens is not installed (the fast extra): its counts are not checked",
 )
 ENGINES = ["tiktoken:o200k_base", "tiktoken:cl100k_base", "pinned:qwen2.5", "pinned:mistral-tekken"]
 
@@ -497,7 +497,8 @@ def test_fastokens_asked_for_but_not_installed(monkeypatch: pytest.MonkeyPatch) 
         bpe_backend()
     assert caught.value.message == (
         "CTXASM_BPE_BACKEND='fastokens' asks for fastokens, which is not installed: "
-        "pip install 'ctxasm[fast]', or choose 'auto' or 'tiktoken'"
+        "pip install -c constraints.txt '.[fast]' in the ctxasm folder, or choose 'auto' or "
+        "'tiktoken'"
     )
     with pytest.raises(TokenizerError) as forced:
         set_bpe_backend("fastokens")

@@ -152,7 +152,8 @@ def test_a_missing_package_says_which_extra_installs_it(
         file.read()
     assert caught.value.message == (
         "the tokenizer file absent_pkg/tokenizer.model ships with the absent-pkg package, which "
-        "is not installed: pip install 'ctxasm[absent]', or put a copy of tokenizer.model "
+        "is not installed: pip install -c constraints.txt '.[absent]' in the ctxasm folder, or "
+        "put a copy of tokenizer.model "
         f"(SHA-256 {'0' * 64}) in a folder named by {TOKENIZER_DIR_VARIABLE}"
     )
 
