@@ -5,20 +5,21 @@ declarations are dropped, character references are decoded, the contents of ``sc
 ``head``, ``noscript``, ``template``, ``iframe``, ``noembed`` and ``noframes`` (none of which a
 browser shows as text) are skipped, block elements end lines, and a table's cells are parted by
 white space (``<td>Vienna</td><td>Austria</td>`` reads "Vienna Austria"). ``title`` and
-``textarea`` hold text only, and ``script``, ``style`` and the like hold raw text, up to their
-own end tag, as in a browser.
+``textarea`` hold text only, and ``script``, ``style``, ``noscript`` (to a browser that runs
+scripts, which this reader takes a browser to be) and the like hold raw text, up to their own
+end tag, as in a browser; a ``plaintext`` holds the rest of the page as text, tags and all.
 
-An element a page hides from its readers is not read either: one with the ``hidden``
-attribute (but ``hidden="until-found"``, a collapsed section a reader opens), or with
-``display: none`` in its ``style`` attribute (the last such declaration, an ``!important`` one
-over a plain one; CSS escapes, comments and quoted values read as CSS reads them), with
-everything inside it. Where it ends is found as a browser's tree builder finds it, from the
-elements open around it: at its own end tag, at the end tag of an element it is inside, or at
-a tag that ends an element whose end tag may be left out (``<p hidden>a<div>b`` shows "b": the
-div ends the paragraph); an end tag of nothing open, or of an element outside the table or
-object it stands in, is ignored, as a browser ignores it. Text hidden there was a way to put
-words before a model that no one reading the page sees. What only a style sheet or a script
-hides (a class, ``visibility``, a colour, a size of 0) is still read.
+An element a page hides from its readers is not read either: one with the ``hidden`` attribute (but
+``hidden="until-found"``, a collapsed section a reader opens), or with ``display: none`` in its
+``style`` attribute (the last such declaration, an ``!important`` one over a plain one; CSS escapes,
+comments and quoted values read as CSS reads them), with everything inside it. Where it ends is
+found as a browser's tree builder finds it, from the elements open around it: at its own end tag, at
+the end tag of an element it is inside, or at a tag that ends an element whose end tag may be left
+out (``<p hidden>a<div>b`` shows "b": the div ends the paragraph); an end tag of nothing open, or of
+an element outside the table or object it stands in, is ignored, as a browser ignores it (a form's
+end tag ignored so leaves no form open for the next one to end). Text hidden there was a way to put
+words before a model that no one reading the page sees. What only a style sheet or a script hides (a
+class, ``visibility``, a colour, a size of 0) is still read.
 
 The standard's rules that decide this are kept: an end tag of an element outside a special one (a
 div, a list, a cell) is ignored (``<span><div hidden></span>x``: x is hidden); a formatting
@@ -27,39 +28,46 @@ open inside it, as the adoption agency does, and that element and what it holds 
 end tag ends an open list item, definition, paragraph or option it holds, and leaves what else the
 form holds open, in it. A table where no cell or caption is open ends the open table; a cell ends
 the open cell or caption, in a row and a section a browser implies if none is open, and the end tag
-of that row or section ends the cell; other content in a column group ends it (it stands outside
-the table); parts of a table outside a table, or inside a template or a select outside the table,
-end nothing. An ``<input>``, ``<keygen>``, ``<textarea>`` or ``<select>`` ends the select it stands
-in, and an ``<optgroup>`` ends an optgroup only in a select. A hidden formatting element that
-something else closed stays in the standard's list of active formatting elements and is opened
-again before the next text and most start tags (``<p><b hidden>x</p><p>y``: y is hidden), up to the
-end tag that takes it off the list (the last of its name: ``</b>`` after ``<b hidden>x</p><p><b>``
-ends the new one) or the end of the cell, caption, template or object (by its end tag) it stands
-in. Inside ``svg`` and ``math`` a tag is theirs and ends nothing, but an HTML tag a browser breaks
-out on (``<div>``, ``<p>``, ``<table>``, ...) ends them first; in their ``foreignObject``,
-``desc``, ``title`` and the like, tags are HTML's again, and the text of what they never show (a
-``title``, a ``desc``, a ``style``) is not read. A page with no DOCTYPE, or a legacy one, is read
-in quirks mode, where a table does not end a paragraph. Where this reader simplifies the standard
-on purpose, it errs toward keeping text hidden: a hidden formatting element the adoption agency may
+of that row or section ends the cell; other content in a column group ends it (it stands outside the
+table); parts of a table outside a table, or inside a template or a select outside the table, end
+nothing. An ``<input>`` or a ``<select>`` ends the select it stands in, and an ``<optgroup>`` ends
+an optgroup only in a select. A hidden formatting element that something else closed stays in the
+standard's list of active formatting elements and is opened again before the next text (not a
+textarea's) and most start tags (``<p><b hidden>x</p><p>y``: y is hidden), up to the end tag that
+takes it off the list (the last of its name: ``</b>`` after ``<b hidden>x</p><p><b>`` ends the new
+one) or the end of the cell, caption, template or object (by its end tag) it stands in (the
+innermost of these an end tag ends, as a browser clears the list once, up to its last marker).
+Inside ``svg`` and ``math`` a tag is theirs and ends nothing, and their text opens no formatting
+element again, but an HTML tag a browser breaks out on (``<div>``, ``<p>``, ``<table>``, ...) ends
+them first; in their ``foreignObject``, ``desc``, ``title`` and the like, and math's text elements
+(``mi`` to ``mtext``), tags and text are HTML's again, and the text of what they never show (a
+``title``, a ``desc``, a ``style``) is not read. A page with no DOCTYPE, or a legacy one, is read in
+quirks mode, where a table does not end a paragraph. Where this reader simplifies the standard on
+purpose, it errs toward keeping text hidden: a hidden formatting element the adoption agency may
 keep around what follows stays open; formatting elements that hide nothing, where a browser opens
-them again, are stood in for by one element that no end tag but its parent's ends (it is the
-current node, as they are, so a heading or a form's end does not end a hidden element around it);
-more than three hidden ones in one cell, or outside cells, hide the rest of it, and of the cells
-and objects inside it (the standard keeps three alike, comparing attributes this reader does not
-read, and opens each again at every block); a select's content. A form in a table, outside a
-cell, holds nothing, as a browser ends it at once. It does not model every step of the adoption
-agency (the formatting elements between the one that ends and the special element inside it stay
-where they were).
+them again, are stood in for by one element that no end tag but its parent's ends, opened again
+where one of them closes inside it (it is the current node, as they are, so a heading or a form's
+end does not end a hidden element around it); more than three hidden ones in one cell, or outside
+cells, hide the rest of it, and of the cells and objects inside it (the standard keeps three alike,
+comparing attributes this reader does not read, and opens each again at every block). A select's
+content is read as hidden as either of the standard's rules for it would have it: the old ones (a
+browser read options only there, and ignored other tags, ``<xmp>``, a ``<plaintext>`` and a
+``<form>`` among them) or the current ones, which a browser now follows (it reads them as in the
+body, and only an ``<input>`` or a ``<select>`` ends it): a ``<textarea>`` or a ``<keygen>`` ends it
+where nothing hides what follows and is read inside it where something does; an xmp or a plaintext
+holds text only where something hides it; a form is opened as an element (a hidden one hides what it
+holds), but a later form is not ignored for it. A form in a table, outside a cell, holds nothing, as
+a browser ends it at once. It does not model every step of the adoption agency (the formatting
+elements between the one that ends and the special element inside it stay where they were).
 
-The head ends as the standard's tree builder ends it: at ``</head>``, at the first text that is
-not white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that
-omits ``</head>`` and ``<body>`` (valid HTML) shows its body. A ``<head>`` tag after anything that
-starts the page (text, another tag) is ignored, as a browser ignores it, so a stray one in the
-body hides nothing; in the head, a ``<noscript>``'s tags (a tracking pixel's ``<img>``) do not
-end it, as they do not in a browser that runs scripts. The page's title is the first
-``<title>`` outside ``<svg>`` and ``<math>``, wherever it stands, as a browser's
-``document.title`` is; a title is never text, and one inside ``<svg>`` or ``<math>`` (an icon's
-tooltip) is dropped, as a browser shows neither.
+The head ends as the standard's tree builder ends it: at ``</head>``, at the first text that is not
+white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that omits
+``</head>`` and ``<body>`` (valid HTML) shows its body. A ``<head>`` tag after anything that starts
+the page (text, another tag) is ignored, as a browser ignores it, so a stray one in the body hides
+nothing; in the head, a ``<noscript>``'s tags (a tracking pixel's ``<img>``), its raw text, do not
+end it. The page's title is the first ``<title>`` outside ``<svg>`` and ``<math>``, wherever it
+stands, as a browser's ``document.title`` is; a title is never text, and one inside ``<svg>`` or
+``<math>`` (an icon's tooltip) is dropped, as a browser shows neither.
 
 Every search moves forward from where the last one ended, and one that reaches the end of the page
 ends the page (an unclosed comment or tag runs to the end, as in a browser), so the time is linear
@@ -91,7 +99,8 @@ _BLOCK = frozenset(
 )
 _CELL = frozenset({"td", "th"})
 # Elements whose content ends only at their own end tag: raw text, and text with references.
-_RAW_TEXT = frozenset({"script", "style", "xmp", "iframe", "noembed", "noframes"})
+# (A noscript's is raw text to a browser that runs scripts, in the body as in the head.)
+_RAW_TEXT = frozenset({"script", "style", "xmp", "iframe", "noembed", "noframes", "noscript"})
 _ESCAPABLE = frozenset({"title", "textarea"})
 # Elements of other vocabularies: a <title> inside one is an icon's tooltip, not the page's.
 _FOREIGN = frozenset({"svg", "math"})
@@ -349,9 +358,12 @@ class _Page:
         self.hidden_names: list[dict[str, int]] = [{}]
         self.sticky: list[bool] = [False]
         # For each part: how many of its entries that hide nothing something else closed, and
-        # where the stand-in opened again for them stands (-1: not open).
+        # where the stand-in opened again for them stands (-1: not open); and for each open
+        # stand-in, by where it stands, the part it was opened for (parts opened inside it,
+        # an object's that outlives it among them, may be the last when it ends).
         self.plain_closed: list[int] = [0]
         self.stand_in: list[int] = [-1]
+        self.stand_in_part: dict[int, int] = {}
         self.entry_count = 0
         # How many of each formatting element were opened, and how many before each open one.
         self.formatted: dict[str, int] = {}
@@ -483,6 +495,7 @@ class _Page:
                     self._push(entry.name, True, "html", entry)
         if self.plain_closed[-1] > 0 and self.stand_in[-1] < 0:
             self.stand_in[-1] = len(self.open)
+            self.stand_in_part[len(self.open)] = len(self.stand_in) - 1
             self._push(_REOPENED, False, "html")
 
     def _close(self, at: int, by: str | None = None) -> None:
@@ -496,6 +509,10 @@ class _Page:
             self.hides.pop()
         if self.hidden is not None and self.hidden >= end:
             self.hidden = None
+        # A browser clears the list of active formatting elements once, up to its last marker,
+        # however many cells, captions and templates it ends ("<template><b hidden><table>
+        # <caption></template>x": the template's part, and its hidden b, stay, and x is hidden).
+        cleared = False
         while len(self.open) > end:
             depth = len(self.open) - 1
             key = self.open.pop()
@@ -509,11 +526,24 @@ class _Page:
                         self.waiting[entry.part].append(entry)
                     elif not entry.hidden and entry.part < len(self.plain_closed):
                         self.plain_closed[entry.part] += 1
+                        # Closed inside its part's stand-in (or with none open): a browser
+                        # opens it again where the next text stands, inside what holds it, so
+                        # a new stand-in is opened there ("<p><b>a</p>b<p><b>c<h3 hidden>d
+                        # <h2>x": the b opened again in the h3 keeps the h2 in it, hidden).
+                        self.stand_in[entry.part] = -1
             if key == _REOPENED:
-                self.stand_in[-1] = -1
-            if key in _MARKERS and (key not in ("applet", "marquee", "object") or key == by):
+                # the part it was opened for, which need not be the last one now
+                part = self.stand_in_part.pop(depth)
+                if part < len(self.stand_in) and self.stand_in[part] == depth:
+                    self.stand_in[part] = -1
+            if (
+                key in _MARKERS
+                and (key not in ("applet", "marquee", "object") or key == by)
+                and not cleared
+            ):
                 # A cell, caption or template clears its part of the list; an object, applet
                 # or marquee only at its end tag (its marker stays if anything else ends it).
+                cleared = True
                 self._clear_part()
             if key != _GONE:
                 self.at[key].pop()
@@ -649,13 +679,20 @@ class _Page:
         ):
             return False
         if tag == "form" and self._last("template") < 0:
-            if self.form or self._in_select():
-                return False  # a second form, or one in a select, a browser ignores
-            self.form = True
-            table = self._last("table")
-            if table > max(self._last("td"), self._last("th"), self._last("caption")):
-                return False  # in a table, a browser opens a form and ends it at once
-        if tag in ("input", "keygen", "select", "textarea") and self._in_select():
+            if self.form:
+                return False  # a second form a browser ignores
+            if not self._in_select():
+                self.form = True
+                table = self._last("table")
+                if table > max(self._last("td"), self._last("th"), self._last("caption")):
+                    return False  # in a table, a browser opens a form and ends it at once
+            # In a select, a browser that reads its content by the standard's old rules ignores
+            # a form, and one that reads it by the current rules opens it there: it is opened,
+            # hiding what it holds if it hides, and a later form still opens (see the module).
+        # A textarea or a keygen ended a select by the old rules, and is inside it by the
+        # current ones: where something hides it, it is kept inside, hidden (see the module).
+        kept = tag in ("keygen", "textarea") and self.hides_text()
+        if tag in ("input", "keygen", "select", "textarea") and self._in_select() and not kept:
             self._close(self._bound(_SCOPES))  # "<select><input>": the select ends
             if tag == "select":
                 return False  # a select in a select only ends it
@@ -690,6 +727,11 @@ class _Page:
                     self._close(at)
                     return True
         if tag == "form" and self._last("template") < 0:
+            if not self.form:
+                # No form open: ignored, and one whose end a browser ignored (outside the
+                # table or object it stood in) is no longer open to it either ("<form><table>
+                # </form></table><p hidden></form>x": the p stays open, and x hidden).
+                return False
             self.form = False
         if tag in _HEADINGS:
             at = max(self._in_scope(heading) for heading in _HEADINGS)
@@ -747,14 +789,7 @@ class _Page:
         self.begun = True
         if self._opened(tag, hides, closed, attributes or {}):
             return True
-        # In a head, a noscript's content is text to a browser that runs scripts: its tags (a
-        # tracking pixel's <img>) do not end the head.
-        if (
-            self._heading()
-            and tag not in _IN_HEAD
-            and tag != "html"
-            and "noscript" not in self.skip
-        ):
+        if self._heading() and tag not in _IN_HEAD and tag != "html":
             self._enter_body()
         if tag == "head":
             if self.phase != "before":
@@ -787,7 +822,10 @@ class _Page:
         elif tag in _CELL:
             self.parts.append("\t")
 
-    def text(self, data: str) -> None:
+    def text(self, data: str, reopen: bool = True) -> None:
+        """Text ``data``; ``reopen``: whether a browser opens the formatting elements closed
+        before it again (not for the content of a textarea, or another element that holds
+        text only: it is inserted as it is, as a browser inserts it)."""
         if not self.begun and data.strip(_SPACE):
             self.begun = True
         # Text ends the head unless it is inside an element of the head (a script's source).
@@ -795,10 +833,12 @@ class _Page:
             self._enter_body()
         if self.open and self.open[-1] == "colgroup" and data.strip(_SPACE):
             self._close(len(self.open) - 1)  # text ends a column group, out of the table
-        # (in svg or math, text is theirs: a browser opens no formatting element again there)
-        foreign = bool(self.inside) and self.inside[-1] != "html"
+        # (in svg or math, text is theirs: a browser opens no formatting element again there;
+        # it does in math's text elements, mi to mtext, whose text it reads as the body's)
+        foreign = bool(self.inside) and self.inside[-1] in _FOREIGN
         if (
-            data
+            reopen
+            and data
             and not self.skip
             and not foreign
             and (data.strip(_SPACE) or self.open[-1:] not in _IN_TABLE)
@@ -814,6 +854,20 @@ class _Page:
         never text (see the module)."""
         if self.title is None and self._last("svg svg") < 0 and self._last("math math") < 0:
             self.title = data
+
+    def hides_text(self) -> bool:
+        """Whether text here is hidden: an element that hides it is open, or its part of the
+        list of active formatting elements lost count (see _listed)."""
+        return self.hidden is not None or self.sticky[-1]
+
+    def reads_tags_in(self, tag: str) -> bool:
+        """Whether the tags inside the ``xmp`` or ``plaintext`` just opened are read: in a
+        select, where nothing hides what follows. A browser that reads a select by the
+        standard's old rules ignores both there, and reads their tags, which may hide what
+        follows ("<select><xmp></select><p hidden>x": x is hidden); one that reads it by the
+        current rules shows their content as text, tags and all, which shows no less. Where
+        something hides it, it is read as text, hidden as the current rules have it."""
+        return tag in ("xmp", "plaintext") and self._in_select() and not self.hides_text()
 
     def _heading(self) -> bool:
         """Whether what comes next may start the body: the body has not started, and this is
@@ -925,7 +979,7 @@ def _contents(raw: str, at: int, tag: str, page: _Page) -> int:
     if tag == "title":
         page.titled(data)
     else:
-        page.text(data)
+        page.text(data, reopen=False)
     return stop
 
 
@@ -989,6 +1043,13 @@ def _markup(raw: str, lt: int, page: _Page) -> int:
         return end
     if page.start(tag, hides, closed, noted):
         return end  # in svg or math, a <title> or <style> holds markup
+    if page.reads_tags_in(tag):
+        return end
+    if tag == "plaintext":
+        # The rest of the page is its text, as it is: a browser reads no tag after it, not
+        # even "</plaintext>" ("<div hidden><plaintext></div>x": x is in the hidden div).
+        page.text(raw[end:])
+        return size
     if tag in _RAW_TEXT or tag in _ESCAPABLE:
         end = _contents(raw, end, tag, page)
     return end
