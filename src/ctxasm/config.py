@@ -45,7 +45,7 @@ from ctxasm.jsonio import decode_json
 from ctxasm.models import ModelRegistry, default_registry
 from ctxasm.schema import DEFAULT_MAX_REQUEST_CHARS, REQUEST_FIELDS, parse_request
 from ctxasm.tokens import check_spec, resolve_spec_path
-from ctxasm.validation import shown
+from ctxasm.validation import close_name, shown
 
 __all__ = ["AssemblerConfig", "defaults_error", "load_config_file"]
 
@@ -204,7 +204,8 @@ class AssemblerConfig:
             if key not in REQUEST_FIELDS or key in ("query", "passages"):
                 allowed = [f for f in REQUEST_FIELDS if f not in ("query", "passages")]
                 raise ConfigError(
-                    f"[defaults] has unknown field {shown(key)}; allowed: {', '.join(allowed)}"
+                    f"[defaults] has unknown field {shown(key)}{close_name(key, allowed)}; "
+                    f"allowed: {', '.join(allowed)}"
                 )
         models = data.get("models", {})
         if not isinstance(models, Mapping):

@@ -34,6 +34,7 @@ from ctxasm.hits import hit_list, hit_text, passages_from_hits
 from ctxasm.query_class import QUERY_CLASSES
 from ctxasm.validation import (
     MAX_INTEGER,
+    close_name,
     encodable,
     invalid,
     key_path,
@@ -502,7 +503,8 @@ def parse_request(
     if unknown:
         allowed = ", ".join((*REQUEST_FIELDS, *INPUT_FIELDS, *ENVELOPE_FIELDS))
         raise RequestError(
-            f"unknown request field {shown(unknown[0])}; allowed: {allowed}",
+            f"unknown request field {shown(unknown[0])}"
+            f"{close_name(unknown[0], _REQUEST_KEYS)}; allowed: {allowed}",
             field=key_path("", unknown[0]),
         )
     request_envelope(data)

@@ -15,6 +15,7 @@ import numbers
 import operator
 import re
 import unicodedata
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -101,6 +102,21 @@ def shortened(text: str, limit: int = 60) -> str:
     """``text``, cut to ``limit`` characters with "..." when longer: what an error or a
     report may quote of a value the caller sent."""
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def close_name(name: object, allowed: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` where ``name`` is a short string close to one of ``allowed``
+    (``reserve_output`` to ``reserve_output_tokens``), else nothing: for an error that names
+    an unknown field or choice."""
+    if not isinstance(name, str) or len(name) > _MOST_COMPARED:
+        return ""  # difflib's time grows with the square of a name's length
+    import difflib
+
+    close = difflib.get_close_matches(name, list(allowed), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+_MOST_COMPARED = 64  # characters: no field name is longer
 
 
 def key_path(where: str, key: object) -> str:

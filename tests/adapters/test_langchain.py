@@ -407,7 +407,8 @@ def test_sources_are_headed_by_their_source_never_by_a_made_up_id() -> None:
         (
             {"max_context_token": 100},
             "max_context_token",
-            "unknown request field 'max_context_token'; allowed: model, max_context_tokens, "
+            "unknown request field 'max_context_token' (did you mean 'max_context_tokens'?); "
+            "allowed: model, max_context_tokens, "
             "min_score, strategy",
         ),
         (

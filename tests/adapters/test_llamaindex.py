@@ -152,7 +152,8 @@ def test_a_llamaindex_node_given_as_a_passage_points_to_the_adapter() -> None:
         (
             {"max_context_token": 100},
             "max_context_token",
-            "unknown request field 'max_context_token'; allowed: model, max_context_tokens, "
+            "unknown request field 'max_context_token' (did you mean 'max_context_tokens'?); "
+            "allowed: model, max_context_tokens, "
             "min_score, strategy, callback_manager",
         ),
         (

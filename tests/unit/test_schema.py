@@ -132,6 +132,22 @@ def test_the_unknown_field_message_lists_hits() -> None:
     assert ", previous, hits, id, metadata" in _error(query="q", passages=[], hit=[]).message
 
 
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [("reserve_output", "reserve_output_tokens"), ("passage", "passages"), ("hit", "hits")],
+)
+def test_an_unknown_field_close_to_a_known_one_is_named(given: str, meant: str) -> None:
+    # the report calls the reserve "reserve_output"; the request field is reserve_output_tokens
+    message = _error(query="q", passages=[], **{given: 1}).message
+    assert message.startswith(f"unknown request field {given!r} (did you mean {meant!r}?); ")
+
+
+def test_a_config_default_close_to_a_field_is_named() -> None:
+    with pytest.raises(ctxasm.errors.ConfigError) as caught:
+        ctxasm.Assembler({"defaults": {"max_context_token": 400}})
+    assert "(did you mean 'max_context_tokens'?); allowed: " in caught.value.message
+
+
 @pytest.mark.parametrize("item", ["text", 5, None, ["text"]])
 def test_passage_that_is_not_an_object(item: object) -> None:
     error = _error(query="q", passages=[item])

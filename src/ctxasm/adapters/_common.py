@@ -14,7 +14,7 @@ from ctxasm.data import Assembly
 from ctxasm.errors import RequestError
 from ctxasm.models import ModelRegistry, default_registry
 from ctxasm.schema import REQUEST_FIELDS, parse_request
-from ctxasm.validation import shown
+from ctxasm.validation import close_name, shown
 
 __all__ = [
     "FIXED_FIELDS",
@@ -200,7 +200,10 @@ def checked_options(
                 f"{allowed} ({instead} takes every request field)",
                 field=key,
             )
-        raise RequestError(f"unknown request field {shown(key)}; allowed: {allowed}", field=key)
+        hint = close_name(key, (*options, *framework))
+        raise RequestError(
+            f"unknown request field {shown(key)}{hint}; allowed: {allowed}", field=key
+        )
     checked_fields({key: given[key] for key in options if given.get(key) is not None})
 
 
