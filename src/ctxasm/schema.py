@@ -9,6 +9,7 @@ passages by :func:`ctxasm.hits.passages_from_hits` (whose errors name ``hits[3].
 from __future__ import annotations
 
 import dataclasses
+import json
 import weakref
 from collections.abc import Mapping, Sequence
 from itertools import count, repeat
@@ -40,7 +41,9 @@ from ctxasm.validation import (
     key_path,
     parse_timestamp,
     plain,
+    received,
     relocated,
+    shortened,
     shown,
     string,
     visible,
@@ -323,7 +326,14 @@ def parse_strategies(value: object, field: str = "strategy") -> Strategies:
     if isinstance(value, Strategies):
         value = {slot: getattr(value, slot, None) for slot in _SLOTS}
     if not isinstance(value, Mapping):
-        raise _fail(field, "an object with keys " + ", ".join(_SLOTS), value)
+        expected = "an object with keys " + ", ".join(_SLOTS)
+        if isinstance(value, str):  # a name, as the CLI's --strategy takes one
+            raise RequestError(
+                f"{field} must be {expected}; got {received(value)}: a strategy is named under "
+                f'its slot, {{"selection": {json.dumps(shortened(value))}}} (docs/strategies.md)',
+                field=field,
+            )
+        raise _fail(field, expected, value)
     unknown = [key for key in value if key not in _SLOTS]
     if unknown:
         raise RequestError(

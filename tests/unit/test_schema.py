@@ -142,6 +142,15 @@ def test_an_unknown_field_close_to_a_known_one_is_named(given: str, meant: str) 
     assert message.startswith(f"unknown request field {given!r} (did you mean {meant!r}?); ")
 
 
+def test_a_strategy_given_by_name_says_where_the_name_goes() -> None:
+    error = _error(query="q", passages=[], strategy="knapsack")
+    assert error.field == "strategy"
+    assert error.message.endswith(
+        'got str \'knapsack\': a strategy is named under its slot, {"selection": "knapsack"} '
+        "(docs/strategies.md)"
+    )
+
+
 def test_a_config_default_close_to_a_field_is_named() -> None:
     with pytest.raises(ctxasm.errors.ConfigError) as caught:
         ctxasm.Assembler({"defaults": {"max_context_token": 400}})
