@@ -75,6 +75,19 @@ def test_assemble_reads_stdin_and_prints_a_report() -> None:
         assert expected in shown
 
 
+def test_the_report_names_the_no_sources_note_as_what_the_context_holds() -> None:
+    # with nothing included, the context holds the note that says so: above a tiny "context",
+    # that is no overflow (first-hour review fh2 F9)
+    request = {"query": "Where did Aristotle teach?", "passages": [{"text": "Bananas."}]}
+    request["max_context_tokens"] = 5
+    done = ctxasm("assemble", "-", "--report", stdin=json.dumps(request).encode())
+    assert done.returncode == 0, done.stderr.decode()
+    assert "context used (the no-sources note)" in done.stderr.decode()
+    done = ctxasm("assemble", "-", "--report", stdin=EXAMPLE.read_bytes())
+    assert "context used " in done.stderr.decode()
+    assert "no-sources note" not in done.stderr.decode()
+
+
 @pytest.mark.parametrize(
     ("payload", "message", "field"),
     [

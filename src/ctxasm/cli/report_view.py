@@ -62,7 +62,11 @@ def print_report(
     table.add_column("tokens", justify="right")
     for name, value in report["budget"].items():
         table.add_row(_escape(name), f"{value:,}")
-    table.add_row("[b]context used[/b]", f"{report['context_tokens']:,}")
+    # With nothing included, what the context holds is the note that says so, which the
+    # budget always leaves room for: a total above "context" is that note, not an overflow.
+    noted = not report["included"] and report["context_tokens"]
+    used = "context used (the no-sources note)" if noted else "context used"
+    table.add_row(f"[b]{used}[/b]", f"{report['context_tokens']:,}")
     table.add_row("[b]total request[/b]", f"{report['total_tokens']:,}")
     console.print(table)
 
