@@ -424,6 +424,9 @@ def _parse_history(value: object) -> tuple[Message, ...]:
                 f"{where} has unknown field {shown(unknown[0])}; allowed: role, content",
                 field=key_path(where, unknown[0]),
             )
+        missing = [key for key in ("role", "content") if key not in item]
+        if missing:  # said as a passage's missing text is, not as a null one
+            raise RequestError(f"{where}.{missing[0]} is required", field=f"{where}.{missing[0]}")
         try:
             fields: dict[str, Any] = {key: item.get(key) for key in ("role", "content")}
             turns.append(Message(**fields))

@@ -374,6 +374,16 @@ def test_a_passage_without_an_id_takes_a_default_no_given_id_uses() -> None:
     assert error.field == "passages[1].id"  # ids given twice are still the caller's to fix
 
 
+@pytest.mark.parametrize("missing", ["role", "content"])
+def test_a_missing_field_of_a_history_turn_is_required(missing: str) -> None:
+    turn = {key: value for key, value in (("role", "user"), ("content", "x")) if key != missing}
+    error = _error(query="q", passages=[], history=[turn])
+    assert (error.message, error.field) == (
+        f"history[0].{missing} is required",
+        f"history[0].{missing}",
+    )
+
+
 def test_an_unknown_field_of_a_history_turn_is_refused() -> None:
     # "contents" was ignored: the turn went in without its text, and nobody was told.
     error = _error(
