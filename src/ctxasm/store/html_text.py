@@ -299,6 +299,25 @@ def _end_tag(name: str) -> re.Pattern[str]:
     return re.compile(rf"</{re.escape(name)}[\t\n\f\r />]", flags=re.IGNORECASE)
 
 
+class _Part:
+    """A part of the list of active formatting elements, from a marker to the next (the first
+    part has none): its entries; the hidden ones that something else closed since it was last
+    opened again; how many hidden entries of each name it holds (under "", of all names); whether
+    it held too many (``sticky``: what follows is hidden); how many of its entries that hide
+    nothing something else closed; and where the stand-in opened again for those stands (-1: not
+    open, see _REOPENED)."""
+
+    __slots__ = ("entries", "hidden_names", "plain_closed", "stand_in", "sticky", "waiting")
+
+    def __init__(self, sticky: bool = False) -> None:
+        self.entries: list[_Entry] = []
+        self.waiting: list[_Entry] = []
+        self.hidden_names: dict[str, int] = {}
+        self.sticky = sticky
+        self.plain_closed = 0
+        self.stand_in = -1
+
+
 class _Entry:
     """A formatting element in the list of active formatting elements: its name, whether it
     hides what it holds, where it stands on the stack (-1: closed, to be opened again), whether
@@ -306,7 +325,7 @@ class _Entry:
 
     __slots__ = ("depth", "hidden", "live", "name", "order", "part")
 
-    def __init__(self, name: str, hidden: bool, depth: int, part: int, order: int) -> None:
+    def __init__(self, name: str, hidden: bool, depth: int, part: _Part, order: int) -> None:
         self.name = name
         self.hidden = hidden
         self.depth = depth
@@ -347,23 +366,14 @@ class _Page:
         self.hides: list[int] = []
         self.hidden: int | None = None
         # The list of active formatting elements (see _FORMATTING), in parts parted by its
-        # markers, the last part the current one: the entries of each part; for each name, the
-        # entries in the list, last last; the element's entry beside each open element; for
-        # each part, the hidden entries closed since it was last opened again, how many hidden
-        # entries of each name it holds, and whether it held too many (what follows is hidden).
-        self.parts_of_list: list[list[_Entry]] = [[]]
+        # markers, the last part the current one; for each name, the entries in the list, last
+        # last; the element's entry beside each open element; and for each open stand-in, by
+        # where it stands, the part it was opened for (parts opened inside it, an object's that
+        # outlives it among them, may be the last when it ends).
+        self.formatting: list[_Part] = [_Part()]
         self.named: dict[str, list[_Entry]] = {}
         self.entries: list[_Entry | None] = []
-        self.waiting: list[list[_Entry]] = [[]]
-        self.hidden_names: list[dict[str, int]] = [{}]
-        self.sticky: list[bool] = [False]
-        # For each part: how many of its entries that hide nothing something else closed, and
-        # where the stand-in opened again for them stands (-1: not open); and for each open
-        # stand-in, by where it stands, the part it was opened for (parts opened inside it,
-        # an object's that outlives it among them, may be the last when it ends).
-        self.plain_closed: list[int] = [0]
-        self.stand_in: list[int] = [-1]
-        self.stand_in_part: dict[int, int] = {}
+        self.stand_in_part: dict[int, _Part] = {}
         self.entry_count = 0
         # How many of each formatting element were opened, and how many before each open one.
         self.formatted: dict[str, int] = {}
@@ -404,14 +414,9 @@ class _Page:
             entry.depth = depth
         self.entries.append(entry)
         if key in _MARKERS:  # a new part of the list of active formatting elements
-            self.parts_of_list.append([])
-            self.waiting.append([])
-            self.hidden_names.append({})
             # a part inside one that lost count hides what it holds too: a browser may have
             # opened a hidden element again around its marker
-            self.sticky.append(self.sticky[-1])
-            self.plain_closed.append(0)
-            self.stand_in.append(-1)
+            self.formatting.append(_Part(sticky=self.formatting[-1].sticky))
         self.open.append(key)
         self.at.setdefault(key, []).append(depth)
         self.inside.append(inside)
@@ -431,25 +436,26 @@ class _Page:
         """Put the formatting element ``name`` opened at ``depth`` in the list of active
         formatting elements; its entry (none past _HIDDEN_KEPT hidden ones in the part, of any
         name, after which the part hides what follows: each is opened again at every block)."""
-        if self.sticky[-1]:
+        part = self.formatting[-1]
+        if part.sticky:
             return None
         if hides:
-            counts = self.hidden_names[-1]
+            counts = part.hidden_names
             if counts.get("", 0) >= _HIDDEN_KEPT:
-                self.sticky[-1] = True
+                part.sticky = True
                 return None
             counts[""] = counts.get("", 0) + 1
             counts[name] = counts.get(name, 0) + 1
         self.entry_count += 1
-        entry = _Entry(name, hides, depth, len(self.parts_of_list) - 1, self.entry_count)
-        self.parts_of_list[-1].append(entry)
+        entry = _Entry(name, hides, depth, part, self.entry_count)
+        part.entries.append(entry)
         self.named.setdefault(name, []).append(entry)
         return entry
 
     def _entry(self, name: str) -> _Entry | None:
         """The last entry of ``name`` in the current part of the list, if any."""
         found = self.named.get(name)
-        if found and found[-1].part == len(self.parts_of_list) - 1:
+        if found and found[-1].part is self.formatting[-1]:
             return found[-1]
         return None
 
@@ -461,25 +467,21 @@ class _Page:
             found.pop()
         else:
             found.remove(entry)
-        if entry.hidden and entry.part < len(self.hidden_names):
-            self.hidden_names[entry.part][entry.name] -= 1
-            self.hidden_names[entry.part][""] -= 1
-        elif not entry.hidden and entry.depth < 0 and entry.part < len(self.plain_closed):
-            self.plain_closed[entry.part] -= 1
+        # (a live entry's part is in the list: clearing a part takes its entries out)
+        if entry.hidden:
+            entry.part.hidden_names[entry.name] -= 1
+            entry.part.hidden_names[""] -= 1
+        elif entry.depth < 0:
+            entry.part.plain_closed -= 1
 
     def _clear_part(self) -> None:
         """Clear the list of active formatting elements up to its last marker."""
-        if len(self.parts_of_list) == 1:
+        if len(self.formatting) == 1:
             return
-        for entry in reversed(self.parts_of_list.pop()):
+        for entry in reversed(self.formatting.pop().entries):
             if entry.live:
                 entry.live = False
                 self.named[entry.name].pop()
-        self.waiting.pop()
-        self.hidden_names.pop()
-        self.sticky.pop()
-        self.plain_closed.pop()
-        self.stand_in.pop()
 
     def _reconstruct(self) -> None:
         """Open again the hidden formatting elements of the current part of the list that
@@ -487,15 +489,15 @@ class _Page:
         tags (the others it opens again hide nothing, and are left closed: their end tags then
         end nothing, where a browser's might end a hidden element, which stays hidden); where
         one that hides nothing waits, a stand-in is opened for them (see _REOPENED)."""
-        waiting = self.waiting[-1]
-        if waiting:
-            self.waiting[-1] = []
+        part = self.formatting[-1]
+        if part.waiting:
+            waiting, part.waiting = part.waiting, []
             for entry in sorted(waiting, key=lambda entry: entry.order):
                 if entry.live and entry.depth < 0:
                     self._push(entry.name, True, "html", entry)
-        if self.plain_closed[-1] > 0 and self.stand_in[-1] < 0:
-            self.stand_in[-1] = len(self.open)
-            self.stand_in_part[len(self.open)] = len(self.stand_in) - 1
+        if part.plain_closed > 0 and part.stand_in < 0:
+            part.stand_in = len(self.open)
+            self.stand_in_part[len(self.open)] = part
             self._push(_REOPENED, False, "html")
 
     def _close(self, at: int, by: str | None = None) -> None:
@@ -521,21 +523,21 @@ class _Page:
                 if depth == at and key == by:
                     self._forget(entry)
                 else:
-                    entry.depth = -1
-                    if entry.hidden and entry.part < len(self.waiting):
-                        self.waiting[entry.part].append(entry)
-                    elif not entry.hidden and entry.part < len(self.plain_closed):
-                        self.plain_closed[entry.part] += 1
+                    entry.depth = -1  # (a live entry's part is in the list)
+                    if entry.hidden:
+                        entry.part.waiting.append(entry)
+                    else:
+                        entry.part.plain_closed += 1
                         # Closed inside its part's stand-in (or with none open): a browser
                         # opens it again where the next text stands, inside what holds it, so
                         # a new stand-in is opened there ("<p><b>a</p>b<p><b>c<h3 hidden>d
                         # <h2>x": the b opened again in the h3 keeps the h2 in it, hidden).
-                        self.stand_in[entry.part] = -1
+                        entry.part.stand_in = -1
             if key == _REOPENED:
                 # the part it was opened for, which need not be the last one now
                 part = self.stand_in_part.pop(depth)
-                if part < len(self.stand_in) and self.stand_in[part] == depth:
-                    self.stand_in[part] = -1
+                if part.stand_in == depth:
+                    part.stand_in = -1
             if (
                 key in _MARKERS
                 and (key not in ("applet", "marquee", "object") or key == by)
@@ -844,7 +846,7 @@ class _Page:
             and (data.strip(_SPACE) or self.open[-1:] not in _IN_TABLE)
         ):
             self._reconstruct()
-        if data and not self.skip and self.hidden is None and not self.sticky[-1]:
+        if data and not self.skip and self.hidden is None and not self.formatting[-1].sticky:
             self.parts.append(data)
 
     def titled(self, data: str) -> None:
@@ -858,7 +860,7 @@ class _Page:
     def hides_text(self) -> bool:
         """Whether text here is hidden: an element that hides it is open, or its part of the
         list of active formatting elements lost count (see _listed)."""
-        return self.hidden is not None or self.sticky[-1]
+        return self.hidden is not None or self.formatting[-1].sticky
 
     def reads_tags_in(self, tag: str) -> bool:
         """Whether the tags inside the ``xmp`` or ``plaintext`` just opened are read: in a
