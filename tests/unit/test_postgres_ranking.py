@@ -58,12 +58,13 @@ def _write_batch(store: Any, batch: int, rng: random.Random) -> None:
 
 
 def _brute_force(url: str, store: Any, query: str) -> tuple[list[tuple[float, str]], Any]:
-    """Every visible chunk holding a query term, scored in Python: the top 100, and the
-    store's answer with the number of candidates it read."""
+    """Every visible chunk holding a query term or a form of one, scored in Python: the top
+    100, and the store's answer with the number of candidates it read."""
     terms = query_terms(query)
-    params = {"tenant": "t1", "names": ["alice", "g1"], "public": False, "terms": terms}
+    params = {"tenant": "t1", "names": ["alice", "g1"], "public": False}
     with store._connection() as db:
-        classes, stats, reference, _ = pg._statistics(db, params)
+        params.update(pg.form_parameters(terms))
+        classes, terms, stats, reference, _ = pg._statistics(db, params)
         lexical = pg._Lexical(classes, stats, terms, reference, 100)
         found = lexical.best(db, lexical.candidates(db))
         rows = db.execute(

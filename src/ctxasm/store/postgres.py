@@ -98,6 +98,8 @@ from ctxasm.store.postgres_search import (
     _Lexical,
     _statistics,
     _vector,
+    form_parameters,
+    form_words,
     nearest_query,
 )
 from ctxasm.store.ranking import ClassDelta, chunk_words, count_into, fused, only_hidden
@@ -567,8 +569,10 @@ class PostgresStore:
         self, query: str, principal: Principal | None, k: int = 50, *, allow_public: bool = False
     ) -> list[Passage]:
         """The ``k`` best visible chunks by reciprocal rank fusion of BM25 (exact, over the
-        visible chunks) and vector similarity (the access condition in the same query). The
-        work and the memory are bounded by ``k`` and the tail of vectors outside the index."""
+        visible chunks, of the query's words each with its other forms among the visible
+        chunks' words: see :mod:`ctxasm.store.forms`) and vector similarity (the access
+        condition in the same query). The work and the memory are bounded by ``k`` and the
+        tail of vectors outside the index."""
         query, k, principal = checked_retrieval(query, principal, k, allow_public)
         terms = query_words(query)
         if not terms:
@@ -577,7 +581,7 @@ class PostgresStore:
             "tenant": None if principal is None else principal.tenant,
             "names": [] if principal is None else [principal.id, *principal.groups],
             "public": allow_public,
-            "terms": terms,
+            **form_parameters(terms),
         }
         pool = max(2 * k, 20)
         near_params = {
@@ -586,7 +590,7 @@ class PostgresStore:
             "k": pool,
         }
         with self._connection() as db:
-            classes, stats, reference, generation = _statistics(db, params)
+            classes, terms, stats, reference, generation = _statistics(db, params)
             if not stats.total:
                 return []
             lexical = _Lexical(classes, stats, terms, reference, pool)
@@ -612,7 +616,9 @@ class PostgresStore:
         self, query: str, principal: Principal | None, *, allow_public: bool = False
     ) -> bool:
         """Whether chunks this principal may not read (with these arguments) hold a term of
-        ``query`` while none it may read does (see :func:`ctxasm.store.ranking.only_hidden`)."""
+        ``query`` or a form of one while none it may read does (see
+        :func:`ctxasm.store.ranking.only_hidden`; the forms as in :meth:`SQLiteStore.hidden_matches
+        <ctxasm.store.sqlite.SQLiteStore.hidden_matches>`)."""
         query, _, principal = checked_retrieval(query, principal, 1, allow_public)
         terms = query_words(query)
         if not terms:
@@ -621,9 +627,10 @@ class PostgresStore:
             "tenant": None if principal is None else principal.tenant,
             "names": [] if principal is None else [principal.id, *principal.groups],
             "public": allow_public,
-            "terms": terms,
+            **form_parameters(terms),
         }
         with self._connection() as db:
+            params["terms"] = form_words(db, params)
             visible, holding = db.execute(_HOLDING, params).fetchone()
         return only_hidden(holding, visible)
 

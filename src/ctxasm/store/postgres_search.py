@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ctxasm.store.forms import form_ranges, with_forms
 from ctxasm.store.postgres_rows import BOUND_SCALE, DIMENSION, _marker, _query_bound
 from ctxasm.store.ranking import VisibleStats, exact_best
 from ctxasm.store.records import CHUNK_COLUMNS, ChunkRow
@@ -19,7 +20,23 @@ _VISIBLE_CLASSES = """
     AND (readers IS NULL OR readers && %(names)s::text[])
     AND (tenant IS NOT NULL OR readers IS NOT NULL OR %(public)s)
 """
-# The visible classes, their summed statistics and the store's state, in one round trip.
+# The distinct words of each range of the vocabulary (see ctxasm.store.forms) in the classes
+# {classes} selects, with their document frequencies summed over those: each key's range of
+# class_terms' key read in order, the other classes' rows in it passed over, until %(limit)s
+# words are found.
+_FORMS = """
+SELECT DISTINCT f.term, f.df FROM unnest(%(firsts)s::text[], %(afters)s::text[]) AS k(first, after)
+CROSS JOIN LATERAL (
+    SELECT t.term, sum(t.df) AS df FROM class_terms t
+    WHERE t.term >= k.first AND t.term < k.after {classes}
+    GROUP BY t.term ORDER BY t.term LIMIT %(limit)s
+) AS f
+"""
+# (The classes as one array: an index condition, so the range is read in order and the LIMIT
+# ends it; compared with IN (SELECT ...), the planner read every visible row of it and sorted.)
+_VISIBLE_FORMS = _FORMS.format(classes="AND t.class_id = ANY(ARRAY(SELECT id FROM visible))")
+# The visible classes, their summed statistics (of the query's terms, and of the words of the
+# ranges where their forms lie) and the store's state, in one round trip.
 _STATISTICS = f"""
 WITH visible AS ({_VISIBLE_CLASSES})
 SELECT
@@ -30,8 +47,17 @@ SELECT
         SELECT term, sum(df) AS df FROM class_terms
         WHERE term = ANY(%(terms)s) AND class_id IN (SELECT id FROM visible) GROUP BY term
     ) AS found),
+    (SELECT coalesce(json_object_agg(term, df), '{{}}') FROM ({_VISIBLE_FORMS}) AS forms),
     (SELECT reference_words FROM store_state),
     (SELECT generation FROM store_state)
+"""
+# For hidden_matches: the words of the ranges where the forms of the query's terms lie, in
+# the visible classes and in every class.
+_FORM_WORDS = f"""
+WITH visible AS ({_VISIBLE_CLASSES})
+SELECT
+    (SELECT coalesce(array_agg(term), '{{}}') FROM ({_VISIBLE_FORMS}) AS forms),
+    (SELECT coalesce(array_agg(term), '{{}}') FROM ({_FORMS.format(classes="")}) AS forms)
 """
 # The visible classes and the classes holding a query term, for hidden_matches.
 _HOLDING = f"""
@@ -170,13 +196,31 @@ class _Lexical:
         return []
 
 
+def form_parameters(terms: list[str]) -> dict[str, Any]:
+    """The query's terms, and the parameters of :data:`_FORMS`: the ranges where their forms
+    lie and how many words to read in each (see :func:`ctxasm.store.forms.form_ranges`)."""
+    ranges, limit = form_ranges(terms)
+    firsts, afters = [first for first, _ in ranges], [after for _, after in ranges]
+    return {"terms": terms, "firsts": firsts, "afters": afters, "limit": limit}
+
+
 def _statistics(
     db: Any, params: dict[str, Any]
-) -> tuple[list[int], VisibleStats, float | None, int]:
-    """The visible classes; chunk count, word count and term frequencies summed over them;
-    the store's reference length for bound vectors and its index generation."""
+) -> tuple[list[int], list[str], VisibleStats, float | None, int]:
+    """The visible classes; the query's terms, each followed by its forms among the visible
+    words; chunk count, word count and term frequencies summed over the visible classes; the
+    store's reference length for bound vectors and its index generation."""
     row = db.execute(_STATISTICS, params).fetchone()
-    classes, total, words, frequencies, reference, generation = row
-    found = {term: int(df) for term, df in frequencies.items()}
-    stats = VisibleStats(int(total), int(words), found)
-    return list(classes), stats, None if reference is None else float(reference), int(generation)
+    classes, total, words, frequencies, forms, reference, generation = row
+    found = {term: int(df) for term, df in (*frequencies.items(), *forms.items())}
+    terms = with_forms(params["terms"], forms)
+    stats = VisibleStats(int(total), int(words), {t: found[t] for t in terms if t in found})
+    reference = None if reference is None else float(reference)
+    return list(classes), terms, stats, reference, int(generation)
+
+
+def form_words(db: Any, params: dict[str, Any]) -> list[str]:
+    """The query's terms, each followed by its forms among the visible classes' words and
+    among every class's (for ``hidden_matches``)."""
+    visible, everywhere = db.execute(_FORM_WORDS, params).fetchone()
+    return [*with_forms(params["terms"], visible), *with_forms(params["terms"], everywhere)]

@@ -47,6 +47,7 @@ from ctxasm.lexical import query_words
 from ctxasm.store.arguments import checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
+from ctxasm.store.forms import form_ranges, with_forms
 from ctxasm.store.ranking import (
     ClassDelta,
     ClassWords,
@@ -208,6 +209,13 @@ JOIN chunks c INDEXED BY chunks_rank ON c.id = v.doc
 GROUP BY v.doc
 ORDER BY sum(w.value * v.tf * :k1p1 / (v.tf + :norm0 + :norm1 * c.words)) DESC, c.chunk_id
 LIMIT :pool
+"""
+# The distinct words of one range of the vocabulary (see ctxasm.store.forms), in the given
+# classes, first in byte order: the key's index range is read in order, the other classes' rows
+# in it passed over (the class id is in the key), until :limit words are found.
+_FORMS = """
+SELECT DISTINCT term FROM class_terms WHERE term >= :first AND term < :after {classes}
+ORDER BY term LIMIT :limit
 """
 _FTS_TERM = re.compile(r"\w+", re.UNICODE)
 # The query's terms, tokenized by FTS5 as the index was (chunks_fts above, with the same
@@ -674,16 +682,19 @@ class SQLiteStore:
     def retrieve(
         self, query: str, principal: Principal | None, k: int = 50, *, allow_public: bool = False
     ) -> list[Passage]:
-        """The ``k`` best visible chunks for ``query`` by BM25 over the visible chunks (fused
-        with vector similarity when the store has an embedder), as passages carrying their
-        offsets, scores and access data. The work and the memory are bounded by ``k``: the
-        candidates read are at most 64 times the first pool of ``2 k`` (see _POOL_ROUNDS)."""
+        """The ``k`` best visible chunks for ``query`` (its words, each with its other forms
+        among the visible chunks' words: see :mod:`ctxasm.store.forms`) by BM25 over the
+        visible chunks (fused with vector similarity when the store has an embedder), as
+        passages carrying their offsets, scores and access data. The work and the memory are
+        bounded by ``k``: the candidates read are at most 64 times the first pool of ``2 k``
+        (see _POOL_ROUNDS)."""
         query, k, principal = checked_retrieval(query, principal, k, allow_public)
         terms = [t for t in query_words(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return []
         with self._locked():
             classes = self._visible_classes(principal, allow_public)
+            terms = self._with_forms(terms, classes) if classes else terms
             stats = self._statistics(classes, terms)
             if not stats.total:
                 return []
@@ -713,19 +724,25 @@ class SQLiteStore:
         self, query: str, principal: Principal | None, *, allow_public: bool = False
     ) -> bool:
         """Whether chunks this principal may not read (with these arguments) hold a term of
-        ``query`` while none it may read does (see :func:`ctxasm.store.ranking.only_hidden`)."""
+        ``query`` or a form of one while none it may read does (see
+        :func:`ctxasm.store.ranking.only_hidden`): the words :meth:`retrieve` searches, their
+        forms found among the visible classes' words as it finds them, and among every
+        class's, so that a question this principal finds nothing for is told whether one it
+        may not read holds a form of its words."""
         query, _, principal = checked_retrieval(query, principal, 1, allow_public)
         terms = [t for t in query_words(query) if _FTS_TERM.fullmatch(t)]
         if not terms:
             return False
-        marks = ", ".join("?" for _ in terms)
         with self._locked():
             visible = self._visible_classes(principal, allow_public)
+            found = self._with_forms(terms, visible) if visible else terms
+            terms = [*found, *self._with_forms(terms, None)]
             holding = [
                 int(class_id)
                 for (class_id,) in self._db.execute(
-                    f"SELECT DISTINCT class_id FROM class_terms WHERE term IN ({marks}) AND df > 0",
-                    terms,
+                    "SELECT DISTINCT class_id FROM class_terms "
+                    "WHERE term IN (SELECT value FROM json_each(?)) AND df > 0",
+                    (json.dumps(terms),),
                 )
             ]
         return only_hidden(holding, visible)
@@ -754,6 +771,20 @@ class SQLiteStore:
         rows = self._db.execute(_VISIBLE_CLASSES, params).fetchall()
         return sorted(int(row[0]) for row in rows)
 
+    def _with_forms(self, terms: list[str], classes: list[int] | None) -> list[str]:
+        """``terms``, each followed by its other forms among the words of ``classes`` (the
+        visible ones; ``None``: every class), read range by range (see
+        :mod:`ctxasm.store.forms`)."""
+        ranges, limit = form_ranges(terms)
+        listed = "" if classes is None else f"AND class_id IN ({', '.join(map(str, classes))})"
+        sql = _FORMS.format(classes=listed)
+        vocabulary = [
+            word
+            for first, after in ranges
+            for (word,) in self._db.execute(sql, {"first": first, "after": after, "limit": limit})
+        ]
+        return [t for t in with_forms(terms, vocabulary) if _FTS_TERM.fullmatch(t)]
+
     def _statistics(self, classes: list[int], terms: list[str]) -> VisibleStats:
         """Chunk count, word count and term frequencies summed over the visible classes."""
         if not classes:
@@ -762,12 +793,13 @@ class SQLiteStore:
         total, words = self._db.execute(
             f"SELECT sum(chunks), sum(words) FROM access_classes WHERE id IN ({listed})"
         ).fetchone()
-        marks = ", ".join("?" for _ in terms)
+        # the terms as one JSON array: with their forms, they may pass SQLite's limit on
+        # parameters
         frequencies = dict(
             self._db.execute(
-                f"SELECT term, sum(df) FROM class_terms WHERE term IN ({marks}) "
-                f"AND class_id IN ({listed}) GROUP BY term",
-                terms,
+                "SELECT term, sum(df) FROM class_terms WHERE term IN "
+                f"(SELECT value FROM json_each(?)) AND class_id IN ({listed}) GROUP BY term",
+                (json.dumps(terms),),
             ).fetchall()
         )
         return VisibleStats(int(total or 0), int(words or 0), frequencies)
