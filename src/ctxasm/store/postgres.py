@@ -1,4 +1,4 @@
-"""The production store: PostgreSQL with pgvector (``pip install 'ctxasm[postgres]'``).
+"""The production store: PostgreSQL with pgvector (the ``postgres`` extra).
 
 Same tables, access rules and access classes as the SQLite store (see
 :mod:`ctxasm.store.sqlite` and :mod:`ctxasm.store.ranking`), with two differences in how chunks
@@ -54,7 +54,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ctxasm.data import Passage, Principal
-from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
+from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError, install_hint
 from ctxasm.lexical import query_words
 from ctxasm.store import postgres_schema
 from ctxasm.store.arguments import (
@@ -174,8 +174,7 @@ class PostgresStore:
             import psycopg_pool  # noqa: F401 - checked here, used by _pool
         except ImportError:
             raise ConfigError(
-                "the PostgreSQL store needs psycopg and psycopg_pool: "
-                "pip install 'ctxasm[postgres]'",
+                "the PostgreSQL store needs psycopg and psycopg_pool: " + install_hint("postgres"),
                 field="store",
             ) from None
         for option, value, low, high in (
