@@ -494,6 +494,39 @@ def test_open_elements_are_tracked_in_linear_time(shape: str) -> None:
         ("<select hidden><keygen>SECRET</select>", ""),
         ("<select><form hidden>SECRET</form></select>", ""),
         ("<select><xmp></select><p hidden>SECRET</p></xmp>ok", "ok"),
+        # review rv28: in a template, an xmp or a plaintext in a select holds text only; a
+        # form opened in a select is the current rules' form (a later one ends no paragraph,
+        # and its end ends nothing else), and a form's end there leaves the old rules' form
+        ("<template><select><xmp></template>SECRET", ""),
+        ("<template><select><plaintext></template>SECRET", ""),
+        ("<select><form></select><p hidden><form>SECRET", ""),
+        ("<select><form></select><form><p hidden></form>SECRET", ""),
+        ("<form><select></form></select><p hidden><form>SECRET", ""),
+        # what a kept textarea or keygen ends stays open after the select, as the old rules
+        # hold it outside; a textarea's end ends it in a select too
+        ("<select><option hidden><textarea>a</textarea><option hidden></select>SECRET", ""),
+        ("<select><option hidden><keygen><option hidden></select>SECRET", ""),
+        ("<select><option hidden><textarea>a</textarea><div hidden><select></div>SECRET", ""),
+        ("<select><option hidden><textarea>a</textarea><option>ok", "ok"),
+        ("<select><optgroup hidden><textarea>a</textarea></optgroup>ok", "ok"),
+        ("<select><option hidden><textarea>a</textarea><b>SECRET</select>ok", "ok"),
+        # the tags in an element the old rules ignored in a select are read, its text not;
+        # a table there opens nothing, and hides what it holds
+        ("<select><style></select><p hidden></style>SECRET", ""),
+        ("<select><noscript></select><p hidden></noscript>SECRET", ""),
+        ("<select><title></select><p hidden></title>SECRET", ""),
+        ("<select><option hidden><xmp></select><p hidden></xmp></select>SECRET", ""),
+        ("<select><option hidden><xmp></select></xmp>SECRET", ""),
+        ("<select><table><option hidden></table>SECRET", ""),
+        ("<select><table><caption hidden>x</select>SECRET", ""),
+        ("<select hidden><style>a{}</style><option>x</select>ok", "ok"),
+        # a formatting element's end ends svg inside its copy, or inside the special elements
+        # the adoption agency moves it into, and nothing past 7 of them
+        ("<p><b>x</p><svg></b><section hidden><div>SECRET", "x"),
+        ("<b><div><svg></b><section hidden><div>SECRET", ""),
+        ("<b><div><span hidden>x</b>ok", "ok"),
+        ("<b hidden>" + "<div>" * 8 + "</b>SECRET", ""),
+        ("<b hidden>" + "<div>" * 7 + "</b>ok", "ok"),
     ],
 )
 def test_hidden_elements_end_as_a_browser_ends_them(page: str, text: str) -> None:

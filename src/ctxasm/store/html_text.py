@@ -24,7 +24,9 @@ class, ``visibility``, a colour, a size of 0) is still read.
 The standard's rules that decide this are kept: an end tag of an element outside a special one (a
 div, a list, a cell) is ignored (``<span><div hidden></span>x``: x is hidden); a formatting
 element's end (``</b>``, and a new ``<a>``) takes it alone off the stack when a special element is
-open inside it, as the adoption agency does, and that element and what it holds stay open; a form's
+open inside it, as the adoption agency does, and the special elements stay open, but what is open
+inside the innermost of them ends (an ``<svg>`` among it: what follows is HTML again), unless 8 or
+more are open in it (the agency's loop stops there); a form's
 end tag ends an open list item, definition, paragraph or option it holds, and leaves what else the
 form holds open, in it. A table where no cell or caption is open ends the open table; a cell ends
 the open cell or caption, in a row and a section a browser implies if none is open, and the end tag
@@ -47,18 +49,29 @@ purpose, it errs toward keeping text hidden: a hidden formatting element the ado
 keep around what follows stays open; formatting elements that hide nothing, where a browser opens
 them again, are stood in for by one element that no end tag but its parent's ends, opened again
 where one of them closes inside it (it is the current node, as they are, so a heading or a form's
-end does not end a hidden element around it); more than three hidden ones in one cell, or outside
-cells, hide the rest of it, and of the cells and objects inside it (the standard keeps three alike,
-comparing attributes this reader does not read, and opens each again at every block). A select's
+end does not end a hidden element around it; the end tag of one of them ends what the stand-in
+holds, as the adoption agency ends what the element holds); more than three hidden ones in one
+cell, or outside cells, hide the rest of it, and of the cells and objects inside it (the standard
+keeps three alike, comparing attributes this reader does not read, and opens each again at every
+block). A select's
 content is read as hidden as either of the standard's rules for it would have it: the old ones (a
 browser read options only there, and ignored other tags, ``<xmp>``, a ``<plaintext>`` and a
 ``<form>`` among them) or the current ones, which a browser now follows (it reads them as in the
 body, and only an ``<input>`` or a ``<select>`` ends it): a ``<textarea>`` or a ``<keygen>`` ends it
-where nothing hides what follows and is read inside it where something does; an xmp or a plaintext
-holds text only where something hides it; a form is opened as an element (a hidden one hides what it
-holds), but a later form is not ignored for it. A form in a table, outside a cell, holds nothing, as
-a browser ends it at once. It does not model every step of the adoption agency (the formatting
-elements between the one that ends and the special element inside it stay where they were).
+where nothing hides what follows and is read inside it where something does (what is opened after
+it then stays open when the select ends, as the old rules hold it outside the select); the tags in
+an xmp, a plaintext, a style, a title, a noscript, an iframe, a noembed or a noframes are read (not
+in a template, where they hold text only), and the text up to its end tag is skipped (but an xmp's
+or a plaintext's where nothing hides it); a table opens nothing there (outside a table), and what
+follows is skipped up to its end tag (or the end of the page); a form is opened as an element (a
+hidden one hides what it holds), and a later form after the select opens, but ends nothing (the
+current rules ignore it), and its end tag ends only the form. A formatting element opened in a
+select (the old rules ignored it) ends alone at its end tag, and what it holds stays open. Where a
+tag read in an element the select ignored ends an element that hid that element (the current rules
+keep it open up to the element's end tag), the rest of the page is not read. A form in a table,
+outside a cell, holds nothing, as a browser ends it at once. It does not model every step of the
+adoption agency (the elements between the one that ends and the special elements inside it stay
+where they were, and open).
 
 The head ends as the standard's tree builder ends it: at ``</head>``, at the first text that is not
 white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that omits
@@ -102,6 +115,11 @@ _CELL = frozenset({"td", "th"})
 # (A noscript's is raw text to a browser that runs scripts, in the body as in the head.)
 _RAW_TEXT = frozenset({"script", "style", "xmp", "iframe", "noembed", "noframes", "noscript"})
 _ESCAPABLE = frozenset({"title", "textarea"})
+_TEXT_ONLY = _RAW_TEXT | _ESCAPABLE
+# Elements a browser that reads a select by the standard's old rules ignored there, reading the
+# tags inside them on, and that one that reads it by the current rules holds as text, tags and
+# all (see _Page.read_tags_in).
+_IGNORED_IN_SELECT = (_RAW_TEXT - {"script"}) | {"title", "plaintext"}
 # Elements of other vocabularies: a <title> inside one is an icon's tooltip, not the page's.
 _FOREIGN = frozenset({"svg", "math"})
 # What a head may hold (a second <head> is ignored there); any other start tag (<body> among
@@ -321,17 +339,21 @@ class _Part:
 class _Entry:
     """A formatting element in the list of active formatting elements: its name, whether it
     hides what it holds, where it stands on the stack (-1: closed, to be opened again), whether
-    it is still in the list, the part of the list it is in, and its place in the list."""
+    it is still in the list, the part of the list it is in, its place in the list, and whether
+    it was opened in a select, where the standard's old rules ignore it (see _adopt)."""
 
-    __slots__ = ("depth", "hidden", "live", "name", "order", "part")
+    __slots__ = ("depth", "hidden", "live", "name", "order", "part", "phantom")
 
-    def __init__(self, name: str, hidden: bool, depth: int, part: _Part, order: int) -> None:
+    def __init__(
+        self, name: str, hidden: bool, depth: int, part: _Part, order: int, phantom: bool
+    ) -> None:
         self.name = name
         self.hidden = hidden
         self.depth = depth
         self.live = True
         self.part = part
         self.order = order
+        self.phantom = phantom
 
 
 class _Page:
@@ -378,9 +400,24 @@ class _Page:
         # How many of each formatting element were opened, and how many before each open one.
         self.formatted: dict[str, int] = {}
         self.opened_as: dict[int, int] = {}
-        # A form was opened outside templates and its end tag not met (the standard's form
-        # element pointer): another <form> is ignored.
-        self.form = False
+        # The standard's form element pointer, to its old and to its current rules for a select
+        # (see the module): whether each is set (a form was opened outside templates and its
+        # end tag not met: another <form> is ignored), and whether they stand for different
+        # forms (the old rules ignore a form, and its end tag, in a select): a <form> or a
+        # </form> then ends nothing but the form, as to the rules that ignore it.
+        self.form_old = False
+        self.form_current = False
+        self.form_apart = False
+        # A select in which a textarea or a keygen was kept (see _opened), or -1, and how many
+        # elements have stayed open since (those the old rules ended with the select there).
+        self.kept_select = -1
+        self.kept_mark = 0
+        # While the tags inside an element a select ignored are read (see read_tags_in), where
+        # the outermost element that hid it stands (else -1): if a tag read there ends it, a
+        # browser that reads the element as text keeps it open, and the rest of the page is not
+        # read (``lost``).
+        self.guard = -1
+        self.lost = False
 
     def _last(self, name: str) -> int:
         """Where the innermost open element ``name`` stands, or -1."""
@@ -447,7 +484,7 @@ class _Page:
             counts[""] = counts.get("", 0) + 1
             counts[name] = counts.get(name, 0) + 1
         self.entry_count += 1
-        entry = _Entry(name, hides, depth, part, self.entry_count)
+        entry = _Entry(name, hides, depth, part, self.entry_count, self._in_select())
         part.entries.append(entry)
         self.named.setdefault(name, []).append(entry)
         return entry
@@ -511,6 +548,12 @@ class _Page:
             self.hides.pop()
         if self.hidden is not None and self.hidden >= end:
             self.hidden = None
+        if end <= self.guard:
+            self.lost = True
+        if end <= self.kept_select:
+            self.kept_select = -1
+        elif end < self.kept_mark:
+            self.kept_mark = end
         # A browser clears the list of active formatting elements once, up to its last marker,
         # however many cells, captions and templates it ends ("<template><b hidden><table>
         # <caption></template>x": the template's part, and its hidden b, stay, and x is hidden).
@@ -523,21 +566,9 @@ class _Page:
                 if depth == at and key == by:
                     self._forget(entry)
                 else:
-                    entry.depth = -1  # (a live entry's part is in the list)
-                    if entry.hidden:
-                        entry.part.waiting.append(entry)
-                    else:
-                        entry.part.plain_closed += 1
-                        # Closed inside its part's stand-in (or with none open): a browser
-                        # opens it again where the next text stands, inside what holds it, so
-                        # a new stand-in is opened there ("<p><b>a</p>b<p><b>c<h3 hidden>d
-                        # <h2>x": the b opened again in the h3 keeps the h2 in it, hidden).
-                        entry.part.stand_in = -1
+                    self._left(entry)
             if key == _REOPENED:
-                # the part it was opened for, which need not be the last one now
-                part = self.stand_in_part.pop(depth)
-                if part.stand_in == depth:
-                    part.stand_in = -1
+                self._stand_in_ended(depth)
             if (
                 key in _MARKERS
                 and (key not in ("applet", "marquee", "object") or key == by)
@@ -555,17 +586,53 @@ class _Page:
             for bound in self.bounds:
                 bound.pop()
 
+    def _left(self, entry: _Entry) -> None:
+        """The formatting element of ``entry`` (live) was closed by something other than its
+        end tag: it is opened again before the next text (see _reconstruct)."""
+        entry.depth = -1  # (a live entry's part is in the list)
+        if entry.hidden:
+            entry.part.waiting.append(entry)
+        else:
+            entry.part.plain_closed += 1
+            # Closed inside its part's stand-in (or with none open): a browser opens it again
+            # where the next text stands, inside what holds it, so a new stand-in is opened
+            # there ("<p><b>a</p>b<p><b>c<h3 hidden>d<h2>x": the b opened again in the h3 keeps
+            # the h2 in it, hidden).
+            entry.part.stand_in = -1
+
+    def _stand_in_ended(self, at: int) -> None:
+        """The stand-in at ``at`` ended: the part it was opened for (which need not be the
+        last one now) has none open."""
+        part = self.stand_in_part.pop(at)
+        if part.stand_in == at:
+            part.stand_in = -1
+
     def _unhide(self, at: int) -> None:
         """The element at ``at`` no longer hides what it holds: the next hidden element inside
         it, if any, is the outermost."""
         if not self.hiding[at]:
             return
+        if at == self.guard:
+            self.lost = True
         self.hiding[at] = False
         if self.hidden == at:
             found = bisect_right(self.hides, at)
             while found < len(self.hides) and not self.hiding[self.hides[found]]:
                 found += 1
             self.hidden = self.hides[found] if found < len(self.hides) else None
+
+    def _formatting_ended(self, entry: _Entry) -> None:
+        """The end tag of the formatting element of ``entry``, the last of its name in the
+        list: one closed earlier just leaves the list, but where a browser opened it again (at
+        its stand-in) it ends that copy; an open one ends as the adoption agency ends it, if
+        no scope element is open inside it."""
+        if entry.depth < 0:
+            stand_in = entry.part.stand_in
+            self._forget(entry)
+            if not (entry.hidden or entry.phantom) and stand_in > self._bound(_SCOPES):
+                self._end_copy(stand_in)
+        elif entry.depth > self._bound(_SCOPES):
+            self._adopt(entry.depth, entry.name)
 
     def _adopt(self, at: int, tag: str) -> None:
         """The formatting element ``tag`` at ``at`` ends (its end tag, or a new ``a``), as the
@@ -574,21 +641,67 @@ class _Page:
         moved out of it, and it alone leaves the stack ("<b><div hidden></b>x": x is hidden).
         A hidden one a browser may keep around what follows (inside more than 8 special
         elements, or after 3 more of its name, of which one may have dropped it from the list
-        of formatting elements) stays open."""
+        of formatting elements) stays open. The agency then ends what is open inside the
+        innermost special element (see _end_copy). One opened in a select, which the old rules
+        never opened, only leaves the stack: what it holds stays open, as they have it."""
         special = self._bound(_SPECIAL)
-        if special < at:
+        entry = self.entries[at]
+        phantom = entry is not None and entry.phantom
+        if special < at and not phantom:
             self._close(at, tag)
             return
+        deep = self._specials_inside(at) >= 8
         if self.hiding[at]:
-            specials = self.bounds[_BOUND_AT[_SPECIAL]]
-            count = 0
-            while special > at and count <= 8:
-                count += 1
-                special = specials[special - 1]
-            if count > 8 or self.formatted[tag] - self.opened_as[at] > 3:
+            if deep or (special > at and self.formatted[tag] - self.opened_as[at] > 3):
                 return
             self._unhide(at)
         self._take(at)
+        if not (deep or phantom):
+            self._close(special + 1)
+
+    def _specials_inside(self, at: int) -> int:
+        """How many special elements are open inside the element at ``at``, up to 8."""
+        specials = self.bounds[_BOUND_AT[_SPECIAL]]
+        count, special = 0, specials[-1]
+        while special > at and count < 8:
+            count += 1
+            special = specials[special - 1]
+        return count
+
+    def _end_copy(self, at: int) -> None:
+        """End what the adoption agency ends inside a formatting element that hides nothing,
+        opened again at the stand-in at ``at`` (see _REOPENED), at its end tag: everything
+        (not the stand-in, which stands for the others too) if no special element is open
+        inside it; else the agency moves a copy of it into each special element in turn, from
+        the outermost, and ends the last copy with what it holds: what is open inside the
+        innermost special element ends ("<b><div><svg></b><p hidden>x": the p is not svg's,
+        and hides x). Its outer loop runs 8 times at most: past 7 special elements, the last
+        copy stays open, and so does what it holds."""
+        special = self._bound(_SPECIAL)
+        if special < at:
+            self._close(at + 1)
+        elif self._specials_inside(at) < 8:
+            self._close(special + 1)
+
+    def _remove(self, at: int) -> None:
+        """End the element at ``at`` alone, as something other than its end tag ends it: what
+        it holds stays open, no longer in it (a formatting element is opened again, see _left;
+        one the adoption agency takes leaves the list instead, see _take)."""
+        self._unhide(at)
+        entry = self.entries[at]
+        if entry is not None:
+            self.entries[at] = None
+            if entry.live:
+                self._left(entry)
+        key = self.open[at]
+        if key == _REOPENED:
+            self._stand_in_ended(at)
+        found = self.at[key]
+        index = len(found) - 1
+        while found[index] != at:  # one of its name opened inside it, if any, is later
+            index -= 1
+        del found[index]
+        self.open[at] = _GONE
 
     def _take(self, at: int) -> None:
         """Take the element at ``at`` (the innermost of its name) alone off the stack: what it
@@ -608,6 +721,25 @@ class _Page:
         while depth and self.inside[depth - 1] in ("svg", "math"):
             depth -= 1
         self._close(depth)
+
+    def _end_select(self) -> bool:
+        """End the select open (see _in_select), as its end tag, an ``<input>`` or a
+        ``<select>`` ends it. Where a textarea or a keygen was kept in it, the old rules ended
+        it there, and hold what was opened since outside it: that stays open, and the select
+        and what was open in it then end alone, outermost first (see _remove). Whether one
+        was kept (the old rules then open a ``<select>``)."""
+        select = self._bound(_SCOPES)
+        if self.kept_select != select:
+            self._close(select)
+            return False
+        self.kept_select = -1
+        if self.kept_mark == len(self.open):
+            self._close(select)
+        else:
+            for at in range(select, self.kept_mark):
+                if self.open[at] != _GONE:
+                    self._remove(at)
+        return True
 
     def _implied_ends(self, tag: str) -> None:
         """End what start tag ``tag`` ends in a browser: an open table at a table where no cell
@@ -680,27 +812,46 @@ class _Page:
             or (tag in ("col", "colgroup") and self._last("select") > table)
         ):
             return False
+        ends = True  # whether what the tag ends in a browser ends (see _implied_ends)
         if tag == "form" and self._last("template") < 0:
-            if self.form:
-                return False  # a second form a browser ignores
-            if not self._in_select():
-                self.form = True
+            in_select = self._in_select()
+            if self.form_current and (self.form_old or in_select):
+                return False  # a second form a browser ignores, by both rules
+            if in_select:
+                # The old rules ignore a form in a select, and the current ones open it there
+                # (see the module): it is opened, hiding what it holds if it hides.
+                self.form_current = self.form_apart = True
+            else:
+                # To the rules with a form already, if one has, it is ignored: it ends nothing
+                # ("<select><form></select><p hidden><form>x": the p stays open, x hidden).
+                ends = not (self.form_old or self.form_current)
+                self.form_apart = not ends
+                self.form_old = self.form_current = True
                 table = self._last("table")
                 if table > max(self._last("td"), self._last("th"), self._last("caption")):
                     return False  # in a table, a browser opens a form and ends it at once
-            # In a select, a browser that reads its content by the standard's old rules ignores
-            # a form, and one that reads it by the current rules opens it there: it is opened,
-            # hiding what it holds if it hides, and a later form still opens (see the module).
+        if (
+            tag == "table"
+            and self._in_select()
+            and self._last("table") < 0
+            and "template" not in self.skip
+        ):
+            # The old rules ignore a table in a select (and its parts), and the current ones
+            # open it: nothing is opened, and what it holds is not read, up to its end tag.
+            self.skip["table"] = self.skip.get("table", 0) + 1
+            return False
         # A textarea or a keygen ended a select by the old rules, and is inside it by the
-        # current ones: where something hides it, it is kept inside, hidden (see the module).
-        kept = tag in ("keygen", "textarea") and self.hides_text()
-        if tag in ("input", "keygen", "select", "textarea") and self._in_select() and not kept:
-            self._close(self._bound(_SCOPES))  # "<select><input>": the select ends
-            if tag == "select":
+        # current ones: where something hides it, it is kept inside, hidden, and where the
+        # select was open then is noted (see _end_select).
+        if tag in ("input", "keygen", "select", "textarea") and self._in_select():
+            if tag in ("keygen", "textarea") and self.hides_text():
+                if self.kept_select != (select := self._bound(_SCOPES)):
+                    self.kept_select, self.kept_mark = select, len(self.open)
+            elif not self._end_select() and tag == "select":
                 return False  # a select in a select only ends it
         if tag not in ("col", "template") and self.open and self.open[-1] == "colgroup":
             self._close(len(self.open) - 1)  # content ends a column group, out of the table
-        if not self._in_select() or tag in _SELECT_STARTS:
+        if ends and (not self._in_select() or tag in _SELECT_STARTS):
             self._implied_ends(tag)
         if tag not in _NO_RECONSTRUCT:
             self._reconstruct()
@@ -720,6 +871,11 @@ class _Page:
         """End tag ``tag``: it ends the innermost open ``tag`` and what is inside it, unless
         the standard ignores it there (see the module). Whether it ended an element of svg or
         math."""
+        if self.open and self.open[-1] == tag and tag in _TEXT_ONLY:
+            # its content was read as text (or its tags, see read_tags_in): its end tag ends
+            # it, in a select too, as the standard's "text" insertion mode ends it
+            self._close(len(self.open) - 1, tag)
+            return False
         if self.open and " " in self.open[-1]:  # in svg or math: its own elements first
             if tag in ("br", "p"):
                 self._break_out()
@@ -728,13 +884,19 @@ class _Page:
                 if at > self.html_at[-1]:
                     self._close(at)
                     return True
+        implied = True  # whether a form's end ends the elements it implies first
         if tag == "form" and self._last("template") < 0:
-            if not self.form:
+            if not (self.form_old or self.form_current):
                 # No form open: ignored, and one whose end a browser ignored (outside the
                 # table or object it stood in) is no longer open to it either ("<form><table>
                 # </form></table><p hidden></form>x": the p stays open, and x hidden).
                 return False
-            self.form = False
+            if self._in_select():
+                self.form_current = False  # the old rules ignore it there, and keep theirs
+                return False
+            # With the rules apart, one of them ignores it: only the form ends, if open.
+            implied = self.form_old and self.form_current and not self.form_apart
+            self.form_old = self.form_current = False
         if tag in _HEADINGS:
             at = max(self._in_scope(heading) for heading in _HEADINGS)
         else:
@@ -744,11 +906,7 @@ class _Page:
         if self._in_select() and tag not in _SELECT_ENDS:
             return False
         if tag in _FORMATTING and (entry := self._entry(tag)) is not None:
-            # The last of its name in the list: one closed earlier just leaves the list.
-            if entry.depth < 0:
-                self._forget(entry)
-            elif entry.depth > self._bound(_SCOPES):
-                self._adopt(entry.depth, tag)
+            self._formatting_ended(entry)
             return False
         if at < 0:
             return False
@@ -764,11 +922,14 @@ class _Page:
             stop = self._bound(_SPECIAL)
         if at < stop:
             return False
-        if tag == "form":
+        if tag == "form" and implied:
             while self.open[-1] in _IMPLIED_ENDS and len(self.open) - 1 > at:
                 self._close(len(self.open) - 1)  # "<li>a</form>": the item ends first
         if tag == "form" and at < len(self.open) - 1:
             self._take(at)  # a browser takes the form alone off its stack
+            return False
+        if tag == "select":
+            self._end_select()
             return False
         self._close(at, tag)
         return False
@@ -819,6 +980,8 @@ class _Page:
             self.skip[tag] -= 1
             if not self.skip[tag]:
                 del self.skip[tag]
+                if not self.skip:
+                    self.guard = -1  # (see read_tags_in)
         if tag in _BLOCK:
             self.parts.append("\n")
         elif tag in _CELL:
@@ -846,7 +1009,7 @@ class _Page:
             and (data.strip(_SPACE) or self.open[-1:] not in _IN_TABLE)
         ):
             self._reconstruct()
-        if data and not self.skip and self.hidden is None and not self.formatting[-1].sticky:
+        if data and not self.skip and not self.hides_text():
             self.parts.append(data)
 
     def titled(self, data: str) -> None:
@@ -858,18 +1021,31 @@ class _Page:
             self.title = data
 
     def hides_text(self) -> bool:
-        """Whether text here is hidden: an element that hides it is open, or its part of the
-        list of active formatting elements lost count (see _listed)."""
-        return self.hidden is not None or self.formatting[-1].sticky
+        """Whether text here is hidden: an element that hides it is open, its part of the
+        list of active formatting elements lost count (see _listed), or the page was lost
+        (see read_tags_in)."""
+        return self.hidden is not None or self.formatting[-1].sticky or self.lost
 
-    def reads_tags_in(self, tag: str) -> bool:
-        """Whether the tags inside the ``xmp`` or ``plaintext`` just opened are read: in a
-        select, where nothing hides what follows. A browser that reads a select by the
-        standard's old rules ignores both there, and reads their tags, which may hide what
-        follows ("<select><xmp></select><p hidden>x": x is hidden); one that reads it by the
-        current rules shows their content as text, tags and all, which shows no less. Where
-        something hides it, it is read as text, hidden as the current rules have it."""
-        return tag in ("xmp", "plaintext") and self._in_select() and not self.hides_text()
+    def read_tags_in(self, tag: str) -> bool:
+        """Whether the tags inside the element ``tag`` just opened are read, as they are in a
+        select outside templates if it is one of _IGNORED_IN_SELECT. A browser that reads the
+        select by the standard's old rules ignores it there, and reads its tags, which may hide
+        what follows ("<select><style></select><p hidden></style>x": x is hidden); one that
+        reads it by the current rules reads its content as text up to its end tag, which it
+        does not show (but an xmp's where nothing hides it): that text is skipped. Where an
+        element outside it hides it, the current rules keep that open up to the end tag: if a
+        tag read ends it first, the rest of the page is not read (see ``guard``). A plaintext
+        that something hides is read as text: that hides the rest of the page by both rules."""
+        if tag not in _IGNORED_IN_SELECT or not self._in_select() or "template" in self.skip:
+            return False
+        if tag == "plaintext":
+            return not self.hides_text()
+        if tag == "title" or (tag == "xmp" and self.hides_text()):
+            self.skip[tag] = self.skip.get(tag, 0) + 1  # (the others are in _SKIP)
+        outer = self.hidden if self.hidden != len(self.open) - 1 else None
+        if self.guard < 0 and (outer is not None or self.formatting[-1].sticky):
+            self.guard = self._bound(_MARKERS) if outer is None else outer
+        return True
 
     def _heading(self) -> bool:
         """Whether what comes next may start the body: the body has not started, and this is
@@ -1045,7 +1221,7 @@ def _markup(raw: str, lt: int, page: _Page) -> int:
         return end
     if page.start(tag, hides, closed, noted):
         return end  # in svg or math, a <title> or <style> holds markup
-    if page.reads_tags_in(tag):
+    if page.read_tags_in(tag):
         return end
     if tag == "plaintext":
         # The rest of the page is its text, as it is: a browser reads no tag after it, not
