@@ -433,6 +433,15 @@ def test_open_elements_are_tracked_in_linear_time(shape: str) -> None:
     assert visible_text(page)[0].startswith("before")
 
 
+def test_a_select_ended_after_a_kept_keygen_takes_its_elements_off_in_linear_time() -> None:
+    # Where a keygen was kept in a select, the select's end takes off, one by one, what was
+    # open in it then; finding each in the list of its name took time quadratic in them (a
+    # 240 kB page of spans took 16 s). Quadratic, this page would take minutes.
+    spans = "<span>" * 50_000
+    page = f"<p>before</p><select><option hidden>{spans}<keygen>{spans}<input>after"
+    assert visible_text(page)[0] == "before\nafter"
+
+
 @pytest.mark.parametrize(
     ("page", "text"),
     [

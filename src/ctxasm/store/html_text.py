@@ -375,6 +375,10 @@ class _Page:
         # adoption agency took off the stack leaves _GONE in its place.
         self.open: list[str] = []
         self.at: dict[str, list[int]] = {}
+        # Where an element that _remove took off stands, with its name: it stays in ``at``
+        # until it is the last of its name there or its place is popped, so that taking one
+        # off costs no search of that list (a select's end could take off thousands).
+        self.removed: dict[int, str] = {}
         # for each open element, how start tags inside it are read: "html", as elements of
         # "svg" or "math", or "text" (math's text elements: HTML but for mglyph and malignmark)
         self.inside: list[str] = []
@@ -422,6 +426,8 @@ class _Page:
     def _last(self, name: str) -> int:
         """Where the innermost open element ``name`` stands, or -1."""
         found = self.at.get(name)
+        while found and self.open[found[-1]] != name:
+            found.pop()  # one _remove took off (see removed): each is passed once
         return found[-1] if found else -1
 
     def _bound(self, kind: frozenset[str]) -> int:
@@ -580,6 +586,10 @@ class _Page:
                 self._clear_part()
             if key != _GONE:
                 self.at[key].pop()
+            elif depth in self.removed:  # the last of its name, unless _last passed it
+                found = self.at[self.removed.pop(depth)]
+                if found and found[-1] == depth:
+                    found.pop()
             self.inside.pop()
             self.html_at.pop()
             self.hiding.pop()
@@ -696,11 +706,7 @@ class _Page:
         key = self.open[at]
         if key == _REOPENED:
             self._stand_in_ended(at)
-        found = self.at[key]
-        index = len(found) - 1
-        while found[index] != at:  # one of its name opened inside it, if any, is later
-            index -= 1
-        del found[index]
+        self.removed[at] = key  # left in ``at`` (see removed)
         self.open[at] = _GONE
 
     def _take(self, at: int) -> None:
