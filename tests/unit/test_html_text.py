@@ -503,6 +503,17 @@ def test_a_select_ended_after_a_kept_keygen_takes_its_elements_off_in_linear_tim
         ("<select hidden><keygen>SECRET</select>", ""),
         ("<select><form hidden>SECRET</form></select>", ""),
         ("<select><xmp></select><p hidden>SECRET</p></xmp>ok", "ok"),
+        # review rv29: a table, an object, an applet or a marquee in a select holds nothing and
+        # ends nothing up to its end tag, and what it holds ends no select: the old rules
+        # ignore it there, the current ones keep it in the select, which is out of its scope
+        ("<select hidden><table></select></table>SECRET", ""),
+        ("<select><option hidden><table><input></table>SECRET", ""),
+        ("<select><object></select><p hidden></object>SECRET", ""),
+        ("<select><marquee><select><select hidden>SECRET", ""),
+        ("<object hidden><select><object></object>SECRET", ""),
+        # an element the adoption agency takes off leaves no other of its name unlisted (a
+        # capped hidden <b> has no entry, so the one taken is not the innermost: it raised)
+        ("<p>ok</p><div><i hidden><b hidden><b hidden><b hidden><form></b></b></div>x", "ok"),
         # review rv28: in a template, an xmp or a plaintext in a select holds text only; a
         # form opened in a select is the current rules' form (a later one ends no paragraph,
         # and its end ends nothing else), and a form's end there leaves the old rules' form

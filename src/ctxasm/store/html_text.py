@@ -62,9 +62,12 @@ where nothing hides what follows and is read inside it where something does (wha
 it then stays open when the select ends, as the old rules hold it outside the select); the tags in
 an xmp, a plaintext, a style, a title, a noscript, an iframe, a noembed or a noframes are read (not
 in a template, where they hold text only), and the text up to its end tag is skipped (but an xmp's
-or a plaintext's where nothing hides it); a table opens nothing there (outside a table), and what
-follows is skipped up to its end tag (or the end of the page); a form is opened as an element (a
-hidden one hides what it holds), and a later form after the select opens, but ends nothing (the
+or a plaintext's where nothing hides it); a table (outside a table), an object, an applet or a
+marquee opens nothing there, and what follows is skipped up to its end tag (or the end of the
+page), which ends nothing else; a tag that would end the select there (the old rules end it, the
+current ones keep the select out of scope) leaves the rest of the page unread; a form is opened
+as an element (a hidden one hides what it holds), and a later form after the select opens, but
+ends nothing (the
 current rules ignore it), and its end tag ends only the form. A formatting element opened in a
 select (the old rules ignored it) ends alone at its end tag, and what it holds stays open. Where a
 tag read in an element the select ignored ends an element that hid that element (the current rules
@@ -120,6 +123,9 @@ _TEXT_ONLY = _RAW_TEXT | _ESCAPABLE
 # tags inside them on, and that one that reads it by the current rules holds as text, tags and
 # all (see _Page.read_tags_in).
 _IGNORED_IN_SELECT = (_RAW_TEXT - {"script"}) | {"title", "plaintext"}
+# Elements the old rules ignore in a select and the current ones open there, where the select
+# is then out of scope: none is opened, and what it holds is not read, up to its end tag.
+_HELD_IN_SELECT = frozenset({"table", "object", "applet", "marquee"})
 # Elements of other vocabularies: a <title> inside one is an icon's tooltip, not the page's.
 _FOREIGN = frozenset({"svg", "math"})
 # What a head may hold (a second <head> is ignored there); any other start tag (<body> among
@@ -710,14 +716,17 @@ class _Page:
         self.open[at] = _GONE
 
     def _take(self, at: int) -> None:
-        """Take the element at ``at`` (the innermost of its name) alone off the stack: what it
-        holds stays open, and stays in it (hidden, if it hides)."""
+        """Take the element at ``at`` alone off the stack: what it holds stays open, and stays
+        in it (hidden, if it hides)."""
         entry = self.entries[at]
         if entry is not None:
             if entry.live:
                 self._forget(entry)
             self.entries[at] = None
-        self.at[self.open[at]].pop()
+        # Left in ``at`` as _remove leaves one (see removed): it is the innermost of its name
+        # but where a capped hidden element of that name has no entry, and the adoption agency
+        # then takes this one, outside it ("<b hidden>" x4 ... "</b>").
+        self.removed[at] = self.open[at]
         self.open[at] = _GONE
 
     def _break_out(self) -> None:
@@ -837,18 +846,27 @@ class _Page:
                 if table > max(self._last("td"), self._last("th"), self._last("caption")):
                     return False  # in a table, a browser opens a form and ends it at once
         if (
-            tag == "table"
+            tag in _HELD_IN_SELECT
             and self._in_select()
-            and self._last("table") < 0
+            and (tag != "table" or self._last("table") < 0)  # (else it ends the select)
             and "template" not in self.skip
         ):
-            # The old rules ignore a table in a select (and its parts), and the current ones
-            # open it: nothing is opened, and what it holds is not read, up to its end tag.
-            self.skip["table"] = self.skip.get("table", 0) + 1
+            # The old rules ignore a table, an object, an applet or a marquee in a select (and
+            # a table's parts), and the current ones open it: nothing is opened, and what it
+            # holds is not read, up to its end tag.
+            self.skip[tag] = self.skip.get(tag, 0) + 1
             return False
         # A textarea or a keygen ended a select by the old rules, and is inside it by the
         # current ones: where something hides it, it is kept inside, hidden, and where the
         # select was open then is noted (see _end_select).
+        # In a table (an object, ...) a select holds, the current rules keep it in the select,
+        # out of its scope, and these end nothing; the old rules ignored the table, and end the
+        # select, so what follows may be hidden by what they then open: neither reading is
+        # kept, and the rest of the page is not read (a loss, never a leak).
+        held = self.skip.keys() & _HELD_IN_SELECT
+        if tag in ("input", "keygen", "select", "textarea") and self._in_select() and held:
+            self.lost = True
+            return False
         if tag in ("input", "keygen", "select", "textarea") and self._in_select():
             if tag in ("keygen", "textarea") and self.hides_text():
                 if self.kept_select != (select := self._bound(_SCOPES)):
@@ -877,6 +895,8 @@ class _Page:
         """End tag ``tag``: it ends the innermost open ``tag`` and what is inside it, unless
         the standard ignores it there (see the module). Whether it ended an element of svg or
         math."""
+        if tag in _HELD_IN_SELECT and tag in self.skip:
+            return False  # one a select held, which opened nothing (see _opened): ends nothing
         if self.open and self.open[-1] == tag and tag in _TEXT_ONLY:
             # its content was read as text (or its tags, see read_tags_in): its end tag ends
             # it, in a select too, as the standard's "text" insertion mode ends it
@@ -935,7 +955,10 @@ class _Page:
             self._take(at)  # a browser takes the form alone off its stack
             return False
         if tag == "select":
-            self._end_select()
+            if self.skip.keys() & _HELD_IN_SELECT:
+                self.lost = True  # in a table it holds: see _opened
+            else:
+                self._end_select()
             return False
         self._close(at, tag)
         return False
