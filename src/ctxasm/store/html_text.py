@@ -381,9 +381,10 @@ class _Page:
         # adoption agency took off the stack leaves _GONE in its place.
         self.open: list[str] = []
         self.at: dict[str, list[int]] = {}
-        # Where an element that _remove took off stands, with its name: it stays in ``at``
-        # until it is the last of its name there or its place is popped, so that taking one
-        # off costs no search of that list (a select's end could take off thousands).
+        # Where an element taken off out of order stands (see _off_stack), with its name: it
+        # stays in ``at`` until it is the last of its name there or its place is popped, so
+        # that taking one off costs no search of that list (a select's end could take off
+        # thousands).
         self.removed: dict[int, str] = {}
         # for each open element, how start tags inside it are read: "html", as elements of
         # "svg" or "math", or "text" (math's text elements: HTML but for mglyph and malignmark)
@@ -709,11 +710,9 @@ class _Page:
             self.entries[at] = None
             if entry.live:
                 self._left(entry)
-        key = self.open[at]
-        if key == _REOPENED:
+        if self.open[at] == _REOPENED:
             self._stand_in_ended(at)
-        self.removed[at] = key  # left in ``at`` (see removed)
-        self.open[at] = _GONE
+        self._off_stack(at)
 
     def _take(self, at: int) -> None:
         """Take the element at ``at`` alone off the stack: what it holds stays open, and stays
@@ -723,9 +722,13 @@ class _Page:
             if entry.live:
                 self._forget(entry)
             self.entries[at] = None
-        # Left in ``at`` as _remove leaves one (see removed): it is the innermost of its name
-        # but where a capped hidden element of that name has no entry, and the adoption agency
-        # then takes this one, outside it ("<b hidden>" x4 ... "</b>").
+        # (the innermost of its name but where a capped hidden element of that name has no
+        # entry, and the adoption agency then takes this one, outside it: "<b hidden>" x4)
+        self._off_stack(at)
+
+    def _off_stack(self, at: int) -> None:
+        """Leave _GONE in the place of the element at ``at``, which stays listed in ``at``
+        until it is the last of its name or its place is popped (see removed)."""
         self.removed[at] = self.open[at]
         self.open[at] = _GONE
 
@@ -863,8 +866,7 @@ class _Page:
         # out of its scope, and these end nothing; the old rules ignored the table, and end the
         # select, so what follows may be hidden by what they then open: neither reading is
         # kept, and the rest of the page is not read (a loss, never a leak).
-        held = self.skip.keys() & _HELD_IN_SELECT
-        if tag in ("input", "keygen", "select", "textarea") and self._in_select() and held:
+        if tag in ("input", "keygen", "select", "textarea") and self._in_select() and self._held():
             self.lost = True
             return False
         if tag in ("input", "keygen", "select", "textarea") and self._in_select():
@@ -955,7 +957,7 @@ class _Page:
             self._take(at)  # a browser takes the form alone off its stack
             return False
         if tag == "select":
-            if self.skip.keys() & _HELD_IN_SELECT:
+            if self._held():
                 self.lost = True  # in a table it holds: see _opened
             else:
                 self._end_select()
@@ -1048,6 +1050,11 @@ class _Page:
         never text (see the module)."""
         if self.title is None and self._last("svg svg") < 0 and self._last("math math") < 0:
             self.title = data
+
+    def _held(self) -> bool:
+        """Whether a table, an object, an applet or a marquee a select holds is open (nothing
+        was opened for it: see _opened)."""
+        return bool(self.skip.keys() & _HELD_IN_SELECT)
 
     def hides_text(self) -> bool:
         """Whether text here is hidden: an element that hides it is open, its part of the
