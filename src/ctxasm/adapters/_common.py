@@ -4,14 +4,13 @@ chat, and the checks of the request fields a component is built with."""
 
 from __future__ import annotations
 
-import datetime
 import numbers
 from collections.abc import Mapping, Sequence
-from pathlib import PurePath
 from typing import Any
 
 from ctxasm.data import Assembly
 from ctxasm.errors import RequestError
+from ctxasm.loader_metadata import json_value
 from ctxasm.models import ModelRegistry, default_registry
 from ctxasm.schema import REQUEST_FIELDS, parse_request
 from ctxasm.validation import close_name, shown
@@ -21,11 +20,9 @@ __all__ = [
     "chat_turns",
     "checked_fields",
     "checked_options",
-    "file_title",
     "headed",
     "kept_originals",
     "passage_from",
-    "plain",
     "without_repeats",
 ]
 
@@ -51,7 +48,7 @@ def passage_from(
         passage["score"] = _score(score)
     for key in FIELDS:
         if meta.get(key) is not None:
-            passage[key] = plain(meta.pop(key))
+            passage[key] = json_value(meta.pop(key))
     readers = meta.pop("readers", None)
     if readers is not None:
         passage["readers"] = (
@@ -59,32 +56,10 @@ def passage_from(
         )
     passage["metadata"] = {
         key: value
-        for key, value in ((key, plain(value)) for key, value in meta.items())
+        for key, value in ((key, json_value(value)) for key, value in meta.items())
         if isinstance(value, str | int | float | bool) or value is None
     }
     return passage
-
-
-def plain(value: object) -> object:
-    """``value`` as JSON carries it where a loader gave another type for it: numpy's integers
-    and reals (what metadata built from arrays or data frames holds) as ``int`` and ``float``,
-    a ``date``, ``datetime`` or numpy ``datetime64`` as ISO-8601 text (a missing one, NaT, as
-    ``None``); anything else as given."""
-    if value is None or isinstance(value, bool | str | int | float):
-        return value
-    if isinstance(value, datetime.date):
-        # pandas' NaT (a missing date) is a datetime that is not equal to itself
-        return value.isoformat() if value == value else None  # noqa: PLR0124
-    if type(value).__name__ == "datetime64":  # numpy's, as a data frame's values hold it
-        return _datetime64(value)
-    try:
-        if isinstance(value, numbers.Integral):
-            return int(value)
-        if isinstance(value, numbers.Real):
-            return _score(value)
-    except (TypeError, ValueError, OverflowError):  # a number that is none (numpy's timedelta64)
-        pass
-    return value
 
 
 def without_repeats(passages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -207,58 +182,14 @@ def checked_options(
     checked_fields({key: given[key] for key in options if given.get(key) is not None})
 
 
-def _datetime64(value: Any) -> str | None:
-    """A numpy ``datetime64`` as ISO-8601 (a day as a date, a finer one as a date and time, to
-    the microsecond), ``None`` for NaT, its own text where Python has no such date (year 0 or
-    10000, which the core then refuses by name); read without importing numpy."""
-    try:
-        found = value.item()
-        if isinstance(found, int):  # finer than microseconds: numpy gives an int
-            found = value.astype("datetime64[us]").item()
-    except (AttributeError, TypeError, ValueError, OverflowError):
-        return str(value)
-    if found is None:
-        return None
-    return found.isoformat() if isinstance(found, datetime.date) else str(value)
-
-
-def file_title(name: object, page: object = None) -> str | None:
-    """A heading from a source's file: the last part of ``name`` (a path's file name, a url's
-    last segment), with ``page`` when it is a number or text (``report.pdf, page 4``); None
-    when ``name`` is no text."""
-    if not isinstance(name, str) or not name.strip():
-        return None
-    title = PurePath(name).name or name
-    number = _page_text(plain(page))
-    return title if number is None else f"{title}, page {number}"
-
-
-def _page_text(page: object) -> str | None:
-    """``page`` written by the built-in types' own methods (no object's ``str``, no subclass's
-    ``format``), or None for a value that is no page number or label."""
-    if isinstance(page, bool):
-        return None
-    if isinstance(page, str):
-        text = str.__str__(page)
-        return text if text.strip() else None
-    if isinstance(page, float):
-        return float.__repr__(page)
-    if isinstance(page, int):
-        try:
-            return int.__repr__(page)
-        except ValueError:  # more digits than Python writes (4,300 by default)
-            return None
-    return None
-
-
 def headed(
     passages: Sequence[dict[str, Any]], files: Sequence[str | None], kind: str
 ) -> list[dict[str, Any]]:
     """``passages``, each that has neither a ``title`` nor a ``url`` titled ``files[i]`` (its
-    :func:`file_title`), else by its position, ``<kind> <n>``: never by its id, which
-    frameworks fill with a UUID or a hash that costs tokens and tells the model nothing. A
-    passage whose id came before is numbered where it came first, so a document returned twice
-    stays one (see :func:`without_repeats`)."""
+    file's title, :mod:`ctxasm.loader_metadata`), else by its position, ``<kind> <n>``: never
+    by its id, which frameworks fill with a UUID or a hash that costs tokens and tells the
+    model nothing. A passage whose id came before is numbered where it came first, so a
+    document returned twice stays one (see :func:`without_repeats`)."""
     firsts: dict[Any, int] = {}
     titled = []
     for position, (passage, file) in enumerate(zip(passages, files, strict=True), start=1):

@@ -24,13 +24,13 @@ from haystack.dataclasses import ChatMessage
 from ctxasm.adapters._common import (
     chat_turns,
     checked_fields,
-    file_title,
     headed,
     passage_from,
     without_repeats,
 )
 from ctxasm.assembler import Assembler
 from ctxasm.errors import RequestError
+from ctxasm.loader_metadata import file_title
 
 __all__ = ["CtxasmPromptBuilder", "documents_to_passages"]
 

@@ -35,16 +35,15 @@ from ctxasm.adapters._common import (
     chat_turns,
     checked_fields,
     checked_options,
-    file_title,
     headed,
     kept_originals,
     passage_from,
-    plain,
     without_repeats,
 )
 from ctxasm.assembler import Assembler
 from ctxasm.data import Assembly
 from ctxasm.errors import RequestError
+from ctxasm.loader_metadata import is_web_url, source_title
 
 __all__ = ["CtxasmCompressor", "CtxasmRunnable", "documents_to_passages"]
 
@@ -59,26 +58,11 @@ def documents_to_passages(documents: Sequence[Document]) -> list[dict[str, Any]]
         fallback = metadata.pop("relevance_score", None)  # a reranker's, when score is unset
         score = fallback if score is None else score
         source = metadata.get("source")
-        if metadata.get("url") is None and _web(source):
+        if metadata.get("url") is None and is_web_url(source):
             metadata["url"] = source
         passages.append(passage_from(passage_id, document.page_content, score, metadata))
-        files.append(None if _web(source) else file_title(source, _page(metadata)))
+        files.append(source_title(source, metadata))
     return headed(passages, files, "document")
-
-
-def _web(source: object) -> bool:
-    """Whether ``source`` is an http(s) url, as web loaders set it."""
-    return isinstance(source, str) and source.strip().lower().startswith(("http://", "https://"))
-
-
-def _page(metadata: Mapping[str, Any]) -> object:
-    """The page to show: ``page_label``, as the PDF loaders set it, else ``page`` counted from 1
-    (the loaders count it from 0); a ``page`` that is no integer as given."""
-    label = metadata.get("page_label")
-    if label is not None:
-        return label
-    page = plain(metadata.get("page"))
-    return page + 1 if isinstance(page, int) and not isinstance(page, bool) else page
 
 
 def _document_id(index: int, document: Document, metadata: dict[str, Any]) -> str:

@@ -24,7 +24,6 @@ from ctxasm.adapters._common import (
     FIXED_FIELDS,
     chat_turns,
     checked_options,
-    file_title,
     headed,
     kept_originals,
     passage_from,
@@ -33,20 +32,14 @@ from ctxasm.adapters._common import (
 from ctxasm.assembler import Assembler
 from ctxasm.data import Assembly
 from ctxasm.errors import RequestError
+from ctxasm.loader_metadata import file_name_title
 
 __all__ = ["CtxasmNodePostprocessor", "assemble_nodes", "nodes_to_passages", "readable_title"]
 
 
 def readable_title(metadata: dict[str, Any], position: int) -> str:
     """A title for a node that has none: its file name (and page), else ``node <position>``."""
-    return _file(metadata) or f"node {position}"
-
-
-def _file(metadata: dict[str, Any]) -> str | None:
-    """The node's file name and page, as LlamaIndex readers set them, or None."""
-    return file_title(
-        metadata.get("file_name") or metadata.get("file_path"), metadata.get("page_label")
-    )
+    return file_name_title(metadata) or f"node {position}"
 
 
 def nodes_to_passages(nodes: list[NodeWithScore] | list[BaseNode]) -> list[dict[str, Any]]:
@@ -65,7 +58,8 @@ def nodes_to_passages(nodes: list[NodeWithScore] | list[BaseNode]) -> list[dict[
             if offsets is not None and offsets[1] - offsets[0] == len(passage["text"]):
                 passage["start"], passage["end"] = offsets
         passages.append(passage)
-    return headed(passages, [_file(scored.node.metadata) for scored in scored_nodes], "node")
+    files = [file_name_title(scored.node.metadata) for scored in scored_nodes]
+    return headed(passages, files, "node")
 
 
 def _scored(nodes: object) -> list[NodeWithScore]:
