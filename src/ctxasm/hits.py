@@ -13,10 +13,28 @@ for the same things. :func:`passages_from_hits` maps them onto passage fields:
 - every other passage field (``doc_id``, ``timestamp``, ...) as is; any other key of the hit
   goes into the passage's ``metadata``, so nothing the retriever sent is lost or refused.
 
-Errors are :class:`~ctxasm.errors.RequestError` naming the hit (``hits[3].text``). A request
-gives its hits as ``hits``, in place of ``passages`` (:func:`ctxasm.schema.parse_request` maps
-them here), so every entry point takes them: the Python API, ``ctxasm assemble`` and ``batch``,
-and the HTTP service.
+A hit with neither a title nor a url is headed as the framework adapters head a document
+(:mod:`ctxasm.loader_metadata`), never by its id: a ``source`` that is an http(s) url is its
+url; else its title is the source's file name and page (LangChain's ``source``, with
+``page_label``, else ``page`` counted from 1), else its ``file_name`` or ``file_path`` and
+``page_label`` (LlamaIndex's), read from its metadata (or its own keys). A heading that would
+not be valid Unicode is not made.
+
+A hit with no text of its own but a ``node`` object is a LlamaIndex ``NodeWithScore`` as JSON
+(``model_dump`` or ``to_dict``): its score is the hit's, and its node gives the text (``text``,
+else ``text_resource.text``), the id (``id_``), the metadata (the title, url and source in it
+lifted as above), the embedding, the source document's id as ``doc_id`` (the ``node_id`` of
+its ``SOURCE`` relationship, ``relationships["1"]``) and, with it, the character offsets
+``start_char_idx`` and ``end_char_idx`` as ``start`` and ``end`` where they span the text, so
+overlapping chunks are stitched, as :mod:`ctxasm.adapters.llamaindex` does for node objects.
+LlamaIndex's bookkeeping (templates, excluded metadata keys, mimetype, other relationships,
+media resources, ``class_name``) is dropped; any other key of the node goes into the metadata,
+and any other key of the hit is read as any hit's, over the node's.
+
+Errors are :class:`~ctxasm.errors.RequestError` naming the hit's own field (``hits[3].text``,
+``hits[2].node.text``). A request gives its hits as ``hits``, in place of ``passages``
+(:func:`ctxasm.schema.parse_request` maps them here), so every entry point takes them: the
+Python API, ``ctxasm assemble`` and ``batch``, and the HTTP service.
 """
 
 from __future__ import annotations
@@ -27,7 +45,8 @@ from typing import Any
 
 from ctxasm.data import Passage, default_passage_id
 from ctxasm.errors import RequestError
-from ctxasm.validation import invalid, shown
+from ctxasm.loader_metadata import file_name_title, is_web_url, source_title
+from ctxasm.validation import encodable, invalid, shown
 
 __all__ = ["SCORE_FIELDS", "TEXT_FIELDS", "hit_list", "hit_text", "passages_from_hits"]
 
@@ -37,6 +56,33 @@ _LIFTED = ("title", "url", "source")
 _ALIASES = frozenset((*TEXT_FIELDS, *SCORE_FIELDS, "id", "metadata"))
 _KEPT = frozenset(f.name for f in dataclasses.fields(Passage)) - _ALIASES
 _PASSAGE = "passage"  # the name the Passage constructor's errors give the passage
+_NODE = "node"  # a LlamaIndex NodeWithScore's node
+_SOURCE = "1"  # NodeRelationship.SOURCE, as a node's relationships are serialised
+# The keys of a serialised node read here, or LlamaIndex's own bookkeeping: none goes into the
+# passage's metadata.
+_NODE_KEYS = frozenset(
+    (
+        "id_",
+        "text",
+        "text_resource",
+        "metadata",
+        "embedding",
+        "relationships",
+        "start_char_idx",
+        "end_char_idx",
+        "excluded_embed_metadata_keys",
+        "excluded_llm_metadata_keys",
+        "metadata_template",
+        "metadata_separator",
+        "metadata_seperator",  # the alias LlamaIndex also accepts
+        "text_template",
+        "mimetype",
+        "image_resource",
+        "audio_resource",
+        "video_resource",
+        "class_name",
+    )
+)
 
 
 def hit_list(hits: object) -> Sequence[object]:
@@ -53,12 +99,17 @@ def hit_list(hits: object) -> Sequence[object]:
 
 
 def hit_text(hit: object) -> tuple[str, str] | None:
-    """The key of a hit's text and the text (the first of :data:`TEXT_FIELDS` it holds), or
-    ``None`` when that is no string or the hit is no object."""
+    """Where a hit's text is and the text: the first of :data:`TEXT_FIELDS` it holds, else its
+    node's (``node.text``, ``node.text_resource.text``); ``None`` when that is no string or the
+    hit is no object."""
     if not isinstance(hit, Mapping):
         return None
     name = next((name for name in TEXT_FIELDS if hit.get(name) is not None), None)
-    text = None if name is None else hit[name]
+    if name is None:
+        found = _node_text(hit.get(_NODE))
+        name, text = (None, None) if found is None else (f"{_NODE}.{found[0]}", found[1])
+    else:
+        text = hit[name]
     return (name, text) if name is not None and isinstance(text, str) else None
 
 
@@ -75,6 +126,7 @@ def passages_from_hits(hits: object) -> list[dict[str, Any]]:
             checked = Passage(**{"id": where, **passage})  # an id is made below, from the text
         except RequestError as error:
             raise _in_hit(error, where, origins) from None
+        _head(passage, checked)
         if "id" in passage:
             passage["id"] = checked.id  # an integer as its decimal string: 7 repeats "7"
             first = given.setdefault(passage["id"], index)
@@ -123,6 +175,15 @@ def _passage(hit: object, where: str) -> tuple[dict[str, Any], dict[str, str]]:
             f"got {type(hit).__name__}",
             field=where,
         )
+    if _first(hit, TEXT_FIELDS) is None and hit.get(_NODE) is not None:
+        flat, paths = _node_hit(hit, where)
+        passage, origins = _fields(flat, where)
+        return passage, {name: _path(origin, paths) for name, origin in origins.items()}
+    return _fields(hit, where)
+
+
+def _fields(hit: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The passage fields of the object ``hit``, and where in it each came from."""
     text = _first(hit, TEXT_FIELDS)
     if not isinstance(text, str):
         raise RequestError(
@@ -164,6 +225,108 @@ def _passage(hit: object, where: str) -> tuple[dict[str, Any], dict[str, str]]:
         passage["metadata"] = extra
         origins["metadata"] = "metadata"
     return passage, origins
+
+
+def _head(passage: dict[str, Any], checked: Passage) -> None:
+    """Head ``passage`` (``checked`` is it as the Passage constructor checked it), where it has
+    neither a title nor a url, by the url or the file its source or metadata names (see the
+    module docstring)."""
+    if checked.title is not None or checked.url is not None:
+        return
+    if is_web_url(checked.source):
+        passage["url"] = checked.source
+        return
+    metadata = passage.get("metadata") or {}
+    title = source_title(checked.source, metadata) or file_name_title(metadata)
+    if title is not None and encodable(title):
+        passage["title"] = title
+
+
+def _node_hit(hit: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The hit a serialised ``NodeWithScore`` stands for (its node's fields under the names of
+    a hit's, with the outer object's keys over them), and for each of its keys, and each key of
+    its metadata, that is not where the hit has it, where the hit has it."""
+    node, at = hit[_NODE], f"{where}.{_NODE}"
+    if not isinstance(node, Mapping):
+        raise invalid(at, "an object (a LlamaIndex node, as NodeWithScore serialises it)", node)
+    found = _node_text(node)
+    if found is None:
+        raise RequestError(
+            f"{at} needs its text as a string in text or text_resource.text; found {_found(node)}",
+            field=f"{at}.text",
+        )
+    if not isinstance(found[1], str):
+        raise invalid(f"{at}.{found[0]}", "a string", found[1])
+    flat: dict[str, Any] = {"text": found[1]}
+    paths = {"text": f"{_NODE}.{found[0]}", "metadata": f"{_NODE}.metadata"}
+    for name, key in (("id", "id_"), ("embedding", "embedding")):
+        if node.get(key) is not None:
+            flat[name], paths[name] = node[key], f"{_NODE}.{key}"
+    metadata = node.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise invalid(f"{at}.metadata", "an object", metadata)
+    extra = dict(metadata or {})
+    for key, value in node.items():
+        if key not in _NODE_KEYS and key not in extra:
+            extra[key], paths[f"metadata.{key}"] = value, f"{_NODE}.{key}"
+    flat.update(_node_offsets(node, at, found[1], paths))
+    for key, value in hit.items():  # the score, and any field given beside the node
+        if key == "metadata" and isinstance(value, Mapping):
+            extra.update(value)
+            paths.update({f"metadata.{name}": f"metadata.{name}" for name in value})
+        elif key not in (_NODE, "class_name") and value is not None:
+            flat[key] = value  # a metadata that is no object too, refused as any hit's
+            paths.pop(key, None)
+    flat.setdefault("metadata", extra)
+    return flat, paths
+
+
+def _node_offsets(
+    node: Mapping[str, Any], at: str, text: str, paths: dict[str, str]
+) -> dict[str, Any]:
+    """``doc_id``, the id of the node's source document, and with it ``start`` and ``end``, its
+    character offsets, where both are integers that span ``text`` (else none); none of them
+    for a node without a source. ``paths`` gets where each is in the hit."""
+    relationships = node.get("relationships")
+    if relationships is None:
+        return {}
+    if not isinstance(relationships, Mapping):
+        raise invalid(f"{at}.relationships", "an object", relationships)
+    source = relationships.get(_SOURCE)
+    if source is None:
+        return {}
+    if not isinstance(source, Mapping):
+        raise invalid(f"{at}.relationships.{_SOURCE}", "an object (a RelatedNodeInfo)", source)
+    if source.get("node_id") is None:
+        return {}
+    found: dict[str, Any] = {"doc_id": source["node_id"]}
+    paths["doc_id"] = f"{_NODE}.relationships.{_SOURCE}.node_id"
+    start, end = node.get("start_char_idx"), node.get("end_char_idx")
+    if type(start) is int and type(end) is int and end - start == len(text):
+        found["start"], found["end"] = start, end
+        paths["start"], paths["end"] = f"{_NODE}.start_char_idx", f"{_NODE}.end_char_idx"
+    return found
+
+
+def _node_text(node: object) -> tuple[str, object] | None:
+    """Where in a serialised node its text is (``text``, else ``text_resource.text``) and the
+    text, or None when it has none (or is no object)."""
+    if not isinstance(node, Mapping):
+        return None
+    if node.get("text") is not None:
+        return "text", node["text"]
+    resource = node.get("text_resource")
+    if isinstance(resource, Mapping) and resource.get("text") is not None:
+        return "text_resource.text", resource["text"]
+    return None
+
+
+def _path(origin: str, paths: Mapping[str, str]) -> str:
+    """Where in a hit the field its flat form has at ``origin`` (``metadata.title``) is."""
+    if origin in paths:
+        return paths[origin]
+    head, dot, rest = origin.partition(".")
+    return paths[head] + dot + rest if head in paths else origin
 
 
 def _first(hit: Mapping[str, Any], names: Sequence[str]) -> Any:

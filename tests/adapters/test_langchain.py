@@ -494,3 +494,28 @@ def test_numpy_datetime64_and_missing_dates_are_read_as_json_carries_them() -> N
         [Document(page_content="x", metadata={"page": 1, "took": np.timedelta64(3, "D")})]
     )
     assert odd["metadata"] == {"page": 1}
+
+
+def test_the_same_metadata_given_as_json_hits_is_headed_as_documents_are() -> None:
+    from ctxasm.hits import passages_from_hits
+
+    metadatas: list[dict[str, Any]] = [
+        {"source": "https://x/danube", "page": 1},
+        {"source": "/data/atlas.pdf", "page": 2},
+        {"source": "/data/atlas.pdf", "page": 2, "page_label": "iii"},
+        {"source": "/data/atlas.pdf", "page": "two"},
+        {"source": "notes.txt", "title": "Notes"},
+    ]
+    documents = [Document("The Danube.", metadata=metadata) for metadata in metadatas]
+    hits = [{"text": "The Danube.", "metadata": metadata} for metadata in metadatas]
+    headings = [
+        (passage.get("title"), passage.get("url")) for passage in documents_to_passages(documents)
+    ]
+    assert headings == [
+        (None, "https://x/danube"),
+        ("atlas.pdf, page 3", None),
+        ("atlas.pdf, page iii", None),
+        ("atlas.pdf, page two", None),
+        ("Notes", None),
+    ]
+    assert [(p.get("title"), p.get("url")) for p in passages_from_hits(hits)] == headings

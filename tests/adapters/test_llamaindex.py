@@ -218,3 +218,29 @@ def test_what_is_no_node_is_refused_naming_where(nodes: object, field: str) -> N
     with pytest.raises(RequestError) as caught:
         assemble_nodes(nodes, "Where does the Danube end?")  # type: ignore[arg-type]
     assert caught.value.field == field
+
+
+def test_a_node_with_score_as_json_is_the_passage_the_node_is() -> None:
+    import json
+
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo
+
+    from ctxasm.adapters.llamaindex import nodes_to_passages
+    from ctxasm.hits import passages_from_hits
+
+    text = "The Danube ends in the Black Sea."
+    node = TextNode(
+        id_="n1",
+        text=text,
+        metadata={"file_name": "atlas.pdf", "page_label": "4", "edition": 2},
+        start_char_idx=40,
+        end_char_idx=40 + len(text),
+    )
+    node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id="doc-1")
+    scored = NodeWithScore(node=node, score=0.7)
+    (from_node,) = nodes_to_passages([scored])
+    for dumped in (scored.to_dict(), scored.model_dump(mode="json")):
+        (from_json,) = passages_from_hits([json.loads(json.dumps(dumped))])
+        assert from_json == from_node
+    assert from_node["title"] == "atlas.pdf, page 4"
+    assert (from_node["doc_id"], from_node["start"], from_node["end"]) == ("doc-1", 40, 73)

@@ -104,6 +104,25 @@ def test_a_hit_without_text_is_named() -> None:
     )
 
 
+def test_a_bare_list_of_llamaindex_nodes_with_scores() -> None:
+    node = {
+        "id_": "n1",
+        "text": "Aristotle taught at the Lyceum.",
+        "metadata": {"file_name": "a.pdf"},
+    }
+    hits = json.dumps([{"node": node, "score": 0.8, "class_name": "NodeWithScore"}]).encode()
+    code, result, err = _assemble("-", "--query", "Where did Aristotle teach?", stdin=hits)
+    assert code == 0, err
+    assert [item["id"] for item in result["report"]["included"]] == ["n1"]
+    assert "[Source 1] a.pdf\n" in result["messages"][-1]["content"]
+    bad = json.dumps([{"node": {"id_": "n1"}, "score": 0.8}]).encode()
+    assert _assemble("-", "--query", "q", stdin=bad)[::2] == (
+        2,
+        "ctxasm: error: hits[0].node needs its text as a string in text or "
+        "text_resource.text; found the keys 'id_' [hits[0].node.text]\n",
+    )
+
+
 def test_a_scalar_is_refused_as_every_entry_point_refuses_it() -> None:
     assert _assemble("-", "--query", "q", stdin=b'"text"')[::2] == (
         2,

@@ -81,6 +81,8 @@ def test_assemble_returns_what_the_library_returns(service: str) -> None:
         ({"query": "q", "hits": [{"text": "x", "similarity": "high"}]}, 422, "hits[0].similarity"),
         ({"query": "q", "hits": [{"text": "x"}] * 21}, 413, "hits"),
         ({"query": "q", "hits": [{"page_content": "x" * 100_001}]}, 413, "hits[0].page_content"),
+        ({"query": "q", "hits": [{"node": {"text": "x" * 100_001}}]}, 413, "hits[0].node.text"),
+        ({"query": "q", "hits": [{"node": ["x"], "score": 0.5}]}, 422, "hits[0].node"),
         ({"query": "q", "passages": [{"text": "x" * 100_001}]}, 413, "passages[0].text"),
         ({"query": "q", "hits": {"text": "x"}}, 422, "hits"),
         ({"query": "q", "passages": [], "hits": []}, 422, "hits"),

@@ -166,9 +166,12 @@ class AssembleRequest(_Closed):
     hits: list[dict[str, Any]] | None = Field(
         None,
         description="A retriever's hits in place of passages, mapped to them: the text from "
-        "text, content or page_content; the score from score or similarity; title, url and "
-        "source from the hit or its metadata; the id from id, else hit- and a hash of the text; "
-        "any other passage field as is, anything else into metadata.",
+        "text, content or page_content; the score from score, similarity or relevance_score; "
+        "title, url and source from the hit or its metadata (without a title or url, an "
+        "http(s) source is the url, else the source's file and page, or file_name, the title); "
+        "the id from id, else hit- and a hash of the text; any other passage field as is, "
+        "anything else into metadata. A LlamaIndex NodeWithScore as JSON ({node, score}) is "
+        "read from its node.",
     )
     # Optional, but never null: the service refuses null for these three (422 naming them).
     id: str | int | None = Field(
