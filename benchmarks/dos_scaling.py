@@ -20,13 +20,16 @@ unit of input, and ``t(x8) / t(x1)``: about 8 means linear, about 64 quadratic. 
 * ``label lines``: one passage of N lines ``source 1,`` (a list of label look-alikes over many
   lines, which the renderers neutralise);
 * ``html tags``: reading an HTML page of N unclosed tags ``<a `` (``ctxasm index``);
+* ``md brackets``, ``md emphasis``, ``md table``, ``md comments``: reading a Markdown file
+  that holds a comment (so it is parsed and rendered, ``ctxasm index``) and N characters of
+  ``[``, of ``*_``, of a table's rows, or of unclosed inline comments ``x <!-- a``;
 * ``mark runs``: counting N characters of 7,990-mark runs, each the reverse of canonical order,
   with Qwen 3's tokenizer, which normalizes to NFC first (the library's own normalization sorts
   each run quadratically: 4 s a megabyte);
 * ``raw tiktoken``: for reference, tiktoken alone on the CJK run (quadratic, smaller sizes).
 
 Run: ``TIKTOKEN_CACHE_DIR=../shared/tiktoken-cache python benchmarks/dos_scaling.py`` (about a
-minute; ``--repeats`` for more runs per size).
+minute and a half; ``--repeats`` for more runs per size).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import ctxasm
 from ctxasm.formatting.labels import neutral_text
 from ctxasm.store.chunking import chunk_text
 from ctxasm.store.html_text import visible_text
+from ctxasm.store.markdown_text import markdown_text
 from ctxasm.tokens.tiktoken_source import load_encoding
 
 GOOD = {"id": "good", "text": "Aristotle taught at the Lyceum in Athens.", "score": 0.5}
@@ -140,6 +144,21 @@ def html_case(n: int) -> Callable[[], object]:
     return lambda: visible_text(page)
 
 
+MARKDOWN = {
+    "brackets": "[",
+    "emphasis": "*_",
+    "table": "|x|y|\n",
+    "comments": "x <!-- a",
+}
+
+
+def markdown_case(shape: str, n: int) -> Callable[[], object]:
+    unit = MARKDOWN[shape]
+    head = "# Aristotle <!-- hidden -->\n\n" + ("|a|b|\n|-|-|\n" if shape == "table" else "")
+    text = head + unit * (n // len(unit))
+    return lambda: markdown_text(text)
+
+
 def mark_runs_case(n: int) -> Callable[[], object]:
     from ctxasm.tokens import get_counter
 
@@ -170,6 +189,10 @@ SHAPES: dict[str, tuple[int, str, Callable[[int], Callable[[], object]]]] = {
     "index run": (25_000, "char", index_case),
     "label lines": (1_000, "line", label_lines_case),
     "html tags": (25_000, "tag", html_case),
+    **{
+        f"md {shape}": (25_000, "char", lambda n, shape=shape: markdown_case(shape, n))
+        for shape in MARKDOWN
+    },
     "mark runs": (125_000, "char", mark_runs_case),
     "raw tiktoken": (5_000, "char", raw_case),
 }

@@ -4,12 +4,15 @@ A JSONL line is ``{"doc_id", "text", "title"?, "url"?, "tenant"?, "readers"?, "t
 "authority"?, "metadata"?}``; another key is refused (a misspelt ``"reader"`` would leave the
 run's access data in place). Files of the other kinds are one document each, with the path as
 ``doc_id`` (relative to the run's root folder: see :func:`file_doc_id`) and the title taken
-from the first Markdown heading or the HTML ``<title>`` (else the file name). Access data given
-on the command line applies where a document names none (the key absent or ``null``). Access
-data is checked as a principal's is (:mod:`ctxasm.validation`): an empty ``tenant``, an empty
-or blank reader name, a bare string for ``readers`` or a control character (NUL included) in
-either is refused, so the line is reported and skipped rather than indexed as public;
-``"readers": []`` is kept and admits nobody.
+from the first Markdown heading or the HTML ``<title>`` (else the file name). An HTML page is
+read as a browser shows it (:mod:`ctxasm.store.html_text`), and so is a Markdown file that holds
+raw HTML outside code or a link reference definition, once rendered (what a comment, a hidden
+element or a definition holds is not read; :mod:`ctxasm.store.markdown_text`); other Markdown
+is read as written. Access data given on the command line applies where a document names none
+(the key absent or ``null``). Access data is checked as a principal's is
+(:mod:`ctxasm.validation`): an empty ``tenant``, an empty or blank reader name, a bare string
+for ``readers`` or a control character (NUL included) in either is refused, so the line is
+reported and skipped rather than indexed as public; ``"readers": []`` is kept and admits nobody.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +29,7 @@ from typing import Any
 from ctxasm.errors import CtxasmError, RequestError
 from ctxasm.jsonio import decode_json
 from ctxasm.store.html_text import visible_text
+from ctxasm.store.markdown_text import markdown_text
 from ctxasm.validation import (
     invalid,
     key_path,
@@ -111,9 +114,6 @@ def _checked_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return copy
 
 
-_FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)
-
-
 def file_doc_id(path: Path, root: str | os.PathLike[str] | None = None) -> str:
     """A file's document id: its path relative to ``root`` (by default the working folder)
     when it lies inside it (however it was typed), else its absolute path, so re-indexing finds
@@ -168,18 +168,6 @@ _FIELDS = (
     "authority",
     "metadata",
 )
-_HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)$", flags=re.MULTILINE)
-
-
-def _markdown_title(text: str) -> str | None:
-    """The first level-one ATX heading outside fenced code blocks, without its closing ``#``
-    run (cut by ``rstrip``: a pattern of white space, ``#`` and white space at the end of a
-    lazy group backtracked over a long run of spaces, time growing with its cube)."""
-    match = _HEADING.search(_FENCED.sub("", text))
-    if match is None:
-        return None
-    heading = match.group(1)
-    return heading.rstrip(" \t").rstrip("#").rstrip(" \t") or heading[0]
 
 
 def _record(raw: Any, where: str, tenant: str | None, readers: tuple[str, ...] | None) -> Document:
@@ -330,9 +318,15 @@ def read_documents(
             raise RequestError(
                 f"{path}: cannot read as HTML ({type(exc).__name__})", field=str(path)
             ) from None
+    elif suffix in (".md", ".markdown"):
+        try:
+            text, title = markdown_text(raw)
+        except Exception as exc:  # a foreign parser's failure, of whatever kind, on one file
+            raise RequestError(
+                f"{path}: cannot read as Markdown ({type(exc).__name__})", field=str(path)
+            ) from None
     else:
-        text = raw
-        title = _markdown_title(raw) if suffix in (".md", ".markdown") else None
+        text, title = raw, None
     document = Document(
         doc_id=_relative_id(path, id_root(None) if folder is None else folder),
         text=text,

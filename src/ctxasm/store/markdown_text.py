@@ -1,0 +1,145 @@
+"""The text and the title of a Markdown file as its rendered page shows them.
+
+A renderer (CommonMark's, GitHub's) passes raw HTML through, so a comment (``<!-- ... -->``), an
+element with the ``hidden`` attribute or a ``style="display:none"`` in a README is shown to no
+one who reads the page, and a link reference definition (``[//]: # (...)``, the usual way to
+write a comment in Markdown) is not shown either: a way to put words before a model that no
+reader sees. A file that holds none of these is read as written, byte for byte. One that holds
+any (raw HTML outside code, as CommonMark defines it: an HTML block or inline HTML, comments
+included; or a reference definition) is read as its page shows it: rendered by markdown-it-py
+(CommonMark, with tables and strikethrough) and read with :func:`~ctxasm.store.html_text.
+visible_text`. Which is which is decided from markdown-it's own tokens, so markup in a fenced
+or indented code block or in a code span (literal text, shown) is never taken for HTML.
+
+The title is the first level-one ATX heading (a line that starts with ``#`` and a space or a
+tab) as it is written, without its closing ``#`` run; in a rendered file, the first such heading
+that the page shows (one inside a comment or an HTML block is none; one inside hidden HTML is
+not shown), its shown text where it holds inline HTML. Without one, it is the title that
+``visible_text`` finds (a ``<title>`` element), else ``None``.
+
+markdown-it stops reading inside the 20th block nested in others (quotes, lists), which would
+leave the HTML there unseen; a file nested so deep is read as an HTML page, whole (its tags and
+comments dropped, what they hide unread). Parsing is linear in the file on the shapes measured
+(``benchmarks/dos_scaling.py``: 20 us a character on the slowest, a table's rows); an exception
+from the parser (a ``RecursionError`` among them) is the caller's to report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from functools import cache
+from typing import TYPE_CHECKING
+
+from ctxasm.store.html_text import visible_text
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
+__all__ = ["markdown_text"]
+
+_FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)
+_HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)$", flags=re.MULTILINE)
+# Around each candidate title in the rendered page: NUL cannot come from the file (markdown-it
+# reads it as U+FFFD, as CommonMark asks), and visible_text keeps it, so these show where, and
+# whether, a heading is shown.
+_OPEN = "\x00{}\x01"
+_CLOSE = "\x00\x02"
+_MARKS = re.compile(r"\x00(?:\d+\x01|\x02)")
+_FIRST_OPEN = re.compile(r"\x00(\d+)\x01")
+
+
+@cache
+def _parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt  # imported when a file needs it: most runs never do
+
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def markdown_text(raw: str) -> tuple[str, str | None]:
+    """The text of the Markdown file ``raw`` as indexed (``raw`` itself where the page hides
+    nothing) and its title (``None`` when it has none)."""
+    # Raw HTML starts with "<" and a reference definition holds "]:": without either,
+    # nothing is hidden, and the file need not be parsed.
+    if "<" not in raw and "]:" not in raw:
+        return raw, _markdown_title(raw)
+    source = raw.replace("\r\n", "\n").replace("\r", "\n")  # markdown-it's lines, numbered
+    parser = _parser()
+    env: dict[str, object] = {}
+    tokens = parser.parse(source, env)
+    limit = parser.options.maxNesting
+    if any(token.nesting == 1 and token.level + 1 >= limit for token in _walk(tokens)):
+        return visible_text(raw)  # a block it stopped reading may hold HTML
+    if not env.get("references") and not any(
+        token.type in ("html_block", "html_inline") for token in _walk(tokens)
+    ):
+        return raw, _markdown_title(raw)
+    headings = _mark_headings(tokens, source.split("\n"))
+    shown, found = visible_text(parser.renderer.render(tokens, parser.options, env))
+    title = _shown_title(shown, headings)
+    text = _MARKS.sub("", shown)
+    # Lines stripped and blank ones dropped again, as visible_text leaves them: a heading's
+    # marks may stand beside white space or alone on a line.
+    text = "\n".join(filter(None, (line.strip() for line in text.split("\n"))))
+    return text, title or found
+
+
+def _walk(tokens: Sequence[Token]) -> Iterator[Token]:
+    """Every token, and the inline tokens' children after each."""
+    for token in tokens:
+        yield token
+        if token.children:
+            yield from token.children
+
+
+def _heading_text(heading: str) -> str:
+    """A heading line's text after ``# ``, without its closing ``#`` run (cut by ``rstrip``: a
+    pattern of white space, ``#`` and white space at the end of a lazy group backtracked over
+    a long run of spaces, time growing with its cube)."""
+    return heading.rstrip(" \t").rstrip("#").rstrip(" \t") or heading[0]
+
+
+def _markdown_title(text: str) -> str | None:
+    """The first level-one ATX heading outside fenced code blocks, as written."""
+    match = _HEADING.search(_FENCED.sub("", text))
+    return None if match is None else _heading_text(match.group(1))
+
+
+def _mark_headings(tokens: Sequence[Token], lines: Sequence[str]) -> list[str | None]:
+    """Put marks around each level-one ATX heading that starts its line; for each, in order,
+    its text as written, or ``None`` where it holds inline HTML (its shown text is its title)."""
+    from markdown_it.token import Token
+
+    headings: list[str | None] = []
+    for index, token in enumerate(tokens[:-1]):
+        if token.type != "heading_open" or token.tag != "h1" or token.map is None:
+            continue
+        match = _HEADING.match(lines[token.map[0]])
+        inline = tokens[index + 1]
+        if match is None or inline.children is None:  # in a list or a quote, as before
+            continue
+        html = any(child.type == "html_inline" for child in inline.children)
+        opening = Token("text", "", 0, content=_OPEN.format(len(headings)))
+        inline.children = [opening, *inline.children, Token("text", "", 0, content=_CLOSE)]
+        headings.append(None if html else _heading_text(match.group(1)))
+    return headings
+
+
+def _shown_title(shown: str, headings: Sequence[str | None]) -> str | None:
+    """The title from the first marked heading that ``shown`` (the rendered page's text)
+    shows: as written, or as shown where it holds inline HTML (up to its closing mark, or
+    the end of its line where what follows in it is hidden)."""
+    opening = _FIRST_OPEN.search(shown)
+    if opening is None:
+        return None
+    written = headings[int(opening.group(1))]
+    if written is not None:
+        return written
+    start = opening.end()
+    end = shown.find(_CLOSE, start)
+    following = _FIRST_OPEN.search(shown, start)
+    if end < 0 or (following is not None and following.start() < end):
+        end = shown.find("\n", start)  # the rest of it is hidden: up to its line's end
+    heading = shown[start : None if end < 0 else end]
+    return " ".join(_MARKS.sub("", heading).split()) or None
