@@ -20,8 +20,11 @@ not shown), its shown text where it holds inline HTML. Without one, it is the ti
 markdown-it stops reading inside the 20th block nested in others (quotes, lists), which would
 leave the HTML there unseen; a file nested so deep is read as an HTML page, whole (its tags and
 comments dropped, what they hide unread). Parsing is linear in the file on the shapes measured
-(``benchmarks/dos_scaling.py``: 20 us a character on the slowest, a table's rows); an exception
-from the parser (a ``RecursionError`` among them) is the caller's to report.
+(``benchmarks/dos_scaling.py``: 20 us a character on the slowest, a table's rows, against about 1
+us for prose), but slow: a file longer than ``MAX_PARSED_CHARS`` that would need it is read as an
+HTML page whole too, in a fraction of the time (its markup in code is then dropped as tags are:
+a loss, never a leak). An exception from the parser (a ``RecursionError`` among them) is the
+caller's to report.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
-__all__ = ["markdown_text"]
+__all__ = ["MAX_PARSED_CHARS", "markdown_text"]
 
 _FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)
 _HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)$", flags=re.MULTILINE)
@@ -48,6 +51,9 @@ _OPEN = "\x00{}\x01"
 _CLOSE = "\x00\x02"
 _MARKS = re.compile(r"\x00(?:\d+\x01|\x02)")
 _FIRST_OPEN = re.compile(r"\x00(\d+)\x01")
+# The longest file parsed as Markdown (about 1 s for prose, 20 s at worst); a longer one that
+# may hide text is read as an HTML page.
+MAX_PARSED_CHARS = 1 << 20
 
 
 @cache
@@ -64,6 +70,8 @@ def markdown_text(raw: str) -> tuple[str, str | None]:
     # nothing is hidden, and the file need not be parsed.
     if "<" not in raw and "]:" not in raw:
         return raw, _markdown_title(raw)
+    if len(raw) > MAX_PARSED_CHARS:
+        return visible_text(raw)
     source = raw.replace("\r\n", "\n").replace("\r", "\n")  # markdown-it's lines, numbered
     parser = _parser()
     env: dict[str, object] = {}
