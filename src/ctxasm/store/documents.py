@@ -29,7 +29,7 @@ from typing import Any
 from ctxasm.errors import CtxasmError, RequestError
 from ctxasm.jsonio import decode_json
 from ctxasm.store.html_text import visible_text
-from ctxasm.store.markdown_text import markdown_text
+from ctxasm.store.markdown_text import UnreadableMarkdownError, markdown_text
 from ctxasm.validation import (
     invalid,
     key_path,
@@ -321,6 +321,8 @@ def read_documents(
     elif suffix in (".md", ".markdown"):
         try:
             text, title = markdown_text(raw)
+        except UnreadableMarkdownError as exc:
+            raise RequestError(f"{path}: cannot read as Markdown: {exc}", field=str(path)) from None
         except Exception as exc:  # a foreign parser's failure, of whatever kind, on one file
             raise RequestError(
                 f"{path}: cannot read as Markdown ({type(exc).__name__})", field=str(path)

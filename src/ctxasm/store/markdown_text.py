@@ -13,18 +13,19 @@ or indented code block or in a code span (literal text, shown) is never taken fo
 
 The title is the first level-one ATX heading (a line that starts with ``#`` and a space or a
 tab) as it is written, without its closing ``#`` run; in a rendered file, the first such heading
-that the page shows (one inside a comment or an HTML block is none; one inside hidden HTML is
-not shown), its shown text where it holds inline HTML. Without one, it is the title that
-``visible_text`` finds (a ``<title>`` element), else ``None``.
+that the page shows with some text (one inside a comment or an HTML block is none; one inside
+hidden HTML is not shown), its shown text where it holds inline HTML; else ``None`` (a
+``<title>`` element is no title: a rendered Markdown page shows none).
 
-markdown-it stops reading inside the 20th block nested in others (quotes, lists), which would
-leave the HTML there unseen; a file nested so deep is read as an HTML page, whole (its tags and
-comments dropped, what they hide unread). Parsing is linear in the file on the shapes measured
-(``benchmarks/dos_scaling.py``: 20 us a character on the slowest, a table's rows, against about 1
-us for prose), but slow: a file longer than ``MAX_PARSED_CHARS`` that would need it is read as an
-HTML page whole too, in a fraction of the time (its markup in code is then dropped as tags are:
-a loss, never a leak). An exception from the parser (a ``RecursionError`` among them) is the
-caller's to report.
+What markdown-it cannot read is refused (:class:`UnreadableMarkdownError`), never read another way:
+reading the source as an HTML page shows what the rendered page hides (a definition; a hidden
+element "closed" by an end tag written in a code span). That is a file whose blocks (quotes,
+lists) nest ``MAX_NESTING`` deep (markdown-it reads nothing inside the block at its limit, so
+HTML there would go unseen), and one that may hide text and is longer than
+``MAX_PARSED_CHARS``: parsing is linear in the file on the shapes measured
+(``benchmarks/dos_scaling.py``: about 1 us a character for prose, 20 on the slowest shape, a
+table's rows), so that bounds a file's time. Another exception from the parser (a
+``RecursionError`` among them) is the caller's to report.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
-__all__ = ["MAX_PARSED_CHARS", "markdown_text"]
+__all__ = ["MAX_NESTING", "MAX_PARSED_CHARS", "UnreadableMarkdownError", "markdown_text"]
 
 _FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)
 _HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)$", flags=re.MULTILINE)
@@ -50,17 +51,24 @@ _HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)$", flags=re.MULTILINE)
 _OPEN = "\x00{}\x01"
 _CLOSE = "\x00\x02"
 _MARKS = re.compile(r"\x00(?:\d+\x01|\x02)")
-_FIRST_OPEN = re.compile(r"\x00(\d+)\x01")
-# The longest file parsed as Markdown (about 1 s for prose, 20 s at worst); a longer one that
-# may hide text is read as an HTML page.
-MAX_PARSED_CHARS = 1 << 20
+# The longest file parsed as Markdown (about 4 s for prose, 80 s at worst); a longer one that
+# may hide text is refused.
+MAX_PARSED_CHARS = 1 << 22
+# How deep blocks are read (markdown-it's maxNesting; its CommonMark preset reads 20, which a
+# list of ten levels reaches): 100 levels stay well inside Python's recursion limit.
+MAX_NESTING = 100
+
+
+class UnreadableMarkdownError(ValueError):
+    """A Markdown file this reader cannot read for what its page hides; the message says why."""
 
 
 @cache
 def _parser() -> MarkdownIt:
     from markdown_it import MarkdownIt  # imported when a file needs it: most runs never do
 
-    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    parser = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING})
+    return parser.enable(["table", "strikethrough"])
 
 
 def markdown_text(raw: str) -> tuple[str, str | None]:
@@ -71,34 +79,42 @@ def markdown_text(raw: str) -> tuple[str, str | None]:
     if "<" not in raw and "]:" not in raw:
         return raw, _markdown_title(raw)
     if len(raw) > MAX_PARSED_CHARS:
-        return visible_text(raw)
+        raise UnreadableMarkdownError(
+            f'it is longer than {MAX_PARSED_CHARS:,} characters and holds "<" or "]:", '
+            "so raw HTML or a link reference definition in it may hide text, and it is too long "
+            "to render; split it"
+        )
     source = raw.replace("\r\n", "\n").replace("\r", "\n")  # markdown-it's lines, numbered
     parser = _parser()
     env: dict[str, object] = {}
     tokens = parser.parse(source, env)
     limit = parser.options.maxNesting
     if any(token.nesting == 1 and token.level + 1 >= limit for token in _walk(tokens)):
-        return visible_text(raw)  # a block it stopped reading may hold HTML
+        # nothing inside the block at the limit was read: HTML there would go unseen
+        raise UnreadableMarkdownError(f"its blocks (quotes, lists) nest {limit} deep or more")
     if not env.get("references") and not any(
         token.type in ("html_block", "html_inline") for token in _walk(tokens)
     ):
         return raw, _markdown_title(raw)
     headings = _mark_headings(tokens, source.split("\n"))
-    shown, found = visible_text(parser.renderer.render(tokens, parser.options, env))
+    shown, _ = visible_text(parser.renderer.render(tokens, parser.options, env))
     title = _shown_title(shown, headings)
     text = _MARKS.sub("", shown)
     # Lines stripped and blank ones dropped again, as visible_text leaves them: a heading's
     # marks may stand beside white space or alone on a line.
     text = "\n".join(filter(None, (line.strip() for line in text.split("\n"))))
-    return text, title or found
+    return text, title
 
 
 def _walk(tokens: Sequence[Token]) -> Iterator[Token]:
-    """Every token, and the inline tokens' children after each."""
-    for token in tokens:
+    """Every token, its children (an inline token's, an image's, for its alt text) and theirs,
+    depth first, without recursion (images nest in images as deep as a file writes them)."""
+    stack = list(reversed(tokens))
+    while stack:
+        token = stack.pop()
         yield token
         if token.children:
-            yield from token.children
+            stack.extend(reversed(token.children))
 
 
 def _heading_text(heading: str) -> str:
@@ -127,7 +143,7 @@ def _mark_headings(tokens: Sequence[Token], lines: Sequence[str]) -> list[str | 
         inline = tokens[index + 1]
         if match is None or inline.children is None:  # in a list or a quote, as before
             continue
-        html = any(child.type == "html_inline" for child in inline.children)
+        html = any(child.type == "html_inline" for child in _walk(inline.children))
         opening = Token("text", "", 0, content=_OPEN.format(len(headings)))
         inline.children = [opening, *inline.children, Token("text", "", 0, content=_CLOSE)]
         headings.append(None if html else _heading_text(match.group(1)))
@@ -135,19 +151,24 @@ def _mark_headings(tokens: Sequence[Token], lines: Sequence[str]) -> list[str | 
 
 
 def _shown_title(shown: str, headings: Sequence[str | None]) -> str | None:
-    """The title from the first marked heading that ``shown`` (the rendered page's text)
-    shows: as written, or as shown where it holds inline HTML (up to its closing mark, or
-    the end of its line where what follows in it is hidden)."""
-    opening = _FIRST_OPEN.search(shown)
-    if opening is None:
-        return None
-    written = headings[int(opening.group(1))]
-    if written is not None:
-        return written
-    start = opening.end()
-    end = shown.find(_CLOSE, start)
-    following = _FIRST_OPEN.search(shown, start)
-    if end < 0 or (following is not None and following.start() < end):
-        end = shown.find("\n", start)  # the rest of it is hidden: up to its line's end
-    heading = shown[start : None if end < 0 else end]
-    return " ".join(_MARKS.sub("", heading).split()) or None
+    """The title from the first marked heading that ``shown`` (the rendered page's text) shows
+    with some text: as written, or as shown where it holds inline HTML (up to its closing mark,
+    or the end of its line where what follows in it is hidden). One pass over the marks: each
+    heading's text is looked for only up to the next mark."""
+    marks = list(_MARKS.finditer(shown))
+    for index, mark in enumerate(marks):
+        if mark.group() == _CLOSE:
+            continue
+        written = headings[int(mark.group()[1:-1])]
+        if written is not None:
+            return written
+        start = mark.end()
+        after = marks[index + 1] if index + 1 < len(marks) else None
+        end = len(shown) if after is None else after.start()
+        if after is None or after.group() != _CLOSE:  # the rest of it is hidden
+            line_end = shown.find("\n", start, end)
+            end = end if line_end < 0 else line_end
+        heading = " ".join(shown[start:end].split())
+        if heading:
+            return heading
+    return None
