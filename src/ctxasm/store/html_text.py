@@ -67,14 +67,22 @@ marquee opens nothing there, and what follows is skipped up to its end tag (or t
 page), which ends nothing else; a tag that would end the select there (the old rules end it, the
 current ones keep the select out of scope) leaves the rest of the page unread; a form is opened
 as an element (a hidden one hides what it holds), and a later form after the select opens, but
-ends nothing (the
-current rules ignore it), and its end tag ends only the form. A formatting element opened in a
-select (the old rules ignored it) ends alone at its end tag, and what it holds stays open. Where a
-tag read in an element the select ignored ends an element that hid that element (the current rules
-keep it open up to the element's end tag), the rest of the page is not read. A form in a table,
-outside a cell, holds nothing, as a browser ends it at once. It does not model every step of the
-adoption agency (the elements between the one that ends and the special elements inside it stay
-where they were, and open).
+ends nothing (the current rules ignore it), and its end tag ends only the form. An ``<svg>`` or a
+``<math>`` in a select (the old rules ignore it, and all it holds) is opened where the current rules
+open it there: not in a table, an object, an applet or a marquee the select holds, nor among the
+tags read in an element it ignores (the current rules end it with that element, or read it as text);
+an ``<input>``, a ``<keygen>``, a ``<select>`` or a ``<textarea>`` inside it (an element of svg's or
+math's, or out of the select's scope, to the current rules; the select's end to the old ones), and a
+``</select>`` in its ``foreignObject`` or the like, leave the rest of the page unread, as does an
+svg or a math in a select only the old rules open (a ``<select>`` after a keygen or a textarea in a
+select), or opened after a keygen or a textarea in a select and open when the select ends (the old
+rules ended the select at the keygen, and keep it open; the current ones end it). A formatting
+element opened in a select (the old rules ignored it) ends alone at its end tag, and what it holds
+stays open. Where a tag read in an element the select ignored ends an element that hid that element
+(the current rules keep it open up to the element's end tag), the rest of the page is not read. A
+form in a table, outside a cell, holds nothing, as a browser ends it at once. It does not model
+every step of the adoption agency (the elements between the one that ends and the special elements
+inside it stay where they were, and open).
 
 The head ends as the standard's tree builder ends it: at ``</head>``, at the first text that is not
 white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that omits
@@ -126,6 +134,9 @@ _IGNORED_IN_SELECT = (_RAW_TEXT - {"script"}) | {"title", "plaintext"}
 # Elements the old rules ignore in a select and the current ones open there, where the select
 # is then out of scope: none is opened, and what it holds is not read, up to its end tag.
 _HELD_IN_SELECT = frozenset({"table", "object", "applet", "marquee"})
+# Start tags that end a select they stand in (by the old rules, all of them; by the current
+# ones, an input and a select, and a textarea or a keygen where nothing hides what follows).
+_ENDS_SELECT = frozenset({"input", "keygen", "select", "textarea"})
 # Elements of other vocabularies: a <title> inside one is an icon's tooltip, not the page's.
 _FOREIGN = frozenset({"svg", "math"})
 # What a head may hold (a second <head> is ignored there); any other start tag (<body> among
@@ -423,6 +434,17 @@ class _Page:
         # elements have stayed open since (those the old rules ended with the select there).
         self.kept_select = -1
         self.kept_mark = 0
+        # Where the selects that only the old rules open stand (a <select> that ended one in
+        # which a textarea or a keygen was kept: the current rules end it, and open none).
+        self.old_selects: list[int] = []
+        # Where a select that a textarea or a keygen ended (where nothing hid it) stood, or -1:
+        # the current rules keep it open up to its end tag (or a <select>), and end an svg or
+        # a math opened since there, which the old rules keep open: if one is, the rest of the
+        # page is not read.
+        self.apart_at = -1
+        # The element a select ignored whose tags are being read (see read_tags_in), up to
+        # its end tag (the current rules read its content as text up to there), or None.
+        self.reading: str | None = None
         # While the tags inside an element a select ignored are read (see read_tags_in), where
         # the outermost element that hid it stands (else -1): if a tag read there ends it, a
         # browser that reads the element as text keeps it open, and the rest of the page is not
@@ -567,6 +589,8 @@ class _Page:
             self.kept_select = -1
         elif end < self.kept_mark:
             self.kept_mark = end
+        while self.old_selects and self.old_selects[-1] >= end:
+            self.old_selects.pop()
         # A browser clears the list of active formatting elements once, up to its last marker,
         # however many cells, captions and templates it ends ("<template><b hidden><table>
         # <caption></template>x": the template's part, and its hidden b, stay, and x is hidden).
@@ -712,6 +736,8 @@ class _Page:
                 self._left(entry)
         if self.open[at] == _REOPENED:
             self._stand_in_ended(at)
+        if self.old_selects and self.old_selects[-1] == at:
+            self.old_selects.pop()
         self._off_stack(at)
 
     def _take(self, at: int) -> None:
@@ -754,6 +780,11 @@ class _Page:
         if self.kept_mark == len(self.open):
             self._close(select)
         else:
+            if self._foreign_after(self.kept_mark - 1):
+                # An svg or a math opened since stays open to the old rules (it is outside
+                # their select) and ends with the select to the current ones: what follows
+                # is theirs to one and HTML to the other, and is not read.
+                self.lost = True
             for at in range(select, self.kept_mark):
                 if self.open[at] != _GONE:
                     self._remove(at)
@@ -821,10 +852,17 @@ class _Page:
         if inside != "html" and not (tag == "svg" and self.open[-1] == "math annotation-xml"):
             if tag not in _BREAKOUT and not (tag == "font" and attributes.keys() & _FONT_BREAKOUT):
                 key = f"{inside} {tag}"  # an element of svg or math: it ends nothing
+                if (
+                    tag in _ENDS_SELECT
+                    or (tag in _TABLE_PARTS - {"col", "colgroup"} and self._last("table") >= 0)
+                ) and self._select_apart():
+                    self.lost = True  # (a table's part ends a select in a table, to the old rules)
                 if not closed:
                     self._push(key, hides or key in _FOREIGN_UNSHOWN, _inside(key, attributes))
                 return True
             self._break_out()
+        if tag in _FOREIGN and not self._foreign_opens():
+            return False
         if tag in _TABLE_PARTS and (
             (table := self._last("table")) <= self._last("template")
             or (tag in ("col", "colgroup") and self._last("select") > table)
@@ -859,22 +897,9 @@ class _Page:
             # holds is not read, up to its end tag.
             self.skip[tag] = self.skip.get(tag, 0) + 1
             return False
-        # A textarea or a keygen ended a select by the old rules, and is inside it by the
-        # current ones: where something hides it, it is kept inside, hidden, and where the
-        # select was open then is noted (see _end_select).
-        # In a table (an object, ...) a select holds, the current rules keep it in the select,
-        # out of its scope, and these end nothing; the old rules ignored the table, and end the
-        # select, so what follows may be hidden by what they then open: neither reading is
-        # kept, and the rest of the page is not read (a loss, never a leak).
-        if tag in ("input", "keygen", "select", "textarea") and self._in_select() and self._held():
-            self.lost = True
+        opens = self._select_started(tag) if tag in _ENDS_SELECT else "open"
+        if opens == "ignored":
             return False
-        if tag in ("input", "keygen", "select", "textarea") and self._in_select():
-            if tag in ("keygen", "textarea") and self.hides_text():
-                if self.kept_select != (select := self._bound(_SCOPES)):
-                    self.kept_select, self.kept_mark = select, len(self.open)
-            elif not self._end_select() and tag == "select":
-                return False  # a select in a select only ends it
         if tag not in ("col", "template") and self.open and self.open[-1] == "colgroup":
             self._close(len(self.open) - 1)  # content ends a column group, out of the table
         if ends and (not self._in_select() or tag in _SELECT_STARTS):
@@ -890,8 +915,61 @@ class _Page:
             if not closed:
                 self._push(f"{tag} {tag}", hides, tag)
         elif tag not in _VOID:
+            if opens == "old":
+                self.old_selects.append(len(self.open))
             self._push(tag, hides, "html")
         return False
+
+    def _foreign_opens(self) -> bool:
+        """Whether an ``<svg>`` or a ``<math>`` here is opened. The old rules ignore it in a
+        select; the current ones read it as text in an element the select ignores (see
+        read_tags_in), or hold it in a table (an object, ...) the select holds, up to that
+        element's end: neither has it open after that, and it is not. Where the old rules
+        ended the select in such an element (they open it), or in a select only the old rules
+        open (see old_selects; the current ones open it outside any select), what follows is
+        theirs to one and HTML or text to the other, and the rest of the page is not read."""
+        in_select = self._in_select()
+        if (self.reading is not None and in_select) or self._held():
+            return False
+        if self.reading is not None or (
+            in_select and self._bound(_SCOPES) in self.old_selects[-1:]
+        ):
+            self.lost = True
+        return True
+
+    def _select_started(self, tag: str) -> str:
+        """What the start tag ``tag`` (one of _ENDS_SELECT) does to a select it stands in:
+        ``"ignored"`` (it opens nothing), ``"old"`` (a select only the old rules open), or
+        ``"open"``. A textarea or a keygen ended a select by the old rules, and is inside it by
+        the current ones: where something hides it, it is kept inside, hidden, and where the
+        select was open then is noted (see _end_select); else it ends the select, and where it
+        stood is noted (see apart_at). Where the current rules keep the select out of their
+        scope, the old rules end it (see _select_apart): what follows may be hidden by what
+        either then opens, neither reading is kept, and the rest of the page is not read (a
+        loss, never a leak)."""
+        if self._select_apart():
+            self.lost = True
+            return "ignored"
+        if not self._in_select():
+            if (
+                tag == "select"
+                and self.apart_at >= 0
+                and not self._foreign_after(self.apart_at - 1)
+            ):
+                self.apart_at = -1
+                return "old"  # the current rules end their select with it, and open none
+            return "open"
+        if tag in ("keygen", "textarea"):
+            if not self.hides_text():
+                self._end_select()
+                self.apart_at = len(self.open)
+            elif self.kept_select != (select := self._bound(_SCOPES)):
+                self.kept_select, self.kept_mark = select, len(self.open)
+        elif self._end_select():
+            return "old" if tag == "select" else "open"
+        elif tag == "select":
+            return "ignored"  # a select in a select only ends it
+        return "open"
 
     def _ended(self, tag: str) -> bool:
         """End tag ``tag``: it ends the innermost open ``tag`` and what is inside it, unless
@@ -948,6 +1026,9 @@ class _Page:
             stop = -1 if tag == "template" else self._bound(_SCOPES)
         else:  # "any other end tag": not past a special element
             stop = self._bound(_SPECIAL)
+        if tag == "select":
+            self._select_ended(at, stop)
+            return False
         if at < stop:
             return False
         if tag == "form" and implied:
@@ -956,14 +1037,22 @@ class _Page:
         if tag == "form" and at < len(self.open) - 1:
             self._take(at)  # a browser takes the form alone off its stack
             return False
-        if tag == "select":
-            if self._held():
-                self.lost = True  # in a table it holds: see _opened
-            else:
-                self._end_select()
-            return False
         self._close(at, tag)
         return False
+
+    def _select_ended(self, at: int, stop: int) -> None:
+        """``</select>``, the innermost open select at ``at``, outside the scope element at
+        ``stop`` if ``at < stop``: it ends the select (see _end_select), unless the rules part
+        (see _select_apart): the current ones find it out of scope (in a table, an object, ...
+        the select holds, or in an svg's ``foreignObject`` or the like), and the old ones end
+        it; then the rest of the page is not read."""
+        if at < stop:
+            if at > self._last("template") and self._foreign_after(at):
+                self.lost = True
+        elif self._held():
+            self.lost = True
+        else:
+            self._end_select()
 
     def doctype(self, markup: str) -> None:
         """A DOCTYPE: before anything else, it sets the mode (see _quirky)."""
@@ -1001,6 +1090,11 @@ class _Page:
 
     def end(self, tag: str) -> None:
         self.begun = True
+        if tag == self.reading:
+            self.reading = None  # (the current rules' text ends at the first such end tag)
+        if tag == "select" and self.apart_at >= 0:
+            self.lost = self.lost or self._foreign_after(self.apart_at - 1)
+            self.apart_at = -1
         if self._ended(tag):
             return
         if self._heading() and tag in _HEAD_ENDERS:
@@ -1051,6 +1145,22 @@ class _Page:
         if self.title is None and self._last("svg svg") < 0 and self._last("math math") < 0:
             self.title = data
 
+    def _select_apart(self) -> bool:
+        """Whether a tag here is in a select to the old rules and not to the current ones:
+        the innermost select is open (outside templates), with a table, an object, an applet
+        or a marquee it holds (see _opened), or an svg or a math, open inside it: the old rules
+        ignore these there, and all they hold. An ``<input>``, a ``<keygen>``, a ``<select>``
+        or a ``<textarea>`` here ends the select by the old rules only (the current ones read
+        it as svg's or math's, or find the select out of scope)."""
+        select = self._last("select")
+        if select <= self._last("template"):
+            return False
+        return self._held() or self._foreign_after(select)
+
+    def _foreign_after(self, at: int) -> bool:
+        """Whether an svg or a math opened after the element at ``at`` is open."""
+        return max(self._last("svg svg"), self._last("math math")) > at
+
     def _held(self) -> bool:
         """Whether a table, an object, an applet or a marquee a select holds is open (nothing
         was opened for it: see _opened)."""
@@ -1078,6 +1188,8 @@ class _Page:
             return not self.hides_text()
         if tag == "title" or (tag == "xmp" and self.hides_text()):
             self.skip[tag] = self.skip.get(tag, 0) + 1  # (the others are in _SKIP)
+        if self.reading is None:
+            self.reading = tag
         outer = self.hidden if self.hidden != len(self.open) - 1 else None
         if self.guard < 0 and (outer is not None or self.formatting[-1].sticky):
             self.guard = self._bound(_MARKERS) if outer is None else outer
