@@ -239,6 +239,16 @@ def test_markdown_too_long_to_render_is_refused_unless_it_cannot_hide(
     assert (document.text, document.title) == (plain, "Danube")
 
 
+def test_markdown_footnotes_are_shown_as_github_shows_them(tmp_path: Path) -> None:
+    text = "# Danube\n\nClaim.[^1]\n\n[^1]: Source of the claim.\n"
+    [document] = read_documents(_write(tmp_path / "plain.md", text))
+    assert document.text == text  # a footnote hides nothing: read as written
+    text = "# Danube\n\nClaim.[^1] <!-- x -->\n\n[^1]: Source of the claim.\n"
+    [document] = read_documents(_write(tmp_path / "guide.md", text))
+    assert "Source of the claim." in document.text
+    assert "x" not in document.text.split()
+
+
 @pytest.mark.parametrize(
     "text",
     [

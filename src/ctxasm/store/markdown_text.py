@@ -7,9 +7,10 @@ write a comment in Markdown) is not shown either: a way to put words before a mo
 reader sees. A file that holds none of these is read as written, byte for byte. One that holds
 any (raw HTML outside code, as CommonMark defines it: an HTML block or inline HTML, comments
 included; or a reference definition) is read as its page shows it: rendered by markdown-it-py
-(CommonMark, with tables and strikethrough) and read with :func:`~ctxasm.store.html_text.
-visible_text`. Which is which is decided from markdown-it's own tokens, so markup in a fenced
-or indented code block or in a code span (literal text, shown) is never taken for HTML.
+(CommonMark, with tables, strikethrough and GitHub's footnotes, ``[^1]: ...``, which are shown)
+and read with :func:`~ctxasm.store.html_text.visible_text`. Which is which is decided from
+markdown-it's own tokens, so markup in a fenced or indented code block or in a code span
+(literal text, shown) is never taken for HTML.
 
 The title is the first level-one ATX heading (a line that starts with ``#`` and a space or a
 tab) as it is written, without its closing ``#`` run; in a rendered file, the first such heading
@@ -66,8 +67,11 @@ class UnreadableMarkdownError(ValueError):
 @cache
 def _parser() -> MarkdownIt:
     from markdown_it import MarkdownIt  # imported when a file needs it: most runs never do
+    from mdit_py_plugins.footnote import footnote_plugin
 
     parser = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING})
+    # GitHub's footnotes: "[^1]: ..." is a note shown at the page's end, not a definition
+    parser.use(footnote_plugin, inline=False)
     return parser.enable(["table", "strikethrough"])
 
 
