@@ -32,18 +32,25 @@ form holds open, in it. A table where no cell or caption is open ends the open t
 the open cell or caption, in a row and a section a browser implies if none is open, and the end tag
 of that row or section ends the cell; other content in a column group ends it (it stands outside the
 table); parts of a table outside a table, or inside a template or a select outside the table, end
-nothing. An ``<input>`` or a ``<select>`` ends the select it stands in, and an ``<optgroup>`` ends
-an optgroup only in a select. A hidden formatting element that something else closed stays in the
+nothing (but the end tag of a table, a section or a row in a template in a cell, once the template
+is read as a body, leaves the rest of the page unread: the current rules end the table there). An
+``<input>`` or a ``<select>`` ends the select it stands in, and an ``<optgroup>`` ends an optgroup
+only in a select. A hidden formatting element that something else closed stays in the
 standard's list of active formatting elements and is opened again before the next text (not a
 textarea's) and most start tags (``<p><b hidden>x</p><p>y``: y is hidden), up to the end tag that
 takes it off the list (the last of its name: ``</b>`` after ``<b hidden>x</p><p><b>`` ends the new
 one) or the end of the cell, caption, template or object (by its end tag) it stands in (the
-innermost of these an end tag ends, as a browser clears the list once, up to its last marker).
+innermost of these an end tag ends, as a browser clears the list once, up to its last marker; a
+caption that something other than its end tag ends leaves them in the list, as the current rules
+do, and a template that so leaves its part of the list leaves it with end tags that end nothing).
 Inside ``svg`` and ``math`` a tag is theirs and ends nothing, and their text opens no formatting
 element again, but an HTML tag a browser breaks out on (``<div>``, ``<p>``, ``<table>``, ...) ends
 them first; in their ``foreignObject``, ``desc``, ``title`` and the like, and math's text elements
 (``mi`` to ``mtext``), tags and text are HTML's again, and the text of what they never show (a
-``title``, a ``desc``, a ``style``) is not read. A page with no DOCTYPE, or a legacy one, is read in
+``title``, a ``desc``, a ``style``) is not read; there, a template's end tag is ignored where the
+template is the innermost HTML element, and an end tag of an element outside a math
+``annotation-xml`` that does not hold HTML (the standard ignores it, the current rules end that
+element) leaves the rest of the page unread. A page with no DOCTYPE, or a legacy one, is read in
 quirks mode, where a table does not end a paragraph. Where this reader simplifies the standard on
 purpose, it errs toward keeping text hidden: a hidden formatting element the adoption agency may
 keep around what follows stays open; formatting elements that hide nothing, where a browser opens
@@ -63,26 +70,26 @@ it then stays open when the select ends, as the old rules hold it outside the se
 an xmp, a plaintext, a style, a title, a noscript, an iframe, a noembed or a noframes are read (not
 in a template, where they hold text only), and the text up to its end tag is skipped (but an xmp's
 or a plaintext's where nothing hides it); a table (outside a table), an object, an applet or a
-marquee opens nothing there, and what follows is skipped up to its end tag (or the end of the
-page), which ends nothing else; a tag that would end the select there (the old rules end it, the
-current ones keep the select out of scope) leaves the rest of the page unread; a form is opened
-as an element (a hidden one hides what it holds), and a later form after the select opens, but
-ends nothing (the current rules ignore it), and its end tag ends only the form. An ``<svg>`` or a
-``<math>`` in a select (the old rules ignore it, and all it holds) is opened where the current rules
-open it there: not in a table, an object, an applet or a marquee the select holds, nor among the
-tags read in an element it ignores (the current rules end it with that element, or read it as text);
-an ``<input>``, a ``<keygen>``, a ``<select>`` or a ``<textarea>`` inside it (an element of svg's or
-math's, or out of the select's scope, to the current rules; the select's end to the old ones), and a
-``</select>`` in its ``foreignObject`` or the like, leave the rest of the page unread, as does an
-svg or a math in a select only the old rules open (a ``<select>`` after a keygen or a textarea in a
-select), or opened after a keygen or a textarea in a select and open when the select ends (the old
-rules ended the select at the keygen, and keep it open; the current ones end it). A formatting
-element opened in a select (the old rules ignored it) ends alone at its end tag, and what it holds
-stays open. Where a tag read in an element the select ignored ends an element that hid that element
-(the current rules keep it open up to the element's end tag), the rest of the page is not read. A
-form in a table, outside a cell, holds nothing, as a browser ends it at once. It does not model
-every step of the adoption agency (the elements between the one that ends and the special elements
-inside it stay where they were, and open).
+marquee opens nothing there, and what follows is skipped up to its end tag (not one in a template
+opened since, or the end of the page), which ends nothing else; a tag that would end the select
+there (the old rules end it, the current ones keep the select out of scope) leaves the rest of the
+page unread; a form is opened as an element (a hidden one hides what it holds), and a later form
+after the select opens, but ends nothing (the current rules ignore it), and its end tag ends only
+the form. An ``<svg>`` or a ``<math>`` in a select (the old rules ignore it, and all it holds) is
+opened where the current rules open it there: not in a table, an object, an applet or a marquee the
+select holds, nor among the tags read in an element it ignores (the current rules end it with that
+element, or read it as text); an ``<input>``, a ``<keygen>``, a ``<select>`` or a ``<textarea>``
+inside it (an element of svg's or math's, or out of the select's scope, to the current rules; the
+select's end to the old ones), and a ``</select>`` in its ``foreignObject`` or the like, leave the
+rest of the page unread, as does an svg or a math in a select only the old rules open (a
+``<select>`` after a keygen or a textarea in a select), or opened after a keygen or a textarea in a
+select and open when the select ends (the old rules ended the select at the keygen, and keep it
+open; the current ones end it). A formatting element opened in a select (the old rules ignored it)
+ends alone at its end tag, and what it holds stays open. Where a tag read in an element the select
+ignored ends an element that hid that element (the current rules keep it open up to the element's
+end tag), the rest of the page is not read. A form in a table, outside a cell, holds nothing, as a
+browser ends it at once. It does not model every step of the adoption agency (the elements between
+the one that ends and the special elements inside it stay where they were, and open).
 
 The head ends as the standard's tree builder ends it: at ``</head>``, at the first text that is not
 white space, or at the first tag a head may not hold (``<body>``, ``<p>``), so a page that omits
@@ -251,6 +258,9 @@ _NO_RECONSTRUCT = (
 # what follows in that part is not read (a browser's "Noah's ark" keeps 3 of each name and
 # attributes, which this reader does not compare).
 _HIDDEN_KEPT = 3
+# How many formatting elements a caption that something other than its end tag ended leaves in
+# the list at most (see _Page._clear_part); past it, what follows in that part is not read.
+_MOVED_KEPT = 8
 # The kinds of element a search of the open elements stops at; for each, the innermost open
 # one is kept beside every open element, so that a search costs no more than a look-up.
 _BOUNDS = (
@@ -339,12 +349,21 @@ class _Part:
     part has none): its entries; the hidden ones that something else closed since it was last
     opened again; how many hidden entries of each name it holds (under "", of all names); whether
     it held too many (``sticky``: what follows is hidden); how many of its entries that hide
-    nothing something else closed; and where the stand-in opened again for those stands (-1: not
-    open, see _REOPENED)."""
+    nothing something else closed; where the stand-in opened again for those stands (-1: not
+    open, see _REOPENED); and whether it was cleared (taken out of the list)."""
 
-    __slots__ = ("entries", "hidden_names", "plain_closed", "stand_in", "sticky", "waiting")
+    __slots__ = (
+        "cleared",
+        "entries",
+        "hidden_names",
+        "plain_closed",
+        "stand_in",
+        "sticky",
+        "waiting",
+    )
 
     def __init__(self, sticky: bool = False) -> None:
+        self.cleared = False
         self.entries: list[_Entry] = []
         self.waiting: list[_Entry] = []
         self.hidden_names: dict[str, int] = {}
@@ -357,7 +376,10 @@ class _Entry:
     """A formatting element in the list of active formatting elements: its name, whether it
     hides what it holds, where it stands on the stack (-1: closed, to be opened again), whether
     it is still in the list, the part of the list it is in, its place in the list, and whether
-    it was opened in a select, where the standard's old rules ignore it (see _adopt)."""
+    one of the two readings the reader keeps has no such entry (``phantom``: its end tag ends
+    nothing else, see _adopt): it was opened in a select, where the standard's old rules ignore
+    it, or it outlived a caption or a template the current rules clear it with (see
+    _clear_part and _outlived)."""
 
     __slots__ = ("depth", "hidden", "live", "name", "order", "part", "phantom")
 
@@ -419,6 +441,10 @@ class _Page:
         self.entries: list[_Entry | None] = []
         self.stand_in_part: dict[int, _Part] = {}
         self.entry_count = 0
+        # For each open template, innermost last, its part of that list, and how its content is
+        # read so far (see _template_read): "" before its first start tag, "table" or "body".
+        self.template_parts: list[_Part] = []
+        self.template_modes: list[str] = []
         # How many of each formatting element were opened, and how many before each open one.
         self.formatted: dict[str, int] = {}
         self.opened_as: dict[int, int] = {}
@@ -451,6 +477,9 @@ class _Page:
         # read (``lost``).
         self.guard = -1
         self.lost = False
+        # For each table, object, applet or marquee a select holds (see _opened), by name, how
+        # many elements were open when it was met: a template opened since holds its end tag.
+        self.held_at: dict[str, list[int]] = {}
 
     def _last(self, name: str) -> int:
         """Where the innermost open element ``name`` stands, or -1."""
@@ -489,6 +518,9 @@ class _Page:
             # a part inside one that lost count hides what it holds too: a browser may have
             # opened a hidden element again around its marker
             self.formatting.append(_Part(sticky=self.formatting[-1].sticky))
+            if key == "template":
+                self.template_parts.append(self.formatting[-1])
+                self.template_modes.append("")
         self.open.append(key)
         self.at.setdefault(key, []).append(depth)
         self.inside.append(inside)
@@ -546,14 +578,53 @@ class _Page:
         elif entry.depth < 0:
             entry.part.plain_closed -= 1
 
-    def _clear_part(self) -> None:
-        """Clear the list of active formatting elements up to its last marker."""
+    def _clear_part(self, kept: bool = False) -> None:
+        """Clear the list of active formatting elements up to its last marker; ``kept``: its
+        entries stay in the list, in the part before it, phantom (see _Entry), as the current
+        rules keep them where something other than its end tag ends a caption: a hidden one
+        is opened again, and one that hides nothing stands in the stand-in, as either reading
+        has it (past _MOVED_KEPT of them, what follows in that part is not read)."""
         if len(self.formatting) == 1:
             return
-        for entry in reversed(self.formatting.pop().entries):
+        part = self.formatting.pop()
+        part.cleared = True
+        moved = [entry for entry in part.entries if entry.live] if kept else []
+        for entry in reversed(part.entries):
             if entry.live:
                 entry.live = False
                 self.named[entry.name].pop()
+        if not moved and not (kept and part.sticky):
+            return
+        outer = self.formatting[-1]
+        if part.sticky or len(moved) > _MOVED_KEPT:
+            outer.sticky = True
+            return
+        for entry in moved:
+            if entry.hidden:
+                if outer.hidden_names.get("", 0) >= _HIDDEN_KEPT:
+                    outer.sticky = True
+                    return
+                outer.hidden_names[""] = outer.hidden_names.get("", 0) + 1
+                outer.hidden_names[entry.name] = outer.hidden_names.get(entry.name, 0) + 1
+            entry.live, entry.part, entry.phantom = True, outer, True
+            outer.entries.append(entry)
+            self.named[entry.name].append(entry)
+            if entry.hidden:
+                outer.waiting.append(entry)
+            else:
+                outer.plain_closed += 1
+                outer.stand_in = -1
+
+    def _outlived(self, part: _Part) -> None:
+        """The part of the template that ended outlived it (an object, an applet or a marquee
+        it held, left open, kept its marker, which the template's end cleared instead, as in
+        the standard): the current rules clear it with the template, so its entries are
+        phantom (see _Entry). Where more than one such marker was left, the rest of the page
+        is not read."""
+        if self.formatting[-1] is not part:
+            self.lost = True
+        for entry in part.entries:
+            entry.phantom = True
 
     def _reconstruct(self) -> None:
         """Open again the hidden formatting elements of the current part of the list that
@@ -614,7 +685,11 @@ class _Page:
                 # A cell, caption or template clears its part of the list; an object, applet
                 # or marquee only at its end tag (its marker stays if anything else ends it).
                 cleared = True
-                self._clear_part()
+                self._clear_part(key == "caption" and not (depth == at and by == key))
+            if key == "template":
+                self.template_modes.pop()
+                if not (part := self.template_parts.pop()).cleared:
+                    self._outlived(part)
             if key != _GONE:
                 self.at[key].pop()
             elif depth in self.removed:  # the last of its name, unless _last passed it
@@ -670,10 +745,15 @@ class _Page:
         if entry.depth < 0:
             stand_in = entry.part.stand_in
             self._forget(entry)
-            if not (entry.hidden or entry.phantom) and stand_in > self._bound(_SCOPES):
-                self._end_copy(stand_in)
-        elif entry.depth > self._bound(_SCOPES):
+            if not entry.hidden and stand_in > self._bound(_SCOPES):
+                if not entry.phantom:
+                    self._end_copy(stand_in)
+                elif self._foreign_after(stand_in):
+                    self.lost = True  # (as for a phantom one open, see _adopt)
+        elif entry.depth > (scope := self._bound(_SCOPES)):
             self._adopt(entry.depth, entry.name)
+        elif self._annotation_at(scope):
+            self.lost = True  # (see _annotation_at)
 
     def _adopt(self, at: int, tag: str) -> None:
         """The formatting element ``tag`` at ``at`` ends (its end tag, or a new ``a``), as the
@@ -683,11 +763,16 @@ class _Page:
         A hidden one a browser may keep around what follows (inside more than 8 special
         elements, or after 3 more of its name, of which one may have dropped it from the list
         of formatting elements) stays open. The agency then ends what is open inside the
-        innermost special element (see _end_copy). One opened in a select, which the old rules
-        never opened, only leaves the stack: what it holds stays open, as they have it."""
+        innermost special element (see _end_copy). A phantom one (see _Entry), which one reading
+        never opened, only leaves the stack: what it holds stays open, as that reading has it
+        (but an svg or a math it holds leaves the rest of the page unread)."""
         special = self._bound(_SPECIAL)
         entry = self.entries[at]
         phantom = entry is not None and entry.phantom
+        if phantom and self._foreign_after(at):
+            # one reading ends the svg or the math it holds, the other keeps it open: what
+            # follows is HTML to one and theirs to the other, and is not read
+            self.lost = True
         if special < at and not phantom:
             self._close(at, tag)
             return
@@ -896,6 +981,7 @@ class _Page:
             # a table's parts), and the current ones open it: nothing is opened, and what it
             # holds is not read, up to its end tag.
             self.skip[tag] = self.skip.get(tag, 0) + 1
+            self.held_at.setdefault(tag, []).append(len(self.open))
             return False
         opens = self._select_started(tag) if tag in _ENDS_SELECT else "open"
         if opens == "ignored":
@@ -974,7 +1060,7 @@ class _Page:
     def _ended(self, tag: str) -> bool:
         """End tag ``tag``: it ends the innermost open ``tag`` and what is inside it, unless
         the standard ignores it there (see the module). Whether it ended an element of svg or
-        math."""
+        math, or one of their HTML integration points ignores it (see _foreign_ignores)."""
         if tag in _HELD_IN_SELECT and tag in self.skip:
             return False  # one a select held, which opened nothing (see _opened): ends nothing
         if self.open and self.open[-1] == tag and tag in _TEXT_ONLY:
@@ -990,6 +1076,8 @@ class _Page:
                 if at > self.html_at[-1]:
                     self._close(at)
                     return True
+                if self._foreign_ignores(tag):
+                    return True  # (a template's end leaves it in skip too)
         implied = True  # whether a form's end ends the elements it implies first
         if tag == "form" and self._last("template") < 0:
             if not (self.form_old or self.form_current):
@@ -1030,6 +1118,8 @@ class _Page:
             self._select_ended(at, stop)
             return False
         if at < stop:
+            if self._annotation_at(stop) or (tag in _TABLE_ENDS and self._template_apart(tag)):
+                self.lost = True
             return False
         if tag == "form" and implied:
             while self.open[-1] in _IMPLIED_ENDS and len(self.open) - 1 > at:
@@ -1039,6 +1129,39 @@ class _Page:
             return False
         self._close(at, tag)
         return False
+
+    def _foreign_ignores(self, tag: str) -> bool:
+        """Whether the end tag ``tag`` of a template or a table's part (which end past a scope
+        marker), met in svg or math with none of their elements of its name open inside the
+        innermost HTML element, is ignored: that element is ``tag`` and an element inside which
+        tags are read as HTML (a ``foreignObject``, an ``mi``, ...) stands between, as the
+        current rules have it ("<template><svg><foreignObject></template>x": x is in the
+        template). Other end tags stop there anyway (see _ended)."""
+        html = self.html_at[-1]
+        if tag != "template" and tag not in _TABLE_ENDS:
+            return False
+        if html < 0 or self._last(tag) != html or (scope := self._bound(_SCOPES)) <= html:
+            return False
+        return not self._annotation_at(scope)
+
+    def _annotation_at(self, at: int) -> bool:
+        """Whether the element at ``at`` is a math ``annotation-xml`` that does not hold HTML.
+        The standard counts it as special, and as a scope marker, and ignores an end tag of
+        an element outside it; the rules that decide what a reader is shown here do not (they
+        end that element, and read what follows as HTML): where an end tag parts them so, the
+        rest of the page is not read ("<span><math><annotation-xml></span><a hidden>x")."""
+        return at >= 0 and self.open[at] == "math annotation-xml" and self.inside[at] == "math"
+
+    def _template_apart(self, tag: str) -> bool:
+        """Whether the end tag ``tag`` of a table, a section or a row, met in a template whose
+        content is read as a body's (its first start tag was not a part of a table) inside a
+        cell, and ignored there by the standard (the template stands between), ends that cell's
+        table, section or row, and the template, by the current rules."""
+        template = self._last("template")
+        if template < 0 or self.template_modes[-1] != "body" or tag in ("td", "th", "caption"):
+            return False
+        cell = max(self._last("td"), self._last("th"))
+        return 0 <= self._last(tag) < template and self._last("table") < cell < template
 
     def _select_ended(self, at: int, stop: int) -> None:
         """``</select>``, the innermost open select at ``at``, outside the scope element at
@@ -1070,6 +1193,8 @@ class _Page:
         """Start tag ``tag``; whether it is an element of svg or math (whose content is markup,
         whatever its name)."""
         self.begun = True
+        if self.template_modes and not self.template_modes[-1] and tag not in _IN_HEAD:
+            self.template_modes[-1] = "table" if tag in _TABLE_PARTS else "body"
         if self._opened(tag, hides, closed, attributes or {}):
             return True
         if self._heading() and tag not in _IN_HEAD and tag != "html":
@@ -1090,6 +1215,9 @@ class _Page:
 
     def end(self, tag: str) -> None:
         self.begun = True
+        held = self.held_at.get(tag)
+        if held and tag in self.skip and self._last("template") >= held[-1]:
+            return  # a template opened in what a select holds holds this end tag
         if tag == self.reading:
             self.reading = None  # (the current rules' text ends at the first such end tag)
         if tag == "select" and self.apart_at >= 0:
@@ -1103,6 +1231,8 @@ class _Page:
             self.phase = "head"  # an implied head, ended at once: a later <head> is ignored
         if self.skip.get(tag):
             self.skip[tag] -= 1
+            if held:
+                held.pop()
             if not self.skip[tag]:
                 del self.skip[tag]
                 if not self.skip:
