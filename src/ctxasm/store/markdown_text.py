@@ -93,12 +93,13 @@ def markdown_text(raw: str) -> tuple[str, str | None]:
     env: dict[str, object] = {}
     tokens = parser.parse(source, env)
     limit = parser.options.maxNesting
-    if any(token.nesting == 1 and token.level + 1 >= limit for token in _walk(tokens)):
-        # nothing inside the block at the limit was read: HTML there would go unseen
-        raise UnreadableMarkdownError(f"its blocks (quotes, lists) nest {limit} deep or more")
-    if not env.get("references") and not any(
-        token.type in ("html_block", "html_inline") for token in _walk(tokens)
-    ):
+    html = False
+    for token in _walk(tokens):
+        if token.nesting == 1 and token.level + 1 >= limit:
+            # nothing inside the block at the limit was read: HTML there would go unseen
+            raise UnreadableMarkdownError(f"its blocks (quotes, lists) nest {limit} deep or more")
+        html = html or token.type in ("html_block", "html_inline")
+    if not html and not env.get("references"):
         return raw, _markdown_title(raw)
     headings = _mark_headings(tokens, source.split("\n"))
     shown, _ = visible_text(parser.renderer.render(tokens, parser.options, env))
