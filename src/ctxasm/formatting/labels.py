@@ -32,10 +32,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from ctxasm.keys import CACHE_CHARS, text_cache
 from ctxasm.lookalikes import BLANK_LETTERS, LABEL_LOOKALIKES
+from ctxasm.urls import shown_split
 
 __all__ = [
     "CITATION",
@@ -224,7 +225,6 @@ def neutral_id(passage_id: str) -> str:
     return neutral_title(passage_id)
 
 
-_URL_SCHEMES = frozenset({"http", "https"})
 # Everything else a url may carry is percent-encoded: white space, quotes, backticks, angle
 # brackets, brackets, parentheses, braces, backslash, and every non-ASCII character.
 _URL_SAFE = "/:?#@!$&*+,;=%~"
@@ -235,16 +235,13 @@ def neutral_url(url: str) -> str | None:
     """``url`` safe to show in a header, or ``None`` when it is not shown.
 
     Only http(s) and relative urls are shown (``javascript:``, ``data:``, ``file:`` and
-    malformed urls are not); characters that could end a ``<url>``, a fence or a label are
-    percent-encoded, brackets too except around an IPv6 host.
+    malformed urls are not: :func:`ctxasm.urls.shows_url`); characters that could end a
+    ``<url>``, a fence or a label are percent-encoded, brackets too except around an IPv6 host.
     """
-    url = " ".join(url.split())
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # such as an unclosed or invalid IPv6 bracket
+    shown = shown_split(url)
+    if shown is None:
         return None
-    if parts.scheme and parts.scheme.lower() not in _URL_SCHEMES:
-        return None
+    url, parts = shown
     host_at = url.find("//" + parts.netloc) + 2 if parts.netloc else -1
     if host_at < 2:
         return _unlabelled(_quoted(url, "")) or None

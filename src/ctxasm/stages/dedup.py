@@ -33,6 +33,7 @@ from ctxasm.data import Candidate, Passage
 from ctxasm.keys import CACHE_CHARS, HEAVY_CACHE_CHARS, content_key, text_cache
 from ctxasm.lexical import normalize, phrase_key
 from ctxasm.strategy import Strategy, require_int, require_number
+from ctxasm.urls import shows_url
 
 __all__ = [
     "DedupChain",
@@ -284,8 +285,8 @@ def _headed(kept: Candidate, new: Candidate) -> Passage:
     """The passage ``kept`` stands for once ``new`` is stitched into it: its own, with the
     title, url and source of ``new`` where it has none of title and url itself (windows of one
     document that a retriever returned with and without them; the grown passage's header and
-    report name the document either way, and the guard reads the header it gets). A title or
-    url of white space alone is none: the header leaves it out too."""
+    report name the document either way, and the guard reads the header it gets). A title of
+    white space alone, or a url no header shows, is none: the header leaves it out too."""
     passage, other = kept.passage, new.passage
     if _headed_by(passage):
         return passage
@@ -296,8 +297,9 @@ def _headed(kept: Candidate, new: Candidate) -> Passage:
 
 
 def _headed_by(passage: Passage) -> bool:
-    """Whether ``passage`` has a title or url with more than white space in it."""
-    return bool((passage.title or "").strip() or (passage.url or "").strip())
+    """Whether ``passage``'s header names it: it has a title with more than white space in it,
+    or a url a header shows (not a ``javascript:`` one, say)."""
+    return bool((passage.title or "").strip()) or shows_url(passage.url)
 
 
 def _grows_too_long(kept: Candidate, new: Candidate, length: int) -> bool:

@@ -341,6 +341,11 @@ def test_a_stitched_window_without_a_header_takes_the_one_it_grows_by(offsets: b
     for blank in ("", " \n "):
         empty = _run([{**first, **head}, {**second, "title": blank}])
         assert [i.url for i in empty.report.included] == ["https://example.org/amazon"]
+    # a url no header shows names nothing either: the window is headed by the one it grows by
+    for unshown in ("javascript:alert(1)", "data:text/plain,x", "http://[::1", "  "):
+        hidden = _run([{**first, **head}, {**second, "url": unshown}])
+        assert [i.url for i in hidden.report.included] == ["https://example.org/amazon"]
+        assert "Amazon River <https://example.org/amazon>" in str(hidden.messages)
 
 
 def test_stitch_by_detected_text_overlap() -> None:
