@@ -47,7 +47,12 @@ def test_id_and_metadata_come_back_on_results_and_error_records(tmp_path: Path) 
         json.dumps(REQUEST),
     ]
     code, err, records = _batch(tmp_path, lines)
-    assert (code, err) == (1, "ctxasm: 2 assembled, 3 failed\n")
+    counts, first, where = err.splitlines()
+    assert (code, counts) == (1, "ctxasm: 2 assembled, 3 failed")
+    # the first failure is named, and where the others are told
+    assert first.startswith("ctxasm: the first failed request is on line 2: ")
+    assert first.endswith(records[1]["error"]["message"])  # type: ignore[index]
+    assert where == f"ctxasm: each failed line has an error record in {tmp_path / 'out.jsonl'}"
     assert list(records[0])[:3] == ["id", "metadata", "messages"]
     assert (records[0]["id"], records[0]["metadata"]) == ("r1", {"user": "ann", "n": 1})
     assert "id" not in records[4] and records[4]["report"]["selected"] == 3  # type: ignore[index]
@@ -367,13 +372,35 @@ def test_resume_assembles_only_the_requests_after_the_kept_lines(tmp_path: Path)
     partial = _interrupted_run(tmp_path, lines, 5)
     kept = partial.read_text()
     code, err, records = _batch(tmp_path, lines, "--resume")
-    assert (code, err) == (1, "ctxasm: 11 assembled, 1 failed\n")
+    assert (code, err.splitlines()[0]) == (1, "ctxasm: 11 assembled, 1 failed")
+    assert "the first failed request is on line 10: " in err
     assert (tmp_path / "out.jsonl").read_text().startswith(kept)  # not assembled again
     assert [r.get("id") for r in records] == [f"q{i}" for i in range(7)] + ["bad"] + [
         f"q{i}" for i in range(8, 12)
     ]
     assert records[7]["line"] == 10  # the input's line number, blank lines counted
     assert not partial.exists()
+
+
+def test_resume_names_a_failure_among_the_kept_lines(tmp_path: Path) -> None:
+    lines = _requests(6)
+    lines[2] = '{"id": "bad", "query": 5}'
+    _interrupted_run(tmp_path, lines, 4)
+    code, err, records = _batch(tmp_path, lines, "--resume")
+    assert (code, err.splitlines()[0]) == (1, "ctxasm: 5 assembled, 1 failed")
+    assert "ctxasm: the first failed request is on line 3: " in err
+    assert records[2]["line"] == 3
+
+
+def test_the_first_failure_is_shown_on_one_line_without_escapes(tmp_path: Path) -> None:
+    # an error message may quote the input: a key with a line break or a terminal escape
+    bad = json.dumps({**REQUEST, "\u001b[2J\nfake: line" * 40: 1})
+    code, err, _ = _batch(tmp_path, [json.dumps(REQUEST), bad])
+    counts, first, _where = err.splitlines()
+    assert (code, counts) == (1, "ctxasm: 1 assembled, 1 failed")
+    assert first.startswith("ctxasm: the first failed request is on line 2: unknown request field")
+    assert "\x1b" not in err
+    assert len(first) < 400 and first.endswith("…")
 
 
 def test_a_last_line_cut_short_is_assembled_again(tmp_path: Path) -> None:

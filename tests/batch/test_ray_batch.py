@@ -58,7 +58,8 @@ def test_ray_batch_matches_the_single_process_batch(tmp_path: Path) -> None:
     local = _ctxasm("batch", "in.jsonl", "local.jsonl", "--no-progress", cwd=tmp_path)
     on_ray = _ctxasm("batch", "in.jsonl", "ray.jsonl", "--engine", "ray", cwd=tmp_path)
     assert local.returncode == on_ray.returncode == 1  # three bad lines
-    assert on_ray.stderr.strip().endswith("ctxasm: 22 assembled, 3 failed")
+    summary = "ctxasm: 22 assembled, 3 failed\nctxasm: the first failed request is on line 3: "
+    assert summary in on_ray.stderr and summary in local.stderr
     records = _without_timings(tmp_path / "ray.jsonl")
     assert records == _without_timings(tmp_path / "local.jsonl")
     assert (records[3]["id"], records[3]["metadata"]) == ("r-9", {"user": "ann"})

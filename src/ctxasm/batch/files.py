@@ -118,12 +118,14 @@ def kept_output(target: str | Path, *, append: bool = False) -> Iterator[IO[str]
 @dataclass(frozen=True)
 class Partial:
     """The result lines an interrupted batch left in ``path``: ``lines`` of them, ``failed``
-    of those error records, and the ``last`` one (to check it against the input)."""
+    of those error records, the first of which is ``first_error`` (empty where none), and the
+    ``last`` one (to check it against the input)."""
 
     path: Path
     lines: int
     failed: int
     last: bytes
+    first_error: bytes = b""
 
 
 def read_partial(target: str) -> Partial | None:
@@ -138,16 +140,18 @@ def read_partial(target: str) -> Partial | None:
     with handle:
         _lock(handle, path)
         lines = failed = kept = 0
-        last = b""
+        last = first_error = b""
         while line := handle.readline():
             if not line.endswith(b"\n"):
                 handle.truncate(kept)  # cut short: written again
                 break
             kept += len(line)
             lines += 1
-            failed += line.startswith(b'{"error": ')
+            if line.startswith(b'{"error": '):
+                failed += 1
+                first_error = first_error or line
             last = line
-    return Partial(path, lines, failed, last)
+    return Partial(path, lines, failed, last, first_error)
 
 
 def check_resumed(partial: Partial, request: bytes, number: int, source: str) -> None:

@@ -42,6 +42,8 @@ class BatchStats:
     skipped: int = 0
     # Prompt-cache totals over the results that planned for it (docs/caching.md).
     cache: CacheTotals = field(default_factory=CacheTotals)
+    # The first failed request, as "line N: its error's message" (see failed_line).
+    first_failure: str | None = None
 
     @property
     def written(self) -> int:
@@ -51,6 +53,18 @@ class BatchStats:
     def add(self, result: Assembly) -> None:
         """Count ``result``'s prompt-cache figures into :attr:`cache` (when it planned)."""
         self.cache.add(result.report.cache, result.report.total_tokens)
+
+    def failed_line(self, record: str | bytes) -> None:
+        """Note an error record written to the output (the first is kept, as
+        :attr:`first_failure`, for the batch's last words); does not count it."""
+        if self.first_failure is not None:
+            return
+        try:
+            data = json.loads(record)
+            error, line = data["error"], data["line"]
+            self.first_failure = f"line {int(line)}: {error['message']}"
+        except (ValueError, TypeError, KeyError):  # not a record this module wrote
+            self.first_failure = None
 
 
 def read_lines(
@@ -137,6 +151,8 @@ def assemble_lines(
             write(line + "\n")
         if result is not None:
             stats.add(result)
+        elif outcome == "failed" and line is not None:
+            stats.failed_line(line)
         setattr(stats, outcome, getattr(stats, outcome) + 1)
         if on_request is not None:
             on_request(outcome)

@@ -272,6 +272,7 @@ def run_batch(
 def _count(stats: BatchStats, line: str) -> None:
     if line.startswith('{"error"'):  # error records put the error first; results never do
         stats.failed += 1
+        stats.failed_line(line)
         return
     stats.ok += 1
     if '"cache":' in line:  # only results that planned for the prompt cache carry one

@@ -208,7 +208,7 @@ def batch(
         _fail(f"{exc.filename or source}: {exc.strerror}", EXIT_BAD_INPUT)
     except BatchInterruptedError as interrupted:
         _interrupted(interrupted, target)
-    _summary(stats)
+    _summary(stats, target)
 
 
 def _interrupted(error: BatchInterruptedError, target: str) -> NoReturn:
@@ -219,10 +219,24 @@ def _interrupted(error: BatchInterruptedError, target: str) -> NoReturn:
     raise typer.Exit(exit_code(error)) from None
 
 
-def _summary(stats: BatchStats) -> None:
-    """The batch's last words on stderr: the counts, the prompt-cache totals when any request
-    planned for the cache; exit 1 when a request failed."""
+_SHOWN_FAILURE = 300  # characters of the first failure's message shown in the summary
+
+
+def _summary(stats: BatchStats, target: str) -> None:
+    """The batch's last words on stderr: the counts, the first failure, the prompt-cache totals
+    when any request planned for the cache; exit 1 when a request failed."""
     echo(f"ctxasm: {stats.ok} assembled, {stats.failed} failed", err=True)
+    if stats.first_failure is not None:
+        first = stats.first_failure
+        first = first if len(first) <= _SHOWN_FAILURE else first[: _SHOWN_FAILURE - 1] + "…"
+        # on one line, and no escape sequence from the input reaches the terminal
+        first = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in first)
+        output = "standard output" if target == "-" else target
+        echo(
+            f"ctxasm: the first failed request is on {first}\n"
+            f"ctxasm: each failed line has an error record in {output}",
+            err=True,
+        )
     cache = stats.cache.summary()
     if cache is not None:
         echo(f"ctxasm: {cache}", err=True)
@@ -260,7 +274,7 @@ def _batch_on_ray(source: str, target: str, config: Path | None, max_bytes: int)
         if Path(name).name.startswith(f".{Path(target).name}."):  # the hidden temporary file
             name = target
         _fail(f"{name}: {exc.strerror or exc}", EXIT_BAD_INPUT)
-    _summary(stats)
+    _summary(stats, target)
 
 
 @app.command(cls=WordsCommand)

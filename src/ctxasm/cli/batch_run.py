@@ -157,6 +157,8 @@ def run_batch(
     stats = BatchStats()
     if partial is not None:
         stats.ok, stats.failed = partial.lines - partial.failed, partial.failed
+        if partial.first_error:
+            stats.failed_line(partial.first_error)
     try:
         with (
             _signals_raise(),
