@@ -5,7 +5,8 @@
 #               contracts (lint-imports) and the test suite
 # Both create .venv on first use and install the pinned versions in constraints.txt: the core
 # alone for the demo, the dev extra for the tests. Neither needs a network for tokenizers (the
-# rank files ship inside the package) nor anything outside this folder.
+# rank files ship inside the package) nor any file outside this folder; `make test` run as root
+# on Debian installs chromium with apt-get for the browser tests (skipped where it is missing).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -40,7 +41,7 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
-# The import contracts of [tool.importlinter] in pyproject.toml: the layers of DESIGN.md.
+# The import contracts of [tool.importlinter] in pyproject.toml: the package's layers.
 contracts: $(VENV)/.installed-dev
 	$(BIN)/lint-imports
 

@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md, declared in ``[tool.importlinter]`` (pyproject.toml), hold.
+"""The package's layers, declared in ``[tool.importlinter]`` (pyproject.toml), hold.
 
 ``make test`` runs ``lint-imports`` on its own; these tests run it too and show that a contract
 it checks can fail.

@@ -106,11 +106,11 @@ def _mixed_request() -> dict[str, Any]:
     }
 
 
-def test_result_fields_are_exactly_those_of_design() -> None:
+def test_result_fields_are_exactly_those_of_the_contract() -> None:
     data = ctxasm.assemble(**_mixed_request()).to_dict()
     assert list(data) == ["messages", "system", "text", "report"]
     report = data["report"]
-    # DESIGN's fields plus the documented extension: the query class the selection used
+    # the contract's fields (docs/report.md) plus the query class the selection used
     assert report.pop("query_class") in ("factoid", "multihop", "comparison", "summary")
     assert set(report.pop("relevance") or {}) == {"method", "note"}
     assert set(report.pop("history") or {}) <= {
