@@ -9,7 +9,9 @@ for the same things. :func:`passages_from_hits` maps them onto passage fields:
 - **id** from ``id`` (a string or an integer, unique among the hits); without one, a stable id
   from the text (``hit-`` and 10 hex digits of its SHA-256), the same whatever the hit's
   position (``-2``, ``-3`` where texts repeat, and never the id of another hit);
-- **title**, **url** and **source** from the hit, else from its ``metadata`` object;
+- **title**, **url** and **source**, and the access data **tenant** and **readers**, from the
+  hit, else from its ``metadata`` object (where LangChain and LlamaIndex keep them, and the
+  framework adapters read them);
 - every other passage field (``doc_id``, ``timestamp``, ...) as is; any other key of the hit
   goes into the passage's ``metadata``, so nothing the retriever sent is lost or refused.
 
@@ -52,7 +54,11 @@ __all__ = ["SCORE_FIELDS", "TEXT_FIELDS", "hit_list", "hit_text", "passages_from
 
 TEXT_FIELDS = ("text", "content", "page_content")
 SCORE_FIELDS = ("score", "similarity", "relevance_score")
-_LIFTED = ("title", "url", "source")
+# Read from a hit's metadata where the hit has none of its own: LangChain and LlamaIndex keep a
+# document's title, url and source there, and its access data too, which the framework adapters
+# read from there (a hit left public because its tenant was in its metadata would be shown to
+# anyone).
+_LIFTED = ("title", "url", "source", "tenant", "readers")
 _ALIASES = frozenset((*TEXT_FIELDS, *SCORE_FIELDS, "id", "metadata"))
 _KEPT = frozenset(f.name for f in dataclasses.fields(Passage)) - _ALIASES
 _PASSAGE = "passage"  # the name the Passage constructor's errors give the passage

@@ -145,6 +145,32 @@ def test_a_score_in_the_metadata_is_the_hits_score() -> None:
     assert error.value.field == "hits[0].metadata.relevance_score"
 
 
+def test_access_data_in_a_hits_metadata_is_the_hits() -> None:
+    # LangChain and LlamaIndex keep a document's tenant and readers in its metadata, where the
+    # adapters read them; the hits path left them there, unread, and showed the hit to anyone
+    # (review rv34-2)
+    secret = "Q3 payroll: the CFO's salary is 912,000 EUR."
+    meta = {"source": "payroll.pdf", "tenant": "acme", "readers": ["finance"]}
+    hit = {"page_content": secret, "metadata": meta}
+    node = {"node": {"text": secret, "metadata": meta}, "score": 0.5}
+    query = "What is the CFO's salary?"
+    for given in (hit, node):
+        with pytest.raises(ctxasm.AccessPolicyError):
+            ctxasm.assemble(query, hits=[given])
+        other = {"id": "eve", "tenant": "other", "groups": ["finance"]}
+        shown = ctxasm.assemble(query, hits=[given], principal=other, allow_public=True)
+        assert not shown.report.included and "912,000" not in str(shown.messages)
+        reader = {"id": "ann", "tenant": "acme", "groups": ["finance"]}
+        read = ctxasm.assemble(query, hits=[given], principal=reader)
+        assert "912,000" in str(read.messages)
+    # the hit's own access data wins, as its own title does; a bad one is named where it is
+    (own,) = passages_from_hits([{"text": "x", "tenant": "t", "metadata": meta}])
+    assert own["tenant"] == "t" and own["readers"] == ["finance"]
+    with pytest.raises(RequestError) as error:
+        ctxasm.assemble(query, hits=[{"text": "x", "metadata": {"readers": "finance"}}])
+    assert error.value.field == "hits[0].metadata.readers"
+
+
 @pytest.mark.parametrize(
     ("metadata", "heading"),
     [
