@@ -440,14 +440,22 @@ def compress(setup: Setup, ranked: Ranked, planned: Planned) -> Ranked:
         ranked.reading.query, ranked.candidates, planned.budget.context
     )
     # A cut that saves few characters may save no tokens (a short sentence dropped, a mark in
-    # its place): such a cut is counted, and undone unless its fenced text is shorter.
-    body, count = setup.fmt.block.body, setup.counter.count
+    # its place): such a cut is counted, and undone unless its fenced text is shorter. A cut
+    # of a passage whose whole text cannot be counted (an unbroken run too long, which the cut
+    # may drop) is undone too: the report counts the original, and selection then excludes it
+    # as untokenizable, as it would have been uncut.
+    body, count, long_run = setup.fmt.block.body, setup.counter.count, setup.counter.long_run
     undone = {
         c.id
         for c in shorter
         if (found := done.get(c.id)) is not None
-        and len(found.original) - len(c.text) < _SURE_SAVING_CHARS
-        and count(body(c)) >= count(body(c._replace(text=found.original)))
+        and (
+            long_run(body(c._replace(text=found.original))) is not None
+            or (
+                len(found.original) - len(c.text) < _SURE_SAVING_CHARS
+                and count(body(c)) >= count(body(c._replace(text=found.original)))
+            )
+        )
     }
     if undone:
         originals = {c.id: c for c in ranked.candidates}

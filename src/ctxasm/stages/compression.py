@@ -367,6 +367,10 @@ class SentenceCompression(Strategy):
         sentences, best first, as many as a generous guess of the room holds; while the
         exact count says they do not fit, the least useful goes (at most ``_FIT_TRIES``
         times, so a long passage costs a few counts, not one per sentence)."""
+        if packing.meter.unreadable(candidate) is not None:
+            # its whole text cannot be counted (an unbroken run too long), which the report
+            # does for every compressed passage: it stays turned away, as it was uncut
+            return None
         spans = sentence_spans(candidate.text)
         if not _smallest_fits(candidate.text, spans, packing):
             return None  # not even its smallest sentence could fit: no need to rank them

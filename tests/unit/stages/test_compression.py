@@ -232,6 +232,21 @@ def test_a_cut_no_shorter_than_the_passage_is_not_made() -> None:
     assert assembly.passages[0].text == text
 
 
+@pytest.mark.parametrize("run", [" " * 9000, "\n" * 9000, "\u00a0" * 9000])
+@pytest.mark.parametrize("mode", ["all", "fill"])
+def test_a_passage_that_cannot_be_counted_whole_is_not_cut(run: str, mode: str) -> None:
+    # A passage too big to fit, holding a white-space run too long to tokenize (text from a PDF),
+    # was cut to its sentences, which dropped the run; the report then counted the original
+    # and the whole request failed as untokenizable (review rv34-1). It stays turned away.
+    text = "The Velora bridge opened in 1887. " + run + " It crosses the Tamsin river. " * 200
+    passages = [{"id": "a", "text": text}, {"id": "b", "text": "The Velora bridge is old."}]
+    result = _run({"name": "sentences", "mode": mode}, 200, passages)
+    assert _ids(result) == ["b"]
+    assert [(e.candidate_id, e.reason.value) for e in result.report.excluded] == [
+        ("a", "over_budget")
+    ]
+
+
 def test_the_source_header_is_kept_for_every_compressed_passage() -> None:
     for budget, kept in ((60, ["a"]), (100, ["a", "b"]), (120, ["a", "b"])):
         result = _run({"name": "sentences", "mode": "all"}, budget)
