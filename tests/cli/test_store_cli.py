@@ -492,6 +492,39 @@ def test_a_missing_path_is_skipped_and_the_others_indexed(tmp_path: Path) -> Non
     )
 
 
+def test_a_folder_of_other_types_only_says_so_and_fails(tmp_path: Path) -> None:
+    # It said "0 added, ..., 0 failed" with exit 0, as if the folder had been indexed.
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "handbook.pdf").write_bytes(b"%PDF-1.4\n")
+    (tmp_path / "docs" / "notes.rst").write_text("Title\n=====\n", encoding="utf-8")
+    done = ctxasm("index", "docs", "--store", STORE, "--tenant", "t1", cwd=tmp_path)
+    assert (done.returncode, done.stderr.splitlines()) == (
+        1,
+        [
+            "ctxasm: 2 files passed over: not a type ctxasm reads (.pdf, .rst); it reads .txt, "
+            ".md, .markdown, .html, .htm, .jsonl",
+            "ctxasm: 0 added, 0 updated, 0 unchanged (0 chunks written), 0 failed",
+            "ctxasm: error: nothing was indexed: the folders given hold no file of a type "
+            "ctxasm reads",
+        ],
+    )
+
+
+def test_files_of_other_types_beside_documents_are_counted_not_failed(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nThe river Po.\n", encoding="utf-8")
+    (tmp_path / "docs" / "logo.png").write_bytes(b"\x89PNG")
+    done = ctxasm("index", "docs", "--store", STORE, "--tenant", "t1", cwd=tmp_path)
+    assert (done.returncode, done.stderr.splitlines()) == (
+        0,
+        [
+            "ctxasm: 1 file passed over: not a type ctxasm reads (.png); it reads .txt, .md, "
+            ".markdown, .html, .htm, .jsonl",
+            "ctxasm: 1 added, 0 updated, 0 unchanged (1 chunks written), 0 failed",
+        ],
+    )
+
+
 def test_a_file_that_is_not_utf8_is_named_once(tmp_path: Path) -> None:
     (tmp_path / "latin.txt").write_bytes(b"caf\xe9")
     done = ctxasm("index", "latin.txt", "--store", STORE, "--tenant", "t1", cwd=tmp_path)

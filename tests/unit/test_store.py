@@ -568,6 +568,27 @@ def test_what_a_folder_holds_that_is_no_file_is_reported_not_passed_over(
     ]
 
 
+def test_a_folder_walk_lists_the_files_of_other_types_it_passes_over(
+    tmp_path: Path, store: SQLiteStore
+) -> None:
+    # They were passed over without a word: a folder of PDFs was "indexed", 0 added, exit 0.
+    docs = tmp_path / "docs"
+    _write(docs / "notes.md", "# Notes\n\n" + " ".join(SENTENCES))
+    _write(docs / "handbook.pdf", "%PDF-1.4")
+    _write(docs / "guide" / "intro.rst", "Intro\n=====\n")
+    _write(docs / "LICENSE", "MIT")
+    _write(docs / ".DS_Store", "")  # what a dot names is left out, as is all under .git
+    _write(docs / ".git" / "objects" / "ab" / "cdef", "")
+    (docs / "empty.d").mkdir()  # a folder is no file passed over
+    report = index_paths(store, [docs, docs / "guide"])  # a folder named twice: listed once
+    assert (report.added, report.failed) == (1, [])
+    assert report.passed_over == [
+        str(docs / "LICENSE"),
+        str(docs / "guide" / "intro.rst"),
+        str(docs / "handbook.pdf"),
+    ]
+
+
 def test_a_walked_file_swapped_for_a_link_before_it_is_read_is_refused(tmp_path: Path) -> None:
     secret = _write(tmp_path / "secret.txt", "The vault code is 4521.")
     path = _write(tmp_path / "docs" / "notes.txt", "Notes.")
@@ -596,9 +617,9 @@ def test_a_folder_swapped_for_a_link_after_the_walk_brings_in_nothing(
     walk = store_module._files
 
     def walk_then_swap(
-        paths: Any, skipped: list[tuple[str, str]]
+        paths: Any, skipped: list[tuple[str, str]], passed: list[str]
     ) -> list[tuple[Path, tuple[int, int] | None]]:
-        found = walk(paths, skipped)
+        found = walk(paths, skipped, passed)
         (docs / "sub").rename(tmp_path / "moved")
         (docs / "sub").symlink_to(tmp_path / "private")
         return found

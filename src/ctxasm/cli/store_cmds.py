@@ -159,6 +159,12 @@ def index_command(
     _print_index_report(report)
     if report.failed:
         raise typer.Exit(EXIT_FAILED)
+    if report.passed_over and not report.added + report.updated + report.unchanged:
+        # a folder of other files, said only as a count, looked like an indexed one
+        _fail(
+            "nothing was indexed: the folders given hold no file of a type ctxasm reads",
+            EXIT_FAILED,
+        )
 
 
 def _print_index_report(report: IndexReport) -> None:
@@ -181,11 +187,24 @@ def _print_index_report(report: IndexReport) -> None:
             "public, and `ctxasm ask` shows them only with --allow-public",
             err=True,
         )
+    if report.passed_over:
+        echo(f"ctxasm: {_passed_over(report.passed_over)}", err=True)
     echo(
         f"ctxasm: {report.added} added, {report.updated} updated, {report.unchanged} unchanged "
         f"({report.chunks} chunks written), {len(report.failed)} failed",
         err=True,
     )
+
+
+def _passed_over(paths: list[str]) -> str:
+    """What the report line says of the files a folder walk passed over for their type."""
+    from ctxasm.store.documents import SUFFIXES
+
+    types = sorted({Path(path).suffix.lower() or "no suffix" for path in paths})
+    shown = ", ".join(types[:8]) + (f" and {len(types) - 8} more" if len(types) > 8 else "")
+    files = "1 file" if len(paths) == 1 else f"{len(paths)} files"
+    reads = ", ".join(SUFFIXES)
+    return f"{files} passed over: not a type ctxasm reads ({shown}); it reads {reads}"
 
 
 def _reason(where: str, reason: str) -> str:

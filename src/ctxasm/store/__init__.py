@@ -190,13 +190,16 @@ class IndexReport:
     tokens: int = 0
     public: int = 0  # documents with neither tenant nor readers
     failed: list[tuple[str, str]] = field(default_factory=list)
+    # files a folder walk found and did not read, their type not one it reads (see SUFFIXES);
+    # those under a name starting with a dot (.git, .DS_Store) are left out of this list
+    passed_over: list[str] = field(default_factory=list)
     # (id written, id stored already): a file the store also holds under its id from another
     # working folder (found only when ids are relative to the working folder: no root given)
     duplicates: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _files(
-    paths: Iterable[Path], skipped: list[tuple[str, str]]
+    paths: Iterable[Path], skipped: list[tuple[str, str]], passed: list[str]
 ) -> list[tuple[Path, tuple[int, int] | None]]:
     """The files to read, each once (a file named and in a folder named too was read twice,
     and reported unchanged the second time), in the order first met. A file named is read
@@ -204,14 +207,20 @@ def _files(
     ``skipped`` (whoever may add a link to a shared folder would otherwise have the run read any
     file it can, with the run's readers), and folders it links to are not walked
     (``Path.rglob``); each file found comes with its device and inode, which the file opened
-    later must have (so a link or a folder swapped in after the walk cannot bring in another)."""
+    later must have (so a link or a folder swapped in after the walk cannot bring in another).
+    A file in a folder, of a type the run does not read, is recorded in ``passed`` unless its
+    path in the folder has a part starting with a dot (a repository's .git holds hundreds)."""
     found: dict[Path, tuple[Path, tuple[int, int] | None]] = {}
     for path in paths:
         if path.is_dir():
             root = _same_file(path)
             walked: list[tuple[Path, tuple[int, int] | None]] = []
             for file in sorted(path.rglob("*")):
-                if file.suffix.lower() not in SUFFIXES or file.is_dir():
+                if file.suffix.lower() not in SUFFIXES:
+                    if not _hidden(file, path) and not file.is_dir():
+                        passed.append(str(file))
+                    continue
+                if file.is_dir():
                     continue
                 if not file.is_file():  # a pipe or a device was passed over without a word
                     skipped.append((str(file), _not_regular(file)))
@@ -229,7 +238,13 @@ def _files(
             walked = [(path, None)]
         for file, identity in walked:
             found.setdefault(_same_file(file), (file, identity))
+    passed[:] = dict.fromkeys(passed)  # a folder named twice, or inside another one named
     return list(found.values())
+
+
+def _hidden(file: Path, folder: Path) -> bool:
+    """Whether ``file``'s path in ``folder`` has a part starting with a dot."""
+    return any(part.startswith(".") for part in file.relative_to(folder).parts)
 
 
 def _not_regular(path: Path) -> str:
@@ -356,7 +371,8 @@ def index_paths(
 ) -> IndexReport:
     """Ingest files and folders (see :mod:`ctxasm.store.documents`): ``paths`` is one path or
     a list of them. A file that cannot be read
-    or parsed is recorded in ``failed`` with the reason, and the run goes on. Documents are
+    or parsed is recorded in ``failed`` with the reason, and the run goes on; a file a folder
+    holds that is not of a type the run reads is listed in ``passed_over``. Documents are
     written in batches of about ``BATCH_CHUNKS`` (5,000) chunks, one transaction each: a crash loses
     at most the batch being written, and never leaves part of a document.
 
@@ -386,7 +402,7 @@ def index_paths(
     load_encoding(encoding)
     report = IndexReport()
     batch = _Batch(store, report, encoding, find_duplicates=folder is None)
-    files = _files((Path(p) for p in paths), report.failed)
+    files = _files((Path(p) for p in paths), report.failed, report.passed_over)
     seen: dict[str, str] = {}  # each id the run reads, and where: a later one is refused
     # The PostgreSQL store builds its vector index once, at the end of the bulk block.
     with _bulk(store), Chunker(chunk_tokens, overlap, encoding, workers or 0) as chunker:
