@@ -1,6 +1,7 @@
 """``ctxasm ask --min-score/--top-k/--strategy/--system-prompt`` (first-hour review L1): each one
 sets its request field against a real SQLite store, replaces the config's default, and a bad
-value exits 2 naming the option, with the request parser's message, before the store is read."""
+value exits 2 naming the option, with the request parser's message, before the store is read.
+A --budget that no chunk fits is warned of."""
 
 from __future__ import annotations
 
@@ -97,6 +98,16 @@ def test_system_prompt_opens_the_system_message(
     for step in where:
         found = found[step]
     assert found.startswith("Answer in French.\n\nAnswer using only the sources below")
+
+
+def test_a_budget_no_chunk_fits_is_warned_of_even_when_quiet(store_url: str) -> None:
+    code, out, err = _ask(store_url, "--budget", "5", "--quiet")
+    assert (code, "No sources could be included" in out) == (0, True)
+    assert err == (
+        "ctxasm: warning: none of the 4 relevant passages fits the context budget of 5 tokens "
+        "(over_budget in the report), so the prompt says no sources could be included; raise "
+        "--budget (max_context_tokens in a request; the window leaves 126889)\n"
+    )
 
 
 def test_the_options_replace_the_configs_defaults(store_url: str, tmp_path: Path) -> None:

@@ -59,6 +59,31 @@ def test_budget_is_another_name_for_max_context_tokens() -> None:
     assert result["report"]["budget"]["context"] == 120
 
 
+def test_a_budget_no_relevant_passage_fits_is_warned_of() -> None:
+    # Exit 0 and not a word: the prompt told the model the information could not be found.
+    code, result, err = _assemble(str(EXAMPLE), "--budget", "20")
+    assert (code, result["report"]["included"]) == (0, [])
+    assert err == (
+        "ctxasm: warning: none of the 5 relevant passages fits the context budget of 20 tokens "
+        "(over_budget in the report), so the prompt says no sources could be included; raise "
+        "--budget (max_context_tokens in a request; the window leaves 126886)\n"
+    )
+    assert _assemble(str(EXAMPLE), "--budget", "120")[2] == ""  # some fit: nothing to say
+
+
+def test_a_window_too_full_for_any_passage_is_warned_of() -> None:
+    request = {**json.loads(EXAMPLE.read_text(encoding="utf-8")), "model": "gpt-4"}
+    request.pop("max_context_tokens")
+    request["reserve_output_tokens"] = 8080  # of gpt-4's 8,192
+    code, result, err = _assemble("-", stdin=json.dumps(request).encode())
+    assert (code, result["report"]["budget"]["context"]) == (0, 22)
+    assert err == (
+        "ctxasm: warning: none of the 5 relevant passages fits the context budget of 22 tokens "
+        "(over_budget in the report), so the prompt says no sources could be included; shorten "
+        "the query, history or system prompt, or lower reserve_output_tokens\n"
+    )
+
+
 def test_a_bad_override_names_the_field() -> None:
     assert _assemble(str(EXAMPLE), "--format", "html")[::2] == (
         2,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxasm.cli.exits import echo, fail_with
+from ctxasm.cli.notices import nothing_fit
 from ctxasm.cli.request_input import (
     DEFAULT_MAX_BYTES,
     MOST_MAX_BYTES,
@@ -165,3 +166,6 @@ def assemble(options: AssembleOptions) -> None:
         from ctxasm.cli.report_view import print_report
 
         print_report(output["report"])
+    warning = nothing_fit(output["report"])
+    if warning is not None:
+        echo(f"ctxasm: {warning}", err=True)

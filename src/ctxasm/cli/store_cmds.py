@@ -24,6 +24,7 @@ from ctxasm.cli.ask_fields import (
 from ctxasm.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, echo
 from ctxasm.cli.exits import fail as _fail
 from ctxasm.cli.exits import fail_with as _fail_with
+from ctxasm.cli.notices import nothing_fit
 from ctxasm.cli.options import FORMATS, ConfigOption, HtmlOption, ProgressOption
 
 if TYPE_CHECKING:
@@ -383,6 +384,9 @@ def ask_command(
     if not as_json:
         notice = _hidden_notice(principal is not None, allow_public) if hidden else None
         _print_prompt(result, quiet=quiet, hidden=notice)
+    warning = nothing_fit(result.report.to_dict())
+    if warning is not None:  # said even with --quiet or --json, as it is before the answer
+        echo(f"ctxasm: {warning}", err=True)
     answered = _answer(result, reasoning, readable=not as_json, quiet=quiet)
     reported = True
     if as_json:
