@@ -105,15 +105,32 @@ def shortened(text: str, limit: int = 60) -> str:
 
 
 def close_name(name: object, allowed: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` where ``name`` is a short string close to one of ``allowed``
+    """`` (did you mean 'x'?)`` where ``name`` is a short string that other tools use for one
+    of ``allowed`` (``question`` for ``query``: see ``_SYNONYMS``) or that is close to one
     (``reserve_output`` to ``reserve_output_tokens``), else nothing: for an error that names
     an unknown field or choice."""
     if not isinstance(name, str) or len(name) > _MOST_COMPARED:
         return ""  # difflib's time grows with the square of a name's length
-    import difflib
+    choices = list(allowed)
+    meant = [choice for choice in _SYNONYMS.get(name.lower(), ()) if choice in choices]
+    if not meant:
+        import difflib
 
-    close = difflib.get_close_matches(name, list(allowed), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+        meant = difflib.get_close_matches(name, choices, n=1)
+    return f" (did you mean {' or '.join(map(repr, meant))}?)" if meant else ""
+
+
+# What other tools (and ctxasm's own command line) call a request field, and the fields they
+# mean, looked up before the closest spelling: "contexts" is spelt like context_window and
+# "messages" like passages, but they mean passages and history.
+_PASSAGES = ("passages", "hits")  # hits: a retriever's results as they come
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("budget", "context_budget", "token_budget"), ("max_context_tokens",)),
+    **dict.fromkeys(("question", "prompt", "q", "user_query"), ("query",)),
+    **dict.fromkeys(("documents", "docs", "contexts", "chunks", "nodes"), _PASSAGES),
+    **dict.fromkeys(("messages", "chat_history", "conversation"), ("history",)),
+    **dict.fromkeys(("system", "system_message", "instructions"), ("system_prompt",)),
+}
 
 
 _MOST_COMPARED = 64  # characters: no field name is longer

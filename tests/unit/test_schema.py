@@ -142,6 +142,24 @@ def test_an_unknown_field_close_to_a_known_one_is_named(given: str, meant: str) 
     assert message.startswith(f"unknown request field {given!r} (did you mean {meant!r}?); ")
 
 
+@pytest.mark.parametrize(
+    ("given", "hint"),
+    [
+        ("budget", "'max_context_tokens'"),  # the command line's --budget
+        ("question", "'query'"),
+        ("Prompt", "'query'"),
+        ("documents", "'passages' or 'hits'"),
+        ("contexts", "'passages' or 'hits'"),  # spelt like context_window
+        ("messages", "'history'"),  # spelt like passages
+        ("chat_history", "'history'"),
+        ("system", "'system_prompt'"),
+    ],
+)
+def test_a_field_other_tools_name_so_is_named_by_its_ctxasm_name(given: str, hint: str) -> None:
+    message = _error(query="q", passages=[], **{given: 1}).message
+    assert message.startswith(f"unknown request field {given!r} (did you mean {hint}?); ")
+
+
 def test_a_strategy_given_by_name_says_where_the_name_goes() -> None:
     error = _error(query="q", passages=[], strategy="knapsack")
     assert error.field == "strategy"
@@ -155,6 +173,15 @@ def test_a_config_default_close_to_a_field_is_named() -> None:
     with pytest.raises(ctxasm.errors.ConfigError) as caught:
         ctxasm.Assembler({"defaults": {"max_context_token": 400}})
     assert "(did you mean 'max_context_tokens'?); allowed: " in caught.value.message
+
+
+def test_a_config_default_other_tools_name_so_is_named_where_it_is_one() -> None:
+    with pytest.raises(ctxasm.errors.ConfigError) as caught:
+        ctxasm.Assembler({"defaults": {"budget": 400}})
+    assert "'budget' (did you mean 'max_context_tokens'?); allowed: " in caught.value.message
+    with pytest.raises(ctxasm.errors.ConfigError) as caught:  # passages are no default
+        ctxasm.Assembler({"defaults": {"documents": []}})
+    assert "'documents'; allowed: " in caught.value.message
 
 
 @pytest.mark.parametrize("item", ["text", 5, None, ["text"]])
