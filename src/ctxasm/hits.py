@@ -50,7 +50,14 @@ from ctxasm.errors import RequestError
 from ctxasm.loader_metadata import file_name_title, is_web_url, source_title
 from ctxasm.validation import encodable, invalid, shown
 
-__all__ = ["SCORE_FIELDS", "TEXT_FIELDS", "hit_list", "hit_text", "passages_from_hits"]
+__all__ = [
+    "SCORE_FIELDS",
+    "TEXT_FIELDS",
+    "adapter_hint",
+    "hit_list",
+    "hit_text",
+    "passages_from_hits",
+]
 
 TEXT_FIELDS = ("text", "content", "page_content")
 SCORE_FIELDS = ("score", "similarity", "relevance_score")
@@ -173,12 +180,26 @@ def _in_hit(error: RequestError, where: str, origins: Mapping[str, str]) -> Requ
     return type(error)(message, field=moved + rest)
 
 
+def adapter_hint(data: object) -> str | None:
+    """Where a framework's document given as a passage or a hit is converted (read by its
+    attributes alone: the framework is not imported), or ``None``."""
+    if hasattr(data, "page_content"):
+        return "a LangChain Document? convert with ctxasm.adapters.langchain.documents_to_passages"
+    if hasattr(data, "node") and hasattr(data, "score"):
+        return "a LlamaIndex node? convert with ctxasm.adapters.llamaindex.nodes_to_passages"
+    if hasattr(data, "content") and hasattr(data, "meta"):
+        return "a Haystack Document? convert with ctxasm.adapters.haystack.documents_to_passages"
+    return None
+
+
 def _passage(hit: object, where: str) -> tuple[dict[str, Any], dict[str, str]]:
     """The passage fields of ``hit``, and where in the hit each came from."""
     if not isinstance(hit, Mapping):
+        hint = adapter_hint(hit)
         raise RequestError(
             f"{where} must be an object with the text in 'text', 'content' or 'page_content'; "
-            f"got {type(hit).__name__}",
+            f"got {type(hit).__name__}"
+            + ("" if hint is None else f"; {hint} and pass what it returns as passages"),
             field=where,
         )
     if _first(hit, TEXT_FIELDS) is None and hit.get(_NODE) is not None:

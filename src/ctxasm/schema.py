@@ -31,7 +31,7 @@ from ctxasm.data import (
     passage_from_checked,
 )
 from ctxasm.errors import RequestError
-from ctxasm.hits import hit_list, hit_text, passages_from_hits
+from ctxasm.hits import adapter_hint, hit_list, hit_text, passages_from_hits
 from ctxasm.query_class import QUERY_CLASSES
 from ctxasm.validation import (
     MAX_INTEGER,
@@ -94,18 +94,6 @@ _fail = invalid
 _string = string
 
 
-def _adapter_hint(data: object) -> str | None:
-    """Where a framework's document given as a passage is converted (read by its attributes
-    alone: the framework is not imported), or ``None``."""
-    if hasattr(data, "page_content"):
-        return "a LangChain Document? convert with ctxasm.adapters.langchain.documents_to_passages"
-    if hasattr(data, "node") and hasattr(data, "score"):
-        return "a LlamaIndex node? convert with ctxasm.adapters.llamaindex.nodes_to_passages"
-    if hasattr(data, "content") and hasattr(data, "meta"):
-        return "a Haystack Document? convert with ctxasm.adapters.haystack.documents_to_passages"
-    return None
-
-
 def parse_passage(data: object, index: int) -> Passage:
     """One passage from a mapping or a :class:`Passage`. The passage's constructor checks every
     field (see :mod:`ctxasm.data`); errors name the field by its path (``passages[3].score``)."""
@@ -116,7 +104,7 @@ def parse_passage(data: object, index: int) -> Passage:
         data = {name: getattr(data, name) for name in PASSAGE_FIELDS}
     elif not isinstance(data, Mapping):
         error = _fail(where, "an object with at least 'text'", data)
-        hint = _adapter_hint(data)
+        hint = adapter_hint(data)
         raise error if hint is None else RequestError(f"{error.message}; {hint}", field=where)
     else:  # one plain copy, read by every check below: a subclass's get may disagree with []
         data = dict(data)

@@ -367,6 +367,16 @@ def test_a_langchain_document_given_as_a_passage_points_to_the_adapter() -> None
     assert caught.value.field == "passages[0]"
 
 
+def test_a_langchain_document_given_as_a_hit_points_to_the_adapter() -> None:
+    with pytest.raises(ctxasm.RequestError) as caught:
+        ctxasm.assemble("q?", hits=[Document(page_content="The Danube ends in the Black Sea.")])
+    assert caught.value.field == "hits[0]"
+    assert caught.value.message.endswith(
+        "; got Document; a LangChain Document? convert with "
+        "ctxasm.adapters.langchain.documents_to_passages and pass what it returns as passages"
+    )
+
+
 def test_sources_are_headed_by_their_source_never_by_a_made_up_id() -> None:
     # Each was headed "(id: doc-0)", an id the user never gave, though `source` held the
     # file or the url (L1)

@@ -48,6 +48,49 @@ def test_generated_ids_do_not_depend_on_position_and_repeats_are_numbered() -> N
     assert backward == ["hit-a1fce43638", "hit-2d711642b7"]
 
 
+class _LangChainDocument:  # what LangChain's Document holds, without LangChain
+    page_content = "The Danube ends in the Black Sea."
+    metadata = None
+
+
+class _NodeWithScore:  # LlamaIndex's
+    node = None
+    score = 0.5
+
+
+class _HaystackDocument:  # Haystack's
+    content = "The Danube ends in the Black Sea."
+    meta = None
+
+
+@pytest.mark.parametrize(
+    ("hit", "hint"),
+    [
+        (
+            _LangChainDocument(),
+            "a LangChain Document? convert with ctxasm.adapters.langchain.documents_to_passages",
+        ),
+        (
+            _NodeWithScore(),
+            "a LlamaIndex node? convert with ctxasm.adapters.llamaindex.nodes_to_passages",
+        ),
+        (
+            _HaystackDocument(),
+            "a Haystack Document? convert with ctxasm.adapters.haystack.documents_to_passages",
+        ),
+    ],
+)
+def test_a_frameworks_document_as_a_hit_points_to_its_adapter(hit: object, hint: str) -> None:
+    # As a passage it did; as a hit it was only "must be an object ...; got Document".
+    with pytest.raises(RequestError) as caught:
+        passages_from_hits([hit])
+    assert (caught.value.message, caught.value.field) == (
+        "hits[0] must be an object with the text in 'text', 'content' or 'page_content'; got "
+        f"{type(hit).__name__}; {hint} and pass what it returns as passages",
+        "hits[0]",
+    )
+
+
 @pytest.mark.parametrize(
     ("hit", "message", "field"),
     [
