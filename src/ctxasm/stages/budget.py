@@ -83,8 +83,7 @@ def plan_budget(
             f"takes {smallest} tokens (system {system}, query {query}, history {history}, "
             f"overhead {overhead}, and {smallest - bare} for the note that no sources were "
             f"found), which with reserve_output {reserve} and margin {margin} is more than the "
-            f"context window {window}. Shorten the history or system prompt, or lower "
-            "reserve_output_tokens.",
+            f"context window {window}. {_advice(system, query, history, reserve)}",
             sections=sections,
         )
     context = limit - bare
@@ -99,6 +98,22 @@ def plan_budget(
         overhead=overhead,
         margin=margin,
         context=max(0, context),
+    )
+
+
+def _advice(system: int, query: int, history: int, reserve: int) -> str:
+    """What to change when the prompt without passages does not fit: the largest part first
+    (a query of 15,000 tokens was met with "shorten the history or system prompt")."""
+    parts = {"the query": query, "the history": history, "the system prompt": system}
+    largest = max(parts, key=lambda part: parts[part])  # the query where two are as large
+    if reserve >= parts[largest]:
+        return (
+            f"Lower reserve_output_tokens ({reserve} tokens, the largest part), or shorten "
+            f"{largest} ({parts[largest]})."
+        )
+    return (
+        f"Shorten {largest} ({parts[largest]} tokens, the largest part), or lower "
+        f"reserve_output_tokens ({reserve})."
     )
 
 

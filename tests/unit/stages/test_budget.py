@@ -226,6 +226,28 @@ def test_mandatory_parts_that_cannot_fit_raise_budget_error_with_the_numbers() -
     assert error.to_dict()["sections"] == error.sections
 
 
+def test_the_budget_errors_advice_names_the_largest_part_first() -> None:
+    # A query of 15,003 tokens was met with "Shorten the history or system prompt".
+    with pytest.raises(BudgetError) as caught:
+        ctxasm.assemble("Where did Aristotle teach? " * 3000, PASSAGES, model="gpt-4")
+    assert caught.value.message.endswith(
+        "Shorten the query (15003 tokens, the largest part), or lower reserve_output_tokens (1024)."
+    )
+    with pytest.raises(BudgetError) as caught:
+        _run(system_prompt="long rules " * 600, context_window=1000)
+    system = caught.value.sections["system"]
+    assert caught.value.message.endswith(
+        f"Shorten the system prompt ({system} tokens, the largest part), or lower "
+        "reserve_output_tokens (250)."
+    )
+    with pytest.raises(BudgetError) as caught:
+        ctxasm.assemble("q?", PASSAGES, model="gpt-4", reserve_output_tokens=8150)
+    assert caught.value.message.endswith(
+        "Lower reserve_output_tokens (8150 tokens, the largest part), or shorten the system "
+        "prompt (64)."
+    )
+
+
 def test_budget_error_when_only_the_no_context_note_does_not_fit() -> None:
     # The bare request fits, the request with the no-context note does not: still refused.
     probe = ctxasm.assemble(query="q", passages=[], context_window=100_000)
