@@ -189,6 +189,26 @@ def test_a_bad_result_exits_2_with_one_line(tmp_path: Path, content: bytes, expe
     assert "Traceback" not in done.stderr
 
 
+def test_the_arguments_swapped_are_told_the_order(result_file: Path, tmp_path: Path) -> None:
+    # It said only "the result is not valid JSON".
+    answer = tmp_path / "answer.txt"
+    answer.write_text(GOOD, encoding="utf-8")
+    done = check(str(answer), str(result_file))
+    assert (done.exit_code, done.stdout) == (2, "")
+    assert done.stderr == (
+        "ctxasm: error: the result is not valid JSON: Expecting value at line 1 column 1, but "
+        f"{result_file} is a result: the first argument is the result JSON of ctxasm assemble; "
+        "the answer comes second [result]\n"
+    )
+    # an answer that is JSON but no result (a chat completion) is no sign of a swap
+    completion = tmp_path / "completion.json"
+    completion.write_text(json.dumps({"choices": [{"message": {"content": GOOD}}]}))
+    done = check(str(answer), str(completion))
+    assert done.stderr == (
+        "ctxasm: error: the result is not valid JSON: Expecting value at line 1 column 1 [result]\n"
+    )
+
+
 def test_unreadable_files_exit_2(result_file: Path, tmp_path: Path) -> None:
     missing = tmp_path / "missing.json"
     done = check(str(missing), stdin=GOOD)

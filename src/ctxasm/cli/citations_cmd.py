@@ -66,7 +66,7 @@ def check_citations_command(
 
     if result == "-" and answer == "-":
         _fail("RESULT and ANSWER cannot both be standard input; give a file for one")
-    data = _result_json(_read(result, "result"))
+    data = _result_json(_read(result, "result"), answer)
     text = _answer_text(_decode(_read(answer, "answer"), "answer"))
     try:
         report = check_citations(text, data)
@@ -154,15 +154,38 @@ def _answer_text(text: str) -> str:
     return found
 
 
-def _result_json(raw: bytes) -> Any:
-    """The result object, read by the parser every command and the service share."""
+def _result_json(raw: bytes, answer: str) -> Any:
+    """The result object, read by the parser every command and the service share; where it is
+    not JSON but the file ``answer`` holds a result, the message says the order."""
     from ctxasm.errors import CtxasmError
     from ctxasm.jsonio import decode_object
 
     try:
         return decode_object(raw, what="result")
     except CtxasmError as error:
-        _fail(f"{error.message} [{error.field}]")
+        swapped = ""
+        if _holds_result(answer):
+            swapped = (
+                f", but {answer} is a result: the first argument is the result JSON of ctxasm "
+                "assemble; the answer comes second"
+            )
+        _fail(f"{error.message}{swapped} [{error.field}]")
+
+
+def _holds_result(source: str) -> bool:
+    """Whether the file ``source`` (never standard input, which the answer still has to come
+    from) holds a JSON object with a ``report``, as a result does."""
+    from ctxasm.errors import CtxasmError
+    from ctxasm.files import TooLargeError, read_bounded
+    from ctxasm.jsonio import decode_object
+
+    if source == "-":
+        return False
+    try:
+        data = decode_object(read_bounded(source, MAX_RESULT_BYTES), what="answer")
+    except (OSError, TooLargeError, CtxasmError):
+        return False
+    return "report" in data
 
 
 def print_citation_text(report: CitationReport) -> None:
