@@ -46,6 +46,7 @@ from ctxasm.errors import BudgetError, ConfigError
 from ctxasm.formatting import Format, PromptParts, Rendered
 from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE, RULES, SourcesBlock
 from ctxasm.formatting.measure import MeasuredPrompt
+from ctxasm.lexical import titled
 from ctxasm.models import ModelSpec
 from ctxasm.query_class import classify
 from ctxasm.report import build_report
@@ -54,7 +55,8 @@ from ctxasm.stages.budget import plan_budget
 from ctxasm.stages.dedup import DedupSession, DedupStrategy
 from ctxasm.stages.history import SUMMARY_HEADING, HistoryPlan, HistoryStep
 from ctxasm.stages.ordering import CacheStableOrdering, OrderingStrategy
-from ctxasm.stages.relevance import RelevanceStrategy, Scores, follow_up, rank
+from ctxasm.stages.relevance import RelevanceStrategy, Scores, rank
+from ctxasm.stages.relevance_follow_up import follow_up
 from ctxasm.stages.selection import SelectionStrategy
 from ctxasm.stages.selection_admission import Guard, Meter
 from ctxasm.stages.selection_packing import Packed, Packing, SelectionContext
@@ -384,7 +386,11 @@ def relevance(setup: Setup, readable: Readable) -> Ranked:
     relevance strategy's floor (a follow-up may share no word with them, yet they are part of
     the conversation and cheap to send again, from the cache). The state is the client's and
     not authenticated, so that is all an entry can do: ``min_score``, ``top_k``, access
-    control, the guard and the budget apply to every passage."""
+    control, the guard and the budget apply to every passage.
+
+    A question that points back is ranked by its reading with the earlier turn it points to
+    (see :mod:`ctxasm.stages.relevance_follow_up`) where that finds a relevant passage; the
+    planners and compression read that reading too (``Reading.query``)."""
     request, previous = setup.request, setup.previous
     keep = frozenset(i for i, _ in previous.sources) if previous else frozenset()
 
@@ -398,15 +404,20 @@ def relevance(setup: Setup, readable: Readable) -> Ranked:
             keep=keep,
         )
 
-    query, turn = request.query, None
-    ranked, cut, scores = ranked_by(query)
-    again = follow_up(query, setup.history.turns) if not ranked and readable.passages else None
-    if again is not None:  # nothing relevant to a follow-up alone: its question and it
-        found = ranked_by(again[0])
-        if found[0]:
-            (query, turn), (ranked, cut, scores) = again, found
+    query, turn, turns = request.query, None, setup.history.turns
+    again = follow_up(query, turns, _texts(readable)) if turns else None
+    ranked, cut, scores = ranked_by(query if again is None else again.reading)
+    if again is not None and ranked:
+        query, turn = again.reading, again.turn
+    elif again is not None:  # nothing relevant read with the turn: the question alone
+        ranked, cut, scores = ranked_by(query)
     reading = Reading(query, turn, scores.method, scores.note)
     return Ranked(tuple(ranked), readable.excluded + tuple(cut), MappingProxyType({}), reading)
+
+
+def _texts(readable: Readable) -> list[str]:
+    """The title and text of each readable passage, as relevance reads them."""
+    return [titled(p.title, p.text) for _, p in readable.passages]
 
 
 def compression_placement(setup: Setup, ranked: Ranked, planned: Planned) -> Placement:
@@ -520,7 +531,9 @@ def select(
             shrunk[candidate.id] = done
             return True
 
-    query_class = request.query_class or classify(query)
+    # The class is the question's own: an earlier turn it was read with ("Tell me about the
+    # Danube." before "Where does it end?") lends it a subject, not its form.
+    query_class = request.query_class or classify(request.query)
     context = SelectionContext(query, query_class, favoured, shrink)
     packing = Packing(
         max(0, planned.budget.context - heading),

@@ -276,8 +276,8 @@ class HistoryReport(_Closed):
     dropped: list[int] = Field(description="Indices of the turns left out.")
     summary_tokens: int
     relevance_turn: int | None = Field(
-        description="The history turn (a question) whose words relevance added to a follow-up "
-        "query that found nothing alone; null when the query alone ranked the passages."
+        description="The index of the earlier user turn whose words relevance read with a "
+        "follow-up query that points back at it; null when the query alone ranked the passages."
     )
 
 

@@ -13,8 +13,8 @@ from itertools import compress
 from operator import attrgetter
 from typing import ClassVar, Protocol
 
-from ctxasm.data import Candidate, Exclusion, Message, Passage, Reason
-from ctxasm.lexical import query_terms, term_counts_all, words
+from ctxasm.data import Candidate, Exclusion, Passage, Reason
+from ctxasm.lexical import query_terms, term_counts_all
 from ctxasm.strategy import Strategy, require_number
 from ctxasm.validation import shown
 
@@ -27,7 +27,6 @@ __all__ = [
     "RelevanceStrategy",
     "Scores",
     "bm25",
-    "follow_up",
     "rank",
     "rank_agreement",
     "unit_scaled",
@@ -407,27 +406,3 @@ def rank(
             continue
         excluded.append(Exclusion(candidate.id, STAGE, Reason.BELOW_THRESHOLD, detail))
     return kept, excluded, scores
-
-
-# Words by which a question points back at an earlier one ("When did she die?", "Tell me more
-# about it"). A question without them names what it asks about ("What is the boiling point of
-# tungsten?" after a question on Marie Curie): nothing relevant to it is nothing relevant.
-# Words that self-contained questions use as often ("the film that won", "is there a limit",
-# "other than") are no pointers.
-_POINTERS = frozenset(
-    "he she it they him her his hers its their theirs them this these those more else "
-    "another".split()
-)
-
-
-def follow_up(query: str, history: Sequence[Message]) -> tuple[str, int] | None:
-    """What to rank by when nothing is relevant to ``query`` alone: the last user turn of
-    ``history`` and the query together, with that turn's index, where the query reads as a
-    follow-up (it points back, see ``_POINTERS``, or has no content word of its own: "And
-    why?"); ``None`` where it does not, or there is no user turn."""
-    if _POINTERS.isdisjoint(words(query)) and query_terms(query):
-        return None
-    for at in range(len(history) - 1, -1, -1):
-        if history[at].role == "user":
-            return f"{history[at].content}\n{query}", at
-    return None

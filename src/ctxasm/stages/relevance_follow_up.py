@@ -1,0 +1,139 @@
+"""Follow-up questions: the earlier user turn a question that points back is read with.
+
+A question points back when it has a pointer word ("When did she die?", "Where does this river
+end?", "How many people live there?") or no content word of its own ("And why?"). What it
+points to is named in an earlier user turn that is about what it asks: some passage has a
+content word of the turn's that the question lacks and, where any passage has one of the
+question's own content words, one of those too ("What is it made of?" after a question on the
+weather finds its passages, none of which speaks of the weather: it asks about something else).
+Of the ``NEAREST_TURNS`` nearest user turns with a content word the question lacks, the nearest
+that is about what it asks and does not point back itself is read ("Tell me about the Danube."
+rather than the "Where does it start?" after it), else the nearest that is about what it asks.
+Relevance ranks by the question and that turn together (see :func:`ctxasm.pipeline.relevance`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import compress, islice
+
+from ctxasm.data import Message
+from ctxasm.lexical import query_terms, term_counts_all, words
+
+__all__ = ["NEAREST_TURNS", "FollowUp", "follow_up", "points_back"]
+
+# The most earlier user turns (of those with a content word the question lacks) a question is
+# compared with, nearest first: what a question points to was named lately, and each turn
+# compared is one more pass over the passages.
+NEAREST_TURNS = 4
+# The most words of a reading the comparison counts: up to this many, the passages are searched
+# for each (see ctxasm.lexical.term_counts_all), fast, and the count is cached for relevance.
+_CHECKED_TERMS = 64
+
+# Words by which a question points back at an earlier one ("When did she die?", "Tell me more
+# about it"). A question without them names what it asks about ("What is the boiling point of
+# tungsten?" after a question on Marie Curie). Words that self-contained questions use as often
+# ("the film that won", "other than") are no pointers; "there" is one only where it is not
+# existential (see ``_EXISTENTIAL_AFTER``).
+_POINTERS = frozenset(
+    "he she it they him her his hers its their theirs them this these those more else "
+    "another".split()
+)
+# "there" followed by one of these words, or after one of ``_EXISTENTIAL_BEFORE``, says that
+# something exists ("there is", "there's", "are there", "isn't there", "will there be") and
+# points nowhere.
+_EXISTENTIAL_AFTER = frozenset(
+    "is isn are aren was wasn were weren s re ll d be been being will won would could can may "
+    "might must should shall has hasn have haven had hadn seem seems seemed appear appears "
+    "appeared exist exists existed remain remains remained used".split()
+)
+_EXISTENTIAL_BEFORE = frozenset(
+    "is isn are aren was wasn were weren s t will would could can may might must should "
+    "shall".split()
+)
+# A demonstrative and the word after it, past a number: "this river", "these two cities".
+_DEMONSTRATIVE = re.compile(
+    r"\b(this|these|those)\s+(?:(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+)?(\w+)",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUp:
+    """A question read with the earlier user turn at index ``turn`` of the history: ``reading``
+    is what relevance ranks by, the question (less the nouns its demonstratives point with)
+    and then that turn."""
+
+    reading: str
+    turn: int
+
+
+def follow_up(query: str, history: Sequence[Message], texts: Sequence[str]) -> FollowUp | None:
+    """How ``query`` reads with the earlier user turn of ``history`` that names what it
+    points to among passages ``texts`` (titles and texts, see the module docstring); ``None``
+    where it does not point back or none of the ``NEAREST_TURNS`` nearest user turns that add a
+    content word to it is about what it asks.
+
+    A demonstrative's noun names the kind of thing pointed to, not a subject of its own ("this
+    river" is the Danube the turn named, not any river): it is left out of the reading, and
+    the question's other content words and the turn's weigh alike."""
+    if not history or not points_back(query):
+        return None
+    asked = _DEMONSTRATIVE.sub(_pointer_alone, query)
+    own = frozenset(query_terms(asked))
+    nearest = None  # the nearest related turn that points back itself
+    for at, leans_back in islice(_user_turns(history, own), NEAREST_TURNS):
+        # The question first: its words stay among the first MAX_QUERY_TERMS of a long turn's.
+        reading = f"{asked}\n{history[at].content}"
+        if not _related(reading, own, texts):
+            continue
+        if not leans_back:
+            return FollowUp(reading, at)
+        nearest = nearest or FollowUp(reading, at)
+    return nearest
+
+
+def points_back(query: str) -> bool:
+    """Whether ``query`` points back at an earlier turn: it has a pointer word (see
+    ``_POINTERS``), a "there" that is not existential ("How many people live there?", not "Is
+    there a limit?"), or no content word of its own ("And why?")."""
+    found = words(query)
+    if not _POINTERS.isdisjoint(found) or not query_terms(query):
+        return True
+    return any(
+        word == "there"
+        and (found[at + 1] if at + 1 < len(found) else "") not in _EXISTENTIAL_AFTER
+        and (found[at - 1] if at else "") not in _EXISTENTIAL_BEFORE
+        for at, word in enumerate(found)
+    )
+
+
+def _user_turns(history: Sequence[Message], own: frozenset[str]) -> Iterator[tuple[int, bool]]:
+    """The user turns of ``history`` with a content word not in ``own``, nearest first: each
+    turn's index, and whether it points back itself."""
+    for at in range(len(history) - 1, -1, -1):
+        turn = history[at]
+        if turn.role == "user" and not own.issuperset(query_terms(turn.content)):
+            yield at, points_back(turn.content)
+
+
+def _related(reading: str, own: frozenset[str], texts: Sequence[str]) -> bool:
+    """Whether some text has a word of ``reading`` not in ``own`` (the question's), in a text
+    with a word of ``own`` too where any text has one. Counted for the reading's first
+    ``_CHECKED_TERMS`` words, as relevance counts them: its count of the reading is then found
+    in :func:`ctxasm.lexical.term_counts_all`'s cache."""
+    terms = query_terms(reading)[:_CHECKED_TERMS]
+    asked = [term in own for term in terms]
+    added = [not mine for mine in asked]
+    rows = term_counts_all(terms, texts)
+    # Where no passage has a word of the question's own, the turn is all there is to go by.
+    lead = [row for row in rows if any(compress(row, asked))] or rows
+    return any(any(compress(row, added)) for row in lead)
+
+
+def _pointer_alone(found: re.Match[str]) -> str:
+    """The demonstrative alone, without its number and the word after it, where that word is
+    a content word."""
+    return found[1] if query_terms(found[2]) else found[0]
