@@ -32,6 +32,7 @@ from ctxasm.validation import (
 )
 
 __all__ = [
+    "ELISION",
     "Assembly",
     "Budget",
     "Candidate",
@@ -603,6 +604,11 @@ class Included:
             "flags": list(self.flags),
             "chosen": None if self.chosen is None else self.chosen.to_dict(),
         }
+
+
+# What a compressed text has in place of every gap (see ctxasm.stages.compression); the
+# dedup stage reads it too, to check that texts it stitches keep their document's order.
+ELISION = "[…]"
 
 
 class Compressed(NamedTuple):

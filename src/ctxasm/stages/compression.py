@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
-from ctxasm.data import Candidate, Compressed, Reason
+from ctxasm.data import ELISION, Candidate, Compressed, Reason
 from ctxasm.keys import HEAVY_CACHE_CHARS, text_cache
 from ctxasm.lexical import (
     Phrases,
@@ -59,8 +59,6 @@ __all__ = [
     "lemma",
     "sentence_lemmas",
 ]
-
-ELISION = "[…]"
 
 # What ranks a sentence, besides one point per query element it carries: naming a bridge (a
 # link to another passage in play) counts as one more element, being the lead as half of one.

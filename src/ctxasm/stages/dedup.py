@@ -29,7 +29,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 
 import xxhash
 
-from ctxasm.data import Candidate, Passage
+from ctxasm.data import ELISION, Candidate, Passage
 from ctxasm.keys import CACHE_CHARS, HEAVY_CACHE_CHARS, content_key, text_cache
 from ctxasm.lexical import normalize, phrase_key
 from ctxasm.strategy import Strategy, require_int, require_number
@@ -133,12 +133,78 @@ def _document_key(candidate: Candidate) -> str | None:
     return None
 
 
-def _span(candidate: Candidate) -> tuple[int, int] | None:
-    """``(start, end)``, when the offsets describe this very text (only then are they trusted)."""
-    start, end = candidate.start, candidate.end
-    if start is None or end is None or end - start != len(candidate.text):
+class _Place(NamedTuple):
+    """Where a window lies in its document: its ``start`` and ``end`` offsets, and ``text``,
+    the document's text between them where the offsets are trusted (they measure the window's
+    text as given), else ``None`` (offsets in bytes, or of a text cleaned since: they still
+    tell windows far apart)."""
+
+    start: int
+    end: int
+    text: str | None
+
+
+def _place(start: int | None, end: int | None, text: str) -> _Place | None:
+    if start is None or end is None:
         return None
-    return start, end
+    return _Place(start, end, text if end - start == len(text) else None)
+
+
+def _given_place(candidate: Candidate) -> _Place | None:
+    """Where ``candidate``, a window as offered, lies: by its offsets or, where a later stage
+    shortened its text and dropped them (compression does), by its passage's as given."""
+    if candidate.start is None or candidate.end is None:
+        passage = candidate.passage
+        return _place(passage.start, passage.end, passage.text)
+    return _place(candidate.start, candidate.end, candidate.text)
+
+
+def _own_place(candidate: Candidate) -> _Place | None:
+    """Where ``candidate``, a stitched window, lies by its own offsets (its passage's are
+    those of the window it grew from)."""
+    return _place(candidate.start, candidate.end, candidate.text)
+
+
+def _apart(one: _Place, other: _Place) -> bool:
+    """Whether the offsets of two windows say they share no character: trusted ones that do
+    not overlap, or any that leave a gap between them (in units unknown, touching windows may
+    still share a character)."""
+    if one.text is not None and other.text is not None:
+        return one.end <= other.start or other.end <= one.start
+    return one.end < other.start or other.end < one.start
+
+
+def _kept_first(kept: _Place | None, new: _Place | None) -> bool | None:
+    """Whether the offsets of two windows put the kept one first (``None``: they do not say,
+    as where one has none or both start at one offset)."""
+    if kept is None or new is None or kept.start == new.start:
+        return None
+    return kept.start < new.start
+
+
+def _union(one: _Place, other: _Place) -> _Place:
+    """The place two overlapping trusted places cover together."""
+    first, second = (one, other) if one.start <= other.start else (other, one)
+    assert first.text is not None and second.text is not None
+    text = first.text
+    if second.end > first.end:
+        text += second.text[first.end - second.start :]
+    return _Place(first.start, max(first.end, second.end), text)
+
+
+def _cut_of(text: str, whole: str) -> bool:
+    """Whether ``text`` is ``whole`` with parts left out at its ``ELISION`` marks: the pieces
+    between the marks appear in ``whole`` in their order, without overlapping. White space is
+    compared loosely (a compressed text joins its sentences with single spaces)."""
+    flat, at = " ".join(whole.split()), 0
+    for piece in text.split(ELISION):
+        words = " ".join(piece.split())
+        if words:
+            at = flat.find(words, at)
+            if at == -1:
+                return False
+            at += len(words)
+    return True
 
 
 # Kept windows of one document a new window is compared with (the most recent ones).
@@ -158,6 +224,17 @@ class StitchWindowsDedup(Strategy):
     They overlap when their ``start``/``end`` character offsets overlap, or, without offsets,
     when one text ends with at least ``min_overlap_chars`` characters that the other begins
     with. A window inside a kept one is a duplicate. Use whenever chunks were cut with overlap.
+
+    Offsets are trusted when they measure the window's text as the caller gave it; a later
+    stage shortening the text (compression) does not move the window. Windows at trusted
+    places are stitched where those overlap, never by their texts alone: windows apart stay
+    apart whatever text they share (a sentence every section repeats). A compressed window
+    no longer matches its offsets, so it is joined with one it overlaps where their texts
+    overlap, and only when the joined text keeps their document's order (its pieces between
+    gap marks appear in the two windows' span in order); else the two stay apart. Offsets
+    that do not measure the text (bytes, say) still keep apart windows they leave a gap
+    between, and still say which of two texts joined comes first.
+
     A window is compared with the last 64 kept windows of its document, so thousands of
     passages sharing a title stay linear, and a stitch grows a passage to at most
     ``MAX_STITCHED_CHARS`` characters (a window past that is a passage of its own), so
@@ -175,73 +252,121 @@ class StitchWindowsDedup(Strategy):
         return _StitchSession(self.min_overlap_chars)
 
 
-# A kept window with what placement tests first: its span (when its offsets are trusted) and
-# its first ``min_overlap_chars`` characters.
-_Window = tuple[Candidate, tuple[int, int] | None, str]
+class _Window(NamedTuple):
+    """A kept window with what placement tests first: where it lies, and its first
+    ``min_overlap_chars`` characters."""
+
+    candidate: Candidate
+    place: _Place | None
+    head: str
 
 
 class _StitchSession:
     def __init__(self, min_overlap: int) -> None:
         self.min_overlap = min_overlap
         self.by_document: dict[str, list[_Window]] = {}
-        self.places: dict[str, int] = {}  # a kept window's place in its document's list, by id
+        self.positions: dict[str, int] = {}  # a kept window's index in its document's list, by id
+        # The id, text and place of the passage the last placement stitched compressed windows
+        # into: its offsets are dropped (they would not measure its text), so accept takes
+        # its place from here.
+        self.cut_stitch: tuple[str, str, _Place] | None = None
 
     def verdict(self, candidate: Candidate) -> Verdict:
         return None
 
     def placement(self, candidate: Candidate) -> Verdict:
+        self.cut_stitch = None
         key = _document_key(candidate)
         windows = None if key is None else self.by_document.get(key)
         if not windows:
             return None
-        span, text = _span(candidate), candidate.text
+        place, text = _given_place(candidate), candidate.text
         head = text[: self.min_overlap]
         # The most recent windows only: many windows of one document (or one title) would
         # otherwise make every placement compare with all of them. The cheap tests first:
-        # windows whose offsets do not overlap, and texts neither of whose starts lies inside
+        # windows whose offsets put them apart, and texts neither of whose starts lies inside
         # the other (every text relation needs one), are unrelated.
-        for kept, kept_span, kept_head in windows[-_MAX_WINDOWS:]:
-            if span is not None and kept_span is not None:
-                if kept_span[1] <= span[0] or span[1] <= kept_span[0]:
+        for kept, kept_place, kept_head in windows[-_MAX_WINDOWS:]:
+            if place is not None and kept_place is not None:
+                if _apart(kept_place, place):
                     continue
-                found = self._by_offsets(kept, candidate)
-            elif head in kept.text or kept_head in text:
-                found = self._by_text(kept, candidate)
-            else:
-                continue
-            if found is not None:
-                return found
+                if kept_place.text is not None and place.text is not None:
+                    # trusted places decide: a text the two share elsewhere (a sentence the
+                    # document repeats) says nothing about where they meet
+                    found = self._by_offsets(kept, kept_place, candidate, place)
+                    if found is not None:
+                        return found
+                    continue
+            if head in kept.text or kept_head in text:
+                found = self._by_text(kept, candidate, _kept_first(kept_place, place))
+                if found is not None:
+                    return found
         return None
 
-    @staticmethod
-    def _by_offsets(kept: Candidate, new: Candidate) -> Verdict:
-        assert kept.start is not None and kept.end is not None
-        assert new.start is not None and new.end is not None
-        low, high = max(kept.start, new.start), min(kept.end, new.end)
-        if low >= high:
-            return None
-        shared_kept = kept.text[low - kept.start : high - kept.start]
-        if shared_kept != new.text[low - new.start : high - new.start]:
+    def _by_offsets(self, kept: Candidate, at: _Place, new: Candidate, new_at: _Place) -> Verdict:
+        """The verdict on ``new`` against ``kept``, overlapping windows at trusted places."""
+        assert at.text is not None and new_at.text is not None
+        low, high = max(at.start, new_at.start), min(at.end, new_at.end)
+        shared_kept = at.text[low - at.start : high - at.start]
+        if shared_kept != new_at.text[low - new_at.start : high - new_at.start]:
             return None  # same offsets, different text: not the same document version
-        if kept.start <= new.start and new.end <= kept.end:
-            return Duplicate(kept.id, f"window {new.start}-{new.end} lies inside {kept.id}")
-        start, end = min(kept.start, new.start), max(kept.end, new.end)
-        if _grows_too_long(kept, new, end - start):
+        if kept.text != at.text or new.text != new_at.text:
+            return self._by_cuts(kept, at, new, new_at)
+        if at.start <= new_at.start and new_at.end <= at.end:
+            return Duplicate(kept.id, f"window {new_at.start}-{new_at.end} lies inside {kept.id}")
+        union = _union(at, new_at)
+        assert union.text is not None
+        if _grows_too_long(kept, new, len(union.text)):
             return None  # a passage of its own
-        head = new.text[: max(0, kept.start - new.start)]
-        tail = new.text[len(new.text) - max(0, new.end - kept.end) :] if new.end > kept.end else ""
         merged = kept._replace(
             passage=_headed(kept, new),
-            text=head + kept.text + tail,
-            start=start,
-            end=end,
+            text=union.text,
+            start=union.start,
+            end=union.end,
             score=max(kept.score, new.score),
         )
         detail = f"stitched into {kept.id}: windows overlap by {high - low} characters"
         return Merge(kept, merged, detail)
 
-    def _by_text(self, kept: Candidate, new: Candidate) -> Verdict:
+    def _by_cuts(self, kept: Candidate, at: _Place, new: Candidate, new_at: _Place) -> Verdict:
+        """The verdict on ``new`` against ``kept``, overlapping windows at trusted places one
+        of which compression shortened. Their union cannot be shown (that would undo the
+        compression) and a shortened text no longer matches its offsets, so the texts are
+        joined where they overlap, the earlier window's first; the join stands only when its
+        pieces between gap marks appear in the union in order (texts that repeat a sentence
+        can meet at the wrong one), else the windows stay apart."""
+        if kept.text == at.text and at.start <= new_at.start and new_at.end <= at.end:
+            # everything the new window was compressed from is there in full
+            return Duplicate(kept.id, f"window {new_at.start}-{new_at.end} lies inside {kept.id}")
+        found = self._by_text(kept, new, _kept_first(at, new_at))
+        if not isinstance(found, Merge):
+            return found
+        union = _union(at, new_at)
+        assert union.text is not None
+        if not _cut_of(found.merged.text, union.text):
+            return None
+        merged = found.merged._replace(start=None, end=None)
+        self.cut_stitch = (merged.id, merged.text, union)
+        return Merge(kept, merged, found.detail)
+
+    def _by_text(self, kept: Candidate, new: Candidate, kept_first: bool | None) -> Verdict:
+        """The verdict on ``new`` against ``kept`` by their texts. Where offsets say which
+        window comes first (``kept_first``), the texts join that way round only: each may end
+        with a sentence the other begins with."""
         relation, overlap = _text_relation(kept.text, new.text, self.min_overlap)
+        if kept_first is not None and relation in ("continues", "precedes"):
+            wanted = "continues" if kept_first else "precedes"
+            if relation != wanted:
+                first, second = (kept, new) if kept_first else (new, kept)
+                relation = wanted
+                overlap = _suffix_prefix_overlap(first.text, second.text, self.min_overlap)
+                if not overlap:
+                    return None
+        return self._related(kept, new, relation, overlap)
+
+    def _related(self, kept: Candidate, new: Candidate, relation: str, overlap: int) -> Verdict:
+        """The verdict on ``new`` whose text relates to ``kept``'s as ``relation`` says (see
+        :func:`_text_relation`), sharing ``overlap`` characters with it."""
         if relation == "inside":
             return Duplicate(kept.id, f"text lies inside {kept.id}")
         score = max(kept.score, new.score)
@@ -270,15 +395,26 @@ class _StitchSession:
         key = _document_key(candidate)
         if key is None:
             return
-        window = (candidate, _span(candidate), candidate.text[: self.min_overlap])
+        if replaced is None:
+            place = _given_place(candidate)
+        elif self.cut_stitch is not None and self.cut_stitch[:2] == (candidate.id, candidate.text):
+            place = self.cut_stitch[2]
+        else:
+            place = _own_place(candidate)
+        self.cut_stitch = None
+        window = _Window(candidate, place, candidate.text[: self.min_overlap])
         windows = self.by_document.setdefault(key, [])
         if replaced is None:
-            self.places[candidate.id] = len(windows)
+            self.positions[candidate.id] = len(windows)
             windows.append(window)
             return
-        place = self.places.get(replaced.id)
-        if place is not None and place < len(windows) and windows[place][0].id == replaced.id:
-            windows[place] = window
+        position = self.positions.get(replaced.id)
+        if (
+            position is not None
+            and position < len(windows)
+            and windows[position].candidate.id == replaced.id
+        ):
+            windows[position] = window
 
 
 def _headed(kept: Candidate, new: Candidate) -> Passage:

@@ -10,6 +10,7 @@ import pytest
 import ctxasm
 from ctxasm.data import Candidate, Passage
 from ctxasm.stages import dedup as dedup_module
+from ctxasm.stages.compression import ELISION
 from ctxasm.stages.dedup import (
     Duplicate,
     ExactDedup,
@@ -406,6 +407,117 @@ def test_offsets_that_disagree_with_the_text_are_not_trusted() -> None:
     assert [i.id for i in result.report.included] == ["v1", "v2"]
 
 
+# A document that repeats one sentence in every section: windows far apart share it, so their
+# texts can overlap where their offsets say the windows do not touch.
+REPEATED = (
+    "This section explains the details that customers ask about most often, with examples "
+    "and the usual caveats that apply to every plan."
+)
+FAQ = "# Product FAQ\n" + "".join(
+    f"\n## {section}\n" + (REPEATED + "\n") * 3 + fact
+    for section, fact in [
+        ("Billing", ""),
+        ("Exports", "CSV exports are limited to 50,000 rows.\n"),
+        ("Integrations", ""),
+        ("Limits", "The API allows 600 requests per minute per workspace.\n"),
+        ("Support", ""),
+    ]
+)
+
+
+def _repeated_in(section: str, n: int) -> int:
+    """Where the ``n``-th repeated sentence (from 1) of ``section`` starts in ``FAQ``."""
+    at = FAQ.index(f"## {section}\n")
+    for _ in range(n):
+        at = FAQ.index(REPEATED, at + 1)
+    return at
+
+
+def _cut_of(text: str, whole: str) -> bool:
+    """Whether ``text`` is ``whole`` with parts left out at its gap marks: its pieces between
+    the marks appear in ``whole`` in order (white space compared loosely)."""
+    flat, at = " ".join(whole.split()), 0
+    for piece in text.split(ELISION):
+        words = " ".join(piece.split())
+        if words:
+            at = flat.find(words, at)
+            if at == -1:
+                return False
+            at += len(words)
+    return True
+
+
+def test_compressed_windows_apart_by_offsets_are_not_stitched_by_a_repeated_sentence() -> None:
+    # Compression drops a window's offsets (they no longer measure its text); stitching then
+    # matched the repeated sentence that ends one compressed text and begins the other, and
+    # sent the CSV fact under "## Support" (review rv35). The offsets the caller gave still
+    # say where each window lies, and these two windows do not touch.
+    spans = {
+        "limits": (_repeated_in("Limits", 2), len(FAQ)),
+        "exports": (_repeated_in("Exports", 2), _repeated_in("Integrations", 2) + len(REPEATED)),
+    }
+    passages = [
+        {"id": pid, "doc_id": "faq", "text": FAQ[s:e], "score": score, "start": s, "end": e}
+        for (pid, (s, e)), score in zip(spans.items(), (0.9, 0.8), strict=True)
+    ]
+    compression = {"name": "sentences", "mode": "all"}
+    result = ctxasm.assemble(
+        "What is the API rate limit?",
+        passages,
+        max_context_tokens=300,
+        strategy={"compression": compression, "dedup": "stitch", "ordering": "score"},
+    )
+    assert _excluded(result) == []
+    assert [item.id for item in result.report.included] == ["limits", "exports"]
+    sent = _source_texts(result)
+    assert [ELISION in text for text in sent] == [True, True]  # both compressed
+    for (start, end), text in zip(spans.values(), sent, strict=True):
+        assert _cut_of(text, FAQ[start:end]), text
+
+
+def test_offsets_that_do_not_measure_the_text_still_keep_windows_apart() -> None:
+    # Offsets of each text before white space was stripped from it: not trusted to find the
+    # overlap (they do not measure the text), but still in the document's order. Windows with
+    # a gap between them are not stitched by the sentence one ends and the other begins with.
+    exports = (FAQ.index("## Exports"), _repeated_in("Integrations", 1) + len(REPEATED) + 1)
+    limits = (_repeated_in("Limits", 3), FAQ.index("## Support"))
+    passages = [
+        {"id": pid, "doc_id": "faq", "text": FAQ[s:e].strip(), "score": score, "start": s, "end": e}
+        for pid, (s, e), score in [("limits", limits, 0.9), ("exports", exports, 0.8)]
+    ]
+    apart = _run(passages, dedup="stitch")
+    assert _excluded(apart) == []
+    assert _source_texts(apart) == [FAQ[slice(*limits)].strip(), FAQ[slice(*exports)].strip()]
+    # without offsets only the text can tell, and it stitches them (text detection's limit)
+    unplaced = [{k: v for k, v in p.items() if k not in ("start", "end")} for p in passages]
+    assert _excluded(_run(unplaced, dedup="stitch")) == [
+        (
+            "exports",
+            "dedup",
+            "merged",
+            "stitched into limits: precedes it with 132 shared characters",
+        )
+    ]
+    # windows whose offsets overlap are stitched by their texts, joined the way round the
+    # offsets give, although each text ends with the sentence the other begins with
+    earlier = (_repeated_in("Integrations", 1), _repeated_in("Integrations", 3) + len(REPEATED) + 1)
+    later = (_repeated_in("Integrations", 3), _repeated_in("Limits", 1) + len(REPEATED) + 1)
+    overlapping = [
+        {"id": pid, "doc_id": "faq", "text": FAQ[s:e].strip(), "score": score, "start": s, "end": e}
+        for pid, (s, e), score in [("later", later, 0.9), ("earlier", earlier, 0.8)]
+    ]
+    stitched = _run(overlapping, dedup="stitch")
+    assert _source_texts(stitched) == [FAQ[earlier[0] : later[1]].strip()]
+    assert _excluded(stitched) == [
+        (
+            "earlier",
+            "dedup",
+            "merged",
+            "stitched into later: precedes it with 132 shared characters",
+        )
+    ]
+
+
 # --- sessions directly -------------------------------------------------------------------------
 
 
@@ -440,6 +552,61 @@ def test_stitch_session_merge_placement() -> None:
     assert session.placement(inside) == Duplicate("a", "window 10-50 lies inside a")
     other = _candidate("e", DOCUMENT[60:140], 3, doc_id="other", start=60, end=140)
     assert session.placement(other) is None
+
+
+def _compressed(pid: str, document: str, span: tuple[int, int], text: str, index: int) -> Candidate:
+    """The window ``span`` of ``document`` as compression leaves it: ``text`` in place of its
+    own, offsets dropped (its passage keeps them)."""
+    start, end = span
+    window = _candidate(pid, document[start:end], index, doc_id="d", start=start, end=end)
+    return window._replace(text=text, start=None, end=None)
+
+
+def test_compressed_windows_are_joined_only_in_their_document_order() -> None:
+    repeated = "This sentence comes back in every part of it."
+    document = (
+        f"{repeated} Ynot is first. Zed is second. {repeated} Wend is last. Others come between. "
+        f"{repeated} Wend is last."
+    )
+    second = document.index(repeated, 1)
+    third = document.rindex(repeated)
+    session = StitchWindowsDedup().session()
+    kept = _compressed(
+        "a", document, (0, second + len(repeated)), f"{ELISION} Zed is second. {repeated}", 0
+    )
+    session.accept(kept, None)
+    # by their texts "b" continues "a" at the repeated sentence, which would put Ynot after Zed
+    before = _compressed("b", document, (0, second), f"{repeated} Ynot is first. {ELISION}", 1)
+    assert session.placement(before) is None
+    # "c" continues "a" where they overlap: joined, the offsets dropped from the grown passage
+    wend = document.index("Wend is last.") + len("Wend is last.")
+    after = _candidate("c", document[second:wend], 2, doc_id="d", start=second, end=wend)
+    verdict = session.placement(after)
+    assert isinstance(verdict, Merge)
+    assert verdict.detail == "stitched into a: continues it with 45 shared characters"
+    assert verdict.merged.text == f"{ELISION} Zed is second. {repeated} Wend is last."
+    assert (verdict.merged.start, verdict.merged.end) == (None, None)
+    session.accept(verdict.merged, verdict.into)
+    # the grown passage lies at 0 to the end of "c": a window apart from it whose text lies
+    # inside its text is not a duplicate of it
+    far = _candidate("d", document[third:], 3, doc_id="d", start=third, end=len(document))
+    assert far.text in verdict.merged.text
+    assert session.placement(far) is None
+
+
+def test_compressed_windows_join_the_way_round_their_offsets_give() -> None:
+    # Each text ends with the sentence the other begins with: the offsets say "b" comes first.
+    repeated = "This sentence comes back in every part of it."
+    document = f"{repeated} Xan is here. {repeated} Yon is here. {repeated} Zed is here. {repeated}"
+    second = document.index(repeated, 1)
+    shown = f"{repeated} {ELISION} Zed is here. {repeated}"
+    session = StitchWindowsDedup().session()
+    session.accept(_compressed("a", document, (second, len(document)), shown, 0), None)
+    end = second + len(repeated)
+    verdict = session.placement(_candidate("b", document[:end], 1, doc_id="d", start=0, end=end))
+    assert isinstance(verdict, Merge)
+    assert verdict.detail == "stitched into a: precedes it with 45 shared characters"
+    assert verdict.merged.text == f"{repeated} Xan is here. {shown}"
 
 
 def test_shingles() -> None:
