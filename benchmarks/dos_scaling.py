@@ -20,9 +20,14 @@ unit of input, and ``t(x8) / t(x1)``: about 8 means linear, about 64 quadratic. 
 * ``label lines``: one passage of N lines ``source 1,`` (a list of label look-alikes over many
   lines, which the renderers neutralise);
 * ``html tags``: reading an HTML page of N unclosed tags ``<a `` (``ctxasm index``);
-* ``md brackets``, ``md emphasis``, ``md table``, ``md comments``: reading a Markdown file
-  that holds a comment (so it is parsed and rendered, ``ctxasm index``) and N characters of
-  ``[``, of ``*_``, of a table's rows, or of unclosed inline comments ``x <!-- a``;
+* ``md brackets``, ``md images``, ``md emphasis``, ``md table``, ``md empty cells``, ``md wide
+  tables``, ``md comments``, ``md references``: reading a Markdown file that holds a comment (so
+  it is parsed and rendered, ``ctxasm index``) and N characters of ``[``, of ``![``, of ``*_``, of
+  a table's rows, of rows of empty cells (``|||``, 32 columns), of tables of ``isqrt(TABLE_FILL)``
+  columns and as many rows of one cell each (filled out to the header's width, as far as the
+  reader's limit lets them), of unclosed inline comments ``x <!-- a``, or of links that use one
+  definition half the file long (``[x] `` ... ``[x]: https://...``: copied into each link, it
+  made the page grow with the square of the file);
 * ``mark runs``: counting N characters of 7,990-mark runs, each the reverse of canonical order,
   with Qwen 3's tokenizer, which normalizes to NFC first (the library's own normalization sorts
   each run quadratically: 4 s a megabyte);
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import statistics
 import time
@@ -45,7 +51,7 @@ import ctxasm
 from ctxasm.formatting.labels import neutral_text
 from ctxasm.store.chunking import chunk_text
 from ctxasm.store.html_text import visible_text
-from ctxasm.store.markdown_text import markdown_text
+from ctxasm.store.markdown_text import TABLE_FILL, markdown_text
 from ctxasm.tokens.tiktoken_source import load_encoding
 
 GOOD = {"id": "good", "text": "Aristotle taught at the Lyceum in Athens.", "score": 0.5}
@@ -144,18 +150,34 @@ def html_case(n: int) -> Callable[[], object]:
     return lambda: visible_text(page)
 
 
-MARKDOWN = {
-    "brackets": "[",
-    "emphasis": "*_",
-    "table": "|x|y|\n",
-    "comments": "x <!-- a",
+def repeated(unit: str, head: str = "") -> Callable[[int], str]:
+    return lambda n: head + unit * (n // len(unit))
+
+
+def wide_tables(n: int) -> str:
+    side = math.isqrt(TABLE_FILL)
+    table = "|" + "a|" * side + "\n|" + "-|" * side + "\n" + "|x\n" * side + "\n"
+    return table * max(1, n // len(table))
+
+
+def references(n: int) -> str:
+    return "[x] " * (n // 8) + "\n\n[x]: https://example.org/" + "a" * (n // 2) + "\n"
+
+
+MARKDOWN: dict[str, Callable[[int], str]] = {
+    "brackets": repeated("["),
+    "images": repeated("!["),
+    "emphasis": repeated("*_"),
+    "table": repeated("|x|y|\n", "|a|b|\n|-|-|\n"),
+    "empty cells": repeated("|" * 33 + "\n", "|" + "a|" * 32 + "\n|" + "-|" * 32 + "\n"),
+    "wide tables": wide_tables,
+    "comments": repeated("x <!-- a"),
+    "references": references,
 }
 
 
 def markdown_case(shape: str, n: int) -> Callable[[], object]:
-    unit = MARKDOWN[shape]
-    head = "# Aristotle <!-- hidden -->\n\n" + ("|a|b|\n|-|-|\n" if shape == "table" else "")
-    text = head + unit * (n // len(unit))
+    text = "# Aristotle <!-- hidden -->\n\n" + MARKDOWN[shape](n)
     return lambda: markdown_text(text)
 
 

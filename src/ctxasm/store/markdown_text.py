@@ -23,26 +23,44 @@ reading the source as an HTML page shows what the rendered page hides (a definit
 element "closed" by an end tag written in a code span). That is a file whose blocks (quotes,
 lists) nest ``MAX_NESTING`` deep (markdown-it reads nothing inside the block at its limit, so
 HTML there would go unseen), and one that may hide text and is longer than
-``MAX_PARSED_CHARS``: parsing is linear in the file on the shapes measured
-(``benchmarks/dos_scaling.py``: about 1 us a character for prose, 20 on the slowest shape, a
-table's rows), so that bounds a file's time. Another exception from the parser (a
+``MAX_PARSED_CHARS``: reading is linear in the file on the shapes measured
+(``benchmarks/dos_scaling.py``: about 1 us a character for prose, 20 for a table's rows, 45 on
+the slowest shape, tables of short rows filled out, which also hold about 1.5 kB of memory a
+character), so that bounds a file's time. Three of markdown-it's costs would grow faster than
+the file, and are bounded: a link's destination and title, which every link that uses a
+definition copies from it, are dropped before the page is rendered (``visible_text`` reads
+neither); a table's short rows are filled out to its header's width for ``TABLE_FILL`` cells a
+table at most (markdown-it fills 65,536: a table's cells grow with the square of its size up to
+there), and the rows after that are read as a paragraph; and inline markup is read
+``INLINE_NESTING`` deep (brackets in brackets: a link's text is scanned again at each level, so
+a run of ``![`` costs time in proportion). Another exception from the parser (a
 ``RecursionError`` among them) is the caller's to report.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+import types
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ctxasm.store.html_text import visible_text
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
+    from markdown_it.parser_block import RuleFuncBlockType
+    from markdown_it.rules_core import StateCore
     from markdown_it.token import Token
 
-__all__ = ["MAX_NESTING", "MAX_PARSED_CHARS", "UnreadableMarkdownError", "markdown_text"]
+__all__ = [
+    "INLINE_NESTING",
+    "MAX_NESTING",
+    "MAX_PARSED_CHARS",
+    "TABLE_FILL",
+    "UnreadableMarkdownError",
+    "markdown_text",
+]
 
 _FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)
 _HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)$", flags=re.MULTILINE)
@@ -52,12 +70,20 @@ _HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)$", flags=re.MULTILINE)
 _OPEN = "\x00{}\x01"
 _CLOSE = "\x00\x02"
 _MARKS = re.compile(r"\x00(?:\d+\x01|\x02)")
-# The longest file parsed as Markdown (about 4 s for prose, 80 s at worst); a longer one that
-# may hide text is refused.
+# The longest file parsed as Markdown (about 4 s for prose, 3 minutes at worst); a longer one
+# that may hide text is refused.
 MAX_PARSED_CHARS = 1 << 22
 # How deep blocks are read (markdown-it's maxNesting; its CommonMark preset reads 20, which a
 # list of ten levels reaches): 100 levels stay well inside Python's recursion limit.
 MAX_NESTING = 100
+# How deep inline markup is read (the same option of markdown-it, for the inline rules: its
+# CommonMark preset's 20). A link's text nests brackets in brackets no deeper in practice.
+INLINE_NESTING = 20
+# How many empty cells a table's short rows are filled with at most (markdown-it's limit is
+# 65,536): a file of such tables makes about one cell a character (tables of 8 columns and 8
+# rows of one cell), as a table's own empty cells do (rows of "|||"); one of 16 by 16, under a
+# limit of 256, made 2.5 and took 3 times as long.
+TABLE_FILL = 64
 
 
 class UnreadableMarkdownError(ValueError):
@@ -66,13 +92,54 @@ class UnreadableMarkdownError(ValueError):
 
 @cache
 def _parser() -> MarkdownIt:
+    """The parser: blocks read ``MAX_NESTING`` deep, and their inline tokens parsed by a
+    parser alike that reads ``INLINE_NESTING`` deep (markdown-it reads both limits from one
+    option, which is not to change while a parser that threads share is parsing)."""
+    parser = _configured(MAX_NESTING)
+    parser.core.ruler.at("inline", _inline_rule(_configured(INLINE_NESTING)))
+    return parser
+
+
+def _configured(nesting: int) -> MarkdownIt:
+    """A parser of CommonMark, tables, strikethrough and GitHub's footnotes, reading markup
+    ``nesting`` deep, its tables filled with ``TABLE_FILL`` cells at most."""
     from markdown_it import MarkdownIt  # imported when a file needs it: most runs never do
     from mdit_py_plugins.footnote import footnote_plugin
 
-    parser = MarkdownIt("commonmark", {"maxNesting": MAX_NESTING})
+    parser = MarkdownIt("commonmark", {"maxNesting": nesting})
     # GitHub's footnotes: "[^1]: ..." is a note shown at the page's end, not a definition
     parser.use(footnote_plugin, inline=False)
+    # (the blocks a table may interrupt, as markdown-it registers the rule)
+    parser.block.ruler.at("table", _filled_table(), {"alt": ["paragraph", "reference"]})
     return parser.enable(["table", "strikethrough"])
+
+
+def _filled_table() -> RuleFuncBlockType:
+    """markdown-it's table rule, filling ``TABLE_FILL`` cells a table at most. The rule reads
+    its limit from its module's ``MAX_AUTOCOMPLETED_CELLS`` at each call; setting that would
+    change it for every user of markdown-it in the process, so this is the rule's code run over
+    a copy of its module's globals that holds this limit."""
+    from markdown_it.rules_block.table import table as rule
+
+    if "MAX_AUTOCOMPLETED_CELLS" not in rule.__code__.co_names:
+        # a table's cells would grow with the square of the file: refuse rather than hang
+        raise RuntimeError("markdown-it's table rule no longer reads MAX_AUTOCOMPLETED_CELLS")
+    scope = {**rule.__globals__, "MAX_AUTOCOMPLETED_CELLS": TABLE_FILL}
+    copy = types.FunctionType(rule.__code__, scope, rule.__name__, rule.__defaults__)
+    return cast("RuleFuncBlockType", copy)
+
+
+def _inline_rule(inline: MarkdownIt) -> Callable[[StateCore], None]:
+    """markdown-it's core rule that parses the inline tokens, parsing them with ``inline``."""
+
+    def parse_inline(state: StateCore) -> None:
+        for token in state.tokens:
+            if token.type == "inline":
+                if token.children is None:
+                    token.children = []
+                inline.inline.parse(token.content, inline, state.env, token.children)
+
+    return parse_inline
 
 
 def markdown_text(raw: str) -> tuple[str, str | None]:
@@ -99,6 +166,10 @@ def markdown_text(raw: str) -> tuple[str, str | None]:
             # nothing inside the block at the limit was read: HTML there would go unseen
             raise UnreadableMarkdownError(f"its blocks (quotes, lists) nest {limit} deep or more")
         html = html or token.type in ("html_block", "html_inline")
+        if token.type in ("link_open", "image"):
+            # A destination and a title are copied into every link that uses a definition:
+            # rendered, n links to an n-character one would make n * n characters.
+            token.attrs = {}
     if not html and not env.get("references"):
         return raw, _markdown_title(raw)
     headings = _mark_headings(tokens, source.split("\n"))
