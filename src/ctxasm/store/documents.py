@@ -6,13 +6,14 @@ run's access data in place). Files of the other kinds are one document each, wit
 ``doc_id`` (relative to the run's root folder: see :func:`file_doc_id`) and the title taken
 from the first Markdown heading or the HTML ``<title>`` (else the file name). An HTML page is
 read as a browser shows it (:mod:`ctxasm.store.html_text`), and so is a Markdown file that holds
-raw HTML outside code or a link reference definition, once rendered (what a comment, a hidden
-element or a definition holds is not read; :mod:`ctxasm.store.markdown_text`); other Markdown
-is read as written. Access data given on the command line applies where a document names none
-(the key absent or ``null``). Access data is checked as a principal's is
-(:mod:`ctxasm.validation`): an empty ``tenant``, an empty or blank reader name, a bare string
-for ``readers`` or a control character (NUL included) in either is refused, so the line is
-reported and skipped rather than indexed as public; ``"readers": []`` is kept and admits nobody.
+raw HTML outside code, a link reference definition or a footnote, once rendered (what a comment,
+a hidden element or a definition holds, and a footnote's label, are not read;
+:mod:`ctxasm.store.markdown_text`); other Markdown is read as written. Access data given on the
+command line applies where a document names none (the key absent or ``null``). Access data is
+checked as a principal's is (:mod:`ctxasm.validation`): an empty ``tenant``, an empty or blank
+reader name, a bare string for ``readers`` or a control character (NUL included) in either is
+refused, so the line is reported and skipped rather than indexed as public; ``"readers": []`` is
+kept and admits nobody.
 """
 
 from __future__ import annotations

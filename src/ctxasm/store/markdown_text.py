@@ -3,14 +3,15 @@
 A renderer (CommonMark's, GitHub's) passes raw HTML through, so a comment (``<!-- ... -->``), an
 element with the ``hidden`` attribute or a ``style="display:none"`` in a README is shown to no
 one who reads the page, and a link reference definition (``[//]: # (...)``, the usual way to
-write a comment in Markdown) is not shown either: a way to put words before a model that no
-reader sees. A file that holds none of these is read as written, byte for byte. One that holds
-any (raw HTML outside code, as CommonMark defines it: an HTML block or inline HTML, comments
-included; or a reference definition) is read as its page shows it: rendered by markdown-it-py
-(CommonMark, with tables, strikethrough and GitHub's footnotes, ``[^1]: ...``, which are shown)
-and read with :func:`~ctxasm.store.html_text.visible_text`. Which is which is decided from
-markdown-it's own tokens, so markup in a fenced or indented code block or in a code span
-(literal text, shown) is never taken for HTML.
+write a comment in Markdown) is not shown either, nor is a footnote's label (the page numbers its
+notes) or a footnote that nothing refers to (no renderer shows it): a way to put words before a
+model that no reader sees. A file that holds none of these is read as written, byte for byte. One
+that holds any (raw HTML outside code, as CommonMark defines it: an HTML block or inline HTML,
+comments included; a reference definition; or a footnote, ``[^1]: ...``) is read as its page
+shows it: rendered by markdown-it-py (CommonMark, with tables, strikethrough and GitHub's
+footnotes, shown at the page's end) and read with :func:`~ctxasm.store.html_text.visible_text`.
+Which is which is decided from markdown-it's own tokens, so markup in a fenced or indented code
+block or in a code span (literal text, shown) is never taken for HTML.
 
 The title is the first level-one ATX heading (a line that starts with ``#`` and a space or a
 tab) as it is written, without its closing ``#`` run; in a rendered file, the first such heading
@@ -145,8 +146,8 @@ def _inline_rule(inline: MarkdownIt) -> Callable[[StateCore], None]:
 def markdown_text(raw: str) -> tuple[str, str | None]:
     """The text of the Markdown file ``raw`` as indexed (``raw`` itself where the page hides
     nothing) and its title (``None`` when it has none)."""
-    # Raw HTML starts with "<" and a reference definition holds "]:": without either,
-    # nothing is hidden, and the file need not be parsed.
+    # Raw HTML starts with "<", and a reference definition and a footnote hold "]:": without
+    # either, nothing is hidden, and the file need not be parsed.
     if "<" not in raw and "]:" not in raw:
         return raw, _markdown_title(raw)
     if len(raw) > MAX_PARSED_CHARS:
@@ -170,7 +171,7 @@ def markdown_text(raw: str) -> tuple[str, str | None]:
             # A destination and a title are copied into every link that uses a definition:
             # rendered, n links to an n-character one would make n * n characters.
             token.attrs = {}
-    if not html and not env.get("references"):
+    if not (html or env.get("references") or _has_footnotes(env)):
         return raw, _markdown_title(raw)
     headings = _mark_headings(tokens, source.split("\n"))
     shown, _ = visible_text(parser.renderer.render(tokens, parser.options, env))
@@ -180,6 +181,14 @@ def markdown_text(raw: str) -> tuple[str, str | None]:
     # marks may stand beside white space or alone on a line.
     text = "\n".join(filter(None, (line.strip() for line in text.split("\n"))))
     return text, title
+
+
+def _has_footnotes(env: dict[str, object]) -> bool:
+    """Whether the parsed file defines a footnote: its label is hidden (the page numbers the
+    notes it shows), and so is all of it where nothing refers to it. (The plugin notes every
+    label defined, and only those, in ``refs``; it makes the entry empty at any ``[``.)"""
+    footnotes = env.get("footnotes")
+    return isinstance(footnotes, dict) and bool(footnotes.get("refs"))
 
 
 def _walk(tokens: Sequence[Token]) -> Iterator[Token]:
