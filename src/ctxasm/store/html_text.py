@@ -12,14 +12,19 @@ end tag, as in a browser; a ``plaintext`` holds the rest of the page as text, ta
 An element a page hides from its readers is not read either: one with the ``hidden`` attribute (but
 ``hidden="until-found"``, a collapsed section a reader opens), or with ``display: none`` in its
 ``style`` attribute (the last such declaration, an ``!important`` one over a plain one; CSS escapes,
-comments and quoted values read as CSS reads them), with everything inside it. Where it ends is
+comments and quoted values read as CSS reads them), with everything inside it; and one whose content
+a browser never shows, whatever its attributes: a ``dialog`` without ``open`` (a script opens it), a
+``datalist`` and an ``rp`` (the browser's own style sheet does not display them), and a ``video``,
+an ``audio``, a ``canvas``, a ``progress`` and a ``meter``, which a browser shows as a widget (what
+they hold is for a browser without them, or, a canvas's, one that runs no scripts). Where it ends is
 found as a browser's tree builder finds it, from the elements open around it: at its own end tag, at
 the end tag of an element it is inside, or at a tag that ends an element whose end tag may be left
-out (``<p hidden>a<div>b`` shows "b": the div ends the paragraph); an end tag of nothing open, or of
-an element outside the table or object it stands in, is ignored, as a browser ignores it (a form's
-end tag ignored so leaves no form open for the next one to end). Text hidden there was a way to put
-words before a model that no one reading the page sees. What only a style sheet or a script hides (a
-class, ``visibility``, a colour, a size of 0) is still read.
+out (``<p hidden>a<div>b`` shows "b": the div ends the paragraph; ``<rp>(<rt>b`` shows "b": in a
+ruby, a part ends the one before it); an end tag of nothing open, or of an element outside the
+table or object it stands in, is ignored, as a browser ignores it (a form's end tag ignored so
+leaves no form open for the next one to end). Text hidden there was a way to put words before a
+model that no one reading the page sees. What only a style sheet or a script hides (a class,
+``visibility``, a colour, a size of 0) is still read.
 
 The standard's rules that decide this are kept: an end tag of an element outside a special one (a
 div, a list, a cell) is ignored (``<span><div hidden></span>x``: x is hidden); a formatting
@@ -197,7 +202,7 @@ _BREAKOUT = frozenset(
     "var".split()
 )
 _FONT_BREAKOUT = frozenset(("color", "face", "size"))
-_NOTED = _FONT_BREAKOUT | {"encoding"}
+_NOTED = _FONT_BREAKOUT | {"encoding", "open"}
 # Elements an end tag of something opened outside them does not reach (the standard's scope
 # markers): "</div>" inside a table inside a div is ignored. And a select, whose content a
 # browser read as options only (it ignored other tags there) until it came to read more.
@@ -233,6 +238,13 @@ _SPECIAL = (
     )
     | _FOREIGN_SPECIAL
 )
+# HTML elements whose content a browser never shows: the user-agent style sheet does not display
+# a datalist, an rp (a ruby's parenthesis, for a browser without ruby) or a dialog that is not
+# open (a script opens it), and a video, an audio, a canvas (to a browser that runs scripts), a
+# progress and a meter show a widget in place of what they hold (for a browser without them).
+_UNSHOWN = frozenset({"datalist", "rp", "video", "audio", "canvas", "progress", "meter"})
+# Start tags that end an open rb, rp or rt (and rtc, but for rp and rt) where a ruby is in scope.
+_RUBY_PARTS = frozenset({"rb", "rp", "rt", "rtc"})
 # End tags the standard ends in scope (a special element inside does not stop them).
 _ENDS_IN_SCOPE = _SPECIAL | {"dialog"}
 # What a form's end tag ends first if it is the current node (the standard's implied end tags).
@@ -900,6 +912,11 @@ class _Page:
                 self._adopt(at, tag)  # "<a hidden>x<a>y": a link ends the open one
         if tag == "button" and (at := self._in_scope("button")) >= 0:
             self._close(at)  # a button ends the open one
+        if tag in _RUBY_PARTS and self._in_scope("ruby") >= 0:
+            # "<rp hidden>(<rt>x": the rt is not in the rp (the standard's implied end tags)
+            ends = _IMPLIED_ENDS - ({"rtc"} if tag in ("rp", "rt") else set())
+            while self.open and self.open[-1] in ends:
+                self._close(len(self.open) - 1)
         if tag in _HEADINGS and self.open and self.open[-1] in _HEADINGS:
             self._close(len(self.open) - 1)  # "<h2>a<h3>": the h2 ends
         if tag == "li" and (at := self._in_scope("li", _ITEM_SCOPES)) >= 0:
@@ -1003,7 +1020,8 @@ class _Page:
         elif tag not in _VOID:
             if opens == "old":
                 self.old_selects.append(len(self.open))
-            self._push(tag, hides, "html")
+            unshown = tag in _UNSHOWN or (tag == "dialog" and "open" not in attributes)
+            self._push(tag, hides or unshown, "html")
         return False
 
     def _foreign_opens(self) -> bool:
@@ -1381,7 +1399,8 @@ def _tag_end(raw: str, at: int) -> tuple[int, bool, bool, dict[str, str]]:
     """The index just past the ``>`` closing the tag whose attributes start at ``at``, or -1;
     whether they hide the element (see :func:`_hides`); whether the tag ends in ``/>``; and
     the attributes that decide how svg and math are read (``encoding``, and a font's
-    ``color``, ``face`` and ``size``), as a browser takes them (the first of each name)."""
+    ``color``, ``face`` and ``size``) and whether a dialog is shown (``open``), as a browser
+    takes them (the first of each name)."""
     hides = False
     seen: set[str] = set()
     noted: dict[str, str] = {}
