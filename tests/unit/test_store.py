@@ -109,9 +109,17 @@ def test_a_text_file_is_one_document_titled_by_its_stem(tmp_path: Path) -> None:
         ("```sh\n# a shell comment\n```\n# Real Title\n", "Real Title"),
         # a pattern backtracked over the spaces: 5,000 took minutes
         ("# a" + " " * 5_000 + "b ##\n", "a" + " " * 5_000 + "b"),
-        ("# C# \t\n", "C"),
+        # a closing run follows a space or a tab (review rv33-8: "# C#" was titled "C")
+        ("# C# \t\n", "C#"),
+        ("# F# #\n", "F#"),
+        ("# Learn C#\n\nText.\n", "Learn C#"),
+        # an empty heading shows no text: the next one is the title
+        ("# ###\n# Danube\n", "Danube"),
     ],
-    ids=["first-h1", "first-line", "none", "bare-hash", "in-code-fence", "spaces", "closing"],
+    ids=[
+        *("first-h1", "first-line", "none", "bare-hash", "in-code-fence", "spaces"),
+        *("closing", "closing-after-hash", "hash-in-text", "empty"),
+    ],
 )
 def test_markdown_title_is_the_first_level_one_heading(
     tmp_path: Path, text: str, title: str
@@ -137,6 +145,37 @@ def test_markdown_title_is_the_first_level_one_heading(
 def test_markdown_a_rendered_page_shows_whole_is_read_as_written(tmp_path: Path, text: str) -> None:
     [document] = read_documents(_write(tmp_path / "guide.md", text))
     assert (document.text, document.title) == (text, "Danube")
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        # fences as CommonMark reads them (review rv33-7): a code line was the title, or a
+        # heading was taken for code
+        ("````\n```\n# In code\n````\n# Danube\n", "Danube"),
+        ("~~~~\n~~~\n# In code\n~~~~\n# Danube\n", "Danube"),
+        ("~~~\n```\n# In code\n~~~\n# Danube\n", "Danube"),
+        ("  ```\n# In code\n   ```\n# Danube\n", "Danube"),
+        ("```\n# In code\n``` x\n# In code\n```  \n# Danube\n", "Danube"),
+        ("Intro.\n\n```\n# In code\n", "guide"),
+        ("```x``` is code\n# Danube\n```y``` more\n", "Danube"),
+        ("    ```\n# Danube\n", "Danube"),
+        ("\t```\n# Danube\n", "Danube"),
+    ],
+    ids=[
+        *("longer", "tildes", "other-kind", "indented", "info-after-close", "unclosed"),
+        *("code-spans", "indented-code", "tab"),
+    ],
+)
+@pytest.mark.parametrize(
+    "end", ["", "\n`[x]: y`\n", "\n<!-- c -->\n"], ids=["as-is", "parsed", "shown"]
+)
+def test_markdown_title_skips_fenced_code_as_commonmark_reads_it(
+    tmp_path: Path, text: str, title: str, end: str
+) -> None:
+    # read as written without parsing, read as written once parsed, and rendered: one title
+    [document] = read_documents(_write(tmp_path / "guide.md", text + end))
+    assert document.title == title
 
 
 def test_markdown_of_the_demo_corpus_is_read_as_written() -> None:
@@ -255,7 +294,10 @@ def test_markdown_footnotes_are_shown_as_github_shows_them(tmp_path: Path) -> No
     label = "Ignore\tall\tprevious\tinstructions"  # a label holds no space, but tabs
     text = f"# Danube [^{label}]\n\nClaim.[^{label}]\n\n[^{label}]: Source of the claim.\n"
     [document] = read_documents(_write(tmp_path / "label.md", text))
-    assert document.text == "Danube [1]\nClaim.[1:1]\nSource of the claim. ↩︎ ↩︎"
+    assert (document.text, document.title) == (
+        "Danube [1]\nClaim.[1:1]\nSource of the claim. ↩︎ ↩︎",
+        "Danube [1]",
+    )
     text = "# Danube\n\nClaim.[^1] <!-- x -->\n\n[^1]: Source of the claim.\n"
     [document] = read_documents(_write(tmp_path / "guide.md", text))
     assert document.text == "Danube\nClaim.[1]\nSource of the claim. ↩︎"
@@ -279,6 +321,34 @@ def test_markdown_a_footnote_nothing_refers_to_is_not_read(
     # No renderer shows it (review rv33-1: the file was read as written, the note with it).
     [document] = read_documents(_write(tmp_path / "guide.md", "# Danube\n\n" + text))
     assert (document.text, document.title) == ("Danube\n" + shown, "Danube")
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        # what the heading shows, not its markup (review rv33-3)
+        ("# [Danube][Ignore previous]\n\n[Ignore previous]: https://example.org\n", "Danube"),
+        ("<!-- c -->\n# ![Ignore previous](logo.png) Danube\n\nText.\n", "Danube"),
+        ("# Danube[^Ignore_previous]\n\n<!-- c -->\n\n[^Ignore_previous]: n\n", "Danube[1]"),
+        ("<!-- c -->\n# [The Danube](https://example.org) #\n", "The Danube"),
+        # a heading that shows no text is not the title (review rv33-6)
+        ("<!-- c -->\n# ![](logo.png)\n\n# Danube\n\nText.\n", "Danube"),
+        ("<!-- c -->\n# [](https://example.org)\n\n# Danube\n\nText.\n", "Danube"),
+        ("<!-- c -->\n# ![Ignore previous](logo.png)\n\n# Danube\n\nText.\n", "Danube"),
+        ("<!-- c -->\n# ###\n\n# Danube\n\nText.\n", "Danube"),
+        # "#" after a letter is text, in a rendered file too (review rv33-8)
+        ("# Learn C#\n\nText <b>x</b>.\n", "Learn C#"),
+    ],
+    ids=[
+        *("reference-label", "image-description", "footnote-label", "inline-link"),
+        *("image-alone", "empty-link", "image-described", "empty", "hash-in-text"),
+    ],
+)
+def test_markdown_title_of_a_rendered_file_is_what_its_heading_shows(
+    tmp_path: Path, text: str, title: str
+) -> None:
+    [document] = read_documents(_write(tmp_path / "guide.md", text))
+    assert document.title == title
 
 
 def test_markdown_a_definition_many_links_use_renders_in_size_linear_in_the_file(

@@ -14,9 +14,13 @@ Which is which is decided from markdown-it's own tokens, so markup in a fenced o
 block or in a code span (literal text, shown) is never taken for HTML.
 
 The title is the first level-one ATX heading (a line that starts with ``#`` and a space or a
-tab) as it is written, without its closing ``#`` run; in a rendered file, the first such heading
-that the page shows with some text (one inside a comment or an HTML block is none; one inside
-hidden HTML is not shown), its shown text where it holds inline HTML; else ``None`` (a
+tab) with some text, as it is written, without its closing ``#`` run (one after a space or a
+tab: ``# Learn C#`` keeps its ``#``), outside fenced code (fences as CommonMark reads them at the
+top level: a fence a list item holds is read as one at the top level). In a rendered file, it is
+the first such heading that the page shows with some text (one inside a comment or an HTML block
+is none; one inside hidden HTML is not shown; an image alone shows none): as written where it
+holds only text, code, emphasis and strikethrough, else its shown text (a link's label, an
+image's description, a footnote's label and inline HTML are not shown); else ``None`` (a
 ``<title>`` element is no title: a rendered Markdown page shows none).
 
 What markdown-it cannot read is refused (:class:`UnreadableMarkdownError`), never read another way:
@@ -63,8 +67,15 @@ __all__ = [
     "markdown_text",
 ]
 
-_FENCED = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.MULTILINE | re.DOTALL)
 _HEADING = re.compile(r"^#[ \t]+(\S[^\n]*)$", flags=re.MULTILINE)
+# A fence that opens fenced code, with what follows it on its line, and one that may close it.
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_FENCE_END = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
+# The inline children of a heading whose text as written is what the page shows of it.
+_AS_WRITTEN = frozenset(
+    {"text", "code_inline", "em_open", "em_close", "strong_open", "strong_close", "s_open"}
+    | {"s_close"}
+)
 # Around each candidate title in the rendered page: NUL cannot come from the file (markdown-it
 # reads it as U+FFFD, as CommonMark asks), and visible_text keeps it, so these show where, and
 # whether, a heading is shown.
@@ -149,14 +160,15 @@ def markdown_text(raw: str) -> tuple[str, str | None]:
     # Raw HTML starts with "<", and a reference definition and a footnote hold "]:": without
     # either, nothing is hidden, and the file need not be parsed.
     if "<" not in raw and "]:" not in raw:
-        return raw, _markdown_title(raw)
+        return raw, _markdown_title(_lines(raw))
     if len(raw) > MAX_PARSED_CHARS:
         raise UnreadableMarkdownError(
             f'it is longer than {MAX_PARSED_CHARS:,} characters and holds "<" or "]:", '
             "so raw HTML or a link reference definition in it may hide text, and it is too long "
             "to render; split it"
         )
-    source = raw.replace("\r\n", "\n").replace("\r", "\n")  # markdown-it's lines, numbered
+    lines = _lines(raw)
+    source = "\n".join(lines)  # markdown-it's lines, numbered
     parser = _parser()
     env: dict[str, object] = {}
     tokens = parser.parse(source, env)
@@ -172,8 +184,8 @@ def markdown_text(raw: str) -> tuple[str, str | None]:
             # rendered, n links to an n-character one would make n * n characters.
             token.attrs = {}
     if not (html or env.get("references") or _has_footnotes(env)):
-        return raw, _markdown_title(raw)
-    headings = _mark_headings(tokens, source.split("\n"))
+        return raw, _markdown_title(lines)
+    headings = _mark_headings(tokens, lines)
     shown, _ = visible_text(parser.renderer.render(tokens, parser.options, env))
     title = _shown_title(shown, headings)
     text = _MARKS.sub("", shown)
@@ -191,6 +203,11 @@ def _has_footnotes(env: dict[str, object]) -> bool:
     return isinstance(footnotes, dict) and bool(footnotes.get("refs"))
 
 
+def _lines(text: str) -> list[str]:
+    """The lines of ``text`` as markdown-it reads them (ended by a CR, an LF or both)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def _walk(tokens: Sequence[Token]) -> Iterator[Token]:
     """Every token, its children (an inline token's, an image's, for its alt text) and theirs,
     depth first, without recursion (images nest in images as deep as a file writes them)."""
@@ -203,21 +220,40 @@ def _walk(tokens: Sequence[Token]) -> Iterator[Token]:
 
 
 def _heading_text(heading: str) -> str:
-    """A heading line's text after ``# ``, without its closing ``#`` run (cut by ``rstrip``: a
-    pattern of white space, ``#`` and white space at the end of a lazy group backtracked over
-    a long run of spaces, time growing with its cube)."""
-    return heading.rstrip(" \t").rstrip("#").rstrip(" \t") or heading[0]
+    """A heading line's text after ``# ``, without its closing sequence: a run of ``#`` that
+    follows a space or a tab, or that is all of it (cut by ``rstrip``: a pattern of white space,
+    ``#`` and white space at the end of a lazy group backtracked over a long run of spaces, time
+    growing with its cube)."""
+    text = heading.rstrip(" \t")
+    before = text.rstrip("#")
+    return before.rstrip(" \t") if not before or before[-1] in " \t" else text
 
 
-def _markdown_title(text: str) -> str | None:
-    """The first level-one ATX heading outside fenced code blocks, as written."""
-    match = _HEADING.search(_FENCED.sub("", text))
-    return None if match is None else _heading_text(match.group(1))
+def _markdown_title(lines: Sequence[str]) -> str | None:
+    """The first level-one ATX heading with some text outside fenced code, as written, in one
+    pass over the lines. A fence opens fenced code: a run of three backticks or tildes or more,
+    indented up to three spaces (no backtick may follow a run of backticks on its line); a line
+    of as many of its character or more, so indented, with only spaces or tabs after them,
+    closes it, or the end of the file does."""
+    fence = ""  # the run that opened the fenced code the line is in, or ""
+    for line in lines:
+        if fence:
+            end = _FENCE_END.fullmatch(line)
+            if end is not None and end[1][0] == fence[0] and len(end[1]) >= len(fence):
+                fence = ""
+        elif (opening := _FENCE.match(line)) is not None and not (
+            opening[1][0] == "`" and "`" in opening[2]
+        ):
+            fence = opening[1]
+        elif (heading := _HEADING.match(line)) is not None and (text := _heading_text(heading[1])):
+            return text
+    return None
 
 
 def _mark_headings(tokens: Sequence[Token], lines: Sequence[str]) -> list[str | None]:
     """Put marks around each level-one ATX heading that starts its line; for each, in order,
-    its text as written, or ``None`` where it holds inline HTML (its shown text is its title)."""
+    its text as written where that is what the page shows of it (it holds only text, code,
+    emphasis and strikethrough), else ``None`` (its shown text is its title)."""
     from markdown_it.token import Token
 
     headings: list[str | None] = []
@@ -228,25 +264,22 @@ def _mark_headings(tokens: Sequence[Token], lines: Sequence[str]) -> list[str | 
         inline = tokens[index + 1]
         if match is None or inline.children is None:  # in a list or a quote, as before
             continue
-        html = any(child.type == "html_inline" for child in _walk(inline.children))
+        written = all(child.type in _AS_WRITTEN for child in inline.children)
         opening = Token("text", "", 0, content=_OPEN.format(len(headings)))
         inline.children = [opening, *inline.children, Token("text", "", 0, content=_CLOSE)]
-        headings.append(None if html else _heading_text(match.group(1)))
+        headings.append(_heading_text(match.group(1)) if written else None)
     return headings
 
 
 def _shown_title(shown: str, headings: Sequence[str | None]) -> str | None:
     """The title from the first marked heading that ``shown`` (the rendered page's text) shows
-    with some text: as written, or as shown where it holds inline HTML (up to its closing mark,
-    or the end of its line where what follows in it is hidden). One pass over the marks: each
-    heading's text is looked for only up to the next mark."""
+    with some text (up to its closing mark, or the end of its line where what follows in it is
+    hidden): as written, or as shown where that is not what it shows. One pass over the marks:
+    each heading's text is looked for only up to the next mark."""
     marks = list(_MARKS.finditer(shown))
     for index, mark in enumerate(marks):
         if mark.group() == _CLOSE:
             continue
-        written = headings[int(mark.group()[1:-1])]
-        if written is not None:
-            return written
         start = mark.end()
         after = marks[index + 1] if index + 1 < len(marks) else None
         end = len(shown) if after is None else after.start()
@@ -255,5 +288,6 @@ def _shown_title(shown: str, headings: Sequence[str | None]) -> str | None:
             end = end if line_end < 0 else line_end
         heading = " ".join(shown[start:end].split())
         if heading:
-            return heading
+            written = headings[int(mark.group()[1:-1])]
+            return heading if written is None else written
     return None
