@@ -239,11 +239,15 @@ def _fields(hit: Mapping[str, Any], where: str) -> tuple[dict[str, Any], dict[st
         passage["score"] = _first(extra, SCORE_FIELDS)
         origins["score"] = f"metadata.{_first_name(extra, SCORE_FIELDS)}"
     for name in _LIFTED:
-        if name not in hit and name in extra:
+        # a null of the hit's own is none (serialisers write unset fields so): a tenant in the
+        # metadata behind {"tenant": null} must not leave the hit public
+        if hit.get(name) is None and extra.get(name) is not None:
             passage[name] = extra[name]
             origins[name] = f"metadata.{name}"
     for key, value in hit.items():
         if key in _KEPT:
+            if value is None and key in passage:
+                continue  # lifted from the metadata above
             passage[key] = value
             origins[key] = key
         elif key not in _ALIASES:

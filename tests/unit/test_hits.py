@@ -206,6 +206,14 @@ def test_access_data_in_a_hits_metadata_is_the_hits() -> None:
         reader = {"id": "ann", "tenant": "acme", "groups": ["finance"]}
         read = ctxasm.assemble(query, hits=[given], principal=reader)
         assert "912,000" in str(read.messages)
+    # a null of the hit's own is none: the metadata's is read (review rv36-3)
+    for name, value in (("tenant", "acme"), ("readers", ["finance"])):
+        nulled = {"text": secret, name: None, "metadata": {name: value}}
+        with pytest.raises(ctxasm.AccessPolicyError):
+            ctxasm.assemble(query, hits=[nulled])
+        stranger = {"id": "eve", "tenant": "other", "groups": ["sales"]}
+        shown = ctxasm.assemble(query, hits=[nulled], principal=stranger, allow_public=True)
+        assert "912,000" not in str(shown.messages)
     # the hit's own access data wins, as its own title does; a bad one is named where it is
     (own,) = passages_from_hits([{"text": "x", "tenant": "t", "metadata": meta}])
     assert own["tenant"] == "t" and own["readers"] == ["finance"]
