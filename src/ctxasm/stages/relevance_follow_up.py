@@ -135,5 +135,6 @@ def _related(reading: str, own: frozenset[str], texts: Sequence[str]) -> bool:
 
 def _pointer_alone(found: re.Match[str]) -> str:
     """The demonstrative alone, without its number and the word after it, where that word is
-    a content word."""
-    return found[1] if query_terms(found[2]) else found[0]
+    a content word and no name: "this Rhine river" names its subject (review rv36-2)."""
+    noun = found[2]
+    return found[1] if query_terms(noun) and not noun[:1].isupper() else found[0]
