@@ -214,6 +214,9 @@ _MAX_WINDOWS = 64
 # grown text, so without a bound 400 chained windows of one document cost 400 times its
 # length (8 s); with it, each costs at most this much.
 MAX_STITCHED_CHARS = 32_768
+# The most characters of their document that stitched compressed windows may span (their shown
+# text is at most MAX_STITCHED_CHARS): each join is checked against the whole span.
+_MAX_CUT_SPAN = 4 * MAX_STITCHED_CHARS
 
 
 @dataclass(frozen=True)
@@ -338,6 +341,10 @@ class _StitchSession:
         if kept.text == at.text and at.start <= new_at.start and new_at.end <= at.end:
             # everything the new window was compressed from is there in full
             return Duplicate(kept.id, f"window {new_at.start}-{new_at.end} lies inside {kept.id}")
+        if max(at.end, new_at.end) - min(at.start, new_at.start) > _MAX_CUT_SPAN:
+            # the join is checked against the span the two cover, read whole each time: past
+            # this a passage of its own, so that stitching stays linear (review rv36-1)
+            return None
         found = self._by_text(kept, new, _kept_first(at, new_at))
         if not isinstance(found, Merge):
             return found

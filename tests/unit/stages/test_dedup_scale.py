@@ -95,3 +95,38 @@ def test_windows_sharing_a_title_are_compared_with_the_latest_ones_only() -> Non
     assert isinstance(merged, dedup.Merge)
     assert merged.into.id == "p199"
     assert merged.merged.text == latest + " and more besides"
+
+
+def test_compressed_windows_stop_joining_past_a_bounded_span() -> None:
+    # Each join of compressed windows is checked against the whole span the two cover, so a
+    # chain of them across a long document cost time in the square of its windows (review
+    # rv36-1); past dedup._MAX_CUT_SPAN characters a window starts a passage of its own.
+    heads = [f"Sentence {i:03d} on the river {'Danube' if i % 2 else 'Rhine'}." for i in range(31)]
+    filler = "Filler words here. " * 420
+    document, starts = "", []
+    for head in heads:
+        starts.append(len(document))
+        document += head + " " + filler
+    passages = [
+        {
+            "id": f"w{i}",
+            "text": document[starts[i] : starts[i + 1] + len(heads[i + 1])],
+            "doc_id": "d",
+            "start": starts[i],
+            "end": starts[i + 1] + len(heads[i + 1]),
+            "score": 1.0 - i / 1000,
+        }
+        for i in range(30)
+    ]
+    strategy = {
+        "compression": {"name": "sentences", "mode": "all", "max_candidates": 1000},
+        "dedup": "stitch",
+        "selection": "greedy_by_score",
+        "ordering": "score",
+    }
+    result = ctxasm.assemble("Danube Rhine", passages, max_context_tokens=60_000, strategy=strategy)
+    merged = [e for e in result.report.excluded if e.reason.value == "merged"]
+    assert merged  # compressed windows are still stitched ...
+    span = starts[30] + len(heads[30]) - starts[0]
+    groups = -(-span // dedup._MAX_CUT_SPAN)
+    assert groups >= 2 and len(result.report.included) >= groups  # ... within the bound
