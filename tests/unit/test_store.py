@@ -351,11 +351,9 @@ def test_markdown_title_of_a_rendered_file_is_what_its_heading_shows(
     assert document.title == title
 
 
-def test_markdown_a_definition_many_links_use_renders_in_size_linear_in_the_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Every use copied the definition's destination and title (review rv33-4): n uses of an
-    # n-character one rendered n * n characters (160 kB took 19 s and 2 GB).
+def _rendered_pages(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The HTML pages the Markdown reader renders from here on, as it hands them to the HTML
+    reader."""
     from ctxasm.store import markdown_text
 
     pages: list[str] = []
@@ -365,6 +363,15 @@ def test_markdown_a_definition_many_links_use_renders_in_size_linear_in_the_file
         return visible_text(page)
 
     monkeypatch.setattr(markdown_text, "visible_text", read_page)
+    return pages
+
+
+def test_markdown_a_definition_many_links_use_renders_in_size_linear_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every use copied the definition's destination and title (review rv33-4): n uses of an
+    # n-character one rendered n * n characters (160 kB took 19 s and 2 GB).
+    pages = _rendered_pages(monkeypatch)
     uses = "[x] ![y][x] " * 1_000
     definition = "[x]: https://example.org/" + "a" * 4_000 + ' "' + "t" * 4_000 + '"'
     text = f"# Danube\n\n{uses}\n\n{definition}\n"
@@ -383,13 +390,7 @@ def test_markdown_a_table_s_short_rows_are_filled_to_a_bound_for_this_reader_alo
 
     from ctxasm.store import markdown_text
 
-    pages: list[str] = []
-
-    def read_page(page: str) -> tuple[str, str | None]:
-        pages.append(page)
-        return visible_text(page)
-
-    monkeypatch.setattr(markdown_text, "visible_text", read_page)
+    pages = _rendered_pages(monkeypatch)
     columns = markdown_text.TABLE_FILL // 2 + 1  # a row of one cell fills half the bound
     table = "|" + "a|" * columns + "\n|" + "-|" * columns + "\n" + "|x\n" * 4
     [document] = read_documents(_write(tmp_path / "guide.md", f"# Danube <!-- c -->\n\n{table}"))

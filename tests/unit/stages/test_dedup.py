@@ -433,20 +433,6 @@ def _repeated_in(section: str, n: int) -> int:
     return at
 
 
-def _cut_of(text: str, whole: str) -> bool:
-    """Whether ``text`` is ``whole`` with parts left out at its gap marks: its pieces between
-    the marks appear in ``whole`` in order (white space compared loosely)."""
-    flat, at = " ".join(whole.split()), 0
-    for piece in text.split(ELISION):
-        words = " ".join(piece.split())
-        if words:
-            at = flat.find(words, at)
-            if at == -1:
-                return False
-            at += len(words)
-    return True
-
-
 def test_compressed_windows_apart_by_offsets_are_not_stitched_by_a_repeated_sentence() -> None:
     # Compression drops a window's offsets (they no longer measure its text); stitching then
     # matched the repeated sentence that ends one compressed text and begins the other, and
@@ -472,7 +458,7 @@ def test_compressed_windows_apart_by_offsets_are_not_stitched_by_a_repeated_sent
     sent = _source_texts(result)
     assert [ELISION in text for text in sent] == [True, True]  # both compressed
     for (start, end), text in zip(spans.values(), sent, strict=True):
-        assert _cut_of(text, FAQ[start:end]), text
+        assert dedup_module._cut_of(text, FAQ[start:end]), text
 
 
 def test_offsets_that_do_not_measure_the_text_still_keep_windows_apart() -> None:
