@@ -27,7 +27,9 @@ What markdown-it cannot read is refused (:class:`UnreadableMarkdownError`), neve
 reading the source as an HTML page shows what the rendered page hides (a definition; a hidden
 element "closed" by an end tag written in a code span). That is a file whose blocks (quotes,
 lists) nest ``MAX_NESTING`` deep (markdown-it reads nothing inside the block at its limit, so
-HTML there would go unseen), and one that may hide text and is longer than
+HTML there would go unseen), one with a paragraph whose brackets nest ``INLINE_NESTING`` - 1
+deep (past that markdown-it reads no link: its destination and title, which the page never
+shows, would be read as text), and one that may hide text and is longer than
 ``MAX_PARSED_CHARS``: reading is linear in the file on the shapes measured
 (``benchmarks/dos_scaling.py``: about 1 us a character for prose, 20 for a table's rows, 45 on
 the slowest shape, tables of short rows filled out, which also hold about 1.5 kB of memory a
@@ -38,7 +40,9 @@ neither); a table's short rows are filled out to its header's width for ``TABLE_
 table at most (markdown-it fills 65,536: a table's cells grow with the square of its size up to
 there), and the rows after that are read as a paragraph; and inline markup is read
 ``INLINE_NESTING`` deep (brackets in brackets: a link's text is scanned again at each level, so
-a run of ``![`` costs time in proportion). Another exception from the parser (a
+a run of ``![`` costs time in proportion). A footnote reference's label is looked for once
+per run of text, not once per ``[^`` in it (the footnote plugin's scan made a run of ``[^``
+quadratic), and is at most ``MAX_LABEL_CHARS`` long. Another exception from the parser (a
 ``RecursionError`` among them) is the caller's to report.
 """
 
@@ -56,10 +60,12 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.parser_block import RuleFuncBlockType
     from markdown_it.rules_core import StateCore
+    from markdown_it.rules_inline import StateInline
     from markdown_it.token import Token
 
 __all__ = [
     "INLINE_NESTING",
+    "MAX_LABEL_CHARS",
     "MAX_NESTING",
     "MAX_PARSED_CHARS",
     "TABLE_FILL",
@@ -91,6 +97,11 @@ MAX_NESTING = 100
 # How deep inline markup is read (the same option of markdown-it, for the inline rules: its
 # CommonMark preset's 20). A link's text nests brackets in brackets no deeper in practice.
 INLINE_NESTING = 20
+# The longest footnote label read (CommonMark's limit on a link label).
+MAX_LABEL_CHARS = 999
+# What ends a footnote reference's label ("]"), or shows that there is none (a space, a line).
+_LABEL_END = re.compile(r"[ \n\]]")
+_LABEL_SCAN = "ctxasm_label_scan"  # the env key of the last label scan (see _footnote_ref)
 # How many empty cells a table's short rows are filled with at most (markdown-it's limit is
 # 65,536): a file of such tables makes about one cell a character (tables of 8 columns and 8
 # rows of one cell), as a table's own empty cells do (rows of "|||"); one of 16 by 16, under a
@@ -121,6 +132,7 @@ def _configured(nesting: int) -> MarkdownIt:
     parser = MarkdownIt("commonmark", {"maxNesting": nesting})
     # GitHub's footnotes: "[^1]: ..." is a note shown at the page's end, not a definition
     parser.use(footnote_plugin, inline=False)
+    parser.inline.ruler.at("footnote_ref", _footnote_ref)
     # (the blocks a table may interrupt, as markdown-it registers the rule)
     parser.block.ruler.at("table", _filled_table(), {"alt": ["paragraph", "reference"]})
     return parser.enable(["table", "strikethrough"])
@@ -141,17 +153,62 @@ def _filled_table() -> RuleFuncBlockType:
     return cast("RuleFuncBlockType", copy)
 
 
+def _footnote_ref(state: StateInline, silent: bool) -> bool:
+    """The footnote plugin's reference rule, run only where a label of at most
+    ``MAX_LABEL_CHARS`` closes: the plugin scans from each ``[^`` to the first space, line end
+    or ``]``, so a run of ``[^`` took time in its square. Where that scan ends is kept (in the
+    env) for the next ``[^`` before it, so the text is scanned once."""
+    from mdit_py_plugins.footnote.index import footnote_ref
+
+    src, start, end = state.src, state.pos + 2, state.posMax
+    if not src.startswith("[^", state.pos):
+        return False
+    scan = state.env.get(_LABEL_SCAN)
+    # (text, from, to, found): no label end in [from, to), and one at "to" where found
+    if not (isinstance(scan, tuple) and scan[0] is src and scan[1] <= start <= scan[2]):
+        found = _LABEL_END.search(src, start, end)
+        scan = (src, start, end, False) if found is None else (src, start, found.start(), True)
+        state.env[_LABEL_SCAN] = scan
+    stop, closes = scan[2], scan[3]
+    if not closes or stop >= end or src[stop] != "]" or stop - start > MAX_LABEL_CHARS:
+        return False
+    return bool(footnote_ref(state, silent))
+
+
 def _inline_rule(inline: MarkdownIt) -> Callable[[StateCore], None]:
-    """markdown-it's core rule that parses the inline tokens, parsing them with ``inline``."""
+    """markdown-it's core rule that parses the inline tokens, parsing them with ``inline``;
+    a paragraph whose brackets nest past what ``inline`` reads is refused."""
 
     def parse_inline(state: StateCore) -> None:
         for token in state.tokens:
             if token.type == "inline":
+                _check_brackets(token.content)
                 if token.children is None:
                     token.children = []
                 inline.inline.parse(token.content, inline, state.env, token.children)
 
     return parse_inline
+
+
+def _check_brackets(text: str) -> None:
+    """Refuse ``text`` (one paragraph's, a heading's or a cell's) where its brackets nest
+    ``INLINE_NESTING`` - 1 deep: markdown-it reads a link no deeper, and a link it does not read
+    leaves its destination and title, which the page never shows, as text. Escaped brackets
+    and those in code count too (more is refused, never less)."""
+    if text.count("[") < INLINE_NESTING - 1:
+        return
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(text):
+        depth = depth + 1 if bracket == "[" else max(0, depth - 1)
+        deepest = max(deepest, depth)
+    if deepest >= INLINE_NESTING - 1:
+        raise UnreadableMarkdownError(
+            f"brackets nest {INLINE_NESTING - 1} deep or more in one paragraph, deeper than "
+            "links are read"
+        )
+
+
+_BRACKETS = re.compile(r"[\[\]]")
 
 
 def markdown_text(raw: str) -> tuple[str, str | None]:
