@@ -56,7 +56,7 @@ from ctxasm.stages.dedup import DedupSession, DedupStrategy
 from ctxasm.stages.history import SUMMARY_HEADING, HistoryPlan, HistoryStep
 from ctxasm.stages.ordering import CacheStableOrdering, OrderingStrategy
 from ctxasm.stages.relevance import RelevanceStrategy, Scores, rank
-from ctxasm.stages.relevance_follow_up import follow_up
+from ctxasm.stages.relevance_follow_up import follow_up, points_back
 from ctxasm.stages.selection import SelectionStrategy
 from ctxasm.stages.selection_admission import Guard, Meter
 from ctxasm.stages.selection_packing import Packed, Packing, SelectionContext
@@ -405,7 +405,8 @@ def relevance(setup: Setup, readable: Readable) -> Ranked:
         )
 
     query, turn, turns = request.query, None, setup.history.turns
-    again = follow_up(query, turns, _texts(readable)) if turns else None
+    # the passages' texts are gathered only for a question that points back
+    again = follow_up(query, turns, _texts(readable)) if turns and points_back(query) else None
     ranked, cut, scores = ranked_by(query if again is None else again.reading)
     if again is not None and ranked:
         query, turn = again.reading, again.turn
@@ -456,17 +457,17 @@ def compress(setup: Setup, ranked: Ranked, planned: Planned) -> Ranked:
     # may drop) is undone too: the report counts the original, and selection then excludes it
     # as untokenizable, as it would have been uncut.
     body, count, long_run = setup.fmt.block.body, setup.counter.count, setup.counter.long_run
-    undone = {
-        c.id
-        for c in shorter
-        if (found := done.get(c.id)) is not None
-        and (
-            long_run(body(c._replace(text=found.original))) is not None
-            or (
-                len(found.original) - len(c.text) < _SURE_SAVING_CHARS
-                and count(body(c)) >= count(body(c._replace(text=found.original)))
-            )
+
+    def undo(cut: Candidate, original: str) -> bool:
+        whole = body(cut._replace(text=original))  # rendered once, for both checks
+        if long_run(whole) is not None:
+            return True
+        return len(original) - len(cut.text) < _SURE_SAVING_CHARS and count(body(cut)) >= count(
+            whole
         )
+
+    undone = {
+        c.id for c in shorter if (found := done.get(c.id)) is not None and undo(c, found.original)
     }
     if undone:
         originals = {c.id: c for c in ranked.candidates}
