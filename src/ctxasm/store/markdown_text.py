@@ -164,8 +164,15 @@ def _footnote_ref(state: StateInline, silent: bool) -> bool:
     if not src.startswith("[^", state.pos):
         return False
     scan = state.env.get(_LABEL_SCAN)
-    # (text, from, to, found): no label end in [from, to), and one at "to" where found
-    if not (isinstance(scan, tuple) and scan[0] is src and scan[1] <= start <= scan[2]):
+    # (text, from, to, found): no label end in [from, to), and one at "to" where found; where
+    # none was found, that says nothing past "to", where this scan may reach (a link's label
+    # is parsed with a nearer end than the text around it)
+    if not (
+        isinstance(scan, tuple)
+        and scan[0] is src
+        and scan[1] <= start <= scan[2]
+        and (scan[3] or end <= scan[2])
+    ):
         found = _LABEL_END.search(src, start, end)
         scan = (src, start, end, False) if found is None else (src, start, found.start(), True)
         state.env[_LABEL_SCAN] = scan
