@@ -81,7 +81,8 @@ class ChronologicalOrdering(Strategy):
 @dataclass(frozen=True)
 class BySourceOrdering(Strategy):
     """Passages of one document together, in document order (``start``, else request order);
-    documents ordered by their best passage. Use for multi-document questions."""
+    documents ordered by their best passage. Use for multi-document questions. A passage that
+    compression shortened keeps its place by the offsets it was given."""
 
     name: ClassVar[str] = "source"
     slot: ClassVar[str] = "ordering"
@@ -91,17 +92,15 @@ class BySourceOrdering(Strategy):
             p = c.passage
             return p.doc_id or p.source or p.url or p.title or f"\0{c.id}"
 
+        def start(c: Candidate) -> int:
+            # a shortened text has no offsets of its own; its passage's, as given, still place it
+            found = c.start if c.start is not None else c.passage.start
+            return -1 if found is None else found
+
         rank: dict[str, int] = {}
         for c in _by_score(kept):
             rank.setdefault(document(c), len(rank))
-        return sorted(
-            kept,
-            key=lambda c: (
-                rank[document(c)],
-                c.start if c.start is not None else -1,
-                c.request_index,
-            ),
-        )
+        return sorted(kept, key=lambda c: (rank[document(c)], start(c), c.request_index))
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import pytest
 import ctxasm
 from ctxasm.data import Candidate, Passage
 from ctxasm.registry import names
-from ctxasm.stages.ordering import PrimacyRecencyOrdering
+from ctxasm.stages.ordering import BySourceOrdering, PrimacyRecencyOrdering
 
 
 def _passage(pid: str, score: float, **fields: Any) -> dict[str, Any]:
@@ -128,6 +128,18 @@ def test_grouped_by_source_in_document_order() -> None:
         "z-a",
         "loose",
     ]
+
+
+def test_a_shortened_passage_keeps_its_place_in_its_document() -> None:
+    # compression drops a candidate's offsets with its text; its passage keeps those given
+    kept = [
+        Candidate.of(
+            Passage(f"w{start}", "x" * 10, doc_id="d", start=start, end=start + 10), i, 0.5
+        )
+        for i, start in enumerate([300, 100, 200])
+    ]
+    shortened = [kept[0]._replace(text="x", start=None, end=None), kept[1], kept[2]]
+    assert [c.id for c in BySourceOrdering().order(shortened)] == ["w100", "w200", "w300"]
 
 
 def test_source_falls_back_to_url_then_title() -> None:
