@@ -150,6 +150,14 @@ def test_a_follow_up_that_names_a_new_subject_keeps_its_passages(
     assert _read(query, RIVERS, DANUBE) == (["volga"], turn)
 
 
+def test_a_pronoun_that_means_what_the_question_names_is_read_alone() -> None:
+    # "it" is the Rhine: read with the turn, the question was said to follow the Danube's
+    assert _read("Where does the Rhine end, and how long is it?", RIVERS, DANUBE) == (
+        ["rhine"],
+        None,
+    )
+
+
 def test_a_pointer_whose_words_the_turn_never_meets_is_read_alone() -> None:
     # Read with the turn, the weather's passage (two of its words) would come first.
     things = [

@@ -53,6 +53,16 @@ _EXISTENTIAL_BEFORE = frozenset(
     "is isn are aren was wasn were weren s t will would could can may might must should "
     "shall".split()
 )
+# Pointer words that may point at what an earlier clause of the question itself names ("Where
+# does the Rhine end, and how long is it?"); "more", "else" and "another" always point back.
+_BINDABLE = (_POINTERS - {"more", "else", "another"}) | {"there"}
+# Where a clause ends: at its punctuation, or before a conjunction that opens another.
+_CLAUSE_BREAK = re.compile(
+    r"[,;:.!?]+|\s(?:and|but|or|so|then|while|whereas|because)\s", re.IGNORECASE
+)
+# A noun after an article ("the tower", "an island"): something a later pronoun may mean.
+_ARTICLE_NOUN = re.compile(r"\b(?:the|an?)\s+(\w+)", re.IGNORECASE)
+_WORD = re.compile(r"\w+")
 # A demonstrative and the word after it, past a number: "this river", "these two cities".
 _DEMONSTRATIVE = re.compile(
     r"\b(this|these|those)\s+(?:(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+)?(\w+)",
@@ -97,17 +107,40 @@ def follow_up(query: str, history: Sequence[Message], texts: Sequence[str]) -> F
 
 def points_back(query: str) -> bool:
     """Whether ``query`` points back at an earlier turn: it has a pointer word (see
-    ``_POINTERS``), a "there" that is not existential ("How many people live there?", not "Is
-    there a limit?"), or no content word of its own ("And why?")."""
-    found = words(query)
-    if not _POINTERS.isdisjoint(found) or not query_terms(query):
+    ``_POINTERS``) or a "there" that is not existential ("How many people live there?", not "Is
+    there a limit?") that no earlier clause of its own gives a subject to, or it has no content
+    word of its own ("And why?"). "Where does the Rhine end, and how long is it?" asks about the
+    Rhine: a pronoun, demonstrative or "there" in a clause after one that names something (a
+    capitalised word that does not open the clause, or a noun after an article) means it."""
+    content = frozenset(query_terms(query))
+    if not content:
         return True
+    named = False
+    for clause in _CLAUSE_BREAK.split(query):
+        found = words(clause)
+        pointers = _POINTERS.intersection(found) | ({"there"} if _there_points(found) else set())
+        if pointers and not (named and _BINDABLE.issuperset(pointers)):
+            return True
+        named = named or _names_something(clause, content)
+    return False
+
+
+def _there_points(found: list[str]) -> bool:
+    """Whether the words ``found`` hold a "there" that is not existential."""
     return any(
         word == "there"
         and (found[at + 1] if at + 1 < len(found) else "") not in _EXISTENTIAL_AFTER
         and (found[at - 1] if at else "") not in _EXISTENTIAL_BEFORE
         for at, word in enumerate(found)
     )
+
+
+def _names_something(clause: str, content: frozenset[str]) -> bool:
+    """Whether ``clause`` names something a later pronoun may mean: a noun after an article,
+    or a capitalised word that does not open the clause (a name), either a content word."""
+    if any(noun.lower() in content for noun in _ARTICLE_NOUN.findall(clause)):
+        return True
+    return any(word[:1].isupper() and word.lower() in content for word in _WORD.findall(clause)[1:])
 
 
 def _user_turns(history: Sequence[Message], own: frozenset[str]) -> Iterator[tuple[int, bool]]:

@@ -31,6 +31,11 @@ RIVERS = (
         "How many people live there?",
         "Has she been there?",
         "And why?",
+        # a pointer in the first clause, or one a later clause cannot bind
+        "Where does it end, and how long is the Rhine?",
+        "Is it true that the Volga ends in the Caspian Sea?",
+        "Where does the Rhine end, and what else flows into the sea?",
+        "When did she die, and where?",
     ],
 )
 def test_a_question_with_a_pointer_or_no_word_of_its_own_points_back(query: str) -> None:
@@ -47,6 +52,11 @@ def test_a_question_with_a_pointer_or_no_word_of_its_own_points_back(query: str)
         "There's a fee, but isn't there a refund?",
         "Will there be rain in Vienna?",
         "What is the boiling point of tungsten?",
+        # the pointer means what an earlier clause of the question names
+        "Where does the Rhine end, and how long is it?",
+        "Who founded Apple and when did he die?",
+        "What is the tallest tower in Paris? Who built it?",
+        "Where does the Danube end; how many people live there?",
     ],
 )
 def test_a_question_that_names_its_subject_does_not_point_back(query: str) -> None:
