@@ -53,6 +53,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import islice
 from typing import Any, NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
@@ -93,9 +94,9 @@ FORMS = (
 """The spellings a citation is recognised in (see :class:`Citation`)."""
 
 MAX_MARKERS = 50_000
-"""The most citation markers an answer may hold (each costs a few tens of microseconds to
-read: a request of millions would hold a worker for many seconds); more is an error on
-``answer``."""
+"""The most citation markers an answer may hold, each number of a list counted as one marker
+(``[Source 1, 2, 3]`` counts 3; each costs a few tens of microseconds to read: a request of
+millions would hold a worker for many seconds); more is an error on ``answer``."""
 REPORT_GROWTH = 16
 REPORT_ALLOWANCE = 1 << 24
 """A report's JSON may take ``REPORT_GROWTH`` times the answer and its sources' ids and urls,
@@ -118,8 +119,12 @@ _WORDED = re.compile(r"sources?", re.IGNORECASE)
 # A worded bracket whose number is no label: "[Source 1.5]", "[Source 1e3]", "[Source 2-]", or
 # ten digits and more. No marker (the grammar takes 1 to 9 digits), so one invalid citation, as
 # written, instead of nothing at all. The run stops at a bracket, so matches never overlap.
+# A worded bracket of numbers, signs and separators that no marker reads whole: "[Source -1]",
+# "[Source 1, 2.5]", "[Sources 1 and 2e3]". The run is possessive (nothing is given back to
+# look for the "]" earlier), so a long one that never closes is read once.
 _NO_LABEL = re.compile(
-    r"\[\s*sources?\s*(?:[:#]\s*)?(?P<number>[0-9][0-9.,eE+_-]*)\s*\]", re.IGNORECASE
+    r"\[\s*sources?\s*(?:[:#]\s*)?(?P<number>[-+]?[0-9](?:[0-9.,eE+_\s-]|and\b)*+)\]",
+    re.IGNORECASE,
 )
 _LABEL = re.compile(r"Source ([1-9][0-9]{0,8})")  # as many digits as an answer's markers
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
@@ -532,6 +537,7 @@ def _scan(answer: str) -> tuple[str, list[_Marker]]:
     urls = _Code.of(_url_spans(answer, code))
     folded = fold(answer)
     markers = []
+    cited = 0  # the numbers of the markers so far: a list of a million is a million citations
     for match in CITATION.finditer(folded.text):
         start = folded.original(match.start())
         if urls.holds(start):
@@ -540,10 +546,12 @@ def _scan(answer: str) -> tuple[str, list[_Marker]]:
         if marker.in_code and not marker.worded:
             continue
         markers.append(marker)
-        if len(markers) > MAX_MARKERS:
+        cited += len(marker.items)
+        if cited > MAX_MARKERS:
             raise RequestError(
-                f"the answer holds more than {MAX_MARKERS:,} citation markers; no answer a "
-                "model writes cites that often: check that this is the answer",
+                f"the answer holds more than {MAX_MARKERS:,} citation markers (each number of "
+                "a list counted); no answer a model writes cites that often: check that this "
+                "is the answer",
                 field="answer",
             )
     markers = _with_links(answer, _with_no_labels(folded, markers, code, urls), code)
@@ -648,7 +656,9 @@ def _capped(markers: list[_Marker], limit: int) -> list[_Marker]:
 def _marker(folded: Folded, match: re.Match[str], in_code: bool) -> _Marker:
     start, end = match.start(), match.end()
     text = match.group()
-    items = tuple(_Item(int(first), int(last or first)) for first, last in ITEM.findall(text))
+    # One more than the answer may hold is enough to refuse it (see _scan).
+    found = islice(ITEM.finditer(text), MAX_MARKERS + 1)
+    items = tuple(_Item(int(item[1]), int(item[2] or item[1])) for item in found)
     shape = match.lastgroup or "bare"
     if shape == "bracket":
         shape = "markdown_link" if folded.text.startswith("(", end) else "bracket"
@@ -764,7 +774,7 @@ def _with_no_labels(
             continue
         in_code = code.holds(start)
         raw = folded.span(match.start(), match.end())
-        item = _Item(0, -1, written=match.group("number"))
+        item = _Item(0, -1, written=" ".join(match.group("number").split()))
         form = _form(raw, "bracket")
         extra.append(_Marker(start, end, (item,), True, raw, form, in_code, "bracket", None))
     if not extra:

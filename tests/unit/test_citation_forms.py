@@ -174,6 +174,12 @@ def test_benign_text_is_not_a_citation(text: str) -> None:
         ("Paris [Source \u06f1.\u06f5].", "Source 1.5"),  # Persian digits, folded
         ("Paris `[Source 1.5]`.", "Source 1.5"),  # worded: counts in code too
         ("Paris [Source 1,2.5].", "Source 1,2.5"),  # one citation, not Source 1 inside it
+        # a sign, and lists with a space or "and" (review rv40-F2: they were skipped)
+        ("Paris [Source -1].", "Source -1"),
+        ("Paris [Source: -1].", "Source -1"),
+        ("Paris [Source 1, 2.5].", "Source 1, 2.5"),
+        ("Paris [Source 2, 1e3].", "Source 2, 1e3"),
+        ("Paris [Sources 1 and\n 2.5].", "Source 1 and 2.5"),
     ],
 )
 def test_a_worded_bracket_whose_number_is_no_label_is_one_invalid_citation(
