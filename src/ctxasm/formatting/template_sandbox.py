@@ -116,12 +116,12 @@ class RenderBudget:
     __slots__ = ("built", "built_left", "deadline", "seconds_left", "steps_left")
 
     def __init__(
-        self, steps: int = MAX_STEPS, seconds: float = MAX_SECONDS, built: int = MAX_BUILT
+        self, steps: int = MAX_STEPS, seconds: float | None = None, built: int = MAX_BUILT
     ) -> None:
         self.steps_left = steps
-        self.seconds_left = seconds
+        self.seconds_left = MAX_SECONDS if seconds is None else seconds  # read when made
         self.built = self.built_left = built
-        self.deadline = time.monotonic() + seconds
+        self.deadline = time.monotonic() + self.seconds_left
 
     def start(self) -> None:
         """A render begins: its seconds run from now, and it may build :data:`MAX_BUILT`

@@ -252,6 +252,7 @@ def test_sources_written_as_json_are_sized_by_what_they_hold() -> None:
     assert len(result.text or "") > 5 * 2 * 90_000
 
 
+@pytest.mark.usefixtures("slow_machine")
 def test_growing_filters_and_formats_of_ordinary_size_render() -> None:
     template = (
         "{{ ('abc ' * 1500000)|e|length }} {{ ('abc ' * 1500000)|tojson|length }} "
@@ -590,6 +591,13 @@ def test_a_membership_in_a_dict_hashes_and_does_not_read_it() -> None:
     assert text == "True False True True"
 
 
+@pytest.fixture
+def slow_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Time enough for a render to reach the memory limit, or its end, on a loaded machine:
+    the tests of what a render builds are not to be refused by the time limit first."""
+    monkeypatch.setattr(template_sandbox, "MAX_SECONDS", 120.0)
+
+
 @pytest.mark.parametrize(
     "template",
     [
@@ -611,6 +619,7 @@ def test_a_membership_in_a_dict_hashes_and_does_not_read_it() -> None:
         "{% set ns.l = [ns.l, -big] %}{% endfor %}",
     ],
 )
+@pytest.mark.usefixtures("slow_machine")
 def test_what_a_render_builds_in_all_is_bounded(template: str) -> None:
     compile_template(template)  # compiled before memory is traced (which slows it)
     tracemalloc.start()
@@ -634,11 +643,13 @@ def test_what_a_render_builds_in_all_is_bounded(template: str) -> None:
         "{{ a|length + b|length }}",
     ],
 )
+@pytest.mark.usefixtures("slow_machine")
 def test_what_a_method_returns_is_charged_with_its_items(template: str) -> None:
     # not traced: tracing a million allocations takes longer than the time limit
     assert _refusal(template) == ("template", BUILT)
 
 
+@pytest.mark.usefixtures("slow_machine")
 def test_a_display_is_charged_each_time_it_is_made() -> None:
     # ten thousand references, made again on each iteration and kept (not traced: tracing
     # the memory of this render takes longer than the time limit)
