@@ -395,3 +395,86 @@ def test_writers_of_overlapping_new_documents_in_any_order_all_succeed(postgres_
     )
     assert counted[0][0] == counted[0][1] == store.stats().chunks
     store.close()
+
+
+def _database(url: str) -> str:
+    return url.partition("?")[0].rsplit("/", 1)[1]
+
+
+def _session_that_cannot_write(url: str, how: str) -> str:
+    """The URL of a session that may read the store at ``url`` but not write it: a role granted
+    SELECT alone, or a read-only session (as on a read replica)."""
+    if how == "read-only session":
+        return f"{url}&options=-cdefault_transaction_read_only%3Don"
+    role = f"reader_{_database(url)}"
+    _sql(
+        url, f'CREATE ROLE "{role}" LOGIN; GRANT SELECT ON ALL TABLES IN SCHEMA public TO "{role}"'
+    )
+    return url.replace("//postgres:@", f"//{role}:@", 1)
+
+
+@pytest.mark.parametrize("how", ["role granted SELECT", "read-only session"])
+def test_a_session_that_cannot_write_stops_at_its_first_write_and_still_reads(
+    postgres_url: str, tmp_path: Path, how: str
+) -> None:
+    # rv41-3: delete raised psycopg's own error ("internal error" in the CLI), and index
+    # reported every document failed, one by one, with it
+    import subprocess
+    import sys
+
+    assert "?" in postgres_url and "//postgres:@" in postgres_url  # the fixture's form
+    writer = open_store(postgres_url)
+    document = Document("d", "The Danube ends in the Black Sea.", tenant="t", readers=("g",))
+    writer.upsert(document, chunk_text(document.text, 64, 0))
+    writer.close()
+    url = _session_that_cannot_write(postgres_url, how)
+    database = _database(postgres_url)
+    if how == "read-only session":
+        message = (
+            f"the PostgreSQL store in database '{database}' cannot be written: the session is "
+            "read-only (cannot execute SELECT FOR UPDATE in a read-only transaction), as on a "
+            "read replica or with default_transaction_read_only; write through the primary "
+            "server; what was written before stays, and the same command can be run again"
+        )
+    else:
+        message = (
+            f"the PostgreSQL store in database '{database}' cannot be used by the role "
+            f"'reader_{database}', which lacks a privilege on its tables (permission denied for "
+            "table documents); grant it SELECT, INSERT, UPDATE and DELETE on them and USAGE on "
+            "their sequences, or use the role that made the store; what was written before "
+            "stays, and the same command can be run again"
+        )
+    store = open_store(url)
+    who = Principal("u", "t", ("g",))
+    assert [p.id for p in store.retrieve("danube", who)] == ["d#0"]
+    with pytest.raises(StoreUnavailableError) as caught:
+        store.delete("d")
+    assert (caught.value.field, caught.value.message) == ("store", message)
+    new = Document("e", "The Rhine ends in the North Sea.", tenant="t", readers=("g",))
+    with pytest.raises(StoreUnavailableError) as caught:
+        store.upsert(new, chunk_text(new.text, 64, 0))
+    assert caught.value.field == "store"
+    assert caught.value.message.startswith(f"the PostgreSQL store in database '{database}' ")
+    store.close()
+    lines = tmp_path / "docs.jsonl"
+    lines.write_text(
+        "".join(
+            f'{{"doc_id": "n{n}", "text": "Note {n} on the river.", "tenant": "t"}}\n'
+            for n in range(3)
+        ),
+        encoding="utf-8",
+    )
+    script = Path(sys.executable).parent / "ctxasm"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "ctxasm"]
+    indexed = subprocess.run(
+        [*command, "index", str(lines), "--store", url], capture_output=True, text=True, timeout=120
+    )
+    deleted = subprocess.run(
+        [*command, "delete", "d", "--store", url], capture_output=True, text=True, timeout=120
+    )
+    # one error each, naming the store, not one a document nor an internal error
+    assert (indexed.returncode, deleted.returncode) == (1, 1)
+    assert deleted.stderr == f"ctxasm: error: {message} [store]\n"
+    assert indexed.stderr.count("ctxasm:") == 1, indexed.stderr
+    assert f"ctxasm: error: the PostgreSQL store in database '{database}' " in indexed.stderr
+    assert _sql(postgres_url, "SELECT doc_id FROM documents") == [("d",)]

@@ -41,8 +41,10 @@ slower, the same rows).
 As a service dependency: connections come from a pool (``pool_size``), every statement runs
 under ``statement_timeout_ms``, a connection broken by a database restart is replaced on the
 next request, and while the database is unreachable requests fail fast with
-:class:`~ctxasm.errors.StoreUnavailableError` (an HTTP service answers 503). The schema version
-is kept in ``ctxasm_schema``: an older store is upgraded when opened, a newer one refused.
+:class:`~ctxasm.errors.StoreUnavailableError` (an HTTP service answers 503), as do writes of a
+session that may not write the store at all (a role without the privileges, a read replica),
+which name why. The schema version is kept in ``ctxasm_schema``: an older store is upgraded
+when opened, a newer one refused.
 """
 
 from __future__ import annotations
@@ -150,6 +152,31 @@ def _unavailable(exc: Exception) -> StoreUnavailableError:
     )
 
 
+def _cannot_write(exc: Exception, database: str, role: str) -> StoreUnavailableError:
+    """The error for a session that may not write the store at all (a role without the
+    privileges, a read replica): every later write would fail alike, so a run stops at the
+    first (as the SQLite store does at a read-only file), and says how to let it write."""
+    import psycopg
+
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        why = (
+            f"cannot be written: the session is read-only ({detail}), as on a read replica or "
+            "with default_transaction_read_only; write through the primary server"
+        )
+    else:
+        why = (
+            f"cannot be used by the role '{role}', which lacks a privilege on its tables "
+            f"({detail}); grant it SELECT, INSERT, UPDATE and DELETE on them and USAGE on "
+            "their sequences, or use the role that made the store"
+        )
+    return StoreUnavailableError(
+        f"the PostgreSQL store in database '{database}' {why}; what was written before stays, "
+        "and the same command can be run again",
+        field="store",
+    )
+
+
 class PostgresStore:
     """A document store in PostgreSQL with pgvector (see the module docstring)."""
 
@@ -203,6 +230,8 @@ class PostgresStore:
             # one direct connection first: an unreachable database fails at once, saying why
             with psycopg.connect(url, autocommit=True, connect_timeout=5) as connection:
                 self._prepare(connection, create=create)
+                # how errors name the store (never from the URL: it may hold the password)
+                self._where = (connection.info.dbname, connection.info.user)
             self._pool.open(wait=False)
         except (psycopg.Error, OSError) as exc:
             self._pool.close()
@@ -216,9 +245,10 @@ class PostgresStore:
 
     @contextmanager
     def _connection(self, *, retried: bool = False) -> Iterator[Any]:
-        """A pooled connection; database and pool failures become StoreUnavailableError, but
-        for a deadlock where the caller writes again (``retried``): it is no outage, and
-        the write that met another one's rows tries again (see :meth:`_write`)."""
+        """A pooled connection; database and pool failures become StoreUnavailableError (so
+        does a session that may not write the store: see :func:`_cannot_write`), but for a
+        deadlock where the caller writes again (``retried``): it is no outage, and the write
+        that met another one's rows tries again (see :meth:`_write`)."""
         import psycopg
         from psycopg_pool import PoolTimeout
 
@@ -229,6 +259,8 @@ class PostgresStore:
             if retried:
                 raise
             raise _unavailable(exc) from None
+        except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction) as exc:
+            raise _cannot_write(exc, *self._where) from None
         except psycopg.errors.ProgramLimitExceeded as exc:  # not an outage: too big to store
             raise RequestError(
                 f"the PostgreSQL store cannot hold this: {' '.join(str(exc).split())[:300]}",
