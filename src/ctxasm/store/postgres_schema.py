@@ -5,6 +5,7 @@ rebuilt over everything in one pass once the tail is as large as what it covers 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,38 +137,124 @@ _STORE_TABLES = (
     "store_state",
     "ctxasm_schema",
 )
+# The tables a store of each version recorded in ctxasm_schema holds (version 1 records none):
+# version 3 moved the vectors to chunk_vectors and added store_state.
+_VERSION_TABLES = {
+    2: ("access_classes", "class_terms", *_VERSION_1_COLUMNS),
+    3: tuple(name for name in _STORE_TABLES if name != "ctxasm_schema"),
+    4: tuple(name for name in _STORE_TABLES if name != "ctxasm_schema"),
+}
+# The indexes _SCHEMA names, with the table each belongs on. Their names share the schema's
+# namespace with every other relation's: CREATE INDEX IF NOT EXISTS skips a name another
+# application's index or table holds, and the store went without its own (its lexical search
+# then read every chunk).
+_INDEXES = dict(re.findall(r"CREATE INDEX IF NOT EXISTS (\w+) ON (\w+)", _SCHEMA))
+_OWN_SPACE = "give the store a database (or a schema, with ?options=-csearch_path=...) of its own"
 
 
 def _schema_version(db: Any) -> int | None:
-    """The store's schema version: None for a database without a store's tables, 1 for
+    """The store's schema version: None for a database without a store's tables (or with
+    nothing left of one but its ``ctxasm_schema``: nothing is lost in making it again), 1 for
     ctxasm 0.1's (:data:`_VERSION_1_COLUMNS`); a :class:`ConfigError` for relations under
     those names that are neither (one with its own ``documents`` and ``chunks`` tables was
-    taken for a version-1 store, and its upgrade altered them until an SQL error stopped it)."""
-    found = dict(
-        db.execute(
-            "SELECT c.relname::text, array_agg(a.attname::text ORDER BY a.attnum) "
+    taken for a version-1 store, and its upgrade altered them until an SQL error stopped it),
+    and for a store that lacks some of its version's tables (see :func:`_checked_tables`)."""
+    found = {
+        name: (tuple(columns), tuple(types))
+        for name, columns, types in db.execute(
+            "SELECT c.relname::text, array_agg(a.attname::text ORDER BY a.attnum), "
+            "array_agg(format_type(a.atttypid, a.atttypmod) ORDER BY a.attnum) "
             "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
             "WHERE n.nspname = current_schema() AND c.relname::text = ANY(%s) GROUP BY c.relname",
             (list(_STORE_TABLES),),
         ).fetchall()
-    )
+    }
     if "ctxasm_schema" in found:
-        row = db.execute("SELECT max(version) FROM ctxasm_schema").fetchone()
-        if row[0] is not None:
-            return int(row[0])
-        del found["ctxasm_schema"]
+        version = _recorded_version(db, *found.pop("ctxasm_schema"))
+        if version is not None:
+            return _checked_tables(version, set(found))
     if not found:
         return None
-    if {name: tuple(columns) for name, columns in found.items()} == _VERSION_1_COLUMNS:
+    if {name: columns for name, (columns, _) in found.items()} == _VERSION_1_COLUMNS:
         return 1
-    named = ", ".join(f"'{name}'" for name in sorted(found))
-    what = f"a {named} table that is" if len(found) == 1 else f"tables {named} that are"
+    raise _foreign(sorted(found))
+
+
+def _recorded_version(db: Any, columns: tuple[str, ...], types: tuple[str, ...]) -> int | None:
+    """The version a store's ``ctxasm_schema`` records (None where it holds no row); a
+    :class:`ConfigError` for a table of that name that no ctxasm made: one of other columns,
+    or a version no store records (a text ``'abc'`` stopped the opening with a ValueError)."""
+    if (columns, types) != (("version",), ("integer",)):
+        shape = ", ".join(f"{c} {t}" for c, t in zip(columns, types, strict=True))
+        raise _foreign(["ctxasm_schema"], f" (its columns: {shape}; a store's: version integer)")
+    version = db.execute("SELECT max(version) FROM ctxasm_schema").fetchone()[0]
+    if version is not None and version < 2:  # version 1 had no ctxasm_schema
+        raise _foreign(
+            ["ctxasm_schema"], f" (it records version {version}; stores record 2 and later)"
+        )
+    return None if version is None else int(version)
+
+
+def _checked_tables(version: int, present: set[str]) -> int | None:
+    """``version``, where the database holds every table a store of that version has (or
+    the version is newer than this ctxasm's, refused by the caller); None where it holds
+    none of them (a store whose tables were dropped to reset it, ``ctxasm_schema`` left: it
+    is made again, as in an empty database); else a :class:`ConfigError` naming what is
+    missing: the rest of the store is not used without them (every command failed with
+    "relation ... does not exist"), nor are they made again beside it."""
+    if version > SCHEMA_VERSION:
+        return version
+    missing = [name for name in _VERSION_TABLES[version] if name not in present]
+    if not missing:
+        return version
+    if not present:
+        return None
+    left = ", ".join(sorted(present))
     raise ConfigError(
-        f"this database already has {what} not a ctxasm store's; give the store a database "
-        "(or a schema, with ?options=-csearch_path=...) of its own",
+        f"the PostgreSQL store (schema version {version}) is missing its "
+        f"table{'s' if len(missing) > 1 else ''} {', '.join(missing)}, and its other tables "
+        f"cannot be used without {'them' if len(missing) > 1 else 'it'}: restore the store "
+        f"from a backup, or reset it (DROP TABLE {left}, ctxasm_schema) and index its "
+        "documents again",
         field="store",
     )
+
+
+def _foreign(names: list[str], detail: str = "") -> ConfigError:
+    named = ", ".join(f"'{name}'" for name in names)
+    what = f"a {named} table that is" if len(names) == 1 else f"tables {named} that are"
+    return ConfigError(
+        f"this database already has {what} not a ctxasm store's{detail}; {_OWN_SPACE}",
+        field="store",
+    )
+
+
+def _check_index_names(db: Any) -> None:
+    """Refuse, before the tables are made or upgraded, a database where a name the store
+    gives one of its indexes (:data:`_INDEXES`) is held by another relation: an index of
+    another table, or a table, view or sequence."""
+    taken = [
+        (name, table)
+        for name, kind, table in db.execute(
+            "SELECT c.relname::text, c.relkind::text, t.relname::text FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "LEFT JOIN pg_index i ON i.indexrelid = c.oid "
+            "LEFT JOIN pg_class t ON t.oid = i.indrelid "
+            "WHERE n.nspname = current_schema() AND c.relname::text = ANY(%s) ORDER BY 1",
+            (list(_INDEXES),),
+        ).fetchall()
+        if kind not in ("i", "I") or table != _INDEXES[name]
+    ]
+    if taken:
+        name, table = taken[0]
+        held = f"an index '{name}' on table '{table}'" if table else f"a relation '{name}'"
+        raise ConfigError(
+            f"this database already has {held}, the name of the store's own index on "
+            f"'{_INDEXES[name]}' (without which every search reads the whole table); "
+            f"{_OWN_SPACE}",
+            field="store",
+        )
 
 
 def _plan(db: Any, rows: int, *, bulk: bool = False, settle: bool = False) -> _Plan:
