@@ -17,9 +17,11 @@ script, Latin look-alikes, CJK brackets, invisible characters dropped), case-ins
     word    = "source" | "sources" (or "s0urce"), then spaces or "_";  number = 1 to 9 digits
 
 A marker that Markdown renders as (part of) a link carries the link's destination: a bracket
-followed by ``(``, a marker inside a link's text (``[see Source 2](...)``), a reference
-(``[Source 2][x]``) and a bracket a definition names (``[Source 2]: https://...`` on a line of
-its own makes every ``[Source 2]`` a link).
+followed by ``(``, a marker inside a link's text (``[see Source 2](...)``, over line breaks
+too), a reference (``[Source 2][x]``), a bracket a definition names (``[Source 2]: https://...``
+at the start of a line, in block quotes and list items too, makes every ``[Source 2]`` a link)
+and a marker inside an HTML link (``<a href="..."><b>[Source 2]</b></a>``); see
+``docs/citations.md`` for the rules.
 
 So ``[Source 2]``, ``[2]``, ``[1, 3]``, ``[Sources 1 and 3]``, ``[2-4]``, ``[Source: 2]``,
 ``[Source 2](https://...)``, ``(Source 2)``, ``Source 2``, ``［Source ２］``, ``【Source 2】``,
@@ -49,6 +51,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -137,27 +140,49 @@ _SAFE_SCHEMES = frozenset({"http", "https", ""})
 # wiki/Plato_(philosopher). Each run stops at the next parenthesis, so scans do not overlap.
 _LINK_TARGET = re.compile(r"\(\s*(?:<([^<>\n]*)>|([^\s()]*(?:\([^\s()]*\)[^\s()]*)*))")
 # A link reference definition at the start of a line, "[label]: destination" (CommonMark 4.7),
-# in a block quote too: every "[label]" of the answer, and every "[text][label]", renders as a
-# link to it. Possessive: white space is never given back, so a line is read once.
+# after the containers of its line (block quotes, list items: see _indents): every "[label]" of
+# the answer, and every "[text][label]", renders as a link to it. Its label may wrap lines, not
+# over a blank one. Possessive: white space is never given back, so a line's containers are
+# read once, and a label stops at the first bracket: each attempt reads at most to the next "["
+# (and 999 characters).
 _DEFINITION = re.compile(
-    r"^ {0,3}(?:>[ \t]?){0,8}\[([^\[\]\n]{1,999})\]:[ \t]*+\n?+(?:[ \t]*+>)*+[ \t]*+"
-    r"(?:<([^<>\n]*+)>|([^\s<]\S*+))",
+    r"^(?P<prefix>(?:[ \t]*+(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t])))*+[ \t]*+)"
+    r"\[(?P<label>(?:[^\[\]\\\n]|\\[^\n]?+|\n(?![ \t\r]*+\n)){1,999}+)\]:"
+    r"[ \t]*+\n?+(?:[ \t]*+>)*+[ \t]*+(?:<(?P<angled>[^<>\n]*+)>|(?P<bare>[^\s<]\S*+))",
     re.MULTILINE,
 )
-# An HTML link, which Markdown renders as written: its href and its text (tags inside the text
-# are not read, so each match ends at the first "<" after its tag).
-# Atomic and possessive, so an attempt never tries another split of the same tag: each one
-# reads at most up to the next "<", and the scan is linear.
-_ANCHOR = re.compile(
-    r"<a\s(?>[^<>]*?\bhref\s*=\s*)(?:\"([^\"<>]*+)\"|'([^'<>]*+)'|([^\s\"'<>]++))"
-    r"[^<>]*+>([^<]*+)</a\s*>",
+# The containers of a line that opens a list item ("- ", "1. ", "  * ", "> 2) "), which may hold
+# a definition indented 4 columns or more on a later line.
+_LIST_ITEM = re.compile(
+    r"^(?=(?:[ \t]*+>)*+[ \t]*+(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]|$))"
+    r"(?:[ \t]*+(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t]|$)))*+[ \t]*+",
+    re.MULTILINE,
+)
+# A line of text after a blank line, at the left margin, which no list item goes on over.
+_UNINDENTED_PARAGRAPH = re.compile(r"\n[ \t\r]*+\n(?=[^\s>*+\-0-9])")
+# An HTML link's start or end tag, as CommonMark reads raw HTML (attributes unquoted, or quoted
+# holding any character but their quote). Its text runs to the next "<a" or "</a" tag, as a
+# browser reads it (another tag inside, "<b>", is text of the link; an "<a" ends the one before
+# it), or to the end of the answer. Possessive: an attempt reads one tag, at most to the
+# second quote after its start, so the scan is linear.
+_ANCHOR_TAG = re.compile(
+    r"<(?:(/)a\s*+|a(?:\s++[A-Za-z_:][A-Za-z0-9:._-]*+"
+    r"(?:\s*+=\s*+(?:\"[^\"]*+\"|'[^']*+'|[^\s\"'=<>`]++))?+)*+\s*+/?)>",
     re.IGNORECASE,
 )
-# The text of a markdown link, brackets nested one deep, followed by its inline destination
-# "(...)" or its reference "[label]" or "[]". No character class overlaps the brackets, so a
-# match attempt stops at the second bracket after its start: the scan is linear.
-_LINK_TEXT = re.compile(r"\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\](?=[(\[])")
-_REFERENCE = re.compile(r"\[([^\[\]\n]{0,999})\]")
+# One attribute of a tag _ANCHOR_TAG found: its name and its value (none for a bare name).
+_ATTRIBUTE = re.compile(
+    r"\s++([A-Za-z_:][A-Za-z0-9:._-]*+)(?:\s*+=\s*+(?:\"([^\"]*+)\"|'([^']*+)'|([^\s\"'=<>`]++)))?+"
+)
+# A bracket or a blank line, where a link's text may not go on (it may span single lines).
+_BRACKET_OR_BLANK = re.compile(r"[\[\]]|\n[ \t\r]*+(?=\n)")
+# A backslash and the character it escapes: an escaped bracket opens or closes nothing.
+_ESCAPE = re.compile(r"\\[^\n]")
+# The label of a reference after a link's text, "[label]" (or "[]"): at most 999 characters,
+# over single line breaks, no unescaped bracket, so it reads at most to the next bracket.
+_REFERENCE = re.compile(r"\[((?:[^\[\]\\\n]|\\[^\n]?+|\n(?![ \t\r]*+\n)){0,999}+)\]")
+# A line break in a link label and the containers (block quotes) its next line repeats.
+_LABEL_BREAK = re.compile(r"\n[ \t>]*")
 # A link's destination, after the "]" that ends its text: "(" and what _LINK_TARGET reads (its
 # runs stop at a parenthesis or white space, so the scan is linear).
 _DESTINATION = re.compile(r"(?<=\])\(\s*(?:<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)")
@@ -686,48 +711,36 @@ def _marker(folded: Folded, match: re.Match[str], in_code: bool) -> _Marker:
 
 def _with_links(answer: str, markers: list[_Marker], code: _Code) -> list[_Marker]:
     """``markers`` with the link each one renders as, where it is not a ``[Source 1](...)``
-    link itself: one inside the text of a link (``[see Source 1](https://...)``), one whose
-    brackets are a reference (``[Source 1][ref]``, or ``[Source 1]`` with a definition
-    ``[Source 1]: https://...`` anywhere in the answer). A bracket marker that is a link is no
-    longer one :func:`link_citations` links."""
-    if "[" not in answer or not markers:
+    link itself: one inside the text of a link (``[see Source 1](https://...)``, over line
+    breaks too), one whose brackets are a reference (``[Source 1][ref]``, or ``[Source 1]`` with
+    a definition ``[Source 1]: https://...`` anywhere in the answer), one inside an HTML link
+    (``<a href="https://..."><b>[Source 1]</b></a>``). The innermost link that holds a marker
+    is the one it renders as. A bracket marker that is a link is no longer one
+    :func:`link_citations` links."""
+    if not markers or ("[" not in answer and "<" not in answer):
         return markers
-    definitions: dict[str, str] = {}
-    for match in _DEFINITION.finditer(answer):
-        if not code.holds(match.start()):
-            target = match.group(2) if match.group(2) is not None else match.group(3)
-            definitions.setdefault(_reference_key(match.group(1)), target)
-    texts: list[tuple[int, int, str]] = []  # each link's text and its destination
-    for match in _LINK_TEXT.finditer(answer):
-        end = match.end()
-        if code.holds(match.start()):
-            continue
-        if answer.startswith("(", end):
-            target = _LINK_TARGET.match(answer, end)
-            if target is None:
-                continue
-            found = target.group(1) if target.group(1) is not None else target.group(2)
-        else:
-            reference = _REFERENCE.match(answer, end)
-            label = reference.group(1) if reference is not None else ""
-            found = definitions.get(_reference_key(label or match.group()[1:-1]))
-        if found is not None:
-            texts.append((match.start(), end, found))
+    text = _code_filled(answer, code.spans)  # no link starts or ends in code
+    definitions = _definitions(answer, text) if "[" in answer else {}
+    texts = sorted(_link_texts(answer, text, definitions)) if "[" in answer else []
     if "<" in answer:
-        for match in _ANCHOR.finditer(answer):
-            if not code.holds(match.start()):
-                href = next(group for group in match.groups()[:3] if group is not None)
-                texts.append((match.start(4), match.end(4), href))
-        texts.sort()
-    starts = [start for start, _, _ in texts]
+        texts.extend(_anchor_texts(answer, text))
+        texts.sort(key=lambda found: (found[0], -found[1]))  # the outer of two at one start first
     linked = []
+    holding: list[tuple[int, int, str]] = []  # the links opened before a marker, innermost last
+    index = 0
     for marker in markers:
+        while index < len(texts) and texts[index][0] <= marker.start:
+            holding.append(texts[index])
+            index += 1
+        while holding and holding[-1][1] < marker.end:
+            holding.pop()  # it ends before this marker, so before every later one
         link = None
-        if marker.link is None and not marker.in_code:
-            index = bisect_right(starts, marker.start) - 1
-            if index >= 0 and marker.end <= texts[index][1]:
-                link = texts[index][2]
-            elif marker.shape == "bracket":  # a shortcut reference: "[Source 1]" alone
+        if marker.link is None or marker.in_code:  # "(...)" after a marker in code is text
+            if holding:
+                link = holding[-1][2]
+            elif marker.shape == "bracket" and not marker.in_code and answer[marker.start] != "[":
+                # brackets in other characters ("【Source 1】") are no markdown link: the
+                # definition of their label still says where they point
                 link = definitions.get(_reference_key(answer[marker.start + 1 : marker.end - 1]))
         if link is not None:
             shape = "markdown_link" if marker.shape == "bracket" else marker.shape
@@ -738,8 +751,239 @@ def _with_links(answer: str, markers: list[_Marker], code: _Code) -> list[_Marke
     return linked
 
 
+def _code_filled(answer: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``answer`` with its code (``spans``: sorted, merged) filled in, offsets and line breaks
+    kept: inline code as ``x`` (text of its line, holding no bracket or tag), a fenced block as
+    spaces (blank lines: no paragraph goes on over it)."""
+    pieces = []
+    done = 0
+    for start, end in spans:
+        pieces.append(answer[done:start])
+        code = answer[start:end]
+        pieces.append(_NOT_NEWLINE.sub(" " if "\n" in code else "x", code))
+        done = end
+    pieces.append(answer[done:])
+    return "".join(pieces)
+
+
+def _span(answer: str, match: re.Match[str], group: str) -> str:
+    """What ``group`` of ``match`` (found in ``answer`` with its code filled in) holds in
+    ``answer``."""
+    return answer[match.start(group) : match.end(group)]
+
+
+def _definitions(answer: str, text: str) -> dict[str, str]:
+    """The destination of each link reference definition of ``answer`` (``text``: it with its
+    code filled in) by its label as references match it (the first of a label counts).
+
+    A definition indented 4 columns or more past its containers is an indented code block
+    unless a list item holds it (``- item``, a blank line, then ``    [x]: ...`` in an item
+    nested two deep): one is taken when a list item opened before it, since the last paragraph
+    at the left margin after a blank line, has its content that far in, give or take 3 columns.
+    Linear: each line is read once.
+    """
+    found = []
+    deep = False
+    for match in _DEFINITION.finditer(text):
+        indents = _indents(match.group("prefix"))
+        if indents is not None:
+            found.append((match, indents[0]))
+            deep = deep or indents[0] > 3
+    deeper = [(match.start(), indent) for match, indent in found if indent > 3]
+    held = _held(text, deeper) if deep else set()
+    definitions: dict[str, str] = {}
+    for match, indent in found:
+        if indent > 3 and match.start() not in held:
+            continue  # an indented code block
+        key = _reference_key(_span(answer, match, "label"))
+        if key:
+            group = "angled" if match.group("angled") is not None else "bare"
+            definitions.setdefault(key, _span(answer, match, group))
+    return definitions
+
+
+def _indents(prefix: str, item: bool = False, empty: bool = False) -> tuple[int, list[int]] | None:
+    """Read a line's containers (``prefix``: white space, ``>`` and list markers) as CommonMark
+    does, tabs to stops of 4: how far in its deepest block starts, in columns past the content
+    of its innermost block quote, and the content column of each list item it opens (likewise).
+    What follows a list marker and more than 4 columns is an indented code block: for a
+    definition's line (not ``item``) that is ``None``; an item's content then starts a column
+    past its marker, as it does for an item that is ``empty`` on its first line."""
+    column = base = deepest = 0
+    contents: list[int] = []
+    at, size = 0, len(prefix)
+    marker = -1  # where the last list marker ended; -1 when white space follows no marker
+    while True:
+        start = column
+        while at < size and prefix[at] in " \t":
+            column += 4 - column % 4 if prefix[at] == "\t" else 1
+            at += 1
+        if marker < 0:
+            deepest = max(deepest, column - base)
+        elif (at == size and empty) or column - start > 4:
+            if not item:
+                return None
+            contents.append(marker + 1 - base)
+            return deepest, contents
+        else:
+            contents.append(column - base)
+        if at == size:
+            return deepest, contents
+        if prefix[at] == ">":
+            column += 1
+            at += 1
+            base = column + 1  # its optional space: a space, or a column of a tab
+            if at < size and prefix[at] == " ":
+                column += 1
+                at += 1
+            marker = -1
+        else:  # "-", "+", "*", or digits and "." or ")"
+            while prefix[at] in "0123456789":
+                column += 1
+                at += 1
+            column += 1
+            at += 1
+            marker = column
+
+
+def _held(text: str, lines: Sequence[tuple[int, int]]) -> set[int]:
+    """Of the lines (their start and indentation, see :func:`_indents`; sorted) those a list
+    item may hold: their indentation is 0 to 3 columns past the content of an item opened
+    before them, and no paragraph at the left margin after a blank line came between. Linear:
+    each list item and each such paragraph is read once."""
+    items = _LIST_ITEM.finditer(text)
+    paragraphs = _UNINDENTED_PARAGRAPH.finditer(text)
+    item = next(items, None)
+    paragraph = next(paragraphs, None)
+    contents: set[int] = set()
+    held = set()
+    for start, indent in lines:
+        while item is not None or paragraph is not None:
+            at_item = item.start() if item is not None else len(text)
+            at_paragraph = paragraph.end() if paragraph is not None else len(text)
+            if min(at_item, at_paragraph) >= start:
+                break
+            if paragraph is not None and at_paragraph <= at_item:
+                contents.clear()
+                paragraph = next(paragraphs, None)
+            elif item is not None:
+                empty = text.startswith("\n", item.end()) or item.end() == len(text)
+                indents = _indents(item.group(), item=True, empty=empty)
+                contents.update(indents[1] if indents is not None else ())
+                item = next(items, None)
+        if any(indent - back in contents for back in range(4)):
+            held.add(start)
+    return held
+
+
+def _link_texts(
+    answer: str, text: str, definitions: Mapping[str, str]
+) -> list[tuple[int, int, str]]:
+    """The text of each markdown link in ``answer`` (``text``: it with code filled in), as its
+    brackets' start and end and the link's destination.
+
+    Brackets pair as CommonMark pairs them: nested to any depth, not escaped, not in code, and
+    within a paragraph (a blank line closes every bracket still open). A pair is a link when
+    ``(`` follows it (an inline link), a label that a definition names (``[text][label]``, or
+    ``[text][]``), or when no label follows and its own text is a defined label (a shortcut
+    reference). A pair holding a link is no link (links do not nest). Linear: each bracket is
+    read once; the brackets still open are kept as integers in an array.
+    """
+    structure = _ESCAPE.sub("xx", text) if "\\" in text else text
+    found = []
+    # each bracket still open: its offset times 4, plus 2 when it holds a link, plus 1 when it
+    # holds brackets
+    opened = array("q")
+    for match in _BRACKET_OR_BLANK.finditer(structure):
+        at = match.start()
+        char = structure[at]
+        if char == "[":
+            opened.append(at << 2)
+        elif char != "]":
+            del opened[:]  # a blank line
+        elif opened:
+            entry = opened.pop()
+            start, end = entry >> 2, at + 1
+            target = (
+                None
+                if entry & 2
+                else _link_text_target(answer, text, start, end, entry & 1, definitions)
+            )
+            if target is not None:
+                found.append((start, end, target))
+            if opened:
+                opened[-1] |= 1 | (2 if target is not None or entry & 2 else 0)
+    return found
+
+
+def _link_text_target(
+    answer: str, text: str, start: int, end: int, nested: int, definitions: Mapping[str, str]
+) -> str | None:
+    """The destination of the link whose text is ``answer[start:end]`` (brackets included),
+    or ``None`` when it is no link."""
+    if text.startswith("(", end):
+        target = _LINK_TARGET.match(answer, end)
+        if target is None:
+            return None
+        return target.group(1) if target.group(1) is not None else target.group(2)
+    if not definitions:
+        return None
+    reference = _REFERENCE.match(text, end)
+    if reference is not None and reference.end(1) > reference.start(1):
+        label = answer[reference.start(1) : reference.end(1)]
+    elif nested or end - start > 1001:
+        return None  # a label holds no bracket, and at most 999 characters
+    else:
+        label = answer[start + 1 : end - 1]
+    return definitions.get(_reference_key(label))
+
+
+def _anchor_texts(answer: str, text: str) -> list[tuple[int, int, str]]:
+    """The text of each HTML link of ``answer`` (``text``: it with code filled in) with an
+    ``href``, as its start, end and the ``href``: from the end of its ``<a ...>`` tag to the next
+    ``<a`` or ``</a>`` tag, or the end of the answer (a browser links what follows an unclosed
+    one)."""
+    found = []
+    opened: tuple[int, str] | None = None
+    for match in _ANCHOR_TAG.finditer(text):
+        if _escaped(answer, match.start()):
+            continue  # "\\<a ...>" is text
+        if opened is not None:
+            found.append((opened[0], match.start(), opened[1]))
+            opened = None
+        if match.group(1) is None:
+            href = _href(answer[match.start() : match.end()])
+            if href is not None:
+                opened = (match.end(), href)
+    if opened is not None:
+        found.append((opened[0], len(answer), opened[1]))
+    return found
+
+
+def _href(tag: str) -> str | None:
+    """The ``href`` of the start tag ``tag`` (``<a ...>``), its first one as HTML reads it;
+    ``None`` when it has none."""
+    at = 2
+    while (attribute := _ATTRIBUTE.match(tag, at)) is not None:
+        if attribute.group(1).lower() == "href":
+            return next((value for value in attribute.groups()[1:] if value is not None), "")
+        at = attribute.end()
+    return None
+
+
+def _escaped(answer: str, at: int) -> bool:
+    """Whether the character at ``at`` follows an odd run of backslashes (it is escaped)."""
+    before = at
+    while before > 0 and answer[before - 1] == "\\":
+        before -= 1
+    return (at - before) % 2 == 1
+
+
 def _reference_key(label: str) -> str:
-    """A link label as references match it: case-folded, white space collapsed."""
+    """A link label as references match it: case-folded, white space collapsed, and the block
+    quote markers that start its later lines dropped."""
+    if "\n" in label:
+        label = _LABEL_BREAK.sub(" ", label)
     return " ".join(label.casefold().split())
 
 

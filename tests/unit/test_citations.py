@@ -427,6 +427,31 @@ def test_a_citation_linked_elsewhere_than_its_source_is_reported() -> None:
         "Paris [Source 1].\n\n> [Source 1]: https://phish.example",  # defined in a quote
         'Paris <a href="https://phish.example">[Source 1]</a>.',  # an HTML link
         "Paris <A title=x HREF='https://phish.example'>see [Source 1]</a >.",
+        # rv40-F3: a link's text over line breaks, nested brackets, code and escapes in it
+        "Paris [see\nSource 1](https://phish.example).",
+        "Paris [see\n   Source 1\n  here](https://phish.example).",
+        "> Paris [see\n> Source 1](https://phish.example).",
+        "Paris [a [b [Source 1]]](https://phish.example).",
+        "Paris [see `]` Source 1](https://phish.example).",
+        "Paris [see \\] Source 1](https://phish.example).",
+        "Paris [see Source 1][the\nlink].\n\n[The  Link]: https://phish.example",
+        "Paris [see\nSource 1].\n\n[see source 1]: https://phish.example",  # a shortcut
+        # definitions in list items, after any containers, and over line breaks
+        "- [Source 1]: https://phish.example\n\nParis [Source 1].",
+        "1. [Source 1]: https://phish.example\n\nParis [Source 1].",
+        "> - [Source 1]: https://phish.example\n\nParis [Source 1].",
+        "- > [Source 1]: https://phish.example\n\nParis [Source 1].",
+        "- item\n\n  [Source 1]: https://phish.example\n\nParis [Source 1].",
+        "- item\n  - sub\n\n    [Source 1]: https://phish.example\n\nParis [Source 1].",
+        "Paris [Source 1].\n\n> \t[Source 1]: https://phish.example",  # 2 columns in
+        "Paris [Source 1].\n\n[Source\n1]: https://phish.example",
+        "Paris [Source 1].\n\n> [Source\n> 1]: https://phish.example",
+        "Paris [Source 1].\n\n- [Source\n  1]: https://phish.example",
+        # an HTML link's text holds other tags, up to its </a> (or the end, unclosed)
+        'Paris <a href="https://phish.example"><b>[Source 1]</b></a>.',
+        "Paris <a title=\"a>b\" href='https://phish.example'><em>see</em> Source 1</a>.",
+        'Paris <a href="https://phish.example">see\n\n[Source 1]</a>.',
+        'Paris <a href="https://phish.example">[Source 1].',
     ],
 )
 def test_a_citation_rendered_as_a_link_elsewhere_is_reported(answer: str) -> None:
@@ -444,6 +469,26 @@ def test_a_citation_rendered_as_a_link_elsewhere_is_reported(answer: str) -> Non
         "Paris `[Source 1][x]`.\n\n[x]: https://phish.example",  # code is no link
         "Paris [Source 1].\n\n    [Source 1]: https://phish.example",  # an indented code block
         "Paris [Source 1](https://EXAMPLE.org/paris).",  # a host in any case is the same host
+        # rv40-F3: near misses, which CommonMark renders as no link
+        "Paris [see\n\nSource 1](https://phish.example).",  # a blank line ends the text
+        "Paris [see\n \t\nSource 1](https://phish.example).",
+        "Paris [see Source 1]\n(https://phish.example).",
+        "Paris \\[see Source 1](https://phish.example).",  # an escaped bracket
+        "Paris [Source 1].\n\n```\n[Source 1]: https://phish.example\n```",  # code
+        "Paris [Source 1].\n\n~~~~\n- [Source 1]: https://phish.example\n~~~~",
+        "Paris [Source 1].\n\n\t[Source 1]: https://phish.example",  # a tab: 4 columns
+        "Paris [Source 1].\n\n>     [Source 1]: https://phish.example",  # code in a quote
+        "-     [Source 1]: https://phish.example\n\nParis [Source 1].",  # code in an item
+        "- item\n\n      [Source 1]: https://phish.example\n\nParis [Source 1].",
+        "- item\n\nText.\n\n    [Source 1]: https://phish.example\n\nParis [Source 1].",
+        "Paris [Source 1].\n\n[Source\n\n1]: https://phish.example",  # a label over a blank line
+        'Paris <a href="https://phish.example">x</a> [Source 1].',
+        'Paris \\<a href="https://phish.example">[Source 1]</a>.',
+        'Paris `<a href="https://phish.example">` [Source 1].',
+        'Paris <a name="x">[Source 1]</a>.',
+        'Paris <a href="https://phish.example">x <a name="y">[Source 1]</a>.',  # it ends the first
+        'Paris <abbr title="https://phish.example">[Source 1]</abbr>.',
+        f'Paris <a href="https://phish.example">[see Source 1]({PARIS})</a>.',  # the inner link
     ],
 )
 def test_a_citation_rendered_as_a_link_to_its_source_or_not_as_a_link_is_valid(
