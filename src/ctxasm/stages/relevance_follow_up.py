@@ -14,6 +14,7 @@ Relevance ranks by the question and that turn together (see :func:`ctxasm.pipeli
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -60,8 +61,6 @@ _BINDABLE = (_POINTERS - {"more", "else", "another"}) | {"there"}
 _CLAUSE_BREAK = re.compile(
     r"[,;:.!?]+|\s(?:and|but|or|so|then|while|whereas|because)\s", re.IGNORECASE
 )
-# A noun after an article ("the tower", "an island"): something a later pronoun may mean.
-_ARTICLE_NOUN = re.compile(r"\b(?:the|an?)\s+(\w+)", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 # A demonstrative and the word after it, past a number: "this river", "these two cities".
 _DEMONSTRATIVE = re.compile(
@@ -108,20 +107,24 @@ def follow_up(query: str, history: Sequence[Message], texts: Sequence[str]) -> F
 def points_back(query: str) -> bool:
     """Whether ``query`` points back at an earlier turn: it has a pointer word (see
     ``_POINTERS``) or a "there" that is not existential ("How many people live there?", not "Is
-    there a limit?") that no earlier clause of its own gives a subject to, or it has no content
-    word of its own ("And why?"). "Where does the Rhine end, and how long is it?" asks about the
-    Rhine: a pronoun, demonstrative or "there" in a clause after one that names something (a
-    capitalised word that does not open the clause, or a noun after an article) means it."""
+    there a limit?") that no name before it in the question gives a subject to, or it has no
+    content word of its own ("And why?"). "Where does the Rhine end, and how long is it?" asks
+    about the Rhine: a pronoun, demonstrative or "there" in a clause after a name (a
+    capitalised content word that does not open a sentence) means it. A noun after "the" is
+    no such subject: "the film" in "Who directed the film, and when was he born?" is the one
+    an earlier turn named."""
     content = frozenset(query_terms(query))
     if not content:
         return True
-    named = False
-    for clause in _CLAUSE_BREAK.split(query):
-        found = words(clause)
+    named = _first_name_end(query, content)
+    start = 0
+    for brk in [*_CLAUSE_BREAK.finditer(query), None]:
+        found = words(query[start : len(query) if brk is None else brk.start()])
         pointers = _POINTERS.intersection(found) | ({"there"} if _there_points(found) else set())
-        if pointers and not (named and _BINDABLE.issuperset(pointers)):
+        if pointers and not (named <= start and _BINDABLE.issuperset(pointers)):
             return True
-        named = named or _names_something(clause, content)
+        if brk is not None:
+            start = brk.end()
     return False
 
 
@@ -135,12 +138,16 @@ def _there_points(found: list[str]) -> bool:
     )
 
 
-def _names_something(clause: str, content: frozenset[str]) -> bool:
-    """Whether ``clause`` names something a later pronoun may mean: a noun after an article,
-    or a capitalised word that does not open the clause (a name), either a content word."""
-    if any(noun.lower() in content for noun in _ARTICLE_NOUN.findall(clause)):
-        return True
-    return any(word[:1].isupper() and word.lower() in content for word in _WORD.findall(clause)[1:])
+def _first_name_end(query: str, content: frozenset[str]) -> float:
+    """Where the first name of ``query`` ends: a capitalised word, one of the query's
+    ``content`` words, that does not open a sentence; infinity where it has none."""
+    after = 0  # the end of the word before
+    for word in _WORD.finditer(query):
+        opens = after == 0 or any(mark in query[after : word.start()] for mark in ".!?")
+        if not opens and word[0][:1].isupper() and word[0].lower() in content:
+            return word.end()
+        after = word.end()
+    return math.inf
 
 
 def _user_turns(history: Sequence[Message], own: frozenset[str]) -> Iterator[tuple[int, bool]]:

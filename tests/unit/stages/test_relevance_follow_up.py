@@ -36,6 +36,9 @@ RIVERS = (
         "Is it true that the Volga ends in the Caspian Sea?",
         "Where does the Rhine end, and what else flows into the sea?",
         "When did she die, and where?",
+        # a noun after "the" is what an earlier turn named, not a subject of the question's
+        "Who directed the film, and when was he born?",
+        "What did Einstein say about it?",
     ],
 )
 def test_a_question_with_a_pointer_or_no_word_of_its_own_points_back(query: str) -> None:
