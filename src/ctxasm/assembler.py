@@ -15,6 +15,10 @@ returning frozen state (``docs/pipeline.md`` draws them):
 8. verify: recount exactly, drop the weakest passage while over;
 9. history: room the passages left unused goes back to dropped turns;
 10. report.
+
+Each stage starts at a checkpoint of :mod:`ctxasm.deadline`, and the stages check it in their
+loops: under a deadline (the HTTP service's ``request_timeout_s``) an assembly stops soon after
+it passes; without one the checkpoints cost nothing to speak of.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import cast
 from ctxasm import pipeline, registry
 from ctxasm.config import AssemblerConfig, defaults_error
 from ctxasm.data import Assembly, Candidate, Message, Request, Strategies, StrategySpec
+from ctxasm.deadline import checkpoint
 from ctxasm.errors import (
     ArgumentTypeError,
     BudgetError,
@@ -154,6 +159,7 @@ class Assembler:
             with clock.stage("history"):
                 verified = pipeline.give_back(setup, rendering, verified)
         clock.ms["total"] = (time.perf_counter() - started) * 1000
+        checkpoint()
         return pipeline.report(setup, ordered, rendering, verified, clock.ms)
 
     def _setup(self, request: Request) -> Setup:
@@ -342,13 +348,14 @@ def _timed_dedup(setup: Setup, clock: _Clock) -> _TimedDedup:
 
 
 class _Clock:
-    """Milliseconds per stage."""
+    """Milliseconds per stage; each stage starts at a checkpoint (see :mod:`ctxasm.deadline`)."""
 
     def __init__(self) -> None:
         self.ms: dict[str, float] = {}
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
+        checkpoint()
         started = time.perf_counter()
         try:
             yield

@@ -61,6 +61,7 @@ from typing import Any, NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
 from ctxasm.data import Assembly, Report
+from ctxasm.deadline import checkpoint
 from ctxasm.errors import ArgumentTypeError, RequestError
 from ctxasm.formatting.labels import CITATION, ITEM, Folded, fold
 from ctxasm.lexical import sentence_spans
@@ -564,6 +565,7 @@ def _scan(answer: str) -> tuple[str, list[_Marker]]:
     markers = []
     cited = 0  # the numbers of the markers so far: a list of a million is a million citations
     for match in CITATION.finditer(folded.text):
+        checkpoint()
         start = folded.original(match.start())
         if urls.holds(start):
             continue  # part of a url: "?page[2]=x", ".../[Source_4]"

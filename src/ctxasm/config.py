@@ -24,6 +24,7 @@ A config file is TOML or JSON::
     header_timeout_s = 10      # close a connection whose request headers take longer
     body_timeout_s = 30        # answer 408 when a request body takes longer (and abort a
                                # response the client stops reading for as long)
+    request_timeout_s = 30     # answer 503 when assembling or checking citations takes longer
     keep_alive_s = 5           # close an idle keep-alive connection after this
     max_connections = 1000     # answer 503 beyond this many connections and requests
 
@@ -64,6 +65,7 @@ SERVICE_SETTINGS: dict[str, bool | float | int] = {
     "allow_request_model_paths": False,
     "header_timeout_s": 10.0,
     "body_timeout_s": 30.0,
+    "request_timeout_s": 30.0,
     "keep_alive_s": 5.0,
     "max_connections": 1000,
 }

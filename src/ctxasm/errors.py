@@ -16,6 +16,7 @@
     ├── ConfigError               a configuration file or value is invalid          422    2
     │   └── PluginError           a strategy plugin is broken or clashes by name    422    2
     ├── StoreUnavailableError     the document store cannot be reached now (retry)  503    1
+    ├── DeadlineError             the work passed its time limit (ctxasm.deadline)  503    1
     └── TokenizerError            a tokenizer cannot be loaded (offline, bad hash)  500    1
         └── TokenizerFileError    a tokenizer file you gave is missing or broken    500    2
 
@@ -43,6 +44,7 @@ __all__ = [
     "BudgetError",
     "ConfigError",
     "CtxasmError",
+    "DeadlineError",
     "InvalidJSONError",
     "PluginError",
     "RequestError",
@@ -176,6 +178,16 @@ class StoreUnavailableError(CtxasmError):
     timeout); the request itself may be fine, so an HTTP service answers 503."""
 
     code = "store_unavailable"
+    http_status = 503
+
+
+class DeadlineError(CtxasmError):
+    """The work passed the time limit applied to it, or its caller cancelled it (see
+    :mod:`ctxasm.deadline`); the request may be fine, only too big for the limit, so an HTTP
+    service answers 503. Nothing sets a limit unless its caller does: the HTTP service does,
+    from ``[service] request_timeout_s``."""
+
+    code = "deadline_exceeded"
     http_status = 503
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache, lru_cache
 from itertools import accumulate, pairwise
 
+from ctxasm.deadline import checkpoint
 from ctxasm.keys import CACHE_CHARS, HEAVY_CACHE_CHARS, content_key, text_cache
 from ctxasm.stems import search_keys, stem
 
@@ -281,26 +282,54 @@ def _term_places(term: str, low: str, word_run: re.Pattern[str]) -> list[int]:
 
 def _term_counts_many(terms: tuple[str, ...], texts: Sequence[str]) -> list[tuple[int, ...]]:
     """:func:`term_counts` of ``terms`` in each of ``texts``, each term searched for once in
-    all the texts lower-cased and joined by NUL (not a word character, so no word runs from
-    one text into the next), each find given to the text it is in: many short texts cost one
-    search per key, not one per key and text (2,000 passages of 750 characters: 25 ms -> 16)."""
+    the texts lower-cased and joined by NUL (not a word character, so no word runs from one
+    text into the next) in blocks of about ``_BLOCK_CHARS``, each find given to the text it is
+    in: many short texts cost one search per key and block, not one per key and text (2,000
+    passages of 750 characters: 25 ms -> 16). Between blocks the work may stop (a checkpoint
+    of :mod:`ctxasm.deadline`): one term found in every sentence of 8 MB of texts took 0.2 s."""
     if len(texts) < 2 or len(terms) > _TERMS_BY_SEARCH or any("\x00" in t for t in terms):
-        return [tuple(term_counts(terms, text)) for text in texts]
+        return [_checked_counts(terms, text) for text in texts]
     lows = [text.lower() for text in texts]
-    low = "\x00".join(lows)
-    ends = list(accumulate(len(piece) + 1 for piece in lows))  # past each text's NUL
-    word_run = _WORD_RUN if low.isascii() else _spaced_word_run()
+    blocks = _joined_blocks(lows)
+    ascii_only = all(low.isascii() for _, low, _ in blocks)
+    word_run = _WORD_RUN if ascii_only else _spaced_word_run()
     counts = [[0] * len(terms) for _ in texts]
     for column, term in enumerate(terms):
         if not term:
             continue
         if _unspaced_term(term):
+            checkpoint()
             for row, piece in zip(counts, lows, strict=True):
                 row[column] = piece.count(term)
             continue
-        for at in _term_places(term, low, word_run):
-            counts[bisect_right(ends, at)][column] += 1
+        for first, low, ends in blocks:
+            checkpoint()
+            for at in _term_places(term, low, word_run):
+                counts[first + bisect_right(ends, at)][column] += 1
     return [tuple(row) for row in counts]
+
+
+def _joined_blocks(lows: Sequence[str]) -> list[tuple[int, str, list[int]]]:
+    """``lows`` joined by NUL in blocks of whole texts, each of about ``_BLOCK_CHARS``
+    characters (or one longer text): the index of its first text, the block, and where each
+    of its texts ends, past its NUL."""
+    blocks = []
+    start = 0
+    while start < len(lows):
+        stop, size = start + 1, len(lows[start])
+        while stop < len(lows) and size + len(lows[stop]) <= _BLOCK_CHARS:
+            size += len(lows[stop]) + 1
+            stop += 1
+        part = lows[start:stop]
+        blocks.append((start, "\x00".join(part), list(accumulate(len(p) + 1 for p in part))))
+        start = stop
+    return blocks
+
+
+def _checked_counts(terms: tuple[str, ...], text: str) -> tuple[int, ...]:
+    """:func:`term_counts` of one text of many, after a checkpoint (see :mod:`ctxasm.deadline`)."""
+    checkpoint()
+    return tuple(term_counts(terms, text))
 
 
 def _counts_of_words(terms: Sequence[str], counted: Mapping[str, int]) -> list[int]:
@@ -320,6 +349,8 @@ def _counts_of_words(terms: Sequence[str], counted: Mapping[str, int]) -> list[i
 # beyond, the text's words are counted once and each term looked up (3,200 titles named in a
 # query, against 1,600 passages, took 3.4 s searched one by one).
 _TERMS_BY_SEARCH = 64
+# Texts are searched together in blocks of about this many characters (see _term_counts_many).
+_BLOCK_CHARS = 64 * 1024
 # Places inside longer words passed one at a time, per term and text, before the search skips
 # to each word's end (prose has a few: "the" in "there"; a run of one letter has thousands).
 _MISSES_ONE_BY_ONE = 32
@@ -842,13 +873,8 @@ def title_links(
         title: [(alias, strength, alias.split()) for alias, strength in aliases]
         for title, aliases in _distinct_aliases({t: len(js) for t, js in sharing.items()}).items()
     }
-    keys = [f" {phrase_key(text)} " for text in texts]
-    # Which texts hold each word of a name (only those words: a set intersection per text).
     needed = {word for aliases in names_of.values() for _, _, words_ in aliases for word in words_}
-    holders: dict[str, list[int]] = {}
-    for i, text in enumerate(texts):
-        for word in needed.intersection(key_words(text)):
-            holders.setdefault(word, []).append(i)
+    keys, holders = _keys_and_holders(texts, needed)
     capitalised: list[set[str] | None] = [None] * len(texts)
     as_names: list[frozenset[str] | None] = [None] * len(texts)
     found: list[dict[int, float]] = [{} for _ in texts]
@@ -867,6 +893,7 @@ def title_links(
         names_of,
     )
     for title, aliases in names_of.items():
+        checkpoint()
         # A text names every passage of a title alike (its own excepted, when aligned: the
         # names of its own title), so the first passage's link speaks for all.
         passages = sharing[title]
@@ -886,7 +913,8 @@ def title_links(
                     continue
                 if strength < 1.0:
                     names = capitalised[i]
-                    if names is None:
+                    if names is None:  # read once per text, when first needed
+                        checkpoint()
                         names = capitalised[i] = {w for e in entities(texts[i]) for w in e.split()}
                     if not names.issuperset(alias_words):
                         continue
@@ -894,6 +922,7 @@ def title_links(
                 if strength == 1.0 and len(alias_words) == 1 and _capital_title(title):
                     written = as_names[i]
                     if written is None:
+                        checkpoint()
                         written = as_names[i] = _capitalised_words(texts[i])
                     if alias not in written:
                         if _qualified_name(title):
@@ -910,6 +939,21 @@ def title_links(
 
 
 _MANY_TITLES = 64  # from this many titles, title_links first drops those no text can name
+
+
+def _keys_and_holders(
+    texts: Sequence[str], needed: set[str]
+) -> tuple[list[str], dict[str, list[int]]]:
+    """Each text's phrase key (padded with spaces), and which texts hold each of the words
+    ``needed`` (only those words: a set intersection per text)."""
+    keys: list[str] = []
+    holders: dict[str, list[int]] = {}
+    for i, text in enumerate(texts):
+        checkpoint()
+        keys.append(f" {phrase_key(text)} ")
+        for word in needed.intersection(key_words(text)):
+            holders.setdefault(word, []).append(i)
+    return keys, holders
 
 
 def _capital_title(title: str | None) -> bool:
@@ -1145,7 +1189,10 @@ def _nameable(titles: Sequence[str | None], texts: Sequence[str]) -> list[int]:
     are not looked for, nor counted when shorter names shared by two titles are dropped (such
     a name has a word in no text either). Worth the set of the texts' words only when there
     are many titles."""
-    words_of_texts = frozenset().union(*map(key_words, texts))
+    words_of_texts: set[str] = set()
+    for text in texts:
+        checkpoint()
+        words_of_texts.update(key_words(text))
     nameable: dict[str | None, bool] = {}  # by title: passages often share one
     named = []
     for j, title in enumerate(titles):

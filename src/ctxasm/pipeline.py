@@ -42,6 +42,7 @@ from ctxasm.data import (
     Reason,
     Request,
 )
+from ctxasm.deadline import checkpoint
 from ctxasm.errors import BudgetError, ConfigError
 from ctxasm.formatting import Format, PromptParts, Rendered
 from ctxasm.formatting.blocks import NO_CONTEXT_NOTE, NO_SOURCES_NOTE, RULES, SourcesBlock
@@ -735,6 +736,7 @@ def fit(
     """Render and recount exactly; while over a limit, drop the lowest-scoring passage."""
     dropped: list[Exclusion] = []
     while True:
+        checkpoint()  # each round renders and counts the whole request
         rendered = render(ordered)
         total = count_request(rendered)
         block = count_block(ordered)

@@ -2,12 +2,16 @@
 
 Chunked bodies are refused while they are read, slow headers and bodies are timed out, metrics
 do not grow per requested path, request templates are refused unless the operator allows them,
-a template's work is bounded, and ``/healthz`` answers while an assembly runs.
+a template's work is bounded, ``/healthz`` answers while an assembly runs, work past
+``request_timeout_s`` is stopped with the JSON error, and the work of a client that hangs up
+stops (review rv39-2).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import random
 import socket
 import threading
 import time
@@ -41,6 +45,13 @@ PATIENT = f"""
 max_body_bytes = {LIMIT}
 """
 NESTED = "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}"
+# a short time limit on each request's work
+BRIEF = f"""
+[limits]
+max_body_bytes = {LIMIT}
+[service]
+request_timeout_s = 0.3
+"""
 
 
 def _serve(
@@ -55,6 +66,11 @@ def _serve(
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, start_service: Start) -> Iterator[Any]:
     yield from _serve(tmp_path_factory, start_service, CONFIG)
+
+
+@pytest.fixture(scope="module")
+def served_briefly(tmp_path_factory: pytest.TempPathFactory, start_service: Start) -> Iterator[Any]:
+    yield from _serve(tmp_path_factory, start_service, BRIEF)
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +101,40 @@ def _rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise AssertionError("no VmRSS")
+
+
+def _cpu_s(pid: int) -> float:
+    """The CPU time (user and system) process ``pid`` has used, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _heavy(seed: int) -> dict[str, Any]:
+    """A request inside every limit of the configs above (3.6 MB) whose assembly takes seconds
+    (3.5 s of CPU on a 2-core development machine): 1,000 distinct passages of 3,500
+    characters naming one another, for a model whose window admits all of them, so each is
+    scored, compared with those kept and scanned."""
+    rnd = random.Random(seed)
+    names = [f"Name{seed}x{i} Person{i}" for i in range(1000)]
+    words = "philosophy logic ethics rhetoric poetry physics".split()
+
+    def text() -> str:
+        sentences = (
+            f"{rnd.choice(names)} taught {rnd.choice(words)} beside {rnd.choice(names)} in Athens."
+            for _ in range(60)
+        )
+        return " ".join(sentences)[:3500]
+
+    passages = [{"id": f"p{i}", "title": name, "text": text()} for i, name in enumerate(names)]
+    return {"query": "Where did Aristotle teach logic?", "model": "gpt-4.1", "passages": passages}
+
+
+def _counted(metrics: str, series: str) -> float:
+    """The value of ``series`` (a metric with its labels) in Prometheus text; 0 when absent."""
+    for line in metrics.splitlines():
+        if line.startswith(f"{series} "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
 
 
 def _connect(base: str) -> socket.socket:
@@ -395,3 +445,61 @@ def test_workers_run_numpy_with_one_blas_thread_unless_told(
         for worker in workers:
             variables = Path(f"/proc/{worker}/environ").read_bytes().split(b"\0")
             assert f"OPENBLAS_NUM_THREADS={expected}".encode() in variables
+
+
+def test_work_past_the_time_limit_gets_the_json_error_and_stops(served_briefly: Any) -> None:
+    base, pid = served_briefly
+    heavy = _heavy(1)
+    before = _cpu_s(pid)
+    status, answer = _post(base, heavy)
+    spent = _cpu_s(pid) - before
+    assert (status, answer["error"]["code"], answer["error"]["field"]) == (
+        503,
+        "deadline_exceeded",
+        None,
+    )
+    assert answer["error"]["message"] == (
+        "the work took longer than this service's time limit of 0.3 s ([service] "
+        "request_timeout_s); send fewer or shorter passages, or the operator can raise "
+        "[service] request_timeout_s"
+    )
+    # reading and parsing 3.6 MB, 0.3 s of work and a candidate's more, not the 3.5 s of it all
+    assert spent < 1.5, f"{spent:.2f} s of CPU"
+    assert _post(base, REQUEST)[0] == 200  # a small request fits the limit
+
+
+def test_a_citation_check_past_the_time_limit_gets_the_json_error(served_briefly: Any) -> None:
+    base, _ = served_briefly
+    # 50,000 markers, the most an answer may hold: seconds of work
+    answer = "Aristotle taught at the Lyceum [Source 1]. " * 50_000
+    result = {"report": {"included": [{"id": "a", "label": "Source 1", "url": None}]}}
+    status, refused = _post(base, {"answer": answer, "result": result}, "/v1/check-citations")
+    assert (status, refused["error"]["code"]) == (503, "deadline_exceeded")
+
+
+def test_a_client_that_hangs_up_stops_its_work(served_patient: Any) -> None:
+    base, pid = served_patient
+    raw = json.dumps(_heavy(2)).encode()
+    gone = 'ctxasm_requests_total{endpoint="/v1/assemble",status="499"}'
+    gone_before = _counted(_get(base, "/metrics")[1], gone)
+    sock = _connect(base)
+    before = _cpu_s(pid)
+    sock.sendall(b"POST /v1/assemble HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(raw))
+    sock.sendall(raw)
+    waited = time.monotonic() + 60
+    while _cpu_s(pid) - before < 1.0:  # the assembly is well under way
+        assert time.monotonic() < waited
+        time.sleep(0.05)
+    sock.setblocking(False)
+    with pytest.raises(BlockingIOError):  # no answer yet: the work is not done
+        sock.recv(1)
+    sock.close()
+    time.sleep(0.5)  # its next checkpoint is about a candidate's work away
+    idle = _cpu_s(pid)
+    started = time.monotonic()
+    assert _post(base, REQUEST)[0] == 200
+    assert time.monotonic() - started < 2.0
+    time.sleep(1.0)
+    # nothing runs on: the assembly had over 2 s of CPU left
+    assert _cpu_s(pid) - idle < 0.3
+    assert _counted(_get(base, "/metrics")[1], gone) == gone_before + 1

@@ -250,13 +250,35 @@ def test_a_default_model_the_config_breaks_is_named_not_the_defaults() -> None:
         ("max_connections", -(10**5000), "got (a negative integer of 16,610 bits)"),
         ("header_timeout_s", 0, "must be a number over 0, at most 86,400, got 0"),
         ("max_connections", 2.5, "must be an integer over 0, at most 1,000,000, got 2.5"),
+        ("request_timeout_s", 0, "must be a number over 0, at most 86,400, got 0"),
+        ("request_timeout_s", -1.5, "must be a number over 0, at most 86,400, got -1.5"),
+        ("request_timeout_s", 86_401, "must be a number over 0, at most 86,400, got 86401"),
+        ("request_timeout_s", "30", "must be a number over 0, at most 86,400, got '30'"),
+        ("request_timeout_s", True, "must be a number over 0, at most 86,400, got True"),
     ],
-    ids=["huge", "too-long-to-print", "zero", "not-an-integer"],
+    ids=[
+        "huge",
+        "too-long-to-print",
+        "zero",
+        "not-an-integer",
+        "request-timeout-zero",
+        "request-timeout-negative",
+        "request-timeout-over-a-day",
+        "request-timeout-a-string",
+        "request-timeout-a-bool",
+    ],
 )
 def test_service_settings_are_bounded_and_named(setting: str, value: object, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         ctxasm.Assembler({"service": {setting: value}})
     assert caught.value.field == f"service.{setting}" and message in caught.value.message
+
+
+def test_the_request_time_limit_defaults_to_30_s_and_takes_any_number_in_range() -> None:
+    assert ctxasm.Assembler().config.service["request_timeout_s"] == 30.0
+    for value in (0.2, 5, 86_400):
+        assembler = ctxasm.Assembler({"service": {"request_timeout_s": value}})
+        assert assembler.config.service["request_timeout_s"] == value
 
 
 def test_a_limit_too_long_to_print_is_refused_by_its_size() -> None:

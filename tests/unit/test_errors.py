@@ -49,6 +49,7 @@ def test_every_error_carries_its_code_status_and_exit_code() -> None:
         "ConfigError": ("invalid_config", 422, 2),
         "PluginError": ("invalid_plugin", 422, 2),
         "StoreUnavailableError": ("store_unavailable", 503, 1),
+        "DeadlineError": ("deadline_exceeded", 503, 1),
         "TokenizerError": ("tokenizer_unavailable", 500, 1),
         "TokenizerFileError": ("invalid_tokenizer_file", 500, 2),
         "ParamError": ("invalid_parameter", 422, 2),

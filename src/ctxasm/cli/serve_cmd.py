@@ -51,8 +51,8 @@ def serve_command(
 ) -> None:
     """Serve the JSON contract over HTTP: /v1/assemble, /v1/check-citations, /v1/models,
     /healthz, /metrics, /docs. Set CTXASM_API_KEY to require an API key. Slow clients are
-    closed: see [service] in the config (header_timeout_s, body_timeout_s, keep_alive_s,
-    max_connections)."""
+    closed, and long work is stopped: see [service] in the config (header_timeout_s,
+    body_timeout_s, request_timeout_s, keep_alive_s, max_connections)."""
     if not host.strip():  # --host "$HOST" with HOST unset: asyncio binds "" to every interface
         fail(
             f"--host must be an address or a host name, got {host!r}, which would listen on "

@@ -14,14 +14,19 @@ the same decision and message everywhere. Errors are JSON ``{"error": {"code", "
 while the body is read; passages or hits, the length of each text, history turns), 408 for a
 body that arrives too slowly, 422 for an invalid request (including a ``template`` field, unless
 the operator allows request templates), 401 for a missing or wrong API key when one is set
-(``CTXASM_API_KEY``, sent as ``x-api-key`` or ``Authorization: Bearer``), and 500 with a request
-id, which the log shows with the traceback, for anything unexpected. No traceback ever reaches a
-client. Parsing, assembly and the result's JSON run in worker threads, off the event loop, so
-``/healthz`` answers while requests are being assembled.
+(``CTXASM_API_KEY``, sent as ``x-api-key`` or ``Authorization: Bearer``), 503
+(``deadline_exceeded``) for an assembly or citation check not done within ``[service]
+request_timeout_s`` of its body's arrival, and 500 with a request id, which the log shows with
+the traceback, for anything unexpected. No traceback ever reaches a client. Parsing, assembly and
+the result's JSON run in worker threads, off the event loop, so ``/healthz`` answers while
+requests are being assembled. The work stops at its next checkpoint (:mod:`ctxasm.deadline`)
+once its time limit passes, or once its client hangs up: a request whose client left gets no
+answer and counts as 499, and its thread is soon free for the next.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -32,9 +37,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match
+from starlette.types import Receive
 
 from ctxasm.assembler import Assembler
+from ctxasm.deadline import Deadline
 from ctxasm.errors import (
     CtxasmError,
     RequestError,
@@ -171,6 +179,7 @@ class _Endpoints:
         self.limits = assembler.config.service_limits
         self.allow_request_templates = allow_request_templates
         self.allow_model_paths = bool(assembler.config.service["allow_request_model_paths"])
+        self.timeout_s = float(assembler.config.service["request_timeout_s"])
         self.sessions = SessionStore()
 
     def assemble(self, raw: bytes, request_id: str) -> Response:
@@ -343,7 +352,8 @@ def _add_middleware(
 
 
 def _add_work_routes(app: FastAPI, work: _Endpoints) -> None:
-    """``POST /v1/assemble`` and ``POST /v1/check-citations``, run in worker threads."""
+    """``POST /v1/assemble`` and ``POST /v1/check-citations``, run in worker threads under the
+    time limit, and stopped when the client hangs up (see :func:`_run_watched`)."""
 
     @app.post(
         "/v1/assemble",
@@ -356,7 +366,7 @@ def _add_work_routes(app: FastAPI, work: _Endpoints) -> None:
     )
     async def assemble(request: Request) -> Response:
         body = await request.body()
-        return await run_in_threadpool(work.assemble, body, request_id(request))
+        return await _run_watched(request, work.assemble, body, work.timeout_s)
 
     @app.post(
         "/v1/check-citations",
@@ -368,7 +378,45 @@ def _add_work_routes(app: FastAPI, work: _Endpoints) -> None:
     )
     async def check(request: Request) -> Response:
         body = await request.body()
-        return await run_in_threadpool(work.check_citations, body, request_id(request))
+        return await _run_watched(request, work.check_citations, body, work.timeout_s)
+
+
+async def _run_watched(
+    request: Request, run: Callable[[bytes, str], Response], body: bytes, seconds: float
+) -> Response:
+    """``run(body, request id)`` in a worker thread under a deadline ``seconds`` from now (the
+    body has arrived; time spent waiting for a thread counts), which its work checks at its
+    checkpoints (past it, the answer is the 503 of :class:`~ctxasm.errors.DeadlineError`). A
+    client that hangs up meanwhile cancels the deadline: the work stops at its next
+    checkpoint, the thread is free again, and the request ends as a :class:`ClientDisconnect`
+    (no answer; the metrics count it as 499). A thread cannot be stopped from outside, and
+    without this the work of a client long gone held one for its whole length."""
+    deadline = Deadline(seconds, setting=_TIMEOUT_SETTING)
+    watcher = asyncio.create_task(_cancel_on_disconnect(request.receive, deadline))
+    try:
+        answer = await run_in_threadpool(_applying, deadline, run, body, request_id(request))
+    finally:
+        watcher.cancel()
+    if deadline.cancelled:
+        raise ClientDisconnect
+    return answer
+
+
+_TIMEOUT_SETTING = "[service] request_timeout_s"
+
+
+async def _cancel_on_disconnect(receive: Receive, deadline: Deadline) -> None:
+    """Cancel ``deadline`` once the client disconnects (the body has been read: what
+    ``receive`` has left to say is that the client is gone)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    deadline.cancel()
+
+
+def _applying(deadline: Deadline, run: Callable[[bytes, str], Response], *args: Any) -> Response:
+    """``run(*args)`` with ``deadline`` applied to its checkpoints (in the worker thread)."""
+    with deadline.applied():
+        return run(*args)
 
 
 def _add_info_routes(app: FastAPI, assembler: Assembler, metrics: _Metrics) -> None:

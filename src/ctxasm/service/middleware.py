@@ -147,9 +147,10 @@ class ServiceGuard:
                 refusal = (refused.status, refused.code, refused.message, "request")
                 await _answer(send, scope, *refusal)
         except ClientDisconnect:
-            # The client hung up before its body arrived: nothing to answer and no bug, so no
-            # traceback (any client could flood the error log and the 5xx rate with them).
-            # Counted as 499, the status proxies log for a request the client closed.
+            # The client hung up before its body arrived, or while its work ran (which then
+            # stopped): nothing to answer and no bug, so no traceback (any client could flood
+            # the error log and the 5xx rate with them). Counted as 499, the status proxies
+            # log for a request the client closed.
             status[0] = 499
             log.info(
                 "request %s to %s: the client disconnected",

@@ -133,7 +133,9 @@ _WHEN = {
     413: "The request is over a limit ([limits]); the connection is closed.",
     422: "The request is invalid; field names the part to fix.",
     500: "Unexpected error; the log has the traceback under the request id.",
-    503: "Over [service] max_connections; try again later.",
+    503: "Over [service] max_connections (unavailable): try again later; or, for assembly and "
+    "citation checks, the work took longer than [service] request_timeout_s "
+    "(deadline_exceeded): send fewer or shorter passages.",
 }
 _REQUEST_ID = {
     "x-request-id": {

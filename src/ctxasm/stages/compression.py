@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from ctxasm.data import ELISION, Candidate, Compressed, Reason
+from ctxasm.deadline import checkpoint
 from ctxasm.keys import HEAVY_CACHE_CHARS, text_cache
 from ctxasm.lexical import (
     Phrases,
@@ -292,6 +293,7 @@ class SentenceCompression(Strategy):
             if position >= self.max_candidates:
                 out.extend(ranked[position:])
                 break
+            checkpoint()
             found = self.compress(candidate, hops.terms, titles, hops=hops, max_chars=max_chars)
             if found is None:
                 out.append(candidate)
@@ -351,6 +353,7 @@ class SentenceCompression(Strategy):
                 continue
             for kept in packing.kept:
                 if kept.id not in seen:
+                    checkpoint()
                     seen.add(kept.id)
                     bridges.update(entities(kept.text))
             found = self._fit(candidate, hops, bridges, packing)

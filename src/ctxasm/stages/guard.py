@@ -45,6 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ctxasm.deadline import checkpoint
 from ctxasm.keys import CACHE_CHARS, text_cache
 from ctxasm.stages.guard_markers import blob_hits, hidden_hits, line_hits, link_hits, token_hits
 from ctxasm.stages.guard_phrases import (
@@ -148,6 +149,7 @@ class InjectionScanGuard(Strategy):
             for start in range(0, len(unpadded) - SCAN_OVERLAP, step):
                 stop = start + SCAN_WINDOW
                 if any(low < stop and start < high for low, high in spans):
+                    checkpoint()
                     found |= _window_checks(unpadded[start:stop], threshold, None)
         return tuple(check for check in CHECKS if check in found)
 
@@ -171,6 +173,7 @@ def _scan(text: str, min_blob_chars: int, threshold: float) -> tuple[str, ...]:
         found |= _window_checks(text, threshold, runs)
     else:
         for window in _windows(text):
+            checkpoint()  # a long passage is many windows' work
             found |= _window_checks(window, threshold, None)
     return tuple(check for check in CHECKS if check in found) if found else ()
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ctxasm.data import Passage
+from ctxasm.deadline import checkpoint
 from ctxasm.lexical import (
     bridge_names,
     inner_phrases,
@@ -150,6 +151,7 @@ class UtilityRelevance(Strategy):
         for _ in range(self.max_hops):
             if not sources or not targets:
                 break
+            checkpoint()  # each hop reads the texts of up to max_link_sources passages
             found = title_links(
                 [passages[i].title for i in targets],
                 [passages[i].text for i in sources],

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from ctxasm.data import Candidate, Chosen, Reason
+from ctxasm.deadline import checkpoint
 from ctxasm.lexical import words
 from ctxasm.stages.relevance import unit_scaled
 from ctxasm.stages.selection_packing import Offer, Packing
@@ -306,6 +307,7 @@ def _similarity_matrix(pool: Sequence[Candidate], embedder: str | None = None) -
     size = len(sets)
     result = np.zeros((size, size))
     for i in range(size):
+        checkpoint()
         for j in range(i, size):
             union = len(sets[i] | sets[j])
             value = len(sets[i] & sets[j]) / union if union else 0.0

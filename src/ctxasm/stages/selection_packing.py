@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from ctxasm.data import Candidate, Chosen, Exclusion, Reason
+from ctxasm.deadline import checkpoint
 from ctxasm.stages.dedup import DedupSession
 from ctxasm.stages.selection_admission import (
     SELECTION,
@@ -149,6 +150,7 @@ class Packing:
         """Add ``candidate`` if admission keeps it (see :mod:`ctxasm.stages.selection_admission`
         for the order of the checks); otherwise record why not. ``chosen`` says why the
         strategy offers it, for the report."""
+        checkpoint()  # every strategy's offers come here: each is one candidate's work
         if chosen is not None:
             candidate = candidate._replace(chosen=chosen)
         decision = self.admission.admit(candidate, Room(self.budget, self.used), self.costs)
@@ -186,6 +188,7 @@ class Packing:
         fitting = []
         room = Room(self.budget, self.used)  # pricing keeps nothing: the room stays
         for candidate in candidates:
+            checkpoint()
             priced = self.admission.price(candidate, room)
             if isinstance(priced, Refuse):
                 self.excluded.append(priced.exclusion)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from ctxasm.data import Candidate, Chosen, Reason
+from ctxasm.deadline import checkpoint
 from ctxasm.lexical import (
     Phrases,
     covered_terms,
@@ -73,10 +74,10 @@ class Evidence:
         # term_forms: "married" states "spouse").
         self.forms = forms = {term: term_forms(term) for term in self.terms}
         counts = term_counts_all(self.terms, [titled(c.passage.title, c.text) for c in candidates])
-        covers = [
-            covered_terms(self.terms, c.text, c.passage.title, forms, counted)
-            for c, counted in zip(candidates, counts, strict=True)
-        ]
+        covers = []
+        for c, counted in zip(candidates, counts, strict=True):
+            checkpoint()  # here and below: each candidate's text is read again
+            covers.append(covered_terms(self.terms, c.text, c.passage.title, forms, counted))
         # A named phrase when it occurs between spaces in title and text together, as
         # phrase_key(f"{title}\n{text}") would give them (words never span the line break).
         if self.phrases:
@@ -102,7 +103,10 @@ class Evidence:
             self.weight[element] = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
         total = sum(self.weight.values()) or 1.0
         self.weight = {element: w / total for element, w in self.weight.items()}
-        self.introduced = [entities(c.text) - query_entities for c in candidates]
+        self.introduced: list[frozenset[str]] = []
+        for c in candidates:
+            checkpoint()
+            self.introduced.append(entities(c.text) - query_entities)
 
     def next_hop(
         self, index: int, links: Mapping[int, float], is_open: Sequence[bool], covered: set[str]
@@ -293,6 +297,7 @@ class CoverageSelection(Strategy):
         remaining = list(open_)
         total = 0.0
         while remaining:
+            checkpoint()
             best, best_ratio = -1, -1.0
             for index in remaining:
                 cost = costs[index]
@@ -586,6 +591,7 @@ def _anchored(
     anchored: list[dict[int, float]] = []
     words = frozenset(evidence.terms)  # a set: a long query has many
     for index, out in enumerate(links):
+        checkpoint()
         text = pool[index].text
         # A sentence states only what its passage covers, and what its title says marks no
         # hop: every sentence of a page is about the page ("TV 538" beside "Radio 538").
@@ -702,6 +708,7 @@ def _name_links(
     named: dict[tuple[int, int], str] = {}
     stating = _stating(names, pool, evidence)
     for name, holders in sorted(_holders(names).items()):
+        checkpoint()  # up to a quarter of the candidates share a name: pairs of them
         for i in holders:
             for j in holders:
                 s = strength if name in stating[i] else strength * weak
@@ -735,6 +742,7 @@ def _stating(
     words = frozenset(evidence.terms)
     found: list[frozenset[str]] = []
     for index, own in enumerate(names):
+        checkpoint()
         title = pool[index].passage.title
         # a list of names is no one hop: none of them is asked about
         listed = len(own) > _MOST_STATED_NAMES
