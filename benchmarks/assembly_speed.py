@@ -422,7 +422,7 @@ def measure(
 
     import ctxasm
     from ctxasm.lexical import clear_caches as clear_lexical_caches
-    from ctxasm.stages.dedup import clear_caches
+    from ctxasm.stages.dedup_near import clear_caches
     from ctxasm.stages.guard import clear_caches as clear_guard_caches
     from ctxasm.tokens import get_counter
 
@@ -662,7 +662,7 @@ def profile(case: str, repeats: int) -> None:
     """cProfile ``repeats`` assemblies of one case: ``N,budget,mode,cache``."""
     import ctxasm
     from ctxasm.lexical import clear_caches as clear_lexical_caches
-    from ctxasm.stages.dedup import clear_caches
+    from ctxasm.stages.dedup_near import clear_caches
     from ctxasm.stages.guard import clear_caches as clear_guard_caches
     from ctxasm.tokens import get_counter
 

@@ -83,7 +83,7 @@ def scored(
 
 def distinct_top(passages: Sequence[dict[str, Any]], k: int = TOP) -> list[dict[str, Any]]:
     """The ``k`` best-scored passages that are not near-duplicates of a better-scored one."""
-    from ctxasm.stages.dedup import NearDuplicateDedup, shingles
+    from ctxasm.stages.dedup_near import NearDuplicateDedup, shingles
 
     near = NearDuplicateDedup()
     chosen: list[dict[str, Any]] = []

@@ -16,9 +16,9 @@ def clear_caches() -> None:
     """Forget the cached words, keys, sentence splits, shingles, guard scans, the sentences'
     lemmas and the neutralised passage texts."""
     from ctxasm import lexical
-    from ctxasm.stages import dedup
+    from ctxasm.stages import dedup_near
 
-    dedup.clear_caches()
+    dedup_near.clear_caches()
     lexical.clear_caches()
     # Modules imported when a request first needs them; before that they have nothing cached.
     guard = sys.modules.get("ctxasm.stages.guard")

@@ -147,7 +147,9 @@ def check_selection_strategy(strategy: Any, budgets: Sequence[int] = (0, 15, 60,
 
 
 def _default_dedup() -> DedupSession:
-    from ctxasm.stages.dedup import ExactDedup, NearDuplicateDedup, StitchWindowsDedup
+    from ctxasm.stages.dedup import ExactDedup
+    from ctxasm.stages.dedup_near import NearDuplicateDedup
+    from ctxasm.stages.dedup_stitch import StitchWindowsDedup
 
     return DedupChain(
         [s.session() for s in (StitchWindowsDedup(), ExactDedup(), NearDuplicateDedup())]

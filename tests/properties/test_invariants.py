@@ -435,7 +435,7 @@ def test_ordering_is_a_permutation_of_the_selection(request: dict[str, Any]) -> 
     def headers(n: int, pid: str) -> set[str]:
         """The lines that may head ``pid``: its own title and url, or where it has neither,
         those of a window stitched into it that has them (the first stitched, in the order the
-        selection offered them, which the report does not give; see dedup._headed)."""
+        selection offered them, which the report does not give; see dedup_stitch._headed)."""
         own = by_id[pid]
         heads = [own]
         if not headed(own):

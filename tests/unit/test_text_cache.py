@@ -11,7 +11,7 @@ import ctxasm
 from ctxasm import lexical
 from ctxasm.formatting import labels
 from ctxasm.keys import CACHE_CHARS, ENTRY_CHARS, HEAVY_CACHE_CHARS, text_cache
-from ctxasm.stages import compression, dedup, guard
+from ctxasm.stages import compression, dedup, dedup_near, dedup_stitch, guard
 
 
 def test_a_cache_holds_many_short_texts_or_a_few_long_ones() -> None:
@@ -94,9 +94,9 @@ def test_the_pipeline_caches_are_bounded_by_characters() -> None:
         lexical.key_words: HEAVY_CACHE_CHARS,
         lexical.sentence_words: HEAVY_CACHE_CHARS,
         lexical._written_words: HEAVY_CACHE_CHARS,
-        dedup.shingles: HEAVY_CACHE_CHARS,
+        dedup_near.shingles: HEAVY_CACHE_CHARS,
         dedup._normalized_key: CACHE_CHARS,
-        dedup._text_relation: CACHE_CHARS,
+        dedup_stitch._text_relation: CACHE_CHARS,
         compression.sentence_lemmas: HEAVY_CACHE_CHARS,
         labels.neutral_text: CACHE_CHARS,
     }
@@ -125,7 +125,7 @@ def test_a_call_with_keywords_is_computed_as_before() -> None:
     text = "Ann met Bob in Rome in 1990."
     assert lexical.entities(text, min_chars=3) == lexical.entities.__wrapped__(text, 3)
     assert lexical.entities(text=text) == lexical.entities(text)
-    assert dedup.shingles(text, size=2) == dedup.shingles(text, 2)
+    assert dedup_near.shingles(text, size=2) == dedup_near.shingles(text, 2)
 
 
 def test_the_characters_counted_are_those_of_the_texts() -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ctxasm.data import Assembly, Candidate
 from ctxasm.evaluation.dataset import EvalPassage, EvalQuestion
 from ctxasm.lexical import phrase_key
-from ctxasm.stages.dedup import NearDuplicateDedup, shingles
+from ctxasm.stages.dedup_near import NearDuplicateDedup, shingles
 
 __all__ = ["QuestionScore", "score_question"]
 

@@ -9,16 +9,11 @@ import pytest
 
 import ctxasm
 from ctxasm.data import Candidate, Passage
-from ctxasm.stages import dedup as dedup_module
+from ctxasm.stages import dedup_near, dedup_stitch
 from ctxasm.stages.compression import ELISION
-from ctxasm.stages.dedup import (
-    Duplicate,
-    ExactDedup,
-    Merge,
-    NearDuplicateDedup,
-    StitchWindowsDedup,
-    shingles,
-)
+from ctxasm.stages.dedup import Duplicate, ExactDedup, Merge
+from ctxasm.stages.dedup_near import NearDuplicateDedup, shingles
+from ctxasm.stages.dedup_stitch import StitchWindowsDedup
 
 DOCUMENT = (
     "The Amazon river flows through Brazil, Peru and Colombia. It carries more water than any "
@@ -162,13 +157,13 @@ def test_containment_is_one_sided() -> None:
 
 def test_near_lsh_path(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[int] = []
-    original_build = dedup_module._NearSession._build_index
+    original_build = dedup_near._NearSession._build_index
 
     def spy(self: Any) -> None:
         built.append(len(self.kept))
         original_build(self)
 
-    monkeypatch.setattr(dedup_module._NearSession, "_build_index", spy)
+    monkeypatch.setattr(dedup_near._NearSession, "_build_index", spy)
     originals = [_words(40, seed=100 + i) for i in range(12)]
     passages = [
         {"id": f"orig{i}", "text": text, "score": 1.0 - i * 0.01}
@@ -458,7 +453,7 @@ def test_compressed_windows_apart_by_offsets_are_not_stitched_by_a_repeated_sent
     sent = _source_texts(result)
     assert [ELISION in text for text in sent] == [True, True]  # both compressed
     for (start, end), text in zip(spans.values(), sent, strict=True):
-        assert dedup_module._cut_of(text, FAQ[start:end]), text
+        assert dedup_stitch._cut_of(text, FAQ[start:end]), text
 
 
 def test_offsets_that_do_not_measure_the_text_still_keep_windows_apart() -> None:
@@ -662,14 +657,14 @@ def test_the_overlap_of_two_windows_is_the_longest_by_definition() -> None:
         second = "".join(rng.choice("ab") for _ in range(rng.randrange(0, 80)))
         minimum = rng.randrange(1, 6)
         expected = _overlap_by_definition(first, second, minimum)
-        found = dedup_module._suffix_prefix_overlap(first, second, minimum)
+        found = dedup_stitch._suffix_prefix_overlap(first, second, minimum)
         if found == expected:
             exact += 1
         else:
             assert found == 0
             tail = first[max(0, len(first) - len(second)) :]
             recurrences = sum(tail.startswith(second[:minimum], i) for i in range(len(tail)))
-            assert recurrences > dedup_module._DIRECT_TRIES
+            assert recurrences > dedup_stitch._DIRECT_TRIES
             gave_up += 1
     assert exact > 4_000 and gave_up > 0
 
@@ -686,8 +681,8 @@ def test_windows_repeating_one_phrase_are_compared_in_linear_work() -> None:
             compared.append(len(prefix))
             return super().startswith(prefix, *args)
 
-    assert dedup_module._suffix_prefix_overlap(first, Counting(second), 32) == 0
-    assert len(compared) == dedup_module._DIRECT_TRIES
+    assert dedup_stitch._suffix_prefix_overlap(first, Counting(second), 32) == 0
+    assert len(compared) == dedup_stitch._DIRECT_TRIES
 
 
 @pytest.mark.parametrize("offsets", [True, False])
@@ -709,5 +704,5 @@ def test_a_stitch_grows_a_passage_to_a_bounded_length(offsets: bool) -> None:
     result = ctxasm.assemble("w1", passages, max_context_tokens=100_000, strategy=strategy)
     lengths = [len(candidate.text) for candidate in result.passages]
     assert len(lengths) == 2
-    assert max(lengths) <= dedup_module.MAX_STITCHED_CHARS
+    assert max(lengths) <= dedup_stitch.MAX_STITCHED_CHARS
     assert sum(lengths) > 59 * step  # the whole document, in two passages

@@ -7,8 +7,9 @@ from typing import Any
 
 import ctxasm
 from ctxasm.data import Candidate, Passage
-from ctxasm.stages import dedup
-from ctxasm.stages.dedup import NearDuplicateDedup, StitchWindowsDedup
+from ctxasm.stages import dedup, dedup_near, dedup_stitch
+from ctxasm.stages.dedup_near import NearDuplicateDedup
+from ctxasm.stages.dedup_stitch import StitchWindowsDedup
 
 SENTENCE = (
     "Aristotle was an Ancient Greek philosopher and polymath whose writings cover "
@@ -40,33 +41,33 @@ def test_a_shingle_remembers_a_bounded_number_of_kept_passages() -> None:
         if session.verdict(candidate) is None:
             session.accept(candidate, None)
     postings = session.postings  # type: ignore[attr-defined]
-    assert max(len(owners) for owners in postings.values()) == dedup._MAX_OWNERS
+    assert max(len(owners) for owners in postings.values()) == dedup_near._MAX_OWNERS
 
 
 def test_an_lsh_bucket_holds_a_bounded_number_of_kept_passages() -> None:
     session = NearDuplicateDedup().session()
     signature = session._minhash(frozenset(range(50)))  # type: ignore[attr-defined]
-    lsh = dedup._BoundedLSH(*dedup._lsh_bands(0.56))
+    lsh = dedup_near._BoundedLSH(*dedup_near._lsh_bands(0.56))
     for i in range(500):
         lsh.insert(f"p{i:03d}", signature)
-    assert {len(members) for members in lsh.buckets.values()} == {dedup._MAX_OWNERS}
+    assert {len(members) for members in lsh.buckets.values()} == {dedup_near._MAX_OWNERS}
     # a query proposes at most _MAX_PROPOSALS of them: those in the most buckets, then the
     # first met (here all are in every bucket)
-    assert lsh.query(signature) == [f"p{i:03d}" for i in range(dedup._MAX_PROPOSALS)]
+    assert lsh.query(signature) == [f"p{i:03d}" for i in range(dedup_near._MAX_PROPOSALS)]
     lsh.remove("p000")
-    assert lsh.query(signature) == [f"p{i:03d}" for i in range(1, dedup._MAX_PROPOSALS + 1)]
+    assert lsh.query(signature) == [f"p{i:03d}" for i in range(1, dedup_near._MAX_PROPOSALS + 1)]
 
 
 def test_an_lsh_query_proposes_the_passages_sharing_the_most_bands() -> None:
     session = NearDuplicateDedup().session()
     signature = session._minhash(frozenset(range(50)))  # type: ignore[attr-defined]
-    lsh = dedup._BoundedLSH(*dedup._lsh_bands(0.56))
+    lsh = dedup_near._BoundedLSH(*dedup_near._lsh_bands(0.56))
     keys = lsh._keys(signature)
     for i in range(100):  # each shares one band with the query
         lsh.buckets.setdefault(keys[i % len(keys)], []).append(f"a{i:03d}")
     lsh.insert("near", signature)  # shares them all
     assert "near" in lsh.query(signature)
-    assert len(lsh.query(signature)) == dedup._MAX_PROPOSALS
+    assert len(lsh.query(signature)) == dedup_near._MAX_PROPOSALS
 
 
 def test_an_exact_copy_is_still_found_among_thousands_of_near_copies() -> None:
@@ -100,7 +101,7 @@ def test_windows_sharing_a_title_are_compared_with_the_latest_ones_only() -> Non
 def test_compressed_windows_stop_joining_past_a_bounded_span() -> None:
     # Each join of compressed windows is checked against the whole span the two cover, so a
     # chain of them across a long document cost time in the square of its windows (review
-    # rv36-1); past dedup._MAX_CUT_SPAN characters a window starts a passage of its own.
+    # rv36-1); past dedup_stitch._MAX_CUT_SPAN characters a window starts a passage of its own.
     heads = [f"Sentence {i:03d} on the river {'Danube' if i % 2 else 'Rhine'}." for i in range(31)]
     filler = "Filler words here. " * 420
     document, starts = "", []
@@ -128,5 +129,5 @@ def test_compressed_windows_stop_joining_past_a_bounded_span() -> None:
     merged = [e for e in result.report.excluded if e.reason.value == "merged"]
     assert merged  # compressed windows are still stitched ...
     span = starts[30] + len(heads[30]) - starts[0]
-    groups = -(-span // dedup._MAX_CUT_SPAN)
+    groups = -(-span // dedup_stitch._MAX_CUT_SPAN)
     assert groups >= 2 and len(result.report.included) >= groups  # ... within the bound

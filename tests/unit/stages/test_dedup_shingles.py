@@ -12,8 +12,10 @@ import xxhash
 
 from ctxasm.data import Candidate, Passage
 from ctxasm.lexical import words
-from ctxasm.stages import dedup
-from ctxasm.stages.dedup import Duplicate, NearDuplicateDedup, StitchWindowsDedup, shingles
+from ctxasm.stages import dedup, dedup_near
+from ctxasm.stages.dedup import Duplicate
+from ctxasm.stages.dedup_near import NearDuplicateDedup, shingles
+from ctxasm.stages.dedup_stitch import StitchWindowsDedup
 
 VOCABULARY = "the cat sat on a mat and dog ran far away of in Σίσυφος ÉTÉ naïve x_y 42".split()
 
@@ -24,7 +26,8 @@ def _reference_shingles(text: str, size: int) -> list[int]:
     if len(hashes) < size:
         return hashes
     return [
-        sum(h * dedup._MIX ** (size - 1 - j) for j, h in enumerate(hashes[i : i + size])) % 2**32
+        sum(h * dedup_near._MIX ** (size - 1 - j) for j, h in enumerate(hashes[i : i + size]))
+        % 2**32
         for i in range(len(hashes) - size + 1)
     ]
 
@@ -60,7 +63,7 @@ def test_a_text_with_long_runs_of_words_keeps_every_shingle() -> None:
 @pytest.mark.parametrize("share", [0.0001, 0.1, 1 / 3, 0.5, 0.55, 0.7, 0.9, 0.99, 1.0, 1])
 def test_least_count_is_the_smallest_count_reaching_the_share(share: float) -> None:
     for size in range(1, 400):
-        least = dedup._least_count(size, share)
+        least = dedup_near._least_count(size, share)
         assert least / size >= share
         assert least == 1 or (least - 1) / size < share
 
@@ -120,7 +123,7 @@ def test_the_probe_leaves_every_pairwise_verdict_as_a_full_comparison_gives_it(
 def test_lsh_band_keys_are_the_bands_of_the_signature() -> None:
     session = NearDuplicateDedup().session()
     signature = session._minhash(frozenset(range(300)))  # type: ignore[attr-defined]
-    index = dedup._BoundedLSH(*dedup._lsh_bands(0.56))
+    index = dedup_near._BoundedLSH(*dedup_near._lsh_bands(0.56))
     values = signature.hashvalues
     assert index._keys(signature) == [
         (band, values[low:high].tobytes()) for band, (low, high) in enumerate(index.ranges)
