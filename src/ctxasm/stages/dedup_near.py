@@ -22,6 +22,7 @@ from typing import Any, ClassVar, NamedTuple
 import xxhash
 
 from ctxasm.data import Candidate
+from ctxasm.deadline import checkpoint
 from ctxasm.keys import HEAVY_CACHE_CHARS, text_cache
 from ctxasm.lexical import normalize, phrase_key
 from ctxasm.stages.dedup import DedupSession, Duplicate, Verdict, _normalized_key
@@ -221,6 +222,12 @@ class NearDuplicateDedup(Strategy):
         require_number("containment", self.containment, low=0.0, high=1.0)
         require_int("shingle_size", self.shingle_size, low=1, high=MAX_SHINGLE_SIZE)
         require_int("lsh_after", self.lsh_after, low=1)
+
+    def prepare(self) -> None:
+        # The first request past lsh_after kept passages imports datasketch and draws its
+        # permutations (1.7 s of CPU in a request, with no checkpoint; see ctxasm.deadline).
+        _template()
+        _lsh_bands(_lsh_threshold(self.threshold))
 
     def session(self) -> DedupSession:
         return _NearSession(self)
@@ -433,9 +440,9 @@ class _NearSession:
     def _build_index(self) -> None:
         # A lower LSH threshold than the decision threshold keeps recall high; every proposal
         # is then checked with the exact Jaccard above.
-        threshold = max(0.1, self.config.threshold * 0.8)
-        self.lsh = _BoundedLSH(*_lsh_bands(threshold))
+        self.lsh = _BoundedLSH(*_lsh_bands(_lsh_threshold(self.config.threshold)))
         for kept_id, values in self.kept.items():
+            checkpoint()
             self.lsh.insert(kept_id, self._minhash(values))
         self.postings.clear()
 
@@ -502,6 +509,11 @@ def _template() -> Any:
     from datasketch import MinHash
 
     return MinHash(num_perm=_NUM_PERM, seed=1)
+
+
+def _lsh_threshold(threshold: float) -> float:
+    """The LSH threshold for a decision ``threshold``: lower, so that recall stays high."""
+    return max(0.1, threshold * 0.8)
 
 
 @lru_cache(maxsize=16)
