@@ -300,13 +300,18 @@ class SQLiteStore:
         version = self._version()
         if version == SCHEMA_VERSION:
             return
-        self._check_columns(version)
+        checked = self._check_columns(version)
+        if checked == SCHEMA_VERSION:
+            return
         with _write_transaction(db):
             # Read again under the write lock: another process may have created or upgraded
-            # the store since (doing it twice fails).
+            # the store since (doing it twice fails); the tables of a version other than the
+            # one checked are checked now, when nothing can change them.
             version = self._version()
             if version == SCHEMA_VERSION:
                 return
+            if version != checked:
+                self._check_columns(version)
             old = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'documents'").fetchone()
             if old is None:
                 self._check_empty()
@@ -318,21 +323,38 @@ class SQLiteStore:
                 self._upgrade_to_3()
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
-    def _check_columns(self, version: int) -> None:
+    def _check_columns(self, version: int) -> int:
         """Refuse a database that holds tables but not those of a store of ``version``, with
         their columns (:data:`_VERSION_1_COLUMNS`): one with a ``documents`` table of its own
-        was taken for a version-1 store, and its upgrade failed on an SQL error."""
+        was taken for a version-1 store, and its upgrade failed on an SQL error. Nothing is
+        locked yet, so another process may create or upgrade the store between the reading of
+        its version and of its tables: where the tables differ, the version is read again, and
+        a database is refused only when it stayed the same (versions only grow, so this ends);
+        otherwise the tables are checked against the version found (none for the current one).
+        The version whose tables were found."""
+        while not self._has_columns(version):
+            found = self._version()
+            if found <= version:
+                raise self._other_tables()
+            if found == SCHEMA_VERSION:
+                return found
+            version = found
+        return version
+
+    def _has_columns(self, version: int) -> bool:
+        """Whether the database holds no table, or the tables of a store of ``version``."""
         if not self._tables():
-            return  # an empty file: made a store, or refused as none (_check_empty)
+            return True  # an empty file: made a store, or refused as none (_check_empty)
         expected = _UPGRADED_COLUMNS.get(version)  # none for a user_version below 0
         if expected is None:
-            raise self._other_tables()
+            return False
         for table, columns in expected.items():
             found = self._db.execute(
                 "SELECT name FROM pragma_table_info(?) ORDER BY cid", (table,)
             ).fetchall()
             if tuple(name for (name,) in found) != columns:
-                raise self._other_tables()
+                return False
+        return True
 
     def _check_empty(self) -> None:
         """Refuse to create a store in a database that holds other tables, or, when opened
