@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -37,9 +37,10 @@ def _console() -> list[str]:
 
 
 def ctxasm(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
+    *args: str, cwd: Path, env: dict[str, str] | None = None, within: Sequence[str] = ()
 ) -> subprocess.CompletedProcess[str]:
-    command = _console()
+    """The console script run with ``args`` (by the command ``within``, when given)."""
+    command = [*within, *_console()]
     clean = {
         key: value
         for key, value in os.environ.items()
@@ -932,6 +933,163 @@ def test_index_stops_at_a_store_that_cannot_be_written_and_resumes_after(tmp_pat
     assert again.returncode == 0, again.stderr
     with sqlite3.connect(tmp_path / "store.db") as db:
         assert db.execute("SELECT count(*) FROM documents").fetchone() == (400,)
+
+
+# Ways to keep a command from writing a path: its mode (as root, which ignores modes, the
+# command runs without the capabilities that let it), or a read-only mount of the folder in
+# the command's own mount namespace.
+_MODES = {"folder mode": 0o555, "file mode": 0o444}
+_WITHOUT_OVERRIDE = ("setpriv", "--bounding-set", "-dac_override,-dac_read_search,-fowner")
+_MOUNTED_READ_ONLY = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+# Run by the command: exit 0 saying so when the path cannot be written.
+_PROBE = (
+    "import sys\n"
+    "try:\n"
+    "    open(sys.argv[1], sys.argv[2]).close()\n"
+    "except OSError as error:\n"
+    "    print('cannot write:', error)\n"
+    "else:\n"
+    "    sys.exit(3)\n"
+)
+
+
+@pytest.fixture()
+def unwritable() -> Iterator[Callable[[Path, str], list[str]]]:
+    """Make a path unwritable ``how`` (see _MODES, or ``"read-only mount"`` of a folder) for
+    the commands run within what this returns; skips where this machine cannot, after a
+    probe run within it fails to write there. Modes are put back after the test."""
+    changed: list[tuple[Path, int]] = []
+
+    def make(path: Path, how: str) -> list[str]:
+        if how == "read-only mount":
+            within = ["unshare", "--mount", *(() if os.geteuid() == 0 else ("--map-root-user",))]
+            within += ["sh", "-c", _MOUNTED_READ_ONLY, str(path)]
+        else:
+            within = []
+            if os.geteuid() == 0:
+                if shutil.which("setpriv") is None:
+                    pytest.skip("root ignores file modes, and setpriv is not here to drop that")
+                within = list(_WITHOUT_OVERRIDE)
+            changed.append((path, path.stat().st_mode))
+            path.chmod(_MODES[how])
+        probe = [sys.executable, "-c", _PROBE]
+        probe += [str(path / "probe"), "x"] if path.is_dir() else [str(path), "ab"]
+        done = subprocess.run([*within, *probe], capture_output=True, text=True, timeout=60)
+        if done.returncode != 0 or not done.stdout.startswith("cannot write:"):
+            pytest.skip(f"cannot make {how} here: {done.stderr.strip() or 'it was written'}")
+        return within
+
+    yield make
+    for path, mode in reversed(changed):
+        path.chmod(mode)
+
+
+def _untimed(report: str) -> str:
+    """An ask's report on standard error up to its timings, which differ from run to run."""
+    return report.partition("timings (ms)")[0]
+
+
+def _written_in_wal(folder: Path) -> None:
+    """Add a document to the store in ``folder`` and stop as a crash does: its -wal and -shm
+    stay, the document only in the -wal."""
+    script = (
+        "import os, sys\n"
+        "from ctxasm.store import Document, SQLiteStore, chunk_text\n"
+        "store = SQLiteStore(sys.argv[1])\n"
+        "doc = Document('nile', 'The Nile is a river that flows through Cairo, a capital.', "
+        "tenant='t1', readers=('g1',))\n"
+        "store.upsert(doc, chunk_text(doc.text, 64, 8))\n"
+        "os._exit(0)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run(
+        [sys.executable, "-c", script, str(folder / "store.db")], check=True, env=env, timeout=120
+    )
+
+
+@pytest.mark.parametrize("how", ["folder mode", "read-only mount", "file mode"])
+def test_a_store_that_cannot_be_written_is_asked_and_a_write_stops_as_documented(
+    indexed: Path, unwritable: Callable[[Path, str], list[str]], how: str
+) -> None:
+    # Review rv42-1: a store closed cleanly, its folder then made read-only, could not be
+    # opened at all (ask, index and delete exit 2: "cannot open the store store.db: attempt to
+    # write a readonly database"): in WAL mode SQLite must make store.db-shm even to read it.
+    (indexed / "docs" / "nile.md").write_text("# Nile\n\nThe Nile flows north.\n")
+    files = sorted(p.name for p in indexed.iterdir())
+    asked = ctxasm("ask", QUESTION, "--store", STORE, *ASKER, cwd=indexed)
+    assert asked.returncode == 0, asked.stderr
+    data = (indexed / "store.db").read_bytes()
+    within = unwritable(indexed / "store.db" if how == "file mode" else indexed, how)
+    again = ctxasm("ask", QUESTION, "--store", STORE, *ASKER, cwd=indexed, within=within)
+    assert (again.returncode, again.stdout, _untimed(again.stderr)) == (
+        0,
+        asked.stdout,
+        _untimed(asked.stderr),
+    )
+    refused = (
+        "ctxasm: error: the store store.db cannot be used: the file or its folder is read-only "
+        "(attempt to write a readonly database); what was written before stays, and the same "
+        "command can be run again\n"
+    )
+    for command in (
+        ("index", "docs/nile.md", "--tenant", "t1"),
+        ("delete", "docs/danube.md"),
+    ):
+        done = ctxasm(*command, "--store", STORE, cwd=indexed, within=within)
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", refused)
+    if how != "file mode":  # nor can a new store be made there
+        new = ctxasm(
+            "index", "docs/nile.md", "--store", "sqlite:///new.db", cwd=indexed, within=within
+        )
+        assert (new.returncode, new.stdout, new.stderr) == (
+            1,
+            "",
+            "ctxasm: error: the store new.db cannot be used: the file cannot be opened or made "
+            "(its folder gone or read-only, or no permission) (unable to open database file)\n",
+        )
+    assert (indexed / "store.db").read_bytes() == data
+    assert sorted(p.name for p in indexed.iterdir()) == files
+
+
+@pytest.mark.parametrize("how", ["folder mode", "read-only mount"])
+def test_a_store_left_in_wal_mode_in_a_read_only_folder_is_refused_saying_what_reads_it(
+    indexed: Path, unwritable: Callable[[Path, str], list[str]], how: str
+) -> None:
+    # As a ctxasm before rv42-1 left every store it closed: SQLite can read it there neither
+    # read-write nor read-only, and immutable=1 is never used (see ctxasm.store.sqlite_connections).
+    with sqlite3.connect(indexed / "store.db") as db:
+        db.execute("PRAGMA journal_mode = WAL")
+    db.close()
+    within = unwritable(indexed, how)
+    done = ctxasm("ask", QUESTION, "--store", STORE, *ASKER, cwd=indexed, within=within)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1,
+        "",
+        "ctxasm: error: the store store.db cannot be used: its folder cannot be written, and "
+        "the store was left in write-ahead-log mode (by an older ctxasm, or another program), "
+        "which SQLite reads only by making store.db-shm beside it; open the store once where "
+        "its folder can be written (any ctxasm command, ask too), and it is left readable from "
+        "a read-only folder\n",
+    )
+
+
+def test_a_store_a_crash_left_with_its_log_is_read_from_a_read_only_folder(
+    indexed: Path, unwritable: Callable[[Path, str], list[str]]
+) -> None:
+    # Its -wal and -shm are there: SQLite reads them read-only (the -shm rebuilt in memory).
+    _written_in_wal(indexed)
+    assert (indexed / "store.db-wal").exists()
+    within = unwritable(indexed, "folder mode")
+    done = ctxasm("ask", "Cairo", "--store", STORE, *ASKER, cwd=indexed, within=within)
+    assert (indexed / "store.db-wal").exists()
+    indexed.chmod(0o755)
+    writable = ctxasm("ask", "Cairo", "--store", STORE, *ASKER, cwd=indexed)
+    assert (done.returncode, done.stdout, _untimed(done.stderr)) == (
+        0,
+        writable.stdout,
+        _untimed(writable.stderr),
+    )
+    assert "The Nile is a river that flows through Cairo" in done.stdout
 
 
 @pytest.mark.parametrize("how", ["same name", "symbolic link", "URL option"])

@@ -34,8 +34,9 @@ import json
 import re
 import sqlite3
 import threading
+import weakref
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ from typing import Any
 from ctxasm.data import Passage, Principal
 from ctxasm.errors import ConfigError, RequestError, StoreUnavailableError
 from ctxasm.lexical import query_words
+from ctxasm.store import sqlite_connections
 from ctxasm.store.arguments import checked_doc_id, checked_retrieval
 from ctxasm.store.chunking import Chunk
 from ctxasm.store.documents import Document
@@ -268,7 +270,10 @@ class SQLiteStore:
         candidates' vectors are compared with the query's, and the two rankings fused by
         reciprocal rank fusion, as in the PostgreSQL store. Without ``create``, a file that
         holds no store (an empty one) is refused rather than made one; a database of other
-        tables is refused either way."""
+        tables is refused either way. ``read_only`` tells whether the store was opened
+        read-only, its file or folder being read-only (see
+        :mod:`ctxasm.store.sqlite_connections`): it is read, and a write fails with a
+        StoreUnavailableError."""
         self.path = Path(path)
         self._create = create
         self.embedder = None
@@ -278,21 +283,70 @@ class SQLiteStore:
             self.embedder = get_embedder(embedder)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA foreign_keys = ON")
-            self._prepare()  # first: a file refused as no store is left as it was
-            self._db.execute("PRAGMA journal_mode = WAL")
-            # the connection's own tables for reading query words as FTS5 does (_fts_forms)
-            self._db.execute(_QUERY_TERMS)
-            self._db.execute(_QUERY_FORMS)
+            self.read_only = self._connect()
         except (FileExistsError, NotADirectoryError):
             raise ConfigError(
                 f"cannot open the store {self.path}: {_not_a_folder(self.path)}"
             ) from None
-        except (OSError, sqlite3.Error) as exc:
+        except sqlite3.Error as exc:
+            cannot = _cannot_write(exc)
+            if cannot is None:
+                raise ConfigError(f"cannot open the store {self.path}: {exc}") from None
+            raise StoreUnavailableError(
+                f"the store {self.path} cannot be used: {cannot} ({exc})"
+            ) from None
+        except OSError as exc:
             raise ConfigError(f"cannot open the store {self.path}: {exc}") from None
+        # Closed when close() is called, when the store is collected, or when the interpreter
+        # exits, whichever comes first: each leaves the store readable from a read-only folder.
+        self._closer = weakref.finalize(
+            self, sqlite_connections.close, self._db, read_only=self.read_only
+        )
         self._lock = threading.Lock()
         self._dimension_checked = False
+
+    def _connect(self) -> bool:
+        """Open the store read-write, or read-only where it is there and its file or folder
+        cannot be written (see :mod:`ctxasm.store.sqlite_connections`); whether read-only. A
+        read-only store is read as any other, and its first write fails as one (a
+        StoreUnavailableError, see _locked)."""
+        try:
+            self._open(sqlite_connections.open_read_write, read_only=False)
+            return False
+        except sqlite3.Error as exc:
+            if not sqlite_connections.refused_as_read_only(exc) or not self.path.is_file():
+                raise
+        try:
+            self._open(sqlite_connections.open_read_only, read_only=True)
+        except sqlite3.Error as exc:
+            if sqlite_connections.refused_as_read_only(
+                exc
+            ) and sqlite_connections.unreadable_without_shm(self.path):
+                raise StoreUnavailableError(
+                    f"the store {self.path} cannot be used: its folder cannot be written, and "
+                    "the store was left in write-ahead-log mode (by an older ctxasm, or another "
+                    f"program), which SQLite reads only by making {self.path.name}-shm beside "
+                    "it; open the store once where its folder can be written (any ctxasm "
+                    "command, ask too), and it is left readable from a read-only folder"
+                ) from None
+            raise
+        return True
+
+    def _open(self, connect: Callable[[Path], sqlite3.Connection], *, read_only: bool) -> None:
+        """Connect and ready the connection (closed again if that fails): the tables made or
+        upgraded, WAL mode where it can write, and the connection's own tables for reading
+        query words as FTS5 does (_fts_forms)."""
+        self._db = connect(self.path)
+        try:
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._prepare()  # first: a file refused as no store is left as it was
+            if not read_only:
+                self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute(_QUERY_TERMS)
+            self._db.execute(_QUERY_FORMS)
+        except BaseException:
+            self._db.close()
+            raise
 
     def _prepare(self) -> None:
         """Create the tables, or upgrade a store an older ctxasm wrote (refusing a newer one)."""
@@ -446,7 +500,9 @@ class SQLiteStore:
             db.execute(statement)
 
     def close(self) -> None:
-        self._db.close()
+        """Close the store's connection; the last one to the store leaves it in
+        rollback-journal mode (see :func:`ctxasm.store.sqlite_connections.close`)."""
+        self._closer()
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -910,7 +966,9 @@ _CANNOT_WRITE = {
     "SQLITE_FULL": "the disk is full",
     "SQLITE_IOERR": "the disk gave an I/O error (is it full, or gone?)",
     "SQLITE_READONLY": "the file or its folder is read-only",
-    "SQLITE_CANTOPEN": "the file cannot be opened (its folder gone, or no permission)",
+    "SQLITE_CANTOPEN": (
+        "the file cannot be opened or made (its folder gone or read-only, or no permission)"
+    ),
 }
 
 
