@@ -511,6 +511,22 @@ def test_a_folder_of_other_types_only_says_so_and_fails(tmp_path: Path) -> None:
     )
 
 
+def test_an_empty_folder_or_jsonl_file_says_nothing_was_indexed(tmp_path: Path) -> None:
+    # An empty folder said "0 added, ..., 0 failed" with exit 0, as if it had been indexed.
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "none.jsonl").write_text("", encoding="utf-8")
+    for path in ("empty", "none.jsonl"):
+        done = ctxasm("index", path, "--store", STORE, "--tenant", "t1", cwd=tmp_path)
+        assert (done.returncode, done.stderr.splitlines()) == (
+            1,
+            [
+                "ctxasm: 0 added, 0 updated, 0 unchanged (0 chunks written), 0 failed",
+                "ctxasm: error: nothing was indexed: the paths given hold no document (an "
+                "empty folder or .jsonl file)",
+            ],
+        ), path
+
+
 def test_files_of_other_types_beside_documents_are_counted_not_failed(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text("# A\n\nThe river Po.\n", encoding="utf-8")

@@ -160,12 +160,14 @@ def index_command(
     _print_index_report(report)
     if report.failed:
         raise typer.Exit(EXIT_FAILED)
-    if report.passed_over and not report.added + report.updated + report.unchanged:
-        # a folder of other files, said only as a count, looked like an indexed one
-        _fail(
-            "nothing was indexed: the folders given hold no file of a type ctxasm reads",
-            EXIT_FAILED,
+    if not report.added + report.updated + report.unchanged:
+        # a folder of other files, or an empty one, said only as counts, looked indexed
+        why = (
+            "the folders given hold no file of a type ctxasm reads"
+            if report.passed_over
+            else "the paths given hold no document (an empty folder or .jsonl file)"
         )
+        _fail(f"nothing was indexed: {why}", EXIT_FAILED)
 
 
 def _print_index_report(report: IndexReport) -> None:
