@@ -143,6 +143,28 @@ def test_a_store_reset_but_for_its_version_is_made_again_by_a_write(postgres_url
     assert _sql(postgres_url, "SELECT generation FROM store_state") == [(0,)]
 
 
+def test_a_store_whose_tables_are_dropped_while_open_says_so(postgres_url: str) -> None:
+    # An open store (a running service) met "internal error: UndefinedTable" after a reset.
+    from ctxasm.errors import StoreUnavailableError
+
+    _written_store(postgres_url)
+    store = open_store(postgres_url, create=False)
+    try:
+        _sql(postgres_url, f"DROP TABLE {STORE_TABLES}")
+        for call in (lambda: store.retrieve("river birds", WHO), store.stats):
+            with pytest.raises(StoreUnavailableError) as caught:
+                call()
+            assert caught.value.message.startswith(
+                "the PostgreSQL store's tables were dropped or changed after it was opened ("
+            )
+            assert caught.value.message.endswith(
+                "); open the store again (restart `ctxasm serve`), after `ctxasm index` if it "
+                "was reset"
+            )
+    finally:
+        store.close()
+
+
 @pytest.mark.parametrize(
     ("dropped", "missing"),
     [

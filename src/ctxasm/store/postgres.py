@@ -154,6 +154,17 @@ def _unavailable(exc: Exception) -> StoreUnavailableError:
     )
 
 
+def _tables_changed(exc: Exception) -> StoreUnavailableError:
+    """The error for a store whose tables were dropped or altered after it was opened (a reset
+    by hand while a service runs): checked only when a store is opened, so it is opened again."""
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    return StoreUnavailableError(
+        f"the PostgreSQL store's tables were dropped or changed after it was opened ({detail}); "
+        "open the store again (restart `ctxasm serve`), after `ctxasm index` if it was reset",
+        field="store",
+    )
+
+
 def _cannot_write(exc: Exception, database: str, role: str) -> StoreUnavailableError:
     """The error for a session that may not write the store at all (a role without the
     privileges, a read replica): every later write would fail alike, so a run stops at the
@@ -270,6 +281,8 @@ class PostgresStore:
             ) from None
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise _unavailable(exc) from None
+        except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
+            raise _tables_changed(exc) from None
 
     @contextmanager
     def _spare_connection(self) -> Iterator[Any]:
