@@ -38,6 +38,24 @@ __all__ = [
     "Merge",
 ]
 
+# Names this module held before the strategies moved to modules of their own, still found here
+# (code that imports them, an installed entry point that names this module), read when first
+# asked for: those modules import this one.
+_MOVED = {
+    "NearDuplicateDedup": "ctxasm.stages.dedup_near",
+    "StitchWindowsDedup": "ctxasm.stages.dedup_stitch",
+    "clear_caches": "ctxasm.stages.dedup_near",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(home), name)
+
 
 @dataclass(frozen=True, slots=True)
 class Duplicate:

@@ -706,3 +706,19 @@ def test_a_stitch_grows_a_passage_to_a_bounded_length(offsets: bool) -> None:
     assert len(lengths) == 2
     assert max(lengths) <= dedup_stitch.MAX_STITCHED_CHARS
     assert sum(lengths) > 59 * step  # the whole document, in two passages
+
+
+def test_the_strategies_that_moved_are_still_found_in_the_dedup_module() -> None:
+    # rv43-5: the split broke `from ctxasm.stages.dedup import StitchWindowsDedup`, and every
+    # assembly where an installed entry point still named this module
+    from importlib.metadata import EntryPoint
+
+    from ctxasm.stages import dedup
+
+    assert dedup.NearDuplicateDedup is dedup_near.NearDuplicateDedup
+    assert dedup.StitchWindowsDedup is dedup_stitch.StitchWindowsDedup
+    assert dedup.clear_caches is dedup_near.clear_caches
+    entry = EntryPoint("stitch", "ctxasm.stages.dedup:StitchWindowsDedup", "ctxasm.dedup")
+    assert entry.load() is dedup_stitch.StitchWindowsDedup
+    with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
+        dedup.Nothing  # noqa: B018
