@@ -61,6 +61,19 @@ _BINDABLE = (_POINTERS - {"more", "else", "another"}) | {"there"}
 _CLAUSE_BREAK = re.compile(
     r"[,;:.!?]+|\s(?:and|but|or|so|then|while|whereas|because)\s", re.IGNORECASE
 )
+_CONJUNCTIONS = frozenset("and but or so then while whereas because".split())
+# A clause that opens with one of these words sets the scene ("According to Wikipedia,", "In
+# Europe,", "On Monday,", "Compared to Google,"): a name in it is no subject a later pronoun
+# means. Words that bring up a topic ("about", "regarding", "as for") are not among them:
+# "What about the Rhine, where does it end?" asks about the Rhine. Nor is a clause that asks
+# ("In which country does the Danube end, and how long is it?").
+_QUESTION_WORDS = frozenset("what which where when who whom whose why how".split())
+_SCENE_SETTERS = frozenset(
+    "according across after against along amid among around at before behind below beneath "
+    "beside besides between beyond by compared despite during except following from in inside "
+    "into like near of off on onto outside over past per since through throughout to toward "
+    "towards under unlike until upon via with within without".split()
+)
 _WORD = re.compile(r"\w+")
 # A demonstrative and the word after it, past a number: "this river", "these two cities".
 _DEMONSTRATIVE = re.compile(
@@ -140,13 +153,23 @@ def _there_points(found: list[str]) -> bool:
 
 def _first_name_end(query: str, content: frozenset[str]) -> float:
     """Where the first name of ``query`` ends: a capitalised word, one of the query's
-    ``content`` words, that does not open a sentence; infinity where it has none."""
+    ``content`` words, that does not open a sentence and is not in a clause that sets the scene
+    (see ``_SCENE_SETTERS``: "According to Wikipedia, where does it end?" still points back);
+    infinity where it has none."""
     after = 0  # the end of the word before
+    before = ""  # the word before, lower-cased
+    scene = False  # whether this clause so far sets the scene
     for word in _WORD.finditer(query):
-        opens = after == 0 or any(mark in query[after : word.start()] for mark in ".!?")
-        if not opens and word[0][:1].isupper() and word[0].lower() in content:
+        gap = query[after : word.start()]
+        low = word[0].lower()
+        if after == 0 or before in _CONJUNCTIONS or any(mark in gap for mark in ",;:.!?"):
+            scene = low in _SCENE_SETTERS
+        elif low in _QUESTION_WORDS:
+            scene = False
+        opens = after == 0 or any(mark in gap for mark in ".!?")
+        if not opens and not scene and word[0][:1].isupper() and low in content:
             return word.end()
-        after = word.end()
+        after, before = word.end(), low
     return math.inf
 
 

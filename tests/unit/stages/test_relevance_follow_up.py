@@ -39,6 +39,12 @@ RIVERS = (
         # a noun after "the" is what an earlier turn named, not a subject of the question's
         "Who directed the film, and when was he born?",
         "What did Einstein say about it?",
+        # a name in a clause that sets the scene is no subject (review rv43-2)
+        "According to Wikipedia, where does it end?",
+        "In Europe, where does it end?",
+        "On Monday, where did you say it ends?",
+        "In the US, how much does it cost?",
+        "Compared to Google, how big is it?",
     ],
 )
 def test_a_question_with_a_pointer_or_no_word_of_its_own_points_back(query: str) -> None:
@@ -60,6 +66,11 @@ def test_a_question_with_a_pointer_or_no_word_of_its_own_points_back(query: str)
         "Who founded Apple and when did he die?",
         "What is the tallest tower in Paris? Who built it?",
         "Where does the Danube end; how many people live there?",
+        # a topic brought up, or a clause that asks, names the subject (review rv43-2)
+        "What about the Rhine, where does it end?",
+        "As for the Rhine, how long is it?",
+        "In which country does the Danube end, and how long is it?",
+        "In Paris, where does the Seine end, and how long is it?",
     ],
 )
 def test_a_question_that_names_its_subject_does_not_point_back(query: str) -> None:
