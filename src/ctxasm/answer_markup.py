@@ -1,0 +1,558 @@
+"""Where an answer's Markdown and HTML put code, links and urls, for reading its citations.
+
+:mod:`ctxasm.citations` reads citation markers on the answer as written; this module says where
+Markdown puts what changes what a marker means (``x[1]`` in code is an index, ``?page[2]=x`` in
+a url is the url's, ``[see Source 2](...)`` links somewhere), as offsets into that answer:
+
+- code (:func:`code_spans`): closed fenced blocks (a fence never closed is no fence) and inline
+  code (a pair of equal backtick runs on one line; a run with no partner is literal);
+- urls (:func:`url_spans`), outside code: a markdown link's destination (``[text](...)``), an
+  autolink (``<https://...>``) and a bare url (``https://...`` or ``www....``), cut before
+  the punctuation that ends a sentence, a ``)`` or ``]`` that closes nothing it opened, and a
+  run of citation markers that ends it (``https://x.org/paris[1]``);
+- links (:func:`links`), outside code: the text of each markdown link as CommonMark pairs its
+  brackets (inline ``[text](...)``, full ``[text][label]``, collapsed ``[text][]`` and
+  shortcut ``[label]`` references; links do not nest), the link reference definitions that
+  name their destinations (at the start of a line, after its block quotes and list items; one
+  indented 4 columns or more only where a list item holds it), and the text of each HTML
+  ``<a href>`` link, as a browser reads it (to the next ``<a`` or ``</a>`` tag, or the end).
+
+A link is what CommonMark (for markdown) and a browser (for ``<a>`` tags) render as one, as far
+as the rules above go: this is no full Markdown parser, and what it does not model (emphasis,
+tables, other HTML) is read as text. Every function is linear in the length of the answer: each
+line, bracket, backtick run and tag is read a bounded number of times, and each pattern either
+reads a bounded stretch per attempt or is possessive, so no scan reads the answer again.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from ctxasm.formatting.labels import CITATION
+
+__all__ = [
+    "Links",
+    "Spans",
+    "blanked",
+    "code_spans",
+    "link_destination",
+    "links",
+    "reference_key",
+    "url_spans",
+]
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
+_BACKTICKS_OR_LINE = re.compile(r"`+|\n")
+# The destination of a markdown link, after the "]" of its text: "(" then "<...>" or a run with
+# no white space and parentheses nested one deep, as CommonMark writes urls such as
+# wiki/Plato_(philosopher). Each run stops at the next parenthesis, so scans do not overlap.
+_LINK_TARGET = re.compile(r"\(\s*(?:<([^<>\n]*)>|([^\s()]*(?:\([^\s()]*\)[^\s()]*)*))")
+# A link reference definition at the start of a line, "[label]: destination" (CommonMark 4.7),
+# after the containers of its line (block quotes, list items: see _indents): every "[label]" of
+# the answer, and every "[text][label]", renders as a link to it. Its label may wrap lines, not
+# over a blank one. Possessive: white space is never given back, so a line's containers are
+# read once, and a label stops at the first bracket: each attempt reads at most to the next "["
+# (and 999 characters).
+_DEFINITION = re.compile(
+    r"^(?P<prefix>(?:[ \t]*+(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t])))*+[ \t]*+)"
+    r"\[(?P<label>(?:[^\[\]\\\n]|\\[^\n]?+|\n(?![ \t\r]*+\n)){1,999}+)\]:"
+    r"[ \t]*+\n?+(?:[ \t]*+>)*+[ \t]*+(?:<(?P<angled>[^<>\n]*+)>|(?P<bare>[^\s<]\S*+))",
+    re.MULTILINE,
+)
+# The containers of a line that opens a list item ("- ", "1. ", "  * ", "> 2) "), which may hold
+# a definition indented 4 columns or more on a later line.
+_LIST_ITEM = re.compile(
+    r"^(?=(?:[ \t]*+>)*+[ \t]*+(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]|$))"
+    r"(?:[ \t]*+(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t]|$)))*+[ \t]*+",
+    re.MULTILINE,
+)
+# A line of text after a blank line, at the left margin, which no list item goes on over.
+_UNINDENTED_PARAGRAPH = re.compile(r"\n[ \t\r]*+\n(?=[^\s>*+\-0-9])")
+# An HTML link's start or end tag, as CommonMark reads raw HTML (attributes unquoted, or quoted
+# holding any character but their quote). Its text runs to the next "<a" or "</a" tag, as a
+# browser reads it (another tag inside, "<b>", is text of the link; an "<a" ends the one before
+# it), or to the end of the answer. Possessive: an attempt reads one tag, at most to the
+# second quote after its start, so the scan is linear.
+_ANCHOR_TAG = re.compile(
+    r"<(?:(/)a\s*+|a(?:\s++[A-Za-z_:][A-Za-z0-9:._-]*+"
+    r"(?:\s*+=\s*+(?:\"[^\"]*+\"|'[^']*+'|[^\s\"'=<>`]++))?+)*+\s*+/?)>",
+    re.IGNORECASE,
+)
+# One attribute of a tag _ANCHOR_TAG found: its name and its value (none for a bare name).
+_ATTRIBUTE = re.compile(
+    r"\s++([A-Za-z_:][A-Za-z0-9:._-]*+)(?:\s*+=\s*+(?:\"([^\"]*+)\"|'([^']*+)'|([^\s\"'=<>`]++)))?+"
+)
+# A bracket or a blank line, where a link's text may not go on (it may span single lines).
+_BRACKET_OR_BLANK = re.compile(r"[\[\]]|\n[ \t\r]*+(?=\n)")
+# A backslash and the character it escapes: an escaped bracket opens or closes nothing.
+_ESCAPE = re.compile(r"\\[^\n]")
+# The label of a reference after a link's text, "[label]" (or "[]"): at most 999 characters,
+# over single line breaks, no unescaped bracket, so it reads at most to the next bracket.
+_REFERENCE = re.compile(r"\[((?:[^\[\]\\\n]|\\[^\n]?+|\n(?![ \t\r]*+\n)){0,999}+)\]")
+# A line break in a link label and the containers (block quotes) its next line repeats.
+_LABEL_BREAK = re.compile(r"\n[ \t>]*")
+# A link's destination, after the "]" that ends its text: "(" and what _LINK_TARGET reads (its
+# runs stop at a parenthesis or white space, so the scan is linear).
+_DESTINATION = re.compile(r"(?<=\])\(\s*(?:<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)")
+# An autolink ("<https://...>"), or a url written bare: printable ASCII up to white space, "<",
+# ">" or a quote (an HTML attribute's end), then cut where a ")" or "]" closes nothing the url
+# opened, before the punctuation that ends a sentence, and before citations that follow it
+# ("(see https://x.org)[2]", "https://x.org/paris[1]" still cite).
+_BARE_URL = re.compile(
+    r"<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^<>\s]*>"
+    r"|(?:\b[A-Za-z][A-Za-z0-9+.-]{1,31}://|\bwww\.)[A-Za-z0-9\-._~:/?#\[\]@!$&()*+,;=%]*"
+)
+# Not the end of a url: the punctuation that ends a sentence, and a bracket that opens nothing
+# in it (a marker in characters a url cannot hold follows: "https://x.org/a[１]").
+_URL_TRAILING = frozenset("?!.,:;*_~[(")
+# Between citation markers, or after the last: "[1],[2]", "[1]-[2]", "[1]/[2]", "[1]&".
+_MARKER_JOINS = frozenset(",;/&-")
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+class Spans(NamedTuple):
+    """Spans of an answer (sorted, merged: its code, see :func:`code_spans`, or its urls, see
+    :func:`url_spans`) and where each starts."""
+
+    spans: list[tuple[int, int]]
+    starts: list[int]
+
+    @classmethod
+    def of(cls, spans: list[tuple[int, int]]) -> Spans:
+        return cls(spans, [start for start, _ in spans])
+
+    def holds(self, offset: int) -> bool:
+        """Whether ``offset`` of the answer is in one of the spans."""
+        index = bisect_right(self.starts, offset) - 1
+        return index >= 0 and offset < self.spans[index][1]
+
+
+def code_spans(answer: str) -> list[tuple[int, int]]:
+    """Closed fenced code blocks and inline code spans, sorted and merged.
+
+    An opening fence with no closing fence after it opens nothing: what follows is read as
+    text. Linear: each fence line is looked at a bounded number of times.
+    """
+    fences = []
+    for match in _FENCE.finditer(answer):
+        run, rest = match.group(1), match.group(2)
+        if run[0] == "`" and "`" in rest:
+            continue  # not a fence: inline code on a line of its own
+        fences.append((match.start(), match.end(), run[0], len(run), not rest.strip()))
+    # the longest closing fence of each character at or after each fence
+    longest: list[dict[str, int]] = [{}] * (len(fences) + 1)
+    for index in range(len(fences) - 1, -1, -1):
+        _, _, char, length, bare = fences[index]
+        after = dict(longest[index + 1])
+        if bare:
+            after[char] = max(after.get(char, 0), length)
+        longest[index] = after
+    spans = []
+    index = 0
+    while index < len(fences):
+        start, _, char, length, _ = fences[index]
+        if longest[index + 1].get(char, 0) < length:
+            index += 1
+            continue
+        close = index + 1
+        while not (fences[close][4] and fences[close][2] == char and fences[close][3] >= length):
+            close += 1
+        spans.append((start, fences[close][1]))
+        index = close + 1
+    return _merged(sorted([*spans, *_inline_code(answer)]))
+
+
+def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _inline_code(answer: str) -> list[tuple[int, int]]:
+    """Pairs of equal backtick runs on one line; a run with no partner is literal."""
+    runs: list[tuple[int, int]] = []  # (start, end); (-1, -1) marks a line break
+    for match in _BACKTICKS_OR_LINE.finditer(answer):
+        runs.append((-1, -1) if match.group() == "\n" else match.span())
+    partner = [-1] * len(runs)
+    seen: dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        start, end = runs[index]
+        if start < 0:
+            seen = {}
+            continue
+        partner[index] = seen.get(end - start, -1)
+        seen[end - start] = index
+    spans = []
+    index = 0
+    while index < len(runs):
+        if runs[index][0] >= 0 and partner[index] >= 0:
+            spans.append((runs[index][0], runs[partner[index]][1]))
+            index = partner[index] + 1
+        else:
+            index += 1
+    return spans
+
+
+def url_spans(answer: str, code: Spans) -> list[tuple[int, int]]:
+    """Where ``answer`` writes urls, outside code: link destinations (``[text](...)``),
+    autolinks (``<https://...>``) and bare urls (``https://...`` or ``www....`` up to white
+    space or "<", less the punctuation that ends a sentence), sorted and merged."""
+    if "(" not in answer and "://" not in answer and "www." not in answer:
+        return []
+    spans = []
+    for match in _DESTINATION.finditer(answer):
+        if not code.holds(match.start()):
+            spans.append((match.start(), match.end()))
+    for match in _BARE_URL.finditer(answer):
+        if not code.holds(match.start()):
+            spans.append((match.start(), _url_end(answer, match)))
+    return _merged(sorted(spans))
+
+
+def _url_end(answer: str, match: re.Match[str]) -> int:
+    """Where the url ``match`` found ends: an autolink as found; a bare url before the first
+    ")" or "]" that closes nothing it opened, less the punctuation that ends a sentence, and
+    before a run of citation markers that ends it or is a link ("...[1](https://...)"). A
+    marker inside it ("?page[2]=x") is the url's. Linear: each "[" is read once."""
+    start, end = match.span()
+    if answer[start] == "<":
+        return end
+    depth = {")": 0, "]": 0}
+    unclosed: list[int] = []  # where each "[" still open starts
+    for at in range(start, end):
+        char = answer[at]
+        if char in "([":
+            depth[")" if char == "(" else "]"] += 1
+            if char == "[":
+                unclosed.append(at)
+        elif char in ")]":
+            if not depth[char]:
+                end = at
+                break
+            depth[char] -= 1
+            if char == "]":
+                unclosed.pop()
+    if unclosed:  # a bracket the url never closes: a marker in other characters ("[1\u200b]")
+        end = min(end, unclosed[0])
+    end = _without_trailing(answer, start, end)
+    last = _without_trailing(answer, start, end, _MARKER_JOINS)  # what a run of markers ends
+    opening = answer.find("[", start, end)
+    while opening > start:
+        after = _markers_from(answer, opening)
+        if after < 0:
+            opening = answer.find("[", opening + 1, end)
+            continue
+        if after >= last or answer.startswith("(", after):
+            return _without_trailing(answer, start, opening)
+        opening = answer.find("[", after, end)
+    return end
+
+
+def _without_trailing(answer: str, start: int, end: int, more: frozenset[str] = frozenset()) -> int:
+    while end > start and (answer[end - 1] in _URL_TRAILING or answer[end - 1] in more):
+        end -= 1
+    return end
+
+
+def _markers_from(answer: str, at: int) -> int:
+    """The end of the run of bracket markers that starts at ``at``, joined by one of
+    ``_MARKER_JOINS`` or nothing (``-1``: none starts there)."""
+    end = -1
+    while True:
+        marker = CITATION.match(answer, at)
+        if marker is None or marker.lastgroup != "bracket":
+            return end
+        at = end = marker.end()
+        if answer[at : at + 1] in _MARKER_JOINS and answer.startswith("[", at + 1):
+            at += 1
+
+
+class Links(NamedTuple):
+    """The links of an answer (see :func:`links`)."""
+
+    # each link reference definition's destination, by its label as reference_key makes it
+    definitions: dict[str, str]
+    # the text of each markdown and HTML link: its start, end and destination, by start (the
+    # outer of two at one start first)
+    texts: list[tuple[int, int, str]]
+
+
+def links(answer: str, code: Spans) -> Links:
+    """The links of ``answer``, outside its ``code``: the destination of each link reference
+    definition (``[label]: https://...``; the first of a label counts), and the text of each
+    markdown link (``[text](...)``, ``[text][label]``, ``[text][]``, ``[label]``: its brackets
+    included) and of each HTML link with an ``href`` (``<a href="...">text</a>``: between its
+    tags), with its destination as written. Linear in the length of ``answer``."""
+    text = _code_filled(answer, code.spans)  # no link starts or ends in code
+    definitions = _definitions(answer, text) if "[" in answer else {}
+    texts = sorted(_link_texts(answer, text, definitions)) if "[" in answer else []
+    if "<" in answer:
+        texts.extend(_anchor_texts(answer, text))
+        texts.sort(key=lambda found: (found[0], -found[1]))  # the outer of two at one start first
+    return Links(definitions, texts)
+
+
+def link_destination(text: str, at: int) -> str | None:
+    """The destination of the markdown link whose text ends before ``at`` (``text[at]`` is
+    its ``(``), as written; ``None`` where no ``(`` starts there."""
+    target = _LINK_TARGET.match(text, at)
+    if target is None:
+        return None
+    return target.group(1) if target.group(1) is not None else target.group(2)
+
+
+def _code_filled(answer: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``answer`` with its code (``spans``: sorted, merged) filled in, offsets and line breaks
+    kept: inline code as ``x`` (text of its line, holding no bracket or tag), a fenced block as
+    spaces (blank lines: no paragraph goes on over it)."""
+    pieces = []
+    done = 0
+    for start, end in spans:
+        pieces.append(answer[done:start])
+        code = answer[start:end]
+        pieces.append(_NOT_NEWLINE.sub(" " if "\n" in code else "x", code))
+        done = end
+    pieces.append(answer[done:])
+    return "".join(pieces)
+
+
+def _span(answer: str, match: re.Match[str], group: str) -> str:
+    """What ``group`` of ``match`` (found in ``answer`` with its code filled in) holds in
+    ``answer``."""
+    return answer[match.start(group) : match.end(group)]
+
+
+def _definitions(answer: str, text: str) -> dict[str, str]:
+    """The destination of each link reference definition of ``answer`` (``text``: it with its
+    code filled in) by its label as references match it (the first of a label counts).
+
+    A definition indented 4 columns or more past its containers is an indented code block
+    unless a list item holds it (``- item``, a blank line, then ``    [x]: ...`` in an item
+    nested two deep): one is taken when a list item opened before it, since the last paragraph
+    at the left margin after a blank line, has its content that far in, give or take 3 columns.
+    Linear: each line is read once.
+    """
+    found = []
+    deep = False
+    for match in _DEFINITION.finditer(text):
+        indents = _indents(match.group("prefix"))
+        if indents is not None:
+            found.append((match, indents[0]))
+            deep = deep or indents[0] > 3
+    deeper = [(match.start(), indent) for match, indent in found if indent > 3]
+    held = _held(text, deeper) if deep else set()
+    definitions: dict[str, str] = {}
+    for match, indent in found:
+        if indent > 3 and match.start() not in held:
+            continue  # an indented code block
+        key = reference_key(_span(answer, match, "label"))
+        if key:
+            group = "angled" if match.group("angled") is not None else "bare"
+            definitions.setdefault(key, _span(answer, match, group))
+    return definitions
+
+
+def _indents(prefix: str, item: bool = False, empty: bool = False) -> tuple[int, list[int]] | None:
+    """Read a line's containers (``prefix``: white space, ``>`` and list markers) as CommonMark
+    does, tabs to stops of 4: how far in its deepest block starts, in columns past the content
+    of its innermost block quote, and the content column of each list item it opens (likewise).
+    What follows a list marker and more than 4 columns is an indented code block: for a
+    definition's line (not ``item``) that is ``None``; an item's content then starts a column
+    past its marker, as it does for an item that is ``empty`` on its first line."""
+    column = base = deepest = 0
+    contents: list[int] = []
+    at, size = 0, len(prefix)
+    marker = -1  # where the last list marker ended; -1 when white space follows no marker
+    while True:
+        start = column
+        while at < size and prefix[at] in " \t":
+            column += 4 - column % 4 if prefix[at] == "\t" else 1
+            at += 1
+        if marker < 0:
+            deepest = max(deepest, column - base)
+        elif (at == size and empty) or column - start > 4:
+            if not item:
+                return None
+            contents.append(marker + 1 - base)
+            return deepest, contents
+        else:
+            contents.append(column - base)
+        if at == size:
+            return deepest, contents
+        if prefix[at] == ">":
+            column += 1
+            at += 1
+            base = column + 1  # its optional space: a space, or a column of a tab
+            if at < size and prefix[at] == " ":
+                column += 1
+                at += 1
+            marker = -1
+        else:  # "-", "+", "*", or digits and "." or ")"
+            while prefix[at] in "0123456789":
+                column += 1
+                at += 1
+            column += 1
+            at += 1
+            marker = column
+
+
+def _held(text: str, lines: Sequence[tuple[int, int]]) -> set[int]:
+    """Of the lines (their start and indentation, see :func:`_indents`; sorted) those a list
+    item may hold: their indentation is 0 to 3 columns past the content of an item opened
+    before them, and no paragraph at the left margin after a blank line came between. Linear:
+    each list item and each such paragraph is read once."""
+    items = _LIST_ITEM.finditer(text)
+    paragraphs = _UNINDENTED_PARAGRAPH.finditer(text)
+    item = next(items, None)
+    paragraph = next(paragraphs, None)
+    contents: set[int] = set()
+    held = set()
+    for start, indent in lines:
+        while item is not None or paragraph is not None:
+            at_item = item.start() if item is not None else len(text)
+            at_paragraph = paragraph.end() if paragraph is not None else len(text)
+            if min(at_item, at_paragraph) >= start:
+                break
+            if paragraph is not None and at_paragraph <= at_item:
+                contents.clear()
+                paragraph = next(paragraphs, None)
+            elif item is not None:
+                empty = text.startswith("\n", item.end()) or item.end() == len(text)
+                indents = _indents(item.group(), item=True, empty=empty)
+                contents.update(indents[1] if indents is not None else ())
+                item = next(items, None)
+        if any(indent - back in contents for back in range(4)):
+            held.add(start)
+    return held
+
+
+def _link_texts(
+    answer: str, text: str, definitions: Mapping[str, str]
+) -> list[tuple[int, int, str]]:
+    """The text of each markdown link in ``answer`` (``text``: it with code filled in), as its
+    brackets' start and end and the link's destination.
+
+    Brackets pair as CommonMark pairs them: nested to any depth, not escaped, not in code, and
+    within a paragraph (a blank line closes every bracket still open). A pair is a link when
+    ``(`` follows it (an inline link), a label that a definition names (``[text][label]``, or
+    ``[text][]``), or when no label follows and its own text is a defined label (a shortcut
+    reference). A pair holding a link is no link (links do not nest). Linear: each bracket is
+    read once; the brackets still open are kept as integers in an array.
+    """
+    structure = _ESCAPE.sub("xx", text) if "\\" in text else text
+    found = []
+    # each bracket still open: its offset times 4, plus 2 when it holds a link, plus 1 when it
+    # holds brackets
+    opened = array("q")
+    for match in _BRACKET_OR_BLANK.finditer(structure):
+        at = match.start()
+        char = structure[at]
+        if char == "[":
+            opened.append(at << 2)
+        elif char != "]":
+            del opened[:]  # a blank line
+        elif opened:
+            entry = opened.pop()
+            start, end = entry >> 2, at + 1
+            target = (
+                None
+                if entry & 2
+                else _link_text_target(answer, text, start, end, entry & 1, definitions)
+            )
+            if target is not None:
+                found.append((start, end, target))
+            if opened:
+                opened[-1] |= 1 | (2 if target is not None or entry & 2 else 0)
+    return found
+
+
+def _link_text_target(
+    answer: str, text: str, start: int, end: int, nested: int, definitions: Mapping[str, str]
+) -> str | None:
+    """The destination of the link whose text is ``answer[start:end]`` (brackets included),
+    or ``None`` when it is no link."""
+    if text.startswith("(", end):
+        return link_destination(answer, end)
+    if not definitions:
+        return None
+    reference = _REFERENCE.match(text, end)
+    if reference is not None and reference.end(1) > reference.start(1):
+        label = answer[reference.start(1) : reference.end(1)]
+    elif nested or end - start > 1001:
+        return None  # a label holds no bracket, and at most 999 characters
+    else:
+        label = answer[start + 1 : end - 1]
+    return definitions.get(reference_key(label))
+
+
+def _anchor_texts(answer: str, text: str) -> list[tuple[int, int, str]]:
+    """The text of each HTML link of ``answer`` (``text``: it with code filled in) with an
+    ``href``, as its start, end and the ``href``: from the end of its ``<a ...>`` tag to the next
+    ``<a`` or ``</a>`` tag, or the end of the answer (a browser links what follows an unclosed
+    one)."""
+    found = []
+    opened: tuple[int, str] | None = None
+    for match in _ANCHOR_TAG.finditer(text):
+        if _escaped(answer, match.start()):
+            continue  # "\\<a ...>" is text
+        if opened is not None:
+            found.append((opened[0], match.start(), opened[1]))
+            opened = None
+        if match.group(1) is None:
+            href = _href(answer[match.start() : match.end()])
+            if href is not None:
+                opened = (match.end(), href)
+    if opened is not None:
+        found.append((opened[0], len(answer), opened[1]))
+    return found
+
+
+def _href(tag: str) -> str | None:
+    """The ``href`` of the start tag ``tag`` (``<a ...>``), its first one as HTML reads it;
+    ``None`` when it has none."""
+    at = 2
+    while (attribute := _ATTRIBUTE.match(tag, at)) is not None:
+        if attribute.group(1).lower() == "href":
+            return next((value for value in attribute.groups()[1:] if value is not None), "")
+        at = attribute.end()
+    return None
+
+
+def _escaped(answer: str, at: int) -> bool:
+    """Whether the character at ``at`` follows an odd run of backslashes (it is escaped)."""
+    before = at
+    while before > 0 and answer[before - 1] == "\\":
+        before -= 1
+    return (at - before) % 2 == 1
+
+
+def reference_key(label: str) -> str:
+    """A link label as references match it: case-folded, white space collapsed, and the block
+    quote markers that start its later lines dropped."""
+    if "\n" in label:
+        label = _LABEL_BREAK.sub(" ", label)
+    return " ".join(label.casefold().split())
+
+
+def blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with every span (sorted by start, possibly overlapping) turned to spaces, line
+    breaks kept."""
+    pieces = []
+    done = 0
+    for start, end in spans:
+        begin = max(start, done)
+        if end <= begin:
+            continue
+        pieces.append(text[done:begin])
+        pieces.append(_NOT_NEWLINE.sub(" ", text[begin:end]))
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
