@@ -32,6 +32,7 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+from ctxasm.deadline import checked
 from ctxasm.formatting.labels import CITATION
 
 __all__ = [
@@ -138,7 +139,7 @@ def code_spans(answer: str) -> list[tuple[int, int]]:
     text. Linear: each fence line is looked at a bounded number of times.
     """
     fences = []
-    for match in _FENCE.finditer(answer):
+    for match in checked(_FENCE.finditer(answer)):
         run, rest = match.group(1), match.group(2)
         if run[0] == "`" and "`" in rest:
             continue  # not a fence: inline code on a line of its own
@@ -179,7 +180,7 @@ def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
 def _inline_code(answer: str) -> list[tuple[int, int]]:
     """Pairs of equal backtick runs on one line; a run with no partner is literal."""
     runs: list[tuple[int, int]] = []  # (start, end); (-1, -1) marks a line break
-    for match in _BACKTICKS_OR_LINE.finditer(answer):
+    for match in checked(_BACKTICKS_OR_LINE.finditer(answer)):
         runs.append((-1, -1) if match.group() == "\n" else match.span())
     partner = [-1] * len(runs)
     seen: dict[int, int] = {}
@@ -208,10 +209,10 @@ def url_spans(answer: str, code: Spans) -> list[tuple[int, int]]:
     if "(" not in answer and "://" not in answer and "www." not in answer:
         return []
     spans = []
-    for match in _DESTINATION.finditer(answer):
+    for match in checked(_DESTINATION.finditer(answer)):
         if not code.holds(match.start()):
             spans.append((match.start(), match.end()))
-    for match in _BARE_URL.finditer(answer):
+    for match in checked(_BARE_URL.finditer(answer)):
         if not code.holds(match.start()):
             spans.append((match.start(), _url_end(answer, match)))
     return _merged(sorted(spans))
@@ -342,7 +343,7 @@ def _definitions(answer: str, text: str) -> dict[str, str]:
     """
     found = []
     deep = False
-    for match in _DEFINITION.finditer(text):
+    for match in checked(_DEFINITION.finditer(text)):
         indents = _indents(match.group("prefix"))
         if indents is not None:
             found.append((match, indents[0]))
@@ -415,7 +416,7 @@ def _held(text: str, lines: Sequence[tuple[int, int]]) -> set[int]:
     paragraph = next(paragraphs, None)
     contents: set[int] = set()
     held = set()
-    for start, indent in lines:
+    for start, indent in checked(lines):
         while item is not None or paragraph is not None:
             at_item = item.start() if item is not None else len(text)
             at_paragraph = paragraph.end() if paragraph is not None else len(text)
@@ -452,7 +453,7 @@ def _link_texts(
     # each bracket still open: its offset times 4, plus 2 when it holds a link, plus 1 when it
     # holds brackets
     opened = array("q")
-    for match in _BRACKET_OR_BLANK.finditer(structure):
+    for match in checked(_BRACKET_OR_BLANK.finditer(structure)):
         at = match.start()
         char = structure[at]
         if char == "[":
@@ -500,7 +501,7 @@ def _anchor_texts(answer: str, text: str) -> list[tuple[int, int, str]]:
     one)."""
     found = []
     opened: tuple[int, str] | None = None
-    for match in _ANCHOR_TAG.finditer(text):
+    for match in checked(_ANCHOR_TAG.finditer(text)):
         if _escaped(answer, match.start()):
             continue  # "\\<a ...>" is text
         if opened is not None:

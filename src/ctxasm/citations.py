@@ -70,7 +70,7 @@ from ctxasm.answer_markup import (
     url_spans,
 )
 from ctxasm.data import Assembly, Report
-from ctxasm.deadline import checkpoint
+from ctxasm.deadline import checked, checkpoint
 from ctxasm.errors import ArgumentTypeError, RequestError
 from ctxasm.formatting.labels import CITATION, ITEM, Folded, fold
 from ctxasm.lexical import sentence_spans
@@ -518,15 +518,20 @@ def _scan(answer: str) -> tuple[str, list[_Marker]]:
         markers.append(marker)
         cited += len(marker.items)
         if cited > MAX_MARKERS:
-            raise RequestError(
-                f"the answer holds more than {MAX_MARKERS:,} citation markers (each number of "
-                "a list counted); no answer a model writes cites that often: check that this "
-                "is the answer",
-                field="answer",
-            )
-    markers = _with_links(answer, _with_no_labels(folded, markers, code, urls), code)
+            raise _too_many()
+    markers = _with_no_labels(folded, markers, code, urls, cited)
+    markers = _with_links(answer, markers, code)
     blanks = sorted([*code.spans, *((m.start, m.end) for m in markers)])
     return blanked(answer, blanks), _capped(markers, len(answer) + MAX_RANGE)
+
+
+def _too_many() -> RequestError:
+    return RequestError(
+        f"the answer holds more than {MAX_MARKERS:,} citation markers (each number of a list, "
+        "and each bracket with no label, counted); no answer a model writes cites that often: "
+        "check that this is the answer",
+        field="answer",
+    )
 
 
 def _capped(markers: list[_Marker], limit: int) -> list[_Marker]:
@@ -591,7 +596,7 @@ def _with_links(answer: str, markers: list[_Marker], code: Spans) -> list[_Marke
     linked = []
     holding: list[tuple[int, int, str]] = []  # the links opened before a marker, innermost last
     index = 0
-    for marker in markers:
+    for marker in checked(markers):
         while index < len(texts) and texts[index][0] <= marker.start:
             holding.append(texts[index])
             index += 1
@@ -615,17 +620,21 @@ def _with_links(answer: str, markers: list[_Marker], code: Spans) -> list[_Marke
 
 
 def _with_no_labels(
-    folded: Folded, markers: list[_Marker], code: Spans, urls: Spans
+    folded: Folded, markers: list[_Marker], code: Spans, urls: Spans, cited: int
 ) -> list[_Marker]:
     """``markers`` and the worded brackets whose number is no label (one invalid citation
     each, as written), in order. A marker such a bracket holds (the ``Source 1`` of
-    ``[Source 1,2.5]``) is part of it; one that starts where it starts wins (``[Source 1]``)."""
+    ``[Source 1,2.5]``) is part of it; one that starts where it starts wins (``[Source 1]``).
+    Each such bracket counts against ``MAX_MARKERS``, with the ``cited`` numbers before."""
     taken = {marker.start for marker in markers}
     extra = []
-    for match in _NO_LABEL.finditer(folded.text):
+    for match in checked(_NO_LABEL.finditer(folded.text)):
         start, end = folded.original(match.start()), folded.original(match.end())
         if start in taken or urls.holds(start):
             continue
+        cited += 1
+        if cited > MAX_MARKERS:
+            raise _too_many()
         in_code = code.holds(start)
         raw = folded.span(match.start(), match.end())
         item = _Item(0, -1, written=" ".join(match.group("number").split()))
@@ -675,7 +684,7 @@ def _sentences(
     """Each countable sentence of ``answer`` with the markers it carries."""
     found: list[tuple[str, list[_Marker]]] = []
     starts = [marker.start for marker in markers]
-    for line in _LINE.finditer(masked):
+    for line in checked(_LINE.finditer(masked), 64):
         # "1. Paris [1]": the number opens the item's first sentence, not a sentence of its own
         mark = _LIST_MARK.match(line.group())
         lead = 0 if mark is None else mark.end()

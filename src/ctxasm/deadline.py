@@ -3,9 +3,10 @@
 Python cannot stop a thread from outside, so the work stops itself: the assembler calls
 :func:`checkpoint` before each stage, and the stages call it in their loops whose work grows
 with the number or size of the candidates (relevance's term search, the guard's windows,
-selection's offers, compression's cuts), as does the citation check for each marker. Once the
-deadline has passed, or the caller cancelled, the next checkpoint raises
-:class:`~ctxasm.errors.DeadlineError`, so the work done past the limit is about one candidate's.
+selection's offers, compression's cuts), as does the citation check in its scans of the answer
+(:func:`checked` for loops of many small steps). Once the deadline has passed, or the caller
+cancelled, the next checkpoint raises :class:`~ctxasm.errors.DeadlineError`, so the work done
+past the limit is about one candidate's.
 
 The deadline is held in a context variable: it applies to the work of the thread (or task) that
 applies it, and to nothing else. Without one (the CLI, ``ctxasm batch``, the Python API unless
@@ -24,13 +25,14 @@ the client hangs up.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TypeVar
 
 from ctxasm.errors import DeadlineError
 
-__all__ = ["Deadline", "checkpoint"]
+__all__ = ["Deadline", "checked", "checkpoint"]
 
 
 class Deadline:
@@ -101,3 +103,20 @@ def checkpoint() -> None:
     deadline = _CURRENT.get()
     if deadline is not None:
         deadline.check()
+
+
+_T = TypeVar("_T")
+
+
+def checked(items: Iterable[_T], every: int = 256) -> Iterator[_T]:
+    """``items``, with a :func:`checkpoint` before the first and then every ``every`` items:
+    for loops whose steps are too small to check each (the matches of a scan over a long
+    text), but whose count grows with the input."""
+    deadline = _CURRENT.get()
+    if deadline is None:
+        yield from items
+        return
+    for index, item in enumerate(items):
+        if not index % every:
+            deadline.check()
+        yield item

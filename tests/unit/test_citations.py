@@ -659,6 +659,35 @@ def test_each_number_of_a_list_counts_against_the_marker_limit(
         assert raised.value.field == "answer"
 
 
+def test_each_bracket_with_no_label_counts_against_the_marker_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 100,000 "[Source 1.5]" were read whole into 100,000 invalid citations (review rv43-3)
+    from ctxasm import citations
+
+    monkeypatch.setattr(citations, "MAX_MARKERS", 10)
+    for form in ("[Source 1.5] ", "[Source -1] ", "[Source 1, 2.5] "):
+        if form != "[Source 1, 2.5] ":  # whose "Source 1" is read first, and counted too
+            assert len(check_citations("Paris [1]. " + form * 9, assembly()).citations) == 10
+        with pytest.raises(RequestError) as raised:
+            check_citations("Paris [1]. " + form * 10, assembly())
+        assert raised.value.field == "answer"
+        assert "each bracket with no label" in raised.value.message
+
+
+def test_a_long_answer_with_few_markers_stops_at_its_deadline() -> None:
+    # The link finder, the brackets with no label and the sentences checked no deadline: an
+    # answer of 8 MB held a service worker 3-8 s past request_timeout_s (review rv43-1)
+    from ctxasm.deadline import Deadline
+    from ctxasm.errors import DeadlineError
+
+    for answer in ("- [x]\n" * 200_000, "[Source 1.5] " * 30_000, "Paris is big.\n" * 100_000):
+        limit = Deadline(60.0)
+        limit.cancel()
+        with limit.applied(), pytest.raises(DeadlineError):
+            check_citations(answer, assembly())
+
+
 def test_many_different_links_to_one_long_url_are_compared_once_per_url() -> None:
     # Each link used to be compared with the url encoded again: a long url cited by many
     # different links was quadratic. The verdicts are the same.
