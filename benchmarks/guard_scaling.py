@@ -47,6 +47,10 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "Markdown emphasis and code": lambda n: "ig**no**re _a_ `b` *c " * (n // 22),
     "'*' without a closing one": lambda n: "*" + "a" * (n - 1),
     "'System: value' lines": lambda n: "System: Ubuntu 22.04\n" * (n // 21),
+    "'hey ai, ' repeated": lambda n: "hey ai, " * (n // 8),
+    "'. note to the ai agent' repeated": lambda n: ". note to the ai agent" * (n // 22),
+    "'assistant: please ' repeated": lambda n: "assistant: please " * (n // 18),
+    "'ai ' repeated, then ':'": lambda n: "ai " * (n // 3) + ":",
 }
 
 Scan = Callable[[str], tuple[str, ...]]

@@ -5,7 +5,9 @@ checks whose evidence carried it over ``threshold``:
 
 - ``instruction_override``: "ignore (all) previous instructions", "disregard the above",
   "forget your rules", "you are now ...", "act as an unrestricted ...", "developer mode", text
-  that addresses an AI reader and tells it what to put in its reply, in twenty languages;
+  that addresses an AI reader and tells it what to put in its reply, in twenty languages; and
+  in English, an AI reader addressed ("hey bot,", "[For assistants: ...]", "AI agents must
+  ...") and given a directive of any kind, to act, write or leave out (``stages.guard_address``);
 - ``prompt_leak``: asking for the system prompt or the instructions, word for word;
 - ``role_marker``: fake role lines (``system:``, ``User:``, ``SYSTEM NOTE:``, ``[SYSTEM]``),
   chat-template tokens (``<|im_start|>``, ``[INST]``, ``<<SYS>>`` ...), tags that imitate the
@@ -47,6 +49,7 @@ from typing import ClassVar
 
 from ctxasm.deadline import checkpoint
 from ctxasm.keys import CACHE_CHARS, text_cache
+from ctxasm.stages.guard_address import address_hits
 from ctxasm.stages.guard_markers import blob_hits, hidden_hits, line_hits, link_hits, token_hits
 from ctxasm.stages.guard_phrases import (
     Hit,
@@ -55,6 +58,7 @@ from ctxasm.stages.guard_phrases import (
     concept_events,
     letters_in_a_row,
     load_tables,
+    may_address,
     may_fire,
     may_fire_anywhere,
     merged_sentences,
@@ -203,7 +207,7 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
     folded = fold(window)
     words = with_parts(folded)  # joined words ("previous-instructions") read both ways
     spelled = spell(words)
-    marks = _mark_hits(window, folded)
+    marks = _mark_hits(window, folded, spelled)
     phrases = _phrase_hits(words, spelled)
     checks = _flagged([*phrases, *marks], threshold)
     # Invisible characters, dropped by folding, read as spaces too: between two words,
@@ -230,7 +234,7 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
         if shown is not None:
             folded_shown = fold(shown)
             reading = with_parts(folded_shown)
-            shown_marks = _mark_hits(shown, folded_shown)  # a rule met in both counts once
+            shown_marks = _mark_hits(shown, folded_shown, None)  # a rule met in both counts once
             if reading not in read:
                 read[reading] = _phrase_hits(reading, spell(reading))
             checks |= _flagged([*read[reading], *marks, *shown_marks], threshold)
@@ -244,7 +248,8 @@ def _window_checks(window: str, threshold: float, runs: list[str] | None) -> set
 def _text_hits(text: str) -> list[Hit]:
     folded = fold(text)
     words = with_parts(folded)
-    return [*_phrase_hits(words, spell(words)), *_mark_hits(text, folded)]
+    spelled = spell(words)
+    return [*_phrase_hits(words, spelled), *_mark_hits(text, folded, spelled)]
 
 
 def _phrase_hits(folded: str, spelled: int | None) -> list[Hit]:
@@ -259,10 +264,12 @@ def _phrase_hits(folded: str, spelled: int | None) -> list[Hit]:
     return score_events(concept_events(folded)) if may_fire(folded, spelled) else []
 
 
-def _mark_hits(text: str, folded: str) -> list[Hit]:
-    """The structural rules that fire on ``text`` (``folded`` as matched): template tokens,
-    tags, role lines, labels and links."""
-    return [*token_hits(folded), *line_hits(text, folded), *link_hits(text, folded)]
+def _mark_hits(text: str, folded: str, spelled: int | None) -> list[Hit]:
+    """The structural rules that fire on ``text`` (``folded`` as matched, read by ``spell``
+    as ``spelled`` where known): template tokens, tags, role lines, labels, links, and an AI
+    reader addressed and given a directive (looked for where a word may name one)."""
+    addressed = address_hits(folded) if may_address(spelled) else []
+    return [*token_hits(folded), *line_hits(text, folded), *link_hits(text, folded), *addressed]
 
 
 def _flagged(hits: list[Hit], threshold: float) -> set[str]:

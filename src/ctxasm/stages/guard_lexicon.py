@@ -194,6 +194,12 @@ LEXICON: dict[str, dict[str, str]] = {
                  " the_assistant_should assistants_should ai_models_should when_the_assistant"
                  " when_an_assistant summarizer_note agent_note note_to_assistant"
                  " for_the_ai_listening",
+        # a word an AI reader may be named by: no rule of its own, it tells the scan where
+        # ``stages.guard_address`` may find an address (see ``guard_phrases.may_address``)
+        "ADDRESSEE": "ai llm llms chatbot chatbots bot bots assistant assistants copilot"
+                     " copilots gpt gpts summarizer summarizers summariser summarisers agent"
+                     " agents model models summary summaries whoever anyone anybody anyones"
+                     " automated machine-generated",
         "PRIORTEXT": "words_above everything_above above_text preceding_text previous_text"
                      " everything_before messages_above previous_messages text_above content_above"
                      " previous_context prior_context earlier_context start_of_this_conversation"

@@ -46,6 +46,7 @@ __all__ = [
     "concept_events",
     "letters_in_a_row",
     "load_tables",
+    "may_address",
     "may_fire",
     "may_fire_anywhere",
     "merged_sentences",
@@ -107,8 +108,11 @@ def _index() -> _Index:
     exact: dict[str, list[tuple[tuple[str, ...], str]]] = {}
     stems: dict[str, list[tuple[tuple[str, ...], str]]] = {}
     cjk_concepts: dict[str, set[str]] = {}
+    scored = {c for c, _, _ in SINGLE_RULES} | {c for a, b, _, _ in PAIR_RULES for c in (a, b)}
     for language, concepts in LEXICON.items():
         for concept, terms in concepts.items():
+            if concept not in scored:
+                continue  # a concept no rule scores only tells ``spell`` a word is there
             for term in terms.split():
                 if language in CJK_LANGUAGES:
                     cjk_concepts.setdefault(term.translate(_SIMPLIFIED), set()).add(concept)
@@ -644,6 +648,12 @@ def may_fire_anywhere(spelled: int | None) -> bool:
         return True
     table = _presence()
     return _satisfied(_with_terms(spelled, table), table)
+
+
+def may_address(spelled: int | None) -> bool:
+    """Whether a text that ``spell`` read as ``spelled`` may hold a word an AI reader is named
+    by (concept ``ADDRESSEE``, which no rule scores), so may address one."""
+    return spelled is None or bool(spelled & _presence().bits["ADDRESSEE"])
 
 
 def letters_in_a_row(spelled: int | None) -> bool:
