@@ -11,10 +11,11 @@ a url is the url's, ``[see Source 2](...)`` links somewhere), as offsets into th
   the punctuation that ends a sentence, a ``)`` or ``]`` that closes nothing it opened, and a
   run of citation markers that ends it (``https://x.org/paris[1]``);
 - links (:func:`links`), outside code: the text of each markdown link as CommonMark pairs its
-  brackets (inline ``[text](...)``, full ``[text][label]``, collapsed ``[text][]`` and
-  shortcut ``[label]`` references; links do not nest), the link reference definitions that
-  name their destinations (at the start of a line, after its block quotes and list items; one
-  indented 4 columns or more only where a list item holds it), and the text of each HTML
+  brackets (inline ``[text](...)`` with its ``)``, full ``[text][label]``, collapsed
+  ``[text][]`` and shortcut ``[label]`` references; links do not nest), the link reference
+  definitions that name their destinations (at the start of a line, after its block quotes and
+  list items, where a paragraph may start: never inside one; one indented 4 columns or more
+  only where a list item holds it), and the text of each HTML
   ``<a href>`` link, as a browser reads it (to the next ``<a`` or ``</a>`` tag, or the end).
 
 A link is what CommonMark (for markdown) and a browser (for ``<a>`` tags) render as one, as far
@@ -29,7 +30,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from ctxasm.deadline import checked
@@ -48,22 +49,67 @@ __all__ = [
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
 _BACKTICKS_OR_LINE = re.compile(r"`+|\n")
-# The destination of a markdown link, after the "]" of its text: "(" then "<...>" or a run with
-# no white space and parentheses nested one deep, as CommonMark writes urls such as
-# wiki/Plato_(philosopher). Each run stops at the next parenthesis, so scans do not overlap.
-_LINK_TARGET = re.compile(r"\(\s*(?:<([^<>\n]*)>|([^\s()]*(?:\([^\s()]*\)[^\s()]*)*))")
-# A link reference definition at the start of a line, "[label]: destination" (CommonMark 4.7),
-# after the containers of its line (block quotes, list items: see _indents): every "[label]" of
-# the answer, and every "[text][label]", renders as a link to it. Its label may wrap lines, not
-# over a blank one. Possessive: white space is never given back, so a line's containers are
-# read once, and a label stops at the first bracket: each attempt reads at most to the next "["
-# (and 999 characters).
+# White space in a link: spaces and tabs, and at most one line break (two would make a blank
+# line), with the block quote markers that start the next line.
+_GAP = r"[ \t]*+(?:\n[ \t>]*+)?+"
+# A link's title: "...", '...' or (...), backslash escapes in it, over single line breaks.
+_TITLE = (
+    r'(?:"(?:[^"\\\n]|\\[^\n]?+|\n(?![ \t>]*+\n))*+"'
+    r"|'(?:[^'\\\n]|\\[^\n]?+|\n(?![ \t>]*+\n))*+'"
+    r"|\((?:[^()\\\n]|\\[^\n]?+|\n(?![ \t>]*+\n))*+\))"
+)
+
+
+def _nested_parentheses(depth: int) -> str:
+    """A destination written bare: no white space or control character, each parenthesis
+    escaped or in a pair, pairs nested at most ``depth`` deep (CommonMark's renderers stop at
+    32). Possessive at every level, so an attempt reads at most to where it fails."""
+    plain = r"[^ \x00-\x1f\x7f()\\]|\\[^ \n]?+"
+    pair = ""
+    for _ in range(depth):
+        pair = rf"\((?:{plain}{'|' + pair if pair else ''})*+\)"
+    return rf"(?:{plain}|{pair})*+"
+
+
+# An inline link's "(destination title)", after the "]" of its text (CommonMark 6.3): "(", the
+# destination as "<...>" or bare (possibly empty), then a title after white space, then ")".
+# Without its ")" it is no link. Each part either reads a bounded stretch or stops at the next
+# character of its kind (a quote, a parenthesis past 32 deep), so scans do not overlap.
+_INLINE_TAIL = (
+    rf"\({_GAP}(?:<(?P<angled>(?:[^<>\n\\]|\\[^\n]?+)*+)>|(?!<)(?P<bare>{_nested_parentheses(32)}))"
+    rf"(?:(?:[ \t]++(?:\n[ \t>]*+)?+|\n[ \t>]*+){_TITLE})?+{_GAP}\)"
+)
+_LINK_TARGET = re.compile(_INLINE_TAIL)
+# A link reference definition at the start of a line, "[label]: destination" and perhaps a
+# title, nothing more on its last line (CommonMark 4.7), after the containers of its line (block
+# quotes, list items: see _indents): every "[label]" of the answer, and every "[text][label]",
+# renders as a link to it, where a paragraph may start (see _where_paragraphs_start). Its label
+# may wrap lines, not over a blank one; a title on the line after is its own, if it is one.
+# Possessive: white space is never given back, so a line's containers are read once, and a
+# label stops at the first bracket: each attempt reads at most to the next "[" (and 999
+# characters), and a title to the next quote of its kind (so the titles that attempts read do
+# not overlap) or a blank line.
 _DEFINITION = re.compile(
     r"^(?P<prefix>(?:[ \t]*+(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t])))*+[ \t]*+)"
     r"\[(?P<label>(?:[^\[\]\\\n]|\\[^\n]?+|\n(?![ \t\r]*+\n)){1,999}+)\]:"
-    r"[ \t]*+\n?+(?:[ \t]*+>)*+[ \t]*+(?:<(?P<angled>[^<>\n]*+)>|(?P<bare>[^\s<]\S*+))",
+    r"[ \t]*+\n?+(?:[ \t]*+>)*+[ \t]*+(?:<(?P<angled>[^<>\n]*+)>|(?P<bare>[^\s<]\S*+))"
+    rf"(?:[ \t]++{_TITLE})?+[ \t]*+$(?:\n[ \t>]*+{_TITLE}[ \t]*+$)?+",
     re.MULTILINE,
 )
+# A line: its block quote and list markers, and what follows them.
+_LINE = re.compile(
+    r"^((?:[ \t]*+(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t])))*+)([^\n]*+)", re.MULTILINE
+)
+# A list marker and the white space after it (on a line: see _containers).
+_LIST_MARKER = re.compile(r"(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t]|$)([ \t]*+)")
+# What ends a paragraph and starts none (after a line's containers): a heading, a thematic
+# break, a fence (one never closed too: see code_spans).
+_NO_PARAGRAPH = re.compile(
+    r"[ \t]{0,3}+(?:#{1,6}(?:[ \t]|$)|`{3,}|~{3,}"
+    r"|(?:(?:\*[ \t]*+){3,}|(?:_[ \t]*+){3,}|(?:-[ \t]*+){3,})$)"
+)
+# A setext heading's underline, which ends the paragraph it goes on with.
+_UNDERLINE = re.compile(r"[ \t]{0,3}+(?:=++|-++)[ \t]*+$")
 # The containers of a line that opens a list item ("- ", "1. ", "  * ", "> 2) "), which may hold
 # a definition indented 4 columns or more on a later line.
 _LIST_ITEM = re.compile(
@@ -96,9 +142,8 @@ _ESCAPE = re.compile(r"\\[^\n]")
 _REFERENCE = re.compile(r"\[((?:[^\[\]\\\n]|\\[^\n]?+|\n(?![ \t\r]*+\n)){0,999}+)\]")
 # A line break in a link label and the containers (block quotes) its next line repeats.
 _LABEL_BREAK = re.compile(r"\n[ \t>]*")
-# A link's destination, after the "]" that ends its text: "(" and what _LINK_TARGET reads (its
-# runs stop at a parenthesis or white space, so the scan is linear).
-_DESTINATION = re.compile(r"(?<=\])\(\s*(?:<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)")
+# An inline link's destination, after a "]" (see _LINK_TARGET).
+_DESTINATION = re.compile(r"(?<=\])" + _INLINE_TAIL)
 # An autolink ("<https://...>"), or a url written bare: printable ASCII up to white space, "<",
 # ">" or a quote (an HTML attribute's end), then cut where a ")" or "]" closes nothing the url
 # opened, before the punctuation that ends a sentence, and before citations that follow it
@@ -211,7 +256,8 @@ def url_spans(answer: str, code: Spans) -> list[tuple[int, int]]:
     spans = []
     for match in checked(_DESTINATION.finditer(answer)):
         if not code.holds(match.start()):
-            spans.append((match.start(), match.end()))
+            angled = match.end("angled")
+            spans.append((match.start(), angled + 1 if angled >= 0 else match.end("bare")))
     for match in checked(_BARE_URL.finditer(answer)):
         if not code.holds(match.start()):
             spans.append((match.start(), _url_end(answer, match)))
@@ -302,12 +348,14 @@ def links(answer: str, code: Spans) -> Links:
 
 
 def link_destination(text: str, at: int) -> str | None:
-    """The destination of the markdown link whose text ends before ``at`` (``text[at]`` is
-    its ``(``), as written; ``None`` where no ``(`` starts there."""
+    """The destination of the inline link whose text ends before ``at`` (``text[at]`` is its
+    ``(``), as written; ``None`` where no ``(destination)`` starts there: no ``(``, or none
+    that its ``)`` closes, after the destination and any title (``[a](b`` is no link)."""
     target = _LINK_TARGET.match(text, at)
     if target is None:
         return None
-    return target.group(1) if target.group(1) is not None else target.group(2)
+    angled = target.group("angled")
+    return angled if angled is not None else target.group("bare")
 
 
 def _code_filled(answer: str, spans: Sequence[tuple[int, int]]) -> str:
@@ -343,7 +391,7 @@ def _definitions(answer: str, text: str) -> dict[str, str]:
     """
     found = []
     deep = False
-    for match in checked(_DEFINITION.finditer(text)):
+    for match in _where_paragraphs_start(text, list(checked(_DEFINITION.finditer(text)))):
         indents = _indents(match.group("prefix"))
         if indents is not None:
             found.append((match, indents[0]))
@@ -359,6 +407,123 @@ def _definitions(answer: str, text: str) -> dict[str, str]:
             group = "angled" if match.group("angled") is not None else "bare"
             definitions.setdefault(key, _span(answer, match, group))
     return definitions
+
+
+def _where_paragraphs_start(
+    text: str, candidates: Sequence[re.Match[str]]
+) -> Iterator[re.Match[str]]:
+    """Of the ``candidates`` (definitions found at the start of a line of ``text``, in order)
+    those where a paragraph may start, as CommonMark reads a definition (it cannot interrupt a
+    paragraph): at the start of the answer, after a blank line, a heading, a thematic break or a
+    fence, after another definition, or on a line that opens a block quote or a list item (see
+    :func:`_interrupts`). A line that goes on with a paragraph (``> a`` then ``> [x]: y``, or
+    ``[x]: y`` lazily after either) holds none.
+
+    Where this needs more of Markdown, a definition is read rather than none: an indented line
+    that opens no paragraph is taken as code (it may be a paragraph of a list item). Linear:
+    each line up to the last candidate is read once."""
+    if not candidates:
+        return
+    pending = iter(candidates)
+    candidate = next(pending, None)
+    paragraph: list[int] | None = None  # the containers of the paragraph open (_containers)
+    done = 0  # where the last definition taken ends
+    listed = False  # whether a list item may be open: one opened, no paragraph at the margin since
+    for line in checked(_LINE.finditer(text, 0, candidates[-1].end())):
+        start = line.start()
+        if start < done:
+            continue  # a line of the definition before
+        fresh = paragraph is None or _interrupts(line.group(), paragraph)
+        if candidate is not None and start == candidate.start():
+            taken, candidate = candidate, next(pending, None)
+            if fresh:
+                yield taken
+                indents = _indents(taken.group("prefix"))
+                if indents is not None and indents[0] <= 3:
+                    done, paragraph = taken.end(), None
+                    continue
+                # indented: code, unless a list item holds it (see _definitions); the lines
+                # after its first are read as lines
+        containers, rest = line.group(1), line.group(2)
+        body = rest.lstrip(" \t")
+        if (
+            not body
+            or _NO_PARAGRAPH.match(rest)
+            or _NO_PARAGRAPH.match(line.group().lstrip(" \t>"))
+            or (not fresh and _UNDERLINE.match(rest))
+            or body.rstrip() == "-"  # an empty list item
+        ):
+            paragraph = None
+        elif fresh:
+            white = rest[: len(rest) - len(body)]
+            indented = len(white) + 3 * white.count("\t") > (4 if containers else 3)
+            paragraph = None if indented else _containers(line.group(), listed)
+            listed = listed if containers or rest[:1] in " \t" else False
+        listed = listed or containers.strip(" \t>") != ""
+
+
+def _containers(line: str, listed: bool) -> list[int]:
+    """The containers a line opens, outermost first: ``-1`` for a block quote, the column its
+    content starts at for a list item (tabs to stops of 4). A line indented at the left margin
+    after a list item (``listed``) is taken as in it: its paragraph goes on only as far in."""
+    found = []
+    column = at = 0
+    while at < len(line) and line[at] in " \t":
+        column += 4 - column % 4 if line[at] == "\t" else 1
+        at += 1
+    if column and listed:
+        found.append(column)
+    while True:
+        while at < len(line) and line[at] in " \t":
+            column += 4 - column % 4 if line[at] == "\t" else 1
+            at += 1
+        if line.startswith(">", at):
+            found.append(-1)
+            column, at = column + 1, at + 1
+            if line.startswith(" ", at):
+                column, at = column + 1, at + 1
+            continue
+        marker = _LIST_MARKER.match(line, at)
+        if marker is None:
+            return found
+        column, at = column + marker.end() - at, marker.end()
+        white = len(marker.group(1))
+        found.append(column + (white if 1 <= white <= 4 else 1))
+        column, at = column + min(white, 1), at + min(white, 1)
+
+
+def _interrupts(line: str, paragraph: Sequence[int]) -> bool:
+    """Whether ``line`` starts a block that ends the open ``paragraph`` (its containers, see
+    :func:`_containers`) rather than going on with it: past the containers it keeps (a block
+    quote's ``>``, a list item's indentation), a ``>`` or a list marker, indented at most 3
+    columns. Where every container is kept, an ordered item must start at 1 (``2.`` cannot
+    interrupt a paragraph)."""
+    column = at = kept = 0
+    for need in paragraph:
+        back = column, at
+        while at < len(line) and line[at] in " \t" and (need < 0 or column < need):
+            column += 4 - column % 4 if line[at] == "\t" else 1
+            at += 1
+        if need < 0 and column - back[0] <= 3 and line.startswith(">", at):
+            column, at = column + 1, at + 1
+            if line.startswith(" ", at):
+                column, at = column + 1, at + 1
+        elif need < 0 or column < need:
+            column, at = back
+            break
+        kept += 1
+    white = at
+    while white < len(line) and line[white] in " \t" and white - at < 4:
+        white += 1
+    if white - at > 3:
+        return False
+    if line.startswith(">", white):
+        return True
+    marker = _LIST_MARKER.match(line, white)
+    if marker is None:
+        return False
+    number = line[white : marker.end() - len(marker.group(1)) - 1]
+    return kept < len(paragraph) or not number or number == "1"
 
 
 def _indents(prefix: str, item: bool = False, empty: bool = False) -> tuple[int, list[int]] | None:
@@ -479,9 +644,12 @@ def _link_text_target(
     answer: str, text: str, start: int, end: int, nested: int, definitions: Mapping[str, str]
 ) -> str | None:
     """The destination of the link whose text is ``answer[start:end]`` (brackets included),
-    or ``None`` when it is no link."""
+    or ``None`` when it is no link. A ``(`` that starts no inline link (``[a](b``, never
+    closed) leaves it a shortcut reference, as CommonMark reads it."""
     if text.startswith("(", end):
-        return link_destination(answer, end)
+        target = link_destination(answer, end)
+        if target is not None:
+            return target
     if not definitions:
         return None
     reference = _REFERENCE.match(text, end)

@@ -561,14 +561,15 @@ def _marker(folded: Folded, match: re.Match[str], in_code: bool) -> _Marker:
     found = islice(ITEM.finditer(text), MAX_MARKERS + 1)
     items = tuple(_Item(int(item[1]), int(item[2] or item[1])) for item in found)
     shape = match.lastgroup or "bare"
-    if shape == "bracket":
-        shape = "markdown_link" if folded.text.startswith("(", end) else "bracket"
+    link = None
+    if shape == "bracket" and folded.text.startswith("(", end):
+        # "(" alone makes no link: "[Source 1](b" with no ")" is a bracket and text
+        link = link_destination(folded.original_text, folded.original(end))
+        shape = "markdown_link" if link is not None else "bracket"
     elif shape == "paren":
         shape = "parenthesis"
     raw = folded.span(start, end)
     worded = _WORDED.search(text) is not None
-    at = folded.original(end)
-    link = link_destination(folded.original_text, at) if shape == "markdown_link" else None
     return _Marker(
         folded.original(start),
         folded.original(end),

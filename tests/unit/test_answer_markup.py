@@ -77,6 +77,37 @@ def test_link_destination_reads_angled_and_nested_parentheses() -> None:
     assert found == ["b c", "wiki/P_(x)", None]
 
 
+def test_link_destination_needs_the_parenthesis_that_closes_it() -> None:
+    # rv43-4: "(" and a destination with no ")" was read as an inline link
+    deep = "(" * 32 + "x" + ")" * 32
+    found = [
+        link_destination("[a](b", 3),
+        link_destination("[a](b c)", 3),
+        link_destination("[a](][Source 1].", 3),
+        link_destination('[a](b "t" x)', 3),
+        link_destination('[a](b "t")', 3),
+        link_destination("[a](\n  b\n)", 3),
+        link_destination("[a]()", 3),
+        link_destination(f"[a]({deep})", 3),
+        link_destination(f"[a](({deep}))", 3),  # past the 32 levels renderers allow
+    ]
+    assert found == [None, None, None, None, "b", "b", "", deep, None]
+
+
+def _defined(answer: str) -> list[str]:
+    return sorted(links(answer, Spans.of(code_spans(answer))).definitions)
+
+
+def test_a_definition_is_one_only_where_a_paragraph_may_start() -> None:
+    # rv43-4: a definition cannot interrupt a paragraph, and nothing but a title may follow it
+    assert _defined("[a]: /1\n[b]: /2 'title'\n[c]: /3\n\"title\"\n[d]: /4") == list("abcd")
+    assert _defined("Notes:\n[a]: /1\n> b\n> [b]: /2\n- c\n  [c]: /3") == []
+    assert _defined("Notes:\n> [a]: /1\n\n> b\n>\n> [b]: /2") == ["a", "b"]
+    assert _defined("Notes:\n- [a]: /1\n- [b]: /2\n\n# c\n[c]: /3\n\n---\n[d]: /4") == list("abcd")
+    assert _defined("Notes:\n2. [a]: /1\n1. [b]: /2") == ["b"]  # "2." does not interrupt
+    assert _defined("[a]: /1 junk\n[b]: /2\n\n[c]: /3 'title' junk") == []
+
+
 def test_reference_key_folds_case_white_space_and_quote_markers() -> None:
     assert reference_key("  Multi\n>  LINE ") == "multi line"
 

@@ -452,6 +452,12 @@ def test_a_citation_linked_elsewhere_than_its_source_is_reported() -> None:
         "Paris <a title=\"a>b\" href='https://phish.example'><em>see</em> Source 1</a>.",
         'Paris <a href="https://phish.example">see\n\n[Source 1]</a>.',
         'Paris <a href="https://phish.example">[Source 1].',
+        # rv43-4: a definition inside a paragraph, or a "(" never closed, is no link, so the
+        # link around it is one
+        "Notes:\n[a]: https://x.org\n\nParis [per [Source 1] and [a]](https://phish.example).",
+        "Paris [see\n[x]: y [Source 1]](https://phish.example).",
+        "Paris [see [x](y [Source 1]](https://phish.example).",
+        "Paris [Source 1](y\n\n[Source 1]: https://phish.example",  # a shortcut after all
     ],
 )
 def test_a_citation_rendered_as_a_link_elsewhere_is_reported(answer: str) -> None:
@@ -489,6 +495,11 @@ def test_a_citation_rendered_as_a_link_elsewhere_is_reported(answer: str) -> Non
         'Paris <a href="https://phish.example">x <a name="y">[Source 1]</a>.',  # it ends the first
         'Paris <abbr title="https://phish.example">[Source 1]</abbr>.',
         f'Paris <a href="https://phish.example">[see Source 1]({PARIS})</a>.',  # the inner link
+        # rv43-4: a definition inside a paragraph, and a "(" never closed, make no link
+        "Paris [Source 1].\n[Source 1]: https://phish.example",
+        "Paris [fig](][Source 1].",  # the marker is no part of a url
+        "Paris [Source 1](https://phish.example.",
+        'Paris [Source 1](https://phish.example "title" x).',
     ],
 )
 def test_a_citation_rendered_as_a_link_to_its_source_or_not_as_a_link_is_valid(
