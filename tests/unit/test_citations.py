@@ -670,6 +670,26 @@ def test_each_number_of_a_list_counts_against_the_marker_limit(
         assert raised.value.field == "answer"
 
 
+@pytest.mark.parametrize(
+    "answer",
+    ["Paris [Sources 1 to 3].", "Paris (Sources 1 through 3).", "Paris, see Sources 1 thru 3."],
+)
+def test_a_range_in_words_is_every_source_in_it(answer: str) -> None:
+    # "[Sources 1 to 9]" was read as Source 1 alone: a made-up Source 9 passed as valid
+    sources = {"report": {"included": [{"id": f"d{n}", "label": f"Source {n}"} for n in (1, 2, 3)]}}
+    assert [c.label for c in check_citations(answer, sources).citations] == [
+        "Source 1",
+        "Source 2",
+        "Source 3",
+    ]
+    made_up = check_citations(answer.replace("3", "9"), sources)
+    assert not made_up.all_valid
+    assert made_up.invalid[:2] == ("Source 4", "Source 5")
+    assert [c.label for c in check_citations("See Source 1 to learn more.", sources).citations] == [
+        "Source 1"
+    ]
+
+
 def test_each_bracket_with_no_label_counts_against_the_marker_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -58,10 +58,12 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _WORD = r"s[o0]urces?"  # "S0urce" too: a digit for the letter reads as the word
 _NUMBER = r"[0-9]{1,9}(?![0-9])"
 _WORDED = rf"{_WORD}[\s_]*(?:[:#][\s_]*)?"  # "Source_2" too
-_ONE = rf"(?:{_WORDED})?{_NUMBER}(?:\s*-\s*(?:{_WORDED})?{_NUMBER})?"
+# A range: "1-3" (dashes fold to "-"), "1 to 3", "1 through 3".
+_RANGE = r"(?:\s*-\s*|\s+(?:to|through|thru)\s+)"
+_ONE = rf"(?:{_WORDED})?{_NUMBER}(?:{_RANGE}(?:{_WORDED})?{_NUMBER})?"
 _SEP = r"(?:\s*[,;&]\s*(?:and\s+)?|\s+and\s+)"
 _LIST = rf"{_ONE}(?:{_SEP}{_ONE})*"
-_WORDED_LIST = rf"{_WORDED}{_NUMBER}(?:\s*-\s*(?:{_WORDED})?{_NUMBER})?(?:{_SEP}{_ONE})*"
+_WORDED_LIST = rf"{_WORDED}{_NUMBER}(?:{_RANGE}(?:{_WORDED})?{_NUMBER})?(?:{_SEP}{_ONE})*"
 _CLOSE = r"\s*(?:[.,;:]\s*)?"
 CITATION = re.compile(
     rf"(?P<bracket>\[\s*{_LIST}{_CLOSE}\])"
@@ -72,7 +74,7 @@ CITATION = re.compile(
 """Every citation marker of a folded text, in one of three shapes (see the module docstring)."""
 ITEM = re.compile(
     rf"(?:(?<=s[o0]urce)|(?<=s[o0]urces)|(?<![^\W\d_]))({_NUMBER})"
-    rf"(?:\s*-\s*(?:{_WORDED})?({_NUMBER}))?",
+    rf"(?:{_RANGE}(?:{_WORDED})?({_NUMBER}))?",
     re.IGNORECASE,
 )
 """One number or range inside a marker: after the word ("Source2") or after no letter, never
