@@ -80,11 +80,6 @@ class ClassDelta:
         else:
             self.terms.subtract(distinct)
 
-    def term_rows(self, class_id: int) -> list[tuple[int, str, int]]:
-        """``(class_id, term, change)`` for every term whose count changed, sorted (so that
-        concurrent writers lock rows in one order)."""
-        return [(class_id, term, n) for term, n in sorted(self.terms.items()) if n]
-
 
 class ClassWords:
     """Chunks' distinct words and lengths gathered by access class as a write makes its rows,
