@@ -672,10 +672,11 @@ def test_each_number_of_a_list_counts_against_the_marker_limit(
 
 @pytest.mark.parametrize(
     "answer",
-    ["Paris [Sources 1 to 3].", "Paris (Sources 1 through 3).", "Paris, see Sources 1 thru 3."],
+    ["Paris [Sources 1 to 3].", "Paris (Sources 1 through 3).", "Paris [Source 1 thru 3]."],
 )
 def test_a_range_in_words_is_every_source_in_it(answer: str) -> None:
-    # "[Sources 1 to 9]" was read as Source 1 alone: a made-up Source 9 passed as valid
+    # "[Sources 1 to 9]" was read as Source 1 alone: a made-up Source 9 passed as valid. Only
+    # in brackets or parentheses that say "Source(s)" (review rv44-2, below).
     sources = {"report": {"included": [{"id": f"d{n}", "label": f"Source {n}"} for n in (1, 2, 3)]}}
     assert [c.label for c in check_citations(answer, sources).citations] == [
         "Source 1",
@@ -688,6 +689,21 @@ def test_a_range_in_words_is_every_source_in_it(answer: str) -> None:
     assert [c.label for c in check_citations("See Source 1 to learn more.", sources).citations] == [
         "Source 1"
     ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "labels"),
+    [
+        ("Take Source 2 to 3 times a day with food.", ["Source 2"]),
+        ("On a scale [1 to 10], how likely are you to recommend us?", []),
+        ("He scored [3 to 1].", []),
+        ("See Sources 1 through 3 below.", ["Source 1"]),
+    ],
+)
+def test_a_range_in_words_outside_a_worded_bracket_is_prose(answer: str, labels: list[str]) -> None:
+    # rv44-2: "Source 2 to 3 times" cited Source 3, and "[1 to 10]" was ten citations
+    sources = {"report": {"included": [{"id": f"d{n}", "label": f"Source {n}"} for n in (1, 2, 3)]}}
+    assert [c.label for c in check_citations(answer, sources).citations] == labels
 
 
 def test_each_bracket_with_no_label_counts_against_the_marker_limit(

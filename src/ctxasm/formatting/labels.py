@@ -58,16 +58,26 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _WORD = r"s[o0]urces?"  # "S0urce" too: a digit for the letter reads as the word
 _NUMBER = r"[0-9]{1,9}(?![0-9])"
 _WORDED = rf"{_WORD}[\s_]*(?:[:#][\s_]*)?"  # "Source_2" too
-# A range: "1-3" (dashes fold to "-"), "1 to 3", "1 through 3".
-_RANGE = r"(?:\s*-\s*|\s+(?:to|through|thru)\s+)"
-_ONE = rf"(?:{_WORDED})?{_NUMBER}(?:{_RANGE}(?:{_WORDED})?{_NUMBER})?"
-_SEP = r"(?:\s*[,;&]\s*(?:and\s+)?|\s+and\s+)"
-_LIST = rf"{_ONE}(?:{_SEP}{_ONE})*"
-_WORDED_LIST = rf"{_WORDED}{_NUMBER}(?:{_RANGE}(?:{_WORDED})?{_NUMBER})?(?:{_SEP}{_ONE})*"
+_DASH = r"\s*-\s*"  # a range: "1-3" (dashes fold to "-")
+# In a bracket or parentheses that say "Source(s)" a range may be in words too: "[Sources 1 to
+# 3]", "(Sources 1 through 3)". Not elsewhere: "take Source 2 to 3 times", "a scale [1 to 10]".
+_RANGE = rf"(?:{_DASH}|\s+(?:to|through|thru)\s+)"
+
+
+def _items(range_: str) -> tuple[str, str]:
+    """One item (a number or range) and a list of items, with ranges written as ``range_``."""
+    one = rf"(?:{_WORDED})?{_NUMBER}(?:{range_}(?:{_WORDED})?{_NUMBER})?"
+    sep = r"(?:\s*[,;&]\s*(?:and\s+)?|\s+and\s+)"
+    return one, rf"{_WORDED}{_NUMBER}(?:{range_}(?:{_WORDED})?{_NUMBER})?(?:{sep}{one})*"
+
+
+_ONE, _WORDED_LIST = _items(_DASH)
+_WORDED_LIST_SPELT = _items(_RANGE)[1]
+_LIST = rf"{_ONE}(?:(?:\s*[,;&]\s*(?:and\s+)?|\s+and\s+){_ONE})*"
 _CLOSE = r"\s*(?:[.,;:]\s*)?"
 CITATION = re.compile(
-    rf"(?P<bracket>\[\s*{_LIST}{_CLOSE}\])"
-    rf"|(?P<paren>\(\s*{_WORDED_LIST}{_CLOSE}\))"
+    rf"(?P<bracket>\[\s*(?:{_WORDED_LIST_SPELT}|{_LIST}){_CLOSE}\])"
+    rf"|(?P<paren>\(\s*{_WORDED_LIST_SPELT}{_CLOSE}\))"
     rf"|(?P<bare>(?<!\w){_WORDED_LIST}(?!\.[0-9]|[^\W0-9]))",
     re.IGNORECASE,
 )
