@@ -165,6 +165,21 @@ def test_a_store_whose_tables_are_dropped_while_open_says_so(postgres_url: str) 
         store.close()
 
 
+def test_a_store_whose_tables_are_emptied_while_open_goes_on_empty(postgres_url: str) -> None:
+    # rv44-9: after a TRUNCATE of every table, retrieve and upsert ended in a TypeError
+    _written_store(postgres_url)
+    store = open_store(postgres_url)
+    try:
+        _sql(postgres_url, f"TRUNCATE {STORE_TABLES}")
+        assert store.retrieve("river birds", WHO) == []
+        document = Document("b", "Birds cross the river at dawn.", tenant="t", readers=("g",))
+        assert store.upsert(document, chunk_text(document.text, 64, 0)) == "added"
+        assert [p.id for p in store.retrieve("river birds", WHO)] == ["b#0"]
+    finally:
+        store.close()
+    assert _sql(postgres_url, "SELECT generation FROM store_state") == [(0,)]
+
+
 @pytest.mark.parametrize(
     ("dropped", "missing"),
     [

@@ -171,7 +171,11 @@ def _reference(
     enough and the reference is more than ``REFERENCE_DRIFT`` times away from it (only
     ``movable``: under the exclusive :func:`lock_reference`; ``lengths``: the word counts of
     the batch's chunks, where counted already)."""
-    (reference,) = db.execute("SELECT reference_words FROM store_state").fetchone()
+    row = db.execute("SELECT reference_words FROM store_state").fetchone()
+    if row is None:  # its tables emptied by hand (TRUNCATE) while the store held them
+        db.execute("INSERT INTO store_state DEFAULT VALUES ON CONFLICT DO NOTHING")
+        row = (None,)
+    (reference,) = row
     if reference is not None and not movable:
         return float(reference)
     if lengths is None:

@@ -273,11 +273,10 @@ def _plan(db: Any, rows: int, *, bulk: bool = False, settle: bool = False) -> _P
     ``TAIL_MAX`` (a bulk load that failed before its end) is left to the next one: an ordinary
     write adds to it rather than rebuild so many vectors under its timeout."""
     if bulk:
-        generation = int(db.execute("SELECT generation FROM store_state").fetchone()[0])
-        return _Plan(generation + 1)
+        return _Plan(_generation(db) + 1)
     locked = False
     while True:
-        generation = int(db.execute("SELECT generation FROM store_state").fetchone()[0])
+        generation = _generation(db)
         # generation 0: no index was ever built, every vector is in the tail
         # (past FIRST_INDEX by up to TAIL_MAX: two writes planned under it, committed together)
         least, most = (TAIL_MIN, TAIL_MAX) if generation else (FIRST_INDEX, FIRST_INDEX + TAIL_MAX)
@@ -293,6 +292,16 @@ def _plan(db: Any, rows: int, *, bulk: bool = False, settle: bool = False) -> _P
             locked = True
             continue
         return _Plan(generation + 1 if tail <= most else generation)
+
+
+def _generation(db: Any) -> int:
+    """The index generation of ``store_state``; its row is made again (generation 0: no index)
+    where the tables were emptied by hand (``TRUNCATE``) while the store held them."""
+    row = db.execute("SELECT generation FROM store_state").fetchone()
+    if row is None:
+        db.execute("INSERT INTO store_state DEFAULT VALUES ON CONFLICT DO NOTHING")
+        return 0
+    return int(row[0])
 
 
 def _count(db: Any, condition: str) -> int:

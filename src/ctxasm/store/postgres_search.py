@@ -216,7 +216,8 @@ def _statistics(
     terms = with_forms(params["terms"], forms)
     stats = VisibleStats(int(total), int(words), {t: found[t] for t in terms if t in found})
     reference = None if reference is None else float(reference)
-    return list(classes), terms, stats, reference, int(generation)
+    # no store_state row: its tables were emptied by hand (TRUNCATE); no index is built then
+    return list(classes), terms, stats, reference, int(generation or 0)
 
 
 def form_words(db: Any, params: dict[str, Any]) -> list[str]:
