@@ -36,6 +36,9 @@ __all__ = [
     "Duplicate",
     "ExactDedup",
     "Merge",
+    "NearDuplicateDedup",  # noqa: F822 - read from its module by __getattr__ (below)
+    "StitchWindowsDedup",  # noqa: F822
+    "clear_caches",  # noqa: F822
 ]
 
 # Names this module held before the strategies moved to modules of their own, still found here

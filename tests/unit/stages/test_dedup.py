@@ -722,3 +722,8 @@ def test_the_strategies_that_moved_are_still_found_in_the_dedup_module() -> None
     assert entry.load() is dedup_stitch.StitchWindowsDedup
     with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
         dedup.Nothing  # noqa: B018
+    found: dict[str, object] = {}
+    exec("from ctxasm.stages.dedup import *", found)  # rv44-14: as before the split
+    assert found["NearDuplicateDedup"] is dedup_near.NearDuplicateDedup
+    assert found["StitchWindowsDedup"] is dedup_stitch.StitchWindowsDedup
+    assert found["clear_caches"] is dedup_near.clear_caches
