@@ -63,16 +63,17 @@ _CLAUSE_BREAK = re.compile(
 )
 _CONJUNCTIONS = frozenset("and but or so then while whereas because".split())
 # A clause that opens with one of these words sets the scene ("According to Wikipedia,", "In
-# Europe,", "On Monday,", "Compared to Google,"): a name in it is no subject a later pronoun
-# means. Words that bring up a topic ("about", "regarding", "as for") are not among them:
-# "What about the Rhine, where does it end?" asks about the Rhine. Nor is a clause that asks
-# ("In which country does the Danube end, and how long is it?").
+# Europe,", "On Monday,", "Compared to Google,", "If Trump wins,", "For Python,"): a name in it
+# is no subject a later pronoun means. Words that bring up a topic ("about", "regarding", "as
+# for") are not among them: "What about the Rhine, where does it end?" asks about the Rhine.
+# Nor is a clause that asks ("In which country does the Danube end, and how long is it?").
 _QUESTION_WORDS = frozenset("what which where when who whom whose why how".split())
 _SCENE_SETTERS = frozenset(
-    "according across after against along amid among around at before behind below beneath "
-    "beside besides between beyond by compared despite during except following from in inside "
-    "into like near of off on onto outside over past per since through throughout to toward "
-    "towards under unlike until upon via with within without".split()
+    "according across after against along although amid among apart around assuming at before "
+    "behind below beneath beside besides between beyond by compared considering despite during "
+    "except excluding following for from given if in including inside into like near of off on "
+    "once onto outside over past per since though through throughout to toward towards under "
+    "unless unlike until upon via whether with within without".split()
 )
 _WORD = re.compile(r"\w+")
 # A demonstrative and the word after it, past a number: "this river", "these two cities".

@@ -45,6 +45,9 @@ RIVERS = (
         "On Monday, where did you say it ends?",
         "In the US, how much does it cost?",
         "Compared to Google, how big is it?",
+        "For Python, does it work?",
+        "Apart from Berlin, where does it flow?",
+        "If Trump wins, what happens to it?",
     ],
 )
 def test_a_question_with_a_pointer_or_no_word_of_its_own_points_back(query: str) -> None:
