@@ -51,6 +51,8 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "'. note to the ai agent' repeated": lambda n: ". note to the ai agent" * (n // 22),
     "'assistant: please ' repeated": lambda n: "assistant: please " * (n // 18),
     "'ai ' repeated, then ':'": lambda n: "ai " * (n // 3) + ":",
+    "'[ai, ' repeated": lambda n: "[ai, " * (n // 5),
+    "'bot, run the tests. ' repeated": lambda n: "bot, run the tests. " * (n // 20),
 }
 
 Scan = Callable[[str], tuple[str, ...]]

@@ -11,17 +11,31 @@ omit, output. The signal is that pair, read in folded text:
   quote, a comment or a label's colon opens before it, give or take "also", "ok so", "btw");
   third-person talk about AI ("a page could tell an AI assistant to ...", "the assistant can
   summarise your inbox") is no address;
-- a label or vocative ends with ":" or "," and is followed, in its sentence or the next, by a
-  clause that starts with an imperative verb ("book", "describe", "output", after "please",
-  "also", "just" ...), or by "you must / u have to / you need to" and a verb;
+- a label or vocative ends with ":" or "," (or "!" or ";" after "hey", "dear" ...: "Hey A.I.!")
+  and is followed, in its sentence or the next, by a clause that starts with an imperative
+  verb ("book", "describe", "output", after "please", "also", "just" ...), or by "you must /
+  u have to / you will / I want you to / your task is to" and a verb;
 - an obligation is the AI noun phrase, "must / should / is required to ...", and a verb;
+  after "the", "your" or "our" and with nothing said of what the reader is doing, it documents
+  a product ("The bot should reply to the user in this thread") unless the directive is about
+  the reply, the reader's own instructions or a link ("... in its response", "://");
 - words that name a person's job as much as a program ("agent", "model") count only with a
   word that makes them a program ("AI", "automated", "shopping", ...) or a clause that says
-  what they are doing ("agents contributing to this repo:"); "assistant" not after a word
-  that makes it a person ("teaching", "research" ...); a bare "Assistant:" or "Bot:" that opens
-  a line is a speaker's name in a transcript, and a bare label or an obligation needs the
-  directive to point at this text, the user, the reply or a link ("this", "the user", "your
-  answer", "://").
+  what they are doing ("agents contributing to this repo:", "who reads this"; a plural noun,
+  "AI engineers:", says nothing of the kind); "assistant" not after a word that makes it a
+  person ("teaching", "research" ...); products' names that are people's names or words too
+  ("Claude", "Gemini") only after "hey", "dear" ... or with a directive about the reply or
+  "when you read this" ("ChatGPT" is an AI noun);
+- a bare "Assistant:" or "Bot:" that opens a line is a speaker's name in a transcript, and
+  "Chapter 3 - AI:" a heading's part ("Assistant, ..." with a comma is neither); a bare label
+  or an obligation needs the directive to point at this text, the user, the reply or a link
+  ("this", "the user", "your answer", "://");
+- routine development work asked of coding agents ("For AI agents contributing to this repo:
+  run `make test` before opening a pull request", "use pnpm, not npm") is no signal by itself:
+  in a text about code, directives whose verbs are all "run", "use", "follow", "read", "open",
+  "commit", "add", "write", "update" or "compile", and nothing about the user, data, accounts,
+  money, secrets, the reader's own prompt or tools, other systems, links, CI or release
+  configuration, the reply, or hiding or skipping a confirmation (``_UNROUTINE``).
 
 Every address is found by a pattern that starts at one of its nouns, and what precedes and
 follows it is read from a bounded span around that noun: a scan is linear in the text.
@@ -45,10 +59,15 @@ _BEFORE = 80  # characters read before a noun for its modifiers and what opens t
 _AFTER = 360  # characters read after it for the rest of the address and the directive
 
 # The nouns an AI reader is named by; "agent" and "model" only with a modifier or a clause.
-_STRONG = r"ai|a\.i|llms?|chatbots?|bots?|assistants?|copilots?|gpts?|summari[sz]ers?"
+_STRONG = r"ai|a\.i\.?|llms?|chatbots?|chatgpt|bots?|assistants?|copilots?|gpts?|summari[sz]ers?"
 _WEAK = r"agents?|models?"
 _OUTPUT = r"summar(?:y|ies)|answers?|responses?|replies"
-_NOUN = re.compile(rf"\b(?:(?P<strong>{_STRONG})|(?P<weak>{_WEAK})|(?P<output>{_OUTPUT}))\b")
+# Products' names that are people's names or words too ("Claude", "Gemini"): an address only
+# with a word that turns to the reader or a directive about reading this text or the reply.
+_NAMED = r"claude|gemini|grok|bard|llama|mistral"
+_NOUN = re.compile(
+    rf"\b(?:(?P<strong>{_STRONG})|(?P<weak>{_WEAK})|(?P<output>{_OUTPUT})|(?P<named>{_NAMED}))(?!\w)"
+)
 _AI_MODIFIERS = frozenset(
     "ai a.i llm automated autonomous shopping browsing coding software language web digital"
     " virtual booking scheduling email e-mail support triage screening chat gpt agentic".split()
@@ -70,18 +89,23 @@ _TURN = (
     r"\s(?:to|for)|attention|attn|for\sthe\sattention\sof|for|to|hey|hi|hello|dear|psst|yo)"
     r"\s{1,3})?"
 )
-_DET = r"(?:(?:the|any|all|every|each|an?|anyone'?s|anyones|our|your)\s{1,3})?"
-_MODIFIER = r"[a-z][\w'-]{0,30}"
+_DET = r"(?:(?P<det>the|any|all|every|each|an?|anyone'?s|anyones|our|your)\s{1,3})?"
+# A modifier is no word that opens a clause ("if the chatbot failed, ...").
+_MODIFIER = (
+    r"(?!(?:if|when|whenever|once|after|before|unless|until|while|because|since)\s)"
+    r"[a-z][\w'-]{0,30}"
+)
 # Read backwards from the noun: the words before it, then what opens the clause.
 _PRECEDING = re.compile(
     rf"(?:^|(?<=[.,!?;:\[\](){{}}<>\"'“”‘’*#/~|=\n-]))\s{{0,4}}{_LEAD}{_TURN}{_DET}"
     rf"(?P<mods>(?:{_MODIFIER}\s{{1,3}}){{0,3}})$"
 )
 # After the noun: an optional clause saying what the reader is doing ("editing this file",
-# "reading this thread", "who reads this"), then the end of the label or the vocative.
+# "reading this thread", "who reads this"), then the end of the label or the vocative. A
+# plural noun ("AI engineers") says no such thing, and the clause stays in its sentence.
 _DOING = (
-    r"(?:\s{1,3}(?:(?:who|that)\s)?[a-z][\w'-]{0,30}(?:ing|ed|s)\b"
-    r"(?:\s{1,3}[\w'#./@-]{1,40}){0,4}?)"
+    r"(?:\s{1,3}(?:(?:who|that)\s{1,3}[a-z][\w'-]{0,30}|[a-z][\w'-]{0,30}(?:ing|ed))\b"
+    r"(?:\s{1,3}[\w'#./@-]{0,39}[\w'#/@-]){0,4}?)"
 )
 # A noun after the AI's name that says its role ("AI evaluator", "AI screener"), not one
 # that names a person's trade ("AI researcher").
@@ -90,7 +114,8 @@ _ROLE = (
     r"|enthusiast|journalist|consultant|specialist|regulat|investor|found|operat|lectur|analyst)"
     r")[a-z][\w-]{1,30}(?:er|or|ist|ant)s?\b)?"
 )
-_LABEL_END = re.compile(rf"{_ROLE}(?P<doing>{_DOING})?\s{{0,3}}(?P<end>[:,]|\s[-–—]{{1,2}}\s)")
+# "!" and ";" end a vocative only after a word that turns to the reader ("hey AI!").
+_LABEL_END = re.compile(rf"{_ROLE}(?P<doing>{_DOING})?\s{{0,3}}(?P<end>[:,!;]|\s[-–—]{{1,2}}\s)")
 # An obligation: what the reader does or is about ("of this release"), then "must".
 _ABOUT = r"\s{1,3}(?:of|for|about|on)(?:\s{1,3}[\w'#./@-]{1,40}){1,5}?"
 _OBLIGED = re.compile(
@@ -138,7 +163,9 @@ _IMPERATIVE = re.compile(
 _IMPERATIVE_AT = re.compile(rf"\s{{0,3}}[\"'“(\[*]?{_SOFTENERS}{_VERB}")
 _YOU_MUST = re.compile(
     r"\b(?:(?:you|u|ya)\s{1,3}(?:must|should|have\sto|need\sto|gotta|are\sto|will\sneed\sto"
-    r"|(?:are|'re)\srequired\sto)|(?:could|can|would|will)\s{1,3}(?:you|u)(?:\s{1,3}please)?)"
+    r"|will|(?:are|'re)\srequired\sto)|(?:could|can|would|will)\s{1,3}(?:you|u)(?:\s{1,3}please)?"
+    r"|i\s{1,3}(?:want|need)\s{1,3}(?:you|u)\s{1,3}to|your\s{1,3}(?:task|job|goal|mission)"
+    r"\s{1,3}(?:is|will\sbe)\s{1,3}to)"
     rf"\s{{1,3}}(?:(?:always|also|now|just)\s{{1,3}})?{_VERB}"
 )
 _OBLIGED_VERB = re.compile(_VERB)
@@ -149,6 +176,33 @@ _POINTER = re.compile(
     r"|output|tools?|browser|memory|context|instructions)|every\s(?:answer|reply|response"
     r"|summary)|its\s(?:answer|reply|response|summary|output))\b|://|`"
 )
+# What makes a directive about the reply or the reader's own instructions, or a link: what
+# a product's documentation ("the bot must reply to the user in this thread") does not say.
+_REPLY_POINTER = re.compile(
+    r"\b(?:(?:its|your|every|each)\s{1,3}(?:[a-z]+\s{1,3})?(?:answers?|repl(?:y|ies)|responses?"
+    r"|summar(?:y|ies)|output|instructions|(?:system\s)?prompt|rules)|hidden\s(?:rules|instructions)"
+    r"|when\s{1,3}(?:you|u)\s{1,3}(?:read|process|summari[sz]e|parse|scan|see)\s{1,3}(?:this|these|it))\b"
+    r"|://"
+)
+# Routine development work asked of a coding agent ("run `make test`", "use pnpm", "follow the
+# style guide"): not flagged by this signal alone, unless the span holds anything that acts on
+# the user, data, accounts, money, secrets, other systems, links, the reply or confirmation.
+_ROUTINE_VERBS = frozenset("run use follow read open commit compile add write update".split())
+_DEVELOPMENT = re.compile(
+    r"\b(?:tests?|testing|test\ssuite|lint(?:er|ing)?|format(?:ter|ting)?|style\sguide|pull\srequests?"
+    r"|prs?|commits?|repo(?:sitory)?|codebase|crate|package|branch|type-?check(?:er|ing)?|docs"
+    r"|documentation|changelog|build|code|coding|contribut\w*|files?|modules?|functions?|helpers?)\b|`"
+)
+_UNROUTINE = re.compile(
+    r"curl|wget|\|\s*(?:ba|z)?sh\b|ssh|secret|token|passw|credential|api[\s_-]?keys?|private"
+    r"|\.env\b|environment|workflow|release|deploy|\bci\b|pipeline|\.github|://|https?|www\.|@"
+    r"|e-?mail|send|upload|\bpost|delete|remove|\brm\s|drop|wipe|erase|users?\b|customer|account"
+    r"|\bpay|money|wallet|bank|card|hide|don'?t|never|without|skip|confirm|silent|quiet|secret"
+    r"|\b(?:your|its|the)\s(?:answer|reply|response|summary|output)|force|sudo|chmod|admin"
+    r"|permission|production|prod\b|database|payment|invoice|transfer|forward|ignore|disable"
+    # the reader's own setup: its prompt, instructions, tools, memory
+    r"|preamble|prompt|instruction|definition|configuration|memory|conversation|history|context"
+)
 _POLITE = re.compile(r"\b(?:please|pls|plz|kindly)\b")
 # A sentence end: where the directive's span stops after the address's next sentence.
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n\s*\n")
@@ -158,7 +212,8 @@ _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n\s*\n")
 # letter and without a leading word boundary runs at C speed over most prose.
 _ADDRESS_WORDS = re.compile(
     r"a(?:i\b|\.i|gents?\b|ny(?:one|body)\b|ssistants?\b|utomated)|bots?\b|c(?:hatbots?"
-    r"|opilots?)\b|gpts?\b|llms?\b|models?\b|summari[sz]ers?\b|whoever\b|machine-generated"
+    r"|opilots?|laude)\b|g(?:pts?|emini|rok)\b|llms?\b|models?\b|summari[sz]ers?\b|whoever\b"
+    r"|machine-generated|bard\b|llama\b|mistral\b"
 )
 
 
@@ -246,11 +301,17 @@ def _addressed(text: _Text, noun: re.Match[str]) -> bool:
     """Whether the AI noun ``noun`` opens an address followed by a directive."""
     folded = text.folded
     start, end = noun.start(), noun.end()
-    # What follows first: most nouns in prose end no label and owe nothing.
+    # What follows first, and whether a directive follows at all: most nouns in prose end no
+    # label and owe nothing, and these checks cost less than reading what precedes the noun.
     label = _LABEL_END.match(folded, end, end + _AFTER)
-    obliged = None if label is not None else _OBLIGED.match(folded, end, end + _AFTER)
-    if label is None and obliged is None:
-        return False
+    if label is not None:
+        if not text.directed(label.end(), pointed=False):
+            return False
+        obliged = None
+    else:
+        obliged = None if noun.group("named") else _OBLIGED.match(folded, end, end + _AFTER)
+        if obliged is None or _OBLIGED_VERB.match(folded, obliged.end()) is None:
+            return False
     low = max(0, start - _BEFORE)
     conditional = _CONDITIONAL.search(folded, low, start) if "if" in folded[low:start] else None
     preceding = conditional or _PRECEDING.search(folded, low, start)
@@ -261,22 +322,86 @@ def _addressed(text: _Text, noun: re.Match[str]) -> bool:
         return False
     programmed = bool(set(mods) & _AI_MODIFIERS)
     if label is not None:
-        doing = label.group("doing") is not None
-        turned = conditional is not None or preceding.group("turn") is not None
-        if not (turned or doing or programmed) and _opens_line(folded, preceding):
-            return False  # "Assistant: ..." at a line's start: a speaker in a transcript
-        if noun.group("weak") and not (doing or programmed):
-            return False
-        # Not turned to, a heading or a feature list that opens a line ("AI agents using X:
-        # build one", "AI assistant: book meetings") may read as an address: the directive, or
-        # what the reader is said to be doing, must point at this text, or say "please".
-        loose = turned or (programmed and not _opens_line(folded, preceding))
-        pointed = not loose and not _POINTER.search(label.group())
-        return text.directed(label.end(), pointed=pointed)
-    if obliged is None or conditional is not None or (noun.group("weak") and not programmed):
+        return _labelled(
+            text,
+            noun,
+            label,
+            preceding,
+            programmed=programmed,
+            turned=(conditional is not None or preceding.group("turn") is not None),
+        )
+    if conditional is not None or (noun.group("weak") and not programmed):
         return False
-    verb = _OBLIGED_VERB.match(folded, obliged.end())
-    return verb is not None and text.pointed(end, text.stop(obliged.end(), 1))
+    assert obliged is not None
+    stop = text.stop(obliged.end(), 1)
+    if not text.pointed(end, stop):
+        return False
+    # "The bot must reply to the user in this thread" documents a product: with "the", "your"
+    # or "our" and nothing said of what it is doing, only a directive about the reply, the
+    # reader's instructions or a link is one.
+    documented = preceding.group("det") in ("the", "your", "our") and not obliged.group("doing")
+    if documented and _REPLY_POINTER.search(folded, end, stop) is None:
+        return False
+    return not _routine(folded, preceding.start(), obliged.end(), stop)
+
+
+def _labelled(
+    text: _Text,
+    noun: re.Match[str],
+    label: re.Match[str],
+    preceding: re.Match[str],
+    *,
+    programmed: bool,
+    turned: bool,
+) -> bool:
+    """Whether the label or vocative ``label`` after ``noun`` addresses an AI reader with a
+    directive (one follows it: ``_addressed`` checked)."""
+    folded = text.folded
+    doing = label.group("doing") is not None
+    colon = label.group("end") not in (",", "!", ";")
+    if not turned and label.group("end") in ("!", ";"):
+        return False  # "AI!" and "AI;" are no vocative without "hey", "dear" ...
+    bare = not (turned or doing or programmed)
+    if bare and colon and (_opens_line(folded, preceding) or _after_dash(folded, preceding)):
+        return False  # "Assistant: ..." opening a line is a speaker; "Chapter 3 - AI:" a heading
+    if noun.group("weak") and not (doing or programmed):
+        return False
+    stop = text.stop(label.end(), 2)
+    if noun.group("named") and not turned and not _REPLY_POINTER.search(folded, label.end(), stop):
+        return False  # "Claude, ..." may well be a person
+    # Not turned to, a heading or a feature list that opens a line ("AI agents using X:
+    # build one", "AI assistant: book meetings") may read as an address: the directive, or
+    # what the reader is said to be doing, must point at this text, or say "please".
+    loose = turned or (programmed and not _opens_line(folded, preceding))
+    pointed = not loose and not _POINTER.search(label.group())
+    if pointed and not text.directed(label.end(), pointed=True):
+        return False
+    return not _routine(folded, preceding.start(), label.end(), stop)
+
+
+def _routine(folded: str, low: int, at: int, high: int) -> bool:
+    """Whether the address in ``[low, at)`` and its directives in ``[at, high)`` ask for
+    routine development work only (``_ROUTINE_VERBS`` in a text about code, nothing of
+    ``_UNROUTINE``)."""
+    span = folded[low:high]
+    if _UNROUTINE.search(span) or not _DEVELOPMENT.search(span):
+        return False
+    first = _IMPERATIVE_AT.match(folded, at, high)
+    found = [*_IMPERATIVE.finditer(folded, at, high), *_YOU_MUST.finditer(folded, at, high)]
+    found += [first] if first is not None else []
+    obliged = _OBLIGED_VERB.match(folded, at)
+    found += [obliged] if obliged is not None else []
+    return all(_last_word(m.group()) in _ROUTINE_VERBS for m in found)
+
+
+def _after_dash(folded: str, address: re.Match[str]) -> bool:
+    """Whether ``address`` follows a dash that follows words on its line ("Chapter 3 - AI:"),
+    as a heading's part does."""
+    before = folded[max(0, address.start() - _BEFORE) : address.start()].rstrip()
+    if before[-1:] not in ("-", "–", "—") or not before[-2:-1].isspace():
+        return False
+    line = before[:-1]
+    return bool(line[line.rfind("\n") + 1 :].strip())
 
 
 def _quoted(folded: str, at: int) -> bool:
@@ -309,3 +434,8 @@ def _opens_line(folded: str, address: re.Match[str]) -> bool:
     at = address.start() + len(address.group()) - len(address.group().lstrip())
     before = folded[max(0, at - _BEFORE) : at]
     return not before[before.rfind("\n") + 1 :].strip()
+
+
+def _last_word(directive: str) -> str:
+    """The verb a directive's match ends with."""
+    return directive.rsplit(maxsplit=1)[-1].lstrip("\"'“([*")

@@ -199,7 +199,7 @@ LEXICON: dict[str, dict[str, str]] = {
         "ADDRESSEE": "ai llm llms chatbot chatbots bot bots assistant assistants copilot"
                      " copilots gpt gpts summarizer summarizers summariser summarisers agent"
                      " agents model models summary summaries whoever anyone anybody anyones"
-                     " automated machine-generated",
+                     " automated machine-generated chatgpt claude gemini grok bard llama mistral",
         "PRIORTEXT": "words_above everything_above above_text preceding_text previous_text"
                      " everything_before messages_above previous_messages text_above content_above"
                      " previous_context prior_context earlier_context start_of_this_conversation"
