@@ -14,7 +14,8 @@ a url is the url's, ``[see Source 2](...)`` links somewhere), as offsets into th
   brackets (inline ``[text](...)`` with its ``)``, full ``[text][label]``, collapsed
   ``[text][]`` and shortcut ``[label]`` references; links do not nest), the link reference
   definitions that name their destinations (at the start of a line, after its block quotes and
-  list items, where a paragraph may start: never inside one; one indented 4 columns or more
+  list items, where a paragraph may start: never inside one, nor inside an HTML comment,
+  ``<script>`` and the like at the left margin; one indented 4 columns or more
   only where a list item holds it), and the text of each HTML
   ``<a href>`` link, as a browser reads it (to the next ``<a`` or ``</a>`` tag, or the end).
 
@@ -110,6 +111,22 @@ _NO_PARAGRAPH = re.compile(
 )
 # A setext heading's underline, which ends the paragraph it goes on with.
 _UNDERLINE = re.compile(r"[ \t]{0,3}+(?:=++|-++)[ \t]*+$")
+# A list item empty on its first line (after a line's containers): it holds what its next,
+# indented line starts, a definition too.
+_EMPTY_ITEM = re.compile(r"(?:[-+*]|[0-9]{1,9}[.)])[ \t]*+$")
+# The start of an HTML block that ends on the line holding its end (CommonMark 4.6, kinds 1 to
+# 5: raw text, a comment, a processing instruction, a declaration, CDATA), by kind.
+_HTML_BLOCK = re.compile(
+    r"<(?:(?P<raw>(?i:script|pre|style|textarea)(?:[ \t>]|$))|(?P<comment>!--)"
+    r"|(?P<cdata>!\[CDATA\[)|(?P<declaration>![A-Za-z])|(?P<instruction>\?))"
+)
+_HTML_BLOCK_END = {
+    "raw": re.compile(r"</(?:script|pre|style|textarea)>", re.IGNORECASE),
+    "comment": re.compile(r"-->"),
+    "cdata": re.compile(r"\]\]>"),
+    "declaration": re.compile(r">"),
+    "instruction": re.compile(r"\?>"),
+}
 # The containers of a line that opens a list item ("- ", "1. ", "  * ", "> 2) "), which may hold
 # a definition indented 4 columns or more on a later line.
 _LIST_ITEM = re.compile(
@@ -142,8 +159,6 @@ _ESCAPE = re.compile(r"\\[^\n]")
 _REFERENCE = re.compile(r"\[((?:[^\[\]\\\n]|\\[^\n]?+|\n(?![ \t\r]*+\n)){0,999}+)\]")
 # A line break in a link label and the containers (block quotes) its next line repeats.
 _LABEL_BREAK = re.compile(r"\n[ \t>]*")
-# An inline link's destination, after a "]" (see _LINK_TARGET).
-_DESTINATION = re.compile(r"(?<=\])" + _INLINE_TAIL)
 # An autolink ("<https://...>"), or a url written bare: printable ASCII up to white space, "<",
 # ">" or a quote (an HTML attribute's end), then cut where a ")" or "]" closes nothing the url
 # opened, before the punctuation that ends a sentence, and before citations that follow it
@@ -254,7 +269,7 @@ def url_spans(answer: str, code: Spans) -> list[tuple[int, int]]:
     if "(" not in answer and "://" not in answer and "www." not in answer:
         return []
     spans = []
-    for match in checked(_DESTINATION.finditer(answer)):
+    for match in _destinations(answer):
         if not code.holds(match.start()):
             angled = match.end("angled")
             spans.append((match.start(), angled + 1 if angled >= 0 else match.end("bare")))
@@ -262,6 +277,32 @@ def url_spans(answer: str, code: Spans) -> list[tuple[int, int]]:
         if not code.holds(match.start()):
             spans.append((match.start(), _url_end(answer, match)))
     return _merged(sorted(spans))
+
+
+def _destinations(answer: str) -> Iterator[re.Match[str]]:
+    """Each inline link's ``(destination title)`` after a ``]`` of ``answer``, as a scan for
+    them finds them (none overlap): one attempt at each ``](`` (each reads a bounded stretch,
+    see _INLINE_TAIL), none after the last ``)`` (each ends with one). The attempts are the
+    steps the deadline counts, so that a long stretch where all of them fail passes its
+    checkpoints."""
+    last = answer.rfind(")")
+    if last < 0:
+        return
+    done = 0  # where the last match ends
+    for at in checked(_occurrences(answer, "](", last)):
+        if at >= done:
+            match = _LINK_TARGET.match(answer, at + 1)
+            if match is not None:
+                done = match.end()
+                yield match
+
+
+def _occurrences(text: str, needle: str, end: int) -> Iterator[int]:
+    """Where ``needle`` starts in ``text`` before ``end``, left to right, none overlapping."""
+    at = text.find(needle, 0, end)
+    while at >= 0:
+        yield at
+        at = text.find(needle, at + len(needle), end)
 
 
 def _url_end(answer: str, match: re.Match[str]) -> int:
@@ -419,9 +460,15 @@ def _where_paragraphs_start(
     :func:`_interrupts`). A line that goes on with a paragraph (``> a`` then ``> [x]: y``, or
     ``[x]: y`` lazily after either) holds none.
 
-    Where this needs more of Markdown, a definition is read rather than none: an indented line
-    that opens no paragraph is taken as code (it may be a paragraph of a list item). Linear:
-    each line up to the last candidate is read once."""
+    An HTML block of kinds 1 to 5 (CommonMark 4.6: ``<!-- ... -->``, ``<script>``, ``<pre>``,
+    ``<?...?>``, ``<!DOCTYPE ...>``, CDATA) ends on the line that holds its end: it may interrupt
+    a paragraph, and a paragraph may start after it. One that starts at the left margin holds
+    no definition up to that line (to the end of the answer, when none does); where its
+    containers or indentation make it harder to tell where it ends, its lines are read as
+    Markdown. Other HTML blocks (``<div>``, ``<b>x</b>`` alone on a line) go on to a blank line,
+    as a paragraph does. Where this needs more of Markdown, a definition is read rather than
+    none: an indented line that opens no paragraph is taken as code (it may be a paragraph of a
+    list item). Linear: each line up to the last candidate is read once."""
     if not candidates:
         return
     pending = iter(candidates)
@@ -429,10 +476,19 @@ def _where_paragraphs_start(
     paragraph: list[int] | None = None  # the containers of the paragraph open (_containers)
     done = 0  # where the last definition taken ends
     listed = False  # whether a list item may be open: one opened, no paragraph at the margin since
+    html: re.Pattern[str] | None = None  # the end of the HTML block (kinds 1 to 5) open
+    margin = False  # whether that block started at the left margin (it holds every line)
     for line in checked(_LINE.finditer(text, 0, candidates[-1].end())):
         start = line.start()
         if start < done:
             continue  # a line of the definition before
+        ended = html is not None and html.search(line.group()) is not None
+        if html is not None and margin:
+            if candidate is not None and start == candidate.start():
+                candidate = next(pending, None)  # a line of the HTML block
+            html = None if ended else html
+            continue
+        html = None if ended else html
         fresh = paragraph is None or _interrupts(line.group(), paragraph)
         if candidate is not None and start == candidate.start():
             taken, candidate = candidate, next(pending, None)
@@ -446,12 +502,22 @@ def _where_paragraphs_start(
                 # after its first are read as lines
         containers, rest = line.group(1), line.group(2)
         body = rest.lstrip(" \t")
+        opened = _HTML_BLOCK.match(body) if body.startswith("<") else None
+        if opened is not None and opened.lastgroup is not None:
+            end = _HTML_BLOCK_END[opened.lastgroup]
+            if end.search(body) is None:
+                html, margin = end, not containers and body == rest
+                listed = listed and not margin
+        # an empty list item interrupts no paragraph; "-" after one is a setext underline
+        empty_item = (paragraph is None or body.rstrip() == "-") and bool(_EMPTY_ITEM.match(body))
         if (
             not body
+            or ended
+            or opened is not None
+            or empty_item
             or _NO_PARAGRAPH.match(rest)
             or _NO_PARAGRAPH.match(line.group().lstrip(" \t>"))
             or (not fresh and _UNDERLINE.match(rest))
-            or body.rstrip() == "-"  # an empty list item
         ):
             paragraph = None
         elif fresh:
@@ -459,7 +525,7 @@ def _where_paragraphs_start(
             indented = len(white) + 3 * white.count("\t") > (4 if containers else 3)
             paragraph = None if indented else _containers(line.group(), listed)
             listed = listed if containers or rest[:1] in " \t" else False
-        listed = listed or containers.strip(" \t>") != ""
+        listed = listed or empty_item or containers.strip(" \t>") != ""
 
 
 def _containers(line: str, listed: bool) -> list[int]:

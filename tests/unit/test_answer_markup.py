@@ -3,6 +3,8 @@ citations read markers there is tested in test_citations.py."""
 
 from __future__ import annotations
 
+import pytest
+
 from ctxasm.answer_markup import (
     Links,
     Spans,
@@ -106,6 +108,55 @@ def test_a_definition_is_one_only_where_a_paragraph_may_start() -> None:
     assert _defined("Notes:\n- [a]: /1\n- [b]: /2\n\n# c\n[c]: /3\n\n---\n[d]: /4") == list("abcd")
     assert _defined("Notes:\n2. [a]: /1\n1. [b]: /2") == ["b"]  # "2." does not interrupt
     assert _defined("[a]: /1 junk\n[b]: /2\n\n[c]: /3 'title' junk") == []
+
+
+def test_a_definition_may_follow_an_html_block_that_ends_on_its_line() -> None:
+    # rv44-1: CommonMark ends an HTML block of kinds 1 to 5 on the line holding its end, and a
+    # definition may follow it; a link to it renders
+    for html in (
+        "<!-- note -->",
+        "<script>x()</script>",
+        "<pre>x</pre>",
+        "<?php echo 1; ?>",
+        "<!DOCTYPE html>",
+        "<!--\nnote\n-->",
+        "<STYLE>\nb {}\n</style> end",
+        "<![CDATA[\nx\n]]>",
+        "Notes:\n<!-- x -->",
+        "> <!--\n> x -->",
+    ):
+        assert _defined(f"{html}\n[a]: /1") == ["a"], html
+    # what such a block holds is no definition; other HTML blocks go on to a blank line
+    assert _defined("<!--\n[a]: /1\n-->\n[b]: /2") == ["b"]
+    assert _defined("<!-- never closed\n[a]: /1\n\n[b]: /2") == []
+    assert _defined("<div>\n[a]: /1\n\n[b]: /2") == ["b"]
+    assert _defined("<b>x</b>\n[a]: /1") == []
+
+
+def test_a_definition_may_follow_a_list_item_empty_on_its_first_line() -> None:
+    # rv44-10: the item holds what its next, indented line starts
+    for item in ("-\n  ", "+\n  ", "*\n  ", "1.\n   ", "1)\n   ", "10.\n    ", "> 2.\n>    "):
+        assert _defined(f"{item}[a]: /1") == ["a"], item
+    # an empty item interrupts no paragraph: the lines go on with it
+    assert _defined("Notes:\n+\n  [a]: /1\n\nNotes:\n1.\n   [b]: /2") == []
+    assert _defined("Notes:\n-\n[a]: /1") == ["a"]  # "-" underlines a heading
+
+
+def test_link_destinations_are_found_at_each_closing_bracket_under_the_deadline() -> None:
+    # rv44-3: one scan for them failed in one call over 8 MB of "[a](", past the deadline
+    from ctxasm.deadline import Deadline
+    from ctxasm.errors import DeadlineError
+
+    answer = "[a](b) [c](" + "[a](" * 1000 + " x y) [d](<e f>) g](h)"
+    assert [answer[start:end] for start, end in url_spans(answer, Spans.of([]))] == [
+        "(b",
+        "(<e f>",
+        "(h",
+    ]
+    limit = Deadline(60.0)
+    limit.cancel()
+    with limit.applied(), pytest.raises(DeadlineError):
+        url_spans("[a](" * 1000 + " x y)", Spans.of([]))  # each attempt fails
 
 
 def test_reference_key_folds_case_white_space_and_quote_markers() -> None:

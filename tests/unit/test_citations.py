@@ -458,6 +458,18 @@ def test_a_citation_linked_elsewhere_than_its_source_is_reported() -> None:
         "Paris [see\n[x]: y [Source 1]](https://phish.example).",
         "Paris [see [x](y [Source 1]](https://phish.example).",
         "Paris [Source 1](y\n\n[Source 1]: https://phish.example",  # a shortcut after all
+        # rv44-1: a definition after an HTML block that ends on its line; what one holds is
+        # no definition, so the link around a label it names is one
+        "<!-- note -->\n[Source 1]: https://phish.example\n\nParis [Source 1].",
+        "<script>x()</script>\n[Source 1]: https://phish.example\n\nParis [Source 1].",
+        "<!--\nnote\n-->\n[Source 1]: https://phish.example\n\nParis [Source 1].",
+        "<!--\n[a]: https://x.org\n-->\nParis [per [Source 1] and [a]](https://phish.example).",
+        "<div>\n[a]: https://x.org\n\nParis [per [Source 1] and [a]](https://phish.example).",
+        # rv44-10: in a list item empty on its first line
+        "1.\n   [source 1]: https://phish.example\n\nParis [Source 1].",
+        "+\n  [source 1]: https://phish.example\n\nParis [Source 1].",
+        # an image shows no link, but loads its url: reported (see docs/citations.md)
+        "Paris ![Source 1](https://phish.example).",
     ],
 )
 def test_a_citation_rendered_as_a_link_elsewhere_is_reported(answer: str) -> None:
