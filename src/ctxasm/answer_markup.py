@@ -14,16 +14,17 @@ a url is the url's, ``[see Source 2](...)`` links somewhere), as offsets into th
   brackets (inline ``[text](...)`` with its ``)``, full ``[text][label]``, collapsed
   ``[text][]`` and shortcut ``[label]`` references; links do not nest), the link reference
   definitions that name their destinations (at the start of a line, after its block quotes and
-  list items, where a paragraph may start: never inside one, nor inside an HTML comment,
-  ``<script>`` and the like at the left margin; one indented 4 columns or more
-  only where a list item holds it), and the text of each HTML
+  list items, where a paragraph may start: never inside one, nor inside an HTML block at the
+  left margin (a comment, ``<script>`` and the like to their end, ``<div>`` to a blank line);
+  one indented 4 columns or more only where a list item holds it), and the text of each HTML
   ``<a href>`` link, as a browser reads it (to the next ``<a`` or ``</a>`` tag, or the end).
 
 A link is what CommonMark (for markdown) and a browser (for ``<a>`` tags) render as one, as far
 as the rules above go: this is no full Markdown parser, and what it does not model (emphasis,
-tables, other HTML) is read as text. Every function is linear in the length of the answer: each
-line, bracket, backtick run and tag is read a bounded number of times, and each pattern either
-reads a bounded stretch per attempt or is possessive, so no scan reads the answer again.
+tables, other HTML) is read as text. A line ends at ``\\r\\n`` or ``\\r`` as at ``\\n``. Every
+function is linear in the length of the answer: each line, bracket, backtick run and tag is
+read a bounded number of times, and each pattern either reads a bounded stretch per attempt or
+is possessive, so no scan reads the answer again.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
 _BACKTICKS_OR_LINE = re.compile(r"`+|\n")
 # White space in a link: spaces and tabs, and at most one line break (two would make a blank
 # line), with the block quote markers that start the next line.
-_GAP = r"[ \t]*+(?:\n[ \t>]*+)?+"
+_GAP = r"[ \t]*+(?:(?:\r\n?+|\n)[ \t>]*+)?+"
 # A link's title: "...", '...' or (...), backslash escapes in it, over single line breaks.
 _TITLE = (
     r'(?:"(?:[^"\\\n]|\\[^\n]?+|\n(?![ \t>]*+\n))*+"'
@@ -78,7 +79,7 @@ def _nested_parentheses(depth: int) -> str:
 # character of its kind (a quote, a parenthesis past 32 deep), so scans do not overlap.
 _INLINE_TAIL = (
     rf"\({_GAP}(?:<(?P<angled>(?:[^<>\n\\]|\\[^\n]?+)*+)>|(?!<)(?P<bare>{_nested_parentheses(32)}))"
-    rf"(?:(?:[ \t]++(?:\n[ \t>]*+)?+|\n[ \t>]*+){_TITLE})?+{_GAP}\)"
+    rf"(?:(?:[ \t]++(?:(?:\r\n?+|\n)[ \t>]*+)?+|(?:\r\n?+|\n)[ \t>]*+){_TITLE})?+{_GAP}\)"
 )
 _LINK_TARGET = re.compile(_INLINE_TAIL)
 # A link reference definition at the start of a line, "[label]: destination" and perhaps a
@@ -120,6 +121,21 @@ _HTML_BLOCK = re.compile(
     r"<(?:(?P<raw>(?i:script|pre|style|textarea)(?:[ \t>]|$))|(?P<comment>!--)"
     r"|(?P<cdata>!\[CDATA\[)|(?P<declaration>![A-Za-z])|(?P<instruction>\?))"
 )
+# The start of an HTML block that goes on to a blank line (CommonMark 4.6, kinds 6 and 7, as
+# markdown-it reads them): a block-level tag's start or end ("<div", "</p>"), which may interrupt
+# a paragraph, or a whole start or end tag alone on its line, which may not.
+_BLOCK_TAG = re.compile(
+    r"</?(?i:address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup"
+    r"|dd|details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset"
+    r"|h[1-6]|head|header|hr|html|iframe|legend|li|link|main|menu|menuitem|nav|noframes|ol"
+    r"|optgroup|option|p|param|search|section|summary|table|tbody|td|tfoot|th|thead|title|tr"
+    r"|track|ul)(?=\s|/?>|$)"
+)
+_TAG_LINE = re.compile(
+    r"(?:<[A-Za-z][A-Za-z0-9-]*+(?:\s++[A-Za-z_:][A-Za-z0-9:._-]*+"
+    r"(?:\s*+=\s*+(?:[^\"'=<>`\x00-\x20]++|'[^']*+'|\"[^\"]*+\"))?+)*+\s*+/?>"
+    r"|</[A-Za-z][A-Za-z0-9-]*+\s*+>)\s*+$"
+)
 _HTML_BLOCK_END = {
     "raw": re.compile(r"</(?:script|pre|style|textarea)>", re.IGNORECASE),
     "comment": re.compile(r"-->"),
@@ -158,7 +174,7 @@ _ESCAPE = re.compile(r"\\[^\n]")
 # over single line breaks, no unescaped bracket, so it reads at most to the next bracket.
 _REFERENCE = re.compile(r"\[((?:[^\[\]\\\n]|\\[^\n]?+|\n(?![ \t\r]*+\n)){0,999}+)\]")
 # A line break in a link label and the containers (block quotes) its next line repeats.
-_LABEL_BREAK = re.compile(r"\n[ \t>]*")
+_LABEL_BREAK = re.compile(r"(?:\r\n?|\n)[ \t>]*")
 # An autolink ("<https://...>"), or a url written bare: printable ASCII up to white space, "<",
 # ">" or a quote (an HTML attribute's end), then cut where a ")" or "]" closes nothing the url
 # opened, before the punctuation that ends a sentence, and before citations that follow it
@@ -192,12 +208,22 @@ class Spans(NamedTuple):
         return index >= 0 and offset < self.spans[index][1]
 
 
+def _line_ends(answer: str) -> str:
+    """``answer`` with each line ending as CommonMark reads one (``\\r\\n``, ``\\r``, ``\\n``)
+    written ``\\n``, offsets kept: ``\\r\\n`` becomes `` \\n`` (a space at the end of a line
+    changes none of what this module reads), a lone ``\\r`` becomes ``\\n``."""
+    if "\r" not in answer:
+        return answer
+    return answer.replace("\r\n", " \n").replace("\r", "\n")
+
+
 def code_spans(answer: str) -> list[tuple[int, int]]:
     """Closed fenced code blocks and inline code spans, sorted and merged.
 
     An opening fence with no closing fence after it opens nothing: what follows is read as
     text. Linear: each fence line is looked at a bounded number of times.
     """
+    answer = _line_ends(answer)
     fences = []
     for match in checked(_FENCE.finditer(answer)):
         run, rest = match.group(1), match.group(2)
@@ -268,6 +294,7 @@ def url_spans(answer: str, code: Spans) -> list[tuple[int, int]]:
     space or "<", less the punctuation that ends a sentence), sorted and merged."""
     if "(" not in answer and "://" not in answer and "www." not in answer:
         return []
+    answer = _line_ends(answer)
     spans = []
     for match in _destinations(answer):
         if not code.holds(match.start()):
@@ -379,7 +406,8 @@ def links(answer: str, code: Spans) -> Links:
     markdown link (``[text](...)``, ``[text][label]``, ``[text][]``, ``[label]``: its brackets
     included) and of each HTML link with an ``href`` (``<a href="...">text</a>``: between its
     tags), with its destination as written. Linear in the length of ``answer``."""
-    text = _code_filled(answer, code.spans)  # no link starts or ends in code
+    # no link starts or ends in code; line ends as "\n"
+    text = _code_filled(_line_ends(answer), code.spans)
     definitions = _definitions(answer, text) if "[" in answer else {}
     texts = sorted(_link_texts(answer, text, definitions)) if "[" in answer else []
     if "<" in answer:
@@ -466,7 +494,8 @@ def _where_paragraphs_start(
     no definition up to that line (to the end of the answer, when none does); where its
     containers or indentation make it harder to tell where it ends, its lines are read as
     Markdown. Other HTML blocks (``<div>``, ``<b>x</b>`` alone on a line) go on to a blank line,
-    as a paragraph does. Where this needs more of Markdown, a definition is read rather than
+    as a paragraph does, and hold every line up to it: a ``<pre>`` or ``<!--`` in one opens
+    nothing. Where this needs more of Markdown, a definition is read rather than
     none: an indented line that opens no paragraph is taken as code (it may be a paragraph of a
     list item). Linear: each line up to the last candidate is read once."""
     if not candidates:
@@ -478,17 +507,21 @@ def _where_paragraphs_start(
     listed = False  # whether a list item may be open: one opened, no paragraph at the margin since
     html: re.Pattern[str] | None = None  # the end of the HTML block (kinds 1 to 5) open
     margin = False  # whether that block started at the left margin (it holds every line)
+    block = False  # whether an HTML block of kind 6 or 7 is open at the left margin
     for line in checked(_LINE.finditer(text, 0, candidates[-1].end())):
         start = line.start()
         if start < done:
             continue  # a line of the definition before
         ended = html is not None and html.search(line.group()) is not None
-        if html is not None and margin:
-            if candidate is not None and start == candidate.start():
-                candidate = next(pending, None)  # a line of the HTML block
-            html = None if ended else html
-            continue
+        # a line of an HTML block at the left margin, whatever it starts (a blank line ends
+        # one of kinds 6 and 7)
+        inside = (html is not None and margin) or (block and line.group().strip(" \t") != "")
         html = None if ended else html
+        if inside:
+            if candidate is not None and start == candidate.start():
+                candidate = next(pending, None)
+            continue
+        block = False
         fresh = paragraph is None or _interrupts(line.group(), paragraph)
         if candidate is not None and start == candidate.start():
             taken, candidate = candidate, next(pending, None)
@@ -503,6 +536,14 @@ def _where_paragraphs_start(
         containers, rest = line.group(1), line.group(2)
         body = rest.lstrip(" \t")
         opened = _HTML_BLOCK.match(body) if body.startswith("<") else None
+        if (
+            opened is None
+            and body.startswith("<")
+            and not containers
+            and _opens_html_block(rest, body, listed, paragraph is not None)
+        ):
+            block, paragraph, listed = True, None, False
+            continue
         if opened is not None and opened.lastgroup is not None:
             end = _HTML_BLOCK_END[opened.lastgroup]
             if end.search(body) is None:
@@ -526,6 +567,22 @@ def _where_paragraphs_start(
             paragraph = None if indented else _containers(line.group(), listed)
             listed = listed if containers or rest[:1] in " \t" else False
         listed = listed or empty_item or containers.strip(" \t>") != ""
+
+
+def _opens_html_block(rest: str, body: str, listed: bool, in_paragraph: bool) -> bool:
+    """Whether a line with no containers (``rest``; ``body``: it less its indentation), where
+    no HTML block of kinds 1 to 5 starts, opens one of kinds 6 or 7 at the left margin: indented
+    at most 3 columns (not at all after a list item, which may hold it), a block-level tag, or
+    a whole tag alone on the line where no paragraph goes on."""
+    white = rest[: len(rest) - len(body)]
+    return (
+        len(white) + 3 * white.count("\t") <= 3
+        and (not white or not listed)
+        and (
+            _BLOCK_TAG.match(body) is not None
+            or (not in_paragraph and _TAG_LINE.match(body) is not None)
+        )
+    )
 
 
 def _containers(line: str, listed: bool) -> list[int]:
@@ -772,7 +829,7 @@ def _escaped(answer: str, at: int) -> bool:
 def reference_key(label: str) -> str:
     """A link label as references match it: case-folded, white space collapsed, and the block
     quote markers that start its later lines dropped."""
-    if "\n" in label:
+    if "\n" in label or "\r" in label:
         label = _LABEL_BREAK.sub(" ", label)
     return " ".join(label.casefold().split())
 

@@ -133,6 +133,47 @@ def test_a_definition_may_follow_an_html_block_that_ends_on_its_line() -> None:
     assert _defined("<b>x</b>\n[a]: /1") == []
 
 
+def test_an_html_block_that_goes_on_to_a_blank_line_holds_every_line_up_to_it() -> None:
+    # rv45-3: a <pre>, "<!--", "<?" or <script> line in a <div> block, or after a tag alone on
+    # its line, opens nothing; the block ends at the blank line
+    for block in (
+        '<div class="answer">\n<pre>',
+        "<div>\n<!-- generated",
+        "</div>\n<?",
+        "</textarea>\n<script>",
+        "   <DIV>\n<pre>",
+        "Notes:\n<p>\n<![CDATA[",
+        "<span class=x>\n<!--",
+        "<a href='x' b>\n<style>",
+    ):
+        assert _defined(f"{block}\n[a]: /1\n\n[b]: /2") == ["b"], block
+    # a tag alone on its line interrupts no paragraph: a <pre> after it opens a block
+    assert _defined("Notes:\n<span>\n<pre>\n\n[a]: /1") == []
+    # indented 4 columns, or in a container, it opens no block at the margin
+    assert _defined("    <div>\n<pre>\n\n[a]: /1") == []
+    assert _defined("> <div>\n<pre>\n\n[a]: /1") == []
+    # its lines hold no definition, a quote's or a list item's included
+    assert _defined("<div>\n> [a]: /1\n- [b]: /2\n# c\n[c]: /3\n\n[d]: /4") == ["d"]
+
+
+def test_lines_may_end_with_a_carriage_return() -> None:
+    # rv45-5: CommonMark ends lines at "\r\n" and "\r" too; offsets are the answer's
+    assert _defined("[a]: /1\r\n[b]:\r\n/2\r\n'title'\r[c]: /3 \"t\"\r\n\r\n[d]: /4") == list(
+        "abcd"
+    )
+    assert _defined("Notes:\r\n[a]: /1\r\r[b]: /2\r\n<!--\r\n[c]: /3") == ["b"]
+    answer = "[x]: <https://x.org/a>\r\n[Se\r\n e]: https://y.org\r\n"
+    assert links(answer, Spans.of([])).definitions == {
+        "x": "https://x.org/a",
+        "se e": "https://y.org",
+    }
+    answer = "```\r\n[1]\r\n```\r\na `b\rc` d"
+    assert _texts(answer, code_spans(answer)) == ["```\r\n[1]\r\n```\r"]
+    answer = "[a](\r\n<https://x.org>\r\n 't'\r\n) b"
+    assert link_destination(answer, 3) == "https://x.org"
+    assert _texts(answer, url_spans(answer, Spans.of([]))) == ["(\r\n<https://x.org>"]
+
+
 def test_a_definition_may_follow_a_list_item_empty_on_its_first_line() -> None:
     # rv44-10: the item holds what its next, indented line starts
     for item in ("-\n  ", "+\n  ", "*\n  ", "1.\n   ", "1)\n   ", "10.\n    ", "> 2.\n>    "):

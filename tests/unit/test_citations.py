@@ -415,63 +415,78 @@ def test_a_citation_linked_elsewhere_than_its_source_is_reported() -> None:
     assert report.coverage == 1.0  # each names its source: the sentences are supported
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        "Paris [see Source 1](https://phish.example).",  # a marker in a link's text
-        "Paris [Source 1!](https://phish.example).",
-        "Paris [[Source 1]](https://phish.example).",
-        "Paris [Source 1][x].\n\n[x]: https://phish.example",  # a reference link
-        "Paris [Source 1][].\n\n[Source 1]:\n  <https://phish.example>",
-        "Paris [Source 1].\n\n[source  1]: https://phish.example",  # a shortcut reference
-        "Paris [Source 1].\n\n> [Source 1]: https://phish.example",  # defined in a quote
-        'Paris <a href="https://phish.example">[Source 1]</a>.',  # an HTML link
-        "Paris <A title=x HREF='https://phish.example'>see [Source 1]</a >.",
-        # rv40-F3: a link's text over line breaks, nested brackets, code and escapes in it
-        "Paris [see\nSource 1](https://phish.example).",
-        "Paris [see\n   Source 1\n  here](https://phish.example).",
-        "> Paris [see\n> Source 1](https://phish.example).",
-        "Paris [a [b [Source 1]]](https://phish.example).",
-        "Paris [see `]` Source 1](https://phish.example).",
-        "Paris [see \\] Source 1](https://phish.example).",
-        "Paris [see Source 1][the\nlink].\n\n[The  Link]: https://phish.example",
-        "Paris [see\nSource 1].\n\n[see source 1]: https://phish.example",  # a shortcut
-        # definitions in list items, after any containers, and over line breaks
-        "- [Source 1]: https://phish.example\n\nParis [Source 1].",
-        "1. [Source 1]: https://phish.example\n\nParis [Source 1].",
-        "> - [Source 1]: https://phish.example\n\nParis [Source 1].",
-        "- > [Source 1]: https://phish.example\n\nParis [Source 1].",
-        "- item\n\n  [Source 1]: https://phish.example\n\nParis [Source 1].",
-        "- item\n  - sub\n\n    [Source 1]: https://phish.example\n\nParis [Source 1].",
-        "Paris [Source 1].\n\n> \t[Source 1]: https://phish.example",  # 2 columns in
-        "Paris [Source 1].\n\n[Source\n1]: https://phish.example",
-        "Paris [Source 1].\n\n> [Source\n> 1]: https://phish.example",
-        "Paris [Source 1].\n\n- [Source\n  1]: https://phish.example",
-        # an HTML link's text holds other tags, up to its </a> (or the end, unclosed)
-        'Paris <a href="https://phish.example"><b>[Source 1]</b></a>.',
-        "Paris <a title=\"a>b\" href='https://phish.example'><em>see</em> Source 1</a>.",
-        'Paris <a href="https://phish.example">see\n\n[Source 1]</a>.',
-        'Paris <a href="https://phish.example">[Source 1].',
-        # rv43-4: a definition inside a paragraph, or a "(" never closed, is no link, so the
-        # link around it is one
-        "Notes:\n[a]: https://x.org\n\nParis [per [Source 1] and [a]](https://phish.example).",
-        "Paris [see\n[x]: y [Source 1]](https://phish.example).",
-        "Paris [see [x](y [Source 1]](https://phish.example).",
-        "Paris [Source 1](y\n\n[Source 1]: https://phish.example",  # a shortcut after all
-        # rv44-1: a definition after an HTML block that ends on its line; what one holds is
-        # no definition, so the link around a label it names is one
-        "<!-- note -->\n[Source 1]: https://phish.example\n\nParis [Source 1].",
-        "<script>x()</script>\n[Source 1]: https://phish.example\n\nParis [Source 1].",
-        "<!--\nnote\n-->\n[Source 1]: https://phish.example\n\nParis [Source 1].",
-        "<!--\n[a]: https://x.org\n-->\nParis [per [Source 1] and [a]](https://phish.example).",
-        "<div>\n[a]: https://x.org\n\nParis [per [Source 1] and [a]](https://phish.example).",
-        # rv44-10: in a list item empty on its first line
-        "1.\n   [source 1]: https://phish.example\n\nParis [Source 1].",
-        "+\n  [source 1]: https://phish.example\n\nParis [Source 1].",
-        # an image shows no link, but loads its url: reported (see docs/citations.md)
-        "Paris ![Source 1](https://phish.example).",
-    ],
-)
+# Answers whose [Source 1] CommonMark renders as a link to https://phish.example.
+_ELSEWHERE = [
+    "Paris [see Source 1](https://phish.example).",  # a marker in a link's text
+    "Paris [Source 1!](https://phish.example).",
+    "Paris [[Source 1]](https://phish.example).",
+    "Paris [Source 1][x].\n\n[x]: https://phish.example",  # a reference link
+    "Paris [Source 1][].\n\n[Source 1]:\n  <https://phish.example>",
+    "Paris [Source 1].\n\n[source  1]: https://phish.example",  # a shortcut reference
+    "Paris [Source 1].\n\n> [Source 1]: https://phish.example",  # defined in a quote
+    'Paris <a href="https://phish.example">[Source 1]</a>.',  # an HTML link
+    "Paris <A title=x HREF='https://phish.example'>see [Source 1]</a >.",
+    # rv40-F3: a link's text over line breaks, nested brackets, code and escapes in it
+    "Paris [see\nSource 1](https://phish.example).",
+    "Paris [see\n   Source 1\n  here](https://phish.example).",
+    "> Paris [see\n> Source 1](https://phish.example).",
+    "Paris [a [b [Source 1]]](https://phish.example).",
+    "Paris [see `]` Source 1](https://phish.example).",
+    "Paris [see \\] Source 1](https://phish.example).",
+    "Paris [see Source 1][the\nlink].\n\n[The  Link]: https://phish.example",
+    "Paris [see\nSource 1].\n\n[see source 1]: https://phish.example",  # a shortcut
+    # definitions in list items, after any containers, and over line breaks
+    "- [Source 1]: https://phish.example\n\nParis [Source 1].",
+    "1. [Source 1]: https://phish.example\n\nParis [Source 1].",
+    "> - [Source 1]: https://phish.example\n\nParis [Source 1].",
+    "- > [Source 1]: https://phish.example\n\nParis [Source 1].",
+    "- item\n\n  [Source 1]: https://phish.example\n\nParis [Source 1].",
+    "- item\n  - sub\n\n    [Source 1]: https://phish.example\n\nParis [Source 1].",
+    "Paris [Source 1].\n\n> \t[Source 1]: https://phish.example",  # 2 columns in
+    "Paris [Source 1].\n\n[Source\n1]: https://phish.example",
+    "Paris [Source 1].\n\n> [Source\n> 1]: https://phish.example",
+    "Paris [Source 1].\n\n- [Source\n  1]: https://phish.example",
+    # an HTML link's text holds other tags, up to its </a> (or the end, unclosed)
+    'Paris <a href="https://phish.example"><b>[Source 1]</b></a>.',
+    "Paris <a title=\"a>b\" href='https://phish.example'><em>see</em> Source 1</a>.",
+    'Paris <a href="https://phish.example">see\n\n[Source 1]</a>.',
+    'Paris <a href="https://phish.example">[Source 1].',
+    # rv43-4: a definition inside a paragraph, or a "(" never closed, is no link, so the
+    # link around it is one
+    "Notes:\n[a]: https://x.org\n\nParis [per [Source 1] and [a]](https://phish.example).",
+    "Paris [see\n[x]: y [Source 1]](https://phish.example).",
+    "Paris [see [x](y [Source 1]](https://phish.example).",
+    "Paris [Source 1](y\n\n[Source 1]: https://phish.example",  # a shortcut after all
+    # rv44-1: a definition after an HTML block that ends on its line; what one holds is
+    # no definition, so the link around a label it names is one
+    "<!-- note -->\n[Source 1]: https://phish.example\n\nParis [Source 1].",
+    "<script>x()</script>\n[Source 1]: https://phish.example\n\nParis [Source 1].",
+    "<!--\nnote\n-->\n[Source 1]: https://phish.example\n\nParis [Source 1].",
+    "<!--\n[a]: https://x.org\n-->\nParis [per [Source 1] and [a]](https://phish.example).",
+    "<div>\n[a]: https://x.org\n\nParis [per [Source 1] and [a]](https://phish.example).",
+    # rv44-10: in a list item empty on its first line
+    "1.\n   [source 1]: https://phish.example\n\nParis [Source 1].",
+    "+\n  [source 1]: https://phish.example\n\nParis [Source 1].",
+    # an image shows no link, but loads its url: reported (see docs/citations.md)
+    "Paris ![Source 1](https://phish.example).",
+    # rv45-3: a <pre>, "<!--", "<?" or <script> line in an HTML block that goes on to a
+    # blank line (<div>, a tag alone on its line) opens nothing: the definition after it is
+    # one
+    '<div class="answer">\n<pre>\n\n[source 1]: https://phish.example\n\nParis [Source 1].',
+    "<div>\n<!-- generated\n\n[source 1]: https://phish.example\n\nSee [Source 1].",
+    "</div>\n<?\n\n[source 1]: https://phish.example\n[Source 1]",
+    "</textarea>\n<script>\n\n[source 1]: https://phish.example\nSee [Source 1].",
+    "Notes:\n<p>\n<pre>\n\n[source 1]: https://phish.example\nSee [Source 1].",
+    "<span class=x>\n<!--\n\n[source 1]: https://phish.example\nSee [Source 1].",
+    # rv45-5: "\r\n" and a lone "\r" end lines too
+    "[source 1]: https://phish.example\r\n[Source 1]",
+    "Intro\r\n\r\n[source 1]: https://phish.example\r\n\r\nSee [Source 1].",
+    "Intro\r\r[source 1]:\rhttps://phish.example\r'title'\r\rSee [Source 1].",
+    "Paris [Source 1](\r\nhttps://phish.example\r\n'title'\r\n).",
+]
+
+
+@pytest.mark.parametrize("answer", _ELSEWHERE)
 def test_a_citation_rendered_as_a_link_elsewhere_is_reported(answer: str) -> None:
     report = check_citations(answer, assembly())
     assert report.mislinked == ("Source 1",) and not report.all_valid
@@ -479,46 +494,63 @@ def test_a_citation_rendered_as_a_link_elsewhere_is_reported(answer: str) -> Non
     assert "phish" not in link_citations(answer, assembly()).replace(answer, "")
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        f"Paris [see Source 1]({PARIS}).",
-        f"Paris [Source 1][x].\n\n[x]: {PARIS}",
-        "Paris `[Source 1][x]`.\n\n[x]: https://phish.example",  # code is no link
-        "Paris [Source 1].\n\n    [Source 1]: https://phish.example",  # an indented code block
-        "Paris [Source 1](https://EXAMPLE.org/paris).",  # a host in any case is the same host
-        # rv40-F3: near misses, which CommonMark renders as no link
-        "Paris [see\n\nSource 1](https://phish.example).",  # a blank line ends the text
-        "Paris [see\n \t\nSource 1](https://phish.example).",
-        "Paris [see Source 1]\n(https://phish.example).",
-        "Paris \\[see Source 1](https://phish.example).",  # an escaped bracket
-        "Paris [Source 1].\n\n```\n[Source 1]: https://phish.example\n```",  # code
-        "Paris [Source 1].\n\n~~~~\n- [Source 1]: https://phish.example\n~~~~",
-        "Paris [Source 1].\n\n\t[Source 1]: https://phish.example",  # a tab: 4 columns
-        "Paris [Source 1].\n\n>     [Source 1]: https://phish.example",  # code in a quote
-        "-     [Source 1]: https://phish.example\n\nParis [Source 1].",  # code in an item
-        "- item\n\n      [Source 1]: https://phish.example\n\nParis [Source 1].",
-        "- item\n\nText.\n\n    [Source 1]: https://phish.example\n\nParis [Source 1].",
-        "Paris [Source 1].\n\n[Source\n\n1]: https://phish.example",  # a label over a blank line
-        'Paris <a href="https://phish.example">x</a> [Source 1].',
-        'Paris \\<a href="https://phish.example">[Source 1]</a>.',
-        'Paris `<a href="https://phish.example">` [Source 1].',
-        'Paris <a name="x">[Source 1]</a>.',
-        'Paris <a href="https://phish.example">x <a name="y">[Source 1]</a>.',  # it ends the first
-        'Paris <abbr title="https://phish.example">[Source 1]</abbr>.',
-        f'Paris <a href="https://phish.example">[see Source 1]({PARIS})</a>.',  # the inner link
-        # rv43-4: a definition inside a paragraph, and a "(" never closed, make no link
-        "Paris [Source 1].\n[Source 1]: https://phish.example",
-        "Paris [fig](][Source 1].",  # the marker is no part of a url
-        "Paris [Source 1](https://phish.example.",
-        'Paris [Source 1](https://phish.example "title" x).',
-    ],
-)
+# Answers whose [Source 1] CommonMark renders as a link to its source, or as no link.
+_HOME = [
+    f"Paris [see Source 1]({PARIS}).",
+    f"Paris [Source 1][x].\n\n[x]: {PARIS}",
+    "Paris `[Source 1][x]`.\n\n[x]: https://phish.example",  # code is no link
+    "Paris [Source 1].\n\n    [Source 1]: https://phish.example",  # an indented code block
+    "Paris [Source 1](https://EXAMPLE.org/paris).",  # a host in any case is the same host
+    # rv40-F3: near misses, which CommonMark renders as no link
+    "Paris [see\n\nSource 1](https://phish.example).",  # a blank line ends the text
+    "Paris [see\n \t\nSource 1](https://phish.example).",
+    "Paris [see Source 1]\n(https://phish.example).",
+    "Paris \\[see Source 1](https://phish.example).",  # an escaped bracket
+    "Paris [Source 1].\n\n```\n[Source 1]: https://phish.example\n```",  # code
+    "Paris [Source 1].\n\n~~~~\n- [Source 1]: https://phish.example\n~~~~",
+    "Paris [Source 1].\n\n\t[Source 1]: https://phish.example",  # a tab: 4 columns
+    "Paris [Source 1].\n\n>     [Source 1]: https://phish.example",  # code in a quote
+    "-     [Source 1]: https://phish.example\n\nParis [Source 1].",  # code in an item
+    "- item\n\n      [Source 1]: https://phish.example\n\nParis [Source 1].",
+    "- item\n\nText.\n\n    [Source 1]: https://phish.example\n\nParis [Source 1].",
+    "Paris [Source 1].\n\n[Source\n\n1]: https://phish.example",  # a label over a blank line
+    'Paris <a href="https://phish.example">x</a> [Source 1].',
+    'Paris \\<a href="https://phish.example">[Source 1]</a>.',
+    'Paris `<a href="https://phish.example">` [Source 1].',
+    'Paris <a name="x">[Source 1]</a>.',
+    'Paris <a href="https://phish.example">x <a name="y">[Source 1]</a>.',  # it ends the first
+    'Paris <abbr title="https://phish.example">[Source 1]</abbr>.',
+    f'Paris <a href="https://phish.example">[see Source 1]({PARIS})</a>.',  # the inner link
+    # rv43-4: a definition inside a paragraph, and a "(" never closed, make no link
+    "Paris [Source 1].\n[Source 1]: https://phish.example",
+    "Paris [fig](][Source 1].",  # the marker is no part of a url
+    "Paris [Source 1](https://phish.example.",
+    'Paris [Source 1](https://phish.example "title" x).',
+    # rv45-3: what an HTML block holds up to its end is no definition
+    "<div>\n<pre>\n[source 1]: https://phish.example\n\nParis [Source 1].",
+    "Notes:\n<pre>\n\n[source 1]: https://phish.example\n\nParis [Source 1].",
+    "<span>\n</div>\n> [source 1]: https://phish.example\n\nParis [Source 1].",
+    "Paris [Source 1].\r\n\r\n<pre>\r\n\r\n[source 1]: https://phish.example",
+]
+
+
+@pytest.mark.parametrize("answer", _HOME)
 def test_a_citation_rendered_as_a_link_to_its_source_or_not_as_a_link_is_valid(
     answer: str,
 ) -> None:
     report = check_citations(answer, assembly())
     assert report.all_valid and report.cited_ids[:1] == ("paris",)
+
+
+@pytest.mark.parametrize("ending", ["\r\n", "\r"])
+def test_lines_ended_by_a_carriage_return_read_as_lines_ended_by_a_line_feed(ending: str) -> None:
+    # rv45-5: CommonMark ends a line at "\r\n" and "\r" as at "\n"
+    for answer in (answer for answer in _ELSEWHERE if "\r" not in answer):
+        crlf = answer.replace("\n", ending)
+        assert check_citations(crlf, assembly()).mislinked == ("Source 1",), crlf
+    for answer in (answer for answer in _HOME if "\r" not in answer):
+        crlf = answer.replace("\n", ending)
+        assert check_citations(crlf, assembly()).all_valid, crlf
 
 
 def test_markers_written_in_wider_characters_are_linked_by_their_shape() -> None:
