@@ -568,3 +568,23 @@ def test_a_second_batch_writing_the_same_output_is_refused(tmp_path: Path, resum
             "give another output file [OUT]\n"
         )
         assert partial.exists() and not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_signal_whose_exception_python_ignored_still_stops_the_batch() -> None:
+    # A SIGINT that landed while Python ran a weak reference's callback raised there, was
+    # ignored ("Exception ignored in: <function WeakSet...>"), and the batch ran to its end with
+    # exit 0 (a flaky failure of the test above)
+    from ctxasm.cli import batch_run
+
+    with batch_run._signals_raise() as received:
+        handler = signal.getsignal(signal.SIGINT)
+        assert callable(handler)
+        with pytest.raises(batch_run._Signalled):
+            handler(signal.SIGINT, None)  # as if its exception had been lost
+        lines = batch_run._until_signalled(iter([(b"{}", 1), (b"{}", 2)]), received)
+        with pytest.raises(batch_run._Signalled) as stopped:
+            next(lines)
+    assert stopped.value.signum == signal.SIGINT
+    assert signal.getsignal(signal.SIGINT) is not handler  # the caller's handler is back
+    finished = batch_run._until_signalled(iter([(b"{}", 1)]), [])
+    assert list(finished) == [(b"{}", 1)]

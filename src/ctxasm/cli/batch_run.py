@@ -8,7 +8,7 @@ import signal
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from types import FrameType
 from typing import IO, BinaryIO
@@ -123,21 +123,39 @@ def _count_lines(handle: BinaryIO) -> int:
 
 
 @contextmanager
-def _signals_raise() -> Iterator[None]:
-    """While the batch runs, SIGINT and SIGTERM end it through the normal exception path."""
+def _signals_raise() -> Iterator[list[int]]:
+    """While the batch runs, SIGINT and SIGTERM end it through the normal exception path. The
+    signals received are also kept in the list given: Python ignores an exception raised in a
+    callback it runs on its own (a weak reference's, during garbage collection), so a signal
+    that lands there would be lost, and the batch run to its end (see :func:`_until_signalled`)."""
+    received: list[int] = []
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
         raise _Signalled(signum)
 
     if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread may set handlers; the caller's own then apply
+        yield received  # only the main thread may set handlers; the caller's own then apply
         return
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield received
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def _until_signalled(
+    items: Iterable[tuple[bytes, int]], received: list[int]
+) -> Iterator[tuple[bytes, int]]:
+    """``items``, stopped by :class:`_Signalled` before the next one (and after the last) once
+    a signal was ``received`` whose exception was lost."""
+    for item in items:
+        if received:
+            raise _Signalled(received[0])
+        yield item
+    if received:
+        raise _Signalled(received[0])
 
 
 def run_batch(
@@ -161,7 +179,7 @@ def run_batch(
             stats.failed_line(partial.first_error)
     try:
         with (
-            _signals_raise(),
+            _signals_raise() as received,
             _input(source) as (stream, total),
             _output(target, append=partial is not None) as out,
         ):
@@ -171,7 +189,7 @@ def run_batch(
             left = None if total is None else max(0, total - first + 1)
             with progress_bar("assembling", show=progress, total=left, requests=True) as bar:
                 return assemble_lines(
-                    lines,
+                    _until_signalled(lines, received),
                     out.write,
                     assembler,
                     max_line_bytes=max_bytes,
