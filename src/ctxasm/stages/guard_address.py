@@ -25,12 +25,11 @@ omit, output. The signal is that pair, read in folded text:
   "AI engineers:", says nothing of the kind); "assistant" not after a word that makes it a
   person ("teaching", "research" ...); products' names that are people's names or words too
   ("Claude", "Gemini") only after "hey", "dear" ... or with a directive about the reply or
-  "when you read this" ("ChatGPT" is an AI noun); an AI name before a noun for people
-  ("ChatGPT users,") is no address;
-- a comma that opens a list of nouns ending with a colon ("ChatGPT, Claude and Gemini:",
-  "AI, ML and data:") or a department after a job ("Assistant, Sales:") makes no vocative,
-  as long as it is not turned to ("Dear ChatGPT, Claude and Gemini:") and is asked only to
-  read on or to apply ("read this post", "send your CV"; ``_READING``);
+  "when you read this" ("ChatGPT" is an AI noun); a list of nouns or a job with its
+  department ("ChatGPT, Claude and Gemini: read on", "Assistant, Sales:") and an AI name
+  before a noun for people ("Dear ChatGPT users,") are read as addresses: what is asked of
+  them could not be told apart from an attack by what it starts with (review rv46), and a
+  false flag costs less than a miss;
 - a bare "Assistant:" or "Bot:" that opens a line is a speaker's name in a transcript, and
   "Chapter 3 - AI:" a heading's part ("Assistant, ..." with a comma is neither); a bare label
   or an obligation needs the directive to point at this text, the user, the reply or a link
@@ -116,12 +115,10 @@ _DOING = (
     r"(?:\s{1,3}[\w'#./@-]{0,39}[\w'#/@-]){0,4}?)"
 )
 # A noun after the AI's name that says its role ("AI evaluator", "AI screener"), not one
-# that names a person's trade or a group of people ("AI researcher", "ChatGPT users").
+# that names a person's trade ("AI researcher").
 _ROLE = (
     r"(?:\s{1,3}(?!(?:research|engine|develop|scient|ethic|practition|professor|instruct"
-    r"|enthusiast|journalist|consultant|specialist|regulat|investor|found|operat|lectur|analyst"
-    r"|user|owner|custom|subscrib|member|buyer|seller|partner|lover|teacher|learner|beginner"
-    r"|newcomer|leader|manag|market)"
+    r"|enthusiast|journalist|consultant|specialist|regulat|investor|found|operat|lectur|analyst)"
     r")[a-z][\w-]{1,30}(?:er|or|ist|ant)s?\b)?"
 )
 # "!" and ";" end a vocative only after a word that turns to the reader ("hey AI!").
@@ -235,20 +232,6 @@ _UNROUTINE = re.compile(
     r"|permission|production|prod\b|database|payment|invoice|transfer|forward|ignore|disable"
     # the reader's own setup: its prompt, instructions, tools, memory
     r"|preamble|prompt|instruction|definition|configuration|memory|conversation|history|context"
-)
-# What makes "X," the first of a list of nouns that ends with a colon ("AI, ML and data:",
-# "Bots, crawlers and scrapers:"), or a job title with its department ("Assistant, Sales:"),
-# and no vocative, where what it is asked is only to read on or to apply (``_READING``).
-_LIST_ITEM = r"(?!(?:please|pls|plz|kindly|you|u|i|now|then|also|just)\b)[a-z][\w.'&-]{0,30}"
-_LISTED = re.compile(
-    rf"\s{{1,3}}(?!{_VERB}){_LIST_ITEM}(?:\s{{1,3}}{_LIST_ITEM})?"
-    rf"(?:,\s{{1,3}}(?!{_VERB}){_LIST_ITEM}(?:\s{{1,3}}{_LIST_ITEM})?){{0,4}},?\s{{1,3}}(?:and|or|&)"
-    rf"\s{{1,3}}(?!{_VERB}){_LIST_ITEM}(?:\s{{1,3}}{_LIST_ITEM})?\s{{0,3}}:"
-    r"|\s{1,3}(?:sales|marketing|hr|finance|legal|engineering|operations|support|accounting"
-    r"|design|product|research|admissions|procurement|purchasing|logistics)\s{0,3}:"
-)
-_READING = re.compile(
-    r"(?:read|see|learn|continue|apply|send\s{1,3}(?:your\s{1,3})?(?:cv|resume|application)s?)\b"
 )
 _POLITE = re.compile(r"\b(?:please|pls|plz|kindly)\b")
 # A sentence end: where the directive's span stops after the address's next sentence.
@@ -408,13 +391,6 @@ def _labelled(
     if noun.group("weak") and not (doing or programmed):
         return False
     stop = text.stop(label.end(), 2)
-    if (
-        not turned
-        and label.group("end") == ","
-        and _LISTED.match(folded, label.end(), stop) is not None
-        and _only_reading(folded, label.end(), stop)
-    ):
-        return False  # "ChatGPT, Claude and Gemini: ...", "Assistant, Sales: ...": no vocative
     if noun.group("named") and not turned and not _REPLY_POINTER.search(folded, label.end(), stop):
         return False  # "Claude, ..." may well be a person
     # Not turned to, a heading or a feature list that opens a line ("AI agents using X:
@@ -435,21 +411,6 @@ def _routine(text: _Text, low: int, at: int) -> bool:
     if _UNROUTINE.search(folded, low, at):
         return False
     return _ROUTINE.fullmatch(folded, at, text.stop(at, 2)) is not None
-
-
-def _only_reading(folded: str, at: int, high: int) -> bool:
-    """Whether every directive in ``[at, high)`` asks only to read on or to apply
-    (``_READING``: "read this post", "please send your CV"), and none is about the reply."""
-    if _REPLY_POINTER.search(folded, at, high):
-        return False
-    first = _IMPERATIVE_AT.match(folded, at, high)
-    found = [*_IMPERATIVE.finditer(folded, at, high), *_YOU_MUST.finditer(folded, at, high)]
-    found += [first] if first is not None else []
-    for directive in found:
-        verb = directive.end() - len(directive.group().rsplit(maxsplit=1)[-1].lstrip("\"'“([*"))
-        if _READING.match(folded, verb, high) is None:
-            return False
-    return True
 
 
 def _after_dash(folded: str, address: re.Match[str]) -> bool:
