@@ -588,3 +588,26 @@ def test_a_signal_whose_exception_python_ignored_still_stops_the_batch() -> None
     assert signal.getsignal(signal.SIGINT) is not handler  # the caller's handler is back
     finished = batch_run._until_signalled(iter([(b"{}", 1)]), [])
     assert list(finished) == [(b"{}", 1)]
+
+
+def test_a_lost_signal_stops_a_ray_batch_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # rv46-5: the Ray path ignored the signals recorded, and exited 0
+    import types
+
+    from ctxasm.batch.jsonl import BatchStats
+    from ctxasm.cli import batch_run
+
+    def run_batch(source: str, target: str, config: object, *, max_bytes: int) -> BatchStats:
+        handler = signal.getsignal(signal.SIGTERM)
+        assert callable(handler)
+        with pytest.raises(batch_run._Signalled):
+            handler(signal.SIGTERM, None)  # as if its exception had been lost
+        return BatchStats()
+
+    engine = types.ModuleType("ctxasm.batch.ray_engine")
+    engine.start_ray = lambda: None  # type: ignore[attr-defined]
+    engine.run_batch = run_batch  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ctxasm.batch.ray_engine", engine)
+    with pytest.raises(batch_run.BatchInterruptedError) as stopped:
+        batch_run.run_ray_batch("in.jsonl", "out.jsonl", None, max_bytes=1 << 20)
+    assert stopped.value.signum == signal.SIGTERM

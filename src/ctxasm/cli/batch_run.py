@@ -252,8 +252,11 @@ def run_ray_batch(source: str, target: str, config: str | None, *, max_bytes: in
     check_not_input(source, target)
     start_ray()  # before the handlers: Ray sets its own when it starts
     try:
-        with _signals_raise():
-            return run_batch(source, target, config, max_bytes=max_bytes)
+        with _signals_raise() as received:
+            stats = run_batch(source, target, config, max_bytes=max_bytes)
+            if received:  # its exception was lost (see _signals_raise)
+                raise _Signalled(received[0])
+            return stats
     except _Signalled as signalled:
         raise BatchInterruptedError(signalled.signum, BatchStats()) from None
 
