@@ -49,6 +49,10 @@ __all__ = [
     "url_spans",
 ]
 
+# A list item's marker ("-", "+", "*", "1.", "2)"), and the block quote and list markers that
+# open a line: its containers.
+_MARK = r"(?:[-+*]|[0-9]{1,9}[.)])"
+_CONTAINERS = rf"(?:[ \t]*+(?:>|{_MARK}(?=[ \t])))*+"
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
 _BACKTICKS_OR_LINE = re.compile(r"`+|\n")
 # White space in a link: spaces and tabs, and at most one line break (two would make a blank
@@ -92,18 +96,16 @@ _LINK_TARGET = re.compile(_INLINE_TAIL)
 # characters), and a title to the next quote of its kind (so the titles that attempts read do
 # not overlap) or a blank line.
 _DEFINITION = re.compile(
-    r"^(?P<prefix>(?:[ \t]*+(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t])))*+[ \t]*+)"
+    rf"^(?P<prefix>{_CONTAINERS}[ \t]*+)"
     r"\[(?P<label>(?:[^\[\]\\\n]|\\[^\n]?+|\n(?![ \t\r]*+\n)){1,999}+)\]:"
     r"[ \t]*+\n?+(?:[ \t]*+>)*+[ \t]*+(?:<(?P<angled>[^<>\n]*+)>|(?P<bare>[^\s<]\S*+))"
     rf"(?:[ \t]++{_TITLE})?+[ \t]*+$(?:\n[ \t>]*+{_TITLE}[ \t]*+$)?+",
     re.MULTILINE,
 )
 # A line: its block quote and list markers, and what follows them.
-_LINE = re.compile(
-    r"^((?:[ \t]*+(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t])))*+)([^\n]*+)", re.MULTILINE
-)
+_LINE = re.compile(rf"^({_CONTAINERS})([^\n]*+)", re.MULTILINE)
 # A list marker and the white space after it (on a line: see _containers).
-_LIST_MARKER = re.compile(r"(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t]|$)([ \t]*+)")
+_LIST_MARKER = re.compile(rf"{_MARK}(?=[ \t]|$)([ \t]*+)")
 # What ends a paragraph and starts none (after a line's containers): a heading, a thematic
 # break, a fence (one never closed too: see code_spans).
 _NO_PARAGRAPH = re.compile(
@@ -114,7 +116,7 @@ _NO_PARAGRAPH = re.compile(
 _UNDERLINE = re.compile(r"[ \t]{0,3}+(?:=++|-++)[ \t]*+$")
 # A list item empty on its first line (after a line's containers): it holds what its next,
 # indented line starts, a definition too.
-_EMPTY_ITEM = re.compile(r"(?:[-+*]|[0-9]{1,9}[.)])[ \t]*+$")
+_EMPTY_ITEM = re.compile(rf"{_MARK}[ \t]*+$")
 # The start of an HTML block that ends on the line holding its end (CommonMark 4.6, kinds 1 to
 # 5: raw text, a comment, a processing instruction, a declaration, CDATA), by kind.
 _HTML_BLOCK = re.compile(
@@ -146,8 +148,8 @@ _HTML_BLOCK_END = {
 # The containers of a line that opens a list item ("- ", "1. ", "  * ", "> 2) "), which may hold
 # a definition indented 4 columns or more on a later line.
 _LIST_ITEM = re.compile(
-    r"^(?=(?:[ \t]*+>)*+[ \t]*+(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]|$))"
-    r"(?:[ \t]*+(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?=[ \t]|$)))*+[ \t]*+",
+    rf"^(?=(?:[ \t]*+>)*+[ \t]*+{_MARK}(?:[ \t]|$))"
+    rf"(?:[ \t]*+(?:>|{_MARK}(?=[ \t]|$)))*+[ \t]*+",
     re.MULTILINE,
 )
 # A line of text after a blank line, at the left margin, which no list item goes on over.
